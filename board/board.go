@@ -1,0 +1,358 @@
+package board
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ErrVersion is returned when a compare-and-set write finds another version.
+var ErrVersion = errors.New("version mismatch")
+
+// Board holds a run's entries, key-value view, step records and recordings.
+// It is safe for concurrent use. Every change is handed to the journal (if
+// any) before the method returns, so it survives the process being killed.
+type Board struct {
+	mu         sync.RWMutex
+	run        Run
+	entries    []*Entry
+	bySection  map[string][]int
+	byAuthor   map[string][]int
+	byLabel    map[string][]int
+	byRole     map[string][]int
+	keys       map[string]*keyState
+	steps      []StepRecord
+	recordings []Recording
+	journal    *journal // nil: in memory only
+	journalN   int64    // journal records written so far (the file's watermark)
+	now        func() time.Time
+}
+
+type keyState struct {
+	latest  int   // index of the newest entry for the key
+	version int64 // writes so far (tombstones count)
+}
+
+// New returns an empty in-memory board.
+func New(run Run) *Board {
+	return &Board{
+		run:       run,
+		bySection: map[string][]int{},
+		byAuthor:  map[string][]int{},
+		byLabel:   map[string][]int{},
+		byRole:    map[string][]int{},
+		keys:      map[string]*keyState{},
+		now:       time.Now,
+	}
+}
+
+// SetClock replaces the clock (tests, replay).
+func (b *Board) SetClock(now func() time.Time) {
+	b.mu.Lock()
+	b.now = now
+	b.mu.Unlock()
+}
+
+// Now is the board's clock.
+func (b *Board) Now() time.Time {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.now()
+}
+
+// Append adds an entry. Seq, ID and TS are assigned; a keyed entry gets the
+// key's next version. It is not a compare-and-set: see Write for that.
+func (b *Board) Append(e Entry) (Entry, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.appendLocked(e, -1)
+}
+
+// WriteOp is a key-value write or delete.
+type WriteOp struct {
+	Key     string
+	Value   any
+	TTL     time.Duration // 0: no expiry
+	Section string        // default "kv"
+	Author  string
+	Label   string
+	Role    string
+	Meta    map[string]any
+	// ExpectVersion makes the write conditional: it succeeds only when the
+	// key's current version equals it (0: the key must not exist). -1: any.
+	ExpectVersion int64
+	Delete        bool
+}
+
+// Write performs a key-value write (or delete) as one appended entry.
+func (b *Board) Write(op WriteOp) (Entry, error) {
+	if op.Key == "" {
+		return Entry{}, errors.New("board: write needs a key")
+	}
+	if op.Section == "" {
+		op.Section = "kv"
+	}
+	e := Entry{Section: op.Section, Author: op.Author, Label: op.Label, Role: op.Role,
+		Key: op.Key, Content: op.Value, Meta: op.Meta, Deleted: op.Delete}
+	if op.TTL > 0 {
+		s := op.TTL.Seconds()
+		e.TTL = &s
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.appendLocked(e, op.ExpectVersion)
+}
+
+func (b *Board) appendLocked(e Entry, expect int64) (Entry, error) {
+	now := b.now().UTC()
+	if e.Key != "" {
+		cur := b.liveVersionLocked(e.Key, now)
+		if expect >= 0 && cur != expect {
+			return Entry{}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", e.Key, expect, cur, ErrVersion)
+		}
+		if e.Deleted && cur == 0 {
+			return Entry{}, fmt.Errorf("board: key %q does not exist", e.Key)
+		}
+	}
+	e.Seq = int64(len(b.entries)) + 1
+	if e.ID == "" {
+		e.ID = NewID(now)
+	}
+	if e.TS.IsZero() {
+		e.TS = now
+	}
+	if e.Key != "" {
+		ks := b.keys[e.Key]
+		if ks == nil {
+			ks = &keyState{}
+			b.keys[e.Key] = ks
+		}
+		ks.version++
+		e.Version = ks.version
+	}
+	if err := b.logLocked(record{Entry: &e}); err != nil {
+		if e.Key != "" {
+			b.keys[e.Key].version--
+		}
+		return Entry{}, err
+	}
+	b.indexLocked(&e)
+	return e, nil
+}
+
+// indexLocked adds e (already numbered) to the in-memory views.
+func (b *Board) indexLocked(e *Entry) {
+	i := len(b.entries)
+	b.entries = append(b.entries, e)
+	b.bySection[e.Section] = append(b.bySection[e.Section], i)
+	if e.Author != "" {
+		b.byAuthor[e.Author] = append(b.byAuthor[e.Author], i)
+	}
+	if e.Label != "" {
+		b.byLabel[e.Label] = append(b.byLabel[e.Label], i)
+	}
+	if e.Role != "" {
+		b.byRole[e.Role] = append(b.byRole[e.Role], i)
+	}
+	if e.Key != "" {
+		ks := b.keys[e.Key]
+		if ks == nil {
+			ks = &keyState{}
+			b.keys[e.Key] = ks
+		}
+		ks.latest = i
+		if e.Version > ks.version {
+			ks.version = e.Version
+		}
+	}
+}
+
+// liveVersionLocked is the version a compare-and-set compares against: the
+// key's version when its newest entry is live, else 0 (absent).
+func (b *Board) liveVersionLocked(key string, now time.Time) int64 {
+	ks := b.keys[key]
+	if ks == nil {
+		return 0
+	}
+	e := b.entries[ks.latest]
+	if e.Deleted || e.Expired(now) {
+		return 0
+	}
+	return ks.version
+}
+
+// Get returns the live value of key: its newest entry, unless that entry
+// expired or deleted the key.
+func (b *Board) Get(key string) (Entry, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	ks := b.keys[key]
+	if ks == nil {
+		return Entry{}, false
+	}
+	e := b.entries[ks.latest]
+	if e.Deleted || e.Expired(b.now()) {
+		return Entry{}, false
+	}
+	return *e, true
+}
+
+// KeyInfo describes a live key.
+type KeyInfo struct {
+	Key     string    `json:"key"`
+	Version int64     `json:"version"`
+	Author  string    `json:"author"`
+	TS      time.Time `json:"ts"`
+	TTL     *float64  `json:"ttl_s"`
+}
+
+// Keys lists the live keys starting with prefix, sorted.
+func (b *Board) Keys(prefix string) []KeyInfo {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	now := b.now()
+	var out []KeyInfo
+	for k, ks := range b.keys {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		e := b.entries[ks.latest]
+		if e.Deleted || e.Expired(now) {
+			continue
+		}
+		out = append(out, KeyInfo{Key: k, Version: e.Version, Author: e.Author, TS: e.TS, TTL: e.TTL})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// Filter selects entries; empty fields match everything.
+type Filter struct {
+	Section, Role, Author, Label, Key string
+	AfterSeq                          int64 // only entries with a larger seq
+	Limit                             int   // the newest Limit matches; 0: all
+}
+
+// Query returns the matching entries, oldest first. It uses the index of the
+// most selective field given, so it does not scan the whole board.
+func (b *Board) Query(f Filter) []Entry {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var idx []int
+	all := true
+	pick := func(m map[string][]int, v string) {
+		if v == "" {
+			return
+		}
+		l := m[v]
+		if all || len(l) < len(idx) {
+			idx, all = l, false
+		}
+	}
+	pick(b.bySection, f.Section)
+	pick(b.byAuthor, f.Author)
+	pick(b.byLabel, f.Label)
+	pick(b.byRole, f.Role)
+	match := func(e *Entry) bool {
+		return (f.Section == "" || e.Section == f.Section) && (f.Role == "" || e.Role == f.Role) &&
+			(f.Author == "" || e.Author == f.Author) && (f.Label == "" || e.Label == f.Label) &&
+			(f.Key == "" || e.Key == f.Key) && e.Seq > f.AfterSeq
+	}
+	var out []Entry
+	n := len(b.entries)
+	if !all {
+		n = len(idx)
+	}
+	// Walk newest first so Limit keeps the newest, then reverse.
+	for j := n - 1; j >= 0; j-- {
+		i := j
+		if !all {
+			i = idx[j]
+		}
+		e := b.entries[i]
+		if e.Seq <= f.AfterSeq {
+			break
+		}
+		if match(e) {
+			out = append(out, *e)
+			if f.Limit > 0 && len(out) == f.Limit {
+				break
+			}
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}
+
+// Len is the number of entries.
+func (b *Board) Len() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.entries)
+}
+
+// Run returns the run description.
+func (b *Board) Run() Run {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.run
+}
+
+// UpdateRun changes the run description (status, finish time) durably.
+func (b *Board) UpdateRun(f func(*Run)) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.run
+	f(&r)
+	if err := b.logLocked(record{Run: &r}); err != nil {
+		return err
+	}
+	b.run = r
+	return nil
+}
+
+// AddStep records a finished step visit durably.
+func (b *Board) AddStep(s StepRecord) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.logLocked(record{Step: &s}); err != nil {
+		return err
+	}
+	b.steps = append(b.steps, s)
+	return nil
+}
+
+// Steps returns the step records in the order they finished.
+func (b *Board) Steps() []StepRecord {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return append([]StepRecord(nil), b.steps...)
+}
+
+// AddRecording keeps a model exchange durably.
+func (b *Board) AddRecording(r Recording) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.logLocked(record{Rec: &r}); err != nil {
+		return err
+	}
+	b.recordings = append(b.recordings, r)
+	return nil
+}
+
+// Recordings returns the recordings in the order they were made.
+func (b *Board) Recordings() []Recording {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return append([]Recording(nil), b.recordings...)
+}
+
+// Entries returns every entry, oldest first.
+func (b *Board) Entries() []Entry {
+	return b.Query(Filter{})
+}

@@ -1,0 +1,94 @@
+// Package board is the blackboard: the run's shared state and audit log.
+//
+// Entries are appended, never edited. An entry with a key is also a
+// key-value write; the key's live value is its newest unexpired entry. The
+// board also holds the step records and model recordings of a run, and
+// persists all of it as blackboard.json plus an append-only journal, so a
+// run killed at any moment loses nothing.
+package board
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Entry is one record on the board (SPEC §2).
+type Entry struct {
+	ID      string         `json:"id"`
+	Seq     int64          `json:"seq"`
+	Section string         `json:"section"`
+	Role    string         `json:"role"`
+	Author  string         `json:"author"`
+	Label   string         `json:"label"`
+	Key     string         `json:"key"`
+	Version int64          `json:"version"`
+	Content any            `json:"content"`
+	Meta    map[string]any `json:"meta"`
+	TS      time.Time      `json:"ts"`
+	TTL     *float64       `json:"ttl_s"`
+	// Deleted marks a key's tombstone: the key reads as absent after it.
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// Expired reports whether a keyed entry's TTL has run out at now.
+func (e *Entry) Expired(now time.Time) bool {
+	if e.TTL == nil {
+		return false
+	}
+	return now.Sub(e.TS) >= time.Duration(*e.TTL*float64(time.Second))
+}
+
+// StepRecord is one finished visit of a step (the `steps` list of SPEC §3).
+type StepRecord struct {
+	Label      string          `json:"label"`
+	Visit      int             `json:"visit"`
+	Type       string          `json:"type,omitempty"`
+	Parent     string          `json:"parent,omitempty"` // the parallel group it ran in
+	Status     string          `json:"status"`
+	StartedAt  time.Time       `json:"started_at"`
+	FinishedAt time.Time       `json:"finished_at"`
+	DurationMS int64           `json:"duration_ms"`
+	Attempts   int             `json:"attempts,omitempty"`
+	Goto       string          `json:"goto,omitempty"` // where a branch jumped
+	Result     json.RawMessage `json:"result"`
+	Error      string          `json:"error"`
+	// Delays are the retry backoffs the engine drew (ms), kept so a replay
+	// reproduces the run without drawing again.
+	Delays []int64 `json:"retry_delays_ms,omitempty"`
+}
+
+// Recording is one non-deterministic exchange (a model call), kept so a
+// replay can serve it without the network.
+type Recording struct {
+	Label         string          `json:"label"`
+	Visit         int             `json:"visit"`
+	Kind          string          `json:"kind"`
+	Call          int             `json:"call,omitempty"` // nth call within the visit, from 1
+	Agent         string          `json:"agent,omitempty"`
+	RequestSHA256 string          `json:"request_sha256"`
+	Request       json.RawMessage `json:"request,omitempty"`
+	Response      json.RawMessage `json:"response"`
+}
+
+// Run describes the run (the `run` object of SPEC §3).
+type Run struct {
+	ID            string         `json:"id"`
+	PlanPath      string         `json:"plan_path"`
+	PlanSHA256    string         `json:"plan_sha256"`
+	PlanSource    string         `json:"plan_source"`
+	Vars          map[string]any `json:"vars"`
+	Workdir       string         `json:"workdir"`
+	Status        string         `json:"status"`
+	Error         string         `json:"error,omitempty"`
+	StartedAt     time.Time      `json:"started_at"`
+	FinishedAt    *time.Time     `json:"finished_at"`
+	RunnerVersion string         `json:"runner_version"`
+}
+
+// Run statuses.
+const (
+	StatusRunning     = "running"
+	StatusSucceeded   = "succeeded"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+)

@@ -1,0 +1,235 @@
+package board
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Format is the value of the "format" field of blackboard.json.
+const Format = "runner.blackboard/v1"
+
+// File is blackboard.json (SPEC §3).
+type File struct {
+	Format     string       `json:"format"`
+	Run        Run          `json:"run"`
+	Steps      []StepRecord `json:"steps"`
+	Entries    []*Entry     `json:"entries"`
+	Recordings []Recording  `json:"recordings"`
+	// JournalN is how many journal records the file already holds; on load,
+	// journal records numbered at or below it are skipped, so a crash
+	// between writing the file and truncating the journal duplicates nothing.
+	JournalN int64 `json:"journal_n"`
+}
+
+// JournalPath is where the journal of a blackboard file lives.
+func JournalPath(path string) string { return path + ".journal" }
+
+// Options control persistence.
+type Options struct {
+	// Sync fsyncs the journal after every record: a finished step then
+	// survives a power loss, not only the process being killed.
+	Sync bool
+}
+
+// Create starts a saved run at path: it writes blackboard.json (atomically)
+// and opens an empty journal beside it. The file exists from then on.
+func Create(path string, run Run, opt Options) (*Board, error) {
+	b := New(run)
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	if err := b.saveLocked(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Open loads a saved run for continuing it (resume): the file plus its
+// journal, and further changes go to the journal again.
+func Open(path string, opt Options) (*Board, error) {
+	b, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	// Fold the journal into the file now, so a torn tail is dropped
+	// before new records are appended after it.
+	if err := b.Save(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Load reads a saved run, folding in its journal, into an in-memory board.
+func Load(path string) (*Board, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("%s: not a blackboard file: %w", path, err)
+	}
+	if f.Format != Format {
+		return nil, fmt.Errorf("%s: format %q, want %q", path, f.Format, Format)
+	}
+	b := New(f.Run)
+	for _, e := range f.Entries {
+		if e.Seq != int64(len(b.entries))+1 {
+			return nil, fmt.Errorf("%s: entry seq %d out of order (want %d)", path, e.Seq, len(b.entries)+1)
+		}
+		b.indexLocked(e)
+	}
+	b.steps = f.Steps
+	b.recordings = f.Recordings
+	b.journalN = f.JournalN
+	if err := b.foldJournal(JournalPath(path)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// foldJournal applies the journal's records that the file does not hold. A
+// torn last line (the process was killed mid-write) is ignored.
+func (b *Board) foldJournal(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	for lineNo := 1; ; lineNo++ {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return nil // an unterminated last line is a torn write: drop it
+		}
+		if err != nil {
+			return err
+		}
+		var rec record
+		if err := json.Unmarshal(line, &rec); err != nil {
+			if _, peekErr := r.Peek(1); peekErr == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("%s:%d: corrupt journal record: %w", path, lineNo, err)
+		}
+		if rec.N <= b.journalN {
+			continue
+		}
+		b.journalN = rec.N
+		switch {
+		case rec.Entry != nil:
+			if rec.Entry.Seq != int64(len(b.entries))+1 {
+				return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, rec.Entry.Seq)
+			}
+			b.indexLocked(rec.Entry)
+		case rec.Step != nil:
+			b.steps = append(b.steps, *rec.Step)
+		case rec.Rec != nil:
+			b.recordings = append(b.recordings, *rec.Rec)
+		case rec.Run != nil:
+			b.run = *rec.Run
+		}
+	}
+}
+
+// Save writes the whole board to blackboard.json atomically and empties the
+// journal. Its cost grows with the board: call it at the end of a run, not
+// per step (per step, the journal is enough).
+func (b *Board) Save() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.saveLocked()
+}
+
+func (b *Board) saveLocked() error {
+	j := b.journal
+	if j == nil {
+		return errors.New("board: not backed by a file")
+	}
+	f := File{Format: Format, Run: b.run, Steps: b.steps, Entries: b.entries,
+		Recordings: b.recordings, JournalN: b.journalN}
+	if f.Steps == nil {
+		f.Steps = []StepRecord{}
+	}
+	if f.Entries == nil {
+		f.Entries = []*Entry{}
+	}
+	if f.Recordings == nil {
+		f.Recordings = []Recording{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(&f); err != nil {
+		return fmt.Errorf("board: encoding %s: %w", j.file, err)
+	}
+	if err := WriteFileAtomic(j.file, buf.Bytes(), 0o644); err != nil {
+		return err
+	}
+	return j.truncate()
+}
+
+// Path is the blackboard.json path, or "" for an in-memory board.
+func (b *Board) Path() string {
+	if b.journal == nil {
+		return ""
+	}
+	return b.journal.file
+}
+
+// Close closes the journal (without saving).
+func (b *Board) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.journal == nil {
+		return nil
+	}
+	return b.journal.close()
+}
+
+// WriteFileAtomic replaces path with data: a temp file in the same
+// directory, fsync, rename, fsync of the directory. Readers see the old file
+// or the new one, never half of one.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(name)
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: some filesystems refuse fsync on directories
+		d.Close()
+	}
+	return nil
+}

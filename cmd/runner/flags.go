@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/term"
+)
+
+// globals are the flags every command takes.
+type globals struct {
+	logFormat string
+	logLevel  string
+	quiet     bool
+}
+
+func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
+	fs := flag.NewFlagSet("runner "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	g := &globals{}
+	fs.StringVar(&g.logFormat, "log-format", "", "console or json (default: console on a terminal, json otherwise)")
+	fs.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error")
+	fs.BoolVar(&g.quiet, "q", false, "quiet: errors only, no progress")
+	return fs, g
+}
+
+// parse parses flags and positional arguments in any order, as users of
+// `runner run plan.yaml --var x=1` expect.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// usageErr prints a usage problem and returns exit code 2.
+func usageErr(stderr io.Writer, fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(stderr, "%s: %s\n", fs.Name(), fmt.Sprintf(format, args...))
+	return exitUsage
+}
+
+// flagErr handles a flag parsing error: -h is not an error.
+func flagErr(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// format is the log format: as given, else console on a terminal and JSON
+// elsewhere.
+func (g *globals) format(stderr io.Writer) string {
+	if g.logFormat != "" {
+		return g.logFormat
+	}
+	if isTerminal(stderr) {
+		return "console"
+	}
+	return "json"
+}
+
+// logger builds the zerolog logger the flags ask for. On a terminal the
+// default level is warn when the progress display shows the steps, as it
+// says what the step logs would.
+func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error) {
+	tty := isTerminal(stderr)
+	format := g.format(stderr)
+	var w io.Writer
+	switch format {
+	case "json":
+		w = stderr
+	case "console":
+		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !tty, TimeFormat: "15:04:05"}
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", format)
+	}
+	level := zerolog.InfoLevel
+	if progress {
+		level = zerolog.WarnLevel
+	}
+	if g.quiet {
+		level = zerolog.ErrorLevel
+	}
+	if g.logLevel != "" {
+		l, err := zerolog.ParseLevel(strings.ToLower(g.logLevel))
+		if err != nil || g.logLevel == "" {
+			return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", g.logLevel)
+		}
+		level = l
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+}
+
+// varFlags collects repeated --var k=v.
+type varFlags map[string]string
+
+func (v varFlags) String() string { return "" }
+
+func (v varFlags) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	if _, dup := v[k]; dup {
+		return fmt.Errorf("%s given twice", k)
+	}
+	v[k] = val
+	return nil
+}

@@ -1,0 +1,67 @@
+// Command runner runs declarative workflow plans. See README.md.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes (SPEC §5).
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitDiverged    = 3
+	exitInterrupted = 130
+)
+
+type command struct {
+	name, usage, summary string
+	run                  func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"run", "run PLAN [--var k=v]... [--workdir DIR] [--out FILE] [--dry-run] [--sync]", "run a plan", cmdRun},
+		{"validate", "validate PLAN...", "check plans; print every problem as file:line:col: message", cmdValidate},
+		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
+		{"version", "version", "print the version", cmdVersion},
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if args[0] == "--version" {
+		return cmdVersion(nil, stdin, stdout, stderr)
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdin, stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "runner: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "runner: run declarative workflow plans\n\nUsage:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  runner %-70s %s\n", c.usage, c.summary)
+	}
+	fmt.Fprintln(w, "\nGlobal flags: --log-format console|json, --log-level debug|info|warn|error, -q")
+	fmt.Fprintln(w, "Exit codes: 0 succeeded, 1 plan failed, 2 bad usage or invalid plan, 3 replay diverged, 130 interrupted")
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/steps"
+	"github.com/rs/zerolog"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, g := newFlags("run", stderr)
+	vars := varFlags{}
+	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
+	workdir := fs.String("workdir", "", "directory steps run in (default: the current directory)")
+	out := fs.String("out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
+	dry := fs.Bool("dry-run", false, "print what would run, run nothing")
+	syncFlag := fs.Bool("sync", false, "fsync the journal after every step (survives power loss, not only kill -9)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 {
+		return usageErr(stderr, fs, "want one plan file, got %d arguments", len(pos))
+	}
+	prog, err := engine.Load(pos[0], steps.Registry())
+	if err != nil {
+		return planErrors(stderr, prog, err)
+	}
+	resolved, err := engine.ResolveVars(prog.Plan, vars)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	if *dry {
+		dryRun(stdout, prog, resolved)
+		return exitOK
+	}
+	wd, err := resolveWorkdir(*workdir)
+	if err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
+	progress := !g.quiet && g.format(stderr) == "console"
+	log, err := g.logger(stderr, progress)
+	if err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
+	services, err := wireServices(prog.Plan, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitUsage
+	}
+	now := time.Now().UTC()
+	runID := board.NewID(now)
+	path := *out
+	if path == "" {
+		path = filepath.Join(wd, ".runner", "runs", runID, "blackboard.json")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitFailed
+	}
+	b, err := board.Create(path, board.Run{ID: runID, PlanPath: pos[0], PlanSHA256: prog.Plan.SHA256,
+		PlanSource: string(prog.Plan.Source), Vars: resolved, Workdir: wd, Status: board.StatusRunning,
+		StartedAt: now, RunnerVersion: version}, board.Options{Sync: *syncFlag})
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitFailed
+	}
+	defer b.Close()
+	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Services: services}
+	return execute(r, stdout, stderr, g, progress)
+}
+
+// execute runs r with Ctrl-C handling and progress, and maps the outcome
+// to an exit code. run, resume and replay share it.
+func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals, progress bool) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		r.Log.Warn().Msg("interrupted: stopping running steps, saving the board (Ctrl-C again to quit at once)")
+		cancel(engine.ErrInterrupted)
+		if _, ok := <-sigs; ok {
+			os.Exit(exitInterrupted) // every finished step is already in the journal
+		}
+	}()
+	var view *progressView
+	if progress {
+		view = newProgress(stderr, isTerminal(stderr))
+		r.Observer = view
+	}
+	start := time.Now()
+	err := r.Run(ctx)
+	if view != nil {
+		view.close()
+	}
+	path := r.Board.Path()
+	status := board.StatusSucceeded
+	code := exitOK
+	var re *engine.RunError
+	if errors.As(err, &re) {
+		status, code = re.Status, exitFailed
+		if re.Status == engine.StatusInterrupted {
+			code = exitInterrupted
+		}
+	} else if err != nil {
+		status, code = board.StatusFailed, exitFailed
+	}
+	if !g.quiet {
+		fmt.Fprintf(stderr, "run %s %s in %s\n", r.Board.Run().ID, status, time.Since(start).Round(time.Millisecond))
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+	}
+	fmt.Fprintf(stdout, "blackboard: %s\n", path)
+	return code
+}
+
+func resolveWorkdir(dir string) (string, error) {
+	if dir == "" {
+		return os.Getwd()
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("--workdir %s: not a directory", dir)
+	}
+	return abs, nil
+}
+
+// serviceHooks build the run-wide services step types look up (agents...).
+// Each hook may refuse the run before any step starts (a missing API key).
+var serviceHooks []func(p *plans.Plan, log zerolog.Logger, services map[string]any) error
+
+func wireServices(p *plans.Plan, log zerolog.Logger) (map[string]any, error) {
+	services := map[string]any{}
+	for _, h := range serviceHooks {
+		if err := h(p, log, services); err != nil {
+			return nil, err
+		}
+	}
+	return services, nil
+}
+
+func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fmt.Fprintf(stdout, "runner %s\n", version)
+	return exitOK
+}

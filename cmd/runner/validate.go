@@ -1,0 +1,57 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/steps"
+)
+
+func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, _ := newFlags("validate", stderr)
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) == 0 {
+		return usageErr(stderr, fs, "want one or more plan files")
+	}
+	code := exitOK
+	reg := steps.Registry()
+	for _, path := range pos {
+		prog, err := engine.Load(path, reg)
+		if err != nil {
+			code = planErrors(stderr, prog, err)
+			continue
+		}
+		fmt.Fprintf(stdout, "%s: ok (%d steps)\n", path, len(prog.Plan.AllSteps()))
+	}
+	return code
+}
+
+// planErrors prints a plan's problems, each as file:line:col: message with
+// the line quoted beneath it, and returns exit code 2.
+func planErrors(w io.Writer, prog *engine.Program, err error) int {
+	var list plans.Errors
+	if !errors.As(err, &list) {
+		fmt.Fprintf(w, "runner: %v\n", err)
+		return exitUsage
+	}
+	var lines []string
+	if prog != nil && prog.Plan != nil {
+		lines = strings.Split(string(prog.Plan.Source), "\n")
+	}
+	for _, e := range list {
+		fmt.Fprintln(w, e.Error())
+		if e.Line >= 1 && e.Line <= len(lines) {
+			src := strings.ReplaceAll(lines[e.Line-1], "\t", " ")
+			fmt.Fprintf(w, "  %4d | %s\n       | %s^\n", e.Line, src, strings.Repeat(" ", max(e.Col-1, 0)))
+		}
+	}
+	fmt.Fprintf(w, "%d problem(s)\n", len(list))
+	return exitUsage
+}

@@ -1,0 +1,119 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/expr-lang/expr/types"
+	"github.com/planrunner/runner/plans"
+)
+
+// Program is a plan checked and compiled against the registered step
+// types: every step decoded by its type, every expression compiled.
+type Program struct {
+	Plan  *plans.Plan
+	Steps []*Node // top level, in order
+	nodes map[string]*Node
+	scope types.Map
+}
+
+// Node is one compiled step.
+type Node struct {
+	*plans.Step
+	Kind     Type // nil for a parallel group
+	Impl     Step
+	If       *Expr
+	Until    *Expr
+	WriteKey *Template
+	Children []*Node
+}
+
+// Node returns the compiled step with label.
+func (p *Program) Node(label string) *Node { return p.nodes[label] }
+
+// Load reads a plan file and compiles it.
+func Load(path string, reg *Registry) (*Program, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(path, src, reg)
+}
+
+// Compile checks a plan's source and compiles it. Every problem, from the
+// YAML structure to a misspelt name deep in an expression, comes back at
+// once as plans.Errors.
+func Compile(path string, src []byte, reg *Registry) (*Program, error) {
+	plan, err := plans.Parse(path, src)
+	var list plans.Errors
+	if err != nil {
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+	}
+	r := &plans.Reporter{File: path, List: list}
+	prog := &Program{Plan: plan, nodes: map[string]*Node{}, scope: scopeType(plan, reg)}
+	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
+	if err := r.Err(); err != nil {
+		return prog, err
+	}
+	return prog, nil
+}
+
+func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.Step) []*Node {
+	out := make([]*Node, 0, len(steps))
+	for _, s := range steps {
+		n := &Node{Step: s}
+		if s.Label != "" {
+			p.nodes[s.Label] = n
+		}
+		if s.If != nil {
+			n.If = compileBoolAt(r, p.Plan.Source, s.If, "if", p.scope)
+		}
+		if s.Retry != nil && s.Retry.Until != nil {
+			scope := types.Map{"step": p.scope["steps"].(types.Map)[s.Label]}
+			for k, v := range p.scope {
+				scope[k] = v
+			}
+			if s.Label == "" {
+				scope["step"] = types.Any
+			}
+			n.Until = compileBoolAt(r, p.Plan.Source, s.Retry.Until, "retry.until", scope)
+		}
+		if s.Write != nil && s.Write.KeyNode != nil {
+			n.WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, p.scope)
+		}
+		switch {
+		case s.Parallel != nil:
+			n.Children = p.compileSteps(r, reg, s.Parallel)
+		case s.Type != "":
+			t, ok := reg.Lookup(s.Type)
+			if !ok {
+				r.At(s.TypeNode, "unknown step type %q (known: %s)%s", s.Type, strings.Join(reg.Names(), ", "), plans.Suggest(s.Type, reg.Names()))
+				continue
+			}
+			n.Kind = t
+			d := newDecoder(p.Plan, s, r, p.scope)
+			n.Impl = t.Decode(d)
+			d.finish()
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// trimWrapper removes a ${{ }} around a whole bare expression.
+func trimWrapper(s string) string {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "${{") && strings.HasSuffix(t, "}}") && strings.Count(t, "${{") == 1 {
+		return strings.TrimSpace(t[3 : len(t)-2])
+	}
+	return s
+}
+
+// trimLeftWrapper is s from the start of the wrapped expression on.
+func trimLeftWrapper(s string) string {
+	i := strings.Index(s, "${{") + 3
+	return strings.TrimLeft(s[i:], " \t")
+}

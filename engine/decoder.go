@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/expr-lang/expr/types"
+	"github.com/planrunner/runner/plans"
+	"gopkg.in/yaml.v3"
+)
+
+// Decoder gives a step type its own fields of one step, and collects the
+// problems it finds with their line and column. Every accessor marks its
+// key as known, present or not, so that any other key is reported as
+// unknown (with a "did you mean") once the type is done.
+type Decoder struct {
+	Plan  *plans.Plan
+	Step  *plans.Step
+	r     *plans.Reporter
+	scope types.Map
+	field map[string]plans.Field
+	known []string
+	used  map[string]bool
+}
+
+func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope types.Map) *Decoder {
+	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, field: map[string]plans.Field{}, used: map[string]bool{}}
+	common := map[string]bool{}
+	for _, k := range plans.CommonStepFields {
+		common[k] = true
+	}
+	for _, f := range plans.Fields(&plans.Reporter{}, s.Node, "") {
+		if !common[f.Key] {
+			d.field[f.Key] = f
+		}
+	}
+	return d
+}
+
+// Label is the step's label.
+func (d *Decoder) Label() string { return d.Step.Label }
+
+// Node returns the value of key, or nil when the step does not have it.
+func (d *Decoder) Node(key string) *yaml.Node {
+	if !d.used[key] {
+		d.used[key] = true
+		d.known = append(d.known, key)
+	}
+	if f, ok := d.field[key]; ok {
+		return plans.Resolve(f.Value)
+	}
+	return nil
+}
+
+// Has reports whether the step has key (and marks it known).
+func (d *Decoder) Has(key string) bool { return d.Node(key) != nil }
+
+// Errorf reports a problem at n (the step itself when n is nil).
+func (d *Decoder) Errorf(n *yaml.Node, format string, args ...any) {
+	if n == nil {
+		n = d.Step.Node
+	}
+	d.r.At(n, format, args...)
+}
+
+// Reporter is where problems go, for helpers of the plans package.
+func (d *Decoder) Reporter() *plans.Reporter { return d.r }
+
+// Required reports key as missing when the step does not have it.
+func (d *Decoder) Required(key string) bool {
+	if d.Node(key) == nil {
+		d.Errorf(nil, "step %q (type %s) is missing required field %q", d.Step.Label, d.Step.Type, key)
+		return false
+	}
+	return true
+}
+
+// String reads a plain string field ("" when absent).
+func (d *Decoder) String(key string) string {
+	n := d.Node(key)
+	if n == nil {
+		return ""
+	}
+	s, _ := plans.String(d.r, n, key)
+	return s
+}
+
+// Enum reads a string field that must be one of allowed (def when absent).
+func (d *Decoder) Enum(key, def string, allowed ...string) string {
+	n := d.Node(key)
+	if n == nil {
+		return def
+	}
+	s, ok := plans.String(d.r, n, key)
+	if !ok {
+		return def
+	}
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	d.Errorf(n, "%s: %q is not one of %v%s", key, s, allowed, plans.Suggest(s, allowed))
+	return def
+}
+
+// Bool reads a boolean field.
+func (d *Decoder) Bool(key string, def bool) bool {
+	n := d.Node(key)
+	if n == nil {
+		return def
+	}
+	b, ok := plans.Bool(d.r, n, key)
+	if !ok {
+		return def
+	}
+	return b
+}
+
+// Int reads a whole-number field.
+func (d *Decoder) Int(key string, def int) int {
+	n := d.Node(key)
+	if n == nil {
+		return def
+	}
+	v, ok := plans.Int(d.r, n, key)
+	if !ok {
+		return def
+	}
+	return v
+}
+
+// Duration reads a duration field (0 when absent).
+func (d *Decoder) Duration(key string) time.Duration {
+	n := d.Node(key)
+	if n == nil {
+		return 0
+	}
+	v, _ := plans.Duration(d.r, n, key)
+	return v
+}
+
+// Template reads a string field that may hold ${{ }} (nil when absent).
+func (d *Decoder) Template(key string) *Template {
+	n := d.Node(key)
+	if n == nil {
+		return nil
+	}
+	return d.TemplateAt(n, key)
+}
+
+// TemplateAt compiles the string at n as a template.
+func (d *Decoder) TemplateAt(n *yaml.Node, what string) *Template {
+	s, ok := plans.String(d.r, n, what)
+	if !ok {
+		return nil
+	}
+	return compileTemplateAt(d.r, d.Plan.Source, n, s, d.scope)
+}
+
+// ExprAt compiles the bare boolean expression at n (as in `when:`).
+func (d *Decoder) ExprAt(n *yaml.Node, what string) *Expr {
+	return compileBoolAt(d.r, d.Plan.Source, &plans.Expr{Src: n.Value, Node: n}, what, d.scope)
+}
+
+// Env reads a mapping of environment variables whose values may hold ${{ }}.
+func (d *Decoder) Env(key string) []EnvTemplate {
+	n := d.Node(key)
+	if n == nil {
+		return nil
+	}
+	var out []EnvTemplate
+	for _, f := range plans.Fields(d.r, n, key) {
+		if !plans.ValidIdent(f.Key) {
+			d.Errorf(f.KeyN, "%s: %q is not an environment variable name", key, f.Key)
+			continue
+		}
+		if t := d.TemplateAt(f.Value, key+"."+f.Key); t != nil {
+			out = append(out, EnvTemplate{Name: f.Key, Value: t})
+		}
+	}
+	return out
+}
+
+// EnvTemplate is one environment variable whose value is a template.
+type EnvTemplate struct {
+	Name  string
+	Value *Template
+}
+
+// finish reports the fields the type did not ask for.
+func (d *Decoder) finish() {
+	known := append(append([]string{}, plans.CommonStepFields...), d.known...)
+	for key, f := range d.field {
+		if !d.used[key] {
+			d.r.At(f.KeyN, "unknown field %q in step %q (type %s)%s", key, d.Step.Label, d.Step.Type, plans.Suggest(key, known))
+		}
+	}
+}
+
+// compileTemplateAt compiles a template and reports each bad ${{ }} at its
+// own line and column.
+func compileTemplateAt(r *plans.Reporter, src []byte, n *yaml.Node, s string, scope types.Map) *Template {
+	t, errs := compileTemplate(s, scope)
+	for _, e := range errs {
+		line, col := scalarPos(src, n, e.offset)
+		r.AtPos(line, col, "%s", e.msg)
+	}
+	if len(errs) > 0 {
+		return nil
+	}
+	return t
+}
+
+// compileBoolAt compiles a bare boolean expression (if, when, until). A
+// ${{ }} wrapper is accepted too, as GitHub Actions users write it.
+func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, scope types.Map) *Expr {
+	code, off := x.Src, 0
+	if t := trimWrapper(code); t != code {
+		off = len(code) - len(trimLeftWrapper(code))
+		code = t
+	}
+	e, err := compileExpr(code, scope, true)
+	if err != nil {
+		line, col := scalarPos(src, x.Node, off+max(exprErrorColumn(err), 0))
+		r.AtPos(line, col, "%s: %s", what, exprMessage(err, scope))
+		return nil
+	}
+	return e
+}

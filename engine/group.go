@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/planrunner/runner/board"
+)
+
+// errSiblingFailed is the cause fail_fast cancels a group's children with.
+var errSiblingFailed = errors.New("canceled: a sibling step failed (fail_fast)")
+
+// group runs a parallel step's children concurrently, at most
+// max_concurrency at a time. With fail_fast, the first failure cancels the
+// siblings through their context, and those not started yet do not start.
+func (r *Runner) group(ctx context.Context, n *Node) (Result, error) {
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	limit := n.MaxConcurrency
+	if limit <= 0 || limit > len(n.Children) {
+		limit = len(n.Children)
+	}
+	sem := make(chan struct{}, limit)
+	errs := make([]error, len(n.Children))
+	var wg sync.WaitGroup
+	for i, c := range n.Children {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-gctx.Done():
+			}
+			if gctx.Err() != nil {
+				errs[i] = r.notStarted(gctx, c, n.Label)
+				return
+			}
+			if _, err := r.visit(gctx, c, n.Label); err != nil {
+				errs[i] = err
+				if n.FailFast {
+					cancel(errSiblingFailed)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	outputs := map[string]any{}
+	for _, c := range n.Children {
+		outputs[c.Label] = r.eval.get(c.Label)["output"]
+	}
+	res := Result{Output: outputs}
+	var failed []error
+	for _, err := range errs {
+		if fatal(err) {
+			return res, err
+		}
+		if err != nil && !errors.Is(err, errSiblingFailed) {
+			failed = append(failed, err)
+		}
+	}
+	switch len(failed) {
+	case 0:
+		return res, nil
+	case 1:
+		return res, failed[0]
+	}
+	return res, fmt.Errorf("%d steps failed; first: %w", len(failed), failed[0])
+}
+
+// notStarted records a child that never ran because its group was
+// canceled before its turn.
+func (r *Runner) notStarted(ctx context.Context, c *Node, parent string) error {
+	if err := r.stopped(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.visits[c.Label]++
+	visit := r.visits[c.Label]
+	r.mu.Unlock()
+	now := time.Now().UTC()
+	rec := board.StepRecord{Label: c.Label, Visit: visit, Type: c.Type, Parent: parent, Status: StatusSkipped,
+		StartedAt: now, FinishedAt: now, Error: "not started: " + errSiblingFailed.Error()}
+	if err := r.record(c, &rec, Result{}); err != nil {
+		return &RunError{Status: StatusFailed, Label: c.Label, Err: err, Fatal: true}
+	}
+	return errSiblingFailed
+}
+
+// fatal reports whether err ends the whole run whatever continue_on_error
+// says: an interrupt, the run's timeout, a limit, a board that cannot save.
+func fatal(err error) bool {
+	var re *RunError
+	return errors.As(err, &re) && re.Fatal
+}

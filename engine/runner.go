@@ -1,0 +1,442 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/rs/zerolog"
+)
+
+// ErrInterrupted is the cause a caller cancels the run's context with on
+// SIGINT/SIGTERM: the run ends as `interrupted` rather than `failed`.
+var ErrInterrupted = errors.New("interrupted")
+
+var errRunTimeout = errors.New("limits.timeout reached")
+
+// RunError is how a run that did not succeed ends.
+type RunError struct {
+	Status string // failed or interrupted
+	Label  string // the step that ended it, if one did
+	Err    error
+	// Fatal: the run must end even under continue_on_error (an interrupt,
+	// the run's timeout, a limit).
+	Fatal bool
+}
+
+func (e *RunError) Error() string {
+	if e.Label != "" {
+		return fmt.Sprintf("step %s: %v", e.Label, e.Err)
+	}
+	return e.Err.Error()
+}
+
+func (e *RunError) Unwrap() error { return e.Err }
+
+// Observer is told when steps start and finish (the live progress display).
+type Observer interface {
+	StepStarted(label string, visit int, parent string)
+	StepFinished(rec board.StepRecord)
+}
+
+// Runner executes a compiled plan against a board: the PlanRunner.
+type Runner struct {
+	Prog     *Program
+	Board    *board.Board
+	Log      zerolog.Logger
+	Workdir  string
+	Vars     map[string]any // after --var overrides (see ResolveVars)
+	Services map[string]any
+	Observer Observer
+	// Sleep waits between retries; nil: a real timer.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a number in [0,1) for retry backoff; nil: math/rand.
+	Jitter func() float64
+	// Recorded, when set, serves a step's result from a saved run instead of
+	// running it (offline replay). ok=false runs the step for real.
+	Recorded func(label string, visit int) (rec board.StepRecord, ok bool)
+
+	eval    *evaluator
+	env     []string
+	total   atomic.Int64 // step executions, for limits.max_steps
+	mu      sync.Mutex
+	visits  map[string]int
+	startPC int
+}
+
+// Run executes the plan from its first step (or from where Restore left
+// it). It records every step on the board, marks the run's final status,
+// and saves the board when it is file-backed. A nil error is success.
+func (r *Runner) Run(ctx context.Context) error {
+	r.init()
+	if lim := r.Prog.Plan.Limits.Timeout; lim > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, lim, fmt.Errorf("%w (%s)", errRunTimeout, lim))
+		defer cancel()
+	}
+	err := r.runTop(ctx)
+	return r.finishRun(err)
+}
+
+func (r *Runner) init() {
+	if r.eval != nil {
+		return
+	}
+	if r.visits == nil {
+		r.visits = map[string]int{}
+	}
+	if r.Workdir == "" {
+		r.Workdir, _ = os.Getwd()
+	}
+	if abs, err := filepath.Abs(r.Workdir); err == nil {
+		r.Workdir = abs
+	}
+	r.env = os.Environ()
+	envView := map[string]any{}
+	for _, e := range r.Prog.Plan.Env {
+		r.env = append(r.env, e.Name+"="+e.Value)
+		envView[e.Name] = e.Value
+	}
+	run := r.Board.Run()
+	vars := r.Vars
+	if vars == nil {
+		vars, _ = ResolveVars(r.Prog.Plan, nil)
+	}
+	b := r.Board
+	r.eval = newEvaluator(r.Prog, map[string]any{
+		"vars": vars,
+		"env":  envView,
+		"run": map[string]any{"id": run.ID, "plan": r.Prog.Plan.Name, "workdir": r.Workdir,
+			"started_at": run.StartedAt.UTC().Format(time.RFC3339)},
+		"board": func(key string) any {
+			if e, ok := b.Get(key); ok {
+				return e.Content
+			}
+			return nil
+		},
+		"entries": func(section string) []any {
+			es := b.Query(board.Filter{Section: section})
+			out := make([]any, len(es))
+			for i, e := range es {
+				out[i] = entryView(e)
+			}
+			return out
+		},
+	})
+}
+
+// runTop walks the top-level steps, following gotos.
+func (r *Runner) runTop(ctx context.Context) error {
+	steps := r.Prog.Steps
+	index := map[string]int{}
+	for i, n := range steps {
+		index[n.Label] = i
+	}
+	for pc := r.startPC; pc < len(steps); {
+		if err := r.stopped(ctx); err != nil {
+			return err
+		}
+		jump, err := r.visit(ctx, steps[pc], "")
+		if err != nil {
+			return err
+		}
+		switch jump {
+		case "":
+			pc++
+		case "end":
+			return nil
+		case "fail":
+			return &RunError{Status: StatusFailed, Label: steps[pc].Label, Err: errors.New("the branch chose fail")}
+		default:
+			i, ok := index[jump]
+			if !ok { // the plan was checked; this is a step type's bug
+				return &RunError{Status: StatusFailed, Label: steps[pc].Label, Err: fmt.Errorf("goto %q: no such top-level step", jump)}
+			}
+			pc = i
+		}
+	}
+	return nil
+}
+
+// stopped reports why the run's context ended, if it did.
+func (r *Runner) stopped(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errSiblingFailed):
+		return nil // the group's business, not the run's
+	case errors.Is(cause, ErrInterrupted) || errors.Is(cause, context.Canceled):
+		return &RunError{Status: StatusInterrupted, Err: ErrInterrupted, Fatal: true}
+	}
+	return &RunError{Status: StatusFailed, Err: cause, Fatal: true}
+}
+
+// visit runs one step (or group) once, records it, and says where to go.
+func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string, err error) {
+	r.mu.Lock()
+	r.visits[n.Label]++
+	visit := r.visits[n.Label]
+	r.mu.Unlock()
+	if visit > n.MaxVisits {
+		return "", &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
+			"visited %d times, past its max_visits of %d (a loop that does not end?)", visit, n.MaxVisits)}
+	}
+	if total, max := r.total.Add(1), r.Prog.Plan.Limits.MaxSteps; total > int64(max) {
+		return "", &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
+			"limits.max_steps %d reached: %d step executions", max, total)}
+	}
+	if r.Observer != nil {
+		r.Observer.StepStarted(n.Label, visit, parent)
+	}
+	log := r.Log.With().Str("step", n.Label).Int("visit", visit).Logger()
+	log.Debug().Msg("start")
+	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: time.Now().UTC()}
+
+	var res Result
+	var stepErr error
+	status := StatusSucceeded
+	run := true
+	if n.If != nil {
+		ok, err := n.If.Bool(r.eval.env(n.Label))
+		switch {
+		case err != nil:
+			stepErr, run = fmt.Errorf("if: %w", err), false
+		case !ok:
+			status, run = StatusSkipped, false
+		}
+	}
+	if run {
+		if n.Children != nil {
+			res, stepErr = r.group(ctx, n)
+		} else {
+			res, stepErr = r.attempts(ctx, n, visit, &rec, log)
+		}
+	}
+	stop := r.stopped(ctx)
+	switch {
+	case fatal(stepErr):
+		status = StatusFailed
+		if stop != nil {
+			status = StatusInterrupted
+		}
+	case stepErr != nil && stop != nil:
+		status = StatusInterrupted
+	case stepErr != nil:
+		status = StatusFailed
+		if errors.Is(context.Cause(ctx), errSiblingFailed) {
+			stepErr = fmt.Errorf("%w (%v)", errSiblingFailed, stepErr)
+		}
+	}
+	if stepErr == nil && res.Goto != "" && parent != "" {
+		stepErr, status = fmt.Errorf("goto %q inside a parallel group is not allowed", res.Goto), StatusFailed
+	}
+	rec.Status = status
+	rec.FinishedAt = time.Now().UTC()
+	rec.DurationMS = rec.FinishedAt.Sub(rec.StartedAt).Milliseconds()
+	rec.Goto = res.Goto
+	if stepErr != nil {
+		rec.Error = stepErr.Error()
+	}
+	if err := r.record(n, &rec, res); err != nil {
+		return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
+	}
+	ev := log.Info()
+	if status != StatusSucceeded && status != StatusSkipped {
+		ev = log.Warn().Str("error", rec.Error)
+	}
+	ev.Str("status", status).Int64("ms", rec.DurationMS).Msg("step finished")
+	switch {
+	case fatal(stepErr):
+		return "", stepErr
+	case stop != nil && stepErr != nil:
+		stop.(*RunError).Label = n.Label
+		return "", stop
+	case stepErr != nil && !n.ContinueOnError:
+		return "", &RunError{Status: StatusFailed, Label: n.Label, Err: stepErr}
+	}
+	return res.Goto, nil
+}
+
+// record makes a finished visit visible to expressions and durable.
+func (r *Runner) record(n *Node, rec *board.StepRecord, res Result) error {
+	raw, err := encodeResult(res)
+	if err != nil {
+		return err
+	}
+	rec.Result = raw
+	r.eval.set(n.Label, stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)))
+	content := map[string]any{"status": rec.Status, "result": raw}
+	if rec.Error != "" {
+		content["error"] = rec.Error
+	}
+	meta := map[string]any{"visit": rec.Visit, "type": n.Type}
+	section := "steps"
+	if n.Write != nil && n.Write.Section != "" {
+		section = n.Write.Section
+	}
+	if _, err := r.Board.Append(board.Entry{Section: section, Role: "step", Author: "runner",
+		Label: n.Label, Content: content, Meta: meta}); err != nil {
+		return err
+	}
+	if n.WriteKey != nil && rec.Status == StatusSucceeded {
+		key, err := n.WriteKey.Render(r.eval.env(n.Label))
+		if err != nil {
+			return fmt.Errorf("write.key: %w", err)
+		}
+		if _, err := r.Board.Write(board.WriteOp{Key: key, Value: res.Output, TTL: n.Write.TTL, Section: section,
+			Author: "runner", Label: n.Label, Role: "step", Meta: meta, ExpectVersion: -1}); err != nil {
+			return err
+		}
+	}
+	if err := r.Board.AddStep(*rec); err != nil {
+		return err
+	}
+	if r.Observer != nil {
+		r.Observer.StepFinished(*rec)
+	}
+	return nil
+}
+
+func orZero(fields any, n *Node) any {
+	if fields != nil {
+		return fields
+	}
+	return zeroResult(n)
+}
+
+// attempts runs a leaf step, retrying as its `retry` says.
+func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.StepRecord, log zerolog.Logger) (Result, error) {
+	if r.Recorded != nil {
+		if saved, ok := r.Recorded(n.Label, visit); ok {
+			return r.replayed(n, saved, rec)
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		rec.Attempts = attempt
+		res, err := r.once(ctx, n, visit, attempt)
+		if err == nil && n.Until != nil {
+			env := r.eval.env(n.Label)
+			env["step"] = stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
+			ok, uerr := n.Until.Bool(env)
+			switch {
+			case uerr != nil:
+				return res, fmt.Errorf("retry.until: %w", uerr)
+			case !ok:
+				err = fmt.Errorf("retry.until (%s) still false after %d attempts", n.Retry.Until.Src, attempt)
+			}
+		}
+		if err == nil || n.Retry == nil || attempt > n.Retry.Max || r.stopped(ctx) != nil {
+			return res, err
+		}
+		delay := r.backoff(n, attempt)
+		rec.Delays = append(rec.Delays, delay.Milliseconds())
+		log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", delay).Msg("retrying")
+		if err := r.sleep(ctx, delay); err != nil {
+			return res, err
+		}
+	}
+}
+
+// once runs one attempt with the step's timeout, turning a panic in a step
+// type into an error rather than a crash.
+func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int) (res Result, err error) {
+	var timeout error
+	if n.Timeout > 0 {
+		timeout = fmt.Errorf("timed out after %s", n.Timeout)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, n.Timeout, timeout)
+		defer cancel()
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("internal error in step type %s: %v\n%s", n.Type, p, debug.Stack())
+		}
+	}()
+	sc := &StepContext{Label: n.Label, Visit: visit, Attempt: attempt, RunID: r.Board.Run().ID,
+		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan, Services: r.Services,
+		Log: r.Log.With().Str("step", n.Label).Logger(), eval: r.eval}
+	res, err = n.Impl.Run(ctx, sc)
+	if err != nil && timeout != nil && context.Cause(ctx) == timeout {
+		err = fmt.Errorf("%w: %v", timeout, err)
+	}
+	return res, err
+}
+
+// backoff is the delay before retry number attempt: exponential, capped,
+// with jitter (half fixed, half random) so parallel retries spread out.
+func (r *Runner) backoff(n *Node, attempt int) time.Duration {
+	d := n.Retry.Backoff
+	for i := 1; i < attempt && d < n.Retry.MaxBackoff; i++ {
+		d *= 2
+	}
+	if n.Retry.MaxBackoff > 0 && d > n.Retry.MaxBackoff {
+		d = n.Retry.MaxBackoff
+	}
+	j := rand.Float64
+	if r.Jitter != nil {
+		j = r.Jitter
+	}
+	return d/2 + time.Duration(j()*float64(d/2))
+}
+
+func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
+	if r.Sleep != nil {
+		return r.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// replayed serves a step from a saved record.
+func (r *Runner) replayed(n *Node, saved board.StepRecord, rec *board.StepRecord) (Result, error) {
+	res, err := decodeResult(n, saved.Result)
+	if err != nil {
+		return res, err
+	}
+	res.Goto = saved.Goto
+	rec.Attempts, rec.Delays = saved.Attempts, saved.Delays
+	if saved.Status == StatusFailed {
+		return res, errors.New(saved.Error)
+	}
+	return res, nil
+}
+
+// finishRun marks the run's final status and saves the board.
+func (r *Runner) finishRun(err error) error {
+	status, msg := StatusSucceeded, ""
+	if err != nil {
+		var re *RunError
+		if !errors.As(err, &re) {
+			re = &RunError{Status: StatusFailed, Err: err}
+			err = re
+		}
+		status, msg = re.Status, re.Error()
+	}
+	now := time.Now().UTC()
+	uerr := r.Board.UpdateRun(func(run *board.Run) {
+		run.Status, run.Error, run.FinishedAt = status, msg, &now
+	})
+	if uerr == nil && r.Board.Path() != "" {
+		uerr = r.Board.Save()
+	}
+	if uerr != nil && err == nil {
+		return &RunError{Status: StatusFailed, Err: fmt.Errorf("saving the board: %w", uerr)}
+	}
+	return err
+}

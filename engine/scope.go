@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr/types"
+	"github.com/planrunner/runner/plans"
+)
+
+// A step's state as expressions see it: steps.<label>.<field>. The common
+// fields come first; the type's result fields are added beside them.
+var commonStateTypes = types.Map{
+	"status":      types.String,
+	"ok":          types.Bool,
+	"failed":      types.Bool,
+	"skipped":     types.Bool,
+	"output":      types.Any,
+	"error":       types.String,
+	"visits":      types.Int,
+	"duration_ms": types.Int,
+}
+
+// stepStateType is the expression type of steps.<label> for a step of type t
+// (nil for a parallel group).
+func stepStateType(t Type) types.Map {
+	m := types.Map{}
+	if t != nil {
+		if rt := reflect.TypeOf(t.Result()); rt != nil {
+			for name, ft := range structType(indirect(rt)) {
+				m[name] = ft
+			}
+		}
+	}
+	for k, v := range commonStateTypes {
+		m[k] = v
+	}
+	return m
+}
+
+// scopeType is the typed environment every expression of the plan is
+// checked against, so a misspelt name is an error at load time.
+func scopeType(p *plans.Plan, reg *Registry) types.Map {
+	vars := types.Map{}
+	for _, v := range p.Vars {
+		vars[v.Name] = valueType(v.Default)
+	}
+	env := types.Map{}
+	for _, e := range p.Env {
+		env[e.Name] = types.String
+	}
+	steps := types.Map{}
+	for _, s := range p.AllSteps() {
+		if s.Label == "" {
+			continue
+		}
+		var t Type
+		if s.Type != "" {
+			t, _ = reg.Lookup(s.Type)
+		}
+		steps[s.Label] = stepStateType(t)
+	}
+	return types.Map{
+		"vars":  vars,
+		"env":   env,
+		"steps": steps,
+		"run": types.Map{
+			"id": types.String, "plan": types.String, "started_at": types.String, "workdir": types.String,
+		},
+		"board":   types.TypeOf(func(string) any { return nil }),
+		"entries": types.TypeOf(func(string) []any { return nil }),
+	}
+}
+
+// valueType is the expression type of a YAML value.
+func valueType(v any) types.Type {
+	switch v.(type) {
+	case nil:
+		return types.Any
+	case int:
+		return types.Int
+	case float64:
+		return types.Float64
+	case string:
+		return types.String
+	case bool:
+		return types.Bool
+	}
+	return types.Any // lists and mappings: checked at run time
+}
+
+// structType describes a result struct by its json names.
+func structType(rt reflect.Type) types.Map {
+	m := types.Map{}
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		name, ok := jsonName(f)
+		if !ok {
+			continue
+		}
+		m[name] = goType(f.Type)
+	}
+	return m
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+func goType(t reflect.Type) types.Type {
+	t = indirect(t)
+	switch t.Kind() {
+	case reflect.Bool:
+		return types.Bool
+	case reflect.String:
+		return types.String
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return types.Int
+	case reflect.Float32, reflect.Float64:
+		return types.Float64
+	case reflect.Struct:
+		if t == timeType {
+			return types.String
+		}
+		return structType(t)
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return types.String
+		}
+		return types.Array(goType(t.Elem()))
+	}
+	return types.Any
+}
+
+func jsonName(f reflect.StructField) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, true
+}
+
+// toValue turns a result struct into the maps and slices expressions read,
+// keyed by json names, with the types structType promised.
+func toValue(v reflect.Value) any {
+	if !v.IsValid() {
+		return nil
+	}
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == timeType {
+			return v.Interface().(time.Time).Format(time.RFC3339Nano)
+		}
+		m := make(map[string]any, v.NumField())
+		for i := 0; i < v.NumField(); i++ {
+			if name, ok := jsonName(v.Type().Field(i)); ok {
+				m[name] = toValue(v.Field(i))
+			}
+		}
+		return m
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return string(v.Bytes())
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = toValue(v.Index(i))
+		}
+		return out
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return int(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return int(v.Uint())
+	case reflect.Float32, reflect.Float64:
+		return v.Float()
+	case reflect.Map:
+		if v.IsNil() {
+			return nil
+		}
+	}
+	if !v.CanInterface() {
+		return nil
+	}
+	return v.Interface()
+}

@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/plans"
+	"github.com/rs/zerolog"
+)
+
+// A Type is a kind of step (command, llm, apply_diff, ...). The engine knows
+// types only through this interface, so packages plug new ones in by name.
+type Type interface {
+	// Name is the value of `type:` in a plan.
+	Name() string
+	// Result returns a zero value of the type's result struct. Its exported
+	// fields with `json` tags are the type's result fields: they are what
+	// `steps.<label>.<field>` may name in an expression (checked at load
+	// time) and how the result is saved in blackboard.json.
+	Result() any
+	// Decode reads and checks the type's own fields from the step's YAML
+	// mapping. Problems go to d (with line:col); the returned Step is used
+	// only when the whole plan is free of problems.
+	Decode(d *Decoder) Step
+}
+
+// A Step is one decoded step of a plan, ready to run any number of times.
+type Step interface {
+	// Run performs the step. The returned Result's Fields must be a value
+	// (or pointer) of the type's Result() struct, or nil. An error fails the
+	// step; Result may still carry what was learned (exit code, output).
+	Run(ctx context.Context, sc *StepContext) (Result, error)
+}
+
+// Result is what a step returns.
+type Result struct {
+	// Output is `steps.<label>.output`: text, or a JSON value for llm json.
+	Output any
+	// Fields is the type's result struct (see Type.Result).
+	Fields any
+	// Goto, set by a branch, is the top-level label to go to next, or
+	// "end" or "fail".
+	Goto string
+}
+
+// StepContext is what a running step may use. It is valid for one visit.
+type StepContext struct {
+	Label   string // the step's label
+	Visit   int    // 1 for the first time the step runs, 2 when a loop comes back...
+	Attempt int    // 1, or more when `retry` re-runs the step
+	RunID   string
+	Workdir string   // absolute path of the run's working directory
+	Env     []string // os.Environ() plus the plan's env block
+	Board   *board.Board
+	Log     zerolog.Logger
+	Plan    *plans.Plan
+	// Services holds run-wide dependencies wired by cmd/runner (the agent
+	// set, the replay source...). Step types find theirs with a type assertion.
+	Services map[string]any
+
+	eval *evaluator
+}
+
+// Eval renders a template against the run's current state.
+func (sc *StepContext) Eval(t *Template) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	return t.Render(sc.eval.env(sc.Label))
+}
+
+// EvalShell renders a template for `sh -c`: every ${{ }} value is inserted
+// as one shell-quoted word, so its content can never become shell syntax.
+func (sc *StepContext) EvalShell(t *Template) (string, error) {
+	if t == nil {
+		return "", nil
+	}
+	return t.RenderShell(sc.eval.env(sc.Label))
+}
+
+// EvalValue renders a template; a template that is exactly one ${{ }}
+// keeps the expression's value (a number stays a number).
+func (sc *StepContext) EvalValue(t *Template) (any, error) {
+	if t == nil {
+		return nil, nil
+	}
+	return t.Value(sc.eval.env(sc.Label))
+}
+
+// EvalBool runs a boolean expression (such as a branch's `when`).
+func (sc *StepContext) EvalBool(e *Expr) (bool, error) {
+	return e.Bool(sc.eval.env(sc.Label))
+}
+
+// Registry maps type names to Types.
+type Registry struct {
+	mu    sync.RWMutex
+	types map[string]Type
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{types: map[string]Type{}} }
+
+// Register adds t; registering a name twice panics, as it is a programming error.
+func (r *Registry) Register(t Type) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.types[t.Name()]; dup {
+		panic(fmt.Sprintf("engine: step type %q registered twice", t.Name()))
+	}
+	if rt := reflect.TypeOf(t.Result()); rt != nil && indirect(rt).Kind() != reflect.Struct {
+		panic(fmt.Sprintf("engine: step type %q: Result() must be a struct", t.Name()))
+	}
+	r.types[t.Name()] = t
+}
+
+// Lookup returns the type registered under name.
+func (r *Registry) Lookup(name string) (Type, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.types[name]
+	return t, ok
+}
+
+// Names lists the registered type names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.types))
+	for n := range r.types {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func indirect(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}

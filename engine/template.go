@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/types"
+	"github.com/expr-lang/expr/vm"
+	"github.com/planrunner/runner/plans"
+	"gopkg.in/yaml.v3"
+)
+
+// Expr is a compiled expression.
+type Expr struct {
+	Src  string
+	prog *vm.Program
+}
+
+// Template is a string with ${{ expr }} parts, compiled.
+type Template struct {
+	Src   string
+	parts []part
+}
+
+type part struct {
+	lit  string
+	expr *Expr // nil for a literal
+}
+
+// compileExpr compiles src against the scope; asBool requires a boolean.
+func compileExpr(src string, scope types.Map, asBool bool) (*Expr, error) {
+	opts := []expr.Option{expr.Env(scope)}
+	if asBool {
+		opts = append(opts, expr.AsBool())
+	}
+	prog, err := expr.Compile(src, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Expr{Src: src, prog: prog}, nil
+}
+
+// Eval runs the expression.
+func (e *Expr) Eval(env map[string]any) (any, error) {
+	v, err := expr.Run(e.prog, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", e.Src, err)
+	}
+	return v, nil
+}
+
+// Bool runs a boolean expression.
+func (e *Expr) Bool(env map[string]any) (bool, error) {
+	v, err := e.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("%s: gave %T, want true or false", e.Src, v)
+	}
+	return b, nil
+}
+
+// exprError is a compile error at an offset of the template's text.
+type exprError struct {
+	offset int // byte offset in the scalar's value where the problem is
+	msg    string
+}
+
+// compileTemplate splits src into literals and ${{ }} expressions and
+// compiles each one.
+func compileTemplate(src string, scope types.Map) (*Template, []exprError) {
+	t := &Template{Src: src}
+	var errs []exprError
+	rest, base := src, 0
+	for {
+		i := strings.Index(rest, "${{")
+		if i < 0 {
+			if rest != "" {
+				t.parts = append(t.parts, part{lit: rest})
+			}
+			return t, errs
+		}
+		if i > 0 {
+			t.parts = append(t.parts, part{lit: rest[:i]})
+		}
+		j := strings.Index(rest[i+3:], "}}")
+		if j < 0 {
+			errs = append(errs, exprError{base + i, "${{ is not closed with }}"})
+			return t, errs
+		}
+		code := rest[i+3 : i+3+j]
+		e, err := compileExpr(strings.TrimSpace(code), scope, false)
+		if strings.TrimSpace(code) == "" {
+			errs = append(errs, exprError{base + i, "empty ${{ }}"})
+		} else if err != nil {
+			lead := len(code) - len(strings.TrimLeft(code, " \t\n"))
+			errs = append(errs, exprError{base + i + 3 + lead + exprErrorColumn(err), "in ${{ }}: " + exprMessage(err, scope)})
+		} else {
+			t.parts = append(t.parts, part{expr: e})
+		}
+		base += i + 3 + j + 2
+		rest = rest[i+3+j+2:]
+	}
+}
+
+var unknownNameRE = regexp.MustCompile(`^unknown (?:field|name) (\w+)$`)
+
+// exprMessage is the first line of an expr error, without its source echo,
+// with a "did you mean" for a misspelt name.
+func exprMessage(err error, scope types.Map) string {
+	msg := err.Error()
+	var fe *file.Error
+	if errors.As(err, &fe) {
+		msg = fe.Message
+	}
+	msg, _, _ = strings.Cut(msg, "\n")
+	if m := unknownNameRE.FindStringSubmatch(msg); m != nil {
+		msg += plans.Suggest(m[1], scopeNames(scope, nil))
+	}
+	return msg
+}
+
+// scopeNames lists every name at any depth of a scope, for suggestions.
+func scopeNames(m types.Map, out []string) []string {
+	for k, v := range m {
+		out = append(out, k)
+		if sub, ok := v.(types.Map); ok {
+			out = scopeNames(sub, out)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func exprErrorColumn(err error) int {
+	var fe *file.Error
+	if errors.As(err, &fe) && fe.Line <= 1 {
+		return fe.Column
+	}
+	return 0
+}
+
+// HasExpr reports whether the template holds any ${{ }}.
+func (t *Template) HasExpr() bool {
+	for _, p := range t.parts {
+		if p.expr != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Render evaluates every part and joins them as text.
+func (t *Template) Render(env map[string]any) (string, error) {
+	return t.render(env, false)
+}
+
+// RenderShell is Render for `sh -c`: each value becomes one quoted word.
+func (t *Template) RenderShell(env map[string]any) (string, error) {
+	return t.render(env, true)
+}
+
+func (t *Template) render(env map[string]any, shell bool) (string, error) {
+	var b strings.Builder
+	var q quoteState
+	for _, p := range t.parts {
+		if p.expr == nil {
+			b.WriteString(p.lit)
+			q.scan(p.lit)
+			continue
+		}
+		v, err := p.expr.Eval(env)
+		if err != nil {
+			return "", err
+		}
+		s := Text(v)
+		if shell {
+			s = q.quote(s)
+		}
+		b.WriteString(s)
+	}
+	return b.String(), nil
+}
+
+// quoteState follows the shell quoting of the literal text so far, so a
+// value is escaped for where it lands: as its own word, inside "…" or
+// inside '…'. In each case its text reaches the command literally.
+type quoteState struct {
+	single, double, escaped bool
+}
+
+func (q *quoteState) scan(lit string) {
+	for _, c := range lit {
+		switch {
+		case q.escaped:
+			q.escaped = false
+		case q.single:
+			q.single = c != '\''
+		case c == '\\':
+			q.escaped = true
+		case q.double:
+			q.double = c != '"'
+		case c == '\'':
+			q.single = true
+		case c == '"':
+			q.double = true
+		}
+	}
+}
+
+func (q *quoteState) quote(s string) string {
+	switch {
+	case q.single: // close, add an escaped quote, reopen
+		return strings.ReplaceAll(s, "'", `'\''`)
+	case q.double:
+		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+		return r.Replace(s)
+	}
+	return ShellQuote(s)
+}
+
+// Value is Render, except that a template that is one ${{ }} and nothing
+// else gives the expression's value itself.
+func (t *Template) Value(env map[string]any) (any, error) {
+	if len(t.parts) == 1 && t.parts[0].expr != nil {
+		return t.parts[0].expr.Eval(env)
+	}
+	return t.Render(env)
+}
+
+// Text formats a value for insertion into text: strings as they are, nil as
+// nothing, lists and mappings as JSON.
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case fmt.Stringer:
+		return x.String()
+	}
+	if b, err := json.Marshal(v); err == nil {
+		return string(b)
+	}
+	return fmt.Sprint(v)
+}
+
+// ShellQuote quotes s as one POSIX shell word.
+func ShellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	safe := true
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("-_./:=@%+,", c)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// scalarPos finds where byte offset off of a scalar's value stands in the
+// file. Plain and quoted one-line scalars map exactly; for block scalars the
+// line is exact and the column is found from the source text.
+func scalarPos(src []byte, n *yaml.Node, off int) (line, col int) {
+	v := n.Value
+	if off > len(v) {
+		off = len(v)
+	}
+	switch n.Style {
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		lineIdx := strings.Count(v[:off], "\n")
+		lineStart := strings.LastIndex(v[:off], "\n") + 1
+		line = n.Line + 1 + lineIdx
+		col = 1 + off - lineStart
+		if l := sourceLine(src, line); l != "" {
+			lineEnd := strings.IndexByte(v[lineStart:], '\n')
+			text := v[lineStart:]
+			if lineEnd >= 0 {
+				text = text[:lineEnd]
+			}
+			if k := strings.Index(l, text); k >= 0 {
+				col = k + 1 + off - lineStart
+			}
+		}
+		return line, col
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		if !strings.Contains(v[:off], "\n") {
+			return n.Line, n.Column + 1 + off
+		}
+	default:
+		if !strings.Contains(v[:off], "\n") {
+			return n.Line, n.Column + off
+		}
+	}
+	return n.Line, n.Column
+}
+
+func sourceLine(src []byte, line int) string {
+	lines := strings.Split(string(src), "\n")
+	if line < 1 || line > len(lines) {
+		return ""
+	}
+	return lines[line-1]
+}

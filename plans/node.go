@@ -1,0 +1,191 @@
+package plans
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Field is one key: value pair of a YAML mapping.
+type Field struct {
+	Key   string
+	KeyN  *yaml.Node
+	Value *yaml.Node
+}
+
+// Fields returns a mapping's pairs in order. A node that is not a mapping,
+// or a key given twice, is reported; what remains is still returned so that
+// checking can go on.
+func Fields(r *Reporter, n *yaml.Node, what string) []Field {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		if n != nil && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
+			r.At(n, "%s must be a mapping, got %s", what, KindName(n))
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	out := make([]Field, 0, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			r.At(k, "%s: keys must be plain strings", what)
+			continue
+		}
+		if seen[k.Value] {
+			r.At(k, "%s: %q is given twice", what, k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		out = append(out, Field{Key: k.Value, KeyN: k, Value: v})
+	}
+	return out
+}
+
+// Resolve follows aliases and unwraps documents.
+func Resolve(n *yaml.Node) *yaml.Node {
+	for n != nil {
+		switch n.Kind {
+		case yaml.AliasNode:
+			n = n.Alias
+		case yaml.DocumentNode:
+			if len(n.Content) == 0 {
+				return nil
+			}
+			n = n.Content[0]
+		default:
+			return n
+		}
+	}
+	return n
+}
+
+// KindName names what a node is, for messages.
+func KindName(n *yaml.Node) string {
+	n = Resolve(n)
+	if n == nil {
+		return "nothing"
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return "null"
+		case "!!bool":
+			return "a boolean"
+		case "!!int", "!!float":
+			return "a number"
+		}
+		return "a string"
+	}
+	return "an unknown node"
+}
+
+// String reads a scalar as a string (numbers and booleans are taken as
+// their text, as YAML users expect for `run: 1`).
+func String(r *Reporter, n *yaml.Node, what string) (string, bool) {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		r.At(n, "%s must be a string, got %s", what, KindName(n))
+		return "", false
+	}
+	return n.Value, true
+}
+
+// Int reads an integer.
+func Int(r *Reporter, n *yaml.Node, what string) (int, bool) {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!int" {
+		r.At(n, "%s must be a whole number, got %s", what, describe(n))
+		return 0, false
+	}
+	v, err := strconv.ParseInt(n.Value, 0, 64)
+	if err != nil {
+		r.At(n, "%s: %q is not a whole number", what, n.Value)
+		return 0, false
+	}
+	return int(v), true
+}
+
+// Bool reads a boolean.
+func Bool(r *Reporter, n *yaml.Node, what string) (bool, bool) {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
+		r.At(n, "%s must be true or false, got %s", what, describe(n))
+		return false, false
+	}
+	var b bool
+	if err := n.Decode(&b); err != nil {
+		r.At(n, "%s: %v", what, err)
+		return false, false
+	}
+	return b, true
+}
+
+// Float reads a number.
+func Float(r *Reporter, n *yaml.Node, what string) (float64, bool) {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!float") {
+		r.At(n, "%s must be a number, got %s", what, describe(n))
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(n.Value, 64)
+	if err != nil {
+		r.At(n, "%s: %q is not a number", what, n.Value)
+		return 0, false
+	}
+	return v, true
+}
+
+// Duration reads a Go duration such as 30s, 5m or 1h30m.
+func Duration(r *Reporter, n *yaml.Node, what string) (time.Duration, bool) {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		r.At(n, "%s must be a duration such as 30s or 5m, got %s", what, KindName(n))
+		return 0, false
+	}
+	d, err := time.ParseDuration(n.Value)
+	if err != nil {
+		hint := ""
+		if _, numErr := strconv.ParseFloat(n.Value, 64); numErr == nil {
+			hint = fmt.Sprintf(" (a unit is required: %ss)", n.Value)
+		}
+		r.At(n, "%s: %q is not a duration such as 30s, 5m or 1h30m%s", what, n.Value, hint)
+		return 0, false
+	}
+	if d < 0 {
+		r.At(n, "%s: %q is negative", what, n.Value)
+		return 0, false
+	}
+	return d, true
+}
+
+func describe(n *yaml.Node) string {
+	n = Resolve(n)
+	if n != nil && n.Kind == yaml.ScalarNode && n.Tag != "!!null" {
+		return fmt.Sprintf("%s %q", KindName(n), n.Value)
+	}
+	return KindName(n)
+}
+
+// Unknown reports a key that is not one of known, suggesting a close one.
+func Unknown(r *Reporter, f Field, what string, known []string) {
+	r.At(f.KeyN, "unknown field %q in %s%s", f.Key, what, Suggest(f.Key, known))
+}
+
+var labelRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// ValidLabel reports whether s can be a step label.
+func ValidLabel(s string) bool { return labelRE.MatchString(s) }
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ValidIdent reports whether s can be a var or env name (usable as vars.<name>).
+func ValidIdent(s string) bool { return identRE.MatchString(s) }

@@ -1,0 +1,197 @@
+package plans
+
+import (
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Plan is a loaded, structurally checked plan. Step types' own fields stay
+// in each Step's Node, for the engine's type decoders.
+type Plan struct {
+	Path        string
+	Source      []byte
+	SHA256      string
+	Version     int
+	Name        string
+	Description string
+	Vars        []Var
+	Env         []EnvVar
+	Agents      []*Agent
+	Limits      Limits
+	Steps       []*Step // top level, in order
+
+	labels map[string]*Step
+}
+
+// Var is a plan input; its default's type is the var's type.
+type Var struct {
+	Name    string
+	Default any
+	Node    *yaml.Node
+}
+
+// EnvVar is one entry of the plan's env block.
+type EnvVar struct {
+	Name  string
+	Value string
+	Node  *yaml.Node
+}
+
+// Limits bound a whole run.
+type Limits struct {
+	MaxSteps  int           // default 1000
+	Timeout   time.Duration // 0: none
+	MaxTokens int           // 0: none
+}
+
+// DefaultMaxSteps is limits.max_steps when the plan does not say.
+const DefaultMaxSteps = 1000
+
+// DefaultMaxVisits is a step's max_visits when it does not say.
+const DefaultMaxVisits = 10
+
+// Expr is an expression's source and where it stands in the file.
+type Expr struct {
+	Src  string
+	Node *yaml.Node
+}
+
+// Step is one step. Common fields are decoded here; the rest belongs to the
+// step's type.
+type Step struct {
+	Label           string
+	Type            string // "" for a parallel group
+	Node            *yaml.Node
+	TypeNode        *yaml.Node
+	If              *Expr
+	Timeout         time.Duration
+	Retry           *Retry
+	ContinueOnError bool
+	MaxVisits       int
+	Write           *Write
+
+	Parallel       []*Step
+	MaxConcurrency int  // 0: all at once
+	FailFast       bool // default true
+	Parent         *Step
+	Index          int // position among its siblings
+}
+
+// Retry re-runs a failing step.
+type Retry struct {
+	Max        int // attempts after the first
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	Until      *Expr
+	Node       *yaml.Node
+}
+
+// Write says where a step's result goes on the board.
+type Write struct {
+	Section string
+	Key     string // may hold ${{ }}
+	KeyNode *yaml.Node
+	TTL     time.Duration
+}
+
+// Agent is an entry of the plan's agents block (SPEC §4).
+type Agent struct {
+	Name        string
+	Provider    string
+	Model       string
+	System      string
+	Temperature *float64
+	MaxTokens   int
+	Seed        *int
+	BaseURL     string
+	APIKeyEnv   string
+	Timeout     time.Duration
+	// Responses are the script provider's canned answers: in order, or,
+	// when Label is set, for that step label (in order within it).
+	Responses     []Response
+	ResponsesFile string // a YAML/JSON file of responses, relative to the plan
+	Board         AgentBoard
+	Node          *yaml.Node
+}
+
+// Response is one canned answer of the script provider.
+type Response struct {
+	Label     string     // "" for answers served in order
+	Text      string     // the answer's text
+	ToolCalls []ToolCall // tool calls the answer makes, if any
+	Node      *yaml.Node
+}
+
+// ToolCall is a canned tool call.
+type ToolCall struct {
+	Name string
+	Args map[string]any
+}
+
+// AgentBoard lists the board key patterns an agent may read and write
+// (path.Match patterns; empty: any).
+type AgentBoard struct {
+	Read  []string
+	Write []string
+}
+
+// Lookup returns the step with label, at any depth.
+func (p *Plan) Lookup(label string) *Step { return p.labels[label] }
+
+// Agent returns the agent named name.
+func (p *Plan) Agent(name string) *Agent {
+	for _, a := range p.Agents {
+		if a.Name == name {
+			return a
+		}
+	}
+	return nil
+}
+
+// AgentNames lists the agents' names in plan order.
+func (p *Plan) AgentNames() []string {
+	out := make([]string, len(p.Agents))
+	for i, a := range p.Agents {
+		out[i] = a.Name
+	}
+	return out
+}
+
+// Labels lists every step label in plan order (children after their group).
+func (p *Plan) Labels() []string {
+	var out []string
+	var walk func([]*Step)
+	walk = func(steps []*Step) {
+		for _, s := range steps {
+			out = append(out, s.Label)
+			walk(s.Parallel)
+		}
+	}
+	walk(p.Steps)
+	return out
+}
+
+// AllSteps lists every step, groups before their children.
+func (p *Plan) AllSteps() []*Step {
+	var out []*Step
+	var walk func([]*Step)
+	walk = func(steps []*Step) {
+		for _, s := range steps {
+			out = append(out, s)
+			walk(s.Parallel)
+		}
+	}
+	walk(p.Steps)
+	return out
+}
+
+// VarDefault returns the default of var name.
+func (p *Plan) VarDefault(name string) (any, bool) {
+	for _, v := range p.Vars {
+		if v.Name == name {
+			return v.Default, true
+		}
+	}
+	return nil, false
+}

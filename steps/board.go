@@ -1,0 +1,107 @@
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+)
+
+func init() { add(boardType{}) }
+
+// boardType reads, writes and deletes board keys.
+type boardType struct{}
+
+// BoardResult is what a board step reports.
+type BoardResult struct {
+	Key     string `json:"key"`
+	Version int64  `json:"version"` // the key's version after the step (0: absent)
+	Found   bool   `json:"found"`   // read: the key had a live value
+}
+
+type boardStep struct {
+	op      string
+	key     *engine.Template
+	value   *engine.Template
+	ttl     time.Duration
+	expect  int64 // -1: unconditional
+	section string
+}
+
+func (boardType) Name() string { return "board" }
+func (boardType) Result() any  { return BoardResult{} }
+
+func (boardType) Decode(d *engine.Decoder) engine.Step {
+	s := &boardStep{expect: -1}
+	s.op = d.Enum("op", "", "write", "read", "delete")
+	if d.Required("op") && s.op == "" {
+		return s
+	}
+	if d.Required("key") {
+		s.key = d.Template("key")
+	}
+	s.value = d.Template("value")
+	s.ttl = d.Duration("ttl")
+	s.section = d.String("section")
+	if d.Has("expect_version") {
+		v := d.Int("expect_version", -1)
+		if v < 0 {
+			d.Errorf(d.Node("expect_version"), "expect_version must be 0 (key must not exist) or more")
+		}
+		s.expect = int64(v)
+	}
+	switch s.op {
+	case "write":
+		if s.value == nil {
+			d.Errorf(nil, "board write %q needs a value", d.Label())
+		}
+	case "read", "delete":
+		if s.value != nil {
+			d.Errorf(d.Node("value"), "value is only for op: write")
+		}
+		if s.ttl > 0 {
+			d.Errorf(d.Node("ttl"), "ttl is only for op: write")
+		}
+		if s.op == "read" && s.expect >= 0 {
+			d.Errorf(d.Node("expect_version"), "expect_version is for write and delete")
+		}
+	}
+	return s
+}
+
+func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
+	key, err := sc.Eval(s.key)
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("key: %w", err)
+	}
+	if key == "" {
+		return engine.Result{}, errors.New("key is empty")
+	}
+	res := BoardResult{Key: key}
+	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: "runner", Label: sc.Label,
+		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect}
+	switch s.op {
+	case "read":
+		e, ok := sc.Board.Get(key)
+		res.Found, res.Version = ok, e.Version
+		return engine.Result{Output: e.Content, Fields: res}, nil
+	case "write":
+		if op.Value, err = sc.EvalValue(s.value); err != nil {
+			return engine.Result{}, fmt.Errorf("value: %w", err)
+		}
+	case "delete":
+		op.Delete = true
+	}
+	e, err := sc.Board.Write(op)
+	if err != nil {
+		return engine.Result{Fields: res}, err
+	}
+	res.Version, res.Found = e.Version, !op.Delete
+	if op.Delete {
+		res.Version = 0
+	}
+	return engine.Result{Output: op.Value, Fields: res}, nil
+}

@@ -1,0 +1,130 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
+	"gopkg.in/yaml.v3"
+)
+
+func init() { add(branchType{}) }
+
+// branchType picks the first case whose `when` holds and jumps to its goto.
+type branchType struct{}
+
+// BranchResult is what a branch reports.
+type BranchResult struct {
+	Taken string `json:"taken"` // the goto target, "" when none matched and there was no default
+	Case  int    `json:"case"`  // 1-based index of the matching case; 0 for default or none
+}
+
+type branchCase struct {
+	when *engine.Expr
+	dest string
+}
+
+type branchStep struct {
+	cases []branchCase
+	def   string
+}
+
+func (branchType) Name() string { return "branch" }
+func (branchType) Result() any  { return BranchResult{} }
+
+func (branchType) Decode(d *engine.Decoder) engine.Step {
+	s := &branchStep{}
+	if d.Step.Parent != nil {
+		d.Errorf(d.Step.TypeNode, "a branch cannot be inside parallel group %q: goto leaves the group", d.Step.Parent.Label)
+	}
+	casesN := d.Node("cases")
+	defN := d.Node("default")
+	if casesN == nil && defN == nil {
+		d.Errorf(nil, "branch %q needs cases (and/or a default)", d.Label())
+	}
+	if casesN != nil {
+		if casesN.Kind != yaml.SequenceNode {
+			d.Errorf(casesN, "cases must be a list of {when, goto}, got %s", plans.KindName(casesN))
+		} else {
+			for _, cn := range casesN.Content {
+				s.cases = append(s.cases, decodeCase(d, cn))
+			}
+		}
+	}
+	if defN != nil {
+		s.def = gotoTarget(d, defN, "default")
+	}
+	return s
+}
+
+func decodeCase(d *engine.Decoder, n *yaml.Node) branchCase {
+	var c branchCase
+	r := d.Reporter()
+	var whenN, gotoN *yaml.Node
+	for _, f := range plans.Fields(r, n, "a case") {
+		switch f.Key {
+		case "when":
+			whenN = plans.Resolve(f.Value)
+		case "goto":
+			gotoN = plans.Resolve(f.Value)
+		default:
+			plans.Unknown(r, f, "a case", []string{"when", "goto"})
+		}
+	}
+	if whenN == nil {
+		d.Errorf(n, "case is missing required field \"when\"")
+	} else if whenN.Kind != yaml.ScalarNode {
+		d.Errorf(whenN, "when must be an expression, got %s", plans.KindName(whenN))
+	} else {
+		c.when = d.ExprAt(whenN, "when")
+	}
+	if gotoN == nil {
+		d.Errorf(n, "case is missing required field \"goto\"")
+	} else {
+		c.dest = gotoTarget(d, gotoN, "goto")
+	}
+	return c
+}
+
+// gotoTarget checks a goto: end, fail, or a top-level label.
+func gotoTarget(d *engine.Decoder, n *yaml.Node, what string) string {
+	dest, ok := plans.String(d.Reporter(), n, what)
+	if !ok {
+		return ""
+	}
+	if dest == "end" || dest == "fail" {
+		return dest
+	}
+	target := d.Plan.Lookup(dest)
+	switch {
+	case target == nil:
+		cands := append([]string{"end", "fail"}, topLabels(d.Plan)...)
+		d.Errorf(n, "%s: no step labeled %q (a top-level label, end or fail)%s", what, dest, plans.Suggest(dest, cands))
+	case target.Parent != nil:
+		d.Errorf(n, "%s: step %q is inside parallel group %q; goto can only reach top-level steps", what, dest, target.Parent.Label)
+	}
+	return dest
+}
+
+func topLabels(p *plans.Plan) []string {
+	var out []string
+	for _, s := range p.Steps {
+		out = append(out, s.Label)
+	}
+	return out
+}
+
+func (s *branchStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
+	for i, c := range s.cases {
+		ok, err := sc.EvalBool(c.when)
+		if err != nil {
+			return engine.Result{}, fmt.Errorf("case %d: %w", i+1, err)
+		}
+		if ok {
+			return engine.Result{Output: c.dest, Fields: BranchResult{Taken: c.dest, Case: i + 1}, Goto: c.dest}, nil
+		}
+	}
+	res := BranchResult{Taken: s.def}
+	return engine.Result{Output: s.def, Fields: res, Goto: s.def}, nil
+}

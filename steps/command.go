@@ -1,0 +1,120 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps/proc"
+)
+
+func init() { add(commandType{}) }
+
+// commandType runs a shell script with `sh -c` in its own process group.
+type commandType struct{}
+
+// CommandResult is what a command step reports.
+type CommandResult struct {
+	ExitCode       int    `json:"exit_code"`
+	Stdout         string `json:"stdout"`
+	Stderr         string `json:"stderr"`
+	StdoutDropped  int64  `json:"stdout_dropped,omitempty"` // bytes cut from the middle by the cap
+	StderrDropped  int64  `json:"stderr_dropped,omitempty"`
+	Signal         string `json:"signal,omitempty"`
+	TimedOut       bool   `json:"timed_out,omitempty"`
+	DurationMillis int64  `json:"duration_ms_run,omitempty"`
+}
+
+type commandStep struct {
+	run       *engine.Template
+	dir       *engine.Template
+	env       []engine.EnvTemplate
+	maxOutput int
+}
+
+func (commandType) Name() string { return "command" }
+func (commandType) Result() any  { return CommandResult{} }
+
+func (commandType) Decode(d *engine.Decoder) engine.Step {
+	s := &commandStep{}
+	if d.Required("run") {
+		s.run = d.Template("run")
+	}
+	s.dir = d.Template("dir")
+	s.env = d.Env("env")
+	s.maxOutput = d.Int("max_output", 0)
+	if s.maxOutput < 0 {
+		d.Errorf(d.Node("max_output"), "max_output must be a positive number of bytes")
+	}
+	return s
+}
+
+func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
+	script, err := sc.EvalShell(s.run)
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("run: %w", err)
+	}
+	dir, env, err := stepDirEnv(sc, s.dir, s.env)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	pr, err := proc.Run(ctx, proc.Spec{Script: script, Dir: dir, Env: env, MaxOutput: s.maxOutput})
+	if err != nil {
+		return engine.Result{}, err
+	}
+	res := CommandResult{ExitCode: pr.ExitCode, Stdout: pr.Stdout.Text, Stderr: pr.Stderr.Text,
+		StdoutDropped: pr.Stdout.Dropped, StderrDropped: pr.Stderr.Dropped, Signal: pr.Signal,
+		TimedOut: pr.TimedOut}
+	out := engine.Result{Output: strings.TrimSpace(pr.Stdout.Text), Fields: res}
+	switch {
+	case ctx.Err() != nil:
+		return out, context.Cause(ctx)
+	case pr.ExitCode != 0:
+		return out, fmt.Errorf("exit status %d%s", pr.ExitCode, tail("stderr", pr.Stderr.Text))
+	}
+	return out, nil
+}
+
+// stepDirEnv resolves a step's dir (relative to the workdir) and builds its
+// environment: the process's, the plan's env, then the step's own.
+func stepDirEnv(sc *engine.StepContext, dirT *engine.Template, envT []engine.EnvTemplate) (string, []string, error) {
+	dir := sc.Workdir
+	if dirT != nil {
+		d, err := sc.Eval(dirT)
+		if err != nil {
+			return "", nil, fmt.Errorf("dir: %w", err)
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(sc.Workdir, d)
+		}
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			return "", nil, fmt.Errorf("dir %s: not a directory", d)
+		}
+		dir = d
+	}
+	env := append([]string(nil), sc.Env...)
+	for _, e := range envT {
+		v, err := sc.Eval(e.Value)
+		if err != nil {
+			return "", nil, fmt.Errorf("env.%s: %w", e.Name, err)
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	return dir, env, nil
+}
+
+// tail quotes the last lines of a stream for an error message.
+func tail(name, text string) string {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return ""
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) > 10 {
+		lines = lines[len(lines)-10:]
+	}
+	return fmt.Sprintf("; %s:\n%s", name, strings.Join(lines, "\n"))
+}

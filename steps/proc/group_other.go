@@ -1,0 +1,22 @@
+//go:build !unix
+
+package proc
+
+import (
+	"os"
+	"os/exec"
+)
+
+// Without process groups only the main process can be ended.
+func setGroup(cmd *exec.Cmd) {}
+
+func signalGroup(cmd *exec.Cmd, kill bool) { cmd.Process.Kill() }
+
+func groupAlive(cmd *exec.Cmd) bool { return cmd.ProcessState == nil }
+
+func exitStatus(ps *os.ProcessState) (int, string) {
+	if ps == nil {
+		return -1, ""
+	}
+	return ps.ExitCode(), ""
+}
