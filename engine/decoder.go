@@ -18,8 +18,9 @@ type Decoder struct {
 	r     *plans.Reporter
 	scope types.Map
 	field map[string]plans.Field
-	known []string
-	used  map[string]bool
+	known   []string
+	used    map[string]bool
+	missing []string // required keys not given, reported by finish
 }
 
 func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope types.Map) *Decoder {
@@ -68,7 +69,7 @@ func (d *Decoder) Reporter() *plans.Reporter { return d.r }
 // Required reports key as missing when the step does not have it.
 func (d *Decoder) Required(key string) bool {
 	if d.Node(key) == nil {
-		d.Errorf(nil, "step %q (type %s) is missing required field %q", d.Step.Label, d.Step.Type, key)
+		d.missing = append(d.missing, key)
 		return false
 	}
 	return true
@@ -190,9 +191,22 @@ type EnvTemplate struct {
 // finish reports the fields the type did not ask for.
 func (d *Decoder) finish() {
 	known := append(append([]string{}, plans.CommonStepFields...), d.known...)
+	explained := map[string]bool{}
 	for key, f := range d.field {
-		if !d.used[key] {
-			d.r.At(f.KeyN, "unknown field %q in step %q (type %s)%s", key, d.Step.Label, d.Step.Type, plans.Suggest(key, known))
+		if d.used[key] {
+			continue
+		}
+		d.r.At(f.KeyN, "unknown field %q in step %q (type %s)%s", key, d.Step.Label, d.Step.Type, plans.Suggest(key, known))
+		// A misspelt required field is one mistake, not two.
+		for _, m := range d.missing {
+			if plans.Suggest(key, []string{m}) != "" {
+				explained[m] = true
+			}
+		}
+	}
+	for _, m := range d.missing {
+		if !explained[m] {
+			d.Errorf(nil, "step %q (type %s) is missing required field %q", d.Step.Label, d.Step.Type, m)
 		}
 	}
 }

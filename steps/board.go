@@ -72,6 +72,18 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 	return s
 }
 
+// Describe is what a dry run shows.
+func (s *boardStep) Describe() string {
+	if s.key == nil {
+		return s.op
+	}
+	d := s.op + " " + s.key.Src
+	if s.value != nil {
+		d += " = " + s.value.Src
+	}
+	return d
+}
+
 func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
 	key, err := sc.Eval(s.key)
 	if err != nil {

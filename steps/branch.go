@@ -3,6 +3,7 @@ package steps
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/plans"
@@ -113,6 +114,22 @@ func topLabels(p *plans.Plan) []string {
 		out = append(out, s.Label)
 	}
 	return out
+}
+
+// Describe is what a dry run shows.
+func (s *branchStep) Describe() string {
+	var b strings.Builder
+	for _, c := range s.cases {
+		if c.when != nil {
+			fmt.Fprintf(&b, "when %s: goto %s\n", c.when.Src, c.dest)
+		}
+	}
+	if s.def != "" {
+		fmt.Fprintf(&b, "default: goto %s\n", s.def)
+	} else {
+		b.WriteString("otherwise: next step\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func (s *branchStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {

@@ -78,6 +78,14 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 	return out, nil
 }
 
+// Describe is what a dry run shows.
+func (s *commandStep) Describe() string {
+	if s.run == nil {
+		return ""
+	}
+	return "run: " + strings.TrimSpace(s.run.Src)
+}
+
 // stepDirEnv resolves a step's dir (relative to the workdir) and builds its
 // environment: the process's, the plan's env, then the step's own.
 func stepDirEnv(sc *engine.StepContext, dirT *engine.Template, envT []engine.EnvTemplate) (string, []string, error) {
