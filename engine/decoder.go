@@ -13,11 +13,11 @@ import (
 // key as known, present or not, so that any other key is reported as
 // unknown (with a "did you mean") once the type is done.
 type Decoder struct {
-	Plan  *plans.Plan
-	Step  *plans.Step
-	r     *plans.Reporter
-	scope types.Map
-	field map[string]plans.Field
+	Plan    *plans.Plan
+	Step    *plans.Step
+	r       *plans.Reporter
+	scope   types.Map
+	field   map[string]plans.Field
 	known   []string
 	used    map[string]bool
 	missing []string // required keys not given, reported by finish

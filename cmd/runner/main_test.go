@@ -138,7 +138,7 @@ type savedRun struct {
 	Format string `json:"format"`
 	Run    struct {
 		ID, PlanPath, PlanSHA256, PlanSource, Workdir, Status, StartedAt, FinishedAt, RunnerVersion string
-		Vars                                                                                         map[string]any
+		Vars                                                                                        map[string]any
 	} `json:"run"`
 	Steps []struct {
 		Label      string          `json:"label"`
