@@ -92,6 +92,12 @@ func (b *Board) Write(op WriteOp) (Entry, error) {
 	if op.Key == "" {
 		return Entry{}, errors.New("board: write needs a key")
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.appendLocked(op.entry(), op.ExpectVersion)
+}
+
+func (op *WriteOp) entry() Entry {
 	if op.Section == "" {
 		op.Section = "kv"
 	}
@@ -101,9 +107,7 @@ func (b *Board) Write(op WriteOp) (Entry, error) {
 		s := op.TTL.Seconds()
 		e.TTL = &s
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.appendLocked(e, op.ExpectVersion)
+	return e
 }
 
 func (b *Board) appendLocked(e Entry, expect int64) (Entry, error) {
@@ -325,6 +329,31 @@ func (b *Board) AddStep(s StepRecord) error {
 	}
 	b.steps = append(b.steps, s)
 	return nil
+}
+
+// FinishStep records a finished step visit together with its audit entry
+// and, if kv is set, a key-value write, as one journal write: one system
+// call per step.
+func (b *Board) FinishStep(s StepRecord, e Entry, kv *WriteOp) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.journal != nil {
+		b.journal.batch = true
+		defer b.journal.flushBatch()
+	}
+	if _, err := b.appendLocked(e, -1); err != nil {
+		return err
+	}
+	if kv != nil {
+		if _, err := b.appendLocked(kv.entry(), kv.ExpectVersion); err != nil {
+			return err
+		}
+	}
+	if err := b.logLocked(record{Step: &s}); err != nil {
+		return err
+	}
+	b.steps = append(b.steps, s)
+	return b.journal.flush()
 }
 
 // Steps returns the step records in the order they finished.

@@ -154,27 +154,76 @@ func (b *Board) saveLocked() error {
 	if j == nil {
 		return errors.New("board: not backed by a file")
 	}
-	f := File{Format: Format, Run: b.run, Steps: b.steps, Entries: b.entries,
-		Recordings: b.recordings, JournalN: b.journalN}
-	if f.Steps == nil {
-		f.Steps = []StepRecord{}
-	}
-	if f.Entries == nil {
-		f.Entries = []*Entry{}
-	}
-	if f.Recordings == nil {
-		f.Recordings = []Recording{}
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(&f); err != nil {
+	data, err := b.encodeLocked()
+	if err != nil {
 		return fmt.Errorf("board: encoding %s: %w", j.file, err)
 	}
-	if err := WriteFileAtomic(j.file, buf.Bytes(), 0o644); err != nil {
+	if err := WriteFileAtomic(j.file, data, 0o644); err != nil {
 		return err
 	}
 	return j.truncate()
+}
+
+// encodeLocked writes the file with one step, entry or recording per line:
+// readable and diffable, and much cheaper than indenting every value.
+func (b *Board) encodeLocked() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(256 * (len(b.entries) + len(b.steps) + 16))
+	put := func(v any) error {
+		data, err := json.Marshal(v)
+		buf.Write(data)
+		return err
+	}
+	buf.WriteString("{\n \"format\": ")
+	put(Format)
+	buf.WriteString(",\n \"run\": ")
+	if err := put(b.run); err != nil {
+		return nil, err
+	}
+	list := func(name string, n int, item func(i int) any) error {
+		fmt.Fprintf(&buf, ",\n %q: [", name)
+		for i := 0; i < n; i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteString("\n  ")
+			if err := put(item(i)); err != nil {
+				return err
+			}
+		}
+		if n > 0 {
+			buf.WriteString("\n ")
+		}
+		buf.WriteByte(']')
+		return nil
+	}
+	var err error
+	var scratch []byte
+	fast := func(name string, n int, enc func(b []byte, i int) ([]byte, error)) {
+		fmt.Fprintf(&buf, ",\n %q: [", name)
+		for i := 0; i < n && err == nil; i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteString("\n  ")
+			scratch, err = enc(scratch[:0], i)
+			buf.Write(scratch)
+		}
+		if n > 0 {
+			buf.WriteString("\n ")
+		}
+		buf.WriteByte(']')
+	}
+	fast("steps", len(b.steps), func(s []byte, i int) ([]byte, error) { return appendStep(s, &b.steps[i]) })
+	fast("entries", len(b.entries), func(s []byte, i int) ([]byte, error) { return appendEntry(s, b.entries[i]) })
+	if err != nil {
+		return nil, err
+	}
+	if err := list("recordings", len(b.recordings), func(i int) any { return &b.recordings[i] }); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(&buf, ",\n \"journal_n\": %d\n}\n", b.journalN)
+	return buf.Bytes(), nil
 }
 
 // Path is the blackboard.json path, or "" for an in-memory board.

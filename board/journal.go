@@ -1,9 +1,6 @@
 package board
 
-import (
-	"encoding/json"
-	"os"
-)
+import "os"
 
 // record is one journal line: exactly one of its pointers is set.
 type record struct {
@@ -20,9 +17,11 @@ type record struct {
 type journal struct {
 	path string // blackboard.json.journal
 	file string // blackboard.json
-	sync bool
-	f    *os.File
-	buf  []byte
+	sync  bool
+	f     *os.File
+	buf   []byte
+	line  []byte
+	batch bool // collect records in buf until flush
 }
 
 func (j *journal) append(rec *record) error {
@@ -33,18 +32,44 @@ func (j *journal) append(rec *record) error {
 		}
 		j.f = f
 	}
-	data, err := json.Marshal(rec)
+	if !j.batch {
+		j.buf = j.buf[:0]
+	}
+	line, err := appendRecord(j.line[:0], rec)
+	j.line = line
 	if err != nil {
 		return err
 	}
-	j.buf = append(append(j.buf[:0], data...), '\n')
-	if _, err := j.f.Write(j.buf); err != nil {
+	j.buf = append(append(j.buf, line...), '\n')
+	if j.batch {
+		return nil
+	}
+	return j.flush()
+}
+
+// flush writes the collected lines with one write(2). A process killed
+// during it leaves a torn last line, which loading drops, and nothing of
+// the batch is reported done before it returns.
+func (j *journal) flush() error {
+	if j == nil || len(j.buf) == 0 {
+		return nil
+	}
+	buf := j.buf
+	j.buf = j.buf[:0]
+	if _, err := j.f.Write(buf); err != nil {
 		return err
 	}
 	if j.sync {
 		return j.f.Sync()
 	}
 	return nil
+}
+
+// flushBatch ends batching; records still unwritten after a failed batch
+// are dropped with it.
+func (j *journal) flushBatch() {
+	j.batch = false
+	j.buf = j.buf[:0]
 }
 
 // truncate empties the journal after its records went into the file.

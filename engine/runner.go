@@ -69,6 +69,8 @@ type Runner struct {
 	total   atomic.Int64 // step executions, for limits.max_steps
 	mu      sync.Mutex
 	visits  map[string]int
+	logs    map[string]zerolog.Logger
+	runID   string
 	startPC int
 }
 
@@ -93,6 +95,7 @@ func (r *Runner) init() {
 	if r.visits == nil {
 		r.visits = map[string]int{}
 	}
+	r.logs = map[string]zerolog.Logger{}
 	if r.Workdir == "" {
 		r.Workdir, _ = os.Getwd()
 	}
@@ -106,6 +109,7 @@ func (r *Runner) init() {
 		envView[e.Name] = e.Value
 	}
 	run := r.Board.Run()
+	r.runID = run.ID
 	vars := r.Vars
 	if vars == nil {
 		vars, _ = ResolveVars(r.Prog.Plan, nil)
@@ -166,6 +170,18 @@ func (r *Runner) runTop(ctx context.Context) error {
 	return nil
 }
 
+// logger is the step's logger, made once per label.
+func (r *Runner) logger(label string) zerolog.Logger {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l, ok := r.logs[label]
+	if !ok {
+		l = r.Log.With().Str("step", label).Logger()
+		r.logs[label] = l
+	}
+	return l
+}
+
 // stopped reports why the run's context ended, if it did.
 func (r *Runner) stopped(ctx context.Context) error {
 	if ctx.Err() == nil {
@@ -198,8 +214,8 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	if r.Observer != nil {
 		r.Observer.StepStarted(n.Label, visit, parent)
 	}
-	log := r.Log.With().Str("step", n.Label).Int("visit", visit).Logger()
-	log.Debug().Msg("start")
+	log := r.logger(n.Label)
+	log.Debug().Int("visit", visit).Msg("start")
 	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: time.Now().UTC()}
 
 	var res Result
@@ -207,7 +223,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	status := StatusSucceeded
 	run := true
 	if n.If != nil {
-		ok, err := n.If.Bool(r.eval.env(n.Label))
+		ok, err := r.eval.bool(n.If, nil)
 		switch {
 		case err != nil:
 			stepErr, run = fmt.Errorf("if: %w", err), false
@@ -254,7 +270,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	if status != StatusSucceeded && status != StatusSkipped {
 		ev = log.Warn().Str("error", rec.Error)
 	}
-	ev.Str("status", status).Int64("ms", rec.DurationMS).Msg("step finished")
+	ev.Int("visit", visit).Str("status", status).Int64("ms", rec.DurationMS).Msg("step finished")
 	switch {
 	case fatal(stepErr):
 		return "", stepErr
@@ -275,30 +291,27 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result) error {
 	}
 	rec.Result = raw
 	r.eval.set(n.Label, stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)))
-	content := map[string]any{"status": rec.Status, "result": raw}
+	// The audit entry holds the step's output; its full result is in the
+	// step record, so it is not encoded twice.
+	meta := map[string]any{"visit": rec.Visit, "type": n.Type, "status": rec.Status}
 	if rec.Error != "" {
-		content["error"] = rec.Error
+		meta["error"] = rec.Error
 	}
-	meta := map[string]any{"visit": rec.Visit, "type": n.Type}
 	section := "steps"
 	if n.Write != nil && n.Write.Section != "" {
 		section = n.Write.Section
 	}
-	if _, err := r.Board.Append(board.Entry{Section: section, Role: "step", Author: "runner",
-		Label: n.Label, Content: content, Meta: meta}); err != nil {
-		return err
-	}
+	entry := board.Entry{Section: section, Role: "step", Author: "runner", Label: n.Label, Content: res.Output, Meta: meta}
+	var kv *board.WriteOp
 	if n.WriteKey != nil && rec.Status == StatusSucceeded {
-		key, err := n.WriteKey.Render(r.eval.env(n.Label))
+		key, err := r.eval.render(n.WriteKey, false)
 		if err != nil {
 			return fmt.Errorf("write.key: %w", err)
 		}
-		if _, err := r.Board.Write(board.WriteOp{Key: key, Value: res.Output, TTL: n.Write.TTL, Section: section,
-			Author: "runner", Label: n.Label, Role: "step", Meta: meta, ExpectVersion: -1}); err != nil {
-			return err
-		}
+		kv = &board.WriteOp{Key: key, Value: res.Output, TTL: n.Write.TTL, Section: section,
+			Author: "runner", Label: n.Label, Role: "step", Meta: meta, ExpectVersion: -1}
 	}
-	if err := r.Board.AddStep(*rec); err != nil {
+	if err := r.Board.FinishStep(*rec, entry, kv); err != nil {
 		return err
 	}
 	if r.Observer != nil {
@@ -325,9 +338,8 @@ func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.St
 		rec.Attempts = attempt
 		res, err := r.once(ctx, n, visit, attempt)
 		if err == nil && n.Until != nil {
-			env := r.eval.env(n.Label)
-			env["step"] = stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
-			ok, uerr := n.Until.Bool(env)
+			step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
+			ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step})
 			switch {
 			case uerr != nil:
 				return res, fmt.Errorf("retry.until: %w", uerr)
@@ -340,7 +352,7 @@ func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.St
 		}
 		delay := r.backoff(n, attempt)
 		rec.Delays = append(rec.Delays, delay.Milliseconds())
-		log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", delay).Msg("retrying")
+		log.Warn().Err(err).Int("visit", visit).Int("attempt", attempt).Dur("backoff", delay).Msg("retrying")
 		if err := r.sleep(ctx, delay); err != nil {
 			return res, err
 		}
@@ -362,9 +374,9 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int) (res Res
 			err = fmt.Errorf("internal error in step type %s: %v\n%s", n.Type, p, debug.Stack())
 		}
 	}()
-	sc := &StepContext{Label: n.Label, Visit: visit, Attempt: attempt, RunID: r.Board.Run().ID,
+	sc := &StepContext{Label: n.Label, Visit: visit, Attempt: attempt, RunID: r.runID,
 		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan, Services: r.Services,
-		Log: r.Log.With().Str("step", n.Label).Logger(), eval: r.eval}
+		Log: r.logger(n.Label), eval: r.eval}
 	res, err = n.Impl.Run(ctx, sc)
 	if err != nil && timeout != nil && context.Cause(ctx) == timeout {
 		err = fmt.Errorf("%w: %v", timeout, err)

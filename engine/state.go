@@ -19,12 +19,13 @@ const (
 	StatusInterrupted = "interrupted"
 )
 
-// evaluator holds what expressions see. The steps view is copied on write,
-// so an evaluation takes a consistent snapshot without holding a lock, and
-// its cost grows with the number of labels, never with the board.
+// evaluator holds what expressions see. The steps view is one map updated
+// in place under a lock that every evaluation holds for reading, so neither
+// an update nor an evaluation copies it: the cost of a step stays flat
+// however many steps the plan has and however large the board grows.
 type evaluator struct {
-	mu    sync.Mutex
-	steps map[string]any // label -> map[string]any; replaced, never mutated
+	mu    sync.RWMutex
+	steps map[string]any // label -> map[string]any (each value replaced, never mutated)
 	base  map[string]any // vars, env, run, board, entries
 }
 
@@ -49,27 +50,52 @@ func zeroResult(n *Node) any {
 	return nil
 }
 
-// env is the environment for one evaluation.
-func (e *evaluator) env(_ string) map[string]any {
-	e.mu.Lock()
-	steps := e.steps
-	e.mu.Unlock()
+// with runs f with the environment for one evaluation; extra names (such
+// as `step` for retry.until) are added to it.
+func (e *evaluator) with(extra map[string]any, f func(env map[string]any) error) error {
 	env := maps.Clone(e.base)
-	env["steps"] = steps
-	return env
+	for k, v := range extra {
+		env[k] = v
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	env["steps"] = e.steps
+	return f(env)
+}
+
+func (e *evaluator) render(t *Template, shell bool) (s string, err error) {
+	err = e.with(nil, func(env map[string]any) error {
+		s, err = t.render(env, shell)
+		return err
+	})
+	return s, err
+}
+
+func (e *evaluator) value(t *Template) (v any, err error) {
+	err = e.with(nil, func(env map[string]any) error {
+		v, err = t.Value(env)
+		return err
+	})
+	return v, err
+}
+
+func (e *evaluator) bool(x *Expr, extra map[string]any) (ok bool, err error) {
+	err = e.with(extra, func(env map[string]any) error {
+		ok, err = x.Bool(env)
+		return err
+	})
+	return ok, err
 }
 
 func (e *evaluator) set(label string, view map[string]any) {
 	e.mu.Lock()
-	next := maps.Clone(e.steps)
-	next[label] = view
-	e.steps = next
+	e.steps[label] = view
 	e.mu.Unlock()
 }
 
 func (e *evaluator) get(label string) map[string]any {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	v, _ := e.steps[label].(map[string]any)
 	return v
 }
@@ -94,22 +120,29 @@ func stateView(status string, output any, errText string, visits int, durMS int6
 // encodeResult is the `result` object saved for a step: the type's fields
 // and `output`.
 func encodeResult(res Result) (json.RawMessage, error) {
-	m := map[string]json.RawMessage{}
-	if res.Fields != nil {
-		b, err := json.Marshal(res.Fields)
-		if err != nil {
-			return nil, fmt.Errorf("encoding result: %w", err)
-		}
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("result fields must encode as a JSON object: %w", err)
-		}
-	}
 	out, err := json.Marshal(res.Output)
 	if err != nil {
 		return nil, fmt.Errorf("encoding output: %w", err)
 	}
-	m["output"] = out
-	return json.Marshal(m)
+	if res.Fields == nil {
+		return append(append([]byte(`{"output":`), out...), '}'), nil
+	}
+	fields, err := json.Marshal(res.Fields)
+	if err != nil {
+		return nil, fmt.Errorf("encoding result: %w", err)
+	}
+	if len(fields) < 2 || fields[0] != '{' {
+		return nil, fmt.Errorf("result fields must encode as a JSON object, got %.40s", fields)
+	}
+	// Splice "output" in as the first member rather than decoding and
+	// encoding again: this runs once per step.
+	buf := make([]byte, 0, len(fields)+len(out)+12)
+	buf = append(buf, `{"output":`...)
+	buf = append(buf, out...)
+	if len(fields) > 2 {
+		buf = append(buf, ',')
+	}
+	return append(buf, fields[1:]...), nil
 }
 
 // decodeResult reads a saved `result` back into the type's struct.

@@ -70,7 +70,7 @@ func (sc *StepContext) Eval(t *Template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
-	return t.Render(sc.eval.env(sc.Label))
+	return sc.eval.render(t, false)
 }
 
 // EvalShell renders a template for `sh -c`: every ${{ }} value is inserted
@@ -79,7 +79,7 @@ func (sc *StepContext) EvalShell(t *Template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
-	return t.RenderShell(sc.eval.env(sc.Label))
+	return sc.eval.render(t, true)
 }
 
 // EvalValue renders a template; a template that is exactly one ${{ }}
@@ -88,12 +88,12 @@ func (sc *StepContext) EvalValue(t *Template) (any, error) {
 	if t == nil {
 		return nil, nil
 	}
-	return t.Value(sc.eval.env(sc.Label))
+	return sc.eval.value(t)
 }
 
 // EvalBool runs a boolean expression (such as a branch's `when`).
 func (sc *StepContext) EvalBool(e *Expr) (bool, error) {
-	return e.Bool(sc.eval.env(sc.Label))
+	return sc.eval.bool(e, nil)
 }
 
 // Registry maps type names to Types.

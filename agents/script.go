@@ -1,0 +1,111 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/planrunner/runner/plans"
+)
+
+// script answers from canned responses, without the network: a step's own
+// answers (keyed by its label) first, in order, then the unlabeled list in
+// order.
+type script struct {
+	agent     *Agent
+	byLabel   map[string][]plans.Response
+	unlabeled []plans.Response
+
+	mu   sync.Mutex
+	next map[string]int // next answer per label
+	free int            // next unlabeled answer
+}
+
+func newScript(a *Agent, responses []plans.Response) *script {
+	s := &script{agent: a, byLabel: map[string][]plans.Response{}}
+	for _, r := range responses {
+		if r.Label == "" {
+			s.unlabeled = append(s.unlabeled, r)
+		} else {
+			s.byLabel[r.Label] = append(s.byLabel[r.Label], r)
+		}
+	}
+	s.reset()
+	return s
+}
+
+func (s *script) reset() {
+	s.mu.Lock()
+	s.next, s.free = map[string]int{}, 0
+	s.mu.Unlock()
+}
+
+// take hands out the answer for the next call of step label.
+func (s *script) take(label string) (plans.Response, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.next[label]; i < len(s.byLabel[label]) {
+		s.next[label]++
+		return s.byLabel[label][i], true
+	}
+	if s.free < len(s.unlabeled) {
+		s.free++
+		return s.unlabeled[s.free-1], true
+	}
+	return plans.Response{}, false
+}
+
+func (s *script) complete(_ context.Context, c *callInfo, req *Request) (*Response, int, error) {
+	r, ok := s.take(c.label)
+	if !ok {
+		return nil, 0, fmt.Errorf("script agent %s has no answer left for step %s (call %d of visit %d): %d answers for %s and %d unlabeled ones were all used",
+			s.agent.Name, c.label, c.call, c.visit, len(s.byLabel[c.label]), c.label, len(s.unlabeled))
+	}
+	model := req.Model
+	if model == "" {
+		model = "script"
+	}
+	out := &Response{Text: r.Text, Model: model, FinishReason: "stop"}
+	for i, tc := range r.ToolCalls {
+		args, err := json.Marshal(jsonable(tc.Args))
+		if err != nil {
+			return nil, 0, fmt.Errorf("script agent %s: tool call %s: %w", s.agent.Name, tc.Name, err)
+		}
+		if tc.Args == nil {
+			args = []byte(`{}`)
+		}
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: fmt.Sprintf("call_%d_%d", c.call, i+1), Name: tc.Name, Args: args})
+	}
+	if len(out.ToolCalls) > 0 {
+		out.FinishReason = "tool_calls"
+	}
+	return out, 0, nil
+}
+
+// jsonable turns YAML-decoded values (which may hold map[any]any... in
+// principle, and map[string]any in practice) into values encoding/json
+// accepts.
+func jsonable(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = jsonable(x)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[fmt.Sprint(k)] = jsonable(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = jsonable(x)
+		}
+		return out
+	}
+	return v
+}

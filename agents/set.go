@@ -1,0 +1,306 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/plans"
+	"github.com/rs/zerolog"
+)
+
+// ServiceKey is the engine.StepContext.Services key under which cmd/runner
+// puts the run's *Set.
+const ServiceKey = "agents"
+
+// DefaultTimeout bounds one model call when the agent sets no timeout.
+const DefaultTimeout = 10 * time.Minute
+
+// Options tune a Set. The zero value is what a run uses.
+type Options struct {
+	// HTTPClient makes the providers' requests; nil: a client without a
+	// global timeout (each call has its own, the agent's timeout).
+	HTTPClient *http.Client
+	// Getenv reads API keys; nil: os.Getenv.
+	Getenv func(string) string
+	// Log receives retries and per-call summaries; the zero Logger is silent.
+	Log zerolog.Logger
+	// Retry is the retry policy of HTTP providers (zero fields: DefaultRetry).
+	Retry Retry
+	// Sleep waits between retries; nil: a real timer. Tests make it instant.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a number in [0,1) for retry backoff; nil: math/rand.
+	Jitter func() float64
+	// Replay, when set, answers every call from recordings instead of the
+	// providers: no network, and API keys are not needed. A call whose
+	// request differs from the recording, or that has no recording, fails
+	// with a *Divergence.
+	Replay ReplaySource
+}
+
+// ReplaySource serves recorded model exchanges to a replay.
+type ReplaySource interface {
+	// Recording returns the recording of the call-th model call of a step
+	// visit.
+	Recording(label string, visit, call int) (board.Recording, bool)
+}
+
+// FromRecordings is a ReplaySource over a saved run's recordings (those of
+// kind "llm"; the first one wins if a (label, visit, call) repeats).
+func FromRecordings(recs []board.Recording) ReplaySource {
+	m := recordings{}
+	for _, r := range recs {
+		k := callKey{r.Label, r.Visit, r.Call}
+		if _, dup := m[k]; !dup && r.Kind == KindLLM {
+			m[k] = r
+		}
+	}
+	return m
+}
+
+// KindLLM is the Kind of the recordings this package makes.
+const KindLLM = "llm"
+
+type callKey struct {
+	label string
+	visit int
+	call  int
+}
+
+type recordings map[callKey]board.Recording
+
+func (m recordings) Recording(label string, visit, call int) (board.Recording, bool) {
+	r, ok := m[callKey{label, visit, call}]
+	return r, ok
+}
+
+// Agent is a plan's agent, ready to call.
+type Agent struct {
+	Name     string
+	Provider string
+	Model    string
+	System   string
+	Timeout  time.Duration // per call
+	Spec     *plans.Agent
+	p        provider
+}
+
+// provider answers one request. It returns the number of retries it made,
+// also on failure.
+type provider interface {
+	complete(ctx context.Context, c *callInfo, req *Request) (*Response, int, error)
+}
+
+// callInfo says which call a provider is answering.
+type callInfo struct {
+	label string
+	visit int
+	call  int
+	log   zerolog.Logger
+}
+
+// Set is a plan's agents and the run-wide state of their calls: the token
+// count against limits.max_tokens and the call numbers of each step visit.
+// It is safe for concurrent use by parallel steps.
+type Set struct {
+	agents    map[string]*Agent
+	names     []string
+	maxTokens int
+	log       zerolog.Logger
+	replay    ReplaySource
+
+	mu    sync.Mutex
+	bound *board.Board // the board the counters below were read from
+	used  int          // tokens used by the run so far
+	calls map[visitKey]int
+}
+
+type visitKey struct {
+	label string
+	visit int
+}
+
+// New checks and prepares a plan's agents: it fails, naming the agent and
+// the variable, when an API key is missing, and loads script responses
+// files. cmd/runner calls it before the first step runs.
+func New(plan *plans.Plan, opt Options) (*Set, error) {
+	getenv := opt.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	client := opt.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	t := &transport{client: client, retry: opt.Retry.withDefaults(), sleep: opt.Sleep, jitter: opt.Jitter}
+	if t.sleep == nil {
+		t.sleep = sleepCtx
+	}
+	if t.jitter == nil {
+		t.jitter = defaultJitter
+	}
+	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, log: opt.Log,
+		replay: opt.Replay, calls: map[visitKey]int{}}
+	var errs []error
+	for _, spec := range plan.Agents {
+		a := &Agent{Name: spec.Name, Provider: spec.Provider, Model: spec.Model, System: spec.System,
+			Timeout: spec.Timeout, Spec: spec}
+		if a.Timeout <= 0 {
+			a.Timeout = DefaultTimeout
+		}
+		p, err := newProvider(plan, a, t, getenv, opt.Replay != nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		a.p = p
+		s.agents[a.Name] = a
+		s.names = append(s.names, a.Name)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return s, nil
+}
+
+func newProvider(plan *plans.Plan, a *Agent, t *transport, getenv func(string) string, replay bool) (provider, error) {
+	switch a.Provider {
+	case "script":
+		responses := a.Spec.Responses
+		if f := a.Spec.ResponsesFile; f != "" {
+			var err error
+			if responses, err = plans.LoadResponsesFile(plan.Path, f); err != nil {
+				return nil, fmt.Errorf("agent %s: responses file %s: %w", a.Name, f, err)
+			}
+		}
+		return newScript(a, responses), nil
+	case "openai", "anthropic":
+	default:
+		return nil, fmt.Errorf("agent %s: unknown provider %q (one of openai, anthropic, script)", a.Name, a.Provider)
+	}
+	def, envVar := DefaultOpenAIBaseURL, "OPENAI_API_KEY"
+	if a.Provider == "anthropic" {
+		def, envVar = DefaultAnthropicBaseURL, "ANTHROPIC_API_KEY"
+	}
+	if a.Spec.APIKeyEnv != "" {
+		envVar = a.Spec.APIKeyEnv
+	}
+	base, err := baseURL(a, def)
+	if err != nil {
+		return nil, err
+	}
+	key := strings.TrimSpace(getenv(envVar))
+	if key == "" && !replay {
+		return nil, fmt.Errorf("agent %s: %s is not set: the %s provider needs an API key in it (for a local server that wants none, set it to any value)",
+			a.Name, envVar, a.Provider)
+	}
+	if a.Provider == "anthropic" {
+		return &anthropic{t: t, agent: a, baseURL: base, key: key}, nil
+	}
+	return &openAI{t: t, agent: a, baseURL: base, key: key}, nil
+}
+
+// baseURL checks the agent's base_url (or takes the default) and drops a
+// trailing slash, so that appending the API path gives one slash.
+func baseURL(a *Agent, def string) (string, error) {
+	raw := a.Spec.BaseURL
+	if raw == "" {
+		return def, nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("agent %s: base_url %q is not an http(s) URL", a.Name, raw)
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// Agent returns the agent named name.
+func (s *Set) Agent(name string) (*Agent, bool) {
+	a, ok := s.agents[name]
+	return a, ok
+}
+
+// Names lists the agents in plan order.
+func (s *Set) Names() []string { return append([]string(nil), s.names...) }
+
+// Used is the number of tokens the run's model calls have used so far.
+func (s *Set) Used() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.used
+}
+
+// bind makes b the board whose history the run-wide counters continue: on
+// the first call against a board (a fresh run, or a resumed one), the
+// tokens used, the call numbers of each visit and the script agents' place
+// in their answers are read back from b's recordings. Callers hold s.mu.
+func (s *Set) bindLocked(b *board.Board) {
+	if b == s.bound {
+		return
+	}
+	s.bound, s.used, s.calls = b, 0, map[visitKey]int{}
+	for _, a := range s.agents {
+		if sc, ok := a.p.(*script); ok {
+			sc.reset()
+		}
+	}
+	if b == nil {
+		return
+	}
+	for _, r := range b.Recordings() {
+		if r.Kind != KindLLM {
+			continue
+		}
+		if resp, err := decodeResponse(r.Response); err == nil {
+			s.used += resp.Usage.Total()
+		}
+		k := visitKey{r.Label, r.Visit}
+		s.calls[k] = max(s.calls[k], r.Call)
+		if a := s.agents[r.Agent]; a != nil {
+			if sc, ok := a.p.(*script); ok {
+				sc.take(r.Label)
+			}
+		}
+	}
+}
+
+// begin checks the budget and returns the number the next call of a step
+// visit gets. The number is taken only when the call succeeds (see done):
+// a call that failed (a dropped connection, then a step retry) leaves no
+// recording, so its successor must take its number for a replay to line up.
+func (s *Set) begin(b *board.Board, label string, visit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bindLocked(b)
+	if s.maxTokens > 0 && s.used >= s.maxTokens {
+		return 0, &BudgetError{Limit: s.maxTokens, Used: s.used}
+	}
+	return s.calls[visitKey{label, visit}] + 1, nil
+}
+
+// done counts a successful call: its number and its tokens.
+func (s *Set) done(label string, visit, call int, u Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := visitKey{label, visit}
+	s.calls[k] = max(s.calls[k], call)
+	s.used += u.Total()
+}
+
+// unknownAgent is the error for a name that is not an agent of the plan.
+func (s *Set) unknownAgent(name string) error {
+	names := append([]string(nil), s.names...)
+	sort.Strings(names)
+	if len(names) == 0 {
+		return fmt.Errorf("unknown agent %q: the plan has no agents", name)
+	}
+	return fmt.Errorf("unknown agent %q (agents: %s)%s", name, strings.Join(names, ", "), plans.Suggest(name, names))
+}

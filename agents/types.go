@@ -1,0 +1,184 @@
+// Package agents talks to language models for runner's llm step.
+//
+// An agent (a plan's `agents:` entry) is a provider, a model and its
+// parameters. A Set holds a plan's agents, checked before the run starts
+// (a missing API key is an error then, not at step 7). A Session is one
+// step visit's conversation with one agent: each call's messages and
+// answer go on the board as entries, and the exchange itself goes into a
+// board.Recording so that a replay can answer it without the network.
+//
+// The providers (openai, anthropic, script) speak their wire format over
+// net/http themselves, so the recordings are byte-stable and every retry is
+// ours to log and count. Requests and responses are kept in a
+// provider-neutral form; that form is what is hashed and recorded.
+package agents
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
+
+// Roles of a Message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Request is one call to a model, in provider-neutral form. Its canonical
+// JSON (see Canonical) is what a recording keeps and hashes: everything
+// that decides the answer, and nothing secret (no key, headers or URL).
+type Request struct {
+	Model       string          `json:"model"`
+	System      string          `json:"system,omitempty"`
+	Messages    []Message       `json:"messages"`
+	Tools       []Tool          `json:"tools,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"` // JSON Schema the answer must match
+	Temperature *float64        `json:"temperature,omitempty"`
+	MaxTokens   int             `json:"max_tokens,omitempty"`
+	Seed        *int            `json:"seed,omitempty"`
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    string `json:"role"` // user, assistant or tool
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant turn makes.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID and Name say which call a tool turn answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+	// IsError marks a tool result that is an error the model should see.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"` // JSON Schema of the arguments
+}
+
+// ToolCall is a call the model made. Args is the arguments as JSON; when a
+// model sends arguments that are not JSON, Args is that text as a JSON
+// string, so the tool can report the problem back instead of us failing.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Response is a model's answer, in provider-neutral form.
+type Response struct {
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Usage     Usage      `json:"usage"`
+	// FinishReason is normalised across providers: stop, length,
+	// tool_calls, content_filter; anything else is passed on as sent.
+	FinishReason string `json:"finish_reason"`
+	Model        string `json:"model"`
+}
+
+// Usage counts tokens. InputTokens is every input token, cached or not (for
+// Anthropic the sum of input, cache creation and cache read), so that the
+// same number means the same thing for every provider.
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+}
+
+// Total is what a call costs against limits.max_tokens.
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:              u.InputTokens + v.InputTokens,
+		OutputTokens:             u.OutputTokens + v.OutputTokens,
+		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
+		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+	}
+}
+
+// Canonical returns the request's canonical JSON and its SHA-256 (hex). Two
+// requests that would get the same answer give the same bytes: object keys
+// inside schemas and arguments are sorted and every value is compact.
+func (r *Request) Canonical() ([]byte, string, error) {
+	c := *r
+	var err error
+	if c.Schema, err = canonicalJSON(c.Schema); err != nil {
+		return nil, "", err
+	}
+	c.Tools = append([]Tool(nil), r.Tools...)
+	for i := range c.Tools {
+		if c.Tools[i].Parameters, err = canonicalJSON(c.Tools[i].Parameters); err != nil {
+			return nil, "", err
+		}
+	}
+	c.Messages = append([]Message(nil), r.Messages...)
+	for i := range c.Messages {
+		m := &c.Messages[i]
+		if len(m.ToolCalls) == 0 {
+			continue
+		}
+		m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].Args = normalizeArgs(m.ToolCalls[j].Args)
+			if m.ToolCalls[j].Args, err = canonicalJSON(m.ToolCalls[j].Args); err != nil {
+				return nil, "", err
+			}
+		}
+	}
+	// json.Marshal (HTML escaping on) on purpose: the board stores these
+	// bytes as a json.RawMessage, which encoding/json re-emits with the same
+	// escaping, so the saved request re-hashes to the same value.
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(b)
+	return b, hex.EncodeToString(sum[:]), nil
+}
+
+// canonicalJSON re-encodes a JSON value with sorted keys (nil stays nil).
+func canonicalJSON(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber() // keep numbers exactly as written
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// normalizeArgs makes a model's tool arguments valid JSON: compact JSON as
+// is, anything else (a truncated or malformed argument string) as a JSON
+// string holding the text.
+func normalizeArgs(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	var buf bytes.Buffer
+	if json.Valid(raw) && json.Compact(&buf, raw) == nil {
+		return buf.Bytes()
+	}
+	s, _ := json.Marshal(string(raw))
+	return s
+}
+
+// argsObject decodes tool arguments into an object; ok is false when they
+// are not one.
+func argsObject(raw json.RawMessage) (map[string]any, bool) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, false
+	}
+	return m, true
+}

@@ -1,0 +1,463 @@
+package steps
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/planrunner/runner/agents"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"gopkg.in/yaml.v3"
+)
+
+func init() { add(llmType{}) }
+
+// maxToolRounds bounds the tool loop: a model that keeps calling tools is
+// stopped, not paid for indefinitely.
+const maxToolRounds = 8
+
+// llmType asks an agent, optionally for JSON matching a schema or for a
+// diff, and lets it use the board through tools.
+type llmType struct{}
+
+// LLMResult is what an llm step reports beside its output.
+type LLMResult struct {
+	Usage        LLMUsage `json:"usage"`
+	Model        string   `json:"model"`
+	FinishReason string   `json:"finish_reason"`
+	Calls        int      `json:"calls"`   // model calls made (re-asks and tool rounds included)
+	Retries      int      `json:"retries"` // HTTP retries across those calls
+}
+
+// LLMUsage is the tokens an llm step used, over all its calls.
+type LLMUsage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+type llmStep struct {
+	agent      string
+	prompt     *engine.Template
+	system     *engine.Template
+	output     string // text, json or diff
+	schema     *jsonschema.Schema
+	schemaJSON json.RawMessage
+	board      bool // tools: [board]
+}
+
+func (llmType) Name() string { return "llm" }
+func (llmType) Result() any  { return LLMResult{} }
+
+func (llmType) Decode(d *engine.Decoder) engine.Step {
+	s := &llmStep{}
+	if d.Required("agent") {
+		n := d.Node("agent")
+		s.agent = d.String("agent")
+		if s.agent != "" && d.Plan.Agent(s.agent) == nil {
+			names := d.Plan.AgentNames()
+			if len(names) == 0 {
+				d.Errorf(n, "unknown agent %q: the plan has no agents block", s.agent)
+			} else {
+				d.Errorf(n, "unknown agent %q (agents: %s)%s", s.agent, strings.Join(names, ", "), plans.Suggest(s.agent, names))
+			}
+		}
+	}
+	if d.Required("prompt") {
+		s.prompt = d.Template("prompt")
+	}
+	s.system = d.Template("system")
+	s.output = d.Enum("output", "text", "text", "json", "diff")
+	if n := d.Node("schema"); n != nil {
+		if s.output != "json" {
+			d.Errorf(n, "schema is only for output: json")
+		} else {
+			s.schema, s.schemaJSON = compileSchema(d, n)
+		}
+	}
+	if n := d.Node("tools"); n != nil {
+		for _, t := range plans.StringList(d.Reporter(), n, "tools") {
+			if t != "board" {
+				d.Errorf(n, "tools: unknown tool set %q (available: board)%s", t, plans.Suggest(t, []string{"board"}))
+				continue
+			}
+			s.board = true
+		}
+	}
+	return s
+}
+
+// compileSchema turns the schema mapping into JSON and compiles it, so a
+// bad schema is a load-time error at its line rather than a failed run.
+func compileSchema(d *engine.Decoder, n *yaml.Node) (*jsonschema.Schema, json.RawMessage) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		d.Errorf(n, "schema: %v", err)
+		return nil, nil
+	}
+	if _, ok := v.(map[string]any); !ok {
+		if b, isBool := v.(bool); !isBool {
+			d.Errorf(n, "schema must be a JSON Schema mapping, got %s", plans.KindName(n))
+			return nil, nil
+		} else if !b {
+			d.Errorf(n, "schema: false accepts no answer at all")
+			return nil, nil
+		}
+	}
+	raw, err := json.Marshal(jsonValue(v))
+	if err != nil {
+		d.Errorf(n, "schema: %v", err)
+		return nil, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		d.Errorf(n, "schema: %v", err)
+		return nil, nil
+	}
+	c := jsonschema.NewCompiler()
+	const url = "schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		d.Errorf(n, "schema: %v", err)
+		return nil, nil
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		at, msg := schemaProblem(n, err)
+		d.Errorf(at, "schema: %s", msg)
+		return nil, nil
+	}
+	return sch, raw
+}
+
+// schemaProblem finds where in the schema mapping a compile error points,
+// and says it in one line.
+func schemaProblem(n *yaml.Node, err error) (*yaml.Node, string) {
+	var sve *jsonschema.SchemaValidationError
+	if errors.As(err, &sve) {
+		var ve *jsonschema.ValidationError
+		if errors.As(sve.Err, &ve) {
+			for len(ve.Causes) > 0 {
+				ve = ve.Causes[0]
+			}
+			at := n
+			for _, seg := range ve.InstanceLocation {
+				next := childNode(at, seg)
+				if next == nil {
+					break
+				}
+				at = next
+			}
+			return at, firstLine(strings.TrimSpace(ve.Error())) + " (not a valid JSON Schema)"
+		}
+	}
+	return n, firstLine(err.Error())
+}
+
+// childNode steps into a mapping key or a sequence index.
+func childNode(n *yaml.Node, seg string) *yaml.Node {
+	n = plans.Resolve(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == seg {
+				return n.Content[i+1]
+			}
+		}
+	case yaml.SequenceNode:
+		if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i]
+		}
+	}
+	return nil
+}
+
+// jsonValue turns YAML-decoded values into ones encoding/json accepts
+// (YAML allows non-string mapping keys).
+func jsonValue(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			t[k] = jsonValue(x)
+		}
+	case map[any]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[fmt.Sprint(k)] = jsonValue(x)
+		}
+		return out
+	case []any:
+		for i, x := range t {
+			t[i] = jsonValue(x)
+		}
+	}
+	return v
+}
+
+// lazySets holds the agent sets built for plans run without cmd/runner's
+// wiring (tests, embedders), one per plan so that every step of a run
+// shares the token count and the script agents' place in their answers.
+var lazySets sync.Map // *plans.Plan -> *lazySet
+
+type lazySet struct {
+	once sync.Once
+	set  *agents.Set
+	err  error
+}
+
+// agentSet is the run's agent set: the one cmd/runner put in Services, or
+// one built from the plan with default options.
+func agentSet(sc *engine.StepContext) (*agents.Set, error) {
+	if set, ok := sc.Services[agents.ServiceKey].(*agents.Set); ok && set != nil {
+		return set, nil
+	}
+	v, _ := lazySets.LoadOrStore(sc.Plan, &lazySet{})
+	ls := v.(*lazySet)
+	// Its own logger stays silent: each session logs through its step's.
+	ls.once.Do(func() { ls.set, ls.err = agents.New(sc.Plan, agents.Options{}) })
+	return ls.set, ls.err
+}
+
+func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
+	set, err := agentSet(sc)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	prompt, err := sc.Eval(s.prompt)
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("prompt: %w", err)
+	}
+	ss, err := set.Session(sc.Board, sc.Label, sc.Visit, s.agent)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	ss.Log = sc.Log.With().Str("agent", s.agent).Int("visit", sc.Visit).Logger()
+	if s.system != nil {
+		if ss.System, err = sc.Eval(s.system); err != nil {
+			return engine.Result{}, fmt.Errorf("system: %w", err)
+		}
+	}
+	if s.board {
+		ss.Tools = agents.BoardTools
+	}
+	ss.Schema = s.schemaJSON
+	if s.output == "json" && s.schema == nil {
+		prompt += "\n\nAnswer with only a JSON value."
+	}
+	out, err := s.converse(ctx, ss, prompt)
+	st := ss.Stats()
+	res := engine.Result{Output: out, Fields: LLMResult{
+		Usage: LLMUsage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens},
+		Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
+	var budget *agents.BudgetError
+	var div *agents.Divergence
+	if errors.As(err, &budget) || errors.As(err, &div) {
+		// A spent budget or a replay that diverged ends the run, even
+		// under continue_on_error.
+		err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+	}
+	return res, err
+}
+
+// converse asks, runs tool calls until the model answers, and re-asks once
+// when the answer does not fit the step's output.
+func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt string) (any, error) {
+	msgs := []agents.Message{{Role: agents.RoleUser, Content: prompt}}
+	rounds, reasked := 0, false
+	for {
+		resp, err := ss.Send(ctx, msgs...)
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.ToolCalls) > 0 {
+			rounds++
+			if rounds > maxToolRounds {
+				return nil, fmt.Errorf("agent %s still calls tools after %d rounds (the most a step allows)", ss.Agent().Name, maxToolRounds)
+			}
+			msgs = msgs[:0]
+			for _, tc := range resp.ToolCalls {
+				if !s.board {
+					msgs = append(msgs, agents.Message{Role: agents.RoleTool, ToolCallID: tc.ID, Name: tc.Name, IsError: true,
+						Content: "error: this step offers no tools; answer without them"})
+					continue
+				}
+				msgs = append(msgs, ss.RunTool(tc))
+			}
+			continue
+		}
+		out, perr := s.parse(resp.Text)
+		if perr == nil {
+			return out, nil
+		}
+		if reasked {
+			return nil, fmt.Errorf("the answer is still not usable after a corrective re-ask: %v", perr)
+		}
+		reasked = true
+		msgs = []agents.Message{{Role: agents.RoleUser, Content: s.reask(perr)}}
+	}
+}
+
+// parse turns the final answer into the step's output.
+func (s *llmStep) parse(text string) (any, error) {
+	switch s.output {
+	case "json":
+		v, err := extractJSON(text)
+		if err != nil {
+			return nil, err
+		}
+		if s.schema != nil {
+			if err := s.schema.Validate(v); err != nil {
+				return nil, fmt.Errorf("the JSON does not match the schema: %s", validationMessage(err))
+			}
+		}
+		return v, nil
+	case "diff":
+		return extractDiff(text)
+	}
+	return strings.TrimSpace(text), nil
+}
+
+func (s *llmStep) reask(err error) string {
+	what := "only a JSON value"
+	switch {
+	case s.output == "json" && s.schema != nil:
+		what = "only a JSON value that matches the schema"
+	case s.output == "diff":
+		what = "one unified diff (--- a/FILE and +++ b/FILE headers, then @@ hunks)"
+	}
+	return fmt.Sprintf("Your answer could not be used: %v\n\nAnswer again with %s, and nothing else.", err, what)
+}
+
+// validationMessage is a schema validation error without its header line
+// (which names the schema's internal URL).
+func validationMessage(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) > 1 && strings.HasPrefix(lines[0], "jsonschema validation failed") {
+		lines = lines[1:]
+	}
+	for i := range lines {
+		lines[i] = strings.TrimPrefix(strings.TrimSpace(lines[i]), "- ")
+	}
+	return strings.Join(lines, "; ")
+}
+
+var fenceRE = regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```")
+
+// extractJSON reads the JSON value of an answer, tolerating a ``` fence
+// and prose around it.
+func extractJSON(text string) (any, error) {
+	candidates := []string{}
+	for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+		candidates = append(candidates, m[1])
+	}
+	candidates = append(candidates, text)
+	var firstErr error
+	for _, c := range candidates {
+		c = strings.TrimSpace(c)
+		var v any
+		err := json.Unmarshal([]byte(c), &v)
+		if err == nil {
+			return v, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+		// Prose before or after: decode the first value that starts at an
+		// opening bracket.
+		for i := 0; i < len(c); i++ {
+			if c[i] != '{' && c[i] != '[' {
+				continue
+			}
+			dec := json.NewDecoder(strings.NewReader(c[i:]))
+			if dec.Decode(&v) == nil {
+				return v, nil
+			}
+		}
+	}
+	if strings.TrimSpace(text) == "" {
+		return nil, errors.New("the answer is empty, not JSON")
+	}
+	return nil, fmt.Errorf("the answer is not JSON: %v", firstErr)
+}
+
+// extractDiff finds the unified diff in an answer and checks that it has
+// file headers and hunks. The diff is the content of the fenced blocks
+// that hold one (a model may split a diff over several blocks), or else
+// the answer with the prose before and after it dropped. It is liberal on
+// purpose: apply_diff parses tolerantly and reports what does not fit,
+// which beats cutting a hunk short here on a line that lost its leading
+// space.
+func extractDiff(text string) (string, error) {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	var parts []string
+	var firstErr error
+	for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+		d, err := diffIn(m[1])
+		if err == nil {
+			parts = append(parts, d)
+		} else if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if len(parts) > 0 {
+		return strings.Join(parts, ""), nil
+	}
+	d, err := diffIn(text)
+	if err != nil && firstErr != nil && !strings.HasPrefix(firstErr.Error(), "no unified diff") {
+		err = firstErr // the fenced block came closest
+	}
+	return d, err
+}
+
+// diffIn returns the diff in text: from its first file header to its last
+// diff line.
+func diffIn(text string) (string, error) {
+	lines := strings.Split(text, "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, "diff --git ") || (strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ")) {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return "", errors.New("no unified diff found: it needs --- and +++ file header lines")
+	}
+	end, files, hunks, changes := start, 0, 0, 0
+	for i := start; i < len(lines); i++ {
+		l := lines[i]
+		switch {
+		case strings.HasPrefix(l, "+++ "):
+			files++
+		case strings.HasPrefix(l, "--- "):
+		case strings.HasPrefix(l, "@@"):
+			hunks++
+		case strings.HasPrefix(l, "+"), strings.HasPrefix(l, "-"):
+			changes++
+		case strings.HasPrefix(l, " "), strings.HasPrefix(l, `\`), strings.HasPrefix(l, "diff --git "):
+		default:
+			continue // prose, a blank line, or a context line that lost its space
+		}
+		end = i + 1
+	}
+	switch {
+	case files == 0:
+		return "", errors.New("the diff has no +++ file header")
+	case hunks == 0:
+		return "", errors.New("the diff has no @@ hunk header")
+	case changes == 0:
+		return "", errors.New("the diff changes nothing (no + or - lines)")
+	}
+	return strings.Join(lines[start:end], "\n") + "\n", nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}

@@ -1,0 +1,121 @@
+package patch
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// DetectStrip asks Apply to find the strip level of each file from the
+// paths that exist (a/x or x).
+const DetectStrip = -1
+
+// Default limits.
+const (
+	DefaultMaxBytes = 64 << 20
+	DefaultMaxHunks = 100_000
+)
+
+// Options controls Apply. The zero value strips nothing (like patch -p0);
+// set Strip to DetectStrip to have it found.
+type Options struct {
+	Strip    int    // leading path components to remove from names; DetectStrip: per file
+	Reverse  bool   // apply the diff backwards
+	Check    bool   // compute everything, write nothing
+	NoBackup bool   // do not keep copies under .runner/backups
+	BackupID string // backup directory name under .runner/backups; "" = a timestamp
+	MaxBytes int64  // refuse larger diffs; 0 = DefaultMaxBytes
+	MaxHunks int    // refuse diffs with more hunks; 0 = DefaultMaxHunks
+}
+
+// Result describes an apply (or, with Check, what it would do).
+type Result struct {
+	Files []FileResult `json:"files"`
+	// BackupDir holds copies of the files as they were, relative to the
+	// directory, in slash form; "" when nothing was written or backups are
+	// off. Rollback restores it.
+	BackupDir string       `json:"backup_dir"`
+	Hunks     []HunkResult `json:"hunks"`
+	// AlreadyApplied: every hunk's change was already there; nothing was
+	// written.
+	AlreadyApplied bool `json:"already_applied"`
+	// Messages say what was tolerated: recounted hunks, repaired lines,
+	// hunks placed away from their header's line.
+	Messages []string `json:"messages,omitempty"`
+}
+
+// FileResult is one file the diff touches.
+type FileResult struct {
+	Path    string `json:"path"` // slash path relative to the directory
+	Op      string `json:"op"`   // "modify", "create" or "delete"
+	Added   int    `json:"added"`
+	Removed int    `json:"removed"`
+}
+
+// HunkResult is where one hunk went.
+type HunkResult struct {
+	File       string `json:"file"`
+	Line       int    `json:"line"`   // 1-based line of the hunk's first line in the file as it was
+	Offset     int    `json:"offset"` // Line minus the line in the hunk's header
+	Fuzz       int    `json:"fuzz"`   // context lines ignored; 0 means an exact match
+	Whitespace bool   `json:"whitespace,omitempty"`
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxHunks <= 0 {
+		o.MaxHunks = DefaultMaxHunks
+	}
+	if o.Strip < 0 {
+		o.Strip = DetectStrip
+	}
+	return o
+}
+
+// Apply applies the unified diff in patch to the files under dir, all or
+// nothing. The diff may be wrapped in prose or markdown fences.
+//
+// A *RefusedError means the diff was not applied because of what it says
+// (unreadable, does not match, unsafe path); its message explains why in
+// terms a model can act on. Other errors are I/O failures or ctx ending;
+// after those, files already written have been restored.
+func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result, error) {
+	opt = opt.withDefaults()
+	if int64(len(patch)) > opt.MaxBytes {
+		return nil, refuse(BadDiff, "the diff is %d bytes, over the limit of %d", len(patch), opt.MaxBytes)
+	}
+	fds, notes, err := parse(patch, opt.MaxHunks)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Reverse {
+		for _, f := range fds {
+			f.reverse()
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("patch: %w", err)
+	}
+	defer root.Close()
+
+	pl := &planner{root: root, opt: opt, detected: map[bool]int{}, state: map[string]*target{}}
+	if err := pl.plan(fds); err != nil {
+		return nil, err
+	}
+	res := pl.result()
+	res.Messages = append(notes, res.Messages...)
+	if res.AlreadyApplied || opt.Check {
+		return res, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("patch: stopped before writing: %w", context.Cause(ctx))
+	}
+	res.BackupDir, err = pl.write(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

@@ -1,0 +1,14 @@
+// Package patch applies unified diffs to a directory tree, the way a careful
+// human would: it tolerates what language models get wrong (line numbers,
+// hunk counts, "@@ ... @@" headers, lost whitespace, missing a/ b/ prefixes,
+// prose and markdown fences around the diff) and refuses, with a message a
+// model can act on, whenever it cannot tell for sure where a change goes.
+//
+// An apply is all or nothing: every file's new content is computed in
+// memory first, then written through a temporary file and a rename, and the
+// files already written are restored if a later one fails. All file access
+// goes through an os.Root on the target directory, and paths that climb out
+// of it or pass through a symbolic link are refused.
+//
+// The package imports nothing else from this module.
+package patch

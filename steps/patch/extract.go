@@ -1,0 +1,96 @@
+package patch
+
+import "strings"
+
+// splitDiffLines splits a diff into lines without their "\n". When every
+// line ends in CRLF the whole text was converted (a Windows clipboard, a
+// chat window), so the CRs are dropped; otherwise a line keeps its CR, which
+// then belongs to that line of the diffed file.
+func splitDiffLines(b []byte) []string {
+	s := string(b)
+	lines := strings.SplitAfter(s, "\n")
+	if n := len(lines); n > 0 && lines[n-1] == "" {
+		lines = lines[:n-1]
+	}
+	allCRLF := len(lines) > 0
+	for _, l := range lines {
+		if strings.HasSuffix(l, "\n") && !strings.HasSuffix(l, "\r\n") {
+			allCRLF = false
+			break
+		}
+	}
+	for i, l := range lines {
+		l = strings.TrimSuffix(l, "\n")
+		if allCRLF {
+			l = strings.TrimSuffix(l, "\r")
+		}
+		lines[i] = l
+	}
+	return lines
+}
+
+func trimCR(s string) string { return strings.TrimSuffix(s, "\r") }
+
+// fence reports whether l opens or closes a markdown code block, and with
+// which character and length. Only a fence at the start of a line counts:
+// an indented one would be a context line of a diff of a markdown file.
+func fence(l string) (ch byte, n int, info string, ok bool) {
+	l = strings.TrimRight(l, " \t\r")
+	if len(l) < 3 || (l[0] != '`' && l[0] != '~') {
+		return 0, 0, "", false
+	}
+	ch = l[0]
+	for n < len(l) && l[n] == ch {
+		n++
+	}
+	if n < 3 {
+		return 0, 0, "", false
+	}
+	return ch, n, strings.TrimSpace(l[n:]), true
+}
+
+// selectDiff returns the lines that hold the diff. When the text has
+// markdown code blocks that look like a diff, their contents are the diff
+// (a model may split one diff over several blocks); otherwise the whole
+// text is, and the scanner skips any prose around it.
+func selectDiff(lines []string) []string {
+	var out []string
+	found := false
+	for i := 0; i < len(lines); i++ {
+		ch, n, _, ok := fence(lines[i])
+		if !ok {
+			continue
+		}
+		// Find the closing fence: same character, at least as long, no info.
+		end := len(lines)
+		for j := i + 1; j < len(lines); j++ {
+			if c2, n2, info, ok := fence(lines[j]); ok && c2 == ch && n2 >= n && info == "" {
+				end = j
+				break
+			}
+		}
+		block := lines[i+1 : end]
+		if looksLikeDiff(block) {
+			found = true
+			out = append(out, block...)
+		}
+		i = end
+	}
+	if !found {
+		return lines
+	}
+	return out
+}
+
+func looksLikeDiff(lines []string) bool {
+	for i, l := range lines {
+		l = trimCR(l)
+		if strings.HasPrefix(l, "@@") || strings.HasPrefix(l, "diff --git ") {
+			return true
+		}
+		if strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") {
+			return true
+		}
+	}
+	return false
+}

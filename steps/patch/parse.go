@@ -1,0 +1,215 @@
+package patch
+
+import (
+	"fmt"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"github.com/sourcegraph/go-diff/diff"
+)
+
+// fileDiff is one file's changes, ready to place.
+type fileDiff struct {
+	line             int    // of its header in the diff text
+	oldName, newName string // unquoted, not yet stripped
+	created, deleted bool   // one side is /dev/null
+	mode             fs.FileMode
+	hunks            []*hunk
+}
+
+type hunk struct {
+	num              int // 1-based, within its file
+	line             int // of its header in the diff text
+	header           string
+	hasHint          bool
+	oldHint, newHint int // 0-based line where each side starts
+	ops              []op
+	oldNoEOL         bool // the old side's last line has no newline
+	newNoEOL         bool
+}
+
+type op struct {
+	kind byte // ' ', '-' or '+'
+	text string
+	cr   bool // the diff line ended in CR
+}
+
+const devNull = "/dev/null"
+
+// parse turns the text of a diff (possibly wrapped in prose and fences)
+// into fileDiffs. The scanner repairs and canonicalizes; go-diff reads the
+// result; the two readings must agree line for line, so a line can never be
+// dropped silently.
+func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
+	secs, notes, err := scan(selectDiff(splitDiffLines(text)), maxHunks)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(secs) == 0 {
+		return nil, nil, refuse(BadDiff, "no diff found: expected a unified diff, with \"--- a/PATH\" and \"+++ b/PATH\" lines, then hunks starting with \"@@\"")
+	}
+	fds, err := diff.ParseMultiFileDiffOptions(canonical(secs), diff.ParseOptions{KeepCR: true})
+	if err != nil {
+		return nil, nil, refuse(BadDiff, "cannot read the diff: %v", err)
+	}
+	if len(fds) != len(secs) {
+		return nil, nil, refuse(BadDiff, "cannot read the diff: found %d files, expected %d", len(fds), len(secs))
+	}
+	var out []*fileDiff
+	for i, sec := range secs {
+		f, err := convert(sec, fds[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, f)
+	}
+	return out, notes, nil
+}
+
+func convert(sec *section, fd *diff.FileDiff) (*fileDiff, error) {
+	f := &fileDiff{line: sec.line, oldName: fd.OrigName, newName: fd.NewName}
+	f.created = f.oldName == devNull
+	f.deleted = f.newName == devNull
+	if f.created && f.deleted {
+		return nil, refuse(BadDiff, "line %d: both sides of the file header are /dev/null", sec.line)
+	}
+	for _, x := range sec.ext {
+		switch {
+		case strings.HasPrefix(x, "rename from ") || strings.HasPrefix(x, "copy from "):
+			return nil, refuse(BadDiff, "line %d: renames and copies are not supported; delete the old file and create the new one instead", sec.line)
+		case strings.HasPrefix(x, "new file mode "):
+			if m, err := strconv.ParseUint(strings.TrimPrefix(x, "new file mode "), 8, 32); err == nil && m&0o111 != 0 {
+				f.mode = 0o755
+			}
+		}
+	}
+	if len(fd.Hunks) != len(sec.hunks) {
+		return nil, refuse(BadDiff, "line %d: cannot read the hunks of %s consistently", sec.line, sec.newName)
+	}
+	for i, gh := range fd.Hunks {
+		sh := sec.hunks[i]
+		h, err := convertHunk(gh)
+		if err != nil {
+			return nil, refuse(BadDiff, "line %d: %v", sh.line, err)
+		}
+		if !sameBody(h, sh) {
+			return nil, refuse(BadDiff, "line %d: cannot read hunk %q consistently", sh.line, sh.header)
+		}
+		h.num, h.line, h.header, h.hasHint = i+1, sh.line, sh.header, sh.hasHint
+		h.oldHint = hintPos(sh.oldStart, sh.nOld)
+		h.newHint = hintPos(sh.newStart, sh.nNew)
+		f.hunks = append(f.hunks, h)
+	}
+	return f, nil
+}
+
+// hintPos turns a header's start line into a 0-based position. An empty
+// side's start names the line after which it goes.
+func hintPos(start, count int) int {
+	if count == 0 || start == 0 {
+		return start
+	}
+	return start - 1
+}
+
+// convertHunk reads a go-diff hunk body. A body not ending in "\n" means
+// its last line had no newline; OrigNoNewlineAt marks a removed line that
+// had none.
+func convertHunk(gh *diff.Hunk) (*hunk, error) {
+	h := &hunk{}
+	body := string(gh.Body)
+	pos := 0
+	for len(body) > 0 {
+		line, rest, nl := strings.Cut(body, "\n")
+		if line == "" {
+			return nil, fmt.Errorf("empty line in hunk body")
+		}
+		o := op{kind: line[0], text: line[1:]}
+		if strings.HasSuffix(o.text, "\r") {
+			o.text, o.cr = o.text[:len(o.text)-1], true
+		}
+		switch o.kind {
+		case ' ', '-', '+':
+		default:
+			return nil, fmt.Errorf("bad hunk line %q", line)
+		}
+		h.ops = append(h.ops, o)
+		pos += len(line)
+		if nl {
+			pos++
+		} else if o.kind != '-' {
+			h.newNoEOL = true
+			h.oldNoEOL = h.oldNoEOL || o.kind == ' '
+		}
+		if o.kind == '-' && gh.OrigNoNewlineAt > 0 && int(gh.OrigNoNewlineAt) == pos {
+			h.oldNoEOL = true
+		}
+		body = rest
+	}
+	return h, nil
+}
+
+func sameBody(h *hunk, sh *scanHunk) bool {
+	i := 0
+	for _, l := range sh.body {
+		if l == `\` {
+			continue
+		}
+		if i >= len(h.ops) {
+			return false
+		}
+		o := h.ops[i]
+		cr := ""
+		if o.cr {
+			cr = "\r"
+		}
+		if string(o.kind)+o.text+cr != l {
+			return false
+		}
+		i++
+	}
+	return i == len(h.ops)
+}
+
+// reverse makes f undo itself.
+func (f *fileDiff) reverse() {
+	f.oldName, f.newName = f.newName, f.oldName
+	f.created, f.deleted = f.deleted, f.created
+	for _, h := range f.hunks {
+		h.oldHint, h.newHint = h.newHint, h.oldHint
+		h.oldNoEOL, h.newNoEOL = h.newNoEOL, h.oldNoEOL
+		for i := range h.ops {
+			switch h.ops[i].kind {
+			case '-':
+				h.ops[i].kind = '+'
+			case '+':
+				h.ops[i].kind = '-'
+			}
+		}
+	}
+}
+
+// sides returns the hunk's old and new lines.
+func (h *hunk) sides() (old, new []string) {
+	for _, o := range h.ops {
+		if o.kind != '+' {
+			old = append(old, o.text)
+		}
+		if o.kind != '-' {
+			new = append(new, o.text)
+		}
+	}
+	return old, new
+}
+
+// context returns how many context lines lead and trail the hunk.
+func (h *hunk) context() (lead, trail int) {
+	for lead < len(h.ops) && h.ops[lead].kind == ' ' {
+		lead++
+	}
+	for trail < len(h.ops)-lead && h.ops[len(h.ops)-1-trail].kind == ' ' {
+		trail++
+	}
+	return lead, trail
+}

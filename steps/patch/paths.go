@@ -1,0 +1,108 @@
+package patch
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// checkName refuses a file name from the diff that could reach outside the
+// directory, before any strip level is applied: stripping only removes
+// leading components, so a name that is clean here stays clean.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return refuse(Unsafe, "empty file name in the diff")
+	case strings.ContainsAny(name, "\x00\n\r"):
+		return refuse(Unsafe, "file name %q holds a NUL or line break", name)
+	case strings.Contains(name, `\`):
+		return refuse(Unsafe, "file name %q holds a backslash; use / between directories", name)
+	case path.IsAbs(name) || (len(name) >= 2 && name[1] == ':' && isLetter(name[0])):
+		return refuse(Unsafe, "file name %q is absolute; the diff may only name files inside the directory", name)
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == ".." {
+			return refuse(Unsafe, "file name %q goes up a directory (\"..\"); the diff may only name files inside the directory", name)
+		}
+	}
+	return nil
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// strip removes n leading components from a checked name. ok is false when
+// nothing would be left.
+func strip(name string, n int) (string, bool) {
+	parts := strings.FieldsFunc(name, func(r rune) bool { return r == '/' })
+	var keep []string
+	for _, p := range parts {
+		if p != "." {
+			keep = append(keep, p)
+		}
+	}
+	if n >= len(keep) {
+		return "", false
+	}
+	return strings.Join(keep[n:], "/"), true
+}
+
+// checkTarget refuses stripped paths the diff must not touch: the
+// repository's own data and our backups.
+func checkTarget(p string) error {
+	first, _, _ := strings.Cut(p, "/")
+	if first == ".git" || first == ".runner" {
+		return refuse(Unsafe, "%s: the diff may not change files under %s/", p, first)
+	}
+	return nil
+}
+
+// lstat looks at p inside root without following any symbolic link: every
+// component must be a real directory, and p itself, if it exists, is
+// returned as found. A missing p gives (nil, nil); missing is the first
+// missing parent directory ("" when all exist), so a create knows what to
+// make.
+func lstat(root *os.Root, p string) (fi fs.FileInfo, missing string, err error) {
+	parts := strings.Split(p, "/")
+	for i := range parts {
+		sub := strings.Join(parts[:i+1], "/")
+		fi, err := root.Lstat(sub)
+		if errors.Is(err, fs.ErrNotExist) {
+			if i < len(parts)-1 {
+				return nil, sub, nil
+			}
+			return nil, "", nil
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			return nil, "", refuse(Unsafe, "%s: %s is a symbolic link; the diff may not write through links", p, sub)
+		}
+		if i < len(parts)-1 {
+			if !fi.IsDir() {
+				return nil, "", refuse(Unsafe, "%s: %s is not a directory", p, sub)
+			}
+			continue
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, "", refuse(Unsafe, "%s is not a regular file", p)
+		}
+		return fi, "", nil
+	}
+	return nil, "", nil
+}
+
+// parentsToMake lists the directories to create for p, outermost first,
+// starting at missing.
+func parentsToMake(p, missing string) []string {
+	if missing == "" {
+		return nil
+	}
+	var out []string
+	for d := path.Dir(p); d != "." && len(d) >= len(missing); d = path.Dir(d) {
+		out = append([]string{d}, out...)
+	}
+	return out
+}

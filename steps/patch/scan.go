@@ -1,0 +1,373 @@
+package patch
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The scanner is the tolerant half of parsing. It finds file headers and
+// hunks in text that may hold prose, decides where each hunk really ends
+// (from its body, not from the counts in its header, which models get
+// wrong), repairs context lines that lost their leading space, and emits a
+// canonical diff that go-diff reads without surprises.
+
+// section is one file of the diff as the scanner found it.
+type section struct {
+	line             int      // line of its first header in the diff text, 1-based
+	ext              []string // git extended headers (new file mode, rename from...)
+	oldName, newName string   // as written after "--- " and "+++ ", cut at a tab
+	hunks            []*scanHunk
+}
+
+type scanHunk struct {
+	line               int    // line of the "@@" header, 1-based
+	header             string // the header as written
+	hasHint            bool   // the header had line numbers
+	oldStart, newStart int
+	body               []string // canonical body lines; `\` is a no-newline marker
+	nOld, nNew         int      // counted from the body
+}
+
+type scanner struct {
+	lines    []string
+	maxHunks int
+	nhunks   int
+	notes    []string
+}
+
+// scan reads every file section. lines come from selectDiff.
+func scan(lines []string, maxHunks int) ([]*section, []string, error) {
+	s := &scanner{lines: lines, maxHunks: maxHunks}
+	var secs []*section
+	var cur *section
+	for i := 0; i < len(lines); {
+		l := trimCR(lines[i])
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			sec := &section{line: i + 1}
+			i++
+			for i < len(lines) && isExtHeader(trimCR(lines[i])) {
+				sec.ext = append(sec.ext, trimCR(lines[i]))
+				i++
+			}
+			if !s.fileHeaderAt(i) {
+				return nil, nil, refuse(BadDiff, "line %d: %q has no \"---\" and \"+++\" lines after it, so it is a rename, a mode change, a binary or an empty file; only changes to text written as hunks are supported", sec.line, l)
+			}
+			sec.oldName, sec.newName = headerName(lines[i][4:]), headerName(lines[i+1][4:])
+			i += 2
+			secs = append(secs, sec)
+			cur = sec
+		case s.fileHeaderAt(i):
+			cur = &section{line: i + 1, oldName: headerName(l[4:]), newName: headerName(trimCR(lines[i+1])[4:])}
+			secs = append(secs, cur)
+			i += 2
+		case strings.HasPrefix(l, "@@"):
+			if cur == nil {
+				return nil, nil, refuse(BadDiff, "line %d: hunk %q comes before any file header; start each file's changes with \"--- a/PATH\" and \"+++ b/PATH\" lines", i+1, l)
+			}
+			h, next, err := s.hunk(i)
+			if err != nil {
+				return nil, nil, err
+			}
+			cur.hunks = append(cur.hunks, h)
+			i = next
+		case strings.HasPrefix(l, "Binary files ") || l == "GIT binary patch":
+			return nil, nil, refuse(BadDiff, "line %d: binary diffs are not supported", i+1)
+		default:
+			i++ // prose between or around the diff
+		}
+	}
+	for _, sec := range secs {
+		if len(sec.hunks) == 0 {
+			return nil, nil, refuse(BadDiff, "line %d: the file header for %s has no hunks (\"@@ ... @@\" followed by lines)", sec.line, sec.newName)
+		}
+		if sec.oldName == "" || sec.newName == "" {
+			return nil, nil, refuse(BadDiff, "line %d: a file header has no file name", sec.line)
+		}
+	}
+	return secs, s.notes, nil
+}
+
+func (s *scanner) fileHeaderAt(i int) bool {
+	return i+1 < len(s.lines) && strings.HasPrefix(trimCR(s.lines[i]), "--- ") &&
+		strings.HasPrefix(trimCR(s.lines[i+1]), "+++ ")
+}
+
+var extHeaders = []string{"old mode ", "new mode ", "deleted file mode ", "new file mode ",
+	"copy from ", "copy to ", "rename from ", "rename to ", "similarity index ",
+	"dissimilarity index ", "index "}
+
+func isExtHeader(l string) bool {
+	for _, p := range extHeaders {
+		if strings.HasPrefix(l, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// headerName is the file name of a "---" or "+++" line: up to a tab (what
+// follows is a timestamp), without surrounding blanks.
+func headerName(s string) string {
+	s = trimCR(s)
+	if i := strings.IndexByte(s, '\t'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// Classes of hunk body lines.
+const (
+	clBlank = 'b' // an empty line: a blank context line that lost its space
+	clBare  = 'x' // text with no prefix: lost context, or prose
+)
+
+func class(l string) byte {
+	if l == "" {
+		return clBlank
+	}
+	switch l[0] {
+	case ' ', '-', '+':
+		return l[0]
+	case '\\':
+		// "\ No newline at end of file", in any language. A bare line
+		// that merely starts with a backslash is not a marker.
+		if strings.HasPrefix(l, "\\ ") {
+			return '\\'
+		}
+	}
+	return clBare
+}
+
+// isDiffLine: a line that can only be part of a hunk.
+func isDiffLine(c byte) bool { return c == ' ' || c == '-' || c == '+' || c == '\\' }
+
+// hunk scans the hunk whose header is at line i and returns the index of
+// the first line after it.
+func (s *scanner) hunk(i int) (*scanHunk, int, error) {
+	s.nhunks++
+	if s.nhunks > s.maxHunks {
+		return nil, 0, refuse(BadDiff, "the diff has more than %d hunks, the limit", s.maxHunks)
+	}
+	lines := s.lines
+	hdr := trimCR(lines[i])
+	if strings.HasPrefix(hdr, "@@@") {
+		return nil, 0, refuse(BadDiff, "line %d: combined (merge) diffs are not supported", i+1)
+	}
+	h := &scanHunk{line: i + 1, header: hdr}
+	oldCount, newCount, counts := 0, 0, false
+	h.oldStart, oldCount, h.newStart, newCount, counts = parseRange(hdr)
+	h.hasHint = counts || h.oldStart > 0 || h.newStart > 0
+
+	// k: the first line that cannot belong to this hunk.
+	j := i + 1
+	k := j
+	old := 0
+	for ; k < len(lines); k++ {
+		t := trimCR(lines[k])
+		if strings.HasPrefix(t, "@@") || strings.HasPrefix(t, "diff --git ") || strings.HasPrefix(t, "Index: ") {
+			break
+		}
+		if _, _, _, ok := fence(t); ok {
+			break
+		}
+		if s.fileHeaderAt(k) {
+			// A removed line starting with "-- " followed by an added one
+			// starting with "++ " looks like a file header. Believe the
+			// counts when they say the hunk goes on and no hunk follows.
+			next := k+2 < len(lines) && strings.HasPrefix(lines[k+2], "@@")
+			if !counts || old >= oldCount || next {
+				break
+			}
+		}
+		if c := class(t); c != '+' && c != '\\' {
+			old++
+		}
+	}
+
+	// e: where the hunk ends. Counts that add up exactly, followed by
+	// nothing that looks like more of the hunk, are believed; otherwise
+	// the hunk runs to its last line that has a diff prefix, and the
+	// blank or bare lines after that are taken as prose.
+	e := -1
+	if counts {
+		e = countedEnd(lines, j, k, oldCount, newCount)
+	}
+	if e < 0 {
+		e = j
+		for x := j; x < k; x++ {
+			if isDiffLine(class(trimCR(lines[x]))) {
+				e = x + 1
+			}
+		}
+	}
+
+	repaired := 0
+	for x := j; x < e; x++ {
+		raw := lines[x]
+		switch c := class(trimCR(raw)); c {
+		case ' ', '-', '+':
+			h.body = append(h.body, raw)
+		case '\\':
+			h.body = append(h.body, `\`)
+		case clBlank:
+			h.body = append(h.body, " "+raw)
+		default:
+			h.body = append(h.body, " "+raw)
+			repaired++
+		}
+	}
+	if repaired > 0 {
+		s.notes = append(s.notes, fmt.Sprintf("line %d: %d line(s) of the hunk had no leading space and were read as context", h.line, repaired))
+	}
+	changes := 0
+	for _, l := range h.body {
+		switch l[0] {
+		case ' ':
+			h.nOld++
+			h.nNew++
+		case '-':
+			h.nOld++
+			changes++
+		case '+':
+			h.nNew++
+			changes++
+		}
+	}
+	if changes == 0 {
+		return nil, 0, refuse(BadDiff, "line %d: hunk %q has no lines starting with \"-\" or \"+\"", h.line, hdr)
+	}
+	if err := checkMarkers(h); err != nil {
+		return nil, 0, err
+	}
+	if counts && (h.nOld != oldCount || h.nNew != newCount) {
+		s.notes = append(s.notes, fmt.Sprintf("line %d: hunk header says -%d +%d lines, the body has -%d +%d; used the body", h.line, oldCount, newCount, h.nOld, h.nNew))
+	}
+	return h, e, nil
+}
+
+// countedEnd returns the line after the hunk if the header's counts are
+// met exactly and nothing after that point looks like more of the hunk;
+// else -1. Blank and bare lines count as context, as they would if the
+// counts are right.
+func countedEnd(lines []string, j, k, oldCount, newCount int) int {
+	o, n := 0, 0
+	end := -1
+	if oldCount == 0 && newCount == 0 {
+		end = j
+	}
+	for x := j; x < k && end < 0; x++ {
+		switch class(trimCR(lines[x])) {
+		case '-':
+			o++
+		case '+':
+			n++
+		case '\\':
+		default:
+			o++
+			n++
+		}
+		if o > oldCount || n > newCount {
+			return -1
+		}
+		if o == oldCount && n == newCount {
+			end = x + 1
+		}
+	}
+	if end < 0 {
+		return -1
+	}
+	for end < k && class(trimCR(lines[end])) == '\\' {
+		end++
+	}
+	for x := end; x < k; x++ {
+		if isDiffLine(class(trimCR(lines[x]))) {
+			return -1
+		}
+	}
+	return end
+}
+
+// checkMarkers makes sure each "\ No newline at end of file" follows the
+// last line of a side: after a removed line only added lines may follow,
+// after an added or context line nothing may.
+func checkMarkers(h *scanHunk) error {
+	for x, l := range h.body {
+		if l != `\` {
+			continue
+		}
+		bad := x == 0 || h.body[x-1] == `\`
+		if !bad {
+			switch h.body[x-1][0] {
+			case '-':
+				for _, r := range h.body[x+1:] {
+					if r != `\` && r[0] != '+' {
+						bad = true
+					}
+				}
+			default:
+				bad = x != len(h.body)-1
+			}
+		}
+		if bad {
+			return refuse(BadDiff, "hunk at line %d: \"\\ No newline at end of file\" must follow the last line of the file, not a line in the middle", h.line)
+		}
+	}
+	return nil
+}
+
+// parseRange reads "@@ -a,b +c,d @@". Headers without numbers ("@@ ... @@",
+// "@@ @@") give zeros and counts=false.
+func parseRange(hdr string) (oldStart, oldCount, newStart, newCount int, counts bool) {
+	s := strings.TrimPrefix(hdr, "@@")
+	if i := strings.Index(s, "@@"); i >= 0 {
+		s = s[:i]
+	}
+	f := strings.Fields(s)
+	if len(f) != 2 || !strings.HasPrefix(f[0], "-") || !strings.HasPrefix(f[1], "+") {
+		return 0, 0, 0, 0, false
+	}
+	os, oc, ok1 := parseSpan(f[0][1:])
+	ns, nc, ok2 := parseSpan(f[1][1:])
+	if !ok1 || !ok2 {
+		return 0, 0, 0, 0, false
+	}
+	return os, oc, ns, nc, true
+}
+
+func parseSpan(s string) (start, count int, ok bool) {
+	a, b, comma := strings.Cut(s, ",")
+	start, err := strconv.Atoi(a)
+	if err != nil || start < 0 || start > 1<<30 {
+		return 0, 0, false
+	}
+	count = 1
+	if comma {
+		count, err = strconv.Atoi(b)
+		if err != nil || count < 0 || count > 1<<30 {
+			return 0, 0, false
+		}
+	}
+	return start, count, true
+}
+
+// canonical writes the sections as a plain unified diff, with counts that
+// match the bodies.
+func canonical(secs []*section) []byte {
+	var b strings.Builder
+	for _, sec := range secs {
+		fmt.Fprintf(&b, "--- %s\n+++ %s\n", sec.oldName, sec.newName)
+		for _, h := range sec.hunks {
+			fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", h.oldStart, h.nOld, h.newStart, h.nNew)
+			for _, l := range h.body {
+				if l == `\` {
+					l = `\ No newline at end of file`
+				}
+				b.WriteString(l)
+				b.WriteByte('\n')
+			}
+		}
+	}
+	return []byte(b.String())
+}

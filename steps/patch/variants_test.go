@@ -1,0 +1,467 @@
+package patch
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// trial is one apply to check: a tree, a diff, and what must come out.
+type trial struct {
+	tree    map[string][]byte
+	diff    []byte
+	opt     Options
+	want    map[string][]byte
+	already bool // the diff is already applied: expect AlreadyApplied and no change
+}
+
+type variant struct {
+	name string
+	make func(rng *rand.Rand, c *corpusCase) trial
+}
+
+func files(c *corpusCase, pick func(caseFile) []byte) map[string][]byte {
+	m := map[string][]byte{}
+	for _, f := range c.files {
+		m[f.path] = pick(f)
+	}
+	return m
+}
+
+func orig(f caseFile) []byte   { return f.orig }
+func edited(f caseFile) []byte { return f.edited }
+
+var detect = Options{Strip: DetectStrip, NoBackup: true}
+
+var variants = []variant{
+	{"exact", func(_ *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, orig), diff: c.diff, opt: detect, want: files(c, edited)}
+	}},
+	{"shifted line numbers", func(rng *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, orig), diff: shift(rng, c.diff), opt: detect, want: files(c, edited)}
+	}},
+	{"shifted, no heading", func(rng *rand.Rand, c *corpusCase) trial {
+		d := mapHeaders(shift(rng, c.diff), func(os, oc, ns, nc int, _ string) string { return header(os, oc, ns, nc, "") })
+		return trial{tree: files(c, orig), diff: d, opt: detect, want: files(c, edited)}
+	}},
+	{"wrong counts", func(rng *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, orig), diff: wrongCounts(rng, c.diff), opt: detect, want: files(c, edited)}
+	}},
+	{"@@ ... @@ headers", func(rng *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, orig), diff: noNumbers(rng, c.diff), opt: detect, want: files(c, edited)}
+	}},
+	{"trailing ws stripped", func(_ *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: stripOldWS(c.decoDiff),
+			opt: detect, want: files(c, func(f caseFile) []byte { return f.decoEdit })}
+	}},
+	{"fenced with prose", func(_ *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, orig), diff: fenced(c.diff), opt: detect, want: files(c, edited)}
+	}},
+	{"no a/ b/ prefixes", func(_ *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, orig), diff: noPrefix(c.diff), opt: detect, want: files(c, edited)}
+	}},
+	{"CRLF target, LF diff", func(_ *rand.Rand, c *corpusCase) trial {
+		crlf := func(pick func(caseFile) []byte) func(caseFile) []byte {
+			return func(f caseFile) []byte { return bytes.ReplaceAll(pick(f), []byte("\n"), []byte("\r\n")) }
+		}
+		return trial{tree: files(c, crlf(orig)), diff: c.diff, opt: detect, want: files(c, crlf(edited))}
+	}},
+	{"already applied", func(_ *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, edited), diff: c.diff, opt: detect, want: files(c, edited), already: true}
+	}},
+	{"reverse", func(_ *rand.Rand, c *corpusCase) trial {
+		o := detect
+		o.Reverse = true
+		return trial{tree: files(c, edited), diff: c.diff, opt: o, want: files(c, orig)}
+	}},
+	{"all of the above", func(rng *rand.Rand, c *corpusCase) trial {
+		d := fenced(noPrefix(stripOldWS(wrongCounts(rng, shift(rng, c.decoDiff)))))
+		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: d, opt: detect,
+			want: files(c, func(f caseFile) []byte { return f.decoEdit })}
+	}},
+	{"all, no numbers", func(rng *rand.Rand, c *corpusCase) trial {
+		d := fenced(noPrefix(stripOldWS(noNumbers(rng, c.decoDiff))))
+		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: d, opt: detect,
+			want: files(c, func(f caseFile) []byte { return f.decoEdit })}
+	}},
+}
+
+var hunkRe = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$`)
+
+// mapLines rewrites a diff line by line. inHunk tells whether the line is
+// in a hunk body (or is a hunk header).
+func mapLines(diff []byte, f func(line string, inHunk bool) string) []byte {
+	var b strings.Builder
+	in := false
+	for _, l := range splitKeep(diff) {
+		if strings.HasPrefix(l, "diff --git ") {
+			in = false
+		}
+		if strings.HasPrefix(l, "@@") {
+			in = true
+		}
+		b.WriteString(f(l, in))
+	}
+	return []byte(b.String())
+}
+
+func mapHeaders(diff []byte, f func(os, oc, ns, nc int, rest string) string) []byte {
+	return mapLines(diff, func(l string, _ bool) string {
+		m := hunkRe.FindStringSubmatch(strings.TrimSuffix(l, "\n"))
+		if m == nil {
+			return l
+		}
+		n := func(s string, def int) int {
+			if s == "" {
+				return def
+			}
+			v, _ := strconv.Atoi(s)
+			return v
+		}
+		return f(n(m[1], 0), n(m[2], 1), n(m[3], 0), n(m[4], 1), m[5]) + "\n"
+	})
+}
+
+func header(os, oc, ns, nc int, rest string) string {
+	return fmt.Sprintf("@@ -%d,%d +%d,%d @@%s", os, oc, ns, nc, rest)
+}
+
+// shift moves every hunk: by one amount per file plus a little per hunk.
+func shift(rng *rand.Rand, diff []byte) []byte {
+	base := 0
+	return mapLines(diff, func(l string, in bool) string {
+		if strings.HasPrefix(l, "diff --git ") {
+			base = rng.IntN(121) - 60
+			if base == 0 {
+				base = 7
+			}
+		}
+		if !strings.HasPrefix(l, "@@") {
+			return l
+		}
+		d := base + rng.IntN(11) - 5
+		return string(mapHeaders([]byte(l), func(os, oc, ns, nc int, rest string) string {
+			mv := func(x int) int { return max(1, x+d) }
+			return header(mv(os), oc, mv(ns), nc, rest)
+		}))
+	})
+}
+
+func wrongCounts(rng *rand.Rand, diff []byte) []byte {
+	return mapHeaders(diff, func(os, oc, ns, nc int, rest string) string {
+		bump := func(x int) int {
+			d := rng.IntN(7) - 3
+			if d == 0 {
+				d = 2
+			}
+			return max(0, x+d)
+		}
+		return header(os, bump(oc), ns, bump(nc), rest)
+	})
+}
+
+func noNumbers(rng *rand.Rand, diff []byte) []byte {
+	return mapHeaders(diff, func(_, _, _, _ int, _ string) string {
+		if rng.IntN(2) == 0 {
+			return "@@ ... @@"
+		}
+		return "@@ @@"
+	})
+}
+
+// stripOldWS drops trailing blanks from context and removed lines, as a
+// model copying the file does.
+func stripOldWS(diff []byte) []byte {
+	return mapLines(diff, func(l string, in bool) string {
+		if !in || !(strings.HasPrefix(l, " ") || strings.HasPrefix(l, "-")) {
+			return l
+		}
+		body, nl := strings.CutSuffix(l, "\n")
+		body = body[:1] + strings.TrimRight(body[1:], " \t")
+		if body == " " {
+			body = "" // a blank context line loses its space too
+		}
+		if nl {
+			body += "\n"
+		}
+		return body
+	})
+}
+
+func fenced(diff []byte) []byte {
+	return []byte("I found the problem. Here is the patch:\n\n```diff\n" + string(diff) + "```\n\nThis fixes it; run the tests to check.\n")
+}
+
+func noPrefix(diff []byte) []byte {
+	return mapLines(diff, func(l string, in bool) string {
+		switch {
+		case in:
+			return l
+		case strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "index "):
+			return ""
+		case strings.HasPrefix(l, "--- a/"):
+			return "--- " + l[6:]
+		case strings.HasPrefix(l, "+++ b/"):
+			return "+++ " + l[6:]
+		}
+		return l
+	})
+}
+
+func writeTree(t testing.TB, dir string, tree map[string][]byte) {
+	t.Helper()
+	for p, b := range tree {
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// readTree reads every file under dir except our backups.
+func readTree(t testing.TB, dir string) map[string][]byte {
+	t.Helper()
+	m := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == ".runner" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		m[rel] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func sameTree(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+type tally struct{ right, refused, wrong int }
+
+// run applies a trial in a fresh directory and says how it went.
+func (tr trial) run(t testing.TB, dir string) (string, string) {
+	t.Helper()
+	writeTree(t, dir, tr.tree)
+	res, err := Apply(context.Background(), dir, tr.diff, tr.opt)
+	got := readTree(t, dir)
+	switch {
+	case err != nil && sameTree(got, tr.tree):
+		return "refused", err.Error()
+	case err != nil:
+		return "wrong", "refused but changed the tree: " + err.Error()
+	case tr.already && res.AlreadyApplied && sameTree(got, tr.tree):
+		return "right", ""
+	case !tr.already && !res.AlreadyApplied && sameTree(got, tr.want):
+		return "right", ""
+	}
+	return "wrong", fmt.Sprintf("already=%v result=%+v\n%s", res.AlreadyApplied, res, firstDiff(got, tr.want))
+}
+
+func firstDiff(got, want map[string][]byte) string {
+	for p, w := range want {
+		g, ok := got[p]
+		if !ok {
+			return p + ": missing"
+		}
+		if !bytes.Equal(g, w) {
+			gl, wl := splitKeep(g), splitKeep(w)
+			for i := 0; i < max(len(gl), len(wl)); i++ {
+				var a, b string
+				if i < len(gl) {
+					a = gl[i]
+				}
+				if i < len(wl) {
+					b = wl[i]
+				}
+				if a != b {
+					return fmt.Sprintf("%s: first difference at line %d: got %q want %q", p, i+1, a, b)
+				}
+			}
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			return p + ": unexpected file"
+		}
+	}
+	return ""
+}
+
+// TestCorpus applies every variant of every corpus diff and checks the
+// rates: all exact diffs, at least 99% of each variant, and never a wrong
+// result.
+func TestCorpus(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 40
+	}
+	cases := buildCorpus(t, n)
+	base := t.TempDir()
+	tallies := make([]tally, len(variants))
+	var hunks, files int
+	for i := range cases {
+		files += len(cases[i].files)
+		hunks += strings.Count(string(cases[i].diff), "\n@@ ")
+	}
+	examples := map[string][]string{}
+	k := 0
+	for vi, v := range variants {
+		rng := randFor(vi)
+		for ci := range cases {
+			tr := v.make(rng, &cases[ci])
+			k++
+			dir := filepath.Join(base, strconv.Itoa(k))
+			res, detail := tr.run(t, dir)
+			switch res {
+			case "right":
+				tallies[vi].right++
+			case "refused":
+				tallies[vi].refused++
+			default:
+				tallies[vi].wrong++
+			}
+			if res != "right" && os.Getenv("PATCH_BRIEF") != "" {
+				t.Logf("%s case %d %s: %s", v.name, ci, res, strings.SplitN(detail, "\n", 3)[:2])
+			}
+			if res != "right" && len(examples[v.name]) < 3 {
+				examples[v.name] = append(examples[v.name], fmt.Sprintf("case %d (%s): %s: %s\n--- diff:\n%s", ci, res, strings.Join(paths(&cases[ci]), " "), detail, clipText(string(tr.diff), 40)))
+			}
+			os.RemoveAll(dir)
+		}
+	}
+	t.Logf("corpus: %d diffs, %d files, %d hunks", len(cases), files, hunks)
+	t.Logf("%-22s %6s %8s %6s %8s", "variant", "right", "refused", "wrong", "right %")
+	for vi, v := range variants {
+		tl := tallies[vi]
+		t.Logf("%-22s %6d %8d %6d %7.1f%%", v.name, tl.right, tl.refused, tl.wrong, 100*float64(tl.right)/float64(len(cases)))
+	}
+	for vi, v := range variants {
+		tl := tallies[vi]
+		goal := 0.99
+		if v.name == "exact" {
+			goal = 1
+		}
+		if tl.wrong > 0 {
+			t.Errorf("%s: %d wrong results", v.name, tl.wrong)
+		}
+		if float64(tl.right) < goal*float64(len(cases)) {
+			t.Errorf("%s: %d of %d right, below %.0f%%", v.name, tl.right, len(cases), goal*100)
+		}
+		if t.Failed() || testing.Verbose() {
+			for _, e := range examples[v.name] {
+				t.Logf("%s: %s", v.name, e)
+			}
+		}
+	}
+}
+
+func randFor(i int) *rand.Rand { return rand.New(rand.NewPCG(uint64(i)+100, 7)) }
+
+func paths(c *corpusCase) []string {
+	var out []string
+	for _, f := range c.files {
+		out = append(out, f.path)
+	}
+	return out
+}
+
+func clipText(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestCorpusOracle runs git apply and GNU patch on the same variants, for
+// comparison only (set PATCH_ORACLE=1).
+func TestCorpusOracle(t *testing.T) {
+	if os.Getenv("PATCH_ORACLE") == "" {
+		t.Skip("set PATCH_ORACLE=1 to compare with git apply and GNU patch")
+	}
+	cases := buildCorpus(t, 300)
+	base := t.TempDir()
+	tools := []string{"git apply", "GNU patch"}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(strings.Fields(tool)[0]); err != nil && tool == "GNU patch" {
+			tool = "patch"
+			if _, err := exec.LookPath(tool); err != nil {
+				continue
+			}
+		}
+		t.Logf("%s:", tool)
+		k := 0
+		for vi, v := range variants {
+			rng := randFor(vi)
+			var tl tally
+			for ci := range cases {
+				tr := v.make(rng, &cases[ci])
+				k++
+				dir := filepath.Join(base, strconv.Itoa(k))
+				writeTree(t, dir, tr.tree)
+				pf := filepath.Join(base, "p.diff")
+				os.WriteFile(pf, tr.diff, 0o644)
+				strip := "-p1"
+				if strings.Contains(v.name, "prefix") || strings.Contains(v.name, "all") {
+					strip = "-p0"
+				}
+				var cmd *exec.Cmd
+				if tool == "git apply" {
+					args := []string{"apply", strip}
+					if tr.opt.Reverse {
+						args = append(args, "-R")
+					}
+					cmd = exec.Command("git", append(args, pf)...)
+				} else {
+					args := []string{strip, "--batch", "--forward", "-s", "-i", pf}
+					if tr.opt.Reverse {
+						args = append(args, "-R")
+					}
+					cmd = exec.Command("patch", args...)
+				}
+				cmd.Dir = dir
+				err := cmd.Run()
+				got := readTree(t, dir)
+				switch {
+				case err == nil && !tr.already && sameTree(got, tr.want):
+					tl.right++
+				case sameTree(got, tr.tree):
+					if tr.already && err == nil {
+						tl.right++
+					} else {
+						tl.refused++
+					}
+				default:
+					tl.wrong++
+				}
+				os.RemoveAll(dir)
+			}
+			t.Logf("  %-22s right %4d  refused %4d  wrong %4d", v.name, tl.right, tl.refused, tl.wrong)
+		}
+	}
+}

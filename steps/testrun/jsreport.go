@@ -1,0 +1,229 @@
+package testrun
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var jestFramework = &framework{
+	name:    "jest",
+	command: func(dir string) (string, string) { return nodeCommand(dir, "jest", "") },
+	prepare: func(cmd, tmp string, env []string) (string, []string) {
+		flags := "--json --outputFile=" + shellQuote(filepath.Join(tmp, "report.json"))
+		if out, ok := insertAfter(cmd, "jest", flags); ok {
+			return out, env
+		}
+		return appendToTestScript(cmd, flags), env
+	},
+	parser: func(dir, tmp string) parser { return newJSParser(dir, filepath.Join(tmp, "report.json")) },
+}
+
+var vitestFramework = &framework{
+	name:    "vitest",
+	command: func(dir string) (string, string) { return nodeCommand(dir, "vitest", " run") },
+	prepare: func(cmd, tmp string, env []string) (string, []string) {
+		// Both reporters: the JSON one for us, the default one for the log
+		// and for a run cut short before the JSON was written.
+		flags := "--reporter=default --reporter=json --outputFile.json=" + shellQuote(filepath.Join(tmp, "report.json"))
+		if i := wordAt(cmd, "vitest"); i >= 0 {
+			rest := strings.TrimLeft(cmd[i:], " \t")
+			switch {
+			case strings.HasPrefix(rest, "run"):
+				i += strings.Index(cmd[i:], "run") + len("run")
+			case strings.HasPrefix(rest, "watch") || strings.HasPrefix(rest, "dev"):
+				// never watch mode: it would wait for changes forever
+				j := i + strings.Index(cmd[i:], rest[:1])
+				word := strings.Fields(rest)[0]
+				cmd = cmd[:j] + "run" + cmd[j+len(word):]
+				i = j + len("run")
+			default:
+				flags = "run " + flags
+			}
+			return cmd[:i] + " " + flags + cmd[i:], env
+		}
+		return appendToTestScript(cmd, flags), env
+	},
+	parser: func(dir, tmp string) parser { return newJSParser(dir, filepath.Join(tmp, "report.json")) },
+}
+
+// nodeCommand runs the project's own copy of a runner. `npx --no` never
+// downloads one: a runner missing from node_modules is an error that says
+// how to install it, not a silent network fetch.
+func nodeCommand(dir, bin, args string) (string, string) {
+	if findUp(dir, filepath.Join("node_modules", ".bin", bin)) != "" {
+		if !hasBinary("npx") {
+			return "", missingText("npx")
+		}
+		return "npx --no -- " + bin + args, ""
+	}
+	if hasBinary(bin) {
+		return bin + args, ""
+	}
+	return "", missingText(bin)
+}
+
+var testScript = regexp.MustCompile(`^\s*(npm|pnpm|yarn)(\s+run)?\s+test\b`)
+
+// appendToTestScript passes flags through `npm test` and the like to the
+// runner the test script starts.
+func appendToTestScript(cmd, flags string) string {
+	m := testScript.FindStringSubmatch(cmd)
+	switch {
+	case m == nil:
+		return cmd
+	case m[1] == "npm" && !strings.Contains(cmd, " -- "):
+		return cmd + " -- " + flags
+	}
+	return cmd + " " + flags
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// jsReport is the JSON report of jest (--json) and of vitest's json
+// reporter, which copies jest's shape.
+type jsReport struct {
+	TestResults []struct {
+		Name             string
+		Status           string
+		Message          string
+		AssertionResults []struct {
+			AncestorTitles  []string
+			Title           string
+			Status          string
+			FailureMessages []string
+			Location        *struct{ Line int }
+		}
+	}
+}
+
+type jsParser struct {
+	dir, file string
+	abs       string
+	noTests   bool
+}
+
+func newJSParser(dir, file string) *jsParser {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return &jsParser{dir: dir, file: file, abs: abs}
+}
+
+// jest writes no report when no test file matched; vitest says it too.
+var jsNoTests = regexp.MustCompile(`^No tests found, exiting with code|^No test files found, exiting with code`)
+
+func (p *jsParser) stdout(l string) { p.noTests = p.noTests || jsNoTests.MatchString(l) }
+func (p *jsParser) stderr(l string) { p.stdout(l) }
+
+var (
+	// "at Object.toBe (/abs/sum.test.js:4:23)", "at /abs/sum.test.js:5:23",
+	// "at file:///abs/x.mjs:3:1", "❯ sum.test.js:5:23"
+	jsFrame   = regexp.MustCompile(`(?:at |❯ |\()(?:file://)?([^\s()]+?):(\d+):(\d+)\)?\s*$`)
+	jsTimeout = regexp.MustCompile(`Exceeded timeout of \d+ ?ms|Test timed out in \d+ ?ms`)
+	jsThrown  = regexp.MustCompile(`^(?:Uncaught )?(TypeError|ReferenceError|RangeError|SyntaxError|EvalError|URIError)\b`)
+)
+
+func (p *jsParser) finish(int, bool) *report {
+	rep := &report{structured: p.noTests}
+	b, err := os.ReadFile(p.file)
+	if err != nil {
+		return rep
+	}
+	var r jsReport
+	if json.Unmarshal(b, &r) != nil {
+		return rep
+	}
+	rep.structured = true
+	for _, file := range r.TestResults {
+		rel := p.rel(file.Name)
+		if len(file.AssertionResults) == 0 && file.Status == "failed" {
+			// the file did not load: a syntax error, a missing import
+			rep.collection = true
+			rep.counts.Errors++
+			f := p.failure(rel, file.Name, file.Message, KindError)
+			f.ID = rel
+			rep.fail(f)
+			continue
+		}
+		for _, a := range file.AssertionResults {
+			c := &rep.counts
+			c.Total++
+			switch a.Status {
+			case "passed":
+				c.Passed++
+			case "failed":
+				c.Failed++
+				f := p.failure(rel, file.Name, strings.Join(a.FailureMessages, "\n"), KindFail)
+				f.ID = strings.Join(append(append([]string{rel}, a.AncestorTitles...), a.Title), " > ")
+				if f.Line == 0 && a.Location != nil {
+					f.Line = a.Location.Line
+				}
+				rep.fail(f)
+			default: // pending, skipped, todo, disabled
+				c.Skipped++
+			}
+		}
+	}
+	return rep
+}
+
+// failure reads a jest or vitest failure message: the first line says
+// what, a stack frame in the test file says where.
+func (p *jsParser) failure(rel, abs, msg, kind string) Failure {
+	msg = stripANSI(msg)
+	f := Failure{File: rel, Kind: kind}
+	if f.Line == 0 && kind == KindError {
+		// vitest names the place of a load error only in its message
+		for _, m := range jsFrame.FindAllStringSubmatch(msg, -1) {
+			if filepath.Clean(m[1]) == filepath.Clean(abs) {
+				f.Line = atoi(m[2])
+				break
+			}
+		}
+	}
+	ls := strings.Split(msg, "\n")
+	var keep []string
+	for _, l := range ls {
+		t := strings.TrimSpace(l)
+		if t == "● Test suite failed to run" {
+			continue
+		}
+		if m := jsFrame.FindStringSubmatch(t); m != nil && (strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "❯ ")) {
+			file := m[1]
+			if !filepath.IsAbs(file) {
+				file = filepath.Join(p.abs, file)
+			}
+			if f.Line == 0 && (file == abs || filepath.Clean(file) == filepath.Clean(abs)) {
+				f.Line = atoi(m[2])
+			}
+			if strings.Contains(file, "node_modules") || strings.HasPrefix(m[1], "node:") || !strings.HasPrefix(file, p.abs) {
+				continue // the runner's own frames
+			}
+		} else if strings.HasPrefix(t, "at ") {
+			continue // "at new Promise (<anonymous>)"
+		}
+		keep = append(keep, relText(p.abs, l))
+	}
+	f.Excerpt = excerpt(keep, nil)
+	f.Message = firstLine(f.Excerpt)
+	switch {
+	case jsTimeout.MatchString(msg):
+		f.Kind = KindTimeout
+	case kind == KindFail && jsThrown.MatchString(f.Message):
+		f.Kind = KindPanic
+	}
+	return f
+}
+
+func (p *jsParser) rel(name string) string {
+	if r, err := filepath.Rel(p.abs, name); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.ToSlash(r)
+	}
+	return name
+}

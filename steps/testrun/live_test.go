@@ -1,0 +1,539 @@
+//go:build unix
+
+package testrun
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The tests in this file run the real runners on small projects written
+// into t.TempDir(). A runner that is not installed skips its test, naming
+// the package that would enable it.
+
+// project writes files (path → content) under a new temporary directory.
+func project(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// run runs a suite with the PIDS variable naming a file the tests append
+// their process ids to, so a test can check nothing survived a timeout.
+func run(t *testing.T, o Options) (*Result, string) {
+	t.Helper()
+	pids := filepath.Join(t.TempDir(), "pids")
+	o.Env = append(os.Environ(), "PIDS="+pids)
+	start := time.Now()
+	res, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	t.Logf("%s %q: outcome %s in %v; summary:\n%s", res.Framework, res.Command, res.Outcome, time.Since(start).Round(time.Millisecond), res.Summary)
+	return res, pids
+}
+
+// expect is what a test checks of a result.
+type expect struct {
+	outcome string
+	counts  *Counts
+	file    string // of the first failure (or build error)
+	line    int
+	kind    string // of the first failure
+	message string // contained in the first failure's (or build error's) message
+}
+
+func check(t *testing.T, res *Result, want expect) {
+	t.Helper()
+	if res.Outcome != want.outcome {
+		t.Fatalf("outcome %q, want %q\n%s\noutput:\n%s", res.Outcome, want.outcome, res.Summary, res.Output)
+	}
+	if res.Passed != (want.outcome == Passed) {
+		t.Errorf("passed = %v with outcome %s", res.Passed, res.Outcome)
+	}
+	if want.counts != nil && res.Counts != *want.counts {
+		t.Errorf("counts %+v, want %+v", res.Counts, *want.counts)
+	}
+	if len(res.Summary) > maxSummary || res.Summary == "" {
+		t.Errorf("summary of %d bytes", len(res.Summary))
+	}
+	if want.file == "" && want.message == "" {
+		return
+	}
+	var file, message, kind string
+	var line int
+	switch {
+	case len(res.Failures) > 0:
+		f := res.Failures[0]
+		file, line, message, kind = f.File, f.Line, f.Message, f.Kind
+	case len(res.BuildErrors) > 0:
+		e := res.BuildErrors[0]
+		file, line, message = e.File, e.Line, e.Message
+	default:
+		t.Fatalf("no failure nor build error; want %s:%d", want.file, want.line)
+	}
+	if file != want.file || (want.line > 0 && line != want.line) {
+		t.Errorf("failure at %s:%d, want %s:%d", file, line, want.file, want.line)
+	}
+	if !strings.Contains(message, want.message) {
+		t.Errorf("message %q does not contain %q", message, want.message)
+	}
+	if want.kind != "" && kind != want.kind {
+		t.Errorf("kind %q, want %q", kind, want.kind)
+	}
+}
+
+// checkHung checks a suite stopped by the timeout: outcome timeout, ended
+// within the timeout plus the grace period, and none of the processes the
+// tests wrote to the pid file is still running.
+func checkHung(t *testing.T, res *Result, pidFile string, timeout, grace time.Duration) {
+	t.Helper()
+	if res.Outcome != Timeout || !res.TimedOut || res.Passed {
+		t.Errorf("outcome %s, timed_out %v, passed %v; want a timeout", res.Outcome, res.TimedOut, res.Passed)
+	}
+	if d := time.Duration(res.DurationMS) * time.Millisecond; d > timeout+grace+2*time.Second {
+		t.Errorf("took %v, more than the timeout %v plus the grace %v", d, timeout, grace)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the hanging test did not start before the timeout (%v); output:\n%s", err, res.Output)
+	}
+	pids := strings.Fields(string(b))
+	if len(pids) == 0 {
+		t.Fatal("no pid written")
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		if pid > 0 && running(pid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Errorf("process %d of the suite survived the timeout", pid)
+		}
+	}
+}
+
+// running reports whether pid is a live process; a zombie is dead (PID 1
+// of a container may never reap it).
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !os.IsNotExist(err)
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+func need(t *testing.T, bin, pkg string) {
+	t.Helper()
+	if _, err := exec.LookPath(bin); err != nil {
+		t.Skipf("%s not installed: %s", bin, pkg)
+	}
+}
+
+const hangGrace = 2 * time.Second
+
+func TestGoLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	need(t, "go", "install Go")
+	dir := project(t, map[string]string{
+		"go.mod":               "module example.com/live\n\ngo 1.22\n",
+		"calc/calc.go":         "package calc\n\nfunc Add(a, b int) int { return a + b }\n",
+		"calc/calc_test.go":    "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal(\"bad\")\n\t}\n}\n\nfunc TestSkip(t *testing.T) { t.Skip(\"later\") }\n",
+		"fail/fail_test.go":    "package fail\n\nimport \"testing\"\n\nfunc TestSub(t *testing.T) {\n\tt.Run(\"ok\", func(t *testing.T) {})\n\tt.Run(\"bad\", func(t *testing.T) {\n\t\tt.Errorf(\"got %d, want %d\", 1, 2)\n\t})\n}\n",
+		"broken/broken.go":     "package broken\n\nfunc F() int {\n\treturn undefinedName\n}\n",
+		"broken/b_test.go":     "package broken\n\nimport \"testing\"\n\nfunc TestF(t *testing.T) { F() }\n",
+		"hang/hang_test.go":    hangGo,
+		"notests/notests.go":   "package notests\n",
+		"panics/panic_test.go": "package panics\n\nimport \"testing\"\n\nfunc TestNil(t *testing.T) {\n\tvar m map[string]int\n\tm[\"x\"] = 1\n}\n",
+	})
+	tests := []struct {
+		name    string
+		command string
+		want    expect
+	}{
+		{"passing suite", "go test ./calc/", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
+		{"failing subtest", "go test ./fail/", expect{outcome: Failed, counts: &Counts{Total: 2, Passed: 1, Failed: 1},
+			file: "fail/fail_test.go", line: 8, kind: KindFail, message: "got 1, want 2"}},
+		{"panic", "go test ./panics/", expect{outcome: Failed, file: "panics/panic_test.go", line: 7, kind: KindPanic, message: "assignment to entry in nil map"}},
+		{"build error", "go test ./broken/", expect{outcome: BuildFailed, file: "broken/broken.go", line: 4, message: "undefined: undefinedName"}},
+		{"no test files", "go test ./notests/", expect{outcome: NoTests}},
+		{"go's own -timeout", "go test -timeout 1s ./hang/", expect{outcome: Timeout, file: "hang/hang_test.go", kind: KindTimeout, message: "timed out after 1s"}},
+		{"-json given already", "go test -json ./calc/", expect{outcome: Passed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Command: tt.command})
+			check(t, res, tt.want)
+			if res.Framework != "go" {
+				t.Errorf("framework %q detected, want go", res.Framework)
+			}
+		})
+	}
+	t.Run("hangs past the timeout", func(t *testing.T) {
+		// built above by the -timeout case, so the time goes to the test
+		const timeout = 4 * time.Second
+		res, pids := run(t, Options{Dir: dir, Command: "go test ./hang/", Timeout: timeout, Grace: hangGrace})
+		checkHung(t, res, pids, timeout, hangGrace)
+		if len(res.Failures) == 0 || res.Failures[0].Kind != KindTimeout || res.Failures[0].ID != "example.com/live/hang.TestHang" {
+			t.Errorf("failures %+v, want TestHang as a timeout", res.Failures)
+		}
+	})
+}
+
+// hangGo writes its pid and a child's, then sleeps.
+const hangGo = `package hang
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestHang(t *testing.T) {
+	child := exec.Command("sleep", "300")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.OpenFile(os.Getenv("PIDS"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	fmt.Fprintln(f, os.Getpid(), child.Process.Pid)
+	f.Close()
+	time.Sleep(time.Hour)
+}
+`
+
+func TestPytestLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	if _, missing := pytestCommand(t.TempDir()); missing != "" {
+		t.Skip("pytest not installed: apt-get install python3-pytest")
+	}
+	files := map[string]string{
+		"calc.py":              "def add(a, b):\n    return a + b\n",
+		"tests/test_calc.py":   "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+		"failing/test_fail.py": "from calc import add\n\n\ndef test_ok():\n    pass\n\n\ndef test_add():\n    total = add(2, 2)\n    assert total == 5\n",
+		"broken/test_bad.py":   "import no_such_module\n\n\ndef test_x():\n    pass\n",
+		"hang/test_hang.py":    "import os, subprocess, time\n\n\ndef test_hang():\n    child = subprocess.Popen(['sleep', '300'])\n    with open(os.environ['PIDS'], 'a') as f:\n        f.write(f'{os.getpid()} {child.pid}\\n')\n    time.sleep(300)\n",
+		"empty/README":         "no tests here\n",
+		"conftest.py":          "",
+	}
+	dir := project(t, files)
+	tests := []struct {
+		name string
+		args string // after the detected command
+		want expect
+	}{
+		{"passing suite", "tests", expect{outcome: Passed, counts: &Counts{Total: 1, Passed: 1}}},
+		{"failing assertion", "failing", expect{outcome: Failed, counts: &Counts{Total: 2, Passed: 1, Failed: 1},
+			file: "failing/test_fail.py", line: 10, kind: KindFail, message: "assert 4 == 5"}},
+		{"collection error", "broken", expect{outcome: CollectionError, file: "broken/test_bad.py", line: 1, kind: KindError, message: "No module named 'no_such_module'"}},
+		{"no tests", "empty", expect{outcome: NoTests}},
+		{"usage error", "--no-such-flag", expect{outcome: Error}},
+	}
+	cmd, _ := pytestCommand(dir)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Command: cmd + " " + tt.args})
+			check(t, res, tt.want)
+		})
+	}
+	t.Run("detected with the default command", func(t *testing.T) {
+		d := project(t, map[string]string{"test_one.py": "def test_one():\n    assert 1 + 1 == 2\n"})
+		res, _ := run(t, Options{Dir: d, Framework: "auto"})
+		check(t, res, expect{outcome: Passed})
+		if res.Framework != "pytest" || res.Command != cmd {
+			t.Errorf("framework %q command %q", res.Framework, res.Command)
+		}
+	})
+	t.Run("hangs past the timeout", func(t *testing.T) {
+		const timeout = 4 * time.Second
+		res, pids := run(t, Options{Dir: dir, Command: cmd + " hang", Timeout: timeout, Grace: hangGrace})
+		checkHung(t, res, pids, timeout, hangGrace)
+	})
+}
+
+func TestCargoLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	need(t, "cargo", "apt-get install cargo (or rustup)")
+	manifest := "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"
+	dir := project(t, map[string]string{
+		"Cargo.toml": manifest,
+		"src/lib.rs": cargoLib,
+	})
+	broken := project(t, map[string]string{
+		"Cargo.toml": manifest,
+		"src/lib.rs": "pub fn add(a: i32) -> i32 {\n    a + missing\n}\n",
+	})
+	target := filepath.Join(t.TempDir(), "target")
+	env := func(cmd string) string { return "CARGO_NET_OFFLINE=true CARGO_TARGET_DIR=" + target + " " + cmd }
+	tests := []struct {
+		name string
+		dir  string
+		cmd  string
+		want expect
+	}{
+		{"passing tests", dir, "cargo test pass_", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
+		{"failing assertion", dir, "cargo test fail_", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
+			file: "src/lib.rs", line: 20, kind: KindFail, message: "assertion `left == right` failed"}},
+		{"build error", broken, "cargo test", expect{outcome: BuildFailed, file: "src/lib.rs", line: 2, message: "cannot find value `missing`"}},
+		{"no tests matched", dir, "cargo test no_such_test_name", expect{outcome: NoTests}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: tt.dir, Command: env(tt.cmd)})
+			check(t, res, tt.want)
+			if res.Framework != "cargo" {
+				t.Errorf("framework %q detected, want cargo", res.Framework)
+			}
+		})
+	}
+	t.Run("hangs past the timeout", func(t *testing.T) {
+		const timeout = 4 * time.Second
+		res, pids := run(t, Options{Dir: dir, Command: env("cargo test hang_ -- --test-threads=1"), Timeout: timeout, Grace: hangGrace})
+		checkHung(t, res, pids, timeout, hangGrace)
+		if len(res.Failures) == 0 || res.Failures[0].ID != "tests::hang_forever" {
+			t.Errorf("failures %+v, want tests::hang_forever as a timeout", res.Failures)
+		}
+	})
+}
+
+const cargoLib = `pub fn add(a: i32, b: i32) -> i32 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_add() {
+        assert_eq!(add(1, 2), 3);
+    }
+
+    #[test]
+    #[ignore]
+    fn pass_later() {}
+
+    #[test]
+    fn fail_add() {
+        assert_eq!(add(2, 2), 5);
+    }
+
+    #[test]
+    fn hang_forever() {
+        use std::io::Write;
+        let child = std::process::Command::new("sleep").arg("300").spawn().unwrap();
+        let mut f = std::fs::OpenOptions::new().append(true).create(true)
+            .open(std::env::var("PIDS").unwrap()).unwrap();
+        writeln!(f, "{} {}", std::process::id(), child.id()).unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(300));
+    }
+}
+`
+
+// nodeModules finds a node_modules directory holding jest and vitest:
+// $RUNNER_TEST_NODE_MODULES, else <user cache>/runner-test-node/node_modules.
+// The tests never install anything themselves.
+func nodeModules(t *testing.T, bin string) string {
+	t.Helper()
+	need(t, "node", "apt-get install nodejs npm")
+	dir := os.Getenv("RUNNER_TEST_NODE_MODULES")
+	if dir == "" {
+		if cache, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(cache, "runner-test-node", "node_modules")
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".bin", bin)); err != nil {
+		t.Skipf("%s not installed: npm install --prefix \"$(dirname %s)\" jest vitest, or set RUNNER_TEST_NODE_MODULES", bin, dir)
+	}
+	return dir
+}
+
+func nodeProject(t *testing.T, modules string, files map[string]string) string {
+	dir := project(t, files)
+	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// jsHang writes its pid and a child's, then waits forever.
+const jsHang = `
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+test('hangs', async () => {
+  const child = spawn('sleep', ['300']);
+  fs.appendFileSync(process.env.PIDS, process.pid + ' ' + child.pid + '\n');
+  await new Promise(() => {});
+}, 600000);
+`
+
+func TestJestLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	modules := nodeModules(t, "jest")
+	dir := nodeProject(t, modules, map[string]string{
+		"package.json":       `{"name": "live", "private": true, "devDependencies": {"jest": "*"}}`,
+		"sum.js":             "module.exports = (a, b) => a + b;\n",
+		"pass/sum.test.js":   "const sum = require('../sum');\ntest('adds', () => {\n  expect(sum(1, 2)).toBe(3);\n});\ntest.skip('later', () => {});\n",
+		"fail/sum.test.js":   "const sum = require('../sum');\ndescribe('sum', () => {\n  test('adds wrong', () => {\n    expect(sum(2, 2)).toBe(5);\n  });\n});\n",
+		"broken/bad.test.js": "const x = require('./nosuch');\ntest('x', () => {});\n",
+		"hang/hang.test.js":  jsHang,
+	})
+	tests := []struct {
+		name string
+		args string
+		want expect
+	}{
+		{"passing suite", "pass", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
+		{"failing assertion", "fail", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
+			file: "fail/sum.test.js", line: 4, kind: KindFail, message: "expect(received).toBe(expected)"}},
+		{"file that does not load", "broken", expect{outcome: CollectionError, file: "broken/bad.test.js", line: 1, kind: KindError, message: "Cannot find module './nosuch'"}},
+		{"no tests", "no_such_dir", expect{outcome: NoTests}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Command: "npx --no -- jest " + tt.args})
+			check(t, res, tt.want)
+			if res.Framework != "jest" {
+				t.Errorf("framework %q detected, want jest", res.Framework)
+			}
+		})
+	}
+	t.Run("hangs past the timeout", func(t *testing.T) {
+		const timeout = 12 * time.Second // jest takes seconds to start on a busy machine
+		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- jest hang", Timeout: timeout, Grace: hangGrace})
+		checkHung(t, res, pids, timeout, hangGrace)
+	})
+}
+
+func TestVitestLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	modules := nodeModules(t, "vitest")
+	imports := "import { describe, test, expect } from 'vitest';\n"
+	dir := nodeProject(t, modules, map[string]string{
+		"package.json":       `{"name": "live", "private": true, "type": "module", "scripts": {"test": "vitest"}}`,
+		"sum.js":             "export const sum = (a, b) => a + b;\n",
+		"pass/sum.test.js":   imports + "import { sum } from '../sum.js';\ntest('adds', () => {\n  expect(sum(1, 2)).toBe(3);\n});\ntest.skip('later', () => {});\n",
+		"fail/sum.test.js":   imports + "import { sum } from '../sum.js';\ndescribe('sum', () => {\n  test('adds wrong', () => {\n    expect(sum(2, 2)).toBe(5);\n  });\n});\n",
+		"broken/bad.test.js": imports + "import { x } from './nosuch.js';\ntest('x', () => {});\n",
+		"hang/hang.test.js": imports + "import { spawn } from 'node:child_process';\nimport fs from 'node:fs';\n" +
+			"test('hangs', async () => {\n  const child = spawn('sleep', ['300']);\n" +
+			"  fs.appendFileSync(process.env.PIDS, process.pid + ' ' + child.pid + '\\n');\n  await new Promise(() => {});\n}, 600000);\n",
+	})
+	tests := []struct {
+		name string
+		args string
+		want expect
+	}{
+		{"passing suite", "pass", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
+		{"failing assertion", "fail", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
+			file: "fail/sum.test.js", line: 5, kind: KindFail, message: "expected 4 to be 5"}},
+		{"file that does not load", "broken", expect{outcome: CollectionError, file: "broken/bad.test.js", kind: KindError, message: "nosuch.js"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// "npm test" runs `vitest`: the step adds `run` and the reporters
+			res, _ := run(t, Options{Dir: dir, Command: "npm test " + tt.args})
+			check(t, res, tt.want)
+			if res.Framework != "vitest" {
+				t.Errorf("framework %q detected, want vitest", res.Framework)
+			}
+		})
+	}
+	t.Run("hangs past the timeout", func(t *testing.T) {
+		const timeout = 12 * time.Second // vitest takes seconds to start on a busy machine
+		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- vitest hang", Timeout: timeout, Grace: hangGrace})
+		checkHung(t, res, pids, timeout, hangGrace)
+	})
+}
+
+func TestTapLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	need(t, "node", "apt-get install nodejs")
+	imports := "import test from 'node:test';\nimport assert from 'node:assert';\n"
+	dir := project(t, map[string]string{
+		"pass/a.test.mjs":   imports + "test('adds', () => {\n  assert.strictEqual(1 + 2, 3);\n});\ntest('later', { skip: true }, () => {});\n",
+		"fail/a.test.mjs":   imports + "test('group', async (t) => {\n  await t.test('adds wrong', () => {\n    assert.strictEqual(2 + 2, 5);\n  });\n});\n",
+		"broken/a.test.mjs": imports + "test('x', () => {\n",
+		"hang/a.test.mjs":   imports + "import { spawn } from 'node:child_process';\nimport fs from 'node:fs';\ntest('hangs', async () => {\n  const child = spawn('sleep', ['300']);\n  fs.appendFileSync(process.env.PIDS, process.pid + ' ' + child.pid + '\\n');\n  await new Promise(() => setInterval(() => {}, 1000));\n});\n",
+	})
+	tests := []struct {
+		name string
+		dir  string
+		want expect
+	}{
+		{"passing suite", "pass", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
+		{"failing assertion in a subtest", "fail", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
+			file: "fail/a.test.mjs", line: 5, kind: KindFail, message: "Expected values to be strictly equal"}},
+		{"syntax error", "broken", expect{outcome: Failed, file: "broken/a.test.mjs"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Framework: "tap", Command: "node --test --test-reporter=tap " + tt.dir + "/"})
+			check(t, res, tt.want)
+		})
+	}
+	t.Run("hangs past the timeout", func(t *testing.T) {
+		const timeout = 5 * time.Second
+		res, pids := run(t, Options{Dir: dir, Framework: "tap", Command: "node --test --test-reporter=tap hang/", Timeout: timeout, Grace: hangGrace})
+		checkHung(t, res, pids, timeout, hangGrace)
+	})
+}
+
+func TestGenericLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	dir := t.TempDir()
+	tests := []struct {
+		name    string
+		command string
+		want    expect
+	}{
+		{"exit 0", "echo all good", expect{outcome: Passed}},
+		{"exit 1", "echo 'something broke' >&2; exit 1", expect{outcome: Failed}},
+		{"runner not installed", "no-such-test-runner --all", expect{outcome: Error}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Command: tt.command})
+			check(t, res, tt.want)
+			if res.Framework != "generic" {
+				t.Errorf("framework %q, want generic", res.Framework)
+			}
+		})
+	}
+	t.Run("failure output is in the summary", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: "echo 'something broke' >&2; exit 1"})
+		if !strings.Contains(res.Summary, "something broke") {
+			t.Errorf("summary lacks the output: %q", res.Summary)
+		}
+	})
+	t.Run("missing binary is named", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Framework: "pytest", Command: "no-such-pytest -q"})
+		if res.Outcome != Error || !strings.Contains(res.Summary, "no-such-pytest not found") {
+			t.Errorf("outcome %s summary %q", res.Outcome, res.Summary)
+		}
+	})
+	t.Run("background sleep and a hang end with the timeout", func(t *testing.T) {
+		const timeout = time.Second
+		res, pids := run(t, Options{Dir: dir, Command: `sleep 300 & echo $! >> "$PIDS"; echo $$ >> "$PIDS"; sleep 300`, Timeout: timeout, Grace: hangGrace})
+		checkHung(t, res, pids, timeout, hangGrace)
+	})
+}

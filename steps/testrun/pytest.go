@@ -1,0 +1,195 @@
+package testrun
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+var pytestFramework = &framework{
+	name:    "pytest",
+	command: pytestCommand,
+	prepare: func(cmd, tmp string, env []string) (string, []string) {
+		// PYTEST_ADDOPTS reaches pytest however it is started (tox, make,
+		// a script); xunit1 puts file and line on each test case.
+		opts := strings.TrimSpace(getEnv(env, "PYTEST_ADDOPTS") + " --junitxml=" + filepath.Join(tmp, "junit.xml") + " -o junit_family=xunit1")
+		return cmd, setEnv(env, "PYTEST_ADDOPTS", opts)
+	},
+	parser: func(dir, tmp string) parser {
+		return &pytestParser{dir: dir, xml: filepath.Join(tmp, "junit.xml")}
+	},
+}
+
+// pytestCommand prefers the project's virtualenv, then a python3 that can
+// import pytest (python3 -m pytest puts the project on sys.path), then a
+// pytest script on PATH.
+func pytestCommand(dir string) (string, string) {
+	for _, venv := range []string{".venv", "venv"} {
+		py := filepath.Join(venv, "bin", "python")
+		if fi, err := os.Stat(filepath.Join(dir, py)); err == nil && !fi.IsDir() {
+			return py + " -m pytest", ""
+		}
+	}
+	if hasBinary("python3") {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if exec.CommandContext(ctx, "python3", "-c", "import pytest").Run() == nil {
+			return "python3 -m pytest", ""
+		}
+	}
+	for _, bin := range []string{"pytest", "pytest-3"} {
+		if hasBinary(bin) {
+			return bin, ""
+		}
+	}
+	return "", missingText("pytest")
+}
+
+type pytestParser struct {
+	dir, xml string
+	out      tailLines
+}
+
+func (p *pytestParser) stdout(l string) { p.out.add(l) }
+func (p *pytestParser) stderr(l string) { p.out.add(l) }
+
+var pytestJunitFlag = regexp.MustCompile(`--junit-?xml[= ](\S+)`)
+
+func (p *pytestParser) finish(exitCode int, killed bool) *report {
+	rep := &report{}
+	if cases, err := readJunit(p.xml); err == nil {
+		rep.structured = true
+		for _, c := range cases {
+			pytestCase(rep, c)
+		}
+	}
+	switch exitCode {
+	case 2:
+		if !rep.collection && !killed {
+			rep.toolError = "pytest was interrupted: " + p.lastError()
+		}
+	case 3:
+		rep.toolError = "pytest internal error: " + p.lastError()
+	case 4:
+		rep.toolError = "pytest usage error: " + p.lastError()
+	case 5:
+		rep.structured = true // no tests collected
+	}
+	return rep
+}
+
+// lastError picks pytest's own error line from the output's end.
+func (p *pytestParser) lastError() string {
+	ls := p.out.lines()
+	for i := len(ls) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(ls[i])
+		if strings.HasPrefix(l, "ERROR") || strings.HasPrefix(l, "E ") || strings.Contains(l, "error:") || strings.Contains(l, "Error:") {
+			return clip(l, maxLineLen)
+		}
+	}
+	for i := len(ls) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(ls[i]); l != "" && !strings.HasPrefix(l, "===") {
+			return clip(l, maxLineLen)
+		}
+	}
+	return "no output"
+}
+
+var (
+	// "tests/test_calc.py:5: AssertionError" ends a failure's text;
+	// "tests/test_bad.py:1: in <module>" is a traceback entry.
+	pyLocation = regexp.MustCompile(`^(\S+?\.py):(\d+):(?: (.*))?$`)
+	pyExcLine  = regexp.MustCompile(`^E\s+(.+)$`)
+)
+
+func pytestCase(rep *report, c junitCase) {
+	c.File = filepath.ToSlash(c.File)
+	id := c.Name
+	if c.File != "" {
+		module := strings.ReplaceAll(strings.TrimSuffix(c.File, ".py"), "/", ".")
+		if class, ok := strings.CutPrefix(c.Classname, module+"."); ok {
+			id = class + "::" + id
+		}
+		id = c.File + "::" + id
+	} else if c.Classname != "" {
+		id = c.Classname + "::" + id
+	}
+	switch {
+	case len(c.Errors) > 0:
+		e := c.Errors[0]
+		rep.counts.Errors++
+		f := pytestFailure(id, c, e, KindError)
+		if e.Message == "collection failure" || c.Classname == "" {
+			rep.collection = true
+			f.ID = c.File
+			if f.ID == "" {
+				f.ID = strings.ReplaceAll(c.Name, ".", "/") + ".py"
+			}
+		} else {
+			rep.counts.Total++
+		}
+		rep.fail(f)
+	case len(c.Failures) > 0:
+		rep.counts.Failed++
+		rep.counts.Total++
+		rep.fail(pytestFailure(id, c, c.Failures[0], KindFail))
+	case c.Skipped != nil:
+		rep.counts.Skipped++
+		rep.counts.Total++
+	default:
+		rep.counts.Passed++
+		rep.counts.Total++
+	}
+}
+
+func pytestFailure(id string, c junitCase, m junitMessage, kind string) Failure {
+	f := Failure{ID: id, Kind: kind, File: c.File}
+	text := strings.Split(strings.TrimRight(m.Text, "\n"), "\n")
+	// The traceback entry in the test's own file is where to look; the last
+	// entry is where the exception was raised.
+	var ownLine, lastFile, exc string
+	var lastLine int
+	for _, l := range text {
+		lm := pyLocation.FindStringSubmatch(strings.TrimSpace(l))
+		if lm == nil {
+			continue
+		}
+		lastFile, lastLine = lm[1], atoi(lm[2])
+		if lm[1] == c.File {
+			ownLine = lm[2]
+		}
+		if !strings.HasPrefix(lm[3], "in ") {
+			exc = lm[3]
+		}
+	}
+	// An exception other than a failed assert ended the test.
+	if kind == KindFail && exc != "" && exc != "AssertionError" && exc != "Failed" {
+		f.Kind = KindPanic
+	}
+	switch {
+	case ownLine != "":
+		f.Line = atoi(ownLine)
+	case lastFile != "":
+		f.File, f.Line = lastFile, lastLine
+	case c.Line != "":
+		f.Line = atoi(c.Line) + 1 // xunit1's line is 0-based, at the def
+	}
+	for _, l := range text {
+		if em := pyExcLine.FindStringSubmatch(l); em != nil {
+			f.Message = clip(strings.TrimSpace(em[1]), maxLineLen)
+			break
+		}
+	}
+	if f.Message == "" {
+		f.Message = firstLine(m.Message)
+	}
+	if f.Message == "" {
+		f.Message = firstLine(m.Text)
+	}
+	f.Excerpt = excerpt(text, nil)
+	return f
+}

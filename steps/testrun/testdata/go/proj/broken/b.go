@@ -1,0 +1,3 @@
+package broken
+
+func F() int { return undefinedThing }
