@@ -121,3 +121,38 @@ func feed(text string, fn func(string)) {
 		fn(sc.Text())
 	}
 }
+
+// FuzzParsers checks that no output, however broken, makes a parser panic
+// or break the result's limits. The captures in testdata are the seeds.
+func FuzzParsers(f *testing.F) {
+	seeds, _ := filepath.Glob("testdata/*/*.out")
+	reports, _ := filepath.Glob("testdata/*/*.report")
+	for _, p := range append(seeds, reports...) {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(string(b), 1)
+		}
+	}
+	f.Add("{\"Action\":\"output\",\"Package\":\"p\",\"Test\":\"T/a/b\",\"Output\":\"panic: test timed out after 1s\\n\"}\n\trunning tests:\n", 1)
+	f.Fuzz(func(t *testing.T, text string, exit int) {
+		dir := t.TempDir()
+		for _, name := range Frameworks {
+			fw := lookup(name)
+			for _, file := range []string{"junit.xml", "report.json"} {
+				os.WriteFile(filepath.Join(dir, file), []byte(text), 0o644)
+			}
+			p := fw.parser(dir, dir)
+			feed(text, p.stdout)
+			feed(text, p.stderr)
+			res := &Result{Framework: name, ExitCode: exit, Output: text}
+			res.conclude(p.finish(exit, exit < 0), fw, false, 0, 0)
+			if len(res.Summary) > maxSummary || res.Outcome == "" {
+				t.Fatalf("%s: outcome %q, summary of %d bytes", name, res.Outcome, len(res.Summary))
+			}
+			for _, fl := range res.Failures {
+				if n := strings.Count(fl.Excerpt, "\n") + 1; n > maxExcerptLines {
+					t.Fatalf("%s: excerpt of %d lines", name, n)
+				}
+			}
+		}
+	})
+}
