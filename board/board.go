@@ -27,6 +27,7 @@ type Board struct {
 	steps      []StepRecord
 	recordings []Recording
 	journal    *journal // nil: in memory only
+	pending    *Entry   // an entry numbered but not yet indexed (FinishStep)
 	journalN   int64    // journal records written so far (the file's watermark)
 	now        func() time.Time
 }
@@ -111,7 +112,20 @@ func (op *WriteOp) entry() Entry {
 }
 
 func (b *Board) appendLocked(e Entry, expect int64) (Entry, error) {
-	now := b.now().UTC()
+	e, err := b.prepareLocked(e, expect, b.now().UTC())
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := b.logLocked(record{Entry: &e}); err != nil {
+		return Entry{}, err
+	}
+	b.indexLocked(&e)
+	return e, nil
+}
+
+// prepareLocked checks a compare-and-set and numbers e, without changing
+// the board: indexLocked does that once the entry is in the journal.
+func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, error) {
 	if e.Key != "" {
 		cur := b.liveVersionLocked(e.Key, now)
 		if expect >= 0 && cur != expect {
@@ -120,31 +134,31 @@ func (b *Board) appendLocked(e Entry, expect int64) (Entry, error) {
 		if e.Deleted && cur == 0 {
 			return Entry{}, fmt.Errorf("board: key %q does not exist", e.Key)
 		}
+		e.Version = b.keyVersionLocked(e.Key) + 1
 	}
 	e.Seq = int64(len(b.entries)) + 1
+	if b.pending != nil {
+		e.Seq++
+	}
 	if e.ID == "" {
 		e.ID = NewID(now)
 	}
 	if e.TS.IsZero() {
 		e.TS = now
 	}
-	if e.Key != "" {
-		ks := b.keys[e.Key]
-		if ks == nil {
-			ks = &keyState{}
-			b.keys[e.Key] = ks
-		}
-		ks.version++
-		e.Version = ks.version
-	}
-	if err := b.logLocked(record{Entry: &e}); err != nil {
-		if e.Key != "" {
-			b.keys[e.Key].version--
-		}
-		return Entry{}, err
-	}
-	b.indexLocked(&e)
 	return e, nil
+}
+
+// keyVersionLocked counts the key's writes so far, pending one included.
+func (b *Board) keyVersionLocked(key string) int64 {
+	var v int64
+	if ks := b.keys[key]; ks != nil {
+		v = ks.version
+	}
+	if p := b.pending; p != nil && p.Key == key {
+		v = p.Version
+	}
+	return v
 }
 
 // indexLocked adds e (already numbered) to the in-memory views.
@@ -168,9 +182,7 @@ func (b *Board) indexLocked(e *Entry) {
 			b.keys[e.Key] = ks
 		}
 		ks.latest = i
-		if e.Version > ks.version {
-			ks.version = e.Version
-		}
+		ks.version = e.Version
 	}
 }
 
@@ -332,28 +344,34 @@ func (b *Board) AddStep(s StepRecord) error {
 }
 
 // FinishStep records a finished step visit together with its audit entry
-// and, if kv is set, a key-value write, as one journal write: one system
-// call per step.
+// and, if kv is set, a key-value write: one journal line, one write(2).
 func (b *Board) FinishStep(s StepRecord, e Entry, kv *WriteOp) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.journal != nil {
-		b.journal.batch = true
-		defer b.journal.flushBatch()
-	}
-	if _, err := b.appendLocked(e, -1); err != nil {
+	now := b.now().UTC()
+	first, err := b.prepareLocked(e, -1, now)
+	if err != nil {
 		return err
 	}
+	batch := []*Entry{&first}
 	if kv != nil {
-		if _, err := b.appendLocked(kv.entry(), kv.ExpectVersion); err != nil {
+		// Numbered as if the first entry were already in: it will be.
+		b.pending = &first
+		second, err := b.prepareLocked(kv.entry(), kv.ExpectVersion, now)
+		b.pending = nil
+		if err != nil {
 			return err
 		}
+		batch = append(batch, &second)
 	}
-	if err := b.logLocked(record{Step: &s}); err != nil {
+	if err := b.logLocked(record{Entries: batch, Step: &s}); err != nil {
 		return err
 	}
+	for _, e := range batch {
+		b.indexLocked(e)
+	}
 	b.steps = append(b.steps, s)
-	return b.journal.flush()
+	return nil
 }
 
 // Steps returns the step records in the order they finished.

@@ -22,6 +22,18 @@ func appendRecord(buf []byte, rec *record) ([]byte, error) {
 		buf = append(buf, `,"entry":`...)
 		buf, err = appendEntry(buf, rec.Entry)
 	case rec.Step != nil:
+		if len(rec.Entries) > 0 {
+			buf = append(buf, `,"entries":[`...)
+			for i, e := range rec.Entries {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				if buf, err = appendEntry(buf, e); err != nil {
+					return buf, err
+				}
+			}
+			buf = append(buf, ']')
+		}
 		buf = append(buf, `,"step":`...)
 		buf, err = appendStep(buf, rec.Step)
 	default:

@@ -131,6 +131,12 @@ func (b *Board) foldJournal(path string) error {
 			}
 			b.indexLocked(rec.Entry)
 		case rec.Step != nil:
+			for _, e := range rec.Entries {
+				if e.Seq != int64(len(b.entries))+1 {
+					return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, e.Seq)
+				}
+				b.indexLocked(e)
+			}
 			b.steps = append(b.steps, *rec.Step)
 		case rec.Rec != nil:
 			b.recordings = append(b.recordings, *rec.Rec)

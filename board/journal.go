@@ -2,13 +2,16 @@ package board
 
 import "os"
 
-// record is one journal line: exactly one of its pointers is set.
+// record is one journal line. A finished step is one line holding its step
+// record and the entries written with it, so a torn write loses all of
+// them together and a resumed run redoes the step without duplicates.
 type record struct {
-	N     int64       `json:"n"`
-	Entry *Entry      `json:"entry,omitempty"`
-	Step  *StepRecord `json:"step,omitempty"`
-	Rec   *Recording  `json:"rec,omitempty"`
-	Run   *Run        `json:"run,omitempty"`
+	N       int64       `json:"n"`
+	Entry   *Entry      `json:"entry,omitempty"`
+	Entries []*Entry    `json:"entries,omitempty"` // with Step
+	Step    *StepRecord `json:"step,omitempty"`
+	Rec     *Recording  `json:"rec,omitempty"`
+	Run     *Run        `json:"run,omitempty"`
 }
 
 // journal is the append-only file beside blackboard.json. Each change is one
@@ -20,8 +23,6 @@ type journal struct {
 	sync  bool
 	f     *os.File
 	buf   []byte
-	line  []byte
-	batch bool // collect records in buf until flush
 }
 
 func (j *journal) append(rec *record) error {
@@ -32,44 +33,18 @@ func (j *journal) append(rec *record) error {
 		}
 		j.f = f
 	}
-	if !j.batch {
-		j.buf = j.buf[:0]
-	}
-	line, err := appendRecord(j.line[:0], rec)
-	j.line = line
+	line, err := appendRecord(j.buf[:0], rec)
 	if err != nil {
 		return err
 	}
-	j.buf = append(append(j.buf, line...), '\n')
-	if j.batch {
-		return nil
-	}
-	return j.flush()
-}
-
-// flush writes the collected lines with one write(2). A process killed
-// during it leaves a torn last line, which loading drops, and nothing of
-// the batch is reported done before it returns.
-func (j *journal) flush() error {
-	if j == nil || len(j.buf) == 0 {
-		return nil
-	}
-	buf := j.buf
-	j.buf = j.buf[:0]
-	if _, err := j.f.Write(buf); err != nil {
+	j.buf = append(line, '\n')
+	if _, err := j.f.Write(j.buf); err != nil {
 		return err
 	}
 	if j.sync {
 		return j.f.Sync()
 	}
 	return nil
-}
-
-// flushBatch ends batching; records still unwritten after a failed batch
-// are dropped with it.
-func (j *journal) flushBatch() {
-	j.batch = false
-	j.buf = j.buf[:0]
 }
 
 // truncate empties the journal after its records went into the file.

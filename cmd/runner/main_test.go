@@ -310,6 +310,9 @@ func TestKill9LosesNothing(t *testing.T) {
 			}
 		}
 		b, err := board.Load(out)
+		if os.IsNotExist(err) && len(reported) == 0 {
+			continue // killed before the run began: nothing was promised
+		}
 		if err != nil {
 			t.Fatalf("trial %d: blackboard does not load after kill -9: %v", i, err)
 		}
