@@ -23,11 +23,12 @@ type Board struct {
 	byAuthor   map[string][]int
 	byLabel    map[string][]int
 	byRole     map[string][]int
+	byKey      map[string][]int
 	keys       map[string]*keyState
 	steps      []StepRecord
 	recordings []Recording
 	journal    *journal // nil: in memory only
-	pending    *Entry   // an entry numbered but not yet indexed (FinishStep)
+	pending    []*Entry // entries numbered but not yet indexed (FinishStep)
 	journalN   int64    // journal records written so far (the file's watermark)
 	now        func() time.Time
 }
@@ -45,6 +46,7 @@ func New(run Run) *Board {
 		byAuthor:  map[string][]int{},
 		byLabel:   map[string][]int{},
 		byRole:    map[string][]int{},
+		byKey:     map[string][]int{},
 		keys:      map[string]*keyState{},
 		now:       time.Now,
 	}
@@ -128,6 +130,12 @@ func (b *Board) appendLocked(e Entry, expect int64) (Entry, error) {
 func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, error) {
 	if e.Key != "" {
 		cur := b.liveVersionLocked(e.Key, now)
+		if p := b.pendingKeyLocked(e.Key); p != nil {
+			cur = p.Version
+			if p.Deleted {
+				cur = 0
+			}
+		}
 		if expect >= 0 && cur != expect {
 			return Entry{}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", e.Key, expect, cur, ErrVersion)
 		}
@@ -136,10 +144,7 @@ func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, erro
 		}
 		e.Version = b.keyVersionLocked(e.Key) + 1
 	}
-	e.Seq = int64(len(b.entries)) + 1
-	if b.pending != nil {
-		e.Seq++
-	}
+	e.Seq = int64(len(b.entries)+len(b.pending)) + 1
 	if e.ID == "" {
 		e.ID = NewID(now)
 	}
@@ -149,16 +154,25 @@ func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, erro
 	return e, nil
 }
 
-// keyVersionLocked counts the key's writes so far, pending one included.
+// keyVersionLocked counts the key's writes so far, pending ones included.
 func (b *Board) keyVersionLocked(key string) int64 {
-	var v int64
+	if p := b.pendingKeyLocked(key); p != nil {
+		return p.Version
+	}
 	if ks := b.keys[key]; ks != nil {
-		v = ks.version
+		return ks.version
 	}
-	if p := b.pending; p != nil && p.Key == key {
-		v = p.Version
+	return 0
+}
+
+// pendingKeyLocked is the newest pending entry for key, if any.
+func (b *Board) pendingKeyLocked(key string) *Entry {
+	for i := len(b.pending) - 1; i >= 0; i-- {
+		if b.pending[i].Key == key {
+			return b.pending[i]
+		}
 	}
-	return v
+	return nil
 }
 
 // indexLocked adds e (already numbered) to the in-memory views.
@@ -176,6 +190,7 @@ func (b *Board) indexLocked(e *Entry) {
 		b.byRole[e.Role] = append(b.byRole[e.Role], i)
 	}
 	if e.Key != "" {
+		b.byKey[e.Key] = append(b.byKey[e.Key], i)
 		ks := b.keys[e.Key]
 		if ks == nil {
 			ks = &keyState{}
@@ -214,6 +229,17 @@ func (b *Board) Get(key string) (Entry, bool) {
 		return Entry{}, false
 	}
 	return *e, true
+}
+
+// Version is how many times key was written (tombstones and expired
+// writes included): the next write gets Version+1.
+func (b *Board) Version(key string) int64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if ks := b.keys[key]; ks != nil {
+		return ks.version
+	}
+	return 0
 }
 
 // KeyInfo describes a live key.
@@ -272,6 +298,7 @@ func (b *Board) Query(f Filter) []Entry {
 	pick(b.byAuthor, f.Author)
 	pick(b.byLabel, f.Label)
 	pick(b.byRole, f.Role)
+	pick(b.byKey, f.Key)
 	match := func(e *Entry) bool {
 		return (f.Section == "" || e.Section == f.Section) && (f.Role == "" || e.Role == f.Role) &&
 			(f.Author == "" || e.Author == f.Author) && (f.Label == "" || e.Label == f.Label) &&
@@ -344,26 +371,28 @@ func (b *Board) AddStep(s StepRecord) error {
 }
 
 // FinishStep records a finished step visit together with its audit entry
-// and, if kv is set, a key-value write: one journal line, one write(2).
-func (b *Board) FinishStep(s StepRecord, e Entry, kv *WriteOp) error {
+// and the key-value writes it makes (compare-and-set checked here), as one
+// journal line with one write(2): a process killed at any moment leaves
+// all of them or none. A failed compare-and-set writes nothing and returns
+// an error wrapping ErrVersion.
+func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer func() { b.pending = b.pending[:0] }()
 	now := b.now().UTC()
 	first, err := b.prepareLocked(e, -1, now)
 	if err != nil {
 		return err
 	}
-	batch := []*Entry{&first}
-	if kv != nil {
-		// Numbered as if the first entry were already in: it will be.
-		b.pending = &first
-		second, err := b.prepareLocked(kv.entry(), kv.ExpectVersion, now)
-		b.pending = nil
+	b.pending = append(b.pending[:0], &first)
+	for _, kv := range kvs {
+		next, err := b.prepareLocked(kv.entry(), kv.ExpectVersion, now)
 		if err != nil {
 			return err
 		}
-		batch = append(batch, &second)
+		b.pending = append(b.pending, &next)
 	}
+	batch := append([]*Entry(nil), b.pending...)
 	if err := b.logLocked(record{Entries: batch, Step: &s}); err != nil {
 		return err
 	}

@@ -18,11 +18,11 @@ type record struct {
 // line written with one write(2), so a killed process leaves at most a torn
 // last line, which loading drops.
 type journal struct {
-	path  string // blackboard.json.journal
-	file  string // blackboard.json
-	sync  bool
-	f     *os.File
-	buf   []byte
+	path string // blackboard.json.journal
+	file string // blackboard.json
+	sync bool
+	f    *os.File
+	buf  []byte
 }
 
 func (j *journal) append(rec *record) error {

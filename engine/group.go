@@ -39,6 +39,9 @@ func (r *Runner) group(ctx context.Context, n *Node) (Result, error) {
 				errs[i] = r.notStarted(gctx, c, n.Label)
 				return
 			}
+			if _, ok := r.alreadyDone(n.Label, c.Label); ok {
+				return // completed before the run was resumed
+			}
 			if _, err := r.visit(gctx, c, n.Label); err != nil {
 				errs[i] = err
 				if n.FailFast {

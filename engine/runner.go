@@ -71,6 +71,7 @@ type Runner struct {
 	visits  map[string]int
 	logs    map[string]zerolog.Logger
 	runID   string
+	done    map[string]map[string]board.StepRecord // see Restore
 	startPC int
 }
 
@@ -264,7 +265,15 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		rec.Error = stepErr.Error()
 	}
 	if err := r.record(n, &rec, res); err != nil {
-		return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
+		if !errors.Is(err, board.ErrVersion) {
+			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
+		}
+		// The step's own compare-and-set lost: the step failed.
+		stepErr, status = err, StatusFailed
+		rec.Status, rec.Error, res.Write, res.Goto = status, err.Error(), nil, ""
+		if err := r.record(n, &rec, res); err != nil {
+			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
+		}
 	}
 	ev := log.Info()
 	if status != StatusSucceeded && status != StatusSkipped {
@@ -290,7 +299,6 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result) error {
 		return err
 	}
 	rec.Result = raw
-	r.eval.set(n.Label, stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)))
 	// The audit entry holds the step's output; its full result is in the
 	// step record, so it is not encoded twice.
 	meta := map[string]any{"visit": rec.Visit, "type": n.Type, "status": rec.Status}
@@ -302,18 +310,22 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result) error {
 		section = n.Write.Section
 	}
 	entry := board.Entry{Section: section, Role: "step", Author: "runner", Label: n.Label, Content: res.Output, Meta: meta}
-	var kv *board.WriteOp
+	var kvs []*board.WriteOp
+	if res.Write != nil && rec.Status == StatusSucceeded {
+		kvs = append(kvs, res.Write)
+	}
 	if n.WriteKey != nil && rec.Status == StatusSucceeded {
 		key, err := r.eval.render(n.WriteKey, false)
 		if err != nil {
 			return fmt.Errorf("write.key: %w", err)
 		}
-		kv = &board.WriteOp{Key: key, Value: res.Output, TTL: n.Write.TTL, Section: section,
-			Author: "runner", Label: n.Label, Role: "step", Meta: meta, ExpectVersion: -1}
+		kvs = append(kvs, &board.WriteOp{Key: key, Value: res.Output, TTL: n.Write.TTL, Section: section,
+			Author: "runner", Label: n.Label, Role: "step", Meta: meta, ExpectVersion: -1})
 	}
-	if err := r.Board.FinishStep(*rec, entry, kv); err != nil {
+	if err := r.Board.FinishStep(*rec, entry, kvs...); err != nil {
 		return err
 	}
+	r.eval.set(n.Label, stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)))
 	if r.Observer != nil {
 		r.Observer.StepFinished(*rec)
 	}

@@ -45,6 +45,10 @@ type Result struct {
 	// Goto, set by a branch, is the top-level label to go to next, or
 	// "end" or "fail".
 	Goto string
+	// Write is a key-value write (or delete) the step makes. The engine
+	// commits it together with the step's record, so a run killed and
+	// resumed never makes it twice; a failed compare-and-set fails the step.
+	Write *board.WriteOp
 }
 
 // StepContext is what a running step may use. It is valid for one visit.

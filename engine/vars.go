@@ -79,3 +79,22 @@ func jsonText(v any) string {
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// SavedVars turns the vars saved in blackboard.json back into the types
+// the plan declares (JSON gives every number back as a float).
+func SavedVars(p *plans.Plan, saved map[string]any) map[string]any {
+	out := map[string]any{}
+	for _, v := range p.Vars {
+		val, ok := saved[v.Name]
+		if !ok {
+			val = v.Default
+		}
+		if f, isFloat := val.(float64); isFloat {
+			if _, wantInt := v.Default.(int); wantInt && f == float64(int(f)) {
+				val = int(f)
+			}
+		}
+		out[v.Name] = val
+	}
+	return out
+}

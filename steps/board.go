@@ -107,13 +107,20 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 	case "delete":
 		op.Delete = true
 	}
-	e, err := sc.Board.Write(op)
-	if err != nil {
-		return engine.Result{Fields: res}, err
+	// The engine commits the write with the step's record (and checks the
+	// compare-and-set there), so a resumed run never writes twice.
+	if s.expect >= 0 {
+		if cur, _ := sc.Board.Get(key); cur.Version != s.expect {
+			return engine.Result{Fields: res}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", key, s.expect, cur.Version, board.ErrVersion)
+		}
 	}
-	res.Version, res.Found = e.Version, !op.Delete
 	if op.Delete {
-		res.Version = 0
+		if _, ok := sc.Board.Get(key); !ok {
+			return engine.Result{Fields: res}, fmt.Errorf("board: key %q does not exist", key)
+		}
+	} else {
+		res.Found = true
+		res.Version = sc.Board.Version(key) + 1
 	}
-	return engine.Result{Output: op.Value, Fields: res}, nil
+	return engine.Result{Output: op.Value, Fields: res, Write: &op}, nil
 }

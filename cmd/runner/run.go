@@ -73,7 +73,8 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitFailed
 	}
-	b, err := board.Create(path, board.Run{ID: runID, PlanPath: pos[0], PlanSHA256: prog.Plan.SHA256,
+	planPath, _ := filepath.Abs(pos[0])
+	b, err := board.Create(path, board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256,
 		PlanSource: string(prog.Plan.Source), Vars: resolved, Workdir: wd, Status: board.StatusRunning,
 		StartedAt: now, RunnerVersion: version}, board.Options{Sync: *syncFlag})
 	if err != nil {

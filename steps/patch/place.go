@@ -138,6 +138,7 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 	}
 	lead, trail := h.context()
 	maxTop, maxBot := min(lead, maxFuzzPerEdge), min(trail, maxFuzzPerEdge)
+	var already []cand // new side found in several places: weak evidence
 	for fuzz := 0; fuzz <= maxTop+maxBot; fuzz++ {
 		for ws := wsExact; ws < numWS; ws++ {
 			oc := p.candidates(h, '-', fuzz, ws, lo, hi, prevTrail)
@@ -151,33 +152,71 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 			if len(oc) == 0 && len(nc) == 0 {
 				continue
 			}
-			return p.decide(h, oc, nc)
+			pl, f, final := p.decide(h, oc, nc)
+			if final {
+				return pl, f
+			}
+			if already == nil {
+				already = nc
+			}
 		}
+	}
+	if already != nil {
+		return p.result(h, false, nearest(already, p.hints(h, '+'))), nil
 	}
 	return placed{}, &failure{h: h}
 }
 
 // decide picks among the matches found at one level: those under the
-// heading the hunk names (if any is), then the one at the header's line
-// (if line numbers are trusted), else the only one.
-func (p *placer) decide(h *hunk, oc, nc []cand) (placed, *failure) {
+// heading the hunk names, those at the file's edge an edge hunk touches,
+// then the one at the header's line (if line numbers are trusted), else
+// the only one. final is false when only the new side matched and that is
+// too little to call the hunk applied before looking for its old side at
+// looser levels: in several places, or away from the edge an edge hunk
+// touches.
+func (p *placer) decide(h *hunk, oc, nc []cand) (_ placed, _ *failure, final bool) {
 	sec := sectionText(h.header)
 	oc, nc = p.bySection(oc, sec), p.bySection(nc, sec)
+	if lead, trail := h.context(); (lead == 0) != (trail == 0) {
+		// Diff tools always write the context there is, so a hunk with
+		// context on one side only reaches the start or end of the file.
+		oe, ne := p.atEdge(oc, lead == 0), p.atEdge(nc, lead == 0)
+		switch {
+		case len(oe)+len(ne) > 0:
+			oc, nc = oe, ne
+		case len(oc) == 0:
+			return placed{}, nil, false
+		}
+	}
 	if c, ok := atHint(oc, p.hints(h, '-')); ok {
-		return p.result(h, true, c), nil
+		return p.result(h, true, c), nil, true
 	}
 	if c, ok := atHint(nc, p.hints(h, '+')); ok {
-		return p.result(h, false, c), nil
+		return p.result(h, false, c), nil, true
 	}
 	switch {
 	case len(oc) > 0 && len(nc) > 0:
-		return placed{}, &failure{h: h, mixed: true, where: starts(append(oc, nc...))}
+		return placed{}, &failure{h: h, mixed: true, where: starts(append(oc, nc...))}, true
 	case len(oc) == 1:
-		return p.result(h, true, oc[0]), nil
+		return p.result(h, true, oc[0]), nil, true
 	case len(oc) > 1:
-		return placed{}, &failure{h: h, where: starts(oc)}
+		return placed{}, &failure{h: h, where: starts(oc)}, true
+	case len(nc) == 1:
+		return p.result(h, false, nc[0]), nil, true
 	}
-	return p.result(h, false, nearest(nc, p.hints(h, '+'))), nil
+	return placed{}, nil, false
+}
+
+// atEdge keeps the candidates at the start (start=true) or the end of
+// the file.
+func (p *placer) atEdge(cs []cand, start bool) []cand {
+	var out []cand
+	for _, c := range cs {
+		if (start && c.start == 0) || (!start && c.start+c.n == len(p.c.text)) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // dropInside drops the matches that lie within one of outer.

@@ -89,6 +89,7 @@ type goTest struct {
 	name       string
 	parent     *goTest
 	children   int
+	openKids   int // subtests without a verdict yet
 	failedKids int
 	state      string // "" while running; pass, fail, skip
 	out        lines
@@ -139,7 +140,7 @@ func (p *goParser) stdout(line string) {
 			p.testOutput(pkg, t, l)
 		}
 	case "pass", "skip":
-		t.state = ev.Action
+		t.verdict(ev.Action)
 		t.out = lines{} // a passing test's output is of no use to a fix
 		if t.children == 0 {
 			if ev.Action == "pass" {
@@ -150,10 +151,7 @@ func (p *goParser) stdout(line string) {
 			p.rep.counts.Total++
 		}
 	case "fail":
-		t.state = "fail"
-		if t.parent != nil {
-			t.parent.failedKids++
-		}
+		t.verdict("fail")
 		p.testFailed(pkg, t, KindFail, false)
 	}
 }
@@ -175,6 +173,7 @@ func (pkg *goPkg) test(name string) *goTest {
 		if i := strings.LastIndexByte(name, '/'); i > 0 {
 			t.parent = pkg.test(name[:i])
 			t.parent.children++
+			t.parent.openKids++
 		}
 		pkg.tests[name] = t
 		pkg.order = append(pkg.order, t)
@@ -294,10 +293,10 @@ func (p *goParser) testFailed(pkg *goPkg, t *goTest, kind string, force bool) {
 // left to them.
 func (p *goParser) unfinished(pkg *goPkg, killed bool) {
 	for _, t := range pkg.order {
-		if t.state != "" || t.children > 0 && (t.failedKids > 0 || !allDone(pkg, t)) {
+		if t.state != "" || t.failedKids > 0 || t.openKids > 0 {
 			continue
 		}
-		t.state = "fail"
+		t.verdict("fail")
 		kind := KindFail
 		switch {
 		case killed || pkg.timedOut:
@@ -305,21 +304,24 @@ func (p *goParser) unfinished(pkg *goPkg, killed bool) {
 		case pkg.panicMsg != "" && t.panicMsg == "":
 			t.panicMsg = pkg.panicMsg
 		}
-		if t.parent != nil {
-			t.parent.failedKids++
-		}
 		p.testFailed(pkg, t, kind, true)
 	}
 }
 
-// allDone says whether every subtest of t has a verdict.
-func allDone(pkg *goPkg, t *goTest) bool {
-	for _, c := range pkg.order {
-		if c.parent == t && c.state == "" {
-			return false
+// verdict records how t ended, for its parent too. A repeated event (a
+// test binary run twice by -count) does not count twice.
+func (t *goTest) verdict(state string) {
+	if t.state != "" {
+		t.state = state
+		return
+	}
+	t.state = state
+	if t.parent != nil {
+		t.parent.openKids--
+		if state == "fail" {
+			t.parent.failedKids++
 		}
 	}
-	return true
 }
 
 func (p *goParser) setupFailed(pkg *goPkg) {

@@ -25,7 +25,7 @@ var tapFramework = &framework{
 		if err != nil {
 			abs = dir
 		}
-		return &tapParser{dir: abs, hasKids: map[int]bool{}, kidFailed: map[int]bool{}}
+		return &tapParser{dir: abs}
 	},
 }
 
@@ -44,8 +44,7 @@ type tapParser struct {
 	dir       string
 	rep       report
 	names     []tapName // enclosing subtests
-	hasKids   map[int]bool
-	kidFailed map[int]bool
+	levels    []tapLevel // indentations of open nesting levels, outermost first
 	cur       *tapResult // the last test point, while its YAML block may follow
 	yaml      []string
 	inYAML    bool
@@ -55,6 +54,12 @@ type tapParser struct {
 type tapName struct {
 	indent int
 	name   string
+}
+
+// tapLevel is one level of subtest nesting, by its indentation.
+type tapLevel struct {
+	indent int
+	failed bool // a test point at this level (or under it) failed
 }
 
 type tapResult struct {
@@ -113,15 +118,15 @@ func (p *tapParser) stderr(string) {}
 // read. A point whose subtests came before it is their parent.
 func (p *tapParser) point(indent int, ok bool, desc string) {
 	p.rep.structured = true
-	r := &tapResult{indent: indent, ok: ok, parent: p.hasKids[indent], kidFailed: p.kidFailed[indent]}
-	for k := range p.hasKids {
-		if k >= indent {
-			delete(p.hasKids, k)
-			delete(p.kidFailed, k)
-		}
+	r := &tapResult{indent: indent, ok: ok}
+	// Deeper levels still open were this point's subtests.
+	for n := len(p.levels); n > 0 && p.levels[n-1].indent > indent; n = len(p.levels) {
+		r.parent = true
+		r.kidFailed = r.kidFailed || p.levels[n-1].failed
+		p.levels = p.levels[:n-1]
 	}
-	for k := 0; k < indent; k++ {
-		p.hasKids[k] = true
+	if n := len(p.levels); n == 0 || p.levels[n-1].indent < indent {
+		p.levels = append(p.levels, tapLevel{indent: indent})
 	}
 	if m := tapDirective.FindStringSubmatchIndex(desc); m != nil {
 		r.directive = strings.ToLower(desc[m[2] : m[2]+4])
@@ -148,11 +153,8 @@ func (p *tapParser) end() {
 	p.cur = nil
 	block := p.yaml
 	p.yaml = nil
-	failed := !r.ok && r.directive != "todo"
-	if failed {
-		for k := 0; k < r.indent; k++ {
-			p.kidFailed[k] = true
-		}
+	if !r.ok && r.directive != "todo" && len(p.levels) > 0 {
+		p.levels[len(p.levels)-1].failed = true
 	}
 	if r.parent && (r.ok || r.kidFailed) {
 		return // its subtests are counted

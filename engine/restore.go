@@ -1,0 +1,97 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/planrunner/runner/board"
+)
+
+// ErrFinished is returned by Restore when the saved run has nothing left
+// to do.
+var ErrFinished = fmt.Errorf("the run has no step left to run")
+
+// Restore prepares the runner to continue a saved run (runner resume). It
+// rebuilds each step's visits and state, and the run's step count, from
+// the saved step records, and goes on after the last completed top-level
+// step. A step is completed when it succeeded, was skipped by its `if`, or
+// failed under continue_on_error; an interrupted or failed step runs again
+// under the same visit number. Children that completed inside a group that
+// did not finish are not run again when the group is.
+func (r *Runner) Restore(records []board.StepRecord) error {
+	r.init()
+	index := map[string]int{}
+	for i, n := range r.Prog.Steps {
+		index[n.Label] = i
+	}
+	pending := map[string]map[string]board.StepRecord{}
+	var last *board.StepRecord
+	for i := range records {
+		rec := &records[i]
+		n := r.Prog.Node(rec.Label)
+		if n == nil {
+			return fmt.Errorf("saved step %q is not in the plan", rec.Label)
+		}
+		if !completed(n, rec) {
+			continue
+		}
+		if rec.Visit > r.visits[rec.Label] {
+			r.visits[rec.Label] = rec.Visit
+		}
+		r.total.Add(1)
+		res, err := decodeResult(n, rec.Result)
+		if err != nil {
+			return err
+		}
+		r.eval.set(rec.Label, stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)))
+		if n.Children != nil {
+			delete(pending, n.Label) // the group finished: its children are history
+		}
+		if rec.Parent != "" {
+			if pending[rec.Parent] == nil {
+				pending[rec.Parent] = map[string]board.StepRecord{}
+			}
+			pending[rec.Parent][rec.Label] = *rec
+		} else {
+			last = rec
+		}
+	}
+	r.done = pending
+	switch {
+	case last == nil:
+		r.startPC = 0
+	case last.Goto == "end" || last.Goto == "fail":
+		return ErrFinished
+	case last.Goto != "":
+		r.startPC = index[last.Goto]
+	default:
+		r.startPC = index[last.Label] + 1
+	}
+	if r.startPC >= len(r.Prog.Steps) {
+		return ErrFinished
+	}
+	return nil
+}
+
+func completed(n *Node, rec *board.StepRecord) bool {
+	switch rec.Status {
+	case StatusSucceeded:
+		return true
+	case StatusSkipped:
+		return rec.Error == "" // not a child that fail_fast kept from starting
+	case StatusFailed:
+		return n.ContinueOnError
+	}
+	return false
+}
+
+// alreadyDone returns the record of a child that completed in this visit
+// of its group before the run was interrupted; it is used once.
+func (r *Runner) alreadyDone(group, child string) (board.StepRecord, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rec, ok := r.done[group][child]
+	if ok {
+		delete(r.done[group], child)
+	}
+	return rec, ok
+}
