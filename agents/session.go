@@ -105,9 +105,13 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
 	start := time.Now()
 	var resp *Response
-	if ss.set.replay != nil {
+	if ss.set.replay != nil && !ss.live() {
 		resp, err = ss.replayed(info, canon, sum)
 	} else {
+		if ss.set.replay != nil && ss.agent.LiveModel != "" {
+			req.Model = ss.agent.LiveModel
+			canon, sum, _ = req.Canonical()
+		}
 		var retries int
 		resp, retries, err = ss.agent.p.complete(ctx, info, req)
 		ss.stats.Retries += retries
@@ -131,6 +135,12 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 		Int("output_tokens", resp.Usage.OutputTokens).Str("finish_reason", resp.FinishReason).
 		Dur("took", time.Since(start)).Msg("model call")
 	return resp, nil
+}
+
+// live reports whether a fork has handed this visit to the real providers.
+func (ss *Session) live() bool {
+	f, ok := ss.set.replay.(ForkSource)
+	return ok && f.Live(ss.label, ss.visit)
 }
 
 // replayed answers a call from the replay source, or says how the run

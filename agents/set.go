@@ -53,6 +53,14 @@ type ReplaySource interface {
 	Recording(label string, visit, call int) (board.Recording, bool)
 }
 
+// ForkSource is a ReplaySource that hands a run over to the real providers
+// from some step visit on (runner replay --from): calls of a live visit go
+// to the network, with the agent's LiveModel if one is set.
+type ForkSource interface {
+	ReplaySource
+	Live(label string, visit int) bool
+}
+
 // FromRecordings is a ReplaySource over a saved run's recordings (those of
 // kind "llm"; the first one wins if a (label, visit, call) repeats).
 func FromRecordings(recs []board.Recording) ReplaySource {
@@ -90,6 +98,9 @@ type Agent struct {
 	System   string
 	Timeout  time.Duration // per call
 	Spec     *plans.Agent
+	// LiveModel, when set, replaces Model for the live calls of a fork
+	// (runner replay --from --agent NAME.model=...).
+	LiveModel string
 	p        provider
 }
 
@@ -156,7 +167,8 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		if a.Timeout <= 0 {
 			a.Timeout = DefaultTimeout
 		}
-		p, err := newProvider(plan, a, t, getenv, opt.Replay != nil)
+		_, fork := opt.Replay.(ForkSource)
+		p, err := newProvider(plan, a, t, getenv, opt.Replay != nil && !fork)
 		if err != nil {
 			errs = append(errs, err)
 			continue

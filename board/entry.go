@@ -83,6 +83,8 @@ type Run struct {
 	StartedAt     time.Time      `json:"started_at"`
 	FinishedAt    *time.Time     `json:"finished_at"`
 	RunnerVersion string         `json:"runner_version"`
+	// ReplayOf is the recording a replay was made from.
+	ReplayOf string `json:"replay_of,omitempty"`
 }
 
 // Run statuses.

@@ -27,6 +27,7 @@ func init() {
 	commands = []command{
 		{"run", "run PLAN [--var k=v]... [--workdir DIR] [--out FILE] [--dry-run] [--sync]", "run a plan", cmdRun},
 		{"validate", "validate PLAN...", "check plans; print every problem as file:line:col: message", cmdValidate},
+		{"replay", "replay BLACKBOARD [--plan PLAN] [--workdir DIR | --offline] [--from LABEL[#VISIT]] [--agent NAME.model=M]", "re-run a saved run with model answers from its recording", cmdReplay},
 		{"resume", "resume BLACKBOARD [--force]", "continue an interrupted or failed run after its last completed step", cmdResume},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"version", "version", "print the version", cmdVersion},

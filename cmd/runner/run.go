@@ -87,9 +87,17 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // execute runs r with Ctrl-C handling and progress, and maps the outcome
-// to an exit code. run, resume and replay share it.
+// to an exit code. run and resume share it.
 func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals, progress bool) int {
-	ctx, cancel := context.WithCancelCause(context.Background())
+	start := time.Now()
+	err := runEngine(context.Background(), r, stderr, progress)
+	report(r, err, start, stdout, stderr, g)
+	return exitCode(err)
+}
+
+// runEngine runs r until it ends; SIGINT or SIGTERM interrupts it.
+func runEngine(ctx context.Context, r *engine.Runner, stderr io.Writer, progress bool) error {
+	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -107,24 +115,23 @@ func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals, progress bo
 	var view *progressView
 	if progress {
 		view = newProgress(stderr, isTerminal(stderr))
-		r.Observer = view
+		r.Observer = observers(view, r.Observer)
 	}
-	start := time.Now()
 	err := r.Run(ctx)
 	if view != nil {
 		view.close()
 	}
-	path := r.Board.Path()
+	return err
+}
+
+// report prints how a run ended and where its board is.
+func report(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writer, g *globals) {
 	status := board.StatusSucceeded
-	code := exitOK
 	var re *engine.RunError
 	if errors.As(err, &re) {
-		status, code = re.Status, exitFailed
-		if re.Status == engine.StatusInterrupted {
-			code = exitInterrupted
-		}
+		status = re.Status
 	} else if err != nil {
-		status, code = board.StatusFailed, exitFailed
+		status = board.StatusFailed
 	}
 	if !g.quiet {
 		fmt.Fprintf(stderr, "run %s %s in %s\n", r.Board.Run().ID, status, time.Since(start).Round(time.Millisecond))
@@ -132,8 +139,46 @@ func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals, progress bo
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 	}
-	fmt.Fprintf(stdout, "blackboard: %s\n", path)
-	return code
+	fmt.Fprintf(stdout, "blackboard: %s\n", r.Board.Path())
+}
+
+func exitCode(err error) int {
+	var re *engine.RunError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &re) && re.Status == engine.StatusInterrupted:
+		return exitInterrupted
+	}
+	return exitFailed
+}
+
+// multiObserver tells several observers.
+type multiObserver []engine.Observer
+
+func observers(list ...engine.Observer) engine.Observer {
+	var m multiObserver
+	for _, o := range list {
+		if o != nil {
+			m = append(m, o)
+		}
+	}
+	if len(m) == 1 {
+		return m[0]
+	}
+	return m
+}
+
+func (m multiObserver) StepStarted(label string, visit int, parent string) {
+	for _, o := range m {
+		o.StepStarted(label, visit, parent)
+	}
+}
+
+func (m multiObserver) StepFinished(rec board.StepRecord) {
+	for _, o := range m {
+		o.StepFinished(rec)
+	}
 }
 
 func resolveWorkdir(dir string) (string, error) {

@@ -128,7 +128,7 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 	// other, longer side (loosely, any whitespace) is the longer side
 	// being there: a deletion at the end of a file has a new side that is
 	// the start of its old side, an addition one the other way round.
-	hi := p.upper(k, lo)
+	hi := len(p.c.text)
 	var looseOld, looseNew []cand
 	loose := func(side byte, have *[]cand) []cand {
 		if *have == nil {
@@ -152,7 +152,7 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 			if len(oc) == 0 && len(nc) == 0 {
 				continue
 			}
-			pl, f, final := p.decide(h, oc, nc)
+			pl, f, final := p.decide(k, lo, oc, nc)
 			if final {
 				return pl, f
 			}
@@ -174,7 +174,8 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 // too little to call the hunk applied before looking for its old side at
 // looser levels: in several places, or away from the edge an edge hunk
 // touches.
-func (p *placer) decide(h *hunk, oc, nc []cand) (_ placed, _ *failure, final bool) {
+func (p *placer) decide(k, lo int, oc, nc []cand) (_ placed, _ *failure, final bool) {
+	h := p.hunks[k]
 	sec := sectionText(h.header)
 	oc, nc = p.bySection(oc, sec), p.bySection(nc, sec)
 	if lead, trail := h.context(); (lead == 0) != (trail == 0) {
@@ -193,6 +194,9 @@ func (p *placer) decide(h *hunk, oc, nc []cand) (_ placed, _ *failure, final boo
 	}
 	if c, ok := atHint(nc, p.hints(h, '+')); ok {
 		return p.result(h, false, c), nil, true
+	}
+	if len(oc) > 1 {
+		oc = p.beforeNext(k, lo, oc)
 	}
 	switch {
 	case len(oc) > 0 && len(nc) > 0:
@@ -399,9 +403,26 @@ func abs(x int) int {
 	return x
 }
 
+// beforeNext keeps, of several candidates, those that end before the
+// next hunk that matches exactly in one place (hunks come in file order;
+// context may be shared), if that leaves any.
+func (p *placer) beforeNext(k, lo int, cs []cand) []cand {
+	hi := p.upper(k, lo)
+	var out []cand
+	for _, c := range cs {
+		if c.start+c.n <= hi {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return cs
+	}
+	return out
+}
+
 // upper is the line the hunks after k pin down: the start (plus leading
 // context, which may be shared) of the first later hunk whose whole old side
-// matches exactly in one place at or after lo. Hunk k must end before it.
+// matches exactly in one place at or after lo.
 func (p *placer) upper(k, lo int) int {
 	for j := k + 1; j < len(p.hunks); j++ {
 		if !p.done[j] {

@@ -160,6 +160,9 @@ func (b *lines) add(l string) {
 }
 
 func (b *lines) all() []string {
+	if b == nil {
+		return nil
+	}
 	out := append([]string(nil), b.head...)
 	if b.dropped > 0 {
 		out = append(out, fmt.Sprintf("[... %d lines dropped ...]", b.dropped))

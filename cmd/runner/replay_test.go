@@ -1,0 +1,213 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// fakeOpenAI answers Chat Completions as the real API does, counting calls
+// and the models asked for.
+func fakeOpenAI(t *testing.T) (*httptest.Server, *atomic.Int64, *[]string) {
+	var calls atomic.Int64
+	var models []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" || r.Header.Get("Authorization") != "Bearer sk-test" {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"error":{"message":"bad request to fake","type":"invalid_request_error","code":"invalid_api_key"}}`)
+			return
+		}
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		n := calls.Add(1)
+		models = append(models, req.Model)
+		last := req.Messages[len(req.Messages)-1].Content
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"chatcmpl-%d","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
+			n, req.Model, fmt.Sprintf("answer %d to %d chars", n, len(last)))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls, &models
+}
+
+// openaiPlan writes the openai test plan pointing at base.
+func openaiPlan(t *testing.T, dir, base string) string {
+	src, _ := os.ReadFile(testdata("openai.yaml"))
+	p := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(p, []byte(strings.ReplaceAll(string(src), "${BASE_URL}", base+"/v1")), 0o644)
+	return p
+}
+
+func runEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	old := os.Environ()
+	t.Cleanup(func() {
+		os.Clearenv()
+		for _, kv := range old {
+			k, v, _ := strings.Cut(kv, "=")
+			os.Setenv(k, v)
+		}
+	})
+	os.Clearenv()
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		os.Setenv(k, v)
+	}
+	return runCLI(t, dir, args...)
+}
+
+// normalBoard is a saved board as JSON with ids, times, paths and the
+// replay's own bookkeeping set aside.
+func normalBoard(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	delete(v, "run")
+	delete(v, "journal_n")
+	for _, e := range v["entries"].([]any) {
+		delete(e.(map[string]any), "id")
+	}
+	out, _ := json.MarshalIndent(dropTimes(v), "", " ")
+	return string(out)
+}
+
+func TestReplayOfflineWithoutKeyOrNetwork(t *testing.T) {
+	srv, calls, _ := fakeOpenAI(t)
+	wd := t.TempDir()
+	plan := openaiPlan(t, wd, srv.URL)
+	path := os.Getenv("PATH")
+	r := runEnv(t, wd, []string{"PATH=" + path, "OPENAI_API_KEY=sk-test"}, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	recorded := blackboardPath(t, r.stdout)
+	if calls.Load() != 2 {
+		t.Fatalf("%d model calls while recording, want 2", calls.Load())
+	}
+	srv.Close() // the network is gone
+	os.Remove(filepath.Join(wd, "answer.txt"))
+	out := filepath.Join(wd, "replay.json")
+	r = runEnv(t, t.TempDir(), []string{"PATH=" + path}, "replay", recorded, "--offline", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("replay: exit %d %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "matched the recording: 3 steps") {
+		t.Errorf("replay said %q", r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(wd, "answer.txt")); err == nil {
+		t.Error("an offline replay ran a command")
+	}
+	if a, b := normalBoard(t, recorded), normalBoard(t, out); a != b {
+		t.Errorf("replayed board differs from the recording:\n%s", unifiedDiff("recorded", "replayed", a, b))
+	}
+	if calls.Load() != 2 {
+		t.Errorf("the replay called the model")
+	}
+	data, _ := os.ReadFile(out)
+	if strings.Contains(string(data), "sk-test") {
+		t.Error("the API key reached the board")
+	}
+}
+
+func TestReplayShowsChangedPrompt(t *testing.T) {
+	wd := t.TempDir()
+	r := runCLI(t, wd, "run", filepath.Join(repoRoot(), "examples/offline/plan.yaml"), "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	recorded := blackboardPath(t, r.stdout)
+	src, _ := os.ReadFile(filepath.Join(repoRoot(), "examples/offline/plan.yaml"))
+	edited := strings.Replace(string(src), "Give it a title, a severity and labels.", "Give it a title and labels.", 1)
+	if edited == string(src) {
+		t.Fatal("the example's prompt changed; update this test")
+	}
+	dir := filepath.Join(repoRoot(), "examples/offline")
+	plan := filepath.Join(dir, "edited-test.yaml") // beside the example, for its answers file
+	os.WriteFile(plan, []byte(edited), 0o644)
+	t.Cleanup(func() { os.Remove(plan) })
+	r = runCLI(t, wd, "replay", recorded, "--offline", "--plan", plan)
+	if r.code != 3 {
+		t.Fatalf("exit %d, want 3: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"replay diverged at step triage (visit 1), model call 1",
+		"-Give it a title, a severity and labels.", "+Give it a title and labels."} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+}
+
+func TestReplayNeedsWorkdirOrOffline(t *testing.T) {
+	r := runCLI(t, t.TempDir(), "replay", "whatever.json")
+	if r.code != 2 || !strings.Contains(r.stderr, "--workdir DIR") || !strings.Contains(r.stderr, "--offline") {
+		t.Fatalf("exit %d %q", r.code, r.stderr)
+	}
+}
+
+// With --workdir, local steps run for real; a different result is a
+// divergence, shown as a diff of the results.
+func TestReplayLocalStepDiverges(t *testing.T) {
+	srv, _, _ := fakeOpenAI(t)
+	wd := t.TempDir()
+	plan := openaiPlan(t, wd, srv.URL)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	r := runCLI(t, wd, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	recorded := blackboardPath(t, r.stdout)
+	other := t.TempDir()
+	r = runCLI(t, other, "replay", recorded, "--workdir", other, "-q")
+	if r.code != 0 {
+		t.Fatalf("replay in a fresh workdir: exit %d %s", r.code, r.stderr)
+	}
+	// The world changed: `show` now prints one more line.
+	src, _ := os.ReadFile(plan)
+	os.WriteFile(plan, []byte(strings.Replace(string(src), "cat answer.txt", "cat answer.txt; echo extra", 1)), 0o644)
+	r = runCLI(t, other, "replay", recorded, "--workdir", other, "--plan", plan)
+	if r.code != 3 || !strings.Contains(r.stderr, "replay diverged at step show (visit 1)") || !strings.Contains(r.stderr, "--- recorded result") {
+		t.Fatalf("exit %d, want 3 with the result diff: %s", r.code, r.stderr)
+	}
+}
+
+// --from replays up to a step, then goes live, here with another model.
+func TestReplayFork(t *testing.T) {
+	srv, calls, models := fakeOpenAI(t)
+	wd := t.TempDir()
+	plan := openaiPlan(t, wd, srv.URL)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	r := runCLI(t, wd, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	recorded := blackboardPath(t, r.stdout)
+	r = runCLI(t, wd, "replay", recorded, "--workdir", wd, "--from", "again", "--agent", "coder.model=gpt-other", "-q")
+	if r.code != 0 {
+		t.Fatalf("fork: exit %d %s", r.code, r.stderr)
+	}
+	if calls.Load() != 3 || (*models)[2] != "gpt-other" {
+		t.Errorf("calls %d models %v: want one live call with gpt-other", calls.Load(), *models)
+	}
+}
+
+func repoRoot() string {
+	p, _ := filepath.Abs("../..")
+	return p
+}
