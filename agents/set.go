@@ -101,7 +101,7 @@ type Agent struct {
 	// LiveModel, when set, replaces Model for the live calls of a fork
 	// (runner replay --from --agent NAME.model=...).
 	LiveModel string
-	p        provider
+	p         provider
 }
 
 // provider answers one request. It returns the number of retries it made,

@@ -100,6 +100,19 @@ func (sc *StepContext) EvalBool(e *Expr) (bool, error) {
 	return sc.eval.bool(e, nil)
 }
 
+// Brancher is implemented by steps that can jump (branch), so tools such
+// as `runner graph` can draw their edges without knowing the type.
+type Brancher interface {
+	Branches() []Branch
+}
+
+// Branch is one way a step can jump: to To when When holds ("" for a
+// default, taken when no case is).
+type Branch struct {
+	When string
+	To   string
+}
+
 // Registry maps type names to Types.
 type Registry struct {
 	mu    sync.RWMutex

@@ -116,6 +116,20 @@ func topLabels(p *plans.Plan) []string {
 	return out
 }
 
+// Branches lists where the branch can jump, for `runner graph`.
+func (s *branchStep) Branches() []engine.Branch {
+	var out []engine.Branch
+	for _, c := range s.cases {
+		if c.when != nil {
+			out = append(out, engine.Branch{When: c.when.Src, To: c.dest})
+		}
+	}
+	if s.def != "" {
+		out = append(out, engine.Branch{To: s.def})
+	}
+	return out
+}
+
 // Describe is what a dry run shows.
 func (s *branchStep) Describe() string {
 	var b strings.Builder

@@ -30,6 +30,9 @@ func init() {
 		{"replay", "replay BLACKBOARD [--plan PLAN] [--workdir DIR | --offline] [--from LABEL[#VISIT]] [--agent NAME.model=M]", "re-run a saved run with model answers from its recording", cmdReplay},
 		{"resume", "resume BLACKBOARD [--force]", "continue an interrupted or failed run after its last completed step", cmdResume},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
+		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
+		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
+		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
 		{"version", "version", "print the version", cmdVersion},
 	}
 }

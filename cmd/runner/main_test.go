@@ -336,3 +336,17 @@ func TestKill9LosesNothing(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestGraph(t *testing.T) {
+	for _, format := range []string{"mermaid", "dot"} {
+		r := runCLI(t, "testdata", "graph", "five-mistakes.yaml", "--format", format)
+		if r.code != 2 {
+			t.Errorf("graph of an invalid plan: exit %d", r.code)
+		}
+		r = runCLI(t, "testdata", "graph", "crash.yaml", "--format", format)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		golden(t, "crash."+format+".golden", r.stdout)
+	}
+}

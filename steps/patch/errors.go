@@ -40,6 +40,9 @@ func (k Kind) String() string {
 type RefusedError struct {
 	Kind Kind
 	Msg  string
+	// Ambiguous: every hunk that failed matched in several places equally
+	// well. The diff is not wrong, only short of context to say where.
+	Ambiguous bool
 }
 
 func (e *RefusedError) Error() string { return e.Msg }

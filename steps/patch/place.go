@@ -5,19 +5,33 @@ import (
 	"strings"
 )
 
-// Placing a hunk means finding where its old side sits in the file. The
-// search goes from strict to loose: at the header's line, anywhere (the
-// header may be wrong), ignoring trailing then all whitespace, then with
-// up to two context lines dropped from either edge. At each step a place is
-// taken only if it is at the header's line or is the only one: two equally
-// good places are a refusal, not a guess.
+// Placing a hunk means finding where its old side sits in the file.
+//
+// The search goes from strict to loose: exact text, trailing whitespace
+// ignored, all whitespace ignored, then the same with one to four context
+// lines dropped from the hunk's edges (at most two per edge, never below one
+// line of context). The first level where anything matches decides, and a
+// place is taken only if nothing else there is as good. When several places
+// match equally well, these may pick one, in order:
+//
+//   - the heading after the "@@ ... @@" (git puts the enclosing func or
+//     type there, and models copy the habit);
+//   - the file's edge, for a hunk with context on one side only (diff
+//     tools always write the context there is, so such a hunk reaches the
+//     start or end of the file);
+//   - the header's line numbers, but only when every numbered hunk of the
+//     diff is exactly where its header says (see hintsHold): a model's
+//     numbers are often off, and an off number can land right on a
+//     repeated block;
+//   - the order of hunks: a hunk comes before the next hunk that matches in
+//     exactly one place.
+//
+// Otherwise it is a refusal, not a guess.
 //
 // Hunks are placed in order, each after the one before (they may share
-// context lines, as hand-written hunks often do) and before the next hunk
-// whose old side matches in exactly one place.
-//
-// The new side is looked for the same way, to tell a hunk that is already
-// applied from one that does not apply.
+// context lines, as hand-written hunks often do). The new side is looked for
+// too, at the same levels, to tell a hunk that is already applied from one
+// that does not apply.
 
 // maxFuzzPerEdge is how many context lines may be dropped from each edge.
 const maxFuzzPerEdge = 2
@@ -41,17 +55,19 @@ type failure struct {
 	mixed bool  // both its old and its new side are in the file
 }
 
+// cand is a match: the matched lines (the hunk's side less top and bot
+// context lines) are n lines at start.
+type cand struct{ start, top, bot, ws, n int }
+
 type placer struct {
 	c     *content
 	hunks []*hunk
-	trust bool    // line numbers may break ties: the diff's are all right
-	delta int     // how far the last placed hunk was from its header's line
-	exact [][]int // per hunk: every exact place of its whole old side; nil = not computed
-	done  []bool
+	trust bool    // line numbers may break ties (see hintsHold)
+	exact [][]int // per hunk: every exact place of its whole old side
+	done  []bool  // exact[k] computed
 }
 
-// placeAll places a file's hunks in order. trust says whether line
-// numbers may choose between equally good places (see hintsHold).
+// placeAll places a file's hunks in order.
 func placeAll(c *content, hunks []*hunk, trust bool) ([]placed, []failure) {
 	p := &placer{c: c, hunks: hunks, trust: trust, exact: make([][]int, len(hunks)), done: make([]bool, len(hunks))}
 	var out []placed
@@ -65,29 +81,39 @@ func placeAll(c *content, hunks []*hunk, trust bool) ([]placed, []failure) {
 		}
 		out = append(out, pl)
 		lo, prevTrail = pl.end, pl.trail
-		hint := pl.h.oldHint
-		if !pl.applied {
-			hint = pl.h.newHint
-		}
-		if pl.h.hasHint {
-			p.delta = pl.start - pl.top - hint
-		}
 	}
 	return out, fails
 }
 
-func (p *placer) hints(h *hunk, side byte) []int {
+// hintsHold reports whether every hunk with line numbers sits exactly at
+// the line its header gives, old side or (already applied) new side,
+// whitespace aside. Only then may line numbers choose between places.
+func hintsHold(c *content, hunks []*hunk) bool {
+	for _, h := range hunks {
+		old, new := h.sides()
+		if !h.hasHint || len(old) == 0 {
+			continue
+		}
+		if !matchLoose(c, old, h.oldHint) && !matchLoose(c, new, h.newHint) {
+			return false
+		}
+	}
+	return true
+}
+
+func matchLoose(c *content, side []string, at int) bool {
+	return c.matchAt(side, at, wsExact) || c.matchAt(normalizeAll(side, wsAll), at, wsAll)
+}
+
+// hint is where the header puts a side of h, if line numbers are trusted.
+func (p *placer) hint(h *hunk, side byte) (int, bool) {
 	if !h.hasHint || !p.trust {
-		return nil
+		return 0, false
 	}
-	base := h.oldHint
 	if side == '+' {
-		base = h.newHint
+		return h.newHint, true
 	}
-	if p.delta == 0 {
-		return []int{base}
-	}
-	return []int{base + p.delta, base}
+	return h.oldHint, true
 }
 
 func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
@@ -114,35 +140,30 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 		return p.placeBare(h, lo)
 	}
 
-	// Fast path: the whole old side is exactly at the header's line (and
-	// the diff's line numbers are right), and is not just part of the new
-	// side being there already.
-	for _, at := range p.hints(h, '-') {
-		if at >= lo && p.c.matchAt(old, at, wsExact) && !p.nested(new, old, at) {
-			return p.result(h, true, cand{start: at}), nil
-		}
+	// Fast path: the whole old side is exactly at the header's line, and
+	// is not just part of the new side being there already.
+	if at, ok := p.hint(h, '-'); ok && at >= lo && p.c.matchAt(old, at, wsExact) && !p.nested(new, old, at) {
+		return p.result(h, true, cand{start: at}), nil
 	}
 
-	// Walk the levels from strict to loose and decide at the first where
-	// either side matches. A match of one side inside a match of the
-	// other, longer side (loosely, any whitespace) is the longer side
-	// being there: a deletion at the end of a file has a new side that is
-	// the start of its old side, an addition one the other way round.
-	hi := len(p.c.text)
+	// Walk the levels and decide at the first where either side matches.
+	// A match of one side inside a (loose) match of the other, longer side
+	// is the longer side being there: a deletion at the end of a file has
+	// a new side that is the start of its old side, an addition the other
+	// way round.
 	var looseOld, looseNew []cand
 	loose := func(side byte, have *[]cand) []cand {
 		if *have == nil {
-			*have = append(p.candidates(h, side, 0, wsAll, lo, hi, prevTrail), cand{start: -1})
+			*have = append(p.candidates(h, side, 0, wsAll, lo, prevTrail), cand{start: -1})
 		}
 		return *have
 	}
 	lead, trail := h.context()
-	maxTop, maxBot := min(lead, maxFuzzPerEdge), min(trail, maxFuzzPerEdge)
-	var already []cand // new side found in several places: weak evidence
-	for fuzz := 0; fuzz <= maxTop+maxBot; fuzz++ {
+	var already []cand // the new side, found but not decisively
+	for fuzz := 0; fuzz <= min(lead, maxFuzzPerEdge)+min(trail, maxFuzzPerEdge); fuzz++ {
 		for ws := wsExact; ws < numWS; ws++ {
-			oc := p.candidates(h, '-', fuzz, ws, lo, hi, prevTrail)
-			nc := p.candidates(h, '+', fuzz, ws, lo, hi, prevTrail)
+			oc := p.candidates(h, '-', fuzz, ws, lo, prevTrail)
+			nc := p.candidates(h, '+', fuzz, ws, lo, prevTrail)
 			if len(oc) > 0 && len(new) > len(old) {
 				oc = dropInside(oc, loose('+', &looseNew))
 			}
@@ -162,25 +183,21 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 		}
 	}
 	if already != nil {
-		return p.result(h, false, nearest(already, p.hints(h, '+'))), nil
+		return p.result(h, false, already[0]), nil
 	}
 	return placed{}, &failure{h: h}
 }
 
-// decide picks among the matches found at one level: those under the
-// heading the hunk names, those at the file's edge an edge hunk touches,
-// then the one at the header's line (if line numbers are trusted), else
-// the only one. final is false when only the new side matched and that is
-// too little to call the hunk applied before looking for its old side at
+// decide picks among the matches found at one level (see the top of this
+// file). final is false when only the new side matched and that is too
+// little to call the hunk applied before looking for its old side at
 // looser levels: in several places, or away from the edge an edge hunk
-// touches.
+// reaches.
 func (p *placer) decide(k, lo int, oc, nc []cand) (_ placed, _ *failure, final bool) {
 	h := p.hunks[k]
 	sec := sectionText(h.header)
 	oc, nc = p.bySection(oc, sec), p.bySection(nc, sec)
 	if lead, trail := h.context(); (lead == 0) != (trail == 0) {
-		// Diff tools always write the context there is, so a hunk with
-		// context on one side only reaches the start or end of the file.
 		oe, ne := p.atEdge(oc, lead == 0), p.atEdge(nc, lead == 0)
 		switch {
 		case len(oe)+len(ne) > 0:
@@ -189,11 +206,15 @@ func (p *placer) decide(k, lo int, oc, nc []cand) (_ placed, _ *failure, final b
 			return placed{}, nil, false
 		}
 	}
-	if c, ok := atHint(oc, p.hints(h, '-')); ok {
-		return p.result(h, true, c), nil, true
+	if at, ok := p.hint(h, '-'); ok {
+		if c, ok := candAt(oc, at); ok {
+			return p.result(h, true, c), nil, true
+		}
 	}
-	if c, ok := atHint(nc, p.hints(h, '+')); ok {
-		return p.result(h, false, c), nil, true
+	if at, ok := p.hint(h, '+'); ok {
+		if c, ok := candAt(nc, at); ok {
+			return p.result(h, false, c), nil, true
+		}
 	}
 	if len(oc) > 1 {
 		oc = p.beforeNext(k, lo, oc)
@@ -211,13 +232,77 @@ func (p *placer) decide(k, lo int, oc, nc []cand) (_ placed, _ *failure, final b
 	return placed{}, nil, false
 }
 
-// atEdge keeps the candidates at the start (start=true) or the end of
-// the file.
-func (p *placer) atEdge(cs []cand, start bool) []cand {
+// placeBare places a hunk with no old lines at all (an insertion written
+// without context): only its header can say where it goes.
+func (p *placer) placeBare(h *hunk, lo int) (placed, *failure) {
+	_, new := h.sides()
+	at, ok := p.hint(h, '-')
+	if !ok || at < lo || at > len(p.c.text) {
+		return placed{}, &failure{h: h}
+	}
+	return p.result(h, !p.c.matchAt(new, at, wsExact), cand{start: at}), nil
+}
+
+// nested reports whether the old side at `at` is only there because the
+// longer new side is (an addition at the end of a file).
+func (p *placer) nested(new, old []string, at int) bool {
+	if len(new) <= len(old) {
+		return false
+	}
+	for n := max(0, at+len(old)-len(new)); n <= at; n++ {
+		if p.c.matchAt(new, n, wsExact) {
+			return true
+		}
+	}
+	return false
+}
+
+// candidates finds where side ('-' old, '+' new) of h matches with fuzz
+// context lines dropped, at whitespace level ws, at or after lo. A
+// candidate may start up to prevTrail lines before lo, sharing context with
+// the previous hunk.
+func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []cand {
+	lead, trail := h.context()
+	nctx := 0
+	for _, o := range h.ops {
+		if o.kind == ' ' {
+			nctx++
+		}
+	}
 	var out []cand
-	for _, c := range cs {
-		if (start && c.start == 0) || (!start && c.start+c.n == len(p.c.text)) {
-			out = append(out, c)
+	seen := map[int]bool{}
+	for top := 0; top <= fuzz; top++ {
+		bot := fuzz - top
+		if top > min(lead, maxFuzzPerEdge) || bot > min(trail, maxFuzzPerEdge) {
+			continue
+		}
+		if nctx > 0 && nctx-top-bot < 1 {
+			continue // never below one line of context
+		}
+		pat := sideOf(h.ops[top:len(h.ops)-bot], side, ws)
+		if len(pat) == 0 {
+			continue
+		}
+		from := max(0, lo-min(prevTrail, max(0, lead-top)))
+		for _, q := range p.c.find(pat, from, len(p.c.text), ws) {
+			if !seen[q-top] {
+				seen[q-top] = true
+				out = append(out, cand{q, top, bot, ws, len(pat)})
+			}
+		}
+	}
+	return out
+}
+
+func sideOf(ops []op, side byte, ws int) []string {
+	var out []string
+	skip := byte('+')
+	if side == '+' {
+		skip = '-'
+	}
+	for _, o := range ops {
+		if o.kind != skip {
+			out = append(out, normalize(o.text, ws))
 		}
 	}
 	return out
@@ -241,9 +326,7 @@ func dropInside(cs, outer []cand) []cand {
 	return out
 }
 
-// sectionText is the text after a hunk header's closing "@@": git puts there
-// the line above the hunk that starts with a letter, "_" or "$" (in Go,
-// the enclosing func or type), and models copy the habit.
+// sectionText is the text after a hunk header's closing "@@".
 func sectionText(header string) string {
 	s := strings.TrimPrefix(header, "@@")
 	i := strings.Index(s, "@@")
@@ -271,6 +354,8 @@ func (p *placer) bySection(cs []cand, sec string) []cand {
 	return out
 }
 
+// headingAbove is the line git would name in a hunk header starting at
+// at: the nearest line above that starts with a letter, "_" or "$".
 func (p *placer) headingAbove(at int) string {
 	for i := min(at, len(p.c.text)) - 1; i >= 0; i-- {
 		if l := p.c.text[i]; l != "" && (isLetter(l[0]) || l[0] == '_' || l[0] == '$') {
@@ -280,132 +365,20 @@ func (p *placer) headingAbove(at int) string {
 	return ""
 }
 
-// placeBare places a hunk with no old lines at all (an insertion written
-// without context): only its header can say where it goes.
-func (p *placer) placeBare(h *hunk, lo int) (placed, *failure) {
-	_, new := h.sides()
-	for _, at := range p.hints(h, '-') {
-		if at < lo || at > len(p.c.text) {
-			continue
-		}
-		return p.result(h, !p.c.matchAt(new, at, wsExact), cand{start: at}), nil
-	}
-	return placed{}, &failure{h: h}
-}
-
-// nested reports whether the old side at `at` is only there because the
-// longer new side is: an addition at the very start or end of a file with
-// no context on that side has an old side that is part of its new side.
-func (p *placer) nested(new, old []string, at int) bool {
-	if len(new) <= len(old) {
-		return false
-	}
-	for n := max(0, at+len(old)-len(new)); n <= at; n++ {
-		if p.c.matchAt(new, n, wsExact) {
-			return true
-		}
-	}
-	return false
-}
-
-// cand is a match: the matched lines (the hunk's side less top and bot
-// context lines) are n lines at start.
-type cand struct{ start, top, bot, ws, n int }
-
-// candidates finds where side ('-' old, '+' new) of h matches with fuzz
-// context lines dropped, at whitespace level ws, between lo and hi. A
-// candidate may start up to prevTrail lines before lo, sharing context with
-// the previous hunk.
-func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, hi, prevTrail int) []cand {
-	lead, trail := h.context()
-	nctx := 0
-	for _, o := range h.ops {
-		if o.kind == ' ' {
-			nctx++
-		}
-	}
+// atEdge keeps the candidates at the start (start=true) or the end of
+// the file.
+func (p *placer) atEdge(cs []cand, start bool) []cand {
 	var out []cand
-	seen := map[int]bool{}
-	for top := 0; top <= fuzz; top++ {
-		bot := fuzz - top
-		if top > min(lead, maxFuzzPerEdge) || bot > min(trail, maxFuzzPerEdge) {
-			continue
-		}
-		if nctx > 0 && nctx-top-bot < 1 {
-			continue // never below one line of context
-		}
-		ops := h.ops[top : len(h.ops)-bot]
-		pat := sideOf(ops, side, ws)
-		if len(pat) == 0 {
-			continue
-		}
-		from := max(0, lo-min(prevTrail, max(0, lead-top)))
-		for _, q := range p.c.find(pat, from, hi, ws) {
-			if !seen[q-top] {
-				seen[q-top] = true
-				out = append(out, cand{q, top, bot, ws, len(pat)})
-			}
+	for _, c := range cs {
+		if (start && c.start-c.top == 0) || (!start && c.start+c.n == len(p.c.text)) {
+			out = append(out, c)
 		}
 	}
 	return out
-}
-
-func sideOf(ops []op, side byte, ws int) []string {
-	var out []string
-	skip := byte('+')
-	if side == '+' {
-		skip = '-'
-	}
-	for _, o := range ops {
-		if o.kind != skip {
-			out = append(out, normalize(o.text, ws))
-		}
-	}
-	return out
-}
-
-func atHint(cs []cand, hints []int) (cand, bool) {
-	for _, h := range hints {
-		for _, c := range cs {
-			if c.start-c.top == h {
-				return c, true
-			}
-		}
-	}
-	return cand{}, false
-}
-
-func nearest(cs []cand, hints []int) cand {
-	if len(hints) == 0 {
-		return cs[0]
-	}
-	best := cs[0]
-	for _, c := range cs[1:] {
-		if abs(c.start-c.top-hints[0]) < abs(best.start-best.top-hints[0]) {
-			best = c
-		}
-	}
-	return best
-}
-
-func starts(cs []cand) []int {
-	out := make([]int, len(cs))
-	for i, c := range cs {
-		out[i] = c.start - c.top
-	}
-	return out
-}
-
-func abs(x int) int {
-	if x < 0 {
-		return -x
-	}
-	return x
 }
 
 // beforeNext keeps, of several candidates, those that end before the
-// next hunk that matches exactly in one place (hunks come in file order;
-// context may be shared), if that leaves any.
+// next hunk that matches exactly in one place, if that leaves any.
 func (p *placer) beforeNext(k, lo int, cs []cand) []cand {
 	hi := p.upper(k, lo)
 	var out []cand
@@ -420,9 +393,9 @@ func (p *placer) beforeNext(k, lo int, cs []cand) []cand {
 	return out
 }
 
-// upper is the line the hunks after k pin down: the start (plus leading
-// context, which may be shared) of the first later hunk whose whole old side
-// matches exactly in one place at or after lo.
+// upper is where the first later hunk whose whole old side matches
+// exactly in one place at or after lo starts, plus its leading context
+// (which may be shared).
 func (p *placer) upper(k, lo int) int {
 	for j := k + 1; j < len(p.hunks); j++ {
 		if !p.done[j] {
@@ -445,9 +418,25 @@ func (p *placer) upper(k, lo int) int {
 	return len(p.c.text)
 }
 
+func candAt(cs []cand, at int) (cand, bool) {
+	for _, c := range cs {
+		if c.start-c.top == at {
+			return c, true
+		}
+	}
+	return cand{}, false
+}
+
+func starts(cs []cand) []int {
+	out := make([]int, len(cs))
+	for i, c := range cs {
+		out[i] = c.start - c.top
+	}
+	return out
+}
+
 func (p *placer) result(h *hunk, applied bool, c cand) placed {
-	start, top, ws := c.start, c.top, c.ws
-	ops := h.ops[top : len(h.ops)-c.bot]
+	ops := h.ops[c.top : len(h.ops)-c.bot]
 	n := 0
 	for _, o := range ops {
 		if (applied && o.kind != '+') || (!applied && o.kind != '-') {
@@ -458,8 +447,8 @@ func (p *placer) result(h *hunk, applied bool, c cand) placed {
 	for trail < len(ops) && ops[len(ops)-1-trail].kind == ' ' {
 		trail++
 	}
-	return placed{h: h, applied: applied, start: start, end: start + n, ops: ops, top: top,
-		trail: trail, fuzz: top + c.bot, ws: ws}
+	return placed{h: h, applied: applied, start: c.start, end: c.start + n, ops: ops, top: c.top,
+		trail: trail, fuzz: c.top + c.bot, ws: c.ws}
 }
 
 // emit builds the new content from the placed hunks (all applied, in
@@ -519,26 +508,4 @@ func emit(c *content, pls []placed) (_ *content, ok bool) {
 		out.eol[n-1] = ""
 	}
 	return out, true
-}
-
-// hintsHold reports whether every hunk with line numbers sits exactly at
-// the line its header gives, old side or (already applied) new side,
-// whitespace aside. Only then may line numbers choose between places that
-// match equally well: a model's numbers are often off, and a wrong number
-// can land right on a repeated block.
-func hintsHold(c *content, hunks []*hunk) bool {
-	for _, h := range hunks {
-		if !h.hasHint {
-			continue
-		}
-		old, new := h.sides()
-		if len(old) == 0 || !(matchLoose(c, old, h.oldHint) || matchLoose(c, new, h.newHint)) {
-			return false
-		}
-	}
-	return true
-}
-
-func matchLoose(c *content, side []string, at int) bool {
-	return c.matchAt(side, at, wsExact) || c.matchAt(normalizeAll(side, wsAll), at, wsAll)
 }

@@ -255,7 +255,14 @@ func (p *planner) verdict() error {
 		}
 	}
 	if failed > 0 {
-		return refuse(DoesNotApply, "%s", p.report())
+		err := refuse(DoesNotApply, "%s", p.report())
+		err.Ambiguous = true
+		for _, o := range p.out {
+			if o.fail != nil && (o.note != "" || o.fail.mixed || len(o.fail.where) < 2) {
+				err.Ambiguous = false
+			}
+		}
+		return err
 	}
 	if applied > 0 && already > 0 {
 		return refuse(DoesNotApply, "%s", p.partialReport())

@@ -225,3 +225,10 @@ func clip(s string) string {
 	}
 	return strings.Join(lines[:maxReport-1], "\n") + "\n(report cut)"
 }
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

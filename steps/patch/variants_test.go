@@ -3,6 +3,7 @@ package patch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -11,9 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // trial is one apply to check: a tree, a diff, and what must come out.
@@ -26,8 +30,9 @@ type trial struct {
 }
 
 type variant struct {
-	name string
-	make func(rng *rand.Rand, c *corpusCase) trial
+	name    string
+	located bool // the diff's line numbers are still right
+	make    func(rng *rand.Rand, c *corpusCase) trial
 }
 
 func files(c *corpusCase, pick func(caseFile) []byte) map[string][]byte {
@@ -44,52 +49,52 @@ func edited(f caseFile) []byte { return f.edited }
 var detect = Options{Strip: DetectStrip, NoBackup: true}
 
 var variants = []variant{
-	{"exact", func(_ *rand.Rand, c *corpusCase) trial {
+	{"exact", true, func(_ *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: c.diff, opt: detect, want: files(c, edited)}
 	}},
-	{"shifted line numbers", func(rng *rand.Rand, c *corpusCase) trial {
+	{"shifted line numbers", false, func(rng *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: shift(rng, c.diff), opt: detect, want: files(c, edited)}
 	}},
-	{"shifted, no heading", func(rng *rand.Rand, c *corpusCase) trial {
+	{"shifted, no heading", false, func(rng *rand.Rand, c *corpusCase) trial {
 		d := mapHeaders(shift(rng, c.diff), func(os, oc, ns, nc int, _ string) string { return header(os, oc, ns, nc, "") })
 		return trial{tree: files(c, orig), diff: d, opt: detect, want: files(c, edited)}
 	}},
-	{"wrong counts", func(rng *rand.Rand, c *corpusCase) trial {
+	{"wrong counts", true, func(rng *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: wrongCounts(rng, c.diff), opt: detect, want: files(c, edited)}
 	}},
-	{"@@ ... @@ headers", func(rng *rand.Rand, c *corpusCase) trial {
+	{"@@ ... @@ headers", false, func(rng *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: noNumbers(rng, c.diff), opt: detect, want: files(c, edited)}
 	}},
-	{"trailing ws stripped", func(_ *rand.Rand, c *corpusCase) trial {
+	{"trailing ws stripped", true, func(_ *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: stripOldWS(c.decoDiff),
 			opt: detect, want: files(c, func(f caseFile) []byte { return f.decoEdit })}
 	}},
-	{"fenced with prose", func(_ *rand.Rand, c *corpusCase) trial {
+	{"fenced with prose", true, func(_ *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: fenced(c.diff), opt: detect, want: files(c, edited)}
 	}},
-	{"no a/ b/ prefixes", func(_ *rand.Rand, c *corpusCase) trial {
+	{"no a/ b/ prefixes", true, func(_ *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: noPrefix(c.diff), opt: detect, want: files(c, edited)}
 	}},
-	{"CRLF target, LF diff", func(_ *rand.Rand, c *corpusCase) trial {
+	{"CRLF target, LF diff", true, func(_ *rand.Rand, c *corpusCase) trial {
 		crlf := func(pick func(caseFile) []byte) func(caseFile) []byte {
 			return func(f caseFile) []byte { return bytes.ReplaceAll(pick(f), []byte("\n"), []byte("\r\n")) }
 		}
 		return trial{tree: files(c, crlf(orig)), diff: c.diff, opt: detect, want: files(c, crlf(edited))}
 	}},
-	{"already applied", func(_ *rand.Rand, c *corpusCase) trial {
+	{"already applied", true, func(_ *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, edited), diff: c.diff, opt: detect, want: files(c, edited), already: true}
 	}},
-	{"reverse", func(_ *rand.Rand, c *corpusCase) trial {
+	{"reverse", true, func(_ *rand.Rand, c *corpusCase) trial {
 		o := detect
 		o.Reverse = true
 		return trial{tree: files(c, edited), diff: c.diff, opt: o, want: files(c, orig)}
 	}},
-	{"all of the above", func(rng *rand.Rand, c *corpusCase) trial {
+	{"all of the above", false, func(rng *rand.Rand, c *corpusCase) trial {
 		d := fenced(noPrefix(stripOldWS(wrongCounts(rng, shift(rng, c.decoDiff)))))
 		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: d, opt: detect,
 			want: files(c, func(f caseFile) []byte { return f.decoEdit })}
 	}},
-	{"all, no numbers", func(rng *rand.Rand, c *corpusCase) trial {
+	{"all, no numbers", false, func(rng *rand.Rand, c *corpusCase) trial {
 		d := fenced(noPrefix(stripOldWS(noNumbers(rng, c.decoDiff))))
 		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: d, opt: detect,
 			want: files(c, func(f caseFile) []byte { return f.decoEdit })}
@@ -261,7 +266,7 @@ func sameTree(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
 }
 
-type tally struct{ right, refused, wrong int }
+type tally struct{ right, refused, ambiguous, wrong int }
 
 // run applies a trial in a fresh directory and says how it went.
 func (tr trial) run(t testing.TB, dir string) (string, string) {
@@ -271,6 +276,10 @@ func (tr trial) run(t testing.TB, dir string) (string, string) {
 	got := readTree(t, dir)
 	switch {
 	case err != nil && sameTree(got, tr.tree):
+		var re *RefusedError
+		if errors.As(err, &re) && re.Ambiguous {
+			return "ambiguous", err.Error()
+		}
 		return "refused", err.Error()
 	case err != nil:
 		return "wrong", "refused but changed the tree: " + err.Error()
@@ -313,55 +322,92 @@ func firstDiff(got, want map[string][]byte) string {
 }
 
 // TestCorpus applies every variant of every corpus diff and checks the
-// rates: all exact diffs, at least 99% of each variant, and never a wrong
-// result.
+// rates. Goals: every exact diff right; never a wrong result; at least 99%
+// right for variants whose line numbers are still right. Where the diff no
+// longer says where a hunk goes (shifted or missing numbers) a hunk whose
+// text occurs in several places must be refused, so for those the goal is
+// 99% right or refused as ambiguous, and the table shows both.
 func TestCorpus(t *testing.T) {
 	n := 300
 	if testing.Short() {
 		n = 40
 	}
+	start := time.Now()
 	cases := buildCorpus(t, n)
+	built := time.Since(start)
 	base := t.TempDir()
-	tallies := make([]tally, len(variants))
-	var hunks, files int
+	var hunks, nfiles int
 	for i := range cases {
-		files += len(cases[i].files)
+		nfiles += len(cases[i].files)
 		hunks += strings.Count(string(cases[i].diff), "\n@@ ")
 	}
-	examples := map[string][]string{}
-	k := 0
+
+	type job struct {
+		vi, ci int
+		tr     trial
+	}
+	var jobs []job
 	for vi, v := range variants {
-		rng := randFor(vi)
+		rng := randFor(vi) // trials are made in a fixed order: reproducible
 		for ci := range cases {
-			tr := v.make(rng, &cases[ci])
-			k++
-			dir := filepath.Join(base, strconv.Itoa(k))
-			res, detail := tr.run(t, dir)
-			switch res {
-			case "right":
-				tallies[vi].right++
-			case "refused":
-				tallies[vi].refused++
-			default:
-				tallies[vi].wrong++
-			}
-			if res != "right" && os.Getenv("PATCH_BRIEF") != "" {
-				t.Logf("%s case %d %s: %s", v.name, ci, res, strings.SplitN(detail, "\n", 3)[:2])
-			}
-			if res != "right" && len(examples[v.name]) < 3 {
-				examples[v.name] = append(examples[v.name], fmt.Sprintf("case %d (%s): %s: %s\n--- diff:\n%s", ci, res, strings.Join(paths(&cases[ci]), " "), detail, clipText(string(tr.diff), 40)))
-			}
-			os.RemoveAll(dir)
+			jobs = append(jobs, job{vi, ci, v.make(rng, &cases[ci])})
 		}
 	}
-	t.Logf("corpus: %d diffs, %d files, %d hunks", len(cases), files, hunks)
-	t.Logf("%-22s %6s %8s %6s %8s", "variant", "right", "refused", "wrong", "right %")
+	results := make([]string, len(jobs))
+	details := make([]string, len(jobs))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ { // the trials wait on fsync more than on the CPU
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				dir := filepath.Join(base, strconv.Itoa(i))
+				results[i], details[i] = jobs[i].tr.run(t, dir)
+				os.RemoveAll(dir)
+			}
+		}()
+	}
+	for i := range jobs {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	t.Logf("corpus built in %v, %d trials run in %v", built.Round(time.Millisecond), len(jobs), (time.Since(start) - built).Round(time.Millisecond))
+
+	tallies := make([]tally, len(variants))
+	examples := map[string][]string{}
+	for i, j := range jobs {
+		tl := &tallies[j.vi]
+		switch results[i] {
+		case "right":
+			tl.right++
+		case "ambiguous":
+			tl.ambiguous++
+		case "refused":
+			tl.refused++
+		default:
+			tl.wrong++
+		}
+		if v := variants[j.vi]; results[i] != "right" && len(examples[v.name]) < 3 {
+			examples[v.name] = append(examples[v.name], fmt.Sprintf("case %d (%s): %s: %s\n--- diff:\n%s",
+				j.ci, results[i], strings.Join(paths(&cases[j.ci]), " "), details[i], clipText(string(j.tr.diff), 40)))
+		}
+	}
+
+	t.Logf("corpus: %d diffs, %d files, %d hunks, from %s", len(cases), nfiles, hunks, runtime.Version())
+	t.Logf("%-22s %6s %9s %8s %6s %8s %10s", "variant", "right", "ambiguous", "refused", "wrong", "right %", "right+amb %")
+	pct := func(x int) float64 { return 100 * float64(x) / float64(len(cases)) }
 	for vi, v := range variants {
 		tl := tallies[vi]
-		t.Logf("%-22s %6d %8d %6d %7.1f%%", v.name, tl.right, tl.refused, tl.wrong, 100*float64(tl.right)/float64(len(cases)))
+		t.Logf("%-22s %6d %9d %8d %6d %7.1f%% %9.1f%%", v.name, tl.right, tl.ambiguous, tl.refused, tl.wrong, pct(tl.right), pct(tl.right+tl.ambiguous))
 	}
 	for vi, v := range variants {
 		tl := tallies[vi]
+		ok := tl.right
+		if !v.located {
+			ok += tl.ambiguous
+		}
 		goal := 0.99
 		if v.name == "exact" {
 			goal = 1
@@ -369,10 +415,10 @@ func TestCorpus(t *testing.T) {
 		if tl.wrong > 0 {
 			t.Errorf("%s: %d wrong results", v.name, tl.wrong)
 		}
-		if float64(tl.right) < goal*float64(len(cases)) {
-			t.Errorf("%s: %d of %d right, below %.0f%%", v.name, tl.right, len(cases), goal*100)
+		if float64(ok) < goal*float64(len(cases)) {
+			t.Errorf("%s: %d of %d right, below %.0f%%", v.name, ok, len(cases), goal*100)
 		}
-		if t.Failed() || testing.Verbose() {
+		if tl.wrong > 0 || float64(ok) < goal*float64(len(cases)) || testing.Verbose() {
 			for _, e := range examples[v.name] {
 				t.Logf("%s: %s", v.name, e)
 			}

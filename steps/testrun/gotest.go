@@ -435,7 +435,10 @@ func (g *goPlain) line(p *goParser, l string) {
 		g.buf.add(l)
 		return
 	}
-	pkgLine := goPkgLine.FindStringSubmatch(l)
+	var pkgLine []string
+	if strings.HasPrefix(l, "ok") || strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "?") { // regexps cost, on 200 MB
+		pkgLine = goPkgLine.FindStringSubmatch(l)
+	}
 	if g.cur != nil {
 		switch ind := indentOf(l); {
 		case g.panic && pkgLine == nil:
@@ -453,7 +456,9 @@ func (g *goPlain) line(p *goParser, l string) {
 		}
 		g.close(p)
 	}
-	if m := goResultLine.FindStringSubmatch(l); m != nil {
+	if !strings.Contains(l, "--- ") {
+		// neither a verdict nor, below, a package line: nothing to read
+	} else if m := goResultLine.FindStringSubmatch(l); m != nil {
 		g.seen = true
 		c := &p.rep.counts
 		c.Total++

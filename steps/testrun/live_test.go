@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -188,6 +189,7 @@ func TestGoLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		skipShort(t)
 		// built above by the -timeout case, so the time goes to the test
 		const timeout = 4 * time.Second
 		res, pids := run(t, Options{Dir: dir, Command: "go test ./hang/", Timeout: timeout, Grace: hangGrace})
@@ -264,6 +266,7 @@ func TestPytestLive(t *testing.T) {
 		}
 	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		skipShort(t)
 		const timeout = 4 * time.Second
 		res, pids := run(t, Options{Dir: dir, Command: cmd + " hang", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
@@ -306,6 +309,7 @@ func TestCargoLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		skipShort(t)
 		const timeout = 4 * time.Second
 		res, pids := run(t, Options{Dir: dir, Command: env("cargo test hang_ -- --test-threads=1"), Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
@@ -418,6 +422,7 @@ func TestJestLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		skipShort(t)
 		const timeout = 12 * time.Second // jest takes seconds to start on a busy machine
 		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- jest hang", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
@@ -459,6 +464,7 @@ func TestVitestLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		skipShort(t)
 		const timeout = 12 * time.Second // vitest takes seconds to start on a busy machine
 		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- vitest hang", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
@@ -492,6 +498,7 @@ func TestTapLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
+		skipShort(t)
 		const timeout = 5 * time.Second
 		res, pids := run(t, Options{Dir: dir, Framework: "tap", Command: "node --test --test-reporter=tap hang/", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
@@ -536,4 +543,47 @@ func TestGenericLive(t *testing.T) {
 		res, pids := run(t, Options{Dir: dir, Command: `sleep 300 & echo $! >> "$PIDS"; echo $$ >> "$PIDS"; sleep 300`, Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 	})
+}
+
+func skipShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a timeout")
+	}
+}
+
+// TestLargeOutput runs suites printing 200 MB and checks the bytes
+// allocated while reading them stay bounded.
+func TestLargeOutput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 MB of output")
+	}
+	tests := []struct {
+		framework, command string
+	}{
+		{"generic", "yes 'some very loud test output' | head -c 200000000; exit 1"},
+		// a failing test whose output is 200 MB, as go test prints it without -json
+		{"go", "echo '--- FAIL: TestLoud (1.00s)'; yes '    loud_test.go:12: again' | head -c 200000000; echo 'FAIL\texample.com/loud\t1.0s'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.framework, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			res, err := Run(context.Background(), Options{Dir: t.TempDir(), Framework: tt.framework, Command: tt.command})
+			if err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&after)
+			alloc := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%s, 200 MB of output: outcome %s in %v; %.1f MiB allocated in total, heap in use %.1f MiB",
+				tt.framework, res.Outcome, time.Duration(res.DurationMS)*time.Millisecond,
+				float64(alloc)/(1<<20), float64(after.HeapInuse)/(1<<20))
+			if res.Outcome != Failed || len(res.Summary) > maxSummary {
+				t.Errorf("outcome %s, summary of %d bytes", res.Outcome, len(res.Summary))
+			}
+			if after.HeapInuse > 64<<20 {
+				t.Errorf("heap in use %d MiB after a 200 MB output", after.HeapInuse>>20)
+			}
+		})
+	}
 }

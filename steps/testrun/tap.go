@@ -41,14 +41,14 @@ var (
 )
 
 type tapParser struct {
-	dir       string
-	rep       report
-	names     []tapName // enclosing subtests
-	levels    []tapLevel // indentations of open nesting levels, outermost first
-	cur       *tapResult // the last test point, while its YAML block may follow
-	yaml      []string
-	inYAML    bool
-	yamlInd   int
+	dir     string
+	rep     report
+	names   []tapName  // enclosing subtests
+	levels  []tapLevel // indentations of open nesting levels, outermost first
+	cur     *tapResult // the last test point, while its YAML block may follow
+	yaml    []string
+	inYAML  bool
+	yamlInd int
 }
 
 type tapName struct {

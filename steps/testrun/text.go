@@ -145,6 +145,7 @@ type lines struct {
 }
 
 func (b *lines) add(l string) {
+	l = clip(l, 4*maxLineLen) // an excerpt keeps less; the start says where
 	half := keptLines / 2
 	if len(b.head) < half {
 		b.head = append(b.head, l)
