@@ -148,7 +148,9 @@ func (g *graph) mermaid(w io.Writer) {
 }
 
 func (g *graph) dot(w io.Writer) {
-	q := func(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"` }
+	q := func(s string) string {
+		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+	}
 	fmt.Fprintln(w, "digraph plan {\n  rankdir=TB;\n  node [shape=box];")
 	for _, n := range g.nodes {
 		switch {

@@ -63,25 +63,31 @@ type cargoParser struct {
 	misc     []string // errors without a place: a dependency, the linker
 }
 
+// stdout reads libtest's report. Each regexp is tried only on lines that
+// start as it needs: a test may print 200 MB.
 func (p *cargoParser) stdout(l string) {
 	switch {
-	case cargoRunning.MatchString(l):
+	case strings.HasPrefix(l, "running ") && cargoRunning.MatchString(l):
 		p.rep.structured = true
 		p.cur = nil
 		return
-	case cargoSection.MatchString(l):
-		name := cargoSection.FindStringSubmatch(l)[1]
-		if p.sections[name] == nil {
-			p.sections[name] = &lines{}
+	case strings.HasPrefix(l, "---- "):
+		if m := cargoSection.FindStringSubmatch(l); m != nil {
+			if p.sections[m[1]] == nil {
+				p.sections[m[1]] = &lines{}
+			}
+			p.cur = p.sections[m[1]]
+			return
 		}
-		p.cur = p.sections[name]
-		return
 	case l == "failures:" || strings.HasPrefix(l, "test result: "):
 		p.cur = nil
 		return
 	}
 	if p.cur != nil {
 		p.cur.add(l)
+		return
+	}
+	if !strings.HasPrefix(l, "test ") {
 		return
 	}
 	if m := cargoTestLine.FindStringSubmatch(l); m != nil {
@@ -109,6 +115,9 @@ func (p *cargoParser) stdout(l string) {
 // stderr reads cargo's and rustc's diagnostics: `error[E0425]: msg` then
 // `--> src/lib.rs:7:13`. Warnings are read only to know where an error ends.
 func (p *cargoParser) stderr(l string) {
+	if !strings.HasPrefix(l, "error") && !strings.HasPrefix(l, "warning") && !strings.HasPrefix(l, "test ") && p.diag == nil {
+		return
+	}
 	if m := cargoDiag.FindStringSubmatch(l); m != nil {
 		p.endDiag()
 		if m[1] != "error" {
@@ -131,8 +140,10 @@ func (p *cargoParser) stderr(l string) {
 			p.compile = true
 		}
 	}
-	if m := cargoLongTest.FindStringSubmatch(l); m != nil {
-		p.started(m[1])
+	if strings.HasPrefix(l, "test ") {
+		if m := cargoLongTest.FindStringSubmatch(l); m != nil {
+			p.started(m[1])
+		}
 	}
 }
 

@@ -443,36 +443,28 @@ func (g *goPlain) line(p *goParser, l string) {
 		switch ind := indentOf(l); {
 		case g.panic && pkgLine == nil:
 			g.buf.add(l)
-			if m := goFrame.FindStringSubmatch(l); m != nil && g.cur.File == "" && p.dir.inside(m[1]) {
-				g.cur.File, g.cur.Line = p.dir.rel(m[1]), atoi(m[2])
+			if g.cur.File == "" {
+				if m := goFrame.FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
+					g.cur.File, g.cur.Line = p.dir.rel(m[1]), atoi(m[2])
+				}
 			}
 			return
 		case !g.panic && ind > g.indent && strings.TrimSpace(l) != "":
 			g.buf.add(l)
-			if m := goLogLine.FindStringSubmatch(l); m != nil && g.cur.File == "" {
-				g.cur.File, g.cur.Line, g.cur.Message = m[1], atoi(m[2]), clip(m[3], maxLineLen)
+			if g.cur.File == "" {
+				if m := goLogLine.FindStringSubmatch(l); m != nil {
+					g.cur.File, g.cur.Line, g.cur.Message = m[1], atoi(m[2]), clip(m[3], maxLineLen)
+				}
 			}
 			return
 		}
 		g.close(p)
 	}
-	if !strings.Contains(l, "--- ") {
-		// neither a verdict nor, below, a package line: nothing to read
-	} else if m := goResultLine.FindStringSubmatch(l); m != nil {
-		g.seen = true
-		c := &p.rep.counts
-		c.Total++
-		switch m[2] {
-		case "PASS":
-			c.Passed++
-		case "SKIP":
-			c.Skipped++
-		case "FAIL":
-			c.Failed++
-			g.cur = &Failure{ID: m[3], Kind: KindFail}
-			g.indent = len(m[1])
+	if strings.Contains(l, "--- ") { // the regexp only where it can match: this runs per line
+		if m := goResultLine.FindStringSubmatch(l); m != nil {
+			g.verdict(p, m)
+			return
 		}
-		return
 	}
 	if pkgLine != nil {
 		g.seen = true
@@ -490,6 +482,24 @@ func (g *goPlain) line(p *goParser, l string) {
 		return
 	}
 	p.stderrL.add(l) // compiler errors, when go test's output is merged
+}
+
+// verdict counts a "--- PASS/FAIL/SKIP: Name" line; a failure's output
+// follows it, indented.
+func (g *goPlain) verdict(p *goParser, m []string) {
+	g.seen = true
+	c := &p.rep.counts
+	c.Total++
+	switch m[2] {
+	case "PASS":
+		c.Passed++
+	case "SKIP":
+		c.Skipped++
+	case "FAIL":
+		c.Failed++
+		g.cur = &Failure{ID: m[3], Kind: KindFail}
+		g.indent = len(m[1])
+	}
 }
 
 func (g *goPlain) close(p *goParser) {
