@@ -44,15 +44,9 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return planErrors(stderr, prog, err)
 	}
-	progress := !g.quiet && g.format(stderr) == "console"
-	log, err := g.logger(stderr, progress)
-	if err != nil {
-		return usageErr(stderr, fs, "%v", err)
-	}
-	services, err := wireServices(prog.Plan, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner resume: %v\n", err)
-		return exitUsage
+	progress, log, services, code := g.setup(prog.Plan, fs, stderr)
+	if code != exitOK {
+		return code
 	}
 	b, err := board.Open(pos[0], board.Options{Sync: *syncFlag})
 	if err != nil {

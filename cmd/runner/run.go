@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"errors"
 	"fmt"
 	"io"
@@ -53,15 +54,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
-	progress := !g.quiet && g.format(stderr) == "console"
-	log, err := g.logger(stderr, progress)
-	if err != nil {
-		return usageErr(stderr, fs, "%v", err)
-	}
-	services, err := wireServices(prog.Plan, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitUsage
+	progress, log, services, code := g.setup(prog.Plan, fs, stderr)
+	if code != exitOK {
+		return code
 	}
 	now := time.Now().UTC()
 	runID := board.NewID(now)
@@ -199,6 +194,22 @@ func resolveWorkdir(dir string) (string, error) {
 // serviceHooks build the run-wide services step types look up (agents...).
 // Each hook may refuse the run before any step starts (a missing API key).
 var serviceHooks []func(p *plans.Plan, log zerolog.Logger, services map[string]any) error
+
+// setup makes the logger and the run's services; a missing API key ends
+// here, before the first step (exit 2).
+func (g *globals) setup(p *plans.Plan, fs *flag.FlagSet, stderr io.Writer) (bool, zerolog.Logger, map[string]any, int) {
+	progress := !g.quiet && g.format(stderr) == "console"
+	log, err := g.logger(stderr, progress)
+	if err != nil {
+		return false, log, nil, usageErr(stderr, fs, "%v", err)
+	}
+	services, err := wireServices(p, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return false, log, nil, exitUsage
+	}
+	return progress, log, services, exitOK
+}
 
 func wireServices(p *plans.Plan, log zerolog.Logger) (map[string]any, error) {
 	services := map[string]any{}

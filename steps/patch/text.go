@@ -39,8 +39,14 @@ func splitContent(b []byte) *content {
 		c.eol = append(c.eol, eol)
 		s = s[i+1:]
 	}
+	// The majority of terminated lines; a tie goes to CRLF, as a file with
+	// any CRLF was most likely written that way on purpose.
 	c.nl = "\n"
-	if crlf*2 > len(c.text) {
+	lf := len(c.text) - crlf
+	if len(c.text) > 0 && c.eol[len(c.eol)-1] == "" {
+		lf--
+	}
+	if crlf > 0 && crlf >= lf {
 		c.nl = "\r\n"
 	}
 	return c
