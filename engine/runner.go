@@ -275,9 +275,11 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
 	}
+	// Info, also for failures: a failure that ends the run is reported as
+	// the run's error, and the progress display shows each one.
 	ev := log.Info()
-	if status != StatusSucceeded && status != StatusSkipped {
-		ev = log.Warn().Str("error", rec.Error)
+	if rec.Error != "" {
+		ev = ev.Str("error", rec.Error)
 	}
 	ev.Int("visit", visit).Str("status", status).Int64("ms", rec.DurationMS).Msg("step finished")
 	switch {

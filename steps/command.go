@@ -18,14 +18,13 @@ type commandType struct{}
 
 // CommandResult is what a command step reports.
 type CommandResult struct {
-	ExitCode       int    `json:"exit_code"`
-	Stdout         string `json:"stdout"`
-	Stderr         string `json:"stderr"`
-	StdoutDropped  int64  `json:"stdout_dropped,omitempty"` // bytes cut from the middle by the cap
-	StderrDropped  int64  `json:"stderr_dropped,omitempty"`
-	Signal         string `json:"signal,omitempty"`
-	TimedOut       bool   `json:"timed_out,omitempty"`
-	DurationMillis int64  `json:"duration_ms_run,omitempty"`
+	ExitCode      int    `json:"exit_code"`
+	Stdout        string `json:"stdout"`
+	Stderr        string `json:"stderr"`
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"` // bytes cut from the middle by the cap
+	StderrDropped int64  `json:"stderr_dropped,omitempty"`
+	Signal        string `json:"signal,omitempty"`
+	TimedOut      bool   `json:"timed_out,omitempty"`
 }
 
 type commandStep struct {
@@ -114,15 +113,21 @@ func stepDirEnv(sc *engine.StepContext, dirT *engine.Template, envT []engine.Env
 	return dir, env, nil
 }
 
-// tail quotes the last lines of a stream for an error message.
+// tail quotes the end of a stream for an error message: its last line on
+// the first line of the message (what a progress line shows), then up to
+// ten last lines below.
 func tail(name, text string) string {
 	text = strings.TrimSpace(text)
 	if text == "" {
 		return ""
 	}
 	lines := strings.Split(text, "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if len(lines) == 1 {
+		return ": " + last
+	}
 	if len(lines) > 10 {
 		lines = lines[len(lines)-10:]
 	}
-	return fmt.Sprintf("; %s:\n%s", name, strings.Join(lines, "\n"))
+	return fmt.Sprintf(": %s\n%s, last %d lines:\n%s", last, name, len(lines), strings.Join(lines, "\n"))
 }

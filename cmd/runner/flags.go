@@ -17,6 +17,7 @@ type globals struct {
 	logFormat string
 	logLevel  string
 	quiet     bool
+	view      *progressView // the progress display, once logger made one
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
@@ -92,7 +93,14 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 	case "json":
 		w = stderr
 	case "console":
-		w = zerolog.ConsoleWriter{Out: stderr, NoColor: !tty, TimeFormat: "15:04:05"}
+		out := stderr
+		if progress {
+			// Log lines go through the display, which keeps its live
+			// block of running steps below them.
+			g.view = newProgress(stderr, tty)
+			out = g.view
+		}
+		w = zerolog.ConsoleWriter{Out: out, NoColor: !tty, TimeFormat: "15:04:05"}
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", format)
 	}

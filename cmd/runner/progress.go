@@ -111,6 +111,22 @@ func (p *progressView) redraw(finished string) {
 	io.WriteString(p.w, b.String())
 }
 
+// Write prints a log line above the live block (the logger writes here).
+func (p *progressView) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.live {
+		return p.w.Write(b)
+	}
+	if p.drawn > 0 {
+		fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.drawn)
+		p.drawn = 0
+	}
+	n, err := p.w.Write(b)
+	p.redraw("")
+	return n, err
+}
+
 func (p *progressView) close() {
 	if p.live {
 		close(p.done)

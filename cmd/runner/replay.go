@@ -61,12 +61,11 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case len(models) > 0 && o.from == "":
 		return usageErr(stderr, fs, "--agent changes the model of the live part of a fork: it needs --from")
 	}
-	progress := !g.quiet && g.format(stderr) == "console"
-	log, err := g.logger(stderr, progress)
+	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
-	return replay(o, g, progress, log, stdout, stderr)
+	return replay(o, g, log, stdout, stderr)
 }
 
 // agentModels collects --agent NAME.model=MODEL.
@@ -109,7 +108,7 @@ func parseFrom(s string) (string, int, error) {
 
 func (f *fork) Live(label string, visit int) bool { return f.live.Load() }
 
-func replay(o replayOpts, g *globals, progress bool, log zerolog.Logger, stdout, stderr io.Writer) int {
+func replay(o replayOpts, g *globals, log zerolog.Logger, stdout, stderr io.Writer) int {
 	saved, err := board.Load(o.recording)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner replay: %v\n", err)
@@ -196,7 +195,7 @@ func replay(o replayOpts, g *globals, progress bool, log zerolog.Logger, stdout,
 		return chk.saved(label, visit)
 	}
 	start := time.Now()
-	runErr := runEngine(ctx, r, stderr, progress)
+	runErr := runEngine(ctx, r, g.view)
 	div := chk.verdict(runErr, b)
 	fmt.Fprintf(stdout, "blackboard: %s\n", out)
 	if div != "" {

@@ -44,7 +44,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return planErrors(stderr, prog, err)
 	}
-	progress, log, services, code := g.setup(prog.Plan, fs, stderr)
+	log, services, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -74,7 +74,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	log.Info().Str("run", run.ID).Int("steps_done", len(b.Steps())).Msg("resuming")
-	return execute(r, stdout, stderr, g, progress)
+	return execute(r, stdout, stderr, g)
 }
 
 // resumePlanSource returns the plan to go on with: the saved one, unless

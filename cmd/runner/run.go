@@ -54,7 +54,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
-	progress, log, services, code := g.setup(prog.Plan, fs, stderr)
+	log, services, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -78,20 +78,20 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer b.Close()
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Services: services}
-	return execute(r, stdout, stderr, g, progress)
+	return execute(r, stdout, stderr, g)
 }
 
 // execute runs r with Ctrl-C handling and progress, and maps the outcome
 // to an exit code. run and resume share it.
-func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals, progress bool) int {
+func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals) int {
 	start := time.Now()
-	err := runEngine(context.Background(), r, stderr, progress)
+	err := runEngine(context.Background(), r, g.view)
 	report(r, err, start, stdout, stderr, g)
 	return exitCode(err)
 }
 
 // runEngine runs r until it ends; SIGINT or SIGTERM interrupts it.
-func runEngine(ctx context.Context, r *engine.Runner, stderr io.Writer, progress bool) error {
+func runEngine(ctx context.Context, r *engine.Runner, view *progressView) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sigs := make(chan os.Signal, 2)
@@ -107,9 +107,7 @@ func runEngine(ctx context.Context, r *engine.Runner, stderr io.Writer, progress
 			os.Exit(exitInterrupted) // every finished step is already in the journal
 		}
 	}()
-	var view *progressView
-	if progress {
-		view = newProgress(stderr, isTerminal(stderr))
+	if view != nil {
 		r.Observer = observers(view, r.Observer)
 	}
 	err := r.Run(ctx)
@@ -197,18 +195,23 @@ var serviceHooks []func(p *plans.Plan, log zerolog.Logger, services map[string]a
 
 // setup makes the logger and the run's services; a missing API key ends
 // here, before the first step (exit 2).
-func (g *globals) setup(p *plans.Plan, fs *flag.FlagSet, stderr io.Writer) (bool, zerolog.Logger, map[string]any, int) {
-	progress := !g.quiet && g.format(stderr) == "console"
-	log, err := g.logger(stderr, progress)
+func (g *globals) setup(p *plans.Plan, fs *flag.FlagSet, stderr io.Writer) (zerolog.Logger, map[string]any, int) {
+	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {
-		return false, log, nil, usageErr(stderr, fs, "%v", err)
+		return log, nil, usageErr(stderr, fs, "%v", err)
 	}
 	services, err := wireServices(p, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
-		return false, log, nil, exitUsage
+		return log, nil, exitUsage
 	}
-	return progress, log, services, exitOK
+	return log, services, exitOK
+}
+
+// progress reports whether steps are shown as they finish: with console
+// logs, unless -q.
+func (g *globals) progress(stderr io.Writer) bool {
+	return !g.quiet && g.format(stderr) == "console"
 }
 
 func wireServices(p *plans.Plan, log zerolog.Logger) (map[string]any, error) {

@@ -35,34 +35,42 @@ type manifestFile struct {
 
 // writeBackup copies the files about to change to BackupRoot/id/<path>
 // and writes a manifest that Rollback reads. It returns the backup
-// directory, relative to the root.
-func writeBackup(root *os.Root, id string, ts []*target) (string, error) {
+// directory, relative to the root, and the directories above it that it
+// had to make (outermost first).
+func writeBackup(root *os.Root, id string, ts []*target) (dir string, made []string, err error) {
 	if id == "" {
 		id = time.Now().UTC().Format("20060102-150405.000000000")
 	}
 	if err := checkName(id); err != nil {
-		return "", fmt.Errorf("patch: backup id %q: %w", id, err)
+		return "", nil, fmt.Errorf("patch: backup id %q: %w", id, err)
 	}
 	id, _ = strip(id, 0)
 	base := BackupRoot + "/" + id
 	// Never overwrite an earlier backup.
-	dir := base
+	dir = base
 	for n := 2; ; n++ {
 		exists, err := dirExists(root, dir)
 		if err != nil {
-			return "", fmt.Errorf("patch: backup: %w", err)
+			return "", nil, fmt.Errorf("patch: backup: %w", err)
 		}
 		if !exists {
 			break
 		}
 		dir = fmt.Sprintf("%s-%d", base, n)
 	}
+	parts := strings.Split(dir, "/")
+	for i := range parts[:len(parts)-1] {
+		sub := strings.Join(parts[:i+1], "/")
+		if exists, _ := dirExists(root, sub); !exists {
+			made = append(made, sub)
+		}
+	}
 	if err := root.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("patch: backup: %w", err)
+		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
 	// MkdirAll follows links; make sure none was put in the way meanwhile.
 	if _, err := dirExists(root, dir); err != nil {
-		return "", fmt.Errorf("patch: backup: %w", err)
+		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
 	m := manifest{Version: 1, Created: time.Now().UTC()}
 	var copies []*target
@@ -73,11 +81,11 @@ func writeBackup(root *os.Root, id string, ts []*target) (string, error) {
 			continue
 		}
 		if t.path == manifestName {
-			return "", refuse(Unsafe, "%s: this name is reserved for backups; apply with backups off", t.path)
+			return "", nil, refuse(Unsafe, "%s: this name is reserved for backups; apply with backups off", t.path)
 		}
 		if d := path.Dir(t.path); d != "." {
 			if err := root.MkdirAll(dir+"/"+d, 0o755); err != nil {
-				return "", fmt.Errorf("patch: backup: %w", err)
+				return "", nil, fmt.Errorf("patch: backup: %w", err)
 			}
 		}
 		copies = append(copies, t)
@@ -87,16 +95,16 @@ func writeBackup(root *os.Root, id string, ts []*target) (string, error) {
 		errs[i] = writeTemp(root, dir+"/"+copies[i].path, copies[i].orig, copies[i].mode)
 	})
 	if err := errors.Join(errs...); err != nil {
-		return "", fmt.Errorf("patch: backup: %w", err)
+		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := writeAtomic(root, dir+"/"+manifestName, b, 0o644); err != nil {
-		return "", fmt.Errorf("patch: backup: %w", err)
+		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
-	return dir, nil
+	return dir, made, nil
 }
 
 // dirExists reports whether directory p exists, refusing a link or a

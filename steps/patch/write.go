@@ -38,9 +38,10 @@ func (p *planner) changes() []*target {
 func (p *planner) write(ctx context.Context) (string, error) {
 	ts := p.changes()
 	backup := ""
+	var made []string // directories the backup made
 	if !p.opt.NoBackup {
 		var err error
-		if backup, err = writeBackup(p.root, p.opt.BackupID, ts); err != nil {
+		if backup, made, err = writeBackup(p.root, p.opt.BackupID, ts); err != nil {
 			return "", err
 		}
 	}
@@ -49,6 +50,7 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	drop := func() {
 		if backup != "" {
 			_ = p.root.RemoveAll(backup)
+			removeDirs(p.root, made)
 		}
 	}
 	tmps, err := stage(p.root, ts)
@@ -58,6 +60,9 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	}
 	var done []*target
 	for i, t := range ts {
+		if testHook != nil {
+			testHook("commit", t.path)
+		}
 		err := ctx.Err()
 		if err != nil {
 			err = fmt.Errorf("patch: interrupted: %w", context.Cause(ctx))
@@ -88,13 +93,21 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	return backup, nil
 }
 
+// testHook, when set by a test, runs before each file is staged and
+// before each is committed: the place to inject a failure or an
+// interruption between files.
+var testHook func(phase, path string)
+
 // stage writes each new content to a synced temporary file beside its
 // target and returns their names ("" for deletions).
 func stage(root *os.Root, ts []*target) ([]string, error) {
 	tmps := make([]string, len(ts))
 	for i, t := range ts {
+		if testHook != nil {
+			testHook("stage", t.path)
+		}
 		if err := checkStill(root, t); err != nil {
-			return nil, fmt.Errorf("patch: %s: %w", t.path, err)
+			return nil, unstage(root, ts, tmps, fmt.Errorf("patch: %s: %w", t.path, err))
 		}
 		if t.cur == nil {
 			continue
@@ -137,10 +150,14 @@ func unstage(root *os.Root, ts []*target, tmps []string, cause error) error {
 // not appeared meanwhile.
 func checkStill(root *os.Root, t *target) error {
 	fi, _, err := lstat(root, t.path)
-	if err != nil {
+	var re *RefusedError
+	switch {
+	case errors.As(err, &re):
+		// Not the diff's fault: the tree changed while it was applied.
+		return fmt.Errorf("changed while the diff was being applied: %s", re.Msg)
+	case err != nil:
 		return err
-	}
-	if fi != nil && !t.existed {
+	case fi != nil && !t.existed:
 		return fmt.Errorf("%w: it appeared while the diff was being applied", fs.ErrExist)
 	}
 	return nil
