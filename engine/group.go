@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -16,7 +17,12 @@ var errSiblingFailed = errors.New("canceled: a sibling step failed (fail_fast)")
 // group runs a parallel step's children concurrently, at most
 // max_concurrency at a time. With fail_fast, the first failure cancels the
 // siblings through their context, and those not started yet do not start.
-func (r *Runner) group(ctx context.Context, n *Node) (Result, error) {
+func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) {
+	if r.Order != nil {
+		if order, ok := r.Order(n.Label, visit); ok {
+			return r.groupInOrder(ctx, n, order)
+		}
+	}
 	gctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	limit := n.MaxConcurrency
@@ -51,6 +57,42 @@ func (r *Runner) group(ctx context.Context, n *Node) (Result, error) {
 		}()
 	}
 	wg.Wait()
+	return r.groupResult(n, errs)
+}
+
+// groupInOrder runs a group's children one after another in the given
+// order (children it does not name go last, in plan order).
+func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Result, error) {
+	pos := map[string]int{}
+	for i, l := range order {
+		pos[l] = i
+	}
+	kids := append([]*Node(nil), n.Children...)
+	sort.SliceStable(kids, func(i, j int) bool {
+		pi, oki := pos[kids[i].Label]
+		pj, okj := pos[kids[j].Label]
+		if oki != okj {
+			return oki
+		}
+		return pi < pj
+	})
+	errs := make([]error, len(kids))
+	for i, c := range kids {
+		if _, ok := r.alreadyDone(n.Label, c.Label); ok {
+			continue
+		}
+		if _, err := r.visit(ctx, c, n.Label); err != nil {
+			errs[i] = err
+			if fatal(err) {
+				break
+			}
+		}
+	}
+	return r.groupResult(n, errs)
+}
+
+// groupResult is a group's outcome from its children's errors.
+func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 	outputs := map[string]any{}
 	for _, c := range n.Children {
 		outputs[c.Label] = r.eval.get(c.Label)["output"]

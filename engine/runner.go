@@ -63,6 +63,11 @@ type Runner struct {
 	// Recorded, when set, serves a step's result from a saved run instead of
 	// running it (offline replay). ok=false runs the step for real.
 	Recorded func(label string, visit int) (rec board.StepRecord, ok bool)
+	// Order, when set, runs a parallel group's children one at a time in the
+	// order it gives (child labels; ok=false: run them concurrently). A
+	// replay gives the order the recording saw them finish in, so the
+	// replayed board is the recorded one, entry for entry.
+	Order func(group string, visit int) (labels []string, ok bool)
 
 	eval    *evaluator
 	env     []string
@@ -234,7 +239,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	}
 	if run {
 		if n.Children != nil {
-			res, stepErr = r.group(ctx, n)
+			res, stepErr = r.group(ctx, n, visit)
 		} else {
 			res, stepErr = r.attempts(ctx, n, visit, &rec, log)
 		}

@@ -284,3 +284,32 @@ steps:
 		}
 	}
 }
+
+// With Order (replay), a group's children run one at a time in that order.
+func TestGroupInOrder(t *testing.T) {
+	prog, err := engine.Compile("plan.yaml", []byte(`
+version: 1
+steps:
+  - label: group
+    parallel:
+      - {label: a, type: echo, text: a, sleep: 30ms}
+      - {label: b, type: echo, text: b}
+      - {label: c, type: echo, text: c, sleep: 10ms}
+`), registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := board.New(board.Run{ID: "test"})
+	maxRunning.Store(0)
+	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(),
+		Order: func(group string, visit int) ([]string, bool) { return []string{"c", "a", "b"}, true }}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := visits(b); got != "c:succeeded a:succeeded b:succeeded group:succeeded" {
+		t.Errorf("order %q", got)
+	}
+	if maxRunning.Load() != 1 {
+		t.Errorf("%d children ran at once", maxRunning.Load())
+	}
+}

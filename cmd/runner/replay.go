@@ -194,6 +194,12 @@ func replay(o replayOpts, g *globals, log zerolog.Logger, stdout, stderr io.Writ
 		}
 		return chk.saved(label, visit)
 	}
+	r.Order = func(group string, visit int) ([]string, bool) {
+		if chk.isLive() {
+			return nil, false
+		}
+		return chk.groupOrder(group, visit), true
+	}
 	start := time.Now()
 	runErr := runEngine(ctx, r, g.view)
 	div := chk.verdict(runErr, b)

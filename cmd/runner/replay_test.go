@@ -211,3 +211,29 @@ func repoRoot() string {
 	p, _ := filepath.Abs("../..")
 	return p
 }
+
+// Every example runs with no key, and replays offline to an equal board.
+func TestExamplesRunAndReplayOffline(t *testing.T) {
+	plans, _ := filepath.Glob(filepath.Join(repoRoot(), "examples/*/plan.yaml"))
+	if len(plans) < 3 {
+		t.Fatalf("found %d example plans", len(plans))
+	}
+	for _, plan := range plans {
+		t.Run(filepath.Base(filepath.Dir(plan)), func(t *testing.T) {
+			wd := t.TempDir()
+			r := runEnv(t, wd, []string{"PATH=" + os.Getenv("PATH")}, "run", plan, "-q")
+			if r.code != 0 {
+				t.Fatalf("run: exit %d %s", r.code, r.stderr)
+			}
+			recorded := blackboardPath(t, r.stdout)
+			out := filepath.Join(wd, "replay.json")
+			r = runEnv(t, t.TempDir(), []string{"PATH=" + os.Getenv("PATH")}, "replay", recorded, "--offline", "--out", out)
+			if r.code != 0 {
+				t.Fatalf("replay: exit %d %s", r.code, r.stderr)
+			}
+			if a, b := normalBoard(t, recorded), normalBoard(t, out); a != b {
+				t.Errorf("replayed board differs:\n%s", unifiedDiff("recorded", "replayed", a, b))
+			}
+		})
+	}
+}

@@ -51,6 +51,18 @@ func newChecker(rec *board.Board, fk *fork) *checker {
 	return c
 }
 
+// groupOrder lists a group visit's children in the order the recording saw
+// them finish (a child's visit is its group's).
+func (c *checker) groupOrder(group string, visit int) []string {
+	var out []string
+	for _, s := range c.rec.Steps() {
+		if s.Parent == group && s.Visit == visit {
+			out = append(out, s.Label)
+		}
+	}
+	return out
+}
+
 func finished(s board.StepRecord) bool {
 	return s.Status == engine.StatusSucceeded || s.Status == engine.StatusFailed || s.Status == engine.StatusSkipped
 }

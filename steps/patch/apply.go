@@ -101,7 +101,7 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	}
 	defer root.Close()
 
-	pl := &planner{root: root, opt: opt, detected: map[bool]int{}, state: map[string]*target{}}
+	pl := &planner{root: root, opt: opt, detected: map[bool]int{}, dirs: map[string]bool{}, state: map[string]*target{}}
 	if err := pl.plan(fds); err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ type hunk struct {
 	ops              []op
 	oldNoEOL         bool // the old side's last line has no newline
 	newNoEOL         bool
+	old, new         []string // the sides, once computed
 }
 
 type op struct {
@@ -179,6 +180,7 @@ func (f *fileDiff) reverse() {
 	for _, h := range f.hunks {
 		h.oldHint, h.newHint = h.newHint, h.oldHint
 		h.oldNoEOL, h.newNoEOL = h.newNoEOL, h.oldNoEOL
+		h.old, h.new = nil, nil
 		for i := range h.ops {
 			switch h.ops[i].kind {
 			case '-':
@@ -190,17 +192,21 @@ func (f *fileDiff) reverse() {
 	}
 }
 
-// sides returns the hunk's old and new lines.
+// sides returns the hunk's old and new lines. They are shared: callers
+// must not change them.
 func (h *hunk) sides() (old, new []string) {
-	for _, o := range h.ops {
-		if o.kind != '+' {
-			old = append(old, o.text)
-		}
-		if o.kind != '-' {
-			new = append(new, o.text)
+	if h.old == nil && h.new == nil {
+		h.old, h.new = []string{}, []string{}
+		for _, o := range h.ops {
+			if o.kind != '+' {
+				h.old = append(h.old, o.text)
+			}
+			if o.kind != '-' {
+				h.new = append(h.new, o.text)
+			}
 		}
 	}
-	return old, new
+	return h.old, h.new
 }
 
 // context returns how many context lines lead and trail the hunk.

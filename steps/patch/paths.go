@@ -64,9 +64,19 @@ func checkTarget(p string) error {
 // missing parent directory ("" when all exist), so a create knows what to
 // make.
 func lstat(root *os.Root, p string) (fi fs.FileInfo, missing string, err error) {
+	return lstatCached(root, p, nil)
+}
+
+// lstatCached is lstat remembering, in dirs, the directories found real,
+// so that planning many files in one directory looks at it once. The
+// write phase does not use it: there, every component is checked again.
+func lstatCached(root *os.Root, p string, dirs map[string]bool) (fi fs.FileInfo, missing string, err error) {
 	parts := strings.Split(p, "/")
 	for i := range parts {
 		sub := strings.Join(parts[:i+1], "/")
+		if i < len(parts)-1 && dirs[sub] {
+			continue
+		}
 		fi, err := root.Lstat(sub)
 		if errors.Is(err, fs.ErrNotExist) {
 			if i < len(parts)-1 {
@@ -83,6 +93,9 @@ func lstat(root *os.Root, p string) (fi fs.FileInfo, missing string, err error) 
 		if i < len(parts)-1 {
 			if !fi.IsDir() {
 				return nil, "", refuse(Unsafe, "%s: %s is not a directory", p, sub)
+			}
+			if dirs != nil {
+				dirs[sub] = true
 			}
 			continue
 		}

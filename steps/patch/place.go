@@ -454,7 +454,11 @@ func (p *placer) result(h *hunk, applied bool, c cand) placed {
 // emit builds the new content from the placed hunks (all applied, in
 // order). ok is false if two hunks change the same lines.
 func emit(c *content, pls []placed) (_ *content, ok bool) {
-	out := &content{nl: c.nl}
+	grow := 0
+	for _, pl := range pls {
+		grow += len(pl.ops)
+	}
+	out := &content{nl: c.nl, text: make([]string, 0, len(c.text)+grow), eol: make([]string, 0, len(c.text)+grow)}
 	add := func(text, eol string) {
 		out.text = append(out.text, text)
 		out.eol = append(out.eol, eol)

@@ -46,8 +46,9 @@ type outcome struct {
 type planner struct {
 	root     *os.Root
 	opt      Options
-	detected map[bool]int // strip level found for files with (true) and without a/ b/
-	trust    bool         // the diff's line numbers are all right (see hintsHold)
+	detected map[bool]int    // strip level found for files with (true) and without a/ b/
+	trust    bool            // the diff's line numbers are all right (see hintsHold)
+	dirs     map[string]bool // directories found real while planning
 	state    map[string]*target
 	order    []*target
 	out      []outcome
@@ -96,7 +97,7 @@ func (p *planner) load(path string) (*target, error) {
 		return t, nil
 	}
 	t := &target{path: path, mode: 0o644}
-	fi, missing, err := lstat(p.root, path)
+	fi, missing, err := lstatCached(p.root, path, p.dirs)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func (p *planner) resolve(f *fileDiff) (string, error) {
 				found = append(found, s)
 				continue
 			}
-			fi, _, err := lstat(p.root, s)
+			fi, _, err := lstatCached(p.root, s, p.dirs)
 			if _, refused := IsRefused(err); refused {
 				unsafe = err
 				continue

@@ -49,6 +49,10 @@ type parser interface {
 	finish(exitCode int, killed bool) *report
 }
 
+// tailer is a parser that renders the end of the output better than the
+// raw lines (go test's JSON events, as text).
+type tailer interface{ tail() []string }
+
 // framework is what differs from one runner to the next.
 type framework struct {
 	name string

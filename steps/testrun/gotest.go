@@ -67,7 +67,8 @@ type goParser struct {
 	build    map[string]*lines // build-output by ImportPath
 	buildBad []string          // ImportPaths whose build failed, in order
 	stderrL  lines
-	events   bool // test2json events were seen
+	text     tailLines // the end of the output as go test would print it
+	events   bool      // test2json events were seen
 	plain    goPlain
 }
 
@@ -87,6 +88,7 @@ type goPkg struct {
 
 type goTest struct {
 	name       string
+	ran        bool // had events; a subtest named "a/b" makes a parent "a" that has none
 	parent     *goTest
 	children   int
 	openKids   int // subtests without a verdict yet
@@ -108,10 +110,14 @@ func newGoParser(dir string) *goParser {
 func (p *goParser) stdout(line string) {
 	var ev goEvent
 	if !strings.HasPrefix(line, "{") || json.Unmarshal([]byte(line), &ev) != nil || ev.Action == "" {
+		p.text.add(line)
 		p.plain.line(p, line)
 		return
 	}
 	p.events = true
+	if ev.Output != "" {
+		p.text.add(strings.TrimSuffix(ev.Output, "\n"))
+	}
 	switch ev.Action {
 	case "build-output":
 		b := p.build[ev.ImportPath]
@@ -134,6 +140,7 @@ func (p *goParser) stdout(line string) {
 		return
 	}
 	t := pkg.test(ev.Test)
+	t.ran = true
 	switch ev.Action {
 	case "output":
 		for _, l := range strings.Split(strings.TrimSuffix(ev.Output, "\n"), "\n") {
@@ -293,7 +300,7 @@ func (p *goParser) testFailed(pkg *goPkg, t *goTest, kind string, force bool) {
 // left to them.
 func (p *goParser) unfinished(pkg *goPkg, killed bool) {
 	for _, t := range pkg.order {
-		if t.state != "" || t.failedKids > 0 || t.openKids > 0 {
+		if t.state != "" || !t.ran || t.failedKids > 0 || t.openKids > 0 {
 			continue
 		}
 		t.verdict("fail")
@@ -335,7 +342,11 @@ func (p *goParser) setupFailed(pkg *goPkg) {
 
 func (p *goParser) stderr(line string) {
 	p.stderrL.add(line)
+	p.text.add(line)
 }
+
+// tail is the end of the output in go test's own words, not JSON.
+func (p *goParser) tail() []string { return p.text.lines() }
 
 func (p *goParser) finish(exitCode int, killed bool) *report {
 	for _, pkg := range p.order {

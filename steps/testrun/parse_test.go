@@ -38,6 +38,7 @@ func TestParsers(t *testing.T) {
 		{"go", "mixed", 1, false, "go/proj"},
 		{"go", "timeout", 1, false, "go/proj"},
 		{"go", "plain", 1, false, "go/proj"},
+		{"go", "killed", -1, true, "go/proj"}, // stopped by the step's timeout; "a/b" is one subtest's name
 		{"pytest", "failures", 1, false, ""},
 		{"pytest", "collection", 2, false, ""},
 		{"cargo", "failures", 101, false, ""},

@@ -93,7 +93,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	res.ExitCode = pr.ExitCode
 	res.DurationMS = pr.Duration.Milliseconds()
 	res.TimedOut = pr.TimedOut || (pr.Canceled && errors.Is(ctx.Err(), context.DeadlineExceeded))
-	res.Output = strings.Join(tail.lines(), "\n")
+	lines := tail.lines()
+	if t, ok := p.p.(tailer); ok {
+		lines = t.tail()
+	}
+	res.Output = strings.Join(lines, "\n")
 	rep := p.finish(pr.ExitCode, pr.TimedOut || pr.Canceled)
 	res.conclude(rep, fw, pr.Canceled && !res.TimedOut, o.MaxSummaryFailures, limit)
 	return res, nil

@@ -58,8 +58,7 @@ func summarize(res *Result, detail string, maxFails int, timeout time.Duration) 
 
 	// Nothing specific was understood: the end of the output is all a
 	// model can go on.
-	if shown == 0 && shownBuild == 0 && res.Outcome != Passed && res.Output != "" && detail == "" &&
-		!(res.Outcome == NoTests && res.Counts.Skipped > 0) {
+	if shown == 0 && shownBuild == 0 && res.Outcome != Passed && res.Outcome != NoTests && res.Output != "" && detail == "" {
 		var lines []string
 		for _, l := range strings.Split(strings.TrimSpace(res.Output), "\n") {
 			if !strings.HasPrefix(l, "npm warn") && !strings.HasPrefix(l, "npm WARN") {

@@ -1,0 +1,143 @@
+package patch
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The benchmark applies one ~10 MB diff spanning many Go source files,
+// made by git from dense random edits, and runs git apply on the same
+// input for comparison. Trees live under $TMPDIR: on a disk, the cost is
+// mostly fsync (which git apply does not do); on tmpfs it is the work.
+
+type benchInput struct {
+	tree map[string][]byte // relative path -> original content
+	diff []byte            // paths a/orig/<p>, b/new/<p>: strip 2
+}
+
+var (
+	benchOnce sync.Once
+	bench     benchInput
+	benchErr  error
+)
+
+func benchSetup(b *testing.B) *benchInput {
+	b.Helper()
+	needGit(b)
+	benchOnce.Do(func() { benchErr = makeBench(b) })
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return &bench
+}
+
+func makeBench(b *testing.B) error {
+	src, all := goSources(b)
+	rng := rand.New(rand.NewPCG(10, 20))
+	tmp := b.TempDir()
+	bench.tree = map[string][]byte{}
+	size := 0
+	for _, i := range rng.Perm(len(all)) {
+		if size >= 10<<20 {
+			break
+		}
+		p := all[i]
+		orig, err := os.ReadFile(filepath.Join(src, p))
+		if err != nil {
+			return err
+		}
+		donor, _ := os.ReadFile(filepath.Join(src, all[rng.IntN(len(all))]))
+		ed := orig
+		// About one edit per 20 lines: a dense diff, as a big refactor.
+		for range strings.Count(string(orig), "\n")/80 + 1 {
+			ed = edit(rng, ed, splitKeep(donor))
+		}
+		bench.tree[p] = orig
+		for _, d := range []struct {
+			dir  string
+			data []byte
+		}{{"orig", orig}, {"new", ed}} {
+			full := filepath.Join(tmp, d.dir, filepath.FromSlash(p))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(full, d.data, 0o644); err != nil {
+				return err
+			}
+		}
+		size += len(orig) / 3 // a rough guess of its share of the diff
+	}
+	cmd := exec.Command("git", "-c", "core.quotepath=false", "diff", "--no-index", "--no-color", "--no-ext-diff", "orig", "new")
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME="+tmp)
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if err != nil && !(errors.As(err, &ee) && ee.ExitCode() == 1) {
+		return err
+	}
+	bench.diff = out
+	return nil
+}
+
+func (in *benchInput) reset(b *testing.B, dir string) {
+	b.Helper()
+	if err := os.RemoveAll(dir); err != nil {
+		b.Fatal(err)
+	}
+	writeTree(b, dir, in.tree)
+}
+
+func benchApply(b *testing.B, opt Options) {
+	in := benchSetup(b)
+	dir := filepath.Join(b.TempDir(), "tree")
+	b.SetBytes(int64(len(in.diff)))
+	b.ReportMetric(float64(len(in.tree)), "files")
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		in.reset(b, dir)
+		b.StartTimer()
+		if _, err := Apply(context.Background(), dir, in.diff, opt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkApply10MB: the whole apply, with backups and fsync.
+func BenchmarkApply10MB(b *testing.B) { benchApply(b, Options{Strip: 2}) }
+
+// BenchmarkApply10MBNoBackup: without the backup copies.
+func BenchmarkApply10MBNoBackup(b *testing.B) { benchApply(b, Options{Strip: 2, NoBackup: true}) }
+
+// BenchmarkCheck10MB: parse, read and place everything; write nothing.
+func BenchmarkCheck10MB(b *testing.B) { benchApply(b, Options{Strip: 2, Check: true}) }
+
+// BenchmarkGitApply10MB: git apply on the same diff and tree.
+func BenchmarkGitApply10MB(b *testing.B) {
+	in := benchSetup(b)
+	top := b.TempDir()
+	dir := filepath.Join(top, "tree")
+	pf := filepath.Join(top, "p.diff")
+	if err := os.WriteFile(pf, in.diff, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(in.diff)))
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		in.reset(b, dir)
+		b.StartTimer()
+		cmd := exec.Command("git", "apply", "-p2", pf)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git apply: %v\n%s", err, out)
+		}
+	}
+}
