@@ -1,12 +1,109 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"syscall"
+
+	"github.com/planrunner/runner/steps/patch"
 )
 
-// cmdApply is replaced by the diff applier's command.
+// pFlag matches patch's "-p1" spelling, which the flag package would read
+// as a flag named "p1".
+var pFlag = regexp.MustCompile(`^--?p([0-9]+)$`)
+
+// cmdApply is `runner apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-`:
+// the diff applier on its own, all or nothing, like git apply.
 func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "runner apply: not built yet")
-	return exitUsage
+	fs, g := newFlags("apply", stderr)
+	dir := fs.String("dir", ".", "the directory the diff's paths are relative to")
+	strip := fs.Int("p", patch.DetectStrip, "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
+	check := fs.Bool("check", false, "only check that the diff applies; change nothing")
+	reverse := fs.Bool("reverse", false, "apply the diff backwards (undo it)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-")
+		fmt.Fprintln(stderr, "Applies a unified diff (prose and markdown fences around it are fine), all or nothing.")
+		fmt.Fprintln(stderr, "Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.")
+		fs.PrintDefaults()
+	}
+	for i, a := range args {
+		if m := pFlag.FindStringSubmatch(a); m != nil {
+			args = append(append(append([]string{}, args[:i]...), "-p", m[1]), args[i+1:]...)
+			break
+		}
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 {
+		return usageErr(stderr, fs, "want one PATCH file, or - to read the diff from standard input")
+	}
+	if *strip < patch.DetectStrip {
+		return usageErr(stderr, fs, "-p %d: want 0 or more", *strip)
+	}
+	data, err := readPatch(pos[0], stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner apply: %v\n", err)
+		return exitFailed
+	}
+
+	// Ctrl-C or SIGTERM: Apply stops between files and puts back what it
+	// had written.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: *strip, Check: *check, Reverse: *reverse})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		fmt.Fprintf(stderr, "runner apply: interrupted: %v\n", err)
+		return exitInterrupted
+	case err != nil:
+		if _, refused := patch.IsRefused(err); refused {
+			fmt.Fprintf(stderr, "runner apply: the diff was not applied.\n%v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "runner apply: %v\n", err)
+		}
+		return exitFailed
+	}
+	if !g.quiet {
+		for _, m := range res.Messages {
+			fmt.Fprintf(stderr, "note: %s\n", m)
+		}
+	}
+	switch {
+	case res.AlreadyApplied:
+		fmt.Fprintln(stdout, "already applied: every change is in the files already; nothing changed")
+		return exitOK
+	case *check:
+		fmt.Fprintf(stdout, "the diff applies (%d hunks); nothing changed (--check)\n", len(res.Hunks))
+	}
+	for _, f := range res.Files {
+		fmt.Fprintf(stdout, "%-6s %s (+%d -%d)\n", f.Op, f.Path, f.Added, f.Removed)
+	}
+	if res.BackupDir != "" && !g.quiet {
+		fmt.Fprintf(stdout, "backup: %s\n", res.BackupDir)
+	}
+	return exitOK
+}
+
+// readPatch reads the diff from a file, or from stdin for "-", up to one
+// byte past the size Apply accepts (so that it can say it is too big).
+func readPatch(name string, stdin io.Reader) ([]byte, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	} else if r == nil {
+		return nil, errors.New("no standard input")
+	}
+	return io.ReadAll(io.LimitReader(r, patch.DefaultMaxBytes+1))
 }

@@ -242,7 +242,11 @@ func TestInterrupt(t *testing.T) {
 			break
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // let `slow` start its processes
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(wd, "started")); err == nil {
+			break // `slow` is running
+		}
+	}
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGINT)
 	go func() {

@@ -43,7 +43,14 @@ func TestKillThenResume(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(time.Duration(rand.IntN(260)) * time.Millisecond)
+		// Wait for the run to begin (a loaded machine starts processes
+		// slowly), then kill it at a random moment.
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+			if _, err := os.Stat(out); err == nil {
+				break
+			}
+		}
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		if _, err := os.Stat(out); os.IsNotExist(err) {

@@ -106,7 +106,10 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 		return nil, err
 	}
 	res := pl.result()
-	res.Messages = append(notes, res.Messages...)
+	if len(notes) > 0 {
+		res.Messages = append(notes[:min(len(notes), maxMessages)], res.Messages...)
+		res.Messages = res.Messages[:min(len(res.Messages), 2*maxMessages)]
+	}
 	if res.AlreadyApplied || opt.Check {
 		return res, nil
 	}

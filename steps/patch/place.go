@@ -65,6 +65,8 @@ type placer struct {
 	trust bool    // line numbers may break ties (see hintsHold)
 	exact [][]int // per hunk: every exact place of its whole old side
 	done  []bool  // exact[k] computed
+
+	heading []int32 // see headingAbove; built on first use
 }
 
 // placeAll places a file's hunks in order.
@@ -308,18 +310,24 @@ func sideOf(ops []op, side byte, ws int) []string {
 	return out
 }
 
-// dropInside drops the matches that lie within one of outer.
+// dropInside drops the matches that lie within one of outer. A match
+// is within one iff the outer matches starting at or before it reach at
+// least as far, so one sweep over both sorted by start does it.
 func dropInside(cs, outer []cand) []cand {
+	cs = slices.Clone(cs)
+	outer = slices.Clone(outer)
+	byStart := func(a, b cand) int { return a.start - b.start }
+	slices.SortFunc(cs, byStart)
+	slices.SortFunc(outer, byStart)
 	var out []cand
+	reach, j := -1, 0
 	for _, c := range cs {
-		inside := false
-		for _, o := range outer {
-			if o.start >= 0 && c.start >= o.start && c.start+c.n <= o.start+o.n {
-				inside = true
-				break
+		for ; j < len(outer) && outer[j].start <= c.start; j++ {
+			if outer[j].start >= 0 {
+				reach = max(reach, outer[j].start+outer[j].n)
 			}
 		}
-		if !inside {
+		if reach < c.start+c.n {
 			out = append(out, c)
 		}
 	}
@@ -357,10 +365,20 @@ func (p *placer) bySection(cs []cand, sec string) []cand {
 // headingAbove is the line git would name in a hunk header starting at
 // at: the nearest line above that starts with a letter, "_" or "$".
 func (p *placer) headingAbove(at int) string {
-	for i := min(at, len(p.c.text)) - 1; i >= 0; i-- {
-		if l := p.c.text[i]; l != "" && (isLetter(l[0]) || l[0] == '_' || l[0] == '$') {
-			return strings.TrimSpace(l)
+	if p.heading == nil {
+		// heading[i]: the last heading line before line i, or -1.
+		p.heading = make([]int32, len(p.c.text)+1)
+		last := int32(-1)
+		for i, l := range p.c.text {
+			p.heading[i] = last
+			if l != "" && (isLetter(l[0]) || l[0] == '_' || l[0] == '$') {
+				last = int32(i)
+			}
 		}
+		p.heading[len(p.c.text)] = last
+	}
+	if i := p.heading[min(max(at, 0), len(p.c.text))]; i >= 0 {
+		return strings.TrimSpace(p.c.text[i])
 	}
 	return ""
 }
@@ -403,16 +421,10 @@ func (p *placer) upper(k, lo int) int {
 			p.exact[j] = p.c.find(old, 0, len(p.c.text), wsExact)
 			p.done[j] = true
 		}
-		n, at := 0, 0
-		for _, s := range p.exact[j] {
-			if s >= lo {
-				n++
-				at = s
-			}
-		}
-		if n == 1 {
+		// exact[j] is in file order.
+		if i, _ := slices.BinarySearch(p.exact[j], lo); i == len(p.exact[j])-1 {
 			lead, _ := p.hunks[j].context()
-			return min(len(p.c.text), at+lead)
+			return min(len(p.c.text), p.exact[j][i]+lead)
 		}
 	}
 	return len(p.c.text)

@@ -318,8 +318,14 @@ func (p *planner) result() *Result {
 		}
 	}
 	res.Messages = append(res.Messages, p.notes...)
+	if n := len(res.Messages); n > maxMessages {
+		res.Messages = append(res.Messages[:maxMessages-1], fmt.Sprintf("and %d more notes like these", n-maxMessages+1))
+	}
 	return res
 }
+
+// maxMessages bounds Result.Messages, which may go into a prompt.
+const maxMessages = 20
 
 func describePlacement(hr HunkResult, h *hunk) string {
 	var how []string

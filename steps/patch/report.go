@@ -196,10 +196,13 @@ func cut(s string) string {
 
 func lineList(starts []int) string {
 	var parts []string
-	for _, s := range starts {
+	for _, s := range starts[:min(len(starts), 8)] {
 		parts = append(parts, fmt.Sprint(s+1))
 	}
-	return strings.Join(capList(parts, 8), ", ")
+	if len(starts) > 8 {
+		parts = append(parts, fmt.Sprintf("and %d more", len(starts)-8))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func intList(ns []int) string {

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -455,72 +454,4 @@ func clipText(s string, n int) string {
 		lines = append(lines[:n], "...")
 	}
 	return strings.Join(lines, "\n")
-}
-
-// TestCorpusOracle runs git apply and GNU patch on the same variants, for
-// comparison only (set PATCH_ORACLE=1).
-func TestCorpusOracle(t *testing.T) {
-	if os.Getenv("PATCH_ORACLE") == "" {
-		t.Skip("set PATCH_ORACLE=1 to compare with git apply and GNU patch")
-	}
-	cases := buildCorpus(t, 300)
-	base := t.TempDir()
-	tools := []string{"git apply", "GNU patch"}
-	for _, tool := range tools {
-		if _, err := exec.LookPath(strings.Fields(tool)[0]); err != nil && tool == "GNU patch" {
-			tool = "patch"
-			if _, err := exec.LookPath(tool); err != nil {
-				continue
-			}
-		}
-		t.Logf("%s:", tool)
-		k := 0
-		for vi, v := range variants {
-			rng := randFor(vi)
-			var tl tally
-			for ci := range cases {
-				tr := v.make(rng, &cases[ci])
-				k++
-				dir := filepath.Join(base, strconv.Itoa(k))
-				writeTree(t, dir, tr.tree)
-				pf := filepath.Join(base, "p.diff")
-				os.WriteFile(pf, tr.diff, 0o644)
-				strip := "-p1"
-				if strings.Contains(v.name, "prefix") || strings.Contains(v.name, "all") {
-					strip = "-p0"
-				}
-				var cmd *exec.Cmd
-				if tool == "git apply" {
-					args := []string{"apply", strip}
-					if tr.opt.Reverse {
-						args = append(args, "-R")
-					}
-					cmd = exec.Command("git", append(args, pf)...)
-				} else {
-					args := []string{strip, "--batch", "--forward", "-s", "-i", pf}
-					if tr.opt.Reverse {
-						args = append(args, "-R")
-					}
-					cmd = exec.Command("patch", args...)
-				}
-				cmd.Dir = dir
-				err := cmd.Run()
-				got := readTree(t, dir)
-				switch {
-				case err == nil && !tr.already && sameTree(got, tr.want):
-					tl.right++
-				case sameTree(got, tr.tree):
-					if tr.already && err == nil {
-						tl.right++
-					} else {
-						tl.refused++
-					}
-				default:
-					tl.wrong++
-				}
-				os.RemoveAll(dir)
-			}
-			t.Logf("  %-22s right %4d  refused %4d  wrong %4d", v.name, tl.right, tl.refused, tl.wrong)
-		}
-	}
 }

@@ -85,7 +85,10 @@ func (p *planner) write(ctx context.Context) (string, error) {
 				return "", fmt.Errorf("%w; restoring the files changed before failed too: %v", err, rerr)
 			}
 			drop()
-			return "", fmt.Errorf("%w (the files changed before were restored)", err)
+			if len(done) == 0 {
+				return "", fmt.Errorf("%w (nothing was changed)", err)
+			}
+			return "", fmt.Errorf("%w (the %d file(s) changed before were restored)", err, len(done))
 		}
 		done = append(done, t)
 	}

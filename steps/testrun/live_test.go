@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -47,7 +48,26 @@ func run(t *testing.T, o Options) (*Result, string) {
 		t.Fatalf("Run: %v", err)
 	}
 	t.Logf("%s %q: outcome %s in %v; summary:\n%s", res.Framework, res.Command, res.Outcome, time.Since(start).Round(time.Millisecond), res.Summary)
+	if !res.TimedOut {
+		slowMu.Lock()
+		slowest[res.Framework] = max(slowest[res.Framework], time.Since(start))
+		slowMu.Unlock()
+	}
 	return res, pids
+}
+
+var (
+	slowMu  sync.Mutex
+	slowest = map[string]time.Duration{} // the longest run so far, by framework
+)
+
+// hangTimeout is the timeout for a framework's hanging test: base, or
+// more on a machine where the earlier runs were slow (a cold cache, a
+// busy CI runner), so the test is sure to be hanging when it fires.
+func hangTimeout(framework string, base time.Duration) time.Duration {
+	slowMu.Lock()
+	defer slowMu.Unlock()
+	return min(max(base, 2*slowest[framework]+2*time.Second), time.Minute)
 }
 
 // expect is what a test checks of a result.
@@ -191,7 +211,7 @@ func TestGoLive(t *testing.T) {
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		skipShort(t)
 		// built above by the -timeout case, so the time goes to the test
-		const timeout = 4 * time.Second
+		timeout := hangTimeout("go", 4*time.Second)
 		res, pids := run(t, Options{Dir: dir, Command: "go test ./hang/", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 		if len(res.Failures) == 0 || res.Failures[0].Kind != KindTimeout || res.Failures[0].ID != "example.com/live/hang.TestHang" {
@@ -267,7 +287,7 @@ func TestPytestLive(t *testing.T) {
 	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		skipShort(t)
-		const timeout = 4 * time.Second
+		timeout := hangTimeout("pytest", 4*time.Second)
 		res, pids := run(t, Options{Dir: dir, Command: cmd + " hang", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 	})
@@ -310,7 +330,7 @@ func TestCargoLive(t *testing.T) {
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		skipShort(t)
-		const timeout = 4 * time.Second
+		timeout := hangTimeout("cargo", 4*time.Second)
 		res, pids := run(t, Options{Dir: dir, Command: env("cargo test hang_ -- --test-threads=1"), Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 		if len(res.Failures) == 0 || res.Failures[0].ID != "tests::hang_forever" {
@@ -423,7 +443,7 @@ func TestJestLive(t *testing.T) {
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		skipShort(t)
-		const timeout = 12 * time.Second // jest takes seconds to start on a busy machine
+		timeout := hangTimeout("jest", 8*time.Second)
 		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- jest hang", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 	})
@@ -465,7 +485,7 @@ func TestVitestLive(t *testing.T) {
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		skipShort(t)
-		const timeout = 12 * time.Second // vitest takes seconds to start on a busy machine
+		timeout := hangTimeout("vitest", 8*time.Second)
 		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- vitest hang", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 	})
@@ -499,7 +519,7 @@ func TestTapLive(t *testing.T) {
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		skipShort(t)
-		const timeout = 5 * time.Second
+		timeout := hangTimeout("tap", 4*time.Second)
 		res, pids := run(t, Options{Dir: dir, Framework: "tap", Command: "node --test --test-reporter=tap hang/", Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 	})

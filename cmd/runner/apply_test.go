@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const applyOrig = "package x\n\nfunc F() int {\n\treturn 1\n}\n"
+
+const applyDiff = "Fix:\n```diff\n--- a/x.go\n+++ b/x.go\n@@ -3,3 +3,3 @@\n func F() int {\n-\treturn 1\n+\treturn 2\n }\n```\n"
+
+func applyRun(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := cmdApply(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func applySetup(t *testing.T) (dir, patchFile string) {
+	t.Helper()
+	dir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x.go"), []byte(applyOrig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	patchFile = filepath.Join(t.TempDir(), "fix.diff")
+	if err := os.WriteFile(patchFile, []byte(applyDiff), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, patchFile
+}
+
+func applyContent(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "x.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestApplyCommand(t *testing.T) {
+	dir, pf := applySetup(t)
+
+	code, out, errs := applyRun(t, "", "--check", "--dir", dir, pf)
+	if code != exitOK || !strings.Contains(out, "nothing changed (--check)") || applyContent(t, dir) != applyOrig {
+		t.Fatalf("--check: %d %q %q", code, out, errs)
+	}
+
+	code, out, errs = applyRun(t, "", pf, "--dir", dir) // flags after PATCH too
+	if code != exitOK || !strings.Contains(out, "modify x.go (+1 -1)") || !strings.Contains(out, "backup: .runner/backups/") {
+		t.Fatalf("apply: %d %q %q", code, out, errs)
+	}
+	if !strings.Contains(applyContent(t, dir), "return 2") {
+		t.Fatal("not applied")
+	}
+
+	code, out, _ = applyRun(t, applyDiff, "--dir", dir, "-")
+	if code != exitOK || !strings.Contains(out, "already applied") {
+		t.Fatalf("again from stdin: %d %q", code, out)
+	}
+
+	code, _, errs = applyRun(t, "", "--dir", dir, "--reverse", "-p1", pf)
+	if code != exitOK || applyContent(t, dir) != applyOrig {
+		t.Fatalf("reverse: %d %q %q", code, errs, applyContent(t, dir))
+	}
+}
+
+func TestApplyCommandRefuses(t *testing.T) {
+	dir, _ := applySetup(t)
+	bad := strings.Replace(applyDiff, "-\treturn 1", "-\treturn 7", 1)
+	code, out, errs := applyRun(t, bad, "--dir", dir, "-")
+	if code != exitFailed || out != "" {
+		t.Fatalf("code %d, stdout %q", code, out)
+	}
+	for _, want := range []string{"not applied", "Hunk 1 of 1 for x.go does not apply", "return 7", "closest part of x.go"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+	if applyContent(t, dir) != applyOrig {
+		t.Error("file changed")
+	}
+	escape := "--- a/../x.go\n+++ b/../x.go\n@@ -1 +1 @@\n-a\n+b\n"
+	if code, _, errs := applyRun(t, escape, "--dir", dir, "-"); code != exitFailed || !strings.Contains(errs, "goes up a directory") {
+		t.Errorf("traversal: %d %q", code, errs)
+	}
+}
+
+func TestApplyCommandUsage(t *testing.T) {
+	dir, pf := applySetup(t)
+	for _, args := range [][]string{
+		{},
+		{pf, pf},
+		{"--nope", pf},
+		{"-p", "-3", pf},
+	} {
+		if code, _, errs := applyRun(t, "", args...); code != exitUsage {
+			t.Errorf("%q: code %d, stderr %q", args, code, errs)
+		}
+	}
+	if code, _, _ := applyRun(t, "", "--dir", dir, filepath.Join(dir, "missing.diff")); code != exitFailed {
+		t.Errorf("missing patch file: code %d", code)
+	}
+	if code, _, _ := applyRun(t, "", "-h"); code != exitOK {
+		t.Errorf("-h: code %d", code)
+	}
+}

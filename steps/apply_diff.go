@@ -1,0 +1,147 @@
+package steps
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps/patch"
+)
+
+func init() { add(applyDiffType{}) }
+
+// applyDiffType applies a unified diff to the run's directory, all or
+// nothing, tolerating what models get wrong in diffs (see package patch).
+type applyDiffType struct{}
+
+// ApplyDiffResult is what an apply_diff step reports.
+type ApplyDiffResult struct {
+	Files     []patch.FileResult `json:"files"`
+	BackupDir string             `json:"backup_dir"` // relative to dir; "" when nothing was written
+	Hunks     []patch.HunkResult `json:"hunks"`
+	// AlreadyApplied: every change of the diff was already in the files;
+	// nothing was written and the step succeeded.
+	AlreadyApplied bool `json:"already_applied"`
+	// Messages say what was tolerated (recounted hunks, offsets, fuzz).
+	Messages []string `json:"messages,omitempty"`
+}
+
+type applyDiffStep struct {
+	diff     *engine.Template
+	diffFile *engine.Template
+	dir      *engine.Template
+	backup   bool
+	check    bool
+	strip    int
+	reverse  bool
+}
+
+func (applyDiffType) Name() string { return "apply_diff" }
+func (applyDiffType) Result() any  { return ApplyDiffResult{} }
+
+func (applyDiffType) Decode(d *engine.Decoder) engine.Step {
+	s := &applyDiffStep{strip: patch.DetectStrip}
+	s.diff = d.Template("diff")
+	s.diffFile = d.Template("diff_file")
+	if d.Has("diff") == d.Has("diff_file") {
+		d.Errorf(nil, "step %q (type apply_diff) needs exactly one of diff and diff_file", d.Label())
+	}
+	s.dir = d.Template("dir")
+	s.backup = d.Bool("backup", true)
+	s.check = d.Bool("check", false)
+	s.reverse = d.Bool("reverse", false)
+	if d.Has("strip") {
+		if s.strip = d.Int("strip", 0); s.strip < 0 {
+			d.Errorf(d.Node("strip"), "strip must be 0 or more (leading path components to remove)")
+		}
+	}
+	return s
+}
+
+// Describe is what a dry run shows.
+func (s *applyDiffStep) Describe() string {
+	what := "diff"
+	if s.diffFile != nil {
+		what = "diff_file " + strings.TrimSpace(s.diffFile.Src)
+	}
+	if s.check {
+		what += " (check only)"
+	}
+	return "apply " + what
+}
+
+func (s *applyDiffStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
+	text, err := s.text(sc)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	dir, _, err := stepDirEnv(sc, s.dir, nil)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	opt := patch.Options{
+		Strip:    s.strip,
+		Reverse:  s.reverse,
+		Check:    s.check,
+		NoBackup: !s.backup,
+		BackupID: fmt.Sprintf("%s/%s-%d", sc.RunID, sc.Label, sc.Visit),
+	}
+	res, err := patch.Apply(ctx, dir, text, opt)
+	if err != nil {
+		// A refusal's message is written for whoever wrote the diff: it is
+		// the step's error as is, ready for the next prompt.
+		return engine.Result{Fields: ApplyDiffResult{Files: []patch.FileResult{}, Hunks: []patch.HunkResult{}}}, err
+	}
+	out := ApplyDiffResult{Files: res.Files, BackupDir: res.BackupDir, Hunks: res.Hunks,
+		AlreadyApplied: res.AlreadyApplied, Messages: res.Messages}
+	return engine.Result{Output: applySummary(res, s.check), Fields: out}, nil
+}
+
+// text is the diff: the template rendered, or the file read.
+func (s *applyDiffStep) text(sc *engine.StepContext) ([]byte, error) {
+	if s.diff != nil {
+		t, err := sc.Eval(s.diff)
+		if err != nil {
+			return nil, fmt.Errorf("diff: %w", err)
+		}
+		return []byte(t), nil
+	}
+	p, err := sc.Eval(s.diffFile)
+	if err != nil {
+		return nil, fmt.Errorf("diff_file: %w", err)
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(sc.Workdir, p)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("diff_file: %w", err)
+	}
+	defer f.Close()
+	// Read one byte past the limit, so that Apply reports the size.
+	b, err := io.ReadAll(io.LimitReader(f, patch.DefaultMaxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("diff_file: %w", err)
+	}
+	return b, nil
+}
+
+// applySummary is the step's output: one line on what happened.
+func applySummary(res *patch.Result, check bool) string {
+	if res.AlreadyApplied {
+		return "already applied: nothing to change"
+	}
+	verb := "applied"
+	if check {
+		verb = "would apply"
+	}
+	var files []string
+	for _, f := range res.Files {
+		files = append(files, fmt.Sprintf("%s %s (+%d -%d)", f.Op, f.Path, f.Added, f.Removed))
+	}
+	return fmt.Sprintf("%s %d hunk(s) to %d file(s): %s", verb, len(res.Hunks), len(res.Files), strings.Join(files, ", "))
+}
