@@ -28,10 +28,11 @@ type CommandResult struct {
 }
 
 type commandStep struct {
-	run       *engine.Template
-	dir       *engine.Template
-	env       []engine.EnvTemplate
-	maxOutput int
+	run            *engine.Template
+	dir            *engine.Template
+	env            []engine.EnvTemplate
+	maxOutput      int
+	keepBackground bool
 }
 
 func (commandType) Name() string { return "command" }
@@ -44,6 +45,7 @@ func (commandType) Decode(d *engine.Decoder) engine.Step {
 	}
 	s.dir = d.Template("dir")
 	s.env = d.Env("env")
+	s.keepBackground = d.Bool("keep_background", false)
 	s.maxOutput = d.Int("max_output", 0)
 	if s.maxOutput < 0 {
 		d.Errorf(d.Node("max_output"), "max_output must be a positive number of bytes")
@@ -60,7 +62,9 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 	if err != nil {
 		return engine.Result{}, err
 	}
-	pr, err := proc.Run(ctx, proc.Spec{Script: script, Dir: dir, Env: env, MaxOutput: s.maxOutput})
+	// Processes the script leaves behind are ended with it, unless
+	// keep_background says they are services for later steps.
+	pr, err := proc.Run(ctx, proc.Spec{Script: script, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground})
 	if err != nil {
 		return engine.Result{}, err
 	}

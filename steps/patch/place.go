@@ -272,7 +272,10 @@ func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []c
 		}
 	}
 	var out []cand
-	seen := map[int]bool{}
+	var seen map[int]bool // several edge trims can find the same place
+	if fuzz > 0 {
+		seen = map[int]bool{}
+	}
 	for top := 0; top <= fuzz; top++ {
 		bot := fuzz - top
 		if top > min(lead, maxFuzzPerEdge) || bot > min(trail, maxFuzzPerEdge) {
@@ -287,8 +290,10 @@ func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []c
 		}
 		from := max(0, lo-min(prevTrail, max(0, lead-top)))
 		for _, q := range p.c.find(pat, from, len(p.c.text), ws) {
-			if !seen[q-top] {
-				seen[q-top] = true
+			if seen == nil || !seen[q-top] {
+				if seen != nil {
+					seen[q-top] = true
+				}
 				out = append(out, cand{q, top, bot, ws, len(pat)})
 			}
 		}

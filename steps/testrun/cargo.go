@@ -38,13 +38,16 @@ func insertAfterCargoTest(cmd string) (string, bool) {
 }
 
 var (
-	cargoRunning    = regexp.MustCompile(`^running \d+ tests?$`)
-	cargoTestLine   = regexp.MustCompile(`^test (.+?) \.\.\. (ok|FAILED|ignored\b.*|bench:.*)$`)
-	cargoTestStart  = regexp.MustCompile(`^test (.+?) \.\.\. ?$`)
-	cargoLongTest   = regexp.MustCompile(`^test (.+) has been running for over \d+ seconds$`)
-	cargoSection    = regexp.MustCompile(`^---- (.+) (?:stdout|stderr) ----$`)
-	cargoPanic      = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at (.+?):(\d+):(\d+):$`)
-	cargoPanicOld   = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at '(.*)', (.+?):(\d+):(\d+)$`)
+	cargoRunning   = regexp.MustCompile(`^running \d+ tests?$`)
+	cargoTestLine  = regexp.MustCompile(`^test (.+?) \.\.\. (ok|FAILED|ignored\b.*|bench:.*)$`)
+	cargoTestStart = regexp.MustCompile(`^test (.+?) \.\.\. ?$`)
+	cargoLongTest  = regexp.MustCompile(`^test (.+) has been running for over \d+ seconds$`)
+	cargoSection   = regexp.MustCompile(`^---- (.+) (?:stdout|stderr) ----$`)
+	cargoPanic     = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at (.+?):(\d+):(\d+):$`)
+	cargoPanicOld  = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at '(.*)', (.+?):(\d+):(\d+)$`)
+	// Rust < 1.73 with a message of several lines: the place ends the last
+	cargoPanicOpen  = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at '(.*)$`)
+	cargoPanicEnd   = regexp.MustCompile(`', (.+?):(\d+):(\d+)$`)
 	cargoDiag       = regexp.MustCompile(`^(error|warning)(?:\[(\w+)\])?: (.+)$`)
 	cargoArrow      = regexp.MustCompile(`^\s*--> (.+?):(\d+):(\d+)$`)
 	cargoFrame      = regexp.MustCompile(`^\s+\d+: `)
@@ -213,6 +216,16 @@ func cargoFailure(name string, sec *lines) Failure {
 		}
 		if m := cargoPanicOld.FindStringSubmatch(l); m != nil {
 			f.File, f.Line, f.Message = m[3], atoi(m[4]), clip(m[2], maxLineLen)
+			break
+		}
+		if m := cargoPanicOpen.FindStringSubmatch(l); m != nil {
+			f.Message = clip(m[2], maxLineLen)
+			for _, next := range all[i+1:] {
+				if e := cargoPanicEnd.FindStringSubmatch(next); e != nil {
+					f.File, f.Line = e[1], atoi(e[2])
+					break
+				}
+			}
 			break
 		}
 	}

@@ -43,6 +43,7 @@ func TestParsers(t *testing.T) {
 		{"pytest", "collection", 2, false, ""},
 		{"cargo", "failures", 101, false, ""},
 		{"cargo", "build", 101, false, ""},
+		{"cargo", "old", 101, false, ""}, // Rust < 1.73 (Debian 12's), the message before the place
 		{"jest", "mixed", 1, false, ""},
 		{"vitest", "mixed", 1, false, ""},
 		{"tap", "node", 1, false, ""},
