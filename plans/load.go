@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"regexp"
 	"strconv"
@@ -47,7 +46,7 @@ func Parse(path string, src []byte) (*Plan, error) {
 		return p, r.Err()
 	}
 	root := Resolve(&doc)
-	if root == nil {
+	if root == nil || root.Kind == 0 || (root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
 		r.AtPos(1, 1, "the plan is empty; it needs at least version and steps")
 		return p, r.Err()
 	}
@@ -86,7 +85,7 @@ func Parse(path string, src []byte) (*Plan, error) {
 			Unknown(r, f, "the plan", topFields)
 		}
 	}
-	if !has["version"] {
+	if !has["version"] && root.Kind == yaml.MappingNode {
 		r.At(root, "missing required field \"version\" (write version: 1)")
 	}
 	if !has["steps"] && root.Kind == yaml.MappingNode {
@@ -497,5 +496,3 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-// describeErr is used where a value cannot be decoded.
-func describeErr(what string, err error) string { return fmt.Sprintf("%s: %v", what, err) }

@@ -1,0 +1,123 @@
+package plans
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseReportsProblemsWithPositions(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      []string
+	}{
+		{"yaml syntax", "version: 1\nsteps:\n  - label: a\n   type: command\n", []string{"p.yaml:2:1: YAML: did not find expected"}},
+		{"empty", "", []string{"p.yaml:1:1: the plan is empty"}},
+		{"only comments", "# nothing yet\n", []string{"p.yaml:1:1: the plan is empty"}},
+		{"not a mapping", "- a\n- b\n", []string{"p.yaml:1:1: the plan must be a mapping, got a list"}},
+		{"missing version and steps", "name: x\n", []string{`p.yaml:1:1: missing required field "version"`, `missing required field "steps"`}},
+		{"unsupported version", "version: 2\nsteps: [{label: a, type: command}]\n", []string{"p.yaml:1:10: version 2 is not supported"}},
+		{"duplicate key", "version: 1\nversion: 1\nsteps: [{label: a, type: x}]\n", []string{`p.yaml:2:1: the plan: "version" is given twice`}},
+		{"unknown top-level field", "version: 1\nstep: []\nsteps: [{label: a, type: x}]\n", []string{`p.yaml:2:1: unknown field "step" in the plan (did you mean "steps"?)`}},
+		{"bad var name", "version: 1\nvars: {my-var: 1}\nsteps: [{label: a, type: x}]\n", []string{`p.yaml:2:8: var name "my-var" must be letters`}},
+		{"limits", "version: 1\nlimits: {max_steps: 0, timeout: soon, max_tokns: 5}\nsteps: [{label: a, type: x}]\n",
+			[]string{"p.yaml:2:21: limits.max_steps must be at least 1", `p.yaml:2:33: limits.timeout: "soon" is not a duration`, `p.yaml:2:39: unknown field "max_tokns" in limits (did you mean "max_tokens"?)`}},
+		{"agents", `version: 1
+agents:
+  a: {provider: opnai, model: m}
+  b: {provider: openai}
+  c: {provider: script}
+  d: {provider: anthropic, model: m, temperature: 3, responses: [x]}
+steps: [{label: s, type: x}]
+`, []string{`p.yaml:3:17: agent a: unknown provider "opnai" (one of openai, anthropic, script) (did you mean "openai"?)`,
+			`p.yaml:4:6: agent b is missing required field "model"`,
+			`p.yaml:5:6: agent c: the script provider needs responses`,
+			`p.yaml:6:51: agent d: temperature 3 is outside 0..2`,
+			`p.yaml:6:65: agent d: responses are for the script provider only`}},
+		{"steps", `version: 1
+steps:
+  - type: command
+  - {label: a, parallel: [{label: b, type: x}], type: command}
+  - {label: c, type: x, max_concurrency: 2}
+  - {label: d, type: x, retry: {backoff: 1s}}
+  - {label: end, type: x}
+  - {label: e, type: x, retry: {max: 2, untill: "true"}}
+  - {label: f, type: x, write: {key: k, ttl: 1}}
+  - {label: g, parallel: []}
+`, []string{`p.yaml:3:5: step is missing required field "label"`,
+			`p.yaml:4:16: a step has either type or parallel, not both`,
+			`p.yaml:5:42: max_concurrency applies only to a parallel group`,
+			`p.yaml:6:32: retry is missing required field "max"`,
+			`p.yaml:7:13: label "end" is reserved for goto`,
+			`p.yaml:8:41: unknown field "untill" in retry (did you mean "until"?)`,
+			`p.yaml:9:46: write.ttl: "1" is not a duration`,
+			`p.yaml:10:26: g.parallel is empty`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(tt.src))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			got := err.Error()
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			if n := len(err.(Errors)); n != len(tt.want) && tt.name != "missing version and steps" {
+				t.Errorf("%d problems, want %d:\n%s", n, len(tt.want), got)
+			}
+		})
+	}
+}
+
+func TestParseValidPlan(t *testing.T) {
+	p, err := Parse("p.yaml", []byte(`version: 1
+name: n
+vars: {rounds: 3, who: me, ratio: 0.5, on: true, list: [1, 2]}
+env: {A: b}
+limits: {timeout: 1m}
+agents:
+  bot: {provider: script, responses: {s: [one, two], t: three}}
+steps:
+  - {label: s, type: llm, retry: 2, if: "vars.on"}
+  - label: g
+    max_concurrency: 2
+    parallel:
+      - {label: c, type: command, write: {key: k}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Limits.MaxSteps != DefaultMaxSteps || p.Limits.Timeout != time.Minute {
+		t.Errorf("limits %+v", p.Limits)
+	}
+	if d, _ := p.VarDefault("rounds"); d != 3 {
+		t.Errorf("rounds default %T %v", d, d)
+	}
+	if s := p.Lookup("s"); s.Retry.Max != 2 || s.Retry.Backoff != time.Second || s.If.Src != "vars.on" {
+		t.Errorf("step s %+v", s)
+	}
+	if c := p.Lookup("c"); c.Parent != p.Lookup("g") || c.Write.Section != "steps" || c.MaxVisits != DefaultMaxVisits {
+		t.Errorf("step c %+v", c)
+	}
+	resp := p.Agent("bot").Responses
+	if len(resp) != 3 || resp[0].Label != "s" || resp[2].Text != "three" {
+		t.Errorf("responses %+v", resp)
+	}
+	if got := strings.Join(p.Labels(), ","); got != "s,g,c" {
+		t.Errorf("labels %s", got)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	for _, tt := range []struct{ name, want string }{
+		{"stpes", `"steps"`}, {"rn", `"run"`}, {"timeout", `"timeout"`}, {"zzzzzz", ""}, {"ab", ""},
+	} {
+		got := Suggest(tt.name, []string{"steps", "run", "timeout", "label"})
+		if !strings.Contains(got, tt.want) || (tt.want == "" && got != "") {
+			t.Errorf("Suggest(%q) = %q, want %s", tt.name, got, tt.want)
+		}
+	}
+}
