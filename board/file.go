@@ -70,8 +70,8 @@ func Load(path string) (*Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	var f File
-	if err := json.Unmarshal(data, &f); err != nil {
+	f, err := decodeFile(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: not a blackboard file: %w", path, err)
 	}
 	if f.Format != Format {

@@ -146,3 +146,38 @@ func TestEntryTimesRoundTrip(t *testing.T) {
 		t.Fatalf("round trip: %+v %v", e, ok)
 	}
 }
+
+// A blackboard.json reformatted by hand (indented) loads the same as the
+// one runner wrote.
+func TestLoadAnyLayout(t *testing.T) {
+	path := t.TempDir() + "/blackboard.json"
+	b, _ := Create(path, Run{ID: "r"}, Options{})
+	fill(t, b, 50)
+	b.Write(WriteOp{Key: "k", Value: []any{"a", 1.0}, ExpectVersion: -1})
+	b.Save()
+	data, _ := os.ReadFile(path)
+	var v any
+	json.Unmarshal(data, &v)
+	pretty, _ := json.MarshalIndent(v, "", "    ")
+	other := t.TempDir() + "/pretty.json"
+	os.WriteFile(other, pretty, 0o644)
+	a, err1 := Load(path)
+	c, err2 := Load(other)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	ea, ec := a.Entries(), c.Entries()
+	if len(ea) != 51 || len(ec) != 51 {
+		t.Fatalf("%d and %d entries", len(ea), len(ec))
+	}
+	for i := range ea {
+		ja, _ := json.Marshal(ea[i])
+		jc, _ := json.Marshal(ec[i])
+		if string(ja) != string(jc) {
+			t.Fatalf("entry %d: %s vs %s", i, ja, jc)
+		}
+	}
+	if e, ok := c.Get("k"); !ok || len(e.Content.([]any)) != 2 {
+		t.Fatalf("key k: %+v", e)
+	}
+}
