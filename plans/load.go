@@ -495,4 +495,3 @@ func contains(l []string, s string) bool {
 	}
 	return false
 }
-
