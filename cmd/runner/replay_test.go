@@ -165,16 +165,9 @@ func TestReplayNeedsWorkdirOrOffline(t *testing.T) {
 // divergence, shown as a diff of the results.
 func TestReplayLocalStepDiverges(t *testing.T) {
 	srv, _, _ := fakeOpenAI(t)
-	wd := t.TempDir()
-	plan := openaiPlan(t, wd, srv.URL)
-	t.Setenv("OPENAI_API_KEY", "sk-test")
-	r := runCLI(t, wd, "run", plan, "-q")
-	if r.code != 0 {
-		t.Fatalf("run: exit %d %s", r.code, r.stderr)
-	}
-	recorded := blackboardPath(t, r.stdout)
+	_, plan, recorded := recordOpenAI(t, srv.URL)
 	other := t.TempDir()
-	r = runCLI(t, other, "replay", recorded, "--workdir", other, "-q")
+	r := runCLI(t, other, "replay", recorded, "--workdir", other, "-q")
 	if r.code != 0 {
 		t.Fatalf("replay in a fresh workdir: exit %d %s", r.code, r.stderr)
 	}
@@ -190,21 +183,28 @@ func TestReplayLocalStepDiverges(t *testing.T) {
 // --from replays up to a step, then goes live, here with another model.
 func TestReplayFork(t *testing.T) {
 	srv, calls, models := fakeOpenAI(t)
-	wd := t.TempDir()
-	plan := openaiPlan(t, wd, srv.URL)
-	t.Setenv("OPENAI_API_KEY", "sk-test")
-	r := runCLI(t, wd, "run", plan, "-q")
-	if r.code != 0 {
-		t.Fatalf("run: exit %d %s", r.code, r.stderr)
-	}
-	recorded := blackboardPath(t, r.stdout)
-	r = runCLI(t, wd, "replay", recorded, "--workdir", wd, "--from", "again", "--agent", "coder.model=gpt-other", "-q")
+	wd, _, recorded := recordOpenAI(t, srv.URL)
+	r := runCLI(t, wd, "replay", recorded, "--workdir", wd, "--from", "again", "--agent", "coder.model=gpt-other", "-q")
 	if r.code != 0 {
 		t.Fatalf("fork: exit %d %s", r.code, r.stderr)
 	}
 	if calls.Load() != 3 || (*models)[2] != "gpt-other" {
 		t.Errorf("calls %d models %v: want one live call with gpt-other", calls.Load(), *models)
 	}
+}
+
+// recordOpenAI runs the openai test plan against the fake server at base
+// and returns the workdir, the plan and the recorded blackboard.json.
+func recordOpenAI(t *testing.T, base string) (wd, plan, recorded string) {
+	t.Helper()
+	wd = t.TempDir()
+	plan = openaiPlan(t, wd, base)
+	t.Setenv("OPENAI_API_KEY", "sk-test")
+	r := runCLI(t, wd, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	return wd, plan, blackboardPath(t, r.stdout)
 }
 
 func repoRoot() string {
