@@ -101,7 +101,9 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	}
 	defer root.Close()
 
-	pl := &planner{root: root, opt: opt, detected: map[bool]int{}, dirs: map[string]bool{}, state: map[string]*target{}}
+	t := newTree(root)
+	defer t.close()
+	pl := &planner{tree: t, opt: opt, detected: map[bool]int{}, stats: map[string]lstatResult{}, state: map[string]*target{}}
 	if err := pl.plan(fds); err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,7 +36,8 @@ type manifestFile struct {
 // and writes a manifest that Rollback reads. It returns the backup
 // directory, relative to the root, and the directories above it that it
 // had to make (outermost first).
-func writeBackup(root *os.Root, id string, ts []*target) (dir string, made []string, err error) {
+func writeBackup(t *tree, id string, ts []*target) (dir string, made []string, err error) {
+	root := t.root
 	if id == "" {
 		id = time.Now().UTC().Format("20060102-150405.000000000")
 	}
@@ -74,37 +74,61 @@ func writeBackup(root *os.Root, id string, ts []*target) (dir string, made []str
 	}
 	m := manifest{Version: 1, Created: time.Now().UTC()}
 	var copies []*target
-	for _, t := range ts {
-		m.Files = append(m.Files, manifestFile{Path: t.path, Existed: t.existed, Mode: t.mode})
-		m.Dirs = append(m.Dirs, t.dirs...)
-		if !t.existed {
+	mkdirs := map[string]bool{}
+	for _, tg := range ts {
+		m.Files = append(m.Files, manifestFile{Path: tg.path, Existed: tg.existed, Mode: tg.mode})
+		m.Dirs = append(m.Dirs, tg.dirs...)
+		if !tg.existed {
 			continue
 		}
-		if t.path == manifestName {
-			return "", nil, refuse(Unsafe, "%s: this name is reserved for backups; apply with backups off", t.path)
+		if tg.path == manifestName {
+			return "", nil, refuse(Unsafe, "%s: this name is reserved for backups; apply with backups off", tg.path)
 		}
-		if d := path.Dir(t.path); d != "." {
+		if d := dirOf(tg.path); d != "" && !mkdirs[d] {
+			mkdirs[d] = true
 			if err := root.MkdirAll(dir+"/"+d, 0o755); err != nil {
 				return "", nil, fmt.Errorf("patch: backup: %w", err)
 			}
 		}
-		copies = append(copies, t)
+		copies = append(copies, tg)
 	}
 	errs := make([]error, len(copies))
 	parallel(len(copies), func(i int) {
-		errs[i] = writeTemp(root, dir+"/"+copies[i].path, copies[i].orig, copies[i].mode)
+		errs[i] = keep(t, dir+"/"+copies[i].path, copies[i])
 	})
 	if err := errors.Join(errs...); err != nil {
 		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
+	// The copies' names must outlive a crash as much as the files do.
+	bdirs := []string{dir}
+	for d := range mkdirs {
+		bdirs = append(bdirs, dir+"/"+d)
+	}
+	t.syncDirs(bdirs)
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return "", nil, err
 	}
-	if err := writeAtomic(root, dir+"/"+manifestName, b, 0o644); err != nil {
+	if err := t.writeAtomic(dir+"/"+manifestName, b, 0o644); err != nil {
 		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
 	return dir, made, nil
+}
+
+// keep puts t's original content at p. A hard link costs nothing and is
+// safe here because an apply never writes a file in place: it renames a
+// new file over the path, so the old inode stays, unchanged, with the
+// backup as its only name. A file with other names (which could still
+// change it), one that changed since it was read, or a file system
+// without links gets a copy instead.
+func keep(t *tree, p string, tg *target) error {
+	if tg.links == 1 && t.link(tg.path, p) == nil {
+		if fi, _, err := t.lstat(p); err == nil && fi != nil && fi.Size() == int64(len(tg.orig)) && links(fi) == 2 {
+			return nil
+		}
+		_ = t.remove(p)
+	}
+	return t.writeTemp(p, tg.orig, tg.mode)
 }
 
 // dirExists reports whether directory p exists, refusing a link or a
@@ -137,6 +161,8 @@ func Rollback(dir, backupDir string) error {
 		return fmt.Errorf("patch: %w", err)
 	}
 	defer root.Close()
+	t := newTree(root)
+	defer t.close()
 	rel := filepath.ToSlash(backupDir)
 	if filepath.IsAbs(backupDir) {
 		absDir, err := filepath.Abs(dir)
@@ -152,10 +178,10 @@ func Rollback(dir, backupDir string) error {
 	if err := checkName(rel); err != nil {
 		return fmt.Errorf("patch: backup directory %q: %w", backupDir, err)
 	}
-	if _, _, err := lstat(root, rel+"/"+manifestName); err != nil {
+	if _, _, err := t.lstat(rel + "/" + manifestName); err != nil {
 		return fmt.Errorf("patch: backup: %w", err)
 	}
-	b, err := root.ReadFile(rel + "/" + manifestName)
+	b, err := t.readFile(rel + "/" + manifestName)
 	if err != nil {
 		return fmt.Errorf("patch: backup: %w", err)
 	}
@@ -170,20 +196,20 @@ func Rollback(dir, backupDir string) error {
 			continue
 		}
 		if !f.Existed {
-			errs = append(errs, removeFile(root, f.Path))
+			errs = append(errs, removeFile(t, f.Path))
 			continue
 		}
 		src := rel + "/" + f.Path
-		if _, _, err := lstat(root, src); err != nil {
+		if _, _, err := t.lstat(src); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		data, err := root.ReadFile(src)
+		data, err := t.readFile(src)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, putBack(root, f.Path, data, f.Mode&modeBits))
+		errs = append(errs, putBack(t, f.Path, data, f.Mode&modeBits))
 	}
 	var dirs []string
 	for _, d := range m.Dirs {
@@ -192,7 +218,7 @@ func Rollback(dir, backupDir string) error {
 		}
 	}
 	slices.SortFunc(dirs, func(a, b string) int { return len(a) - len(b) })
-	removeDirs(root, dirs)
+	removeDirs(t, dirs)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("patch: rollback: %w", err)
 	}

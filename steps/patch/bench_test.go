@@ -38,7 +38,7 @@ func benchSetup(b *testing.B) *benchInput {
 	return &bench
 }
 
-func makeBench(b *testing.B) error {
+func makeBench(b testing.TB) error {
 	src, all := goSources(b)
 	rng := rand.New(rand.NewPCG(10, 20))
 	tmp := b.TempDir()
@@ -98,7 +98,6 @@ func benchApply(b *testing.B, opt Options) {
 	in := benchSetup(b)
 	dir := filepath.Join(b.TempDir(), "tree")
 	b.SetBytes(int64(len(in.diff)))
-	b.ReportMetric(float64(len(in.tree)), "files")
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
@@ -139,5 +138,22 @@ func BenchmarkGitApply10MB(b *testing.B) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("git apply: %v\n%s", err, out)
 		}
+	}
+}
+
+// TestDumpBench writes the benchmark's tree and diff to $PATCH_BENCH_DUMP
+// (tree/ and bench.diff), to time runner apply and git apply from a shell.
+func TestDumpBench(t *testing.T) {
+	out := os.Getenv("PATCH_BENCH_DUMP")
+	if out == "" {
+		t.Skip("set PATCH_BENCH_DUMP=DIR to write the benchmark input")
+	}
+	needGit(t)
+	if err := makeBench(t); err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, filepath.Join(out, "tree"), bench.tree)
+	if err := os.WriteFile(filepath.Join(out, "bench.diff"), bench.diff, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

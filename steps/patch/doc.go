@@ -10,5 +10,10 @@
 // goes through an os.Root on the target directory, and paths that climb out
 // of it or pass through a symbolic link are refused.
 //
+// Unless told otherwise, the files as they were are kept under
+// .runner/backups/<id>/ in the directory (as hard links where possible:
+// the apply never writes a file in place, so the old content stays intact
+// under its backup name), and Rollback puts them back.
+//
 // The package imports nothing else from this module.
 package patch

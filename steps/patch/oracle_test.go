@@ -81,5 +81,5 @@ func TestCorpusOracle(t *testing.T) {
 	}
 }
 
-func bytesContains(b []byte, s string) bool { return strings.Contains(string(b), s) }
+func bytesContains(b []byte, s string) bool  { return strings.Contains(string(b), s) }
 func bytesHasPrefix(b []byte, s string) bool { return strings.HasPrefix(string(b), s) }

@@ -50,22 +50,54 @@ func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
 	if len(secs) == 0 {
 		return nil, nil, refuse(BadDiff, "no diff found: expected a unified diff, with \"--- a/PATH\" and \"+++ b/PATH\" lines, then hunks starting with \"@@\"")
 	}
-	fds, err := diff.ParseMultiFileDiffOptions(canonical(secs), diff.ParseOptions{KeepCR: true})
-	if err != nil {
-		return nil, nil, refuse(BadDiff, "cannot read the diff: %v", err)
-	}
-	if len(fds) != len(secs) {
-		return nil, nil, refuse(BadDiff, "cannot read the diff: found %d files, expected %d", len(fds), len(secs))
-	}
+	// go-diff reads the sections in a few chunks at once.
+	chunks := chunk(secs, 4)
+	outs := make([][]*fileDiff, len(chunks))
+	errs := make([]error, len(chunks))
+	parallel(len(chunks), func(i int) { outs[i], errs[i] = parseChunk(chunks[i]) })
 	var out []*fileDiff
-	for i, sec := range secs {
-		f, err := convert(sec, fds[i])
-		if err != nil {
-			return nil, nil, err
+	for i := range chunks {
+		if errs[i] != nil {
+			return nil, nil, errs[i]
 		}
-		out = append(out, f)
+		out = append(out, outs[i]...)
 	}
 	return out, notes, nil
+}
+
+// chunk splits secs into at most n runs of about equal size.
+func chunk(secs []*section, n int) [][]*section {
+	total := 0
+	for _, s := range secs {
+		total += len(s.hunks) + 1
+	}
+	var out [][]*section
+	start, size := 0, 0
+	for i, s := range secs {
+		size += len(s.hunks) + 1
+		if size*n >= total*(len(out)+1) || i == len(secs)-1 {
+			out = append(out, secs[start:i+1])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+func parseChunk(secs []*section) ([]*fileDiff, error) {
+	fds, err := diff.ParseMultiFileDiffOptions(canonical(secs), diff.ParseOptions{KeepCR: true})
+	if err != nil {
+		return nil, refuse(BadDiff, "cannot read the diff: %v", err)
+	}
+	if len(fds) != len(secs) {
+		return nil, refuse(BadDiff, "cannot read the diff: found %d files, expected %d", len(fds), len(secs))
+	}
+	out := make([]*fileDiff, len(secs))
+	for i, sec := range secs {
+		if out[i], err = convert(sec, fds[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 func convert(sec *section, fd *diff.FileDiff) (*fileDiff, error) {
@@ -161,11 +193,14 @@ func sameBody(h *hunk, sh *scanHunk) bool {
 			return false
 		}
 		o := h.ops[i]
-		cr := ""
+		want := l[1:]
 		if o.cr {
-			cr = "\r"
+			if !strings.HasSuffix(want, "\r") {
+				return false
+			}
+			want = want[:len(want)-1]
 		}
-		if string(o.kind)+o.text+cr != l {
+		if l[0] != o.kind || want != o.text {
 			return false
 		}
 		i++

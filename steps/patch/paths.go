@@ -58,25 +58,16 @@ func checkTarget(p string) error {
 	return nil
 }
 
-// lstat looks at p inside root without following any symbolic link: every
-// component must be a real directory, and p itself, if it exists, is
-// returned as found. A missing p gives (nil, nil); missing is the first
-// missing parent directory ("" when all exist), so a create knows what to
-// make.
-func lstat(root *os.Root, p string) (fi fs.FileInfo, missing string, err error) {
-	return lstatCached(root, p, nil)
-}
-
-// lstatCached is lstat remembering, in dirs, the directories found real,
-// so that planning many files in one directory looks at it once. The
-// write phase does not use it: there, every component is checked again.
-func lstatCached(root *os.Root, p string, dirs map[string]bool) (fi fs.FileInfo, missing string, err error) {
+// lstatWalk looks at p from the top Root, component by component,
+// without following any link: every directory on the way must be a real
+// one, and p itself, if it exists, a directory (dir) or a regular file. A
+// missing p gives (nil, nil); missing is its first missing parent ("" when
+// all exist). tree does the same with one call per file; this is for what
+// runs once (backups, rollback) and for tree past its open directories.
+func lstatWalk(root *os.Root, p string, dir bool) (fi fs.FileInfo, missing string, err error) {
 	parts := strings.Split(p, "/")
 	for i := range parts {
 		sub := strings.Join(parts[:i+1], "/")
-		if i < len(parts)-1 && dirs[sub] {
-			continue
-		}
 		fi, err := root.Lstat(sub)
 		if errors.Is(err, fs.ErrNotExist) {
 			if i < len(parts)-1 {
@@ -90,14 +81,14 @@ func lstatCached(root *os.Root, p string, dirs map[string]bool) (fi fs.FileInfo,
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			return nil, "", refuse(Unsafe, "%s: %s is a symbolic link; the diff may not write through links", p, sub)
 		}
-		if i < len(parts)-1 {
+		if i < len(parts)-1 || dir {
 			if !fi.IsDir() {
 				return nil, "", refuse(Unsafe, "%s: %s is not a directory", p, sub)
 			}
-			if dirs != nil {
-				dirs[sub] = true
+			if i < len(parts)-1 {
+				continue
 			}
-			continue
+			return fi, "", nil
 		}
 		if !fi.Mode().IsRegular() {
 			return nil, "", refuse(Unsafe, "%s is not a regular file", p)

@@ -127,8 +127,8 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 	// has the same text on both sides: the file's last line says which
 	// side it holds.
 	h := pl.h
-	if old, new := h.sides(); slices.Equal(old, new) && pl.end == len(p.c.text) && len(p.c.text) > 0 {
-		if (p.c.eol[len(p.c.eol)-1] == "") == h.newNoEOL {
+	if old, new := h.sides(); slices.Equal(old, new) && pl.end == p.c.n() && p.c.n() > 0 {
+		if p.c.openEnd() == h.newNoEOL {
 			pl.applied = false
 		}
 	}
@@ -239,7 +239,7 @@ func (p *placer) decide(k, lo int, oc, nc []cand) (_ placed, _ *failure, final b
 func (p *placer) placeBare(h *hunk, lo int) (placed, *failure) {
 	_, new := h.sides()
 	at, ok := p.hint(h, '-')
-	if !ok || at < lo || at > len(p.c.text) {
+	if !ok || at < lo || at > p.c.n() {
 		return placed{}, &failure{h: h}
 	}
 	return p.result(h, !p.c.matchAt(new, at, wsExact), cand{start: at}), nil
@@ -289,7 +289,7 @@ func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []c
 			continue
 		}
 		from := max(0, lo-min(prevTrail, max(0, lead-top)))
-		for _, q := range p.c.find(pat, from, len(p.c.text), ws) {
+		for _, q := range p.c.find(pat, from, p.c.n(), ws) {
 			if seen == nil || !seen[q-top] {
 				if seen != nil {
 					seen[q-top] = true
@@ -372,18 +372,19 @@ func (p *placer) bySection(cs []cand, sec string) []cand {
 func (p *placer) headingAbove(at int) string {
 	if p.heading == nil {
 		// heading[i]: the last heading line before line i, or -1.
-		p.heading = make([]int32, len(p.c.text)+1)
+		p.heading = make([]int32, p.c.n()+1)
 		last := int32(-1)
-		for i, l := range p.c.text {
+		for i := range p.c.n() {
+			l := p.c.line(i)
 			p.heading[i] = last
 			if l != "" && (isLetter(l[0]) || l[0] == '_' || l[0] == '$') {
 				last = int32(i)
 			}
 		}
-		p.heading[len(p.c.text)] = last
+		p.heading[p.c.n()] = last
 	}
-	if i := p.heading[min(max(at, 0), len(p.c.text))]; i >= 0 {
-		return strings.TrimSpace(p.c.text[i])
+	if i := p.heading[min(max(at, 0), p.c.n())]; i >= 0 {
+		return strings.TrimSpace(p.c.line(int(i)))
 	}
 	return ""
 }
@@ -393,7 +394,7 @@ func (p *placer) headingAbove(at int) string {
 func (p *placer) atEdge(cs []cand, start bool) []cand {
 	var out []cand
 	for _, c := range cs {
-		if (start && c.start-c.top == 0) || (!start && c.start+c.n == len(p.c.text)) {
+		if (start && c.start-c.top == 0) || (!start && c.start+c.n == p.c.n()) {
 			out = append(out, c)
 		}
 	}
@@ -423,16 +424,16 @@ func (p *placer) upper(k, lo int) int {
 	for j := k + 1; j < len(p.hunks); j++ {
 		if !p.done[j] {
 			old, _ := p.hunks[j].sides()
-			p.exact[j] = p.c.find(old, 0, len(p.c.text), wsExact)
+			p.exact[j] = p.c.find(old, 0, p.c.n(), wsExact)
 			p.done[j] = true
 		}
 		// exact[j] is in file order.
 		if i, _ := slices.BinarySearch(p.exact[j], lo); i == len(p.exact[j])-1 {
 			lead, _ := p.hunks[j].context()
-			return min(len(p.c.text), p.exact[j][i]+lead)
+			return min(p.c.n(), p.exact[j][i]+lead)
 		}
 	}
-	return len(p.c.text)
+	return p.c.n()
 }
 
 func candAt(cs []cand, at int) (cand, bool) {
@@ -466,67 +467,4 @@ func (p *placer) result(h *hunk, applied bool, c cand) placed {
 	}
 	return placed{h: h, applied: applied, start: c.start, end: c.start + n, ops: ops, top: c.top,
 		trail: trail, fuzz: c.top + c.bot, ws: c.ws}
-}
-
-// emit builds the new content from the placed hunks (all applied, in
-// order). ok is false if two hunks change the same lines.
-func emit(c *content, pls []placed) (_ *content, ok bool) {
-	grow := 0
-	for _, pl := range pls {
-		grow += len(pl.ops)
-	}
-	out := &content{nl: c.nl, text: make([]string, 0, len(c.text)+grow), eol: make([]string, 0, len(c.text)+grow)}
-	add := func(text, eol string) {
-		out.text = append(out.text, text)
-		out.eol = append(out.eol, eol)
-	}
-	cur := 0
-	lastAdded := -1 // index in out of an added line that must end the file without newline
-	for _, pl := range pls {
-		ops, at := pl.ops, pl.start
-		// Context shared with the previous hunk was copied already.
-		for at < cur && len(ops) > 0 && ops[0].kind == ' ' {
-			ops, at = ops[1:], at+1
-		}
-		if at < cur {
-			return nil, false
-		}
-		for ; cur < at; cur++ {
-			add(c.text[cur], c.eol[cur])
-		}
-		lastNew := -1
-		for i, o := range ops {
-			if o.kind != '-' {
-				lastNew = i
-			}
-		}
-		for i, o := range ops {
-			switch o.kind {
-			case ' ':
-				add(c.text[cur], c.eol[cur])
-				cur++
-			case '-':
-				cur++
-			case '+':
-				add(o.text, c.nl)
-				if i == lastNew && pl.h.newNoEOL && pl.fuzz == 0 {
-					lastAdded = len(out.text) - 1
-				}
-			}
-		}
-	}
-	for ; cur < len(c.text); cur++ {
-		add(c.text[cur], c.eol[cur])
-	}
-	// Only the last line may lack a newline, and an added one only when the
-	// diff says so.
-	for i := range out.eol {
-		if out.eol[i] == "" && i < len(out.eol)-1 {
-			out.eol[i] = c.nl
-		}
-	}
-	if n := len(out.text); n > 0 && lastAdded == n-1 {
-		out.eol[n-1] = ""
-	}
-	return out, true
 }

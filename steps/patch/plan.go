@@ -1,9 +1,9 @@
 package patch
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
 )
@@ -14,18 +14,33 @@ type target struct {
 	existed bool
 	orig    []byte
 	mode    fs.FileMode
-	cur     *content // after the diff's sections so far; nil = absent
-	data    []byte   // cur as bytes, once planned
+	links   int      // names the file had (0: unknown)
 	dirs    []string // parent directories a create must make
 	added   int
 	removed int
+
+	exists bool     // after the diff's sections so far
+	data   []byte   // the content then
+	cc     *content // data as lines; see content()
 }
+
+// content is the current content as lines, split on first use.
+func (t *target) content() *content {
+	if t.cc == nil {
+		t.cc = splitContent(t.data)
+	}
+	return t.cc
+}
+
+func (t *target) set(data []byte) { t.exists, t.data, t.cc = true, data, nil }
+
+func (t *target) remove() { t.exists, t.data, t.cc = false, nil, nil }
 
 func (t *target) op() string {
 	switch {
-	case t.existed && t.cur == nil:
+	case t.existed && !t.exists:
 		return "delete"
-	case !t.existed && t.cur != nil:
+	case !t.existed && t.exists:
 		return "create"
 	case t.existed:
 		return "modify"
@@ -44,18 +59,20 @@ type outcome struct {
 }
 
 type planner struct {
-	root     *os.Root
+	tree     *tree
 	opt      Options
-	detected map[bool]int    // strip level found for files with (true) and without a/ b/
-	trust    bool            // the diff's line numbers are all right (see hintsHold)
-	dirs     map[string]bool // directories found real while planning
+	detected map[bool]int // strip level found for files with (true) and without a/ b/
+	trust    bool         // the diff's line numbers are all right (see hintsHold)
+	stats    map[string]lstatResult
 	state    map[string]*target
 	order    []*target
 	out      []outcome
 	notes    []string
 }
 
-// plan works out every file's new content, or refuses.
+// plan works out every file's new content, or refuses. Files are read
+// and their hunks placed in parallel, one goroutine per file; sections
+// naming the same file are applied one after the other, in order.
 func (p *planner) plan(fds []*fileDiff) error {
 	// Files that exist tell the strip level that new files follow, so
 	// resolve those first.
@@ -71,42 +88,69 @@ func (p *planner) plan(fds []*fileDiff) error {
 			}
 		}
 	}
-	ts := make([]*target, len(fds))
-	p.trust = true
-	for i, f := range fds {
-		t, err := p.load(paths[i])
+	groups := map[*target][]int{} // target -> its sections, in order
+	for i := range fds {
+		t, err := p.target(paths[i])
 		if err != nil {
 			return err
 		}
-		ts[i] = t
-		if t.cur != nil && !f.created && !hintsHold(t.cur, f.hunks) {
-			p.trust = false
-		}
+		groups[t] = append(groups[t], i)
 	}
-	for i, f := range fds {
-		if err := p.applyFile(ts[i], f); err != nil {
-			return err
+
+	// Read the files and see whether the diff's line numbers hold.
+	errs := make([]error, len(p.order))
+	holds := make([]bool, len(p.order))
+	parallel(len(p.order), func(i int) {
+		t := p.order[i]
+		if errs[i] = p.read(t); errs[i] != nil {
+			return
 		}
+		holds[i] = true
+		for _, k := range groups[t] {
+			if t.exists && !fds[k].created && !hintsHold(t.content(), fds[k].hunks) {
+				holds[i] = false
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	p.trust = !slices.Contains(holds, false)
+
+	// Place the hunks.
+	outs := make([][]outcome, len(fds))
+	ferrs := make([]error, len(fds))
+	parallel(len(p.order), func(i int) {
+		t := p.order[i]
+		for _, k := range groups[t] {
+			if outs[k], ferrs[k] = p.applyFile(t, fds[k]); ferrs[k] != nil {
+				return
+			}
+		}
+	})
+	for k := range fds {
+		if ferrs[k] != nil {
+			return ferrs[k]
+		}
+		p.out = append(p.out, outs[k]...)
 	}
 	return p.verdict()
 }
 
-// load returns the state of path, reading it on first use.
-func (p *planner) load(path string) (*target, error) {
+// target returns the state of path, made on first use (without reading
+// the file yet).
+func (p *planner) target(path string) (*target, error) {
 	if t, ok := p.state[path]; ok {
 		return t, nil
 	}
 	t := &target{path: path, mode: 0o644}
-	fi, missing, err := lstatCached(p.root, path, p.dirs)
+	r, err := p.lstatFull(path)
 	if err != nil {
 		return nil, err
 	}
+	fi, missing := r.fi, r.missing
 	if fi != nil {
-		b, err := p.root.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("patch: %w", err)
-		}
-		t.existed, t.orig, t.mode, t.cur = true, b, fi.Mode()&modeBits, splitContent(b)
+		t.existed, t.mode, t.links = true, fi.Mode()&modeBits, links(fi)
 	} else {
 		t.dirs = parentsToMake(path, missing)
 	}
@@ -115,78 +159,93 @@ func (p *planner) load(path string) (*target, error) {
 	return t, nil
 }
 
+// read loads an existing target's content.
+func (p *planner) read(t *target) error {
+	if !t.existed {
+		return nil
+	}
+	b, err := p.tree.readFile(t.path)
+	if err != nil {
+		return fmt.Errorf("patch: %w", err)
+	}
+	t.orig = b
+	t.set(b)
+	return nil
+}
+
 const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
-// applyFile places f's hunks on t's current content.
-func (p *planner) applyFile(t *target, f *fileDiff) error {
+// applyFile places f's hunks on t's current content and says how each
+// went. It only touches t, so files can be done in parallel.
+func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 	fileFail := func(note string) {
+		out = out[:0]
 		for _, h := range f.hunks {
-			p.out = append(p.out, outcome{t: t, total: len(f.hunks), fail: &failure{h: h}, note: note})
+			out = append(out, outcome{t: t, total: len(f.hunks), fail: &failure{h: h}, note: note})
 		}
 	}
 	already := func(c *content) {
 		for _, h := range f.hunks {
-			p.out = append(p.out, outcome{t: t, total: len(f.hunks), c: c, pl: &placed{h: h, applied: false}})
+			out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &placed{h: h, applied: false}})
 		}
 	}
 	created := f.created
-	if !created && t.cur == nil && !f.deleted && allBare(f) {
+	if !created && !t.exists && !f.deleted && allBare(f) {
 		created = true // a new file written as a change to an empty one
 	}
 	switch {
-	case created && t.cur != nil:
-		want := newFile(f)
-		if slices.Equal(t.cur.text, want.text) {
-			already(t.cur)
-			return nil
+	case created && t.exists:
+		if sameText(t.content(), splitContent(newFile(f))) {
+			already(t.content())
+			return out, nil
 		}
 		fileFail(fmt.Sprintf("the diff creates %s, but it already exists", t.path))
-		return nil
+		return out, nil
 	case created:
 		for _, h := range f.hunks {
 			if old, _ := h.sides(); len(old) > 0 {
-				return refuse(BadDiff, "line %d: the diff creates %s, but hunk %d has lines to remove", h.line, t.path, h.num)
+				return nil, refuse(BadDiff, "line %d: the diff creates %s, but hunk %d has lines to remove", h.line, t.path, h.num)
 			}
 		}
-		t.cur = newFile(f)
+		t.set(newFile(f))
 		if f.mode != 0 {
 			t.mode = f.mode
 		}
 		at := 0
 		for _, h := range f.hunks {
-			p.out = append(p.out, outcome{t: t, total: len(f.hunks), c: t.cur, pl: &placed{h: h, applied: true, start: at}})
+			out = append(out, outcome{t: t, total: len(f.hunks), c: t.content(), pl: &placed{h: h, applied: true, start: at}})
 			t.added += len(h.ops)
 			at += len(h.ops)
 		}
-		return nil
-	case t.cur == nil && f.deleted:
+		return out, nil
+	case !t.exists && f.deleted:
 		already(nil)
-		return nil
-	case t.cur == nil:
+		return out, nil
+	case !t.exists:
 		fileFail(fmt.Sprintf("%s does not exist", t.path))
-		return nil
+		return out, nil
 	}
 
-	pls, fails := placeAll(t.cur, f.hunks, p.trust)
-	c := t.cur
+	c := t.content()
+	pls, fails := placeAll(c, f.hunks, p.trust)
 	for i := range pls {
-		p.out = append(p.out, outcome{t: t, total: len(f.hunks), c: c, pl: &pls[i]})
+		out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &pls[i]})
 	}
 	for i := range fails {
-		p.out = append(p.out, outcome{t: t, total: len(f.hunks), c: c, fail: &fails[i]})
+		out = append(out, outcome{t: t, total: len(f.hunks), c: c, fail: &fails[i]})
 	}
 	if len(fails) > 0 {
-		return nil
+		return out, nil
 	}
 	for _, pl := range pls {
 		if !pl.applied {
-			return nil // judged with the others in verdict
+			return out, nil // judged with the others in verdict
 		}
 	}
 	next, ok := emit(c, pls)
 	if !ok {
 		fileFail(fmt.Sprintf("hunks for %s overlap", t.path))
-		return nil
+		return out, nil
 	}
 	for _, pl := range pls {
 		for _, o := range pl.ops {
@@ -199,14 +258,15 @@ func (p *planner) applyFile(t *target, f *fileDiff) error {
 		}
 	}
 	if f.deleted {
-		if len(next.text) > 0 {
-			fileFail(fmt.Sprintf("the diff deletes %s, but the file has %d lines the diff does not remove", t.path, len(next.text)))
-			return nil
+		if len(next) > 0 {
+			fileFail(fmt.Sprintf("the diff deletes %s, but the file has %d lines the diff does not remove", t.path, splitContent(next).n()))
+			return out, nil
 		}
-		next = nil
+		t.remove()
+		return out, nil
 	}
-	t.cur = next
-	return nil
+	t.set(next)
+	return out, nil
 }
 
 func allBare(f *fileDiff) bool {
@@ -219,27 +279,30 @@ func allBare(f *fileDiff) bool {
 }
 
 // newFile is the content a creating diff describes.
-func newFile(f *fileDiff) *content {
-	c := &content{nl: "\n"}
-	cr := 0
+func newFile(f *fileDiff) []byte {
+	nl, n, cr := "\n", 0, 0
 	for _, h := range f.hunks {
 		for _, o := range h.ops {
+			n++
 			if o.cr {
 				cr++
 			}
-			c.text = append(c.text, o.text)
 		}
 	}
-	if cr*2 > len(c.text) {
-		c.nl = "\r\n"
+	if cr*2 > n {
+		nl = "\r\n"
 	}
-	for range c.text {
-		c.eol = append(c.eol, c.nl)
+	var b []byte
+	for _, h := range f.hunks {
+		for _, o := range h.ops {
+			b = append(b, o.text...)
+			b = append(b, nl...)
+		}
 	}
-	if n := len(c.eol); n > 0 && f.hunks[len(f.hunks)-1].newNoEOL {
-		c.eol[n-1] = ""
+	if len(b) > 0 && f.hunks[len(f.hunks)-1].newNoEOL {
+		b = b[:len(b)-len(nl)]
 	}
-	return c
+	return b
 }
 
 // verdict refuses unless every hunk applies, or every hunk is already in.
@@ -286,9 +349,6 @@ func (p *planner) result() *Result {
 		op := t.op()
 		if res.AlreadyApplied {
 			op = "" // nothing changes
-		}
-		if t.cur != nil {
-			t.data = t.cur.bytes()
 		}
 		if op == "modify" && string(t.data) == string(t.orig) {
 			op = "" // hunks that change nothing, such as a newline at the end

@@ -122,7 +122,7 @@ func quoteHunk(b *strings.Builder, h *hunk) {
 // sit at the right distance from each other, with line numbers, marking
 // the lines that differ from the hunk.
 func closestRegion(b *strings.Builder, c *content, name string, old []string, h *hunk) {
-	if c == nil || len(c.text) == 0 {
+	if c == nil || c.n() == 0 {
 		fmt.Fprintf(b, "%s is empty.\n", name)
 		return
 	}
@@ -131,7 +131,7 @@ func closestRegion(b *strings.Builder, c *content, name string, old []string, h 
 		fmt.Fprintf(b, "None of these lines are anywhere in %s.\n", name)
 		return
 	}
-	end := min(start+len(old), len(c.text))
+	end := min(start+len(old), c.n())
 	fmt.Fprintf(b, "The closest part of %s is lines %d-%d (%d of %d lines agree; ! marks lines that differ):\n", name, start+1, end, agree, len(old))
 	lines := c.lines(wsAll)
 	for i := start; i < end; i++ {
@@ -143,7 +143,7 @@ func closestRegion(b *strings.Builder, c *content, name string, old []string, h 
 		if lines[i] == normalize(old[i-start], wsAll) {
 			mark = " "
 		}
-		fmt.Fprintf(b, "%s %5d | %s\n", mark, i+1, cut(c.text[i]))
+		fmt.Fprintf(b, "%s %5d | %s\n", mark, i+1, cut(c.line(i)))
 	}
 }
 
@@ -168,7 +168,7 @@ func closest(c *content, old []string, h *hunk) (start, agree int) {
 	}
 	best := -1
 	for s, v := range votes {
-		if s < 0 || s >= len(c.text) {
+		if s < 0 || s >= c.n() {
 			continue
 		}
 		if best < 0 || v > votes[best] || (v == votes[best] && (abs(s-hint) < abs(best-hint) || (abs(s-hint) == abs(best-hint) && s < best))) {

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"fmt"
+	"io/fs"
 	"strings"
 )
 
@@ -52,7 +53,7 @@ func (p *planner) resolve(f *fileDiff) (string, error) {
 				found = append(found, s)
 				continue
 			}
-			fi, _, err := lstatCached(p.root, s, p.dirs)
+			fi, err := p.lstat(s)
 			if _, refused := IsRefused(err); refused {
 				unsafe = err
 				continue
@@ -117,4 +118,29 @@ func conventional(f *fileDiff) bool {
 	a := f.oldName == devNull || strings.HasPrefix(f.oldName, "a/")
 	b := f.newName == devNull || strings.HasPrefix(f.newName, "b/")
 	return a && b
+}
+
+type lstatResult struct {
+	fi      fs.FileInfo
+	missing string
+}
+
+// lstat is tree.lstat, remembering what it found for each path: planning
+// asks about a path while resolving names and again when reading it.
+func (p *planner) lstat(path string) (fs.FileInfo, error) {
+	r, err := p.lstatFull(path)
+	return r.fi, err
+}
+
+func (p *planner) lstatFull(path string) (lstatResult, error) {
+	if r, ok := p.stats[path]; ok {
+		return r, nil
+	}
+	fi, missing, err := p.tree.lstat(path)
+	if err != nil {
+		return lstatResult{}, err
+	}
+	r := lstatResult{fi, missing}
+	p.stats[path] = r
+	return r, nil
 }

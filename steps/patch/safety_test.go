@@ -315,3 +315,16 @@ func TestBackupAndRollback(t *testing.T) {
 		t.Errorf("after rollback:\n%v\nwant\n%v", after, before)
 	}
 }
+
+// TestFewOpenDirectories runs the tree tests with room for only two open
+// directories, so that the path-walking fallback is used too.
+func TestFewOpenDirectories(t *testing.T) {
+	defer func(n int) { maxOpenDirs = n }(maxOpenDirs)
+	maxOpenDirs = 2
+	t.Run("unsafe", TestUnsafePaths)
+	t.Run("all or nothing", TestAllOrNothing)
+	t.Run("rollback", TestBackupAndRollback)
+	runApplyCases(t, []applyCase{{name: "deep", tree: map[string]string{"a/b/c/d.txt": "x\n", "a/e/f.txt": "y\n"},
+		want: map[string]string{"a/b/c/d.txt": "X\n", "a/e/f.txt": "Y\n", "a/n/m/new.txt": "z\n"},
+		diff: "--- a/a/b/c/d.txt\n+++ b/a/b/c/d.txt\n@@ -1 +1 @@\n-x\n+X\n--- a/a/e/f.txt\n+++ b/a/e/f.txt\n@@ -1 +1 @@\n-y\n+Y\n--- /dev/null\n+++ b/a/n/m/new.txt\n@@ -0,0 +1 @@\n+z\n"}})
+}

@@ -1,68 +1,77 @@
 package patch
 
 import (
-	"bytes"
 	"strings"
 )
 
-// content is a text file split into lines. A line's text never holds its
-// terminator; eol is "\n", "\r\n", or "" for a last line with no newline.
-// Matching looks only at text, so a CRLF file matches an LF diff, and lines
-// kept from the file keep their own terminators.
+// content is a text file seen as lines. It keeps the file's bytes and
+// where each line ends, so a line's text is a slice of the file (no copy)
+// and unchanged stretches can be copied out wholesale. A line's text never
+// holds its terminator; matching looks only at text, so a CRLF file
+// matches an LF diff, and lines kept from the file keep their own
+// terminators.
 type content struct {
-	text []string
-	eol  []string
+	data string
+	next []int  // next[i]: offset just past line i and its terminator
 	nl   string // terminator for lines the diff adds: the file's majority
 
-	norm [numWS][]string         // text under each whitespace level, built lazily
+	norm [numWS][]string         // every line's text at each level, built lazily
 	idx  [numWS]map[string][]int // line -> positions, built lazily
 }
 
 func splitContent(b []byte) *content {
-	n := bytes.Count(b, []byte{'\n'})
-	c := &content{text: make([]string, 0, n+1), eol: make([]string, 0, n+1)}
 	s := string(b)
-	crlf := 0
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
+	c := &content{data: s, next: make([]int, 0, strings.Count(s, "\n")+1)}
+	crlf, lf := 0, 0
+	for at := 0; at < len(s); {
+		i := strings.IndexByte(s[at:], '\n')
 		if i < 0 {
-			c.text = append(c.text, s)
-			c.eol = append(c.eol, "")
+			c.next = append(c.next, len(s))
 			break
 		}
-		line, eol := s[:i], "\n"
-		if strings.HasSuffix(line, "\r") {
-			line, eol = line[:len(line)-1], "\r\n"
+		if i > 0 && s[at+i-1] == '\r' {
 			crlf++
+		} else {
+			lf++
 		}
-		c.text = append(c.text, line)
-		c.eol = append(c.eol, eol)
-		s = s[i+1:]
+		at += i + 1
+		c.next = append(c.next, at)
 	}
 	// The majority of terminated lines; a tie goes to CRLF, as a file with
 	// any CRLF was most likely written that way on purpose.
 	c.nl = "\n"
-	lf := len(c.text) - crlf
-	if len(c.text) > 0 && c.eol[len(c.eol)-1] == "" {
-		lf--
-	}
 	if crlf > 0 && crlf >= lf {
 		c.nl = "\r\n"
 	}
 	return c
 }
 
-func (c *content) bytes() []byte {
-	n := 0
-	for i := range c.text {
-		n += len(c.text[i]) + len(c.eol[i])
+// n is the number of lines.
+func (c *content) n() int { return len(c.next) }
+
+func (c *content) start(i int) int {
+	if i == 0 {
+		return 0
 	}
-	b := make([]byte, 0, n)
-	for i := range c.text {
-		b = append(b, c.text[i]...)
-		b = append(b, c.eol[i]...)
+	return c.next[i-1]
+}
+
+// line is line i's text, without its terminator.
+func (c *content) line(i int) string {
+	s := c.data[c.start(i):c.next[i]]
+	if strings.HasSuffix(s, "\n") {
+		s = s[:len(s)-1]
+		s = strings.TrimSuffix(s, "\r")
 	}
-	return b
+	return s
+}
+
+// raw is line i with its terminator.
+func (c *content) raw(i int) string { return c.data[c.start(i):c.next[i]] }
+
+// openEnd reports whether the last line has no newline.
+func (c *content) openEnd() bool {
+	return len(c.data) > 0 && c.data[len(c.data)-1] != '\n'
 }
 
 // Whitespace levels, tried in this order.
@@ -94,12 +103,14 @@ func normalizeAll(lines []string, level int) []string {
 	return out
 }
 
+// lines is every line's text at a whitespace level.
 func (c *content) lines(level int) []string {
-	if level == wsExact {
-		return c.text
-	}
 	if c.norm[level] == nil {
-		c.norm[level] = normalizeAll(c.text, level)
+		out := make([]string, c.n())
+		for i := range out {
+			out[i] = normalize(c.line(i), level)
+		}
+		c.norm[level] = out
 	}
 	return c.norm[level]
 }
@@ -117,10 +128,18 @@ func (c *content) index(level int) map[string][]int {
 
 // matchAt reports whether pat (already normalized to level) sits at pos.
 func (c *content) matchAt(pat []string, pos, level int) bool {
-	lines := c.lines(level)
-	if pos < 0 || pos+len(pat) > len(lines) {
+	if pos < 0 || pos+len(pat) > c.n() {
 		return false
 	}
+	if level == wsExact && c.norm[wsExact] == nil {
+		for i, p := range pat {
+			if c.line(pos+i) != p {
+				return false
+			}
+		}
+		return true
+	}
+	lines := c.lines(level)
 	for i, p := range pat {
 		if lines[pos+i] != p {
 			return false
@@ -129,9 +148,9 @@ func (c *content) matchAt(pat []string, pos, level int) bool {
 	return true
 }
 
-// find returns every position in [lo, hi-len(pat)] where pat matches. It
-// looks up the pattern's rarest line in the index, so a search costs about
-// as much as the number of places that line occurs.
+// find returns every position in [lo, hi-len(pat)] where pat matches, in
+// file order. It looks up the pattern's rarest line in the index, so a
+// search costs about as much as the number of places that line occurs.
 func (c *content) find(pat []string, lo, hi, level int) []int {
 	if len(pat) == 0 || hi-lo < len(pat) {
 		return nil
@@ -158,4 +177,18 @@ func (c *content) find(pat []string, lo, hi, level int) []int {
 		}
 	}
 	return out
+}
+
+// sameText reports whether two contents have the same lines, terminators
+// aside.
+func sameText(a, b *content) bool {
+	if a.n() != b.n() {
+		return false
+	}
+	for i := range a.n() {
+		if a.line(i) != b.line(i) {
+			return false
+		}
+	}
+	return true
 }

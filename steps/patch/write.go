@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path"
 	"slices"
 	"sync"
 )
@@ -41,7 +39,7 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	var made []string // directories the backup made
 	if !p.opt.NoBackup {
 		var err error
-		if backup, made, err = writeBackup(p.root, p.opt.BackupID, ts); err != nil {
+		if backup, made, err = writeBackup(p.tree, p.opt.BackupID, ts); err != nil {
 			return "", err
 		}
 	}
@@ -49,11 +47,11 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	// tree could not be restored: then it is the way back.
 	drop := func() {
 		if backup != "" {
-			_ = p.root.RemoveAll(backup)
-			removeDirs(p.root, made)
+			_ = p.tree.root.RemoveAll(backup)
+			removeDirs(p.tree, made)
 		}
 	}
-	tmps, err := stage(p.root, ts)
+	tmps, err := stage(p.tree, ts)
 	if err != nil {
 		drop()
 		return "", err
@@ -67,18 +65,11 @@ func (p *planner) write(ctx context.Context) (string, error) {
 		if err != nil {
 			err = fmt.Errorf("patch: interrupted: %w", context.Cause(ctx))
 		} else {
-			err = commit(p.root, t, tmps[i])
+			err = commit(p.tree, t, tmps[i])
 		}
 		if err != nil {
-			for _, tmp := range tmps[i:] {
-				if tmp != "" {
-					_ = p.root.Remove(tmp)
-				}
-			}
-			for _, t := range ts[i:] {
-				removeDirs(p.root, t.dirs)
-			}
-			if rerr := restore(p.root, done); rerr != nil {
+			unstage(p.tree, ts[i:], tmps[i:])
+			if rerr := restore(p.tree, done); rerr != nil {
 				if backup != "" {
 					return "", fmt.Errorf("%w; restoring the files changed before failed too (%v); the originals are in %s", err, rerr, backup)
 				}
@@ -92,7 +83,11 @@ func (p *planner) write(ctx context.Context) (string, error) {
 		}
 		done = append(done, t)
 	}
-	syncDirs(p.root, ts)
+	var dirs []string
+	for _, t := range ts {
+		dirs = append(dirs, dirOf(t.path))
+	}
+	p.tree.syncDirs(dirs)
 	return backup, nil
 }
 
@@ -103,56 +98,58 @@ var testHook func(phase, path string)
 
 // stage writes each new content to a synced temporary file beside its
 // target and returns their names ("" for deletions).
-func stage(root *os.Root, ts []*target) ([]string, error) {
+func stage(t *tree, ts []*target) ([]string, error) {
 	tmps := make([]string, len(ts))
-	for i, t := range ts {
+	for i, tg := range ts {
 		if testHook != nil {
-			testHook("stage", t.path)
+			testHook("stage", tg.path)
 		}
-		if err := checkStill(root, t); err != nil {
-			return nil, unstage(root, ts, tmps, fmt.Errorf("patch: %s: %w", t.path, err))
+		if err := checkStill(t, tg); err != nil {
+			return nil, unstage(t, ts, tmps, fmt.Errorf("patch: %s: %w", tg.path, err))
 		}
-		if t.cur == nil {
+		if !tg.exists {
 			continue
 		}
-		for _, d := range t.dirs {
-			if err := root.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-				return nil, unstage(root, ts, tmps, fmt.Errorf("patch: %s: %w", t.path, err))
+		for _, d := range tg.dirs {
+			if err := t.mkdir(d); err != nil && !errors.Is(err, fs.ErrExist) {
+				return nil, unstage(t, ts, tmps, fmt.Errorf("patch: %s: %w", tg.path, err))
 			}
 		}
-		tmps[i] = tempName(t.path)
+		tmps[i] = tempName(tg.path)
 	}
 	errs := make([]error, len(ts))
 	parallel(len(ts), func(i int) {
 		if tmps[i] != "" {
-			errs[i] = writeTemp(root, tmps[i], ts[i].data, ts[i].mode)
+			errs[i] = t.writeTemp(tmps[i], ts[i].data, ts[i].mode)
 		}
 	})
 	for i, err := range errs {
 		if err != nil {
-			return nil, unstage(root, ts, tmps, fmt.Errorf("patch: %s: %w", ts[i].path, err))
+			return nil, unstage(t, ts, tmps, fmt.Errorf("patch: %s: %w", ts[i].path, err))
 		}
 	}
 	return tmps, nil
 }
 
-func unstage(root *os.Root, ts []*target, tmps []string, cause error) error {
+// unstage removes temporary files and the directories made for them, and
+// passes cause on (if any).
+func unstage(t *tree, ts []*target, tmps []string, cause ...error) error {
 	for _, tmp := range tmps {
 		if tmp != "" {
-			_ = root.Remove(tmp)
+			_ = t.remove(tmp)
 		}
 	}
-	for _, t := range slices.Backward(ts) {
-		removeDirs(root, t.dirs)
+	for _, tg := range slices.Backward(ts) {
+		removeDirs(t, tg.dirs)
 	}
-	return cause
+	return errors.Join(cause...)
 }
 
 // checkStill makes sure, right before writing, that the path is still what
-// was planned for: no link has appeared on the way, and a new file has
-// not appeared meanwhile.
-func checkStill(root *os.Root, t *target) error {
-	fi, _, err := lstat(root, t.path)
+// was planned for: not a link, and a new file has not appeared meanwhile.
+// (Its directories are held open since they were checked.)
+func checkStill(t *tree, tg *target) error {
+	fi, _, err := t.lstat(tg.path)
 	var re *RefusedError
 	switch {
 	case errors.As(err, &re):
@@ -160,24 +157,24 @@ func checkStill(root *os.Root, t *target) error {
 		return fmt.Errorf("changed while the diff was being applied: %s", re.Msg)
 	case err != nil:
 		return err
-	case fi != nil && !t.existed:
+	case fi != nil && !tg.existed:
 		return fmt.Errorf("%w: it appeared while the diff was being applied", fs.ErrExist)
 	}
 	return nil
 }
 
-func commit(root *os.Root, t *target, tmp string) error {
-	if err := checkStill(root, t); err != nil {
-		return fmt.Errorf("patch: %s: %w", t.path, err)
+func commit(t *tree, tg *target, tmp string) error {
+	if err := checkStill(t, tg); err != nil {
+		return fmt.Errorf("patch: %s: %w", tg.path, err)
 	}
 	var err error
-	if t.cur == nil {
-		err = root.Remove(t.path)
+	if !tg.exists {
+		err = t.remove(tg.path)
 	} else {
-		err = root.Rename(tmp, t.path)
+		err = t.rename(tmp, tg.path)
 	}
 	if err != nil {
-		return fmt.Errorf("patch: %s: %w", t.path, err)
+		return fmt.Errorf("patch: %s: %w", tg.path, err)
 	}
 	return nil
 }
@@ -186,6 +183,10 @@ func commit(root *os.Root, t *target, tmp string) error {
 // few enough not to flood the disk.
 func parallel(n int, f func(i int)) {
 	const workers = 8
+	if n == 1 {
+		f(0)
+		return
+	}
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for w := 0; w < min(workers, n); w++ {
@@ -205,109 +206,59 @@ func parallel(n int, f func(i int)) {
 }
 
 func tempName(p string) string {
-	dir, base := path.Split(p)
+	dir, base := split(p)
+	if dir != "" {
+		dir += "/"
+	}
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	return dir + "." + base + ".runner-" + hex.EncodeToString(rnd[:]) + ".tmp"
 }
 
-// writeTemp writes data to a new file tmp with mode, synced.
-func writeTemp(root *os.Root, tmp string, data []byte, mode fs.FileMode) error {
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(mode)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
-}
-
-// writeAtomic replaces p with data: a temporary file in the same directory,
-// synced, then renamed over p. A rename replaces a link rather than writing
-// through it, and readers never see half a file.
-func writeAtomic(root *os.Root, p string, data []byte, mode fs.FileMode) error {
-	tmp := tempName(p)
-	if err := writeTemp(root, tmp, data, mode); err != nil {
-		return err
-	}
-	if err := root.Rename(tmp, p); err != nil {
-		_ = root.Remove(tmp)
-		return err
-	}
-	return nil
-}
-
 // restore puts targets back as they were, last first, and removes the
 // directories that creates made.
-func restore(root *os.Root, ts []*target) error {
+func restore(t *tree, ts []*target) error {
 	var errs []error
-	for _, t := range slices.Backward(ts) {
-		if t.existed {
-			errs = append(errs, putBack(root, t.path, t.orig, t.mode))
+	for _, tg := range slices.Backward(ts) {
+		if tg.existed {
+			errs = append(errs, putBack(t, tg.path, tg.orig, tg.mode))
 		} else {
-			errs = append(errs, removeFile(root, t.path))
+			errs = append(errs, removeFile(t, tg.path))
 		}
 	}
-	for _, t := range slices.Backward(ts) {
-		removeDirs(root, t.dirs)
+	for _, tg := range slices.Backward(ts) {
+		removeDirs(t, tg.dirs)
 	}
 	return errors.Join(errs...)
 }
 
-func putBack(root *os.Root, p string, data []byte, mode fs.FileMode) error {
-	_, missing, err := lstat(root, p)
+func putBack(t *tree, p string, data []byte, mode fs.FileMode) error {
+	_, missing, err := t.lstat(p)
 	if err != nil {
 		return err
 	}
 	if missing != "" {
-		if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
+		if err := t.root.MkdirAll(dirOf(p), 0o755); err != nil {
 			return err
 		}
 	}
-	return writeAtomic(root, p, data, mode)
+	return t.writeAtomic(p, data, mode)
 }
 
-func removeFile(root *os.Root, p string) error {
-	fi, _, err := lstat(root, p)
+func removeFile(t *tree, p string) error {
+	fi, _, err := t.lstat(p)
 	if err != nil || fi == nil {
 		return err
 	}
-	return root.Remove(p)
+	return t.remove(p)
 }
 
 // removeDirs removes dirs, innermost first, where they are empty.
-func removeDirs(root *os.Root, dirs []string) {
+func removeDirs(t *tree, dirs []string) {
 	for _, d := range slices.Backward(dirs) {
-		if fi, err := root.Lstat(d); err == nil && fi.IsDir() {
-			_ = root.Remove(d) // fails, as it should, when not empty
-		}
-	}
-}
-
-// syncDirs makes the renames durable. A failure here is not worth undoing
-// a finished apply for, so it is ignored.
-func syncDirs(root *os.Root, ts []*target) {
-	seen := map[string]bool{}
-	for _, t := range ts {
-		d := path.Dir(t.path)
-		if seen[d] {
-			continue
-		}
-		seen[d] = true
-		if f, err := root.Open(d); err == nil {
-			_ = f.Sync()
-			_ = f.Close()
+		if fi, err := t.root.Lstat(d); err == nil && fi.IsDir() {
+			t.forget(d)
+			_ = t.root.Remove(d) // fails, as it should, when not empty
 		}
 	}
 }

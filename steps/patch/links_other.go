@@ -1,0 +1,14 @@
+//go:build !unix
+
+package patch
+
+import "io/fs"
+
+// links is how many names the file has; 0 when unknown.
+func links(fi fs.FileInfo) int { return 0 }
+
+// link makes newp a second name of oldp.
+func (t *tree) link(oldp, newp string) error { return t.root.Link(oldp, newp) }
+
+// dirBudget is how many directories a tree may keep open.
+func dirBudget() int { return 256 }

@@ -1,0 +1,333 @@
+package patch
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+)
+
+// tree is the directory a diff applies to. It opens one os.Root per
+// directory it is asked about, once that directory and every one above it
+// were found to be real directories (not links), and runs each operation
+// on a file as one system call on its directory. os.Root alone walks every
+// component of a path, at every call; and holding the checked directory
+// itself means that a directory swapped for a link later cannot redirect
+// a write.
+type tree struct {
+	root  *os.Root
+	mu    sync.Mutex
+	dirs  map[string]*os.Root // "" is the top
+	files map[string]*os.File // directories opened as files, for linkat
+}
+
+// maxOpenDirs bounds the directories kept open (each may take two
+// descriptors). Past it, operations go through the top Root with whole
+// paths: slower, as safe. (A variable for tests.)
+var maxOpenDirs = dirBudget()
+
+func newTree(root *os.Root) *tree {
+	return &tree{root: root, dirs: map[string]*os.Root{"": root}}
+}
+
+// close closes the directories opened (not the top Root).
+func (t *tree) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for d, r := range t.dirs {
+		if d != "" {
+			r.Close()
+		}
+	}
+	for _, f := range t.files {
+		f.Close()
+	}
+	t.dirs, t.files = map[string]*os.Root{"": t.root}, nil
+}
+
+// dirFile returns directory d opened as a file, or nil when it does not
+// exist or too many directories are open.
+func (t *tree) dirFile(d string) (*os.File, error) {
+	r, full, err := t.dir(d)
+	if err != nil || r == nil || full {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f, ok := t.files[d]; ok {
+		return f, nil
+	}
+	f, err := r.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	if t.files == nil {
+		t.files = map[string]*os.File{}
+	}
+	t.files[d] = f
+	return f, nil
+}
+
+func split(p string) (dir, base string) {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i], p[i+1:]
+	}
+	return "", p
+}
+
+// dir returns directory d's Root, or nil when d does not exist. full is
+// true when the cache is full: the caller must then use the top Root and
+// whole paths (the directory was checked all the same).
+func (t *tree) dir(d string) (r *os.Root, full bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.dirLocked(d)
+}
+
+func (t *tree) dirLocked(d string) (*os.Root, bool, error) {
+	if r, ok := t.dirs[d]; ok {
+		return r, false, nil
+	}
+	if len(t.dirs) >= maxOpenDirs {
+		fi, _, err := lstatWalk(t.root, d, true)
+		if err != nil || fi == nil {
+			return nil, false, err
+		}
+		return t.root, true, nil
+	}
+	parent, name := split(d)
+	pr, full, err := t.dirLocked(parent)
+	if err != nil || pr == nil {
+		return nil, false, err
+	}
+	if full {
+		return t.dirLocked(d) // checked by the walk above
+	}
+	fi, err := pr.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		return nil, false, refuse(Unsafe, "%s is a symbolic link; the diff may not write through links", d)
+	}
+	if !fi.IsDir() {
+		return nil, false, refuse(Unsafe, "%s is not a directory", d)
+	}
+	r, err := pr.OpenRoot(name)
+	if err != nil {
+		return nil, false, err
+	}
+	t.dirs[d] = r
+	return r, false, nil
+}
+
+// at returns the Root and the name to operate on p with; r is nil when
+// p's directory does not exist.
+func (t *tree) at(p string) (r *os.Root, name string, err error) {
+	d, base := split(p)
+	r, full, err := t.dir(d)
+	if full {
+		return t.root, p, err
+	}
+	return r, base, err
+}
+
+// lstat looks at p without following any link: every directory on the way
+// must be a real one, and p itself, if it exists, a regular file. A
+// missing p gives (nil, nil); missing is then its first missing parent
+// directory ("" when all exist), so a create knows what to make.
+func (t *tree) lstat(p string) (fi fs.FileInfo, missing string, err error) {
+	r, name, err := t.at(p)
+	if err != nil {
+		return nil, "", pathErr(p, err)
+	}
+	if r == nil {
+		parts := strings.Split(p, "/")
+		for i := 1; i < len(parts); i++ {
+			sub := strings.Join(parts[:i], "/")
+			if r, _, err := t.dir(sub); err != nil || r == nil {
+				return nil, sub, pathErr(p, err)
+			}
+		}
+		return nil, "", nil
+	}
+	fi, err = r.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, "", nil
+	case err != nil:
+		return nil, "", err
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, "", refuse(Unsafe, "%s is a symbolic link; the diff may not write through links", p)
+	case !fi.Mode().IsRegular():
+		return nil, "", refuse(Unsafe, "%s is not a regular file", p)
+	}
+	return fi, "", nil
+}
+
+// pathErr names p in a refusal about one of its directories.
+func pathErr(p string, err error) error {
+	var re *RefusedError
+	if errors.As(err, &re) && !strings.HasPrefix(re.Msg, p+":") {
+		return &RefusedError{Kind: re.Kind, Msg: p + ": " + re.Msg}
+	}
+	return err
+}
+
+func (t *tree) readFile(p string) ([]byte, error) {
+	r, name, err := t.at(p)
+	if err == nil && r == nil {
+		err = &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.ReadFile(name)
+}
+
+func (t *tree) remove(p string) error {
+	r, name, err := t.at(p)
+	if err == nil && r == nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return r.Remove(name)
+}
+
+// rename moves old to p; both are in the same directory.
+func (t *tree) rename(old, p string) error {
+	r, name, err := t.at(p)
+	if err == nil && r == nil {
+		err = &fs.PathError{Op: "rename", Path: p, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return err
+	}
+	if name == p {
+		return r.Rename(old, p)
+	}
+	_, oldName := split(old)
+	return r.Rename(oldName, name)
+}
+
+func (t *tree) mkdir(d string) error {
+	r, name, err := t.at(d)
+	if err == nil && r == nil {
+		err = &fs.PathError{Op: "mkdir", Path: d, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return err
+	}
+	return r.Mkdir(name, 0o755)
+}
+
+// writeTemp writes data to a new file tmp with mode, synced.
+func (t *tree) writeTemp(tmp string, data []byte, mode fs.FileMode) error {
+	r, name, err := t.at(tmp)
+	if err == nil && r == nil {
+		err = &fs.PathError{Op: "create", Path: tmp, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		return err
+	}
+	f, err := r.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = r.Remove(name)
+	}
+	return err
+}
+
+// writeAtomic replaces p with data: a temporary file in the same directory,
+// synced, then renamed over p. A rename replaces a link rather than writing
+// through it, and readers never see half a file.
+func (t *tree) writeAtomic(p string, data []byte, mode fs.FileMode) error {
+	tmp := tempName(p)
+	if err := t.writeTemp(tmp, data, mode); err != nil {
+		return err
+	}
+	if err := t.rename(tmp, p); err != nil {
+		_ = t.remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// syncDirs makes the directories' entries (renames, links) durable, each
+// once, in parallel. A failure is not worth undoing a finished apply for,
+// so it is ignored.
+func (t *tree) syncDirs(dirs []string) {
+	seen := map[string]bool{}
+	var list []string
+	for _, d := range dirs {
+		if d == "." {
+			d = ""
+		}
+		if !seen[d] {
+			seen[d] = true
+			list = append(list, d)
+		}
+	}
+	parallel(len(list), func(i int) {
+		r, full, err := t.dir(list[i])
+		if err != nil || r == nil {
+			return
+		}
+		name := "."
+		if full {
+			name = list[i]
+		}
+		if f, err := r.Open(name); err == nil {
+			_ = f.Sync()
+			_ = f.Close()
+		}
+	})
+}
+
+// dirOf is p's directory as tree names it ("" for the top).
+func dirOf(p string) string {
+	d := path.Dir(p)
+	if d == "." {
+		return ""
+	}
+	return d
+}
+
+// forget closes the Roots of d and of the directories under it, which are
+// about to be removed.
+func (t *tree) forget(d string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	under := func(k string) bool { return k != "" && (k == d || strings.HasPrefix(k, d+"/")) }
+	for k, r := range t.dirs {
+		if under(k) {
+			r.Close()
+			delete(t.dirs, k)
+		}
+	}
+	for k, f := range t.files {
+		if under(k) {
+			f.Close()
+			delete(t.files, k)
+		}
+	}
+}
