@@ -1,13 +1,11 @@
 package steps
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
@@ -17,14 +15,7 @@ import (
 // applyPlan runs a plan in workdir and returns its board.
 func applyPlan(t *testing.T, workdir, src string) (*board.Board, error) {
 	t.Helper()
-	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	b := board.New(board.Run{ID: "run1"})
-	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: workdir,
-		Sleep: func(context.Context, time.Duration) error { return nil }}
-	return b, r.Run(context.Background())
+	return runPlan(t, workdir, src, nil, zerolog.Nop())
 }
 
 // applyVisits returns the saved results of every visit of label, with

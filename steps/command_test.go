@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"strings"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
 	"github.com/rs/zerolog"
 )
 
@@ -104,13 +102,7 @@ func mkdir(t *testing.T, dir string) {
 // llmRunPlanIn runs src in a fresh workdir that prepare fills first.
 func llmRunPlanIn(t *testing.T, src string, prepare func(dir string)) (*board.Board, error) {
 	t.Helper()
-	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
 	dir := t.TempDir()
 	prepare(dir)
-	b := board.New(board.Run{ID: "test"})
-	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: dir}
-	return b, r.Run(context.Background())
+	return runPlan(t, dir, src, nil, zerolog.Nop())
 }

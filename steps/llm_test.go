@@ -28,14 +28,7 @@ func llmRunPlan(t *testing.T, src string, services map[string]any) (*board.Board
 
 func llmRunPlanLog(t *testing.T, src string, services map[string]any, log zerolog.Logger) (*board.Board, error) {
 	t.Helper()
-	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	b := board.New(board.Run{ID: "test"})
-	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: t.TempDir(), Services: services,
-		Sleep: func(context.Context, time.Duration) error { return nil }}
-	return b, r.Run(context.Background())
+	return runPlan(t, t.TempDir(), src, services, log)
 }
 
 // result returns the saved result of the last visit of label.

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -45,14 +44,7 @@ func goProject(t *testing.T) string {
 // runIn runs a plan with workdir as the run's working directory.
 func runIn(t *testing.T, workdir, src string) (*board.Board, error) {
 	t.Helper()
-	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
-	if err != nil {
-		t.Fatalf("compile: %v", err)
-	}
-	b := board.New(board.Run{ID: "test"})
-	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: workdir,
-		Sleep: func(context.Context, time.Duration) error { return nil }}
-	return b, r.Run(context.Background())
+	return runPlan(t, workdir, src, nil, zerolog.Nop())
 }
 
 // saved returns the saved result of the last visit of label, with its

@@ -1,0 +1,25 @@
+package steps
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/rs/zerolog"
+)
+
+// runPlan compiles src with the built-in types and runs it in workdir on
+// an in-memory board (run id "run1"), with retry backoffs skipped.
+func runPlan(t *testing.T, workdir, src string, services map[string]any, log zerolog.Logger) (*board.Board, error) {
+	t.Helper()
+	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	b := board.New(board.Run{ID: "run1"})
+	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: workdir, Services: services,
+		Sleep: func(context.Context, time.Duration) error { return nil }}
+	return b, r.Run(context.Background())
+}
