@@ -25,8 +25,10 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	strip := fs.Int("p", patch.DetectStrip, "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
 	check := fs.Bool("check", false, "only check that the diff applies; change nothing")
 	reverse := fs.Bool("reverse", false, "apply the diff backwards (undo it)")
+	undo := fs.String("undo", "", "put the files back from `BACKUP_DIR` (as printed after `backup:`, or a step's backup_dir), instead of applying a diff")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-")
+		fmt.Fprintln(stderr, "       runner apply [--dir DIR] --undo BACKUP_DIR")
 		fmt.Fprintln(stderr, "Applies a unified diff (prose and markdown fences around it are fine), all or nothing.")
 		fmt.Fprintln(stderr, "Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.")
 		fs.PrintDefaults()
@@ -40,6 +42,19 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
+	}
+	if *undo != "" {
+		if len(pos) != 0 {
+			return usageErr(stderr, fs, "--undo takes no PATCH")
+		}
+		// A backup is complete before any file is replaced, so it can put
+		// the tree back even after an apply was cut short (kill -9).
+		if err := patch.Rollback(*dir, *undo); err != nil {
+			fmt.Fprintf(stderr, "runner apply: undo: %v\n", err)
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "restored the files of %s\n", *undo)
+		return exitOK
 	}
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one PATCH file, or - to read the diff from standard input")

@@ -108,3 +108,24 @@ func TestApplyCommandUsage(t *testing.T) {
 		t.Errorf("-h: code %d", code)
 	}
 }
+
+// --undo puts the files back from the backup an apply printed.
+func TestApplyUndo(t *testing.T) {
+	dir, pf := applySetup(t)
+	code, out, errs := applyRun(t, "", "--dir", dir, pf)
+	if code != exitOK || applyContent(t, dir) == applyOrig {
+		t.Fatalf("apply: %d %q %q", code, out, errs)
+	}
+	_, backup, _ := strings.Cut(out, "backup: ")
+	backup = strings.TrimSpace(backup)
+	code, out, errs = applyRun(t, "", "--dir", dir, "--undo", backup)
+	if code != exitOK || applyContent(t, dir) != applyOrig || !strings.Contains(out, "restored") {
+		t.Fatalf("undo: %d %q %q; content %q", code, out, errs, applyContent(t, dir))
+	}
+	if code, _, errs = applyRun(t, "", "--dir", dir, "--undo", "nope"); code != exitFailed || !strings.Contains(errs, "undo") {
+		t.Fatalf("undo of a missing backup: %d %q", code, errs)
+	}
+	if code, _, _ = applyRun(t, "", "--dir", dir, "--undo", backup, pf); code != exitUsage {
+		t.Fatalf("--undo with a PATCH: exit %d, want 2", code)
+	}
+}
