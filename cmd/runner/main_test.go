@@ -354,3 +354,21 @@ func TestGraph(t *testing.T) {
 		golden(t, "crash."+format+".golden", r.stdout)
 	}
 }
+
+// The plan the README shows is valid.
+func TestReadmePlanIsValid(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot(), "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "```yaml\n")
+	plan, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("README has no yaml block")
+	}
+	p := filepath.Join(t.TempDir(), "readme.yaml")
+	os.WriteFile(p, []byte(plan), 0o644)
+	if r := runCLI(t, t.TempDir(), "validate", p); r.code != 0 {
+		t.Fatalf("README plan: exit %d\n%s", r.code, r.stderr)
+	}
+}
