@@ -313,3 +313,28 @@ steps:
 		t.Errorf("%d children ran at once", maxRunning.Load())
 	}
 }
+
+func TestIfAndWrite(t *testing.T) {
+	b, err := run(t, `
+version: 1
+vars: {deploy: false}
+steps:
+  - {label: build, type: echo, text: artefact-1, write: {section: builds, key: "last_${{ 'build' }}", ttl: 1h}}
+  - {label: ship, type: echo, text: shipped, if: vars.deploy}
+  - {label: report, type: echo, text: "${{ steps.ship.skipped }} ${{ steps.ship.status }} ${{ board('last_build') }} ${{ len(entries('builds')) }}"}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := visits(b); got != "build:succeeded ship:skipped report:succeeded" {
+		t.Errorf("steps %q", got)
+	}
+	e, ok := b.Get("last_build")
+	if !ok || e.Content != "artefact-1" || e.Section != "builds" || e.TTL == nil || *e.TTL != 3600 || e.Label != "build" {
+		t.Errorf("write.key entry %+v", e)
+	}
+	steps := b.Steps()
+	if !strings.Contains(string(steps[2].Result), `"output":"true skipped artefact-1 2"`) {
+		t.Errorf("report %s", steps[2].Result)
+	}
+}
