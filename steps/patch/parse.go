@@ -41,7 +41,9 @@ const devNull = "/dev/null"
 // parse turns the text of a diff (possibly wrapped in prose and fences)
 // into fileDiffs. The scanner repairs and canonicalizes; go-diff reads the
 // result; the two readings must agree line for line, so a line can never be
-// dropped silently.
+// dropped silently. Where go-diff is known to read the canonical text as
+// written (see directOK), the second reading is built from the scanner's
+// lines directly and checked the same way, which saves most of the time.
 func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
 	secs, notes, err := scan(selectDiff(splitDiffLines(text)), maxHunks)
 	if err != nil {
@@ -84,6 +86,9 @@ func chunk(secs []*section, n int) [][]*section {
 }
 
 func parseChunk(secs []*section) ([]*fileDiff, error) {
+	if directOK(secs) {
+		return parseDirect(secs)
+	}
 	fds, err := diff.ParseMultiFileDiffOptions(canonical(secs), diff.ParseOptions{KeepCR: true})
 	if err != nil {
 		return nil, refuse(BadDiff, "cannot read the diff: %v", err)
@@ -102,20 +107,8 @@ func parseChunk(secs []*section) ([]*fileDiff, error) {
 
 func convert(sec *section, fd *diff.FileDiff) (*fileDiff, error) {
 	f := &fileDiff{line: sec.line, oldName: fd.OrigName, newName: fd.NewName}
-	f.created = f.oldName == devNull
-	f.deleted = f.newName == devNull
-	if f.created && f.deleted {
-		return nil, refuse(BadDiff, "line %d: both sides of the file header are /dev/null", sec.line)
-	}
-	for _, x := range sec.ext {
-		switch {
-		case strings.HasPrefix(x, "rename from ") || strings.HasPrefix(x, "copy from "):
-			return nil, refuse(BadDiff, "line %d: renames and copies are not supported; delete the old file and create the new one instead", sec.line)
-		case strings.HasPrefix(x, "new file mode "):
-			if m, err := strconv.ParseUint(strings.TrimPrefix(x, "new file mode "), 8, 32); err == nil && m&0o111 != 0 {
-				f.mode = 0o755
-			}
-		}
+	if err := f.fileHeader(sec); err != nil {
+		return nil, err
 	}
 	if len(fd.Hunks) != len(sec.hunks) {
 		return nil, refuse(BadDiff, "line %d: cannot read the hunks of %s consistently", sec.line, sec.newName)
@@ -135,6 +128,27 @@ func convert(sec *section, fd *diff.FileDiff) (*fileDiff, error) {
 		f.hunks = append(f.hunks, h)
 	}
 	return f, nil
+}
+
+// fileHeader sets what the file header and git's extended headers say,
+// once the names are set.
+func (f *fileDiff) fileHeader(sec *section) error {
+	f.created = f.oldName == devNull
+	f.deleted = f.newName == devNull
+	if f.created && f.deleted {
+		return refuse(BadDiff, "line %d: both sides of the file header are /dev/null", sec.line)
+	}
+	for _, x := range sec.ext {
+		switch {
+		case strings.HasPrefix(x, "rename from ") || strings.HasPrefix(x, "copy from "):
+			return refuse(BadDiff, "line %d: renames and copies are not supported; delete the old file and create the new one instead", sec.line)
+		case strings.HasPrefix(x, "new file mode "):
+			if m, err := strconv.ParseUint(strings.TrimPrefix(x, "new file mode "), 8, 32); err == nil && m&0o111 != 0 {
+				f.mode = 0o755
+			}
+		}
+	}
+	return nil
 }
 
 // hintPos turns a header's start line into a 0-based position. An empty
@@ -231,7 +245,16 @@ func (f *fileDiff) reverse() {
 // must not change them.
 func (h *hunk) sides() (old, new []string) {
 	if h.old == nil && h.new == nil {
-		h.old, h.new = []string{}, []string{}
+		nOld, nNew := 0, 0
+		for _, o := range h.ops {
+			if o.kind != '+' {
+				nOld++
+			}
+			if o.kind != '-' {
+				nNew++
+			}
+		}
+		h.old, h.new = make([]string, 0, nOld), make([]string, 0, nNew)
 		for _, o := range h.ops {
 			if o.kind != '+' {
 				h.old = append(h.old, o.text)
@@ -253,4 +276,116 @@ func (h *hunk) context() (lead, trail int) {
 		trail++
 	}
 	return lead, trail
+}
+
+// directOK reports whether go-diff would read the canonical text of secs
+// exactly as the scanner wrote it: names it takes verbatim (strconv.Unquote
+// fails on them) and no body line starting with "---" followed by one
+// starting with "+++", which go-diff may take for the next file's header
+// (the line after a hunk's last line is "@@", "--- " or the end, which it
+// never takes for one). For such sections parseDirect gives the
+// same fileDiffs as go-diff and convert, without a second parse; other
+// chunks go through go-diff, so its refusals stay as they were.
+func directOK(secs []*section) bool {
+	for _, sec := range secs {
+		for _, name := range []string{sec.oldName, sec.newName} {
+			if name == "" || name[0] == '"' || name[0] == '\'' || name[0] == '`' {
+				return false
+			}
+		}
+		for _, h := range sec.hunks {
+			for x, l := range h.body {
+				if strings.HasPrefix(l, "---") && x+1 < len(h.body) && strings.HasPrefix(h.body[x+1], "+++") {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// parseDirect builds the fileDiffs straight from the scanner's canonical
+// bodies, as convert would from go-diff's reading of them. The body lines
+// map one to one onto ops (markers aside), and the result is still checked
+// against the scanner's reading line by line (sameBody) and by count, so no
+// line can be dropped silently.
+func parseDirect(secs []*section) ([]*fileDiff, error) {
+	out := make([]*fileDiff, len(secs))
+	for i, sec := range secs {
+		f := &fileDiff{line: sec.line, oldName: sec.oldName, newName: sec.newName}
+		if err := f.fileHeader(sec); err != nil {
+			return nil, err
+		}
+		f.hunks = make([]*hunk, 0, len(sec.hunks))
+		for k, sh := range sec.hunks {
+			h, err := directHunk(sh)
+			if err != nil {
+				return nil, refuse(BadDiff, "line %d: %v", sh.line, err)
+			}
+			if !sameBody(h, sh) || !sameCounts(h, sh) {
+				return nil, refuse(BadDiff, "line %d: cannot read hunk %q consistently", sh.line, sh.header)
+			}
+			h.num, h.line, h.header, h.hasHint = k+1, sh.line, sh.header, sh.hasHint
+			h.oldHint = hintPos(sh.oldStart, sh.nOld)
+			h.newHint = hintPos(sh.newStart, sh.nNew)
+			f.hunks = append(f.hunks, h)
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// directHunk reads a canonical hunk body as convertHunk reads go-diff's:
+// a marker after a removed line means the old side's last line has no
+// newline; after any other line (the body's last, see checkMarkers) the
+// new side's, and the old side's too if that line is context.
+func directHunk(sh *scanHunk) (*hunk, error) {
+	h := &hunk{ops: make([]op, 0, len(sh.body))}
+	for x, l := range sh.body {
+		if l == `\` {
+			if x == 0 || sh.body[x-1] == `\` {
+				return nil, fmt.Errorf("misplaced no-newline marker")
+			}
+			switch prev := h.ops[len(h.ops)-1]; prev.kind {
+			case '-':
+				h.oldNoEOL = true
+			default:
+				if x != len(sh.body)-1 {
+					return nil, fmt.Errorf("misplaced no-newline marker")
+				}
+				h.newNoEOL = true
+				h.oldNoEOL = h.oldNoEOL || prev.kind == ' '
+			}
+			continue
+		}
+		if l == "" {
+			return nil, fmt.Errorf("empty line in hunk body")
+		}
+		o := op{kind: l[0], text: l[1:]}
+		if strings.HasSuffix(o.text, "\r") {
+			o.text, o.cr = o.text[:len(o.text)-1], true
+		}
+		switch o.kind {
+		case ' ', '-', '+':
+		default:
+			return nil, fmt.Errorf("bad hunk line %q", l)
+		}
+		h.ops = append(h.ops, o)
+	}
+	return h, nil
+}
+
+// sameCounts reports whether h has as many lines on each side as the
+// scanner counted.
+func sameCounts(h *hunk, sh *scanHunk) bool {
+	o, n := 0, 0
+	for _, op := range h.ops {
+		if op.kind != '+' {
+			o++
+		}
+		if op.kind != '-' {
+			n++
+		}
+	}
+	return o == sh.nOld && n == sh.nNew
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // The scanner is the tolerant half of parsing. It finds file headers and
@@ -204,6 +205,7 @@ func (s *scanner) hunk(i int) (*scanHunk, int, error) {
 	}
 
 	repaired := 0
+	h.body = make([]string, 0, e-j)
 	for x := j; x < e; x++ {
 		raw := lines[x]
 		switch c := class(trimCR(raw)); c {
@@ -324,16 +326,39 @@ func parseRange(hdr string) (oldStart, oldCount, newStart, newCount int, counts 
 	if i := strings.Index(s, "@@"); i >= 0 {
 		s = s[:i]
 	}
-	f := strings.Fields(s)
-	if len(f) != 2 || !strings.HasPrefix(f[0], "-") || !strings.HasPrefix(f[1], "+") {
+	f0, f1, two := twoFields(s)
+	if !two || !strings.HasPrefix(f0, "-") || !strings.HasPrefix(f1, "+") {
 		return 0, 0, 0, 0, false
 	}
-	os, oc, ok1 := parseSpan(f[0][1:])
-	ns, nc, ok2 := parseSpan(f[1][1:])
+	os, oc, ok1 := parseSpan(f0[1:])
+	ns, nc, ok2 := parseSpan(f1[1:])
 	if !ok1 || !ok2 {
 		return 0, 0, 0, 0, false
 	}
 	return os, oc, ns, nc, true
+}
+
+// twoFields splits s as strings.Fields would, without allocating, and
+// reports whether it has exactly two fields.
+func twoFields(s string) (a, b string, ok bool) {
+	var f [2]string
+	n := 0
+	for {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			break
+		}
+		i := strings.IndexFunc(s, unicode.IsSpace)
+		if i < 0 {
+			i = len(s)
+		}
+		if n == len(f) {
+			return "", "", false
+		}
+		f[n], s = s[:i], s[i:]
+		n++
+	}
+	return f[0], f[1], n == len(f)
 }
 
 func parseSpan(s string) (start, count int, ok bool) {
