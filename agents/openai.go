@@ -155,7 +155,7 @@ func (p *openAI) wire(req *Request) *oaRequest {
 		w.Messages = append(w.Messages, om)
 	}
 	for _, t := range req.Tools {
-		w.Tools = append(w.Tools, oaTool{Type: "function", Function: oaFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		w.Tools = append(w.Tools, oaTool{Type: "function", Function: oaFunction(t)})
 	}
 	if len(req.Schema) > 0 {
 		rf := &oaResponseFormat{Type: "json_schema"}

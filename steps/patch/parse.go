@@ -169,17 +169,9 @@ func convertHunk(gh *diff.Hunk) (*hunk, error) {
 	pos := 0
 	for len(body) > 0 {
 		line, rest, nl := strings.Cut(body, "\n")
-		if line == "" {
-			return nil, fmt.Errorf("empty line in hunk body")
-		}
-		o := op{kind: line[0], text: line[1:]}
-		if strings.HasSuffix(o.text, "\r") {
-			o.text, o.cr = o.text[:len(o.text)-1], true
-		}
-		switch o.kind {
-		case ' ', '-', '+':
-		default:
-			return nil, fmt.Errorf("bad hunk line %q", line)
+		o, err := bodyOp(line)
+		if err != nil {
+			return nil, err
 		}
 		h.ops = append(h.ops, o)
 		pos += len(line)
@@ -358,21 +350,31 @@ func directHunk(sh *scanHunk) (*hunk, error) {
 			}
 			continue
 		}
-		if l == "" {
-			return nil, fmt.Errorf("empty line in hunk body")
-		}
-		o := op{kind: l[0], text: l[1:]}
-		if strings.HasSuffix(o.text, "\r") {
-			o.text, o.cr = o.text[:len(o.text)-1], true
-		}
-		switch o.kind {
-		case ' ', '-', '+':
-		default:
-			return nil, fmt.Errorf("bad hunk line %q", l)
+		o, err := bodyOp(l)
+		if err != nil {
+			return nil, err
 		}
 		h.ops = append(h.ops, o)
 	}
 	return h, nil
+}
+
+// bodyOp reads one line of a hunk body (without its newline) as an op,
+// the same way whether the hunk came through go-diff or straight from the
+// scanner.
+func bodyOp(line string) (op, error) {
+	if line == "" {
+		return op{}, fmt.Errorf("empty line in hunk body")
+	}
+	o := op{kind: line[0], text: line[1:]}
+	if strings.HasSuffix(o.text, "\r") {
+		o.text, o.cr = o.text[:len(o.text)-1], true
+	}
+	switch o.kind {
+	case ' ', '-', '+':
+		return o, nil
+	}
+	return op{}, fmt.Errorf("bad hunk line %q", line)
 }
 
 // sameCounts reports whether h has as many lines on each side as the

@@ -66,9 +66,6 @@ func (c *content) line(i int) string {
 	return s
 }
 
-// raw is line i with its terminator.
-func (c *content) raw(i int) string { return c.data[c.start(i):c.next[i]] }
-
 // openEnd reports whether the last line has no newline.
 func (c *content) openEnd() bool {
 	return len(c.data) > 0 && c.data[len(c.data)-1] != '\n'

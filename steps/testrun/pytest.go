@@ -57,8 +57,6 @@ type pytestParser struct {
 func (p *pytestParser) stdout(l string) { p.out.add(l) }
 func (p *pytestParser) stderr(l string) { p.out.add(l) }
 
-var pytestJunitFlag = regexp.MustCompile(`--junit-?xml[= ](\S+)`)
-
 func (p *pytestParser) finish(exitCode int, killed bool) *report {
 	rep := &report{}
 	if cases, err := readJunit(p.xml); err == nil {
