@@ -59,13 +59,6 @@ func (b *Board) SetClock(now func() time.Time) {
 	b.mu.Unlock()
 }
 
-// Now is the board's clock.
-func (b *Board) Now() time.Time {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.now()
-}
-
 // Append adds an entry. Seq, ID and TS are assigned; a keyed entry gets the
 // key's next version. It is not a compare-and-set: see Write for that.
 func (b *Board) Append(e Entry) (Entry, error) {

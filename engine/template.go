@@ -149,16 +149,6 @@ func exprErrorColumn(err error) int {
 	return 0
 }
 
-// HasExpr reports whether the template holds any ${{ }}.
-func (t *Template) HasExpr() bool {
-	for _, p := range t.parts {
-		if p.expr != nil {
-			return true
-		}
-	}
-	return false
-}
-
 // Render evaluates every part and joins them as text.
 func (t *Template) Render(env map[string]any) (string, error) {
 	return t.render(env, false)

@@ -454,9 +454,9 @@ func parseAgentBoard(r *Reporter, n *yaml.Node, what string) AgentBoard {
 	for _, f := range Fields(r, n, what+": board") {
 		switch f.Key {
 		case "read":
-			b.Read = stringList(r, f.Value, what+": board.read")
+			b.Read = StringList(r, f.Value, what+": board.read")
 		case "write":
-			b.Write = stringList(r, f.Value, what+": board.write")
+			b.Write = StringList(r, f.Value, what+": board.write")
 		default:
 			Unknown(r, f, what+": board", []string{"read", "write"})
 		}
@@ -464,8 +464,9 @@ func parseAgentBoard(r *Reporter, n *yaml.Node, what string) AgentBoard {
 	return b
 }
 
-// StringList reads a list of strings (a single string is a list of one).
-func stringList(r *Reporter, n *yaml.Node, what string) []string {
+// StringList reads a list of strings (a single string is a list of one),
+// reporting problems to r.
+func StringList(r *Reporter, n *yaml.Node, what string) []string {
 	n = Resolve(n)
 	if n != nil && n.Kind == yaml.ScalarNode {
 		s, _ := String(r, n, what)
@@ -483,9 +484,6 @@ func stringList(r *Reporter, n *yaml.Node, what string) []string {
 	}
 	return out
 }
-
-// StringList reads a list of strings, reporting problems to r.
-func StringList(r *Reporter, n *yaml.Node, what string) []string { return stringList(r, n, what) }
 
 func contains(l []string, s string) bool {
 	for _, x := range l {

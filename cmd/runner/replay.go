@@ -91,8 +91,6 @@ type fork struct {
 	agents.ReplaySource
 }
 
-func (f *fork) setLive() { f.live.Store(true) }
-
 func parseFrom(s string) (string, int, error) {
 	label, v, hasVisit := strings.Cut(s, "#")
 	visit := 1

@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
@@ -25,9 +24,9 @@ type checker struct {
 	rec      *board.Board
 	recorded map[visitKey]board.StepRecord // the last record of each visit
 	order    []board.StepRecord            // completed records, in order
+	children map[visitKey][]string         // a group visit's children, in the order they finished
 	complete bool                          // the recorded run ran to its end
 	fork     *fork
-	live     atomic.Bool
 	stop     func(error)
 
 	mu    sync.Mutex
@@ -39,11 +38,16 @@ type checker struct {
 var errEndOfRecording = errors.New("the recording ends here")
 
 func newChecker(rec *board.Board, fk *fork) *checker {
-	c := &checker{rec: rec, recorded: map[visitKey]board.StepRecord{}, fork: fk, seen: map[visitKey]bool{}}
+	c := &checker{rec: rec, recorded: map[visitKey]board.StepRecord{}, children: map[visitKey][]string{},
+		fork: fk, seen: map[visitKey]bool{}}
 	st := rec.Run().Status
 	c.complete = st == board.StatusSucceeded || st == board.StatusFailed
 	for _, s := range rec.Steps() {
 		c.recorded[visitKey{s.Label, s.Visit}] = s
+		if s.Parent != "" { // a child's visit is its group's
+			k := visitKey{s.Parent, s.Visit}
+			c.children[k] = append(c.children[k], s.Label)
+		}
 		if finished(s) {
 			c.order = append(c.order, s)
 		}
@@ -52,22 +56,16 @@ func newChecker(rec *board.Board, fk *fork) *checker {
 }
 
 // groupOrder lists a group visit's children in the order the recording saw
-// them finish (a child's visit is its group's).
+// them finish.
 func (c *checker) groupOrder(group string, visit int) []string {
-	var out []string
-	for _, s := range c.rec.Steps() {
-		if s.Parent == group && s.Visit == visit {
-			out = append(out, s.Label)
-		}
-	}
-	return out
+	return c.children[visitKey{group, visit}]
 }
 
 func finished(s board.StepRecord) bool {
 	return s.Status == engine.StatusSucceeded || s.Status == engine.StatusFailed || s.Status == engine.StatusSkipped
 }
 
-func (c *checker) isLive() bool { return c.live.Load() }
+func (c *checker) isLive() bool { return c.fork != nil && c.fork.live.Load() }
 
 // saved serves a local step's recorded result (--offline). A visit the
 // recording does not have ends the replay: the path diverged, or an
@@ -97,8 +95,7 @@ func (c *checker) missing(label string, visit int) {
 
 func (c *checker) StepStarted(label string, visit int, parent string) {
 	if c.fork != nil && label == c.fork.label && visit == c.fork.visit {
-		c.live.Store(true)
-		c.fork.setLive()
+		c.fork.live.Store(true)
 	}
 }
 
