@@ -119,8 +119,8 @@ func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 // notStarted records a child that never ran because its group was
 // canceled before its turn.
 func (r *Runner) notStarted(ctx context.Context, c *Node, parent string) error {
-	if err := r.stopped(ctx); err != nil {
-		return err
+	if stop := r.stopped(ctx); stop != nil {
+		return stop
 	}
 	r.mu.Lock()
 	r.visits[c.Label]++

@@ -151,8 +151,8 @@ func (r *Runner) runTop(ctx context.Context) error {
 		index[n.Label] = i
 	}
 	for pc := r.startPC; pc < len(steps); {
-		if err := r.stopped(ctx); err != nil {
-			return err
+		if stop := r.stopped(ctx); stop != nil {
+			return stop
 		}
 		jump, err := r.visit(ctx, steps[pc], "")
 		if err != nil {
@@ -189,7 +189,7 @@ func (r *Runner) logger(label string) zerolog.Logger {
 }
 
 // stopped reports why the run's context ended, if it did.
-func (r *Runner) stopped(ctx context.Context) error {
+func (r *Runner) stopped(ctx context.Context) *RunError {
 	if ctx.Err() == nil {
 		return nil
 	}
@@ -245,17 +245,12 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		}
 	}
 	stop := r.stopped(ctx)
-	switch {
-	case fatal(stepErr):
+	if stepErr != nil {
 		status = StatusFailed
-		if stop != nil {
+		switch {
+		case stop != nil:
 			status = StatusInterrupted
-		}
-	case stepErr != nil && stop != nil:
-		status = StatusInterrupted
-	case stepErr != nil:
-		status = StatusFailed
-		if errors.Is(context.Cause(ctx), errSiblingFailed) {
+		case !fatal(stepErr) && errors.Is(context.Cause(ctx), errSiblingFailed):
 			stepErr = fmt.Errorf("%w (%v)", errSiblingFailed, stepErr)
 		}
 	}
@@ -291,7 +286,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	case fatal(stepErr):
 		return "", stepErr
 	case stop != nil && stepErr != nil:
-		stop.(*RunError).Label = n.Label
+		stop.Label = n.Label
 		return "", stop
 	case stepErr != nil && !n.ContinueOnError:
 		return "", &RunError{Status: StatusFailed, Label: n.Label, Err: stepErr}
