@@ -209,11 +209,7 @@ func TestGoLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
-		skipShort(t)
-		// built above by the -timeout case, so the time goes to the test
-		timeout := hangTimeout("go", 4*time.Second)
-		res, pids := run(t, Options{Dir: dir, Command: "go test ./hang/", Timeout: timeout, Grace: hangGrace})
-		checkHung(t, res, pids, timeout, hangGrace)
+		res := runHang(t, "go", 4*time.Second, Options{Dir: dir, Command: "go test ./hang/"})
 		if len(res.Failures) == 0 || res.Failures[0].Kind != KindTimeout || res.Failures[0].ID != "example.com/live/hang.TestHang" {
 			t.Errorf("failures %+v, want TestHang as a timeout", res.Failures)
 		}
@@ -286,10 +282,7 @@ func TestPytestLive(t *testing.T) {
 		}
 	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
-		skipShort(t)
-		timeout := hangTimeout("pytest", 4*time.Second)
-		res, pids := run(t, Options{Dir: dir, Command: cmd + " hang", Timeout: timeout, Grace: hangGrace})
-		checkHung(t, res, pids, timeout, hangGrace)
+		runHang(t, "pytest", 4*time.Second, Options{Dir: dir, Command: cmd + " hang"})
 	})
 }
 
@@ -329,10 +322,7 @@ func TestCargoLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
-		skipShort(t)
-		timeout := hangTimeout("cargo", 4*time.Second)
-		res, pids := run(t, Options{Dir: dir, Command: env("cargo test hang_ -- --test-threads=1"), Timeout: timeout, Grace: hangGrace})
-		checkHung(t, res, pids, timeout, hangGrace)
+		res := runHang(t, "cargo", 4*time.Second, Options{Dir: dir, Command: env("cargo test hang_ -- --test-threads=1")})
 		if len(res.Failures) == 0 || res.Failures[0].ID != "tests::hang_forever" {
 			t.Errorf("failures %+v, want tests::hang_forever as a timeout", res.Failures)
 		}
@@ -442,10 +432,7 @@ func TestJestLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
-		skipShort(t)
-		timeout := hangTimeout("jest", 8*time.Second)
-		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- jest hang", Timeout: timeout, Grace: hangGrace})
-		checkHung(t, res, pids, timeout, hangGrace)
+		runHang(t, "jest", 8*time.Second, Options{Dir: dir, Command: "npx --no -- jest hang"})
 	})
 }
 
@@ -484,10 +471,7 @@ func TestVitestLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
-		skipShort(t)
-		timeout := hangTimeout("vitest", 8*time.Second)
-		res, pids := run(t, Options{Dir: dir, Command: "npx --no -- vitest hang", Timeout: timeout, Grace: hangGrace})
-		checkHung(t, res, pids, timeout, hangGrace)
+		runHang(t, "vitest", 8*time.Second, Options{Dir: dir, Command: "npx --no -- vitest hang"})
 	})
 }
 
@@ -518,10 +502,7 @@ func TestTapLive(t *testing.T) {
 		})
 	}
 	t.Run("hangs past the timeout", func(t *testing.T) {
-		skipShort(t)
-		timeout := hangTimeout("tap", 4*time.Second)
-		res, pids := run(t, Options{Dir: dir, Framework: "tap", Command: "node --test --test-reporter=tap hang/", Timeout: timeout, Grace: hangGrace})
-		checkHung(t, res, pids, timeout, hangGrace)
+		runHang(t, "tap", 4*time.Second, Options{Dir: dir, Framework: "tap", Command: "node --test --test-reporter=tap hang/"})
 	})
 }
 
@@ -563,6 +544,18 @@ func TestGenericLive(t *testing.T) {
 		res, pids := run(t, Options{Dir: dir, Command: `sleep 300 & echo $! >> "$PIDS"; echo $$ >> "$PIDS"; sleep 300`, Timeout: timeout, Grace: hangGrace})
 		checkHung(t, res, pids, timeout, hangGrace)
 	})
+}
+
+// runHang runs a suite that hangs, with a timeout fitted to how slow the
+// framework has been here, and checks that it ended in time with none of
+// its processes left.
+func runHang(t *testing.T, framework string, base time.Duration, opt Options) *Result {
+	t.Helper()
+	skipShort(t)
+	opt.Timeout, opt.Grace = hangTimeout(framework, base), hangGrace
+	res, pids := run(t, opt)
+	checkHung(t, res, pids, opt.Timeout, hangGrace)
+	return res
 }
 
 func skipShort(t *testing.T) {
