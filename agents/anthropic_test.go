@@ -132,17 +132,7 @@ func TestAnthropic(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFake(t, anthropicValidate, tc.answers...)
-			spec := anthropicAgent(f.srv.URL)
-			if strings.Contains(tc.name, "timeout") {
-				spec.Timeout = 100 * time.Millisecond
-			}
-			h := newHarness(t, onePlan(spec), func(o *Options) {
-				if tc.key != "" {
-					o.Getenv = func(string) string { return tc.key }
-				}
-			})
-			ss := h.session(t, "review", "critic")
+			h, ss := providerCall(t, anthropicValidate, tc.answers, anthropicAgent, strings.Contains(tc.name, "timeout"), tc.key, "review")
 			resp, err := ss.Send(context.Background(), user("Review this"))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
@@ -157,15 +147,7 @@ func TestAnthropic(t *testing.T) {
 					t.Errorf("response = %+v", resp)
 				}
 			}
-			if ss.Stats().Retries != tc.retries {
-				t.Errorf("retries = %d, want %d", ss.Stats().Retries, tc.retries)
-			}
-			if tc.waits != nil && fmt.Sprint(h.waits) != fmt.Sprint(tc.waits) {
-				t.Errorf("waits = %v, want %v", h.waits, tc.waits)
-			}
-			if strings.Contains(h.logs.String()+boardJSON(t, h.board), testKey) {
-				t.Error("the API key leaked")
-			}
+			checkCall(t, h, ss, err, tc.retries, tc.waits)
 		})
 	}
 }

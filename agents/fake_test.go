@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -199,4 +200,52 @@ func jsonStr(v any) string {
 
 func boardEntry(key string, value any) board.Entry {
 	return board.Entry{Section: "kv", Author: "runner", Key: key, Content: value}
+}
+
+// providerCall sets up one provider case: a fake server answering with
+// answers, the agent spec pointing at it (a 100ms timeout when the case is
+// about timeouts), and a session of step label with the agent.
+func providerCall(t *testing.T, validate func(*http.Request, map[string]any) (int, string), answers []answer,
+	spec func(base string) *plans.Agent, timeout bool, key, label string) (*harness, *Session) {
+	t.Helper()
+	f := newFake(t, validate, answers...)
+	a := spec(f.srv.URL)
+	if timeout {
+		a.Timeout = 100 * time.Millisecond
+	}
+	h := newHarness(t, onePlan(a), func(o *Options) {
+		if key != "" {
+			o.Getenv = func(string) string { return key }
+		}
+	})
+	return h, h.session(t, label, a.Name)
+}
+
+// checkCall asserts what every provider call must hold, success or not:
+// errors name the agent and leave the conversation as it was, retries are
+// counted, waited as expected and logged, and the key leaks nowhere.
+func checkCall(t *testing.T, h *harness, ss *Session, err error, retries int, waits []time.Duration) {
+	t.Helper()
+	if err != nil {
+		if !strings.HasPrefix(err.Error(), "agent "+ss.Agent().Name+": ") {
+			t.Errorf("error %q does not name the agent", err)
+		}
+		if len(ss.Messages) != 0 {
+			t.Errorf("a failed call left %d messages in the conversation", len(ss.Messages))
+		}
+	}
+	if got := ss.Stats().Retries; got != retries {
+		t.Errorf("retries = %d, want %d", got, retries)
+	}
+	if waits != nil && fmt.Sprint(h.waits) != fmt.Sprint(waits) {
+		t.Errorf("waits = %v, want %v", h.waits, waits)
+	}
+	if retries > 0 && strings.Count(h.logs.String(), "model call failed, retrying") != retries {
+		t.Errorf("want %d retry log lines, logs:\n%s", retries, h.logs)
+	}
+	for _, s := range []string{h.logs.String(), boardJSON(t, h.board), fmt.Sprint(err)} {
+		if strings.Contains(s, testKey) {
+			t.Errorf("the API key leaked: %s", s)
+		}
+	}
 }
