@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -22,4 +23,23 @@ func runPlan(t *testing.T, workdir, src string, services map[string]any, log zer
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: workdir, Services: services,
 		Sleep: func(context.Context, time.Duration) error { return nil }}
 	return b, r.Run(context.Background())
+}
+
+// saved returns the saved result of the last visit of label, with its
+// status and error.
+func saved(t *testing.T, b *board.Board, label string) (map[string]any, string, string) {
+	t.Helper()
+	for i := len(b.Steps()) - 1; i >= 0; i-- {
+		s := b.Steps()[i]
+		if s.Label != label {
+			continue
+		}
+		var out map[string]any
+		if err := json.Unmarshal(s.Result, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out, s.Status, s.Error
+	}
+	t.Fatalf("step %s did not run", label)
+	return nil, "", ""
 }

@@ -34,19 +34,8 @@ func llmRunPlanLog(t *testing.T, src string, services map[string]any, log zerolo
 // result returns the saved result of the last visit of label.
 func llmSaved(t *testing.T, b *board.Board, label string) map[string]any {
 	t.Helper()
-	var out map[string]any
-	for _, s := range b.Steps() {
-		if s.Label == label {
-			out = map[string]any{}
-			if err := json.Unmarshal(s.Result, &out); err != nil {
-				t.Fatal(err)
-			}
-			out["_status"], out["_error"] = s.Status, s.Error
-		}
-	}
-	if out == nil {
-		t.Fatalf("step %s did not run", label)
-	}
+	out, status, errText := saved(t, b, label)
+	out["_status"], out["_error"] = status, errText
 	return out
 }
 

@@ -1,7 +1,6 @@
 package steps
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,25 +44,6 @@ func goProject(t *testing.T) string {
 func runIn(t *testing.T, workdir, src string) (*board.Board, error) {
 	t.Helper()
 	return runPlan(t, workdir, src, nil, zerolog.Nop())
-}
-
-// saved returns the saved result of the last visit of label, with its
-// status and error.
-func saved(t *testing.T, b *board.Board, label string) (map[string]any, string, string) {
-	t.Helper()
-	for i := len(b.Steps()) - 1; i >= 0; i-- {
-		s := b.Steps()[i]
-		if s.Label != label {
-			continue
-		}
-		var out map[string]any
-		if err := json.Unmarshal(s.Result, &out); err != nil {
-			t.Fatal(err)
-		}
-		return out, s.Status, s.Error
-	}
-	t.Fatalf("step %s did not run", label)
-	return nil, "", ""
 }
 
 func TestTestStepFailingSuiteFeedsLaterSteps(t *testing.T) {
