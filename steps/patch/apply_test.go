@@ -145,6 +145,11 @@ func TestFrontEnd(t *testing.T) {
 			diff: plain + "@@ -9,3 +9,3 @@\n func helper() int {\n-\treturn 42\n+\treturn 43\n }\n"},
 		{name: "hunks sharing context", tree: map[string]string{"f.txt": "a\nb\nc\nd\ne\n"}, want: map[string]string{"f.txt": "a\nB\nc\nD\ne\n"},
 			diff: "--- a/f.txt\n+++ b/f.txt\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n@@ -3,3 +3,3 @@\n c\n-d\n+D\n e\n"},
+		// Hunk 1 matches twice; hunk 2, whose context lost its trailing
+		// blanks, matches once, so hunk 1 is the place before it.
+		{name: "no numbers, order decides, trailing blanks lost", tree: map[string]string{"f": "a\nb\nc\nx  \ny\nz\na\nb\nc\n"},
+			want: map[string]string{"f": "a\nB\nc\nx  \nY\nz\na\nb\nc\n"},
+			diff: "--- a/f\n+++ b/f\n@@ ... @@\n a\n-b\n+B\n c\n@@ ... @@\n x\n-y\n+Y\n z\n"},
 	})
 }
 

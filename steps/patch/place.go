@@ -24,7 +24,7 @@ import (
 //     numbers are often off, and an off number can land right on a
 //     repeated block;
 //   - the order of hunks: a hunk comes before the next hunk that matches in
-//     exactly one place.
+//     exactly one place (see upper).
 //
 // Otherwise it is a refusal, not a guess.
 //
@@ -60,18 +60,18 @@ type failure struct {
 type cand struct{ start, top, bot, ws, n int }
 
 type placer struct {
-	c     *content
-	hunks []*hunk
-	trust bool    // line numbers may break ties (see hintsHold)
-	exact [][]int // per hunk: every exact place of its whole old side
-	done  []bool  // exact[k] computed
+	c       *content
+	hunks   []*hunk
+	trust   bool    // line numbers may break ties (see hintsHold)
+	anchors [][]int // per hunk: every place of its whole old side (see upper)
+	done    []bool  // anchors[k] computed
 
 	heading []int32 // see headingAbove; built on first use
 }
 
 // placeAll places a file's hunks in order.
 func placeAll(c *content, hunks []*hunk, trust bool) ([]placed, []failure) {
-	p := &placer{c: c, hunks: hunks, trust: trust, exact: make([][]int, len(hunks)), done: make([]bool, len(hunks))}
+	p := &placer{c: c, hunks: hunks, trust: trust, anchors: make([][]int, len(hunks)), done: make([]bool, len(hunks))}
 	var out []placed
 	var fails []failure
 	lo, prevTrail := 0, 0
@@ -417,20 +417,24 @@ func (p *placer) beforeNext(k, lo int, cs []cand) []cand {
 	return out
 }
 
-// upper is where the first later hunk whose whole old side matches
-// exactly in one place at or after lo starts, plus its leading context
-// (which may be shared).
+// upper is where the first later hunk whose whole old side matches in
+// exactly one place at or after lo starts, plus its leading context
+// (which may be shared). Its old side is looked for at the strictest
+// whitespace level where it matches at all, as locate would: a model that
+// dropped trailing blanks from one hunk dropped them from all.
 func (p *placer) upper(k, lo int) int {
 	for j := k + 1; j < len(p.hunks); j++ {
 		if !p.done[j] {
 			old, _ := p.hunks[j].sides()
-			p.exact[j] = p.c.find(old, 0, p.c.n(), wsExact)
+			for ws := wsExact; ws < numWS && len(p.anchors[j]) == 0; ws++ {
+				p.anchors[j] = p.c.find(normalizeAll(old, ws), 0, p.c.n(), ws)
+			}
 			p.done[j] = true
 		}
-		// exact[j] is in file order.
-		if i, _ := slices.BinarySearch(p.exact[j], lo); i == len(p.exact[j])-1 {
+		// anchors[j] is in file order.
+		if i, _ := slices.BinarySearch(p.anchors[j], lo); i == len(p.anchors[j])-1 {
 			lead, _ := p.hunks[j].context()
-			return min(p.c.n(), p.exact[j][i]+lead)
+			return min(p.c.n(), p.anchors[j][i]+lead)
 		}
 	}
 	return p.c.n()
