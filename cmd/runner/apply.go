@@ -95,7 +95,11 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "already applied: every change is in the files already; nothing changed")
 		return exitOK
 	case *check:
-		fmt.Fprintf(stdout, "the diff applies (%d hunks); nothing changed (--check)\n", len(res.Hunks))
+		unit := "hunks"
+		if len(res.Hunks) == 1 {
+			unit = "hunk"
+		}
+		fmt.Fprintf(stdout, "the diff applies (%d %s); nothing changed (--check)\n", len(res.Hunks), unit)
 	}
 	for _, f := range res.Files {
 		fmt.Fprintf(stdout, "%-6s %s (+%d -%d)\n", f.Op, f.Path, f.Added, f.Removed)

@@ -65,8 +65,6 @@ type placer struct {
 	trust   bool    // line numbers may break ties (see hintsHold)
 	anchors [][]int // per hunk: every place of its whole old side (see upper)
 	done    []bool  // anchors[k] computed
-
-	heading []int32 // see headingAbove; built on first use
 }
 
 // placeAll places a file's hunks in order.
@@ -357,7 +355,7 @@ func (p *placer) bySection(cs []cand, sec string) []cand {
 	}
 	var out []cand
 	for _, c := range cs {
-		if strings.HasPrefix(p.headingAbove(c.start-c.top), sec) {
+		if strings.HasPrefix(p.c.headingAbove(c.start-c.top), sec) {
 			out = append(out, c)
 		}
 	}
@@ -365,28 +363,6 @@ func (p *placer) bySection(cs []cand, sec string) []cand {
 		return cs
 	}
 	return out
-}
-
-// headingAbove is the line git would name in a hunk header starting at
-// at: the nearest line above that starts with a letter, "_" or "$".
-func (p *placer) headingAbove(at int) string {
-	if p.heading == nil {
-		// heading[i]: the last heading line before line i, or -1.
-		p.heading = make([]int32, p.c.n()+1)
-		last := int32(-1)
-		for i := range p.c.n() {
-			l := p.c.line(i)
-			p.heading[i] = last
-			if l != "" && (isLetter(l[0]) || l[0] == '_' || l[0] == '$') {
-				last = int32(i)
-			}
-		}
-		p.heading[p.c.n()] = last
-	}
-	if i := p.heading[min(max(at, 0), p.c.n())]; i >= 0 {
-		return strings.TrimSpace(p.c.line(int(i)))
-	}
-	return ""
 }
 
 // atEdge keeps the candidates at the start (start=true) or the end of

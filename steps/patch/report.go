@@ -40,7 +40,7 @@ func (p *planner) report() string {
 	case o.fail.mixed:
 		fmt.Fprintf(&b, "Both its old lines and its new lines are in %s (at lines %s), so it cannot tell whether the change is already made.\n", o.t.path, lineList(o.fail.where))
 	case len(o.fail.where) > 1:
-		fmt.Fprintf(&b, "It matches equally well at lines %s of %s. Add unchanged lines around the change until it matches one place only.\n", lineList(o.fail.where), o.t.path)
+		ambiguous(&b, o)
 	default:
 		old, _ := h.sides()
 		if len(old) == 0 {
@@ -75,6 +75,33 @@ func (p *planner) report() string {
 	}
 	b.WriteString("Nothing was changed. Send the whole diff again with this hunk fixed; copy context and \"-\" lines exactly from the file.")
 	return clip(b.String())
+}
+
+// ambiguous says where a hunk matched and how to say which place is
+// meant. A diff names one place by its line numbers, by git's heading
+// after the "@@" when the places lie under different headings, or by more
+// context.
+func ambiguous(b *strings.Builder, o *outcome) {
+	where := o.fail.where
+	fmt.Fprintf(b, "It matches equally well at lines %s of %s, and nothing in the diff tells these apart.\n", lineList(where), o.t.path)
+	headings := map[string]bool{}
+	for _, at := range where {
+		headings[o.c.headingAbove(at)] = true
+	}
+	distinct := len(headings) == len(where) && !headings[""]
+	if distinct {
+		for _, at := range where[:min(len(where), 8)] {
+			fmt.Fprintf(b, "  line %d, under: %s\n", at+1, cut(o.c.headingAbove(at)))
+		}
+	}
+	old, new := o.fail.h.sides()
+	eg := fmt.Sprintf("@@ -%d,%d +%d,%d @@", where[0]+1, len(old), where[0]+1, len(new))
+	if distinct {
+		fmt.Fprintf(b, "Say which: put the line numbers in the header (%q for line %d), or the line it is under after the header, as git does (\"%s %s\"), or add unchanged lines around the change until it matches one place only.\n",
+			eg, where[0]+1, eg, cut(o.c.headingAbove(where[0])))
+		return
+	}
+	fmt.Fprintf(b, "Say which: put the line numbers in the header (%q for line %d), or add unchanged lines around the change until it matches one place only.\n", eg, where[0]+1)
 }
 
 func shortReason(o *outcome) string {

@@ -17,6 +17,8 @@ type content struct {
 
 	norm [numWS][]string         // every line's text at each level, built lazily
 	idx  [numWS]map[string][]int // line -> positions, built lazily
+
+	heading []int32 // see headingAbove; built lazily
 }
 
 func splitContent(b []byte) *content {
@@ -188,4 +190,26 @@ func sameText(a, b *content) bool {
 		}
 	}
 	return true
+}
+
+// headingAbove is the line git would name in a hunk header starting at
+// at: the nearest line above that starts with a letter, "_" or "$".
+func (c *content) headingAbove(at int) string {
+	if c.heading == nil {
+		// heading[i]: the last heading line before line i, or -1.
+		c.heading = make([]int32, c.n()+1)
+		last := int32(-1)
+		for i := range c.n() {
+			l := c.line(i)
+			c.heading[i] = last
+			if l != "" && (isLetter(l[0]) || l[0] == '_' || l[0] == '$') {
+				last = int32(i)
+			}
+		}
+		c.heading[c.n()] = last
+	}
+	if i := c.heading[min(max(at, 0), c.n())]; i >= 0 {
+		return strings.TrimSpace(c.line(int(i)))
+	}
+	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -328,10 +329,12 @@ func firstDiff(got, want map[string][]byte) string {
 // counts as right once the oracle (ambiguity_test.go) has shown, without
 // the placer, that it is open. A refusal as ambiguous the oracle cannot
 // show is needed is "needless", and counts against the rate.
+var corpusSize = flag.Int("corpus", 300, "how many diffs TestCorpus builds (more for a deeper local run)")
+
 func TestCorpus(t *testing.T) {
-	n := 300
+	n := *corpusSize
 	if testing.Short() {
-		n = 40
+		n = min(n, 40)
 	}
 	start := time.Now()
 	cases := buildCorpus(t, n)
