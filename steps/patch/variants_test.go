@@ -26,7 +26,10 @@ type trial struct {
 	diff    []byte
 	opt     Options
 	want    map[string][]byte
-	already bool // the diff is already applied: expect AlreadyApplied and no change
+	already bool   // the diff is already applied: expect AlreadyApplied and no change
+	refuse  bool   // only a refusal that leaves the tree as it was is right
+	skip    bool   // the variant does not fit this diff: not counted
+	invalid string // the trial could not be made: the test is broken
 }
 
 type variant struct {
@@ -93,6 +96,9 @@ var variants = []variant{
 		d := fenced(noPrefix(stripOldWS(wrongCounts(rng, shift(rng, c.decoDiff)))))
 		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: d, opt: detect,
 			want: files(c, func(f caseFile) []byte { return f.decoEdit })}
+	}},
+	{"partly applied", true, func(rng *rand.Rand, c *corpusCase) trial {
+		return partlyApplied(rng, c)
 	}},
 	{"all, no numbers", false, func(rng *rand.Rand, c *corpusCase) trial {
 		d := fenced(noPrefix(stripOldWS(noNumbers(rng, c.decoDiff))))
@@ -266,15 +272,74 @@ func sameTree(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
 }
 
-type tally struct{ right, refused, ambiguous, needless, wrong int }
+type tally struct{ n, right, refused, ambiguous, needless, wrong int }
+
+// partlyApplied is the tree with some of the diff's hunks applied and
+// others not, made without the placer: each chosen hunk goes at its
+// header's line (the numbers of an exact diff are right). The diff can then
+// be neither applied nor called applied: it must be refused.
+func partlyApplied(rng *rand.Rand, c *corpusCase) trial {
+	fds, _, err := parse(c.diff, 1<<20)
+	if err != nil {
+		return trial{invalid: err.Error()}
+	}
+	total := 0
+	for _, fd := range fds {
+		total += len(fd.hunks)
+	}
+	if total < 2 {
+		return trial{skip: true}
+	}
+	chosen := make([]bool, total)
+	for n := 0; n == 0 || n == total; {
+		n = 0
+		for i := range chosen {
+			chosen[i] = rng.IntN(2) == 0
+			if chosen[i] {
+				n++
+			}
+		}
+	}
+	tree := files(c, orig)
+	i := 0
+	for fi, fd := range fds {
+		var hs []*hunk
+		var at []int
+		for _, h := range fd.hunks {
+			if chosen[i] {
+				hs, at = append(hs, h), append(at, h.oldHint)
+			}
+			i++
+		}
+		f := c.files[fi]
+		lines := splitKeep(f.orig)
+		if len(hs) == len(fd.hunks) && build(lines, hs, at) != string(f.edited) {
+			return trial{invalid: "applying every hunk of " + f.path + " at its line does not give the edited file"}
+		}
+		if len(hs) > 0 {
+			tree[f.path] = []byte(build(lines, hs, at))
+		}
+	}
+	return trial{tree: tree, diff: c.diff, opt: detect, refuse: true}
+}
 
 // run applies a trial in a fresh directory and says how it went.
 func (tr trial) run(t testing.TB, dir string) (string, string) {
 	t.Helper()
+	switch {
+	case tr.invalid != "":
+		return "invalid", tr.invalid
+	case tr.skip:
+		return "skip", ""
+	}
 	writeTree(t, dir, tr.tree)
 	res, err := Apply(context.Background(), dir, tr.diff, tr.opt)
 	got := readTree(t, dir)
 	switch {
+	case tr.refuse && err != nil && sameTree(got, tr.tree):
+		return "right", err.Error()
+	case tr.refuse:
+		return "wrong", fmt.Sprintf("a partly applied diff was not refused: err=%v result=%+v\n%s", err, res, firstDiff(got, tr.tree))
 	case err != nil && sameTree(got, tr.tree):
 		var re *RefusedError
 		if errors.As(err, &re) && re.Ambiguous {
@@ -391,6 +456,11 @@ func TestCorpus(t *testing.T) {
 	for i, j := range jobs {
 		tl := &tallies[j.vi]
 		switch results[i] {
+		case "skip":
+			continue
+		case "invalid":
+			t.Errorf("%s: case %d could not be made: %s", variants[j.vi].name, j.ci, details[i])
+			continue
 		case "right":
 			tl.right++
 		case "ambiguous":
@@ -402,6 +472,7 @@ func TestCorpus(t *testing.T) {
 		default:
 			tl.wrong++
 		}
+		tl.n++
 		if v := variants[j.vi]; results[i] != "right" && (results[i] != "ambiguous" || len(examples[v.name]) < 3) {
 			examples[v.name] = append(examples[v.name], fmt.Sprintf("case %d (%s): %s: %s\n--- diff:\n%s",
 				j.ci, results[i], strings.Join(paths(&cases[j.ci]), " "), details[i], clipText(string(j.tr.diff), 40)))
@@ -409,11 +480,11 @@ func TestCorpus(t *testing.T) {
 	}
 
 	t.Logf("corpus: %d diffs, %d files, %d hunks, from %s", len(cases), nfiles, hunks, runtime.Version())
-	t.Logf("%-22s %6s %9s %8s %8s %6s %8s %10s", "variant", "right", "ambiguous", "needless", "refused", "wrong", "right %", "right+amb %")
-	pct := func(x int) float64 { return 100 * float64(x) / float64(len(cases)) }
+	t.Logf("%-22s %6s %6s %9s %8s %8s %6s %8s %10s", "variant", "diffs", "right", "ambiguous", "needless", "refused", "wrong", "right %", "right+amb %")
 	for vi, v := range variants {
 		tl := tallies[vi]
-		t.Logf("%-22s %6d %9d %8d %8d %6d %7.1f%% %9.1f%%", v.name, tl.right, tl.ambiguous, tl.needless, tl.refused, tl.wrong, pct(tl.right), pct(tl.right+tl.ambiguous))
+		pct := func(x int) float64 { return 100 * float64(x) / float64(max(tl.n, 1)) }
+		t.Logf("%-22s %6d %6d %9d %8d %8d %6d %7.1f%% %9.1f%%", v.name, tl.n, tl.right, tl.ambiguous, tl.needless, tl.refused, tl.wrong, pct(tl.right), pct(tl.right+tl.ambiguous))
 	}
 	for vi, v := range variants {
 		tl := tallies[vi]
@@ -428,10 +499,10 @@ func TestCorpus(t *testing.T) {
 		if tl.wrong > 0 {
 			t.Errorf("%s: %d wrong results", v.name, tl.wrong)
 		}
-		if float64(ok) < goal*float64(len(cases)) {
-			t.Errorf("%s: %d of %d right, below %.0f%%", v.name, ok, len(cases), goal*100)
+		if float64(ok) < goal*float64(tl.n) {
+			t.Errorf("%s: %d of %d right, below %.0f%%", v.name, ok, tl.n, goal*100)
 		}
-		if tl.wrong > 0 || float64(ok) < goal*float64(len(cases)) || testing.Verbose() {
+		if tl.wrong > 0 || float64(ok) < goal*float64(tl.n) || testing.Verbose() {
 			for _, e := range examples[v.name] {
 				t.Logf("%s: %s", v.name, e)
 			}
