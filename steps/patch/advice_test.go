@@ -15,9 +15,11 @@ func TestAmbiguousAdvice(t *testing.T) {
 	const twoFuncs = "func a() {\n\tx := 1\n\treturn x\n}\n\nfunc b() {\n\tx := 1\n\treturn x\n}\n"
 	const oneFunc = "func a() {\n\tx := 1\n\treturn x\n\tx := 1\n\treturn x\n}\n"
 	const body = " \tx := 1\n-\treturn x\n+\treturn x + 1\n"
+	const withPackage = "package p\n\n" + twoFuncs
 	cases := []struct {
 		name   string
 		file   string
+		before string   // hunks before the ambiguous one
 		has    []string // in the refusal
 		hasNot []string
 		want   []string // the file after applying each suggested header, in order
@@ -25,7 +27,7 @@ func TestAmbiguousAdvice(t *testing.T) {
 		{
 			name: "places under different headings",
 			file: twoFuncs,
-			has:  []string{"lines 2, 7 of f.go", "line 2, under: func a() {", "line 7, under: func b() {"},
+			has:  []string{"lines 2, 7 of f.go", "line 2, under: func a() {", "line 7, under: func b() {", `"@@ -2,2 +2,2 @@"`},
 			want: []string{
 				strings.Replace(twoFuncs, "\treturn x\n", "\treturn x + 1\n", 1), // by line numbers
 				strings.Replace(twoFuncs, "\treturn x\n", "\treturn x + 1\n", 1), // by heading
@@ -34,15 +36,26 @@ func TestAmbiguousAdvice(t *testing.T) {
 		{
 			name:   "places under one heading",
 			file:   oneFunc,
-			has:    []string{"lines 2, 4 of f.go"},
+			has:    []string{"lines 2, 4 of f.go", `"@@ -2,2 +2,2 @@"`},
 			hasNot: []string{"under:"},
 			want:   []string{strings.Replace(oneFunc, "\treturn x\n", "\treturn x + 1\n", 1)},
+		},
+		{
+			// The new side starts 2 lines on: the suggested header says so.
+			name:   "after a hunk that adds lines",
+			file:   withPackage,
+			before: "@@ -1,3 +1,5 @@\n package p\n+// Package p.\n+\n \n func a() {\n",
+			has:    []string{"lines 4, 9 of f.go", `"@@ -4,2 +6,2 @@"`, `"@@ -4,2 +6,2 @@ func a() {"`},
+			want: []string{
+				strings.Replace(strings.Replace(withPackage, "\treturn x\n", "\treturn x + 1\n", 1), "package p\n", "package p\n// Package p.\n\n", 1),
+				strings.Replace(strings.Replace(withPackage, "\treturn x\n", "\treturn x + 1\n", 1), "package p\n", "package p\n// Package p.\n\n", 1),
+			},
 		},
 	}
 	quoted := regexp.MustCompile(`"(@@ [^"]*)"`)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			diff := "--- a/f.go\n+++ b/f.go\n@@ ... @@\n" + body
+			diff := "--- a/f.go\n+++ b/f.go\n" + tc.before + "@@ ... @@\n" + body
 			dir := t.TempDir()
 			writeTree(t, dir, map[string][]byte{"f.go": []byte(tc.file)})
 			_, err := Apply(context.Background(), dir, []byte(diff), detect)

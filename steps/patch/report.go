@@ -40,7 +40,7 @@ func (p *planner) report() string {
 	case o.fail.mixed:
 		fmt.Fprintf(&b, "Both its old lines and its new lines are in %s (at lines %s), so it cannot tell whether the change is already made.\n", o.t.path, lineList(o.fail.where))
 	case len(o.fail.where) > 1:
-		ambiguous(&b, o)
+		ambiguous(&b, o, p.growth(o))
 	default:
 		old, _ := h.sides()
 		if len(old) == 0 {
@@ -81,7 +81,7 @@ func (p *planner) report() string {
 // meant. A diff names one place by its line numbers, by git's heading
 // after the "@@" when the places lie under different headings, or by more
 // context.
-func ambiguous(b *strings.Builder, o *outcome) {
+func ambiguous(b *strings.Builder, o *outcome, growth int) {
 	where := o.fail.where
 	fmt.Fprintf(b, "It matches equally well at lines %s of %s, and nothing in the diff tells these apart.\n", lineList(where), o.t.path)
 	headings := map[string]bool{}
@@ -95,13 +95,35 @@ func ambiguous(b *strings.Builder, o *outcome) {
 		}
 	}
 	old, new := o.fail.h.sides()
-	eg := fmt.Sprintf("@@ -%d,%d +%d,%d @@", where[0]+1, len(old), where[0]+1, len(new))
+	eg := fmt.Sprintf("@@ -%d,%d +%d,%d @@", where[0]+1, len(old), where[0]+1+growth, len(new))
 	if distinct {
 		fmt.Fprintf(b, "Say which: put the line numbers in the header (%q for line %d), or the line it is under after the header, as git does (\"%s %s\"), or add unchanged lines around the change until it matches one place only.\n",
 			eg, where[0]+1, eg, cut(o.c.headingAbove(where[0])))
 		return
 	}
 	fmt.Fprintf(b, "Say which: put the line numbers in the header (%q for line %d), or add unchanged lines around the change until it matches one place only.\n", eg, where[0]+1)
+}
+
+// growth is how many lines the hunks before o's in its file add, less
+// those they remove: the new side starts that much further on.
+func (p *planner) growth(o *outcome) int {
+	n := 0
+	for _, x := range p.out {
+		var h *hunk
+		switch {
+		case x.fail != nil:
+			h = x.fail.h
+		case x.pl != nil:
+			h = x.pl.h
+		default:
+			continue
+		}
+		if x.t == o.t && h.num < o.fail.h.num {
+			old, new := h.sides()
+			n += len(new) - len(old)
+		}
+	}
+	return n
 }
 
 func shortReason(o *outcome) string {
