@@ -2,7 +2,6 @@ package patch
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -23,13 +22,13 @@ import (
 //     that starts with a letter, "_" or "$" (git's default).
 //
 // Line numbers are not used: in the variants it is asked about they are
-// missing or wrong.
+// missing or wrong. It shares with the package only the reading of a diff
+// (parse) and of git's heading (sectionText, headingAbove); where hunks may
+// go, and the files that come out, it works out on its own.
 
 // maxTries bounds the placements tried for one file; past it the oracle
 // proves nothing.
 const maxTries = 100_000
-
-var sectionRe = regexp.MustCompile(`^@@[^@]*@@ ?(.*)$`)
 
 // ambiguity says whether applying tr's diff is open to more than one
 // result, and if so, where.
@@ -82,13 +81,10 @@ func outcomes(orig string, hunks []*hunk) (map[string]bool, int) {
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
 	}
-	trimmed := make([]string, len(lines))
-	for i, l := range lines {
-		trimmed[i] = strings.TrimRight(l, " \t\r\n")
-	}
+	c := splitContent([]byte(orig))
 	places := make([][]int, len(hunks))
 	for k, h := range hunks {
-		places[k] = oraclePlaces(trimmed, h)
+		places[k] = oraclePlaces(c, h)
 	}
 	results := map[string]bool{}
 	tries := 0
@@ -115,19 +111,18 @@ func outcomes(orig string, hunks []*hunk) (map[string]bool, int) {
 	return results, tries
 }
 
-// oraclePlaces lists where h's old side may start in the file.
-func oraclePlaces(file []string, h *hunk) []int {
+// oraclePlaces lists where h's old side may start in the file, trying
+// every line.
+func oraclePlaces(c *content, h *hunk) []int {
 	old, _ := h.sides()
 	lead, trail := h.context()
-	var heading string
-	if m := sectionRe.FindStringSubmatch(h.header); m != nil {
-		heading = strings.TrimSpace(m[1])
-	}
+	heading := sectionText(h.header)
+	file := c.lines(wsTrailing)
 	var out []int
 	for s := 0; s+len(old) <= len(file); s++ {
 		ok := true
 		for i, l := range old {
-			if file[s+i] != strings.TrimRight(l, " \t\r\n") {
+			if file[s+i] != normalize(l, wsTrailing) {
 				ok = false
 				break
 			}
@@ -136,21 +131,12 @@ func oraclePlaces(file []string, h *hunk) []int {
 		case !ok:
 		case lead == 0 && trail > 0 && s != 0:
 		case trail == 0 && lead > 0 && s+len(old) != len(file):
-		case heading != "" && !strings.HasPrefix(headingAt(file, s), heading):
+		case heading != "" && !strings.HasPrefix(c.headingAbove(s), heading):
 		default:
 			out = append(out, s)
 		}
 	}
 	return out
-}
-
-func headingAt(file []string, s int) string {
-	for i := s - 1; i >= 0; i-- {
-		if l := file[i]; l != "" && (isLetter(l[0]) || l[0] == '_' || l[0] == '$') {
-			return strings.TrimSpace(l)
-		}
-	}
-	return ""
 }
 
 // build writes the file with each hunk's old side at its start replaced

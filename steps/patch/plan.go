@@ -58,6 +58,14 @@ type outcome struct {
 	note  string // a file-level reason the hunk failed
 }
 
+// hunk is the outcome's hunk: every outcome is placed or failed.
+func (o *outcome) hunk() *hunk {
+	if o.fail != nil {
+		return o.fail.h
+	}
+	return o.pl.h
+}
+
 type planner struct {
 	tree     *tree
 	opt      Options

@@ -96,12 +96,11 @@ func ambiguous(b *strings.Builder, o *outcome, growth int) {
 	}
 	old, new := o.fail.h.sides()
 	eg := fmt.Sprintf("@@ -%d,%d +%d,%d @@", where[0]+1, len(old), where[0]+1+growth, len(new))
+	ways := fmt.Sprintf("put the line numbers in the header (%q for line %d)", eg, where[0]+1)
 	if distinct {
-		fmt.Fprintf(b, "Say which: put the line numbers in the header (%q for line %d), or the line it is under after the header, as git does (\"%s %s\"), or add unchanged lines around the change until it matches one place only.\n",
-			eg, where[0]+1, eg, cut(o.c.headingAbove(where[0])))
-		return
+		ways += fmt.Sprintf(", or the line it is under after the header, as git does (\"%s %s\")", eg, cut(o.c.headingAbove(where[0])))
 	}
-	fmt.Fprintf(b, "Say which: put the line numbers in the header (%q for line %d), or add unchanged lines around the change until it matches one place only.\n", eg, where[0]+1)
+	fmt.Fprintf(b, "Say which: %s, or add unchanged lines around the change until it matches one place only.\n", ways)
 }
 
 // growth is how many lines the hunks before o's in its file add, less
@@ -109,15 +108,7 @@ func ambiguous(b *strings.Builder, o *outcome, growth int) {
 func (p *planner) growth(o *outcome) int {
 	n := 0
 	for _, x := range p.out {
-		var h *hunk
-		switch {
-		case x.fail != nil:
-			h = x.fail.h
-		case x.pl != nil:
-			h = x.pl.h
-		default:
-			continue
-		}
+		h := x.hunk()
 		if x.t == o.t && h.num < o.fail.h.num {
 			old, new := h.sides()
 			n += len(new) - len(old)

@@ -312,6 +312,9 @@ func partlyApplied(rng *rand.Rand, c *corpusCase) trial {
 			i++
 		}
 		f := c.files[fi]
+		if treePath(tree, fd.newName) != f.path {
+			return trial{invalid: fmt.Sprintf("section %d of the diff is for %s, not %s", fi+1, fd.newName, f.path)}
+		}
 		lines := splitKeep(f.orig)
 		if len(hs) == len(fd.hunks) && build(lines, hs, at) != string(f.edited) {
 			return trial{invalid: "applying every hunk of " + f.path + " at its line does not give the edited file"}
