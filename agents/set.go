@@ -17,10 +17,6 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// ServiceKey is the engine.StepContext.Services key under which cmd/runner
-// puts the run's *Set.
-const ServiceKey = "agents"
-
 // DefaultTimeout bounds one model call when the agent sets no timeout.
 const DefaultTimeout = 10 * time.Minute
 

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/rs/zerolog"
 )
@@ -49,12 +50,16 @@ type Observer interface {
 
 // Runner executes a compiled plan against a board: the PlanRunner.
 type Runner struct {
-	Prog     *Program
-	Board    *board.Board
-	Log      zerolog.Logger
-	Workdir  string
-	Vars     map[string]any // after --var overrides (see ResolveVars)
-	Services map[string]any
+	Prog    *Program
+	Board   *board.Board
+	Log     zerolog.Logger
+	Workdir string
+	Vars    map[string]any // after --var overrides (see ResolveVars)
+	// Agents is the plan's agent set that llm and coordinate steps call
+	// models through (cmd/runner builds it first, so a missing API key
+	// stops the run before its first step). nil: built from the plan with
+	// default options when a step first needs it.
+	Agents   *agents.Set
 	Observer Observer
 	// Sleep waits between retries; nil: a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -78,6 +83,18 @@ type Runner struct {
 	runID   string
 	done    map[string]map[string]board.StepRecord // see Restore
 	startPC int
+
+	agentsOnce sync.Once
+	agentsErr  error
+}
+
+func (r *Runner) agentSet() (*agents.Set, error) {
+	r.agentsOnce.Do(func() {
+		if r.Agents == nil {
+			r.Agents, r.agentsErr = agents.New(r.Prog.Plan, agents.Options{})
+		}
+	})
+	return r.Agents, r.agentsErr
 }
 
 // Run executes the plan from its first step (or from where Restore left
@@ -389,8 +406,8 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int) (res Res
 		}
 	}()
 	sc := &StepContext{Label: n.Label, Visit: visit, Attempt: attempt, RunID: r.runID,
-		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan, Services: r.Services,
-		Log: r.logger(n.Label), eval: r.eval}
+		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan,
+		Log: r.logger(n.Label), eval: r.eval, runner: r}
 	res, err = n.Impl.Run(ctx, sc)
 	if err != nil && timeout != nil && context.Cause(ctx) == timeout {
 		err = fmt.Errorf("%w: %v", timeout, err)

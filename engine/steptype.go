@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
 	"github.com/rs/zerolog"
@@ -62,11 +63,17 @@ type StepContext struct {
 	Board   *board.Board
 	Log     zerolog.Logger
 	Plan    *plans.Plan
-	// Services holds run-wide dependencies wired by cmd/runner (the agent
-	// set, the replay source...). Step types find theirs with a type assertion.
-	Services map[string]any
 
-	eval *evaluator
+	eval   *evaluator
+	runner *Runner
+}
+
+// Agents is the run's agent set (Runner.Agents). A runner given none
+// builds one from the plan with default options on first use, once per
+// run, so every step of the run shares its token count and the script
+// agents' place in their answers.
+func (sc *StepContext) Agents() (*agents.Set, error) {
+	return sc.runner.agentSet()
 }
 
 // Eval renders a template against the run's current state.

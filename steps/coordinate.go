@@ -102,7 +102,7 @@ func (s *coordinateStep) Run(ctx context.Context, sc *engine.StepContext) (engin
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("prompt: %w", err)
 	}
-	set, err := agentSet(sc)
+	set, err := sc.Agents()
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/rs/zerolog"
@@ -13,14 +14,14 @@ import (
 
 // runPlan compiles src with the built-in types and runs it in workdir on
 // an in-memory board (run id "run1"), with retry backoffs skipped.
-func runPlan(t *testing.T, workdir, src string, services map[string]any, log zerolog.Logger) (*board.Board, error) {
+func runPlan(t *testing.T, workdir, src string, set *agents.Set, log zerolog.Logger) (*board.Board, error) {
 	t.Helper()
 	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
 	b := board.New(board.Run{ID: "run1"})
-	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: workdir, Services: services,
+	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: workdir, Agents: set,
 		Sleep: func(context.Context, time.Duration) error { return nil }}
 	return b, r.Run(context.Background())
 }

@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/engine"
@@ -200,32 +199,8 @@ func jsonValue(v any) any {
 	return v
 }
 
-// lazySets holds the agent sets built for plans run without cmd/runner's
-// wiring (tests, embedders), one per plan so that every step of a run
-// shares the token count and the script agents' place in their answers.
-var lazySets sync.Map // *plans.Plan -> *lazySet
-
-type lazySet struct {
-	once sync.Once
-	set  *agents.Set
-	err  error
-}
-
-// agentSet is the run's agent set: the one cmd/runner put in Services, or
-// one built from the plan with default options.
-func agentSet(sc *engine.StepContext) (*agents.Set, error) {
-	if set, ok := sc.Services[agents.ServiceKey].(*agents.Set); ok && set != nil {
-		return set, nil
-	}
-	v, _ := lazySets.LoadOrStore(sc.Plan, &lazySet{})
-	ls := v.(*lazySet)
-	// Its own logger stays silent: each session logs through its step's.
-	ls.once.Do(func() { ls.set, ls.err = agents.New(sc.Plan, agents.Options{}) })
-	return ls.set, ls.err
-}
-
 func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
-	set, err := agentSet(sc)
+	set, err := sc.Agents()
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -20,15 +20,15 @@ import (
 )
 
 // llmRunPlan compiles src with the built-in types and runs it on an in-memory
-// board. services may be nil: the llm step then builds its agents itself.
-func llmRunPlan(t *testing.T, src string, services map[string]any) (*board.Board, error) {
+// board. set may be nil: the engine then builds the agents itself.
+func llmRunPlan(t *testing.T, src string, set *agents.Set) (*board.Board, error) {
 	t.Helper()
-	return llmRunPlanLog(t, src, services, zerolog.Nop())
+	return llmRunPlanLog(t, src, set, zerolog.Nop())
 }
 
-func llmRunPlanLog(t *testing.T, src string, services map[string]any, log zerolog.Logger) (*board.Board, error) {
+func llmRunPlanLog(t *testing.T, src string, set *agents.Set, log zerolog.Logger) (*board.Board, error) {
 	t.Helper()
-	return runPlan(t, t.TempDir(), src, services, log)
+	return runPlan(t, t.TempDir(), src, set, log)
 }
 
 // result returns the saved result of the last visit of label.
@@ -301,7 +301,7 @@ steps:
 `
 }
 
-func llmServices(t *testing.T, src string, opt agents.Options) map[string]any {
+func llmAgents(t *testing.T, src string, opt agents.Options) *agents.Set {
 	t.Helper()
 	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
 	if err != nil {
@@ -315,14 +315,14 @@ func llmServices(t *testing.T, src string, opt agents.Options) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return map[string]any{agents.ServiceKey: set}
+	return set
 }
 
 func TestLLMOpenAIThroughTheEngine(t *testing.T) {
 	f := newLLMOpenAIFake(t, "first", "!429", "!500", "second")
 	src := llmOpenAIPlan(f.srv.URL, "")
 	var logs strings.Builder
-	b, err := llmRunPlanLog(t, src, llmServices(t, src, agents.Options{}), zerolog.New(&logs))
+	b, err := llmRunPlanLog(t, src, llmAgents(t, src, agents.Options{}), zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestLLMBudgetEndsTheRun(t *testing.T) {
 	src := llmOpenAIPlan(f.srv.URL, "limits: {max_tokens: 100}")
 	// `one` uses 120 tokens; `two` must not call, and continue_on_error on
 	// a later step could not save the run either.
-	b, err := llmRunPlan(t, src, llmServices(t, src, agents.Options{}))
+	b, err := llmRunPlan(t, src, llmAgents(t, src, agents.Options{}))
 	var be *agents.BudgetError
 	if !errors.As(err, &be) || !strings.Contains(err.Error(), "step two: limits.max_tokens 100 reached: 120 tokens used") {
 		t.Fatalf("err = %v", err)
@@ -381,14 +381,14 @@ func (n llmNoNetwork) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestLLMReplay(t *testing.T) {
 	f := newLLMOpenAIFake(t, "first", "second")
 	src := llmOpenAIPlan(f.srv.URL, "")
-	saved, err := llmRunPlan(t, src, llmServices(t, src, agents.Options{}))
+	saved, err := llmRunPlan(t, src, llmAgents(t, src, agents.Options{}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	replay := func(src string) (*board.Board, error) {
-		svc := llmServices(t, src, agents.Options{Replay: agents.FromRecordings(saved.Recordings()),
+		set := llmAgents(t, src, agents.Options{Replay: agents.FromRecordings(saved.Recordings()),
 			Getenv: func(string) string { return "" }, HTTPClient: &http.Client{Transport: llmNoNetwork{t}}})
-		return llmRunPlan(t, src, svc)
+		return llmRunPlan(t, src, set)
 	}
 	b, err := replay(src)
 	if err != nil {

@@ -183,7 +183,7 @@ func replay(o replayOpts, g *globals, log zerolog.Logger, stdout, stderr io.Writ
 	defer cancel(nil)
 	chk.stop = cancel
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: workdir,
-		Vars: engine.SavedVars(prog.Plan, rec.Vars), Services: map[string]any{agents.ServiceKey: set},
+		Vars: engine.SavedVars(prog.Plan, rec.Vars), Agents: set,
 		Observer: chk, Sleep: noSleep}
 	r.Recorded = func(label string, visit int) (board.StepRecord, bool) {
 		n := prog.Node(label)

@@ -44,7 +44,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return planErrors(stderr, prog, err)
 	}
-	log, services, code := g.setup(prog.Plan, fs, stderr)
+	log, set, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -55,7 +55,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer b.Close()
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: run.Workdir,
-		Vars: engine.SavedVars(prog.Plan, run.Vars), Services: services}
+		Vars: engine.SavedVars(prog.Plan, run.Vars), Agents: set}
 	if err := r.Restore(b.Steps()); err != nil {
 		if errors.Is(err, engine.ErrFinished) {
 			fmt.Fprintf(stderr, "runner resume: run %s has no step left to run\n", run.ID)

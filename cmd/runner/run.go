@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/plans"
@@ -54,7 +55,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
-	log, services, code := g.setup(prog.Plan, fs, stderr)
+	log, set, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -77,7 +78,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer b.Close()
-	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Services: services}
+	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Agents: set}
 	return execute(r, stdout, stderr, g)
 }
 
@@ -189,39 +190,25 @@ func resolveWorkdir(dir string) (string, error) {
 	return abs, nil
 }
 
-// serviceHooks build the run-wide services step types look up (agents...).
-// Each hook may refuse the run before any step starts (a missing API key).
-var serviceHooks []func(p *plans.Plan, log zerolog.Logger, services map[string]any) error
-
-// setup makes the logger and the run's services; a missing API key ends
+// setup makes the logger and the plan's agent set; a missing API key ends
 // here, before the first step (exit 2).
-func (g *globals) setup(p *plans.Plan, fs *flag.FlagSet, stderr io.Writer) (zerolog.Logger, map[string]any, int) {
+func (g *globals) setup(p *plans.Plan, fs *flag.FlagSet, stderr io.Writer) (zerolog.Logger, *agents.Set, int) {
 	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {
 		return log, nil, usageErr(stderr, fs, "%v", err)
 	}
-	services, err := wireServices(p, log)
+	set, err := agents.New(p, agents.Options{Log: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return log, nil, exitUsage
 	}
-	return log, services, exitOK
+	return log, set, exitOK
 }
 
 // progress reports whether steps are shown as they finish: with console
 // logs, unless -q.
 func (g *globals) progress(stderr io.Writer) bool {
 	return !g.quiet && g.format(stderr) == "console"
-}
-
-func wireServices(p *plans.Plan, log zerolog.Logger) (map[string]any, error) {
-	services := map[string]any{}
-	for _, h := range serviceHooks {
-		if err := h(p, log, services); err != nil {
-			return nil, err
-		}
-	}
-	return services, nil
 }
 
 func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
