@@ -31,6 +31,9 @@ type Board struct {
 	pending    []*Entry // entries numbered but not yet indexed (FinishStep)
 	journalN   int64    // journal records written so far (the file's watermark)
 	now        func() time.Time
+	seen       map[seenKey]int64 // the key's version an author last read or wrote
+	perms      map[string]Perms  // per-author key patterns (nil: anyone, any key)
+	changed    chan struct{}     // closed at the next change (nil: nobody waits)
 }
 
 type keyState struct {
@@ -48,6 +51,7 @@ func New(run Run) *Board {
 		byRole:    map[string][]int{},
 		byKey:     map[string][]int{},
 		keys:      map[string]*keyState{},
+		seen:      map[seenKey]int64{},
 		now:       time.Now,
 	}
 }
@@ -64,7 +68,7 @@ func (b *Board) SetClock(now func() time.Time) {
 func (b *Board) Append(e Entry) (Entry, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.appendLocked(e, -1)
+	return b.writeLocked(e, -1)
 }
 
 // WriteOp is a key-value write or delete.
@@ -77,20 +81,30 @@ type WriteOp struct {
 	Label   string
 	Role    string
 	Meta    map[string]any
+	// Topic is the channel the write is published on; "" takes the key's
+	// prefix before its first ':' (task:x is on topic task), if it has one.
+	Topic string
 	// ExpectVersion makes the write conditional: it succeeds only when the
 	// key's current version equals it (0: the key must not exist). -1: any.
 	ExpectVersion int64
 	Delete        bool
 }
 
-// Write performs a key-value write (or delete) as one appended entry.
+// Write performs a key-value write (or delete) as one appended entry. A
+// write by an author outside its write patterns fails with ErrDenied. A
+// write that overwrites another author's change this author had not seen,
+// with a different value, also appends a conflict entry (see Conflicts),
+// in the same journal line.
 func (b *Board) Write(op WriteOp) (Entry, error) {
 	if op.Key == "" {
 		return Entry{}, errors.New("board: write needs a key")
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.appendLocked(op.entry(), op.ExpectVersion)
+	if err := b.allowedLocked(op.Author, "write", op.Key); err != nil {
+		return Entry{}, err
+	}
+	return b.writeLocked(op.entry(), op.ExpectVersion)
 }
 
 func (op *WriteOp) entry() Entry {
@@ -98,7 +112,10 @@ func (op *WriteOp) entry() Entry {
 		op.Section = "kv"
 	}
 	e := Entry{Section: op.Section, Author: op.Author, Label: op.Label, Role: op.Role,
-		Key: op.Key, Content: op.Value, Meta: op.Meta, Deleted: op.Delete}
+		Key: op.Key, Topic: op.Topic, Content: op.Value, Meta: op.Meta, Deleted: op.Delete}
+	if e.Topic == "" {
+		e.Topic = KeyTopic(op.Key)
+	}
 	if op.TTL > 0 {
 		s := op.TTL.Seconds()
 		e.TTL = &s
@@ -106,15 +123,41 @@ func (op *WriteOp) entry() Entry {
 	return e
 }
 
-func (b *Board) appendLocked(e Entry, expect int64) (Entry, error) {
-	e, err := b.prepareLocked(e, expect, b.now().UTC())
+// KeyTopic is the topic a key's writes take when they give none: the
+// key's prefix before its first ':', or "".
+func KeyTopic(key string) string {
+	if i := strings.IndexByte(key, ':'); i > 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+// writeLocked appends e, with the conflict it causes if any, as one
+// journal record.
+func (b *Board) writeLocked(e Entry, expect int64) (Entry, error) {
+	defer func() { b.pending = b.pending[:0] }()
+	now := b.now().UTC()
+	e, err := b.prepareLocked(e, expect, now)
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := b.logLocked(record{Entry: &e}); err != nil {
+	c := b.conflictLocked(&e, now)
+	rec := record{Entry: &e}
+	if c != nil {
+		b.pending = append(b.pending[:0], &e)
+		if *c, err = b.prepareLocked(*c, -1, now); err != nil {
+			return Entry{}, err
+		}
+		rec = record{Entries: []*Entry{&e, c}}
+	}
+	if err := b.logLocked(rec); err != nil {
 		return Entry{}, err
 	}
 	b.indexLocked(&e)
+	if c != nil {
+		b.indexLocked(c)
+	}
+	b.notifyLocked()
 	return e, nil
 }
 
@@ -191,6 +234,9 @@ func (b *Board) indexLocked(e *Entry) {
 		}
 		ks.latest = i
 		ks.version = e.Version
+		if e.Author != "" {
+			b.seen[seenKey{e.Author, e.Key}] = e.Version
+		}
 	}
 }
 
@@ -349,6 +395,7 @@ func (b *Board) UpdateRun(f func(*Run)) error {
 		return err
 	}
 	b.run = r
+	b.notifyLocked()
 	return nil
 }
 
@@ -360,14 +407,16 @@ func (b *Board) AddStep(s StepRecord) error {
 		return err
 	}
 	b.steps = append(b.steps, s)
+	b.notifyLocked()
 	return nil
 }
 
 // FinishStep records a finished step visit together with its audit entry
-// and the key-value writes it makes (compare-and-set checked here), as one
-// journal line with one write(2): a process killed at any moment leaves
-// all of them or none. A failed compare-and-set writes nothing and returns
-// an error wrapping ErrVersion.
+// and the key-value writes it makes (compare-and-set checked here), and
+// the conflicts those writes cause, as one journal line with one
+// write(2): a process killed at any moment leaves all of them or none. A
+// failed compare-and-set writes nothing and returns an error wrapping
+// ErrVersion; a write outside its author's patterns, ErrDenied.
 func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -379,11 +428,21 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	}
 	b.pending = append(b.pending[:0], &first)
 	for _, kv := range kvs {
+		if err := b.allowedLocked(kv.Author, "write", kv.Key); err != nil {
+			return err
+		}
 		next, err := b.prepareLocked(kv.entry(), kv.ExpectVersion, now)
 		if err != nil {
 			return err
 		}
+		c := b.conflictLocked(&next, now)
 		b.pending = append(b.pending, &next)
+		if c != nil {
+			if *c, err = b.prepareLocked(*c, -1, now); err != nil {
+				return err
+			}
+			b.pending = append(b.pending, c)
+		}
 	}
 	batch := append([]*Entry(nil), b.pending...)
 	if err := b.logLocked(record{Entries: batch, Step: &s}); err != nil {
@@ -393,6 +452,7 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 		b.indexLocked(e)
 	}
 	b.steps = append(b.steps, s)
+	b.notifyLocked()
 	return nil
 }
 

@@ -21,7 +21,7 @@ func appendRecord(buf []byte, rec *record) ([]byte, error) {
 	case rec.Entry != nil:
 		buf = append(buf, `,"entry":`...)
 		buf, err = appendEntry(buf, rec.Entry)
-	case rec.Step != nil:
+	case rec.Step != nil || len(rec.Entries) > 0:
 		if len(rec.Entries) > 0 {
 			buf = append(buf, `,"entries":[`...)
 			for i, e := range rec.Entries {
@@ -34,8 +34,10 @@ func appendRecord(buf []byte, rec *record) ([]byte, error) {
 			}
 			buf = append(buf, ']')
 		}
-		buf = append(buf, `,"step":`...)
-		buf, err = appendStep(buf, rec.Step)
+		if rec.Step != nil {
+			buf = append(buf, `,"step":`...)
+			buf, err = appendStep(buf, rec.Step)
+		}
 	default:
 		var data []byte
 		data, err = json.Marshal(rec)
@@ -56,6 +58,9 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	b = appendField(b, "key", e.Key)
 	b = append(b, `,"version":`...)
 	b = strconv.AppendInt(b, e.Version, 10)
+	if e.Topic != "" {
+		b = appendField(b, "topic", e.Topic)
+	}
 	b = append(b, `,"content":`...)
 	var err error
 	if b, err = appendJSON(b, e.Content); err != nil {

@@ -14,14 +14,17 @@ import (
 
 // Entry is one record on the board (SPEC §2).
 type Entry struct {
-	ID      string         `json:"id"`
-	Seq     int64          `json:"seq"`
-	Section string         `json:"section"`
-	Role    string         `json:"role"`
-	Author  string         `json:"author"`
-	Label   string         `json:"label"`
-	Key     string         `json:"key"`
-	Version int64          `json:"version"`
+	ID      string `json:"id"`
+	Seq     int64  `json:"seq"`
+	Section string `json:"section"`
+	Role    string `json:"role"`
+	Author  string `json:"author"`
+	Label   string `json:"label"`
+	Key     string `json:"key"`
+	Version int64  `json:"version"`
+	// Topic is the channel the entry was published on (seed 003): given
+	// by the writer, or the key's prefix before its first ':'.
+	Topic   string         `json:"topic,omitempty"`
 	Content any            `json:"content"`
 	Meta    map[string]any `json:"meta"`
 	TS      time.Time      `json:"ts"`

@@ -130,14 +130,16 @@ func (b *Board) foldJournal(path string) error {
 				return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, rec.Entry.Seq)
 			}
 			b.indexLocked(rec.Entry)
-		case rec.Step != nil:
+		case rec.Step != nil || len(rec.Entries) > 0:
 			for _, e := range rec.Entries {
 				if e.Seq != int64(len(b.entries))+1 {
 					return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, e.Seq)
 				}
 				b.indexLocked(e)
 			}
-			b.steps = append(b.steps, *rec.Step)
+			if rec.Step != nil {
+				b.steps = append(b.steps, *rec.Step)
+			}
 		case rec.Rec != nil:
 			b.recordings = append(b.recordings, *rec.Rec)
 		case rec.Run != nil:

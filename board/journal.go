@@ -8,7 +8,7 @@ import "os"
 type record struct {
 	N       int64       `json:"n"`
 	Entry   *Entry      `json:"entry,omitempty"`
-	Entries []*Entry    `json:"entries,omitempty"` // with Step
+	Entries []*Entry    `json:"entries,omitempty"` // with Step, or a write and its conflict
 	Step    *StepRecord `json:"step,omitempty"`
 	Rec     *Recording  `json:"rec,omitempty"`
 	Run     *Run        `json:"run,omitempty"`

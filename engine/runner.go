@@ -150,12 +150,10 @@ func (r *Runner) init() {
 			return nil
 		},
 		"entries": func(section string) []any {
-			es := b.Query(board.Filter{Section: section})
-			out := make([]any, len(es))
-			for i, e := range es {
-				out[i] = entryView(e)
-			}
-			return out
+			return entryViews(b.Query(board.Filter{Section: section}))
+		},
+		"conflicts": func(key string) []any {
+			return entryViews(b.Conflicts(key))
 		},
 	})
 }
@@ -282,10 +280,11 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		rec.Error = stepErr.Error()
 	}
 	if err := r.record(n, &rec, res); err != nil {
-		if !errors.Is(err, board.ErrVersion) {
+		if !errors.Is(err, board.ErrVersion) && !errors.Is(err, board.ErrDenied) {
 			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
-		// The step's own compare-and-set lost: the step failed.
+		// The step's own compare-and-set lost, or its author may not
+		// write the key: the step failed.
 		stepErr, status = err, StatusFailed
 		rec.Status, rec.Error, res.Write, res.Goto = status, err.Error(), nil, ""
 		if err := r.record(n, &rec, res); err != nil {

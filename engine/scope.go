@@ -70,6 +70,8 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		},
 		"board":   types.TypeOf(func(string) any { return nil }),
 		"entries": types.TypeOf(func(string) []any { return nil }),
+		// conflicts(key): the conflict entries recorded for key ("": all).
+		"conflicts": types.TypeOf(func(string) []any { return nil }),
 	}
 }
 

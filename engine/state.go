@@ -174,6 +174,14 @@ func entryView(e board.Entry) map[string]any {
 	return map[string]any{
 		"id": e.ID, "seq": int(e.Seq), "section": e.Section, "role": e.Role, "author": e.Author,
 		"label": e.Label, "key": e.Key, "version": int(e.Version), "content": e.Content, "meta": e.Meta,
-		"ts": e.TS.Format("2006-01-02T15:04:05.000Z07:00"),
+		"ts": e.TS.Format("2006-01-02T15:04:05.000Z07:00"), "topic": e.Topic,
 	}
+}
+
+func entryViews(es []board.Entry) []any {
+	out := make([]any, len(es))
+	for i, e := range es {
+		out[i] = entryView(e)
+	}
+	return out
 }

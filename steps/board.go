@@ -29,6 +29,8 @@ type boardStep struct {
 	ttl     time.Duration
 	expect  int64 // -1: unconditional
 	section string
+	author  string // who the write is by (default runner): conflicts and key patterns are per author
+	topic   string
 }
 
 func (boardType) Name() string { return "board" }
@@ -46,6 +48,11 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 	s.value = d.Template("value")
 	s.ttl = d.Duration("ttl")
 	s.section = d.String("section")
+	s.author = d.String("author")
+	if s.author == "" {
+		s.author = "runner"
+	}
+	s.topic = d.String("topic")
 	if d.Has("expect_version") {
 		v := d.Int("expect_version", -1)
 		if v < 0 {
@@ -93,11 +100,14 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		return engine.Result{}, errors.New("key is empty")
 	}
 	res := BoardResult{Key: key}
-	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: "runner", Label: sc.Label,
-		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect}
+	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: s.author, Label: sc.Label,
+		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect, Topic: s.topic}
 	switch s.op {
 	case "read":
-		e, ok := sc.Board.Get(key)
+		e, ok, err := sc.Board.ReadAs(s.author, key)
+		if err != nil {
+			return engine.Result{Fields: res}, err
+		}
 		res.Found, res.Version = ok, e.Version
 		return engine.Result{Output: e.Content, Fields: res}, nil
 	case "write":
@@ -109,6 +119,9 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 	}
 	// The engine commits the write with the step's record (and checks the
 	// compare-and-set there), so a resumed run never writes twice.
+	if err := sc.Board.Allowed(s.author, "write", key); err != nil {
+		return engine.Result{Fields: res}, err
+	}
 	if s.expect >= 0 {
 		if cur, _ := sc.Board.Get(key); cur.Version != s.expect {
 			return engine.Result{Fields: res}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", key, s.expect, cur.Version, board.ErrVersion)

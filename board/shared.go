@@ -1,0 +1,175 @@
+package board
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// A board shared by several writers (seed 003): per-author key patterns,
+// conflicts between authors, and a signal for those who watch it.
+
+// ErrDenied is returned when an author reads or writes a key outside its
+// patterns.
+var ErrDenied = errors.New("not allowed")
+
+// ConflictSection is the section conflict entries go to.
+const ConflictSection = "conflicts"
+
+// Perms are the key patterns (path.Match) an author may read and write;
+// an empty list allows any key.
+type Perms struct {
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+}
+
+type seenKey struct{ author, key string }
+
+// SetPerms sets every author's key patterns. Authors without an entry may
+// read and write any key.
+func (b *Board) SetPerms(perms map[string]Perms) {
+	b.mu.Lock()
+	b.perms = perms
+	b.mu.Unlock()
+}
+
+// Allowed reports whether author may op ("read" or "write") key: nil, or
+// an error wrapping ErrDenied that says which patterns would allow it.
+func (b *Board) Allowed(author, op, key string) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.allowedLocked(author, op, key)
+}
+
+func (b *Board) allowedLocked(author, op, key string) error {
+	p, ok := b.perms[author]
+	if !ok {
+		return nil
+	}
+	patterns := p.Read
+	if op == "write" {
+		patterns = p.Write
+	}
+	if len(patterns) == 0 {
+		return nil
+	}
+	for _, pat := range patterns {
+		if ok, _ := path.Match(pat, key); ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("agent %s may not %s key %q (board.%s allows %s): %w",
+		author, op, key, op, strings.Join(patterns, ", "), ErrDenied)
+}
+
+// ReadAs is Get for a named reader: it checks the reader's patterns and
+// remembers the version it saw, so its next write to the key is not taken
+// for a conflict with a change it has read.
+func (b *Board) ReadAs(author, key string) (Entry, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.allowedLocked(author, "read", key); err != nil {
+		return Entry{}, false, err
+	}
+	ks := b.keys[key]
+	if ks == nil {
+		return Entry{}, false, nil
+	}
+	if author != "" {
+		b.seen[seenKey{author, key}] = ks.version
+	}
+	e := b.entries[ks.latest]
+	if e.Deleted || e.Expired(b.now()) {
+		return Entry{}, false, nil
+	}
+	return *e, true, nil
+}
+
+// conflictLocked is the conflict entry e's write causes, or nil. A write
+// conflicts when the key's live value was last written by another author,
+// after the version this writer last read or wrote, and holds a different
+// value (compared as canonical JSON). The write still happens: the entry
+// records both sides so the plan (or a person) can resolve it.
+func (b *Board) conflictLocked(e *Entry, now time.Time) *Entry {
+	if e.Key == "" || e.Deleted || e.Author == "" {
+		return nil
+	}
+	cur := b.pendingKeyLocked(e.Key)
+	if cur == nil {
+		if ks := b.keys[e.Key]; ks != nil {
+			cur = b.entries[ks.latest]
+		}
+	}
+	if cur == nil || cur.Deleted || cur.Expired(now) || cur.Author == "" || cur.Author == e.Author {
+		return nil
+	}
+	if cur.Version <= b.seen[seenKey{e.Author, e.Key}] || sameJSON(cur.Content, e.Content) {
+		return nil
+	}
+	side := func(x *Entry) map[string]any {
+		return map[string]any{"author": x.Author, "value": x.Content, "version": x.Version, "label": x.Label}
+	}
+	return &Entry{Section: ConflictSection, Role: "conflict", Author: e.Author, Label: e.Label, Topic: e.Topic,
+		Content: map[string]any{"key": e.Key, "written": side(e), "overwritten": side(cur)},
+		Meta:    map[string]any{"key": e.Key}}
+}
+
+// Conflicts returns the conflict entries recorded for key ("" for every
+// key), oldest first.
+func (b *Board) Conflicts(key string) []Entry {
+	all := b.Query(Filter{Section: ConflictSection})
+	if key == "" {
+		return all
+	}
+	out := all[:0]
+	for _, e := range all {
+		if k, _ := e.Meta["key"].(string); k == key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// sameJSON compares two values as canonical JSON: object keys sorted,
+// numbers as JSON numbers, so 1 and 1.0 and {"a":1,"b":2} and
+// {"b":2,"a":1} are the same value.
+func sameJSON(a, b any) bool {
+	ca, erra := canonical(a)
+	cb, errb := canonical(b)
+	return erra == nil && errb == nil && bytes.Equal(ca, cb)
+}
+
+func canonical(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var x any
+	if err := json.Unmarshal(data, &x); err != nil {
+		return nil, err
+	}
+	return json.Marshal(x)
+}
+
+// Changed returns a channel closed at the board's next change (an entry,
+// a step record, the run's status). Watchers wait on it, then query what
+// is new with Filter.AfterSeq.
+func (b *Board) Changed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.changed == nil {
+		b.changed = make(chan struct{})
+	}
+	return b.changed
+}
+
+func (b *Board) notifyLocked() {
+	if b.changed != nil {
+		close(b.changed)
+		b.changed = nil
+	}
+}
