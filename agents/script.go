@@ -66,7 +66,7 @@ func (s *script) complete(_ context.Context, c *callInfo, req *Request) (*Respon
 	if model == "" {
 		model = "script"
 	}
-	out := &Response{Text: r.Text, Model: model, FinishReason: "stop"}
+	out := &Response{Text: r.Text, Model: model, FinishReason: "stop", Usage: estimateUsage(req, r.Text)}
 	for i, tc := range r.ToolCalls {
 		args, err := json.Marshal(jsonable(tc.Args))
 		if err != nil {
@@ -108,4 +108,18 @@ func jsonable(v any) any {
 		return out
 	}
 	return v
+}
+
+// estimateUsage counts a scripted exchange's tokens the way a model would
+// roughly bill it (4 characters a token, rounded up), so an offline run
+// shows tokens per model and exercises limits.max_tokens like a real one.
+func estimateUsage(req *Request, answer string) Usage {
+	in := len(req.System)
+	for _, m := range req.Messages {
+		in += len(m.Content)
+		for _, tc := range m.ToolCalls {
+			in += len(tc.Name) + len(tc.Args)
+		}
+	}
+	return Usage{InputTokens: (in + 3) / 4, OutputTokens: (len(answer) + 3) / 4}
 }

@@ -88,6 +88,9 @@ type Run struct {
 	RunnerVersion string         `json:"runner_version"`
 	// ReplayOf is the recording a replay was made from.
 	ReplayOf string `json:"replay_of,omitempty"`
+	// Agents are the `--agent NAME.FIELD=VALUE` overrides the run was
+	// started with (agent -> field -> value), so resume uses them again.
+	Agents map[string]map[string]string `json:"agents,omitempty"`
 }
 
 // Run statuses.

@@ -141,7 +141,7 @@ func (r *Runner) init() {
 	r.eval = newEvaluator(r.Prog, map[string]any{
 		"vars": vars,
 		"env":  envView,
-		"run": map[string]any{"id": run.ID, "plan": r.Prog.Plan.Name, "workdir": r.Workdir,
+		"run": map[string]any{"id": run.ID, "plan": r.Prog.Plan.Name, "workdir": r.Workdir, "plan_dir": planDir(r.Prog.Plan.Path),
 			"started_at": run.StartedAt.UTC().Format(time.RFC3339)},
 		"board": func(key string) any {
 			if e, ok := b.Get(key); ok {
@@ -481,4 +481,17 @@ func (r *Runner) finishRun(err error) error {
 		return &RunError{Status: StatusFailed, Err: fmt.Errorf("saving the board: %w", uerr)}
 	}
 	return err
+}
+
+// planDir is the absolute directory of the plan file, so a plan can find
+// files that ship beside it whatever the current directory is.
+func planDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Dir(path)
+	}
+	return filepath.Dir(abs)
 }

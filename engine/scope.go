@@ -66,7 +66,7 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		"env":   env,
 		"steps": steps,
 		"run": types.Map{
-			"id": types.String, "plan": types.String, "started_at": types.String, "workdir": types.String,
+			"id": types.String, "plan": types.String, "plan_dir": types.String, "started_at": types.String, "workdir": types.String,
 		},
 		"board":   types.TypeOf(func(string) any { return nil }),
 		"entries": types.TypeOf(func(string) []any { return nil }),

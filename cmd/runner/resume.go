@@ -44,6 +44,10 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return planErrors(stderr, prog, err)
 	}
+	if err := applyAgentOverrides(prog.Plan, run.Agents); err != nil {
+		fmt.Fprintf(stderr, "runner resume: %v\n", err)
+		return exitUsage
+	}
 	log, set, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {
 		return code

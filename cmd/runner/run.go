@@ -27,6 +27,8 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("run", stderr)
 	vars := varFlags{}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
+	agentsFlag := agentOverrides{}
+	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
 	workdir := fs.String("workdir", "", "directory steps run in (default: the current directory)")
 	out := fs.String("out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
 	dry := fs.Bool("dry-run", false, "print what would run, run nothing")
@@ -41,6 +43,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	prog, err := engine.Load(pos[0], steps.Registry())
 	if err != nil {
 		return planErrors(stderr, prog, err)
+	}
+	if err := applyAgentOverrides(prog.Plan, agentsFlag); err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitUsage
 	}
 	resolved, err := engine.ResolveVars(prog.Plan, vars)
 	if err != nil {
@@ -72,7 +78,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	planPath, _ := filepath.Abs(pos[0])
 	b, err := board.Create(path, board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256,
 		PlanSource: string(prog.Plan.Source), Vars: resolved, Workdir: wd, Status: board.StatusRunning,
-		StartedAt: now, RunnerVersion: version}, board.Options{Sync: *syncFlag})
+		StartedAt: now, RunnerVersion: version, Agents: agentsFlag.saved()}, board.Options{Sync: *syncFlag})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitFailed

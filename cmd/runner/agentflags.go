@@ -1,0 +1,92 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/planrunner/runner/plans"
+)
+
+// agentOverrides collects `runner run --agent NAME.FIELD=VALUE`: switch an
+// agent to another provider, model or server without editing the plan
+// (agent -> field -> value).
+type agentOverrides map[string]map[string]string
+
+// overridable are the agent fields --agent may set.
+var overridable = []string{"provider", "model", "base_url", "api_key_env"}
+
+func (o agentOverrides) String() string { return "" }
+
+func (o agentOverrides) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	name, field, ok2 := strings.Cut(k, ".")
+	if !ok || !ok2 || name == "" || v == "" {
+		return fmt.Errorf("want NAME.FIELD=VALUE (FIELD one of %s), got %q", strings.Join(overridable, ", "), s)
+	}
+	if !slices.Contains(overridable, field) {
+		return fmt.Errorf("%q: cannot set agent field %q (one of %s)", s, field, strings.Join(overridable, ", "))
+	}
+	if field == "provider" && !slices.Contains(plans.Providers, v) {
+		return fmt.Errorf("%q: unknown provider %q (one of %s)", s, v, strings.Join(plans.Providers, ", "))
+	}
+	if o[name] == nil {
+		o[name] = map[string]string{}
+	}
+	if _, dup := o[name][field]; dup {
+		return fmt.Errorf("%s.%s given twice", name, field)
+	}
+	o[name][field] = v
+	return nil
+}
+
+// applyAgentOverrides changes the plan's agents as the overrides say. An
+// agent moved off the script provider drops its canned answers.
+func applyAgentOverrides(p *plans.Plan, o map[string]map[string]string) error {
+	names := make([]string, 0, len(o))
+	for n := range o {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		a := p.Agent(name)
+		if a == nil {
+			return fmt.Errorf("--agent %s: the plan has no agent %q (agents: %s)", name, name, strings.Join(p.AgentNames(), ", "))
+		}
+		f := o[name]
+		if v, ok := f["provider"]; ok {
+			if v == "script" && a.Provider != "script" {
+				return fmt.Errorf("--agent %s.provider=script: agent %s has no canned responses in the plan", name, name)
+			}
+			a.Provider = v
+			if v != "script" {
+				a.Responses, a.ResponsesFile = nil, ""
+			}
+		}
+		if v, ok := f["model"]; ok {
+			a.Model = v
+		}
+		if v, ok := f["base_url"]; ok {
+			a.BaseURL = v
+		}
+		if v, ok := f["api_key_env"]; ok {
+			if !plans.ValidIdent(v) {
+				return fmt.Errorf("--agent %s.api_key_env=%s: not an environment variable name", name, v)
+			}
+			a.APIKeyEnv = v
+		}
+		if a.Provider != "script" && a.Model == "" {
+			return fmt.Errorf("--agent %s: the %s provider needs a model: add --agent %s.model=MODEL", name, a.Provider, name)
+		}
+	}
+	return nil
+}
+
+// saved is what blackboard.json keeps of the overrides (nil: none).
+func (o agentOverrides) saved() map[string]map[string]string {
+	if len(o) == 0 {
+		return nil
+	}
+	return o
+}
