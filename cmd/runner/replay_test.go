@@ -221,13 +221,16 @@ func TestExamplesRunAndReplayOffline(t *testing.T) {
 	for _, plan := range plans {
 		t.Run(filepath.Base(filepath.Dir(plan)), func(t *testing.T) {
 			wd := t.TempDir()
-			r := runEnv(t, wd, []string{"PATH=" + os.Getenv("PATH")}, "run", plan, "-q")
+			// No API key in the environment; HOME for the Go build cache
+			// (fix-tests runs go test).
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+			r := runEnv(t, wd, env, "run", plan, "-q")
 			if r.code != 0 {
 				t.Fatalf("run: exit %d %s", r.code, r.stderr)
 			}
 			recorded := blackboardPath(t, r.stdout)
 			out := filepath.Join(wd, "replay.json")
-			r = runEnv(t, t.TempDir(), []string{"PATH=" + os.Getenv("PATH")}, "replay", recorded, "--offline", "--out", out)
+			r = runEnv(t, t.TempDir(), env, "replay", recorded, "--offline", "--out", out)
 			if r.code != 0 {
 				t.Fatalf("replay: exit %d %s", r.code, r.stderr)
 			}
