@@ -49,6 +49,7 @@ type Stats struct {
 	Calls        int
 	Retries      int
 	Usage        Usage
+	CostUSD      float64
 	Model        string // as the last answer named it
 	FinishReason string // of the last answer
 }

@@ -294,6 +294,18 @@ func (s *Set) begin(b *board.Board, label string, visit int) (int, error) {
 	return s.calls[visitKey{label, visit}] + 1, nil
 }
 
+// CheckBudget fails with a *BudgetError when the run's model calls have
+// used up a limit.
+func (s *Set) CheckBudget(b *board.Board) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bindLocked(b)
+	if s.maxTokens > 0 && s.used >= s.maxTokens {
+		return &BudgetError{Limit: s.maxTokens, Used: s.used}
+	}
+	return nil
+}
+
 // done counts a successful call: its number and its tokens.
 func (s *Set) done(label string, visit, call int, u Usage) {
 	s.mu.Lock()

@@ -158,7 +158,7 @@ func parseEnv(r *Reporter, n *yaml.Node) []EnvVar {
 
 func parseLimits(r *Reporter, n *yaml.Node) Limits {
 	var l Limits
-	known := []string{"max_steps", "timeout", "max_tokens"}
+	known := []string{"max_steps", "timeout", "max_tokens", "max_cost_usd"}
 	for _, f := range Fields(r, n, "limits") {
 		switch f.Key {
 		case "max_steps":
@@ -176,6 +176,13 @@ func parseLimits(r *Reporter, n *yaml.Node) Limits {
 					r.At(f.Value, "limits.max_tokens must be at least 1")
 				}
 				l.MaxTokens = v
+			}
+		case "max_cost_usd":
+			if v, ok := Float(r, f.Value, "limits.max_cost_usd"); ok {
+				if v <= 0 {
+					r.At(f.Value, "limits.max_cost_usd must be more than 0")
+				}
+				l.MaxCostUSD = v
 			}
 		default:
 			Unknown(r, f, "limits", known)
@@ -369,11 +376,44 @@ func parseAgents(r *Reporter, n *yaml.Node) []*Agent {
 		}
 		out = append(out, parseAgent(r, f.Key, f.Value))
 	}
+	checkFallbacks(r, out)
 	return out
 }
 
+// checkFallbacks checks that each agent's fallbacks are other agents of
+// the plan.
+func checkFallbacks(r *Reporter, all []*Agent) {
+	names := make([]string, len(all))
+	for i, a := range all {
+		names[i] = a.Name
+	}
+	for _, a := range all {
+		if len(a.Fallback) == 0 || a.Node == nil || a.Node.Kind != yaml.MappingNode {
+			continue
+		}
+		var at *yaml.Node
+		for i := 0; i+1 < len(a.Node.Content); i += 2 {
+			if a.Node.Content[i].Value == "fallback" {
+				at = Resolve(a.Node.Content[i+1])
+			}
+		}
+		for i, fb := range a.Fallback {
+			n := at
+			if at != nil && at.Kind == yaml.SequenceNode && i < len(at.Content) {
+				n = at.Content[i]
+			}
+			switch {
+			case fb == a.Name:
+				r.At(n, "agent %s: fallback: an agent cannot be its own fallback", a.Name)
+			case !contains(names, fb):
+				r.At(n, "agent %s: fallback: no agent named %q in the plan's agents%s", a.Name, fb, Suggest(fb, names))
+			}
+		}
+	}
+}
+
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
-	"base_url", "api_key_env", "timeout", "responses", "board"}
+	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
@@ -425,6 +465,12 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			responses = f.Value
 		case "board":
 			a.Board = parseAgentBoard(r, f.Value, what)
+		case "subscribe":
+			a.Subscribe = StringList(r, f.Value, what+": subscribe")
+		case "fallback":
+			a.Fallback = StringList(r, f.Value, what+": fallback")
+		case "price":
+			a.Price = parsePrice(r, f.Value, what)
 		default:
 			Unknown(r, f, what, agentFields)
 		}
@@ -447,6 +493,34 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 		}
 	}
 	return a
+}
+
+func parsePrice(r *Reporter, n *yaml.Node, what string) *Price {
+	p := &Price{Node: Resolve(n)}
+	seen := 0
+	for _, f := range Fields(r, n, what+": price") {
+		var dst *float64
+		switch f.Key {
+		case "input":
+			dst = &p.Input
+		case "output":
+			dst = &p.Output
+		default:
+			Unknown(r, f, what+": price", []string{"input", "output"})
+			continue
+		}
+		seen++
+		if v, ok := Float(r, f.Value, what+": price."+f.Key); ok {
+			if v < 0 {
+				r.At(f.Value, "%s: price.%s must not be negative", what, f.Key)
+			}
+			*dst = v
+		}
+	}
+	if seen < 2 && p.Node != nil {
+		r.At(p.Node, "%s: price needs both input and output (US dollars per million tokens)", what)
+	}
+	return p
 }
 
 func parseAgentBoard(r *Reporter, n *yaml.Node, what string) AgentBoard {

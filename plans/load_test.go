@@ -34,6 +34,19 @@ steps: [{label: s, type: x}]
 			`p.yaml:5:6: agent c: the script provider needs responses`,
 			`p.yaml:6:51: agent d: temperature 3 is outside 0..2`,
 			`p.yaml:6:65: agent d: responses are for the script provider only`}},
+		{"cost and fallbacks", `version: 1
+limits: {max_cost_usd: 0}
+agents:
+  a: {provider: openai, model: m, fallback: [a, bb, c], price: {input: -1, outptu: 2}}
+  b: {provider: script, responses: [x], fallback: c}
+  c: {provider: script, responses: [x], price: {input: 1, output: 2}, subscribe: [news]}
+steps: [{label: s, type: x}]
+`, []string{"p.yaml:2:24: limits.max_cost_usd must be more than 0",
+			`p.yaml:4:46: agent a: fallback: an agent cannot be its own fallback`,
+			`p.yaml:4:49: agent a: fallback: no agent named "bb" in the plan's agents (did you mean "b"?)`,
+			`p.yaml:4:72: agent a: price.input must not be negative`,
+			`p.yaml:4:76: unknown field "outptu" in agent a: price (did you mean "output"?)`,
+			`p.yaml:4:64: agent a: price needs both input and output`}},
 		{"steps", `version: 1
 steps:
   - type: command

@@ -43,6 +43,9 @@ type Limits struct {
 	MaxSteps  int           // default 1000
 	Timeout   time.Duration // 0: none
 	MaxTokens int           // 0: none
+	// MaxCostUSD bounds what the run's model calls may cost, in US
+	// dollars (0: none).
+	MaxCostUSD float64
 }
 
 // DefaultMaxSteps is limits.max_steps when the plan does not say.
@@ -112,7 +115,21 @@ type Agent struct {
 	Responses     []Response
 	ResponsesFile string // a YAML/JSON file of responses, relative to the plan
 	Board         AgentBoard
-	Node          *yaml.Node
+	// Subscribe lists the board topics the agent sees (empty: all).
+	Subscribe []string
+	// Fallback lists the agents that take over, in order, when a call to
+	// this one fails with a provider error retries did not cure.
+	Fallback []string
+	// Price overrides the built-in price of the agent's model.
+	Price *Price
+	Node  *yaml.Node
+}
+
+// Price is what a model costs, in US dollars per million tokens.
+type Price struct {
+	Input  float64 // per million input tokens
+	Output float64 // per million output tokens
+	Node   *yaml.Node
 }
 
 // Response is one canned answer of the script provider.

@@ -2,6 +2,8 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -14,37 +16,84 @@ import (
 
 func init() { add(coordinateType{}) }
 
-// coordinateType lets several agents work on one task in turns. A
-// coordinator agent picks who speaks next (or round-robin without one),
-// and a decider agent gives the final answer (or the last answer is it).
+// coordinateType lets several agents work on one task over a shared board
+// (seed 002). Each round a coordinator agent picks who contributes next and
+// with what instruction, or ends the rounds; without one, agents take turns
+// (round-robin) or bid for the turn (volunteer mode). A decider agent gives
+// the final answer, or the last answer-kind contribution is it.
 type coordinateType struct{}
 
 // CoordinateResult is what a coordinate step reports.
 type CoordinateResult struct {
 	Rounds        int            `json:"rounds"`
 	Contributions []Contribution `json:"contributions"`
-	DecidedBy     string         `json:"decided_by"` // the decider, or the agent that spoke last
+	Decisions     []Decision     `json:"decisions"`
+	Skipped       int            `json:"skipped"`    // rounds skipped for a coordinator's unusable answer
+	DecidedBy     string         `json:"decided_by"` // the decider, or the agent whose contribution is the output
 	Usage         agents.Usage   `json:"usage"`
+	CostUSD       float64        `json:"cost_usd"`
 	Calls         int            `json:"calls"`
 }
 
-// Contribution is one agent's turn.
+// Contribution is one agent's turn. Kind is "answer" when the agent marked
+// it as a final answer (it began with "ANSWER:"), else "contribution".
 type Contribution struct {
 	Round int    `json:"round"`
 	Agent string `json:"agent"`
+	Kind  string `json:"kind"`
 	Text  string `json:"text"`
 }
+
+// Decision is what a round decided: seed 002's coordinator answer, plus
+// the bids of volunteer mode and the reason a round was skipped.
+type Decision struct {
+	Round       int     `json:"round"`
+	By          string  `json:"by"` // the coordinator, "round-robin" or "volunteers"
+	Terminate   bool    `json:"terminate"`
+	NextAgent   *string `json:"next_agent"`
+	Instruction *string `json:"instruction"`
+	Bids        []Bid   `json:"bids,omitempty"`
+	Error       string  `json:"error,omitempty"` // why the round was skipped
+}
+
+// Bid is one agent's answer to "will you take this round?" in volunteer
+// mode.
+type Bid struct {
+	Agent      string  `json:"agent"`
+	Volunteer  bool    `json:"volunteer"`
+	Confidence float64 `json:"confidence"`
+	Reason     string  `json:"reason"`
+}
+
+// Modes of a coordinate step.
+const (
+	modeCoordinator = "coordinator"
+	modeRoundRobin  = "round_robin"
+	modeVolunteer   = "volunteer"
+)
 
 type coordinateStep struct {
 	agents      []string
 	coordinator string
 	decider     string
+	mode        string
 	maxRounds   int
 	prompt      *engine.Template
+	view        agents.ViewLimits
 }
 
-// doneWord is what a coordinator answers when the work is complete.
+// doneWord is the old plain-text way for a coordinator to end the rounds,
+// still understood.
 const doneWord = "DONE"
+
+// Kinds of the entries a coordinate step writes (meta.kind).
+const (
+	kindProblem      = "problem"
+	kindContribution = "contribution"
+	kindAnswer       = "answer"
+	kindDecision     = "decision"
+	kindError        = "error"
+)
 
 func (coordinateType) Name() string { return "coordinate" }
 func (coordinateType) Result() any  { return CoordinateResult{} }
@@ -74,6 +123,17 @@ func (coordinateType) Decode(d *engine.Decoder) engine.Step {
 	if n := d.Node("decider"); n != nil {
 		s.decider = agentRef(d, n, "decider")
 	}
+	def := modeRoundRobin
+	if d.Node("coordinator") != nil {
+		def = modeCoordinator
+	}
+	s.mode = d.Enum("mode", def, modeCoordinator, modeRoundRobin, modeVolunteer)
+	switch n := d.Node("mode"); {
+	case s.mode == modeCoordinator && d.Node("coordinator") == nil:
+		d.Errorf(n, "mode: coordinator needs a coordinator agent")
+	case s.mode != modeCoordinator && d.Node("coordinator") != nil:
+		d.Errorf(n, "mode: %s has no coordinator; drop coordinator or the mode", s.mode)
+	}
 	s.maxRounds = d.Int("max_rounds", s.maxRounds)
 	if s.maxRounds < 1 {
 		d.Errorf(d.Node("max_rounds"), "max_rounds must be at least 1")
@@ -81,7 +141,37 @@ func (coordinateType) Decode(d *engine.Decoder) engine.Step {
 	if d.Required("prompt") {
 		s.prompt = d.Template("prompt")
 	}
+	if n := d.Node("view"); n != nil {
+		s.view = decodeView(d, n)
+	}
 	return s
+}
+
+// decodeView reads `view: {entries, keys, max_bytes}`.
+func decodeView(d *engine.Decoder, n *yaml.Node) agents.ViewLimits {
+	var v agents.ViewLimits
+	r := d.Reporter()
+	for _, f := range plans.Fields(r, n, "view") {
+		var dst *int
+		switch f.Key {
+		case "entries":
+			dst = &v.Entries
+		case "keys":
+			dst = &v.Keys
+		case "max_bytes":
+			dst = &v.MaxBytes
+		default:
+			plans.Unknown(r, f, "view", []string{"entries", "keys", "max_bytes"})
+			continue
+		}
+		if x, ok := plans.Int(r, f.Value, "view."+f.Key); ok {
+			if x < 1 {
+				d.Errorf(f.Value, "view.%s must be at least 1", f.Key)
+			}
+			*dst = x
+		}
+	}
+	return v
 }
 
 // agentRef checks that n names an agent of the plan.
@@ -97,6 +187,19 @@ func agentRef(d *engine.Decoder, n *yaml.Node, what string) string {
 	return name
 }
 
+// rounds is one visit's state: the shared board of seed 002 (the public
+// entries, mirrored to the run's board in section contributions) and the
+// result so far.
+type rounds struct {
+	s      *coordinateStep
+	ctx    context.Context
+	sc     *engine.StepContext
+	set    *agents.Set
+	task   string
+	public []agents.ViewEntry
+	res    CoordinateResult
+}
+
 func (s *coordinateStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
 	task, err := sc.Eval(s.prompt)
 	if err != nil {
@@ -106,122 +209,395 @@ func (s *coordinateStep) Run(ctx context.Context, sc *engine.StepContext) (engin
 	if err != nil {
 		return engine.Result{}, err
 	}
-	res := CoordinateResult{}
-	ask := func(agent, prompt string) (string, error) {
-		ss, err := set.Session(sc.Board, sc.Label, sc.Visit, agent)
-		if err != nil {
-			return "", err
-		}
-		resp, err := ss.Send(ctx, agents.Message{Role: agents.RoleUser, Content: prompt})
-		st := ss.Stats()
-		res.Calls += st.Calls
-		res.Usage = res.Usage.Add(st.Usage)
-		if err != nil {
-			return "", err
-		}
-		return strings.TrimSpace(resp.Text), nil
+	r := &rounds{s: s, ctx: ctx, sc: sc, set: set, task: task}
+	out, err := r.run()
+	var budget *agents.BudgetError
+	var div *agents.Divergence
+	if errors.As(err, &budget) || errors.As(err, &div) {
+		// As for llm: a spent budget or a diverged replay ends the run.
+		err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+	}
+	return engine.Result{Output: out, Fields: r.res}, err
+}
+
+func (r *rounds) run() (string, error) {
+	s := r.s
+	if err := r.post("user", kindProblem, r.task, nil); err != nil {
+		return "", err
 	}
 	for round := 1; round <= s.maxRounds; round++ {
-		speaker := s.agents[(round-1)%len(s.agents)]
-		if s.coordinator != "" {
-			pick, err := s.pick(ask, task, res.Contributions)
-			if err != nil {
-				return engine.Result{Fields: res}, err
-			}
-			if pick == doneWord {
-				break
-			}
-			speaker = pick
+		// The budget is checked before every round (seed 002), and again
+		// before every call against the most that call could spend.
+		if err := r.set.CheckBudget(r.sc.Board); err != nil {
+			return "", err
 		}
-		text, err := ask(speaker, turnPrompt(task, speaker, res.Contributions))
+		var d Decision
+		var err error
+		switch s.mode {
+		case modeCoordinator:
+			d, err = r.coordinate(round)
+		case modeVolunteer:
+			d, err = r.volunteers(round)
+		default:
+			next := s.agents[(round-1)%len(s.agents)]
+			d = Decision{Round: round, By: "round-robin", NextAgent: &next}
+		}
 		if err != nil {
-			return engine.Result{Fields: res}, fmt.Errorf("round %d, agent %s: %w", round, speaker, err)
+			return "", err
 		}
-		res.Rounds = round
-		res.Contributions = append(res.Contributions, Contribution{Round: round, Agent: speaker, Text: text})
-		if _, err := sc.Board.Append(board.Entry{Section: "contributions", Role: "assistant", Author: speaker,
-			Label: sc.Label, Content: text, Meta: map[string]any{"visit": sc.Visit, "round": round}}); err != nil {
-			return engine.Result{Fields: res}, err
+		r.res.Rounds = round
+		r.res.Decisions = append(r.res.Decisions, d)
+		if err := r.post(d.By, kindDecision, d, map[string]any{"round": round}); err != nil {
+			return "", err
+		}
+		if d.Error != "" {
+			r.res.Skipped++
+			if err := r.post("runner", kindError, fmt.Sprintf("round %d skipped: %s", round, d.Error), map[string]any{"round": round}); err != nil {
+				return "", err
+			}
+			continue
+		}
+		if d.Terminate {
+			break
+		}
+		if err := r.contribute(round, *d.NextAgent, d.Instruction); err != nil {
+			return "", err
 		}
 	}
-	if len(res.Contributions) == 0 {
-		return engine.Result{Fields: res}, fmt.Errorf("the coordinator said %s before any agent spoke", doneWord)
-	}
-	last := res.Contributions[len(res.Contributions)-1]
-	output, decidedBy := last.Text, last.Agent
-	if s.decider != "" {
-		prompt := fmt.Sprintf("Task:\n%s\n\nThe agents said:\n%s\nGive the final answer to the task.", task, transcript(res.Contributions))
-		if output, err = ask(s.decider, prompt); err != nil {
-			return engine.Result{Fields: res}, fmt.Errorf("decider %s: %w", s.decider, err)
-		}
-		decidedBy = s.decider
-	}
-	res.DecidedBy = decidedBy
-	return engine.Result{Output: output, Fields: res}, nil
+	return r.decide()
 }
 
-// pick asks the coordinator who speaks next; an answer that names no agent
-// gets one corrective re-ask, then fails the step.
-func (s *coordinateStep) pick(ask func(agent, prompt string) (string, error), task string, so []Contribution) (string, error) {
-	prompt := fmt.Sprintf("You coordinate agents working on a task.\n\nTask:\n%s\n\nSo far:\n%s\nWho should speak next? Answer with exactly one name from: %s; or %s if the task is complete.",
-		task, transcript(so), strings.Join(s.agents, ", "), doneWord)
-	for try := 0; try < 2; try++ {
-		answer, err := ask(s.coordinator, prompt)
-		if err != nil {
-			return "", fmt.Errorf("coordinator %s: %w", s.coordinator, err)
-		}
-		if name := s.match(answer); name != "" {
-			return name, nil
-		}
-		prompt = fmt.Sprintf("%q is not one of: %s, %s. Answer with exactly one of those words.", firstLine(answer), strings.Join(s.agents, ", "), doneWord)
+// post appends an entry to the visit's public board and to the run's board.
+func (r *rounds) post(author, kind string, content any, meta map[string]any) error {
+	r.public = append(r.public, agents.ViewEntry{Kind: kind, Author: author, Content: content})
+	m := map[string]any{"visit": r.sc.Visit, "kind": kind}
+	for k, v := range meta {
+		m[k] = v
 	}
-	return "", fmt.Errorf("coordinator %s did not name one of %s or %s", s.coordinator, strings.Join(s.agents, ", "), doneWord)
+	role := "assistant"
+	switch kind {
+	case kindProblem:
+		role = "user"
+	case kindError:
+		role = "system"
+	}
+	if kind == kindDecision {
+		// Stored as a JSON object, so expressions read its fields.
+		b, err := json.Marshal(content)
+		if err != nil {
+			return err
+		}
+		var v any
+		_ = json.Unmarshal(b, &v)
+		content = v
+	}
+	_, err := r.sc.Board.Append(board.Entry{Section: "contributions", Role: role, Author: author,
+		Label: r.sc.Label, Content: content, Meta: m})
+	return err
 }
 
-// match finds the agent (or DONE) a coordinator's answer names: the one
-// candidate that appears in it as a word, ignoring case. An answer naming
-// none, or several, matches nothing.
-func (s *coordinateStep) match(answer string) string {
-	words := strings.FieldsFunc(strings.ToLower(answer), func(r rune) bool {
-		return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-	})
-	found := ""
-	for _, cand := range append(append([]string{}, s.agents...), doneWord) {
-		for _, w := range words {
-			if w == strings.ToLower(cand) {
-				if found != "" && found != cand {
-					return ""
+// ask sends one prompt to agent in a fresh conversation and returns its
+// answer.
+func (r *rounds) ask(agent, prompt string) (string, error) {
+	ss, err := r.set.Session(r.sc.Board, r.sc.Label, r.sc.Visit, agent)
+	if err != nil {
+		return "", err
+	}
+	ss.Log = r.sc.Log.With().Str("agent", agent).Int("visit", r.sc.Visit).Logger()
+	resp, err := ss.Send(r.ctx, agents.Message{Role: agents.RoleUser, Content: prompt})
+	st := ss.Stats()
+	r.res.Calls += st.Calls
+	r.res.Usage = r.res.Usage.Add(st.Usage)
+	r.res.CostUSD += st.CostUSD
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(resp.Text), nil
+}
+
+func (r *rounds) view(agent string) string {
+	return r.set.View(r.sc.Board, agent, r.public, r.s.view)
+}
+
+// coordinate asks the coordinator for the round's decision. An answer it
+// cannot use skips the round (Decision.Error); only a failed call fails
+// the step.
+func (r *rounds) coordinate(round int) (Decision, error) {
+	s := r.s
+	var list strings.Builder
+	for _, name := range s.agents {
+		desc := "(no description)"
+		if a, ok := r.set.Agent(name); ok && a.System != "" {
+			desc = clipText(firstLine(a.System), 120)
+		}
+		fmt.Fprintf(&list, "  - %s: %s\n", name, desc)
+	}
+	prompt := fmt.Sprintf(`You coordinate a team of specialist agents on a shared problem.
+Read the blackboard state below and decide:
+- Should we terminate now? (Has a satisfactory answer been written?)
+- If continuing, which agent should contribute next?
+- What specific instruction should that agent receive?
+Available agents:
+%s
+Output JSON exactly:
+{"terminate": <bool>, "next_agent": <str|null>, "instruction": <str|null>}
+If terminating, set next_agent and instruction to null.
+
+Round %d of at most %d.
+
+Blackboard state:
+%s`, list.String(), round, s.maxRounds, r.view(s.coordinator))
+	answer, err := r.ask(s.coordinator, prompt)
+	if err != nil {
+		return Decision{}, fmt.Errorf("round %d, coordinator %s: %w", round, s.coordinator, err)
+	}
+	d := parseDecision(answer, s.agents)
+	d.Round, d.By = round, s.coordinator
+	return d, nil
+}
+
+// parseDecision reads a coordinator's answer: seed 002's JSON object, found
+// alone, in a ``` fence or inside prose; or, tolerated, an answer that is
+// just an agent's name or DONE. Anything else, or a name that is not one
+// of agents, is a decision with Error set.
+func parseDecision(answer string, names []string) Decision {
+	obj, found := findObject(answer, "terminate", "next_agent")
+	if !found {
+		word := strings.Trim(strings.TrimSpace(answer), "`*_\"'.!")
+		if strings.EqualFold(word, doneWord) {
+			return Decision{Terminate: true}
+		}
+		for _, n := range names {
+			if strings.EqualFold(word, n) {
+				return Decision{NextAgent: &n}
+			}
+		}
+		return Decision{Error: fmt.Sprintf("the coordinator's answer has no JSON decision: %q", clipText(answer, 200))}
+	}
+	var d Decision
+	switch t := obj["terminate"].(type) {
+	case nil:
+	case bool:
+		d.Terminate = t
+	default:
+		return Decision{Error: fmt.Sprintf("terminate must be true or false, got %s", clipText(compact(t), 80))}
+	}
+	switch v := obj["instruction"].(type) {
+	case nil:
+	case string:
+		d.Instruction = &v
+	default:
+		return Decision{Error: fmt.Sprintf("instruction must be a string or null, got %s", clipText(compact(v), 80))}
+	}
+	switch v := obj["next_agent"].(type) {
+	case nil:
+	case string:
+		d.NextAgent = &v
+	default:
+		return Decision{Error: fmt.Sprintf("next_agent must be a string or null, got %s", clipText(compact(v), 80))}
+	}
+	if d.Terminate {
+		return d
+	}
+	if d.NextAgent == nil {
+		d.Error = "the coordinator neither terminated nor named a next_agent"
+		return d
+	}
+	for _, n := range names {
+		if *d.NextAgent == n {
+			return d
+		}
+	}
+	d.Error = fmt.Sprintf("the coordinator picked unknown agent %q (agents: %s)", clipText(*d.NextAgent, 80), strings.Join(names, ", "))
+	return d
+}
+
+// findObject returns the first JSON object in text (alone, in a fence, or
+// after prose) that has at least one of the keys.
+func findObject(text string, keys ...string) (map[string]any, bool) {
+	candidates := []string{}
+	for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+		candidates = append(candidates, m[1])
+	}
+	candidates = append(candidates, text)
+	for _, c := range candidates {
+		for i := 0; i < len(c); i++ {
+			if c[i] != '{' {
+				continue
+			}
+			var obj map[string]any
+			if json.NewDecoder(strings.NewReader(c[i:])).Decode(&obj) != nil {
+				continue
+			}
+			for _, k := range keys {
+				if _, ok := obj[k]; ok {
+					return obj, true
 				}
-				found = cand
 			}
 		}
 	}
-	return found
+	return nil, false
 }
 
-func turnPrompt(task, speaker string, so []Contribution) string {
-	if len(so) == 0 {
-		return fmt.Sprintf("Task:\n%s\n\nYou are %s and speak first.", task, speaker)
+// contribute runs the chosen agent with the instruction, the board's view
+// and its private notes, and posts its contribution.
+func (r *rounds) contribute(round int, agent string, instruction *string) error {
+	ins := fmt.Sprintf("Contribute to the blackboard as %s.", agent)
+	if instruction != nil && strings.TrimSpace(*instruction) != "" {
+		ins = *instruction
 	}
-	return fmt.Sprintf("Task:\n%s\n\nSo far:\n%s\nYou are %s. Add your contribution.", task, transcript(so), speaker)
+	prompt := fmt.Sprintf("You are %s.\n\nBlackboard state:\n%s\nInstruction: %s\n\n"+
+		"Produce ONE contribution in plain text. Be specific; cite prior contributions when useful. "+
+		"If it is a final answer to the problem, begin it with \"ANSWER:\".", agent, r.view(agent), ins)
+	text, err := r.ask(agent, prompt)
+	if err != nil {
+		return fmt.Errorf("round %d, agent %s: %w", round, agent, err)
+	}
+	kind := kindContribution
+	if rest, ok := cutAnswer(text); ok {
+		kind, text = kindAnswer, rest
+	}
+	r.res.Contributions = append(r.res.Contributions, Contribution{Round: round, Agent: agent, Kind: kind, Text: text})
+	return r.post(agent, kind, text, map[string]any{"round": round})
 }
 
-func transcript(so []Contribution) string {
-	if len(so) == 0 {
-		return "(nothing yet)\n"
+// cutAnswer recognises a contribution marked as a final answer.
+func cutAnswer(text string) (string, bool) {
+	t := strings.TrimLeft(text, "*_ \t\n")
+	if len(t) >= 7 && strings.EqualFold(t[:7], "ANSWER:") {
+		return strings.TrimSpace(strings.TrimLeft(t[7:], "*_ \t")), true
 	}
-	var b strings.Builder
-	for _, c := range so {
-		fmt.Fprintf(&b, "[round %d] %s: %s\n", c.Round, c.Agent, c.Text)
+	return text, false
+}
+
+// decide gives the final answer: the decider's, else the last answer-kind
+// contribution, else the last contribution.
+func (r *rounds) decide() (string, error) {
+	s := r.s
+	if s.decider != "" {
+		prompt := fmt.Sprintf("You synthesize the final answer from a multi-agent blackboard discussion. "+
+			"Read the blackboard state below and produce the best answer you can. Cite specific contributions "+
+			"when useful; acknowledge dissent if it matters.\n\nFull blackboard state:\n%s", r.view(s.decider))
+		out, err := r.ask(s.decider, prompt)
+		if err != nil {
+			return "", fmt.Errorf("decider %s: %w", s.decider, err)
+		}
+		r.res.DecidedBy = s.decider
+		return out, nil
 	}
-	return b.String()
+	cs := r.res.Contributions
+	if len(cs) == 0 {
+		return "", fmt.Errorf("no agent contributed in %d rounds (%d skipped; see section contributions)", r.res.Rounds, r.res.Skipped)
+	}
+	pick := cs[len(cs)-1]
+	for i := len(cs) - 1; i >= 0; i-- {
+		if cs[i].Kind == kindAnswer {
+			pick = cs[i]
+			break
+		}
+	}
+	r.res.DecidedBy = pick.Agent
+	return pick.Text, nil
+}
+
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Describe is what a dry run shows.
 func (s *coordinateStep) Describe() string {
 	who := "round-robin"
-	if s.coordinator != "" {
+	switch s.mode {
+	case modeCoordinator:
 		who = "coordinator " + s.coordinator
+	case modeVolunteer:
+		who = "volunteers bid for each round"
 	}
 	return fmt.Sprintf("agents %s, %s, at most %d rounds", strings.Join(s.agents, ", "), who, s.maxRounds)
+}
+
+// volunteers is a round of volunteer mode (Salemi et al., arXiv
+// 2510.01285): every agent sees the request and the board and bids to
+// take the turn or passes, with a reason; the most confident volunteer
+// contributes (the first listed on a tie). When no one volunteers, the
+// rounds end.
+func (r *rounds) volunteers(round int) (Decision, error) {
+	d := Decision{Round: round, By: "volunteers"}
+	for _, name := range r.s.agents {
+		prompt := fmt.Sprintf(`You are %s, one of a team of agents (%s) working on a shared problem.
+
+Request:
+%s
+
+Blackboard state:
+%s
+Round %d of at most %d. Should you contribute the next turn? Volunteer only if you can add something the board still lacks; otherwise pass.
+Output JSON exactly:
+{"volunteer": <bool>, "confidence": <number from 0 to 1>, "reason": <str>}`,
+			name, strings.Join(r.s.agents, ", "), r.task, r.view(name), round, r.s.maxRounds)
+		answer, err := r.ask(name, prompt)
+		if err != nil {
+			return Decision{}, fmt.Errorf("round %d, bid of %s: %w", round, name, err)
+		}
+		d.Bids = append(d.Bids, parseBid(name, answer))
+	}
+	best := -1
+	for i, b := range d.Bids {
+		if b.Volunteer && (best < 0 || b.Confidence > d.Bids[best].Confidence) {
+			best = i
+		}
+	}
+	if best < 0 {
+		d.Terminate = true
+		return d, nil
+	}
+	win := d.Bids[best]
+	ins := fmt.Sprintf("You volunteered for this round: %s", win.Reason)
+	d.NextAgent, d.Instruction = &win.Agent, &ins
+	return d, nil
+}
+
+// parseBid reads a bid: a JSON object with volunteer (alone, in a fence or
+// in prose), or just the word "volunteer" or "pass". Anything else is a
+// pass whose reason says the bid was unreadable.
+func parseBid(agent, answer string) Bid {
+	b := Bid{Agent: agent}
+	obj, found := findObject(answer, "volunteer")
+	if !found {
+		switch strings.ToLower(strings.Trim(strings.TrimSpace(answer), "`*_\"'.!")) {
+		case "volunteer", "yes":
+			b.Volunteer, b.Confidence = true, 0.5
+		case "pass", "no":
+		default:
+			b.Reason = fmt.Sprintf("unreadable bid, taken as a pass: %q", clipText(answer, 200))
+		}
+		return b
+	}
+	v, ok := obj["volunteer"].(bool)
+	if !ok {
+		b.Reason = fmt.Sprintf("volunteer must be true or false, got %s; taken as a pass", clipText(compact(obj["volunteer"]), 80))
+		return b
+	}
+	b.Volunteer = v
+	b.Reason, _ = obj["reason"].(string)
+	if c, ok := obj["confidence"].(float64); ok {
+		b.Confidence = min(max(c, 0), 1)
+	} else if v {
+		b.Confidence = 0.5
+	}
+	return b
 }

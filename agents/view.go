@@ -1,0 +1,188 @@
+package agents
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/planrunner/runner/board"
+)
+
+// NotesPrefix is where an agent keeps its private notes: keys under
+// "notes/<agent>/". They appear in that agent's board view only, and other
+// agents' board tools refuse them.
+const NotesPrefix = "notes/"
+
+// ViewLimits bound the board view rendered into a prompt. Seed 002 warns
+// that a board grows without bound; a prompt must not.
+type ViewLimits struct {
+	Entries  int // the newest Entries public entries (0: DefaultView.Entries)
+	Keys     int // the most recently written Keys shared keys (0: DefaultView.Keys)
+	MaxBytes int // the whole view (0: DefaultView.MaxBytes)
+}
+
+// DefaultView is the bound of a view when a step sets none.
+var DefaultView = ViewLimits{Entries: 20, Keys: 20, MaxBytes: 8192}
+
+func (l ViewLimits) withDefaults() ViewLimits {
+	if l.Entries <= 0 {
+		l.Entries = DefaultView.Entries
+	}
+	if l.Keys <= 0 {
+		l.Keys = DefaultView.Keys
+	}
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultView.MaxBytes
+	}
+	return l
+}
+
+// ViewEntry is one public entry of a view (a problem, a contribution, a
+// decision...), oldest first.
+type ViewEntry struct {
+	Kind    string
+	Author  string
+	Topic   string // "" : seen by every agent
+	Content any
+}
+
+// View renders the board as agent sees it: the public entries given, the
+// board's live keys it may read, and its private notes, each filtered by
+// the agent's topics and bounded by lim. Whatever the bounds leave out is
+// counted in the view, so the model knows the board holds more.
+func (s *Set) View(b *board.Board, agent string, public []ViewEntry, lim ViewLimits) string {
+	lim = lim.withDefaults()
+	a := s.agents[agent]
+	var topics, read []string
+	if a != nil {
+		topics, read = a.Spec.Subscribe, a.Spec.Board.Read
+	}
+	itemCap := max(lim.MaxBytes/4, 64)
+
+	var pub []string
+	for _, e := range public {
+		if Subscribed(topics, e.Topic) {
+			pub = append(pub, clipLine(fmt.Sprintf("[%s] %s: %s", e.Kind, e.Author, text(e.Content)), itemCap))
+		}
+	}
+	var keys, notes []string
+	if b != nil {
+		infos := b.Keys("")
+		sort.SliceStable(infos, func(i, j int) bool { return infos[i].TS.Before(infos[j].TS) })
+		own := NotesPrefix + agent + "/"
+		for _, k := range infos {
+			e, ok := b.Get(k.Key)
+			if !ok || !Subscribed(topics, EntryTopic(e)) {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(k.Key, own):
+				notes = append(notes, clipLine(fmt.Sprintf("%s: %s", strings.TrimPrefix(k.Key, own), text(e.Content)), itemCap))
+			case s.privateKey(k.Key, agent) || allowed(agent, "read", k.Key, read) != nil:
+			default:
+				keys = append(keys, clipLine(fmt.Sprintf("%s (%s, v%d): %s", k.Key, e.Author, e.Version, text(e.Content)), itemCap))
+			}
+		}
+	}
+
+	// Notes and keys take at most a quarter of the bytes each; the public
+	// entries, the conversation itself, take the rest.
+	noteLines, noteBytes, noteLeft := newest(notes, lim.Entries, lim.MaxBytes/4)
+	keyLines, keyBytes, keyLeft := newest(keys, lim.Keys, lim.MaxBytes/4)
+	pubLines, _, pubLeft := newest(pub, lim.Entries, lim.MaxBytes-noteBytes-keyBytes)
+
+	var out strings.Builder
+	section := func(title string, lines []string, left int, what string) {
+		if len(lines) == 0 && left == 0 {
+			return
+		}
+		if out.Len() > 0 {
+			out.WriteString("\n")
+		}
+		fmt.Fprintf(&out, "=== %s ===\n", title)
+		if left > 0 {
+			fmt.Fprintf(&out, "(%d earlier %s left out to keep this view within %d entries and %d bytes)\n", left, what, lim.Entries, lim.MaxBytes)
+		}
+		for _, l := range lines {
+			out.WriteString(l + "\n")
+		}
+	}
+	section("Public board", pubLines, pubLeft, "entries")
+	section("Shared keys", keyLines, keyLeft, "keys")
+	section("Your private notes", noteLines, noteLeft, "notes")
+	if out.Len() == 0 {
+		return "(empty)\n"
+	}
+	if len(topics) > 0 {
+		fmt.Fprintf(&out, "(you see the topics %s, and entries without a topic)\n", strings.Join(topics, ", "))
+	}
+	return out.String()
+}
+
+// newest keeps the newest lines that fit in n lines and budget bytes, in
+// order; it returns them, their size and how many it left out.
+func newest(lines []string, n, budget int) ([]string, int, int) {
+	size, i := 0, len(lines)
+	for i > 0 && len(lines)-i < n && size+len(lines[i-1])+1 <= budget {
+		size += len(lines[i-1]) + 1
+		i--
+	}
+	return lines[i:], size, i
+}
+
+// Subscribed reports whether an agent with the given topics sees an entry
+// of topic t: entries without a topic are seen by all, and an agent that
+// subscribes to nothing sees every topic.
+func Subscribed(topics []string, t string) bool {
+	return t == "" || len(topics) == 0 || slices.Contains(topics, t)
+}
+
+// privateKey reports whether key is another agent's private note.
+func (s *Set) privateKey(key, agent string) bool {
+	rest, ok := strings.CutPrefix(key, NotesPrefix)
+	if !ok {
+		return false
+	}
+	owner, _, ok := strings.Cut(rest, "/")
+	if !ok || owner == agent {
+		return false
+	}
+	_, isAgent := s.agents[owner]
+	return isAgent
+}
+
+// text renders an entry's content for a prompt: a string as it is,
+// anything else as compact JSON.
+func text(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// clipLine keeps a view line on one logical item: at most n bytes, cut
+// on a rune boundary, saying how much was cut.
+func clipLine(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 32
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s…[%d bytes cut]", s[:cut], len(s)-cut)
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// EntryTopic is the topic an entry was written under ("" : none).
+func EntryTopic(e board.Entry) string {
+	t, _ := e.Meta["topic"].(string)
+	return t
+}
