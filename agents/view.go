@@ -182,7 +182,4 @@ func clipLine(s string, n int) string {
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // EntryTopic is the topic an entry was written under ("" : none).
-func EntryTopic(e board.Entry) string {
-	t, _ := e.Meta["topic"].(string)
-	return t
-}
+func EntryTopic(e board.Entry) string { return e.Topic }

@@ -243,7 +243,7 @@ steps:
 `
 	// Each call uses 120 tokens: round 2 may start (120 < 200), round 3
 	// may not.
-	b, err := llmRunPlan(t, src, llmServices(t, src, agents.Options{}))
+	b, err := llmRunPlan(t, src, llmAgents(t, src, agents.Options{}))
 	var be *agents.BudgetError
 	if !errors.As(err, &be) {
 		t.Fatalf("err = %v, want the budget error", err)
