@@ -5,7 +5,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/expr-lang/expr/types"
 	"github.com/planrunner/runner/plans"
 )
 
@@ -15,7 +14,7 @@ type Program struct {
 	Plan  *plans.Plan
 	Steps []*Node // top level, in order
 	nodes map[string]*Node
-	scope types.Map
+	scope *Scope
 }
 
 // Node is one compiled step.
@@ -53,7 +52,7 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 		}
 	}
 	r := &plans.Reporter{File: path, List: list}
-	prog := &Program{Plan: plan, nodes: map[string]*Node{}, scope: scopeType(plan, reg)}
+	prog := &Program{Plan: plan, nodes: map[string]*Node{}, scope: newScope(scopeType(plan, reg))}
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
 	if err := r.Err(); err != nil {
 		return prog, err
@@ -72,13 +71,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			n.If = compileBoolAt(r, p.Plan.Source, s.If, "if", p.scope)
 		}
 		if s.Retry != nil && s.Retry.Until != nil {
-			scope := types.Map{"step": p.scope["steps"].(types.Map)[s.Label]}
-			for k, v := range p.scope {
-				scope[k] = v
-			}
-			if s.Label == "" {
-				scope["step"] = types.Any
-			}
+			scope := p.scope.with("step", p.scope.stepType(s.Label))
 			n.Until = compileBoolAt(r, p.Plan.Source, s.Retry.Until, "retry.until", scope)
 		}
 		if s.Write != nil && s.Write.KeyNode != nil {

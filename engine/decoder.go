@@ -3,7 +3,6 @@ package engine
 import (
 	"time"
 
-	"github.com/expr-lang/expr/types"
 	"github.com/planrunner/runner/plans"
 	"gopkg.in/yaml.v3"
 )
@@ -16,14 +15,14 @@ type Decoder struct {
 	Plan    *plans.Plan
 	Step    *plans.Step
 	r       *plans.Reporter
-	scope   types.Map
+	scope   *Scope
 	field   map[string]plans.Field
 	known   []string
 	used    map[string]bool
 	missing []string // required keys not given, reported by finish
 }
 
-func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope types.Map) *Decoder {
+func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope *Scope) *Decoder {
 	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, field: map[string]plans.Field{}, used: map[string]bool{}}
 	common := map[string]bool{}
 	for _, k := range plans.CommonStepFields {
@@ -213,7 +212,7 @@ func (d *Decoder) finish() {
 
 // compileTemplateAt compiles a template and reports each bad ${{ }} at its
 // own line and column.
-func compileTemplateAt(r *plans.Reporter, src []byte, n *yaml.Node, s string, scope types.Map) *Template {
+func compileTemplateAt(r *plans.Reporter, src []byte, n *yaml.Node, s string, scope *Scope) *Template {
 	t, errs := compileTemplate(s, scope)
 	for _, e := range errs {
 		line, col := scalarPos(src, n, e.offset)
@@ -227,7 +226,7 @@ func compileTemplateAt(r *plans.Reporter, src []byte, n *yaml.Node, s string, sc
 
 // compileBoolAt compiles a bare boolean expression (if, when, until). A
 // ${{ }} wrapper is accepted too, as GitHub Actions users write it.
-func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, scope types.Map) *Expr {
+func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, scope *Scope) *Expr {
 	code, off := x.Src, 0
 	if t := trimWrapper(code); t != code {
 		off = len(code) - len(trimLeftWrapper(code))

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/checker/nature"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/types"
 	"github.com/planrunner/runner/plans"
 )
@@ -39,8 +42,57 @@ func stepStateType(t Type) types.Map {
 	return m
 }
 
+// Scope is the typed environment expressions are checked against, with
+// its expr type description built once: types.Map.Nature walks the whole
+// map, so building it per expression made loading quadratic in the steps.
+type Scope struct {
+	types  types.Map
+	nature nature.Nature
+}
+
+func newScope(m types.Map) *Scope { return &Scope{types: m, nature: m.Nature()} }
+
+// option hands the prebuilt description to the expr compiler.
+func (s *Scope) option() expr.Option {
+	return func(c *conf.Config) {
+		c.EnvObject = s.types
+		c.Env = s.nature
+		c.Strict = s.nature.Strict
+	}
+}
+
+// with is the scope plus one more top-level name, sharing everything else
+// (retry.until sees its own step as `step`).
+func (s *Scope) with(name string, t types.Type) *Scope {
+	m := make(types.Map, len(s.types)+1)
+	for k, v := range s.types {
+		m[k] = v
+	}
+	m[name] = t
+	nt := s.nature
+	td := *nt.TypeData
+	td.Fields = make(map[string]nature.Nature, len(s.nature.Fields)+1)
+	for k, v := range s.nature.Fields {
+		td.Fields[k] = v
+	}
+	td.Fields[name] = t.Nature()
+	nt.TypeData = &td
+	return &Scope{types: m, nature: nt}
+}
+
+// stepType is the type of steps.<label>, or Any when there is none.
+func (s *Scope) stepType(label string) types.Type {
+	if st, ok := s.types["steps"].(types.Map); ok {
+		if t, ok := st[label]; ok {
+			return t
+		}
+	}
+	return types.Any
+}
+
 // scopeType is the typed environment every expression of the plan is
-// checked against, so a misspelt name is an error at load time.
+// checked against, so a misspelt name is an error at load time. Steps of
+// one type share one description.
 func scopeType(p *plans.Plan, reg *Registry) types.Map {
 	vars := types.Map{}
 	for _, v := range p.Vars {
@@ -51,15 +103,21 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		env[e.Name] = types.String
 	}
 	steps := types.Map{}
+	byType := map[string]types.Map{}
 	for _, s := range p.AllSteps() {
 		if s.Label == "" {
 			continue
 		}
-		var t Type
-		if s.Type != "" {
-			t, _ = reg.Lookup(s.Type)
+		st, ok := byType[s.Type]
+		if !ok {
+			var t Type
+			if s.Type != "" {
+				t, _ = reg.Lookup(s.Type)
+			}
+			st = stepStateType(t)
+			byType[s.Type] = st
 		}
-		steps[s.Label] = stepStateType(t)
+		steps[s.Label] = st
 	}
 	return types.Map{
 		"vars":  vars,

@@ -35,8 +35,8 @@ type part struct {
 }
 
 // compileExpr compiles src against the scope; asBool requires a boolean.
-func compileExpr(src string, scope types.Map, asBool bool) (*Expr, error) {
-	opts := []expr.Option{expr.Env(scope)}
+func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
+	opts := []expr.Option{scope.option()}
 	if asBool {
 		opts = append(opts, expr.AsBool())
 	}
@@ -77,7 +77,7 @@ type exprError struct {
 
 // compileTemplate splits src into literals and ${{ }} expressions and
 // compiles each one.
-func compileTemplate(src string, scope types.Map) (*Template, []exprError) {
+func compileTemplate(src string, scope *Scope) (*Template, []exprError) {
 	t := &Template{Src: src}
 	var errs []exprError
 	rest, base := src, 0
@@ -116,7 +116,7 @@ var unknownNameRE = regexp.MustCompile(`^unknown (?:field|name) (\w+)$`)
 
 // exprMessage is the first line of an expr error, without its source echo,
 // with a "did you mean" for a misspelt name.
-func exprMessage(err error, scope types.Map) string {
+func exprMessage(err error, scope *Scope) string {
 	msg := err.Error()
 	var fe *file.Error
 	if errors.As(err, &fe) {
@@ -124,7 +124,7 @@ func exprMessage(err error, scope types.Map) string {
 	}
 	msg, _, _ = strings.Cut(msg, "\n")
 	if m := unknownNameRE.FindStringSubmatch(msg); m != nil {
-		msg += plans.Suggest(m[1], scopeNames(scope, nil))
+		msg += plans.Suggest(m[1], scopeNames(scope.types, nil))
 	}
 	return msg
 }

@@ -26,7 +26,7 @@ func TestRenderShellKeepsValuesLiteral(t *testing.T) {
 		{"single", `printf '%s|' '${{ vars.v }}'`},
 		{"mixed", `printf '%s|' "a ${{ vars.v }}" '${{ vars.v }}' ${{ vars.v }}`},
 	}
-	scope := types.Map{"vars": types.Map{"v": types.String}}
+	scope := newScope(types.Map{"vars": types.Map{"v": types.String}})
 	for _, sc := range scripts {
 		tpl, errs := compileTemplate(sc.src, scope)
 		if len(errs) > 0 {
