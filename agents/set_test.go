@@ -144,7 +144,7 @@ func TestConversationOnTheBoard(t *testing.T) {
 	}
 	var req Request
 	json.Unmarshal(recs[1].Request, &req)
-	if req.System != "Be brief." || len(req.Messages) != 3 || len(req.Tools) != 3 || req.MaxTokens != 256 || *req.Temperature != 0 {
+	if req.System != "Be brief." || len(req.Messages) != 3 || len(req.Tools) != len(BoardTools) || req.MaxTokens != 256 || *req.Temperature != 0 {
 		t.Errorf("recorded request = %s", recs[1].Request)
 	}
 	if !strings.Contains(string(recs[0].Response), `"tool_calls":[{"id":"call_abc","name":"board_write"`) {

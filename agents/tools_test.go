@@ -36,7 +36,7 @@ func TestBoardTools(t *testing.T) {
 		{"list hides unreadable keys", "board_list", `{}`, `{"keys":[{"author":"bot","key":"notes/a","version":2},{"author":"runner","key":"shared","version":1}]}`, false},
 		{"missing key", "board_read", `{}`, `key must be a non-empty string`, true},
 		{"arguments that are not JSON", "board_read", `"{\"key\": "`, `must be a JSON object`, true},
-		{"unknown tool", "shell", `{}`, `unknown tool "shell" (available: board_read, board_write, board_list)`, true},
+		{"unknown tool", "shell", `{}`, `unknown tool "shell" (available: board_read, board_write, board_list, board_topic)`, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

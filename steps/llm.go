@@ -50,6 +50,7 @@ type llmStep struct {
 	schema     *jsonschema.Schema
 	schemaJSON json.RawMessage
 	board      bool // tools: [board]
+	view       *agents.ViewLimits
 }
 
 func (llmType) Name() string { return "llm" }
@@ -79,6 +80,14 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 			d.Errorf(n, "schema is only for output: json")
 		} else {
 			s.schema, s.schemaJSON = compileSchema(d, n)
+		}
+	}
+	if n := d.Node("view"); n != nil {
+		if plans.Resolve(n).Kind == yaml.MappingNode {
+			v := decodeView(d, n)
+			s.view = &v
+		} else if d.Bool("view", false) {
+			s.view = &agents.ViewLimits{}
 		}
 	}
 	if n := d.Node("tools"); n != nil {
@@ -222,6 +231,11 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		ss.Tools = agents.BoardTools
 	}
 	ss.Schema = s.schemaJSON
+	if s.view != nil {
+		// The board as this agent sees it: its topics, its keys, its
+		// private notes, bounded.
+		prompt += "\n\nBlackboard state:\n" + set.View(sc.Board, s.agent, nil, *s.view)
+	}
 	if s.output == "json" && s.schema == nil {
 		prompt += "\n\nAnswer with only a JSON value."
 	}
