@@ -141,7 +141,11 @@ func applySummary(res *patch.Result, check bool) string {
 	}
 	var files []string
 	for _, f := range res.Files {
-		files = append(files, fmt.Sprintf("%s %s (+%d -%d)", f.Op, f.Path, f.Added, f.Removed))
+		mode := ""
+		if f.Mode != "" {
+			mode = ", mode " + f.Mode
+		}
+		files = append(files, fmt.Sprintf("%s %s (+%d -%d%s)", f.Op, f.Path, f.Added, f.Removed, mode))
 	}
 	return fmt.Sprintf("%s %d hunk(s) to %d file(s): %s", verb, len(res.Hunks), len(res.Files), strings.Join(files, ", "))
 }

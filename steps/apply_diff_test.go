@@ -214,3 +214,71 @@ func applyIndent(s, pre string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// TestApplyDiffStepHostile: the step refuses, as runner apply does, a
+// diff that plants files in .git or .runner under any spelling, a
+// symbolic link, or a change to a file that is not there; nothing in the
+// directory changes. (The full table is steps/patch TestHostileDiffs.)
+func TestApplyDiffStepHostile(t *testing.T) {
+	create := func(p string) string { return "--- /dev/null\n+++ b/" + p + "\n@@ -0,0 +1 @@\n+[core]\n" }
+	cases := map[string]string{
+		"nested .git":         create("sub/.git/config"),
+		"upper case":          create(".GIT/config"),
+		"trailing dot":        create("sub/.git./config"),
+		"trailing space":      create(".git /config"),
+		"NTFS short name":     create("GIT~1/config"),
+		"NTFS stream":         create(".git::$INDEX_ALLOCATION/config"),
+		"HFS ignorable":       create(".g\u200cit/config"),
+		"backups":             create("x/.Runner/backups/y"),
+		"symlink":             "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc/passwd\n",
+		"modify missing file": "--- a/pkg/none.go\n+++ b/pkg/none.go\n@@ -0,0 +1 @@\n+package pkg\n",
+	}
+	for name, diff := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := applyWorkdir(t)
+			if err := os.WriteFile(filepath.Join(dir, "fix.diff"), []byte(diff), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			before := listTree(t, dir)
+			b, err := applyPlan(t, dir, "version: 1\nsteps:\n  - {label: apply, type: apply_diff, diff_file: fix.diff, continue_on_error: true}\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, errs := applyVisits(t, b, "apply"); len(errs) != 1 || errs[0] == "" {
+				t.Fatalf("applied: %q", errs)
+			}
+			after := listTree(t, dir)
+			for p, v := range after {
+				if strings.HasPrefix(p, ".runner/") && !strings.HasPrefix(p, ".runner/backups") {
+					continue // the run's own records
+				}
+				if before[p] != v {
+					t.Errorf("%s changed or appeared", p)
+				}
+			}
+		})
+	}
+}
+
+// listTree maps each file under dir to its mode and content.
+func listTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		m[filepath.ToSlash(rel)] = fi.Mode().String() + " " + string(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -102,7 +102,11 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "the diff applies (%d %s); nothing changed (--check)\n", len(res.Hunks), unit)
 	}
 	for _, f := range res.Files {
-		fmt.Fprintf(stdout, "%-6s %s (+%d -%d)\n", f.Op, f.Path, f.Added, f.Removed)
+		mode := ""
+		if f.Mode != "" {
+			mode = ", mode " + f.Mode
+		}
+		fmt.Fprintf(stdout, "%-6s %s (+%d -%d%s)\n", f.Op, f.Path, f.Added, f.Removed, mode)
 	}
 	if res.BackupDir != "" && !g.quiet {
 		fmt.Fprintf(stdout, "backup: %s\n", res.BackupDir)

@@ -129,3 +129,43 @@ func TestApplyUndo(t *testing.T) {
 		t.Fatalf("--undo with a PATCH: exit %d, want 2", code)
 	}
 }
+
+// TestApplyCommandHostile: runner apply refuses what the step refuses
+// (the full table is steps/patch TestHostileDiffs), exits 1, and leaves
+// the directory as it was.
+func TestApplyCommandHostile(t *testing.T) {
+	for _, diff := range []string{
+		"--- /dev/null\n+++ b/sub/.git/config\n@@ -0,0 +1 @@\n+[core]\n",
+		"--- /dev/null\n+++ b/.GIT/hooks/pre-commit\n@@ -0,0 +1 @@\n+x\n",
+		"--- /dev/null\n+++ b/git~1/config\n@@ -0,0 +1 @@\n+x\n",
+		"--- /dev/null\n+++ b/.git. /config\n@@ -0,0 +1 @@\n+x\n",
+		"--- /dev/null\n+++ b/.g\u200dit/config\n@@ -0,0 +1 @@\n+x\n",
+		"diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n",
+		"--- a/none.go\n+++ b/none.go\n@@ -1 +1 @@\n-a\n+b\n",
+	} {
+		dir, _ := applySetup(t)
+		code, out, errs := applyRun(t, diff, "--dir", dir, "-")
+		if code != exitFailed || out != "" || !strings.Contains(errs, "not applied") {
+			t.Errorf("%q: code %d, stdout %q, stderr %q", diff, code, out, errs)
+		}
+		entries, _ := os.ReadDir(dir)
+		if len(entries) != 1 || applyContent(t, dir) != applyOrig {
+			t.Errorf("%q: the directory changed: %v", diff, entries)
+		}
+	}
+}
+
+// TestApplyCommandModes: a mode change is made (chmod), with or without
+// content edits, and printed.
+func TestApplyCommandModes(t *testing.T) {
+	dir, _ := applySetup(t)
+	diff := "diff --git a/x.go b/x.go\nold mode 100644\nnew mode 100755\n"
+	code, out, errs := applyRun(t, diff, "--dir", dir, "-q", "-")
+	fi, err := os.Stat(filepath.Join(dir, "x.go"))
+	if code != exitOK || err != nil || fi.Mode().Perm() != 0o755 || !strings.Contains(out, "mode 0755") {
+		t.Fatalf("code %d, mode %v, stdout %q, stderr %q", code, fi.Mode(), out, errs)
+	}
+	if code, out, _ := applyRun(t, diff, "--dir", dir, "-"); code != exitOK || !strings.Contains(out, "already applied") {
+		t.Errorf("again: %d %q", code, out)
+	}
+}

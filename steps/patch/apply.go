@@ -50,6 +50,9 @@ type FileResult struct {
 	Op      string `json:"op"`   // "modify", "create" or "delete"
 	Added   int    `json:"added"`
 	Removed int    `json:"removed"`
+	// Mode is the file's new permissions in octal ("0755") when the diff
+	// changes them ("old mode"/"new mode"); "" otherwise.
+	Mode string `json:"mode,omitempty"`
 }
 
 // HunkResult is where one hunk went.

@@ -157,7 +157,8 @@ func TestFilesAndEdges(t *testing.T) {
 	runApplyCases(t, []applyCase{
 		{name: "create", tree: map[string]string{"x.go": "x\n"}, want: map[string]string{"x.go": "x\n", "new/dir/y.go": "one\ntwo\n"},
 			diff: "diff --git a/new/dir/y.go b/new/dir/y.go\nnew file mode 100644\n--- /dev/null\n+++ b/new/dir/y.go\n@@ -0,0 +1,2 @@\n+one\n+two\n"},
-		{name: "create without /dev/null", tree: map[string]string{}, want: map[string]string{"y.go": "one\n"},
+		// A modify-diff never creates: git apply refuses it too.
+		{name: "create without /dev/null", tree: map[string]string{}, refuse: DoesNotApply, errHas: "--- /dev/null",
 			diff: "--- a/y.go\n+++ b/y.go\n@@ -0,0 +1 @@\n+one\n"},
 		{name: "create, no newline at end", tree: map[string]string{}, want: map[string]string{"y.go": "one\ntwo"},
 			diff: "--- /dev/null\n+++ b/y.go\n@@ -0,0 +1,2 @@\n+one\n+two\n\\ No newline at end of file\n"},
@@ -312,7 +313,7 @@ func TestResultFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantFiles := []FileResult{{"f", "modify", 1, 1}, {"n", "create", 2, 0}, {"g", "delete", 0, 1}}
+	wantFiles := []FileResult{{"f", "modify", 1, 1, ""}, {"n", "create", 2, 0, ""}, {"g", "delete", 0, 1, ""}}
 	if len(res.Files) != 3 {
 		t.Fatalf("files = %+v", res.Files)
 	}

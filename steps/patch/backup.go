@@ -191,7 +191,8 @@ func Rollback(dir, backupDir string) error {
 	}
 	var errs []error
 	for _, f := range slices.Backward(m.Files) {
-		if err := checkName(f.Path); err != nil {
+		// A manifest is a file in the tree: hold it to the diff's rules.
+		if err := errors.Join(checkName(f.Path), checkTarget(f.Path)); err != nil {
 			errs = append(errs, err)
 			continue
 		}

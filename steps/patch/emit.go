@@ -3,8 +3,10 @@ package patch
 // emit builds the new file from the placed hunks (all applied, in
 // order). Unchanged stretches are copied from the file as they are,
 // context lines keep their own terminators, added lines get the file's.
+// With exact (the diff carries CRs), an added line keeps the terminator it
+// has in the diff instead.
 // ok is false if two hunks change the same lines.
-func emit(c *content, pls []placed) (_ []byte, ok bool) {
+func emit(c *content, pls []placed, exact bool) (_ []byte, ok bool) {
 	extra := 0
 	for _, pl := range pls {
 		for _, o := range pl.ops {
@@ -55,10 +57,17 @@ func emit(c *content, pls []placed) (_ []byte, ok bool) {
 				cur++
 			case '+':
 				// Without a newline only where the diff says so.
+				nl, cr := c.nl, ""
+				if exact {
+					nl = "\n"
+					if o.cr {
+						nl, cr = "\r\n", "\r"
+					}
+				}
 				if i == lastNew && pl.h.newNoEOL && pl.fuzz == 0 {
-					put(o.text, "", true)
+					put(o.text+cr, "", true)
 				} else {
-					put(o.text, c.nl, false)
+					put(o.text, nl, false)
 				}
 			}
 		}

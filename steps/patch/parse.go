@@ -2,7 +2,6 @@ package patch
 
 import (
 	"fmt"
-	"io/fs"
 	"strconv"
 	"strings"
 
@@ -14,8 +13,16 @@ type fileDiff struct {
 	line             int    // of its header in the diff text
 	oldName, newName string // unquoted, not yet stripped
 	created, deleted bool   // one side is /dev/null
-	mode             fs.FileMode
-	hunks            []*hunk
+	// oldMode and newMode are git's modes from the extended headers
+	// (0o100644, 0o100755), 0 where the diff gives none: "old mode" and
+	// "new mode" change one, "new file mode" and "deleted file mode" give
+	// one side's.
+	oldMode, newMode uint32
+	// exact: some hunk line carries its own CR, so the diff says which
+	// terminator each line has and is applied byte for byte; otherwise
+	// added lines take the file's terminator.
+	exact bool
+	hunks []*hunk
 }
 
 type hunk struct {
@@ -89,6 +96,36 @@ func parseChunk(secs []*section) ([]*fileDiff, error) {
 	if directOK(secs) {
 		return parseDirect(secs)
 	}
+	// Sections without hunks (mode changes, empty files) have names read
+	// from their "diff --git" line already; go-diff reads the others.
+	var withHunks []*section
+	for _, sec := range secs {
+		if !sec.headerOnly {
+			withHunks = append(withHunks, sec)
+		}
+	}
+	if len(withHunks) < len(secs) {
+		read, err := parseChunk(withHunks)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*fileDiff, 0, len(secs))
+		for _, sec := range secs {
+			if sec.headerOnly {
+				f, err := parseDirect([]*section{sec})
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, f[0])
+				continue
+			}
+			out, read = append(out, read[0]), read[1:]
+		}
+		return out, nil
+	}
+	if len(secs) == 0 {
+		return nil, nil
+	}
 	fds, err := diff.ParseMultiFileDiffOptions(canonical(secs), diff.ParseOptions{KeepCR: true})
 	if err != nil {
 		return nil, refuse(BadDiff, "cannot read the diff: %v", err)
@@ -127,7 +164,20 @@ func convert(sec *section, fd *diff.FileDiff) (*fileDiff, error) {
 		h.newHint = hintPos(sh.newStart, sh.nNew)
 		f.hunks = append(f.hunks, h)
 	}
+	f.exact = hasCR(f.hunks)
 	return f, nil
+}
+
+// hasCR reports whether any hunk line carries its own CR.
+func hasCR(hunks []*hunk) bool {
+	for _, h := range hunks {
+		for _, o := range h.ops {
+			if o.cr {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fileHeader sets what the file header and git's extended headers say,
@@ -139,16 +189,51 @@ func (f *fileDiff) fileHeader(sec *section) error {
 		return refuse(BadDiff, "line %d: both sides of the file header are /dev/null", sec.line)
 	}
 	for _, x := range sec.ext {
-		switch {
-		case strings.HasPrefix(x, "rename from ") || strings.HasPrefix(x, "copy from "):
+		if strings.HasPrefix(x, "rename from ") || strings.HasPrefix(x, "copy from ") {
 			return refuse(BadDiff, "line %d: renames and copies are not supported; delete the old file and create the new one instead", sec.line)
-		case strings.HasPrefix(x, "new file mode "):
-			if m, err := strconv.ParseUint(strings.TrimPrefix(x, "new file mode "), 8, 32); err == nil && m&0o111 != 0 {
-				f.mode = 0o755
+		}
+		for _, m := range [...]struct {
+			prefix string
+			side   *uint32
+		}{{"old mode ", &f.oldMode}, {"new mode ", &f.newMode}, {"new file mode ", &f.newMode}, {"deleted file mode ", &f.oldMode}} {
+			if v, ok := strings.CutPrefix(x, m.prefix); ok {
+				mode, err := gitMode(v)
+				if err != nil {
+					return refuse(BadDiff, "line %d: %q: %v", sec.line, x, err)
+				}
+				*m.side = mode
 			}
 		}
+		switch {
+		case strings.HasPrefix(x, "new file mode "):
+			f.created = true
+		case strings.HasPrefix(x, "deleted file mode "):
+			f.deleted = true
+		}
+	}
+	if f.created && f.deleted {
+		return refuse(BadDiff, "line %d: the file is both created and deleted", sec.line)
 	}
 	return nil
+}
+
+// gitMode reads a mode from git's extended headers. Only regular files
+// are supported: a symbolic link (120000) could point anywhere, outside
+// the directory too, and is refused rather than written as a regular file
+// holding its target; so are submodules (gitlinks, 160000).
+func gitMode(v string) (uint32, error) {
+	m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("not an octal file mode")
+	case m == 0o120000:
+		return 0, fmt.Errorf("symbolic links are not supported: the diff may not create, change or delete a link (a link can point outside the directory); write a regular file instead")
+	case m == 0o160000:
+		return 0, fmt.Errorf("submodules (gitlinks, mode 160000) are not supported")
+	case m == 0o100644 || m == 0o100755 || m == 0o100664:
+		return uint32(m), nil
+	}
+	return 0, fmt.Errorf("mode %06o is not a regular file's; only 100644 and 100755 are supported", m)
 }
 
 // hintPos turns a header's start line into a 0-based position. An empty
@@ -217,6 +302,7 @@ func sameBody(h *hunk, sh *scanHunk) bool {
 // reverse makes f undo itself.
 func (f *fileDiff) reverse() {
 	f.oldName, f.newName = f.newName, f.oldName
+	f.oldMode, f.newMode = f.newMode, f.oldMode
 	f.created, f.deleted = f.deleted, f.created
 	for _, h := range f.hunks {
 		h.oldHint, h.newHint = h.newHint, h.oldHint
@@ -322,6 +408,7 @@ func parseDirect(secs []*section) ([]*fileDiff, error) {
 			h.newHint = hintPos(sh.newStart, sh.nNew)
 			f.hunks = append(f.hunks, h)
 		}
+		f.exact = hasCR(f.hunks)
 		out[i] = f
 	}
 	return out, nil

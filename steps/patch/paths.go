@@ -50,13 +50,7 @@ func strip(name string, n int) (string, bool) {
 
 // checkTarget refuses stripped paths the diff must not touch: the
 // repository's own data and our backups.
-func checkTarget(p string) error {
-	first, _, _ := strings.Cut(p, "/")
-	if first == ".git" || first == ".runner" {
-		return refuse(Unsafe, "%s: the diff may not change files under %s/", p, first)
-	}
-	return nil
-}
+func checkTarget(p string) error { return checkComponents(p) }
 
 // lstatWalk looks at p from the top Root, component by component,
 // without following any link: every directory on the way must be a real

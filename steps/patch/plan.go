@@ -14,14 +14,20 @@ type target struct {
 	existed bool
 	orig    []byte
 	mode    fs.FileMode
-	links   int      // names the file had (0: unknown)
-	dirs    []string // parent directories a create must make
+	oldMode fs.FileMode // mode as it was
+	links   int         // names the file had (0: unknown)
+	dirs    []string    // parent directories a create must make
 	added   int
 	removed int
 
 	exists bool     // after the diff's sections so far
 	data   []byte   // the content then
 	cc     *content // data as lines; see content()
+
+	// Changes the diff makes without hunks (a mode, an empty file): those
+	// it makes, and those in place already, described for a refusal.
+	metaDone, metaAlready []string
+	notes                 []string
 }
 
 // content is the current content as lines, split on first use.
@@ -159,6 +165,7 @@ func (p *planner) target(path string) (*target, error) {
 	fi, missing := r.fi, r.missing
 	if fi != nil {
 		t.existed, t.mode, t.links = true, fi.Mode()&modeBits, links(fi)
+		t.oldMode = t.mode
 	} else {
 		t.dirs = parentsToMake(path, missing)
 	}
@@ -197,10 +204,10 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 			out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &placed{h: h, applied: false}})
 		}
 	}
-	created := f.created
-	if !created && !t.exists && !f.deleted && allBare(f) {
-		created = true // a new file written as a change to an empty one
+	if len(f.hunks) == 0 {
+		return nil, p.headerOnly(t, f)
 	}
+	created := f.created
 	switch {
 	case created && t.exists:
 		if sameText(t.content(), splitContent(newFile(f))) {
@@ -216,8 +223,8 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 			}
 		}
 		t.set(newFile(f))
-		if f.mode != 0 {
-			t.mode = f.mode
+		if f.newMode != 0 {
+			t.mode = withExec(0o644, f.newMode)
 		}
 		at := 0
 		for _, h := range f.hunks {
@@ -230,7 +237,8 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 		already(nil)
 		return out, nil
 	case !t.exists:
-		fileFail(fmt.Sprintf("%s does not exist", t.path))
+		// Never a create in disguise: a new file says so ("--- /dev/null").
+		fileFail(fmt.Sprintf("%s does not exist, and the diff changes it rather than creating it (a new file's old name is /dev/null: \"--- /dev/null\")", t.path))
 		return out, nil
 	}
 
@@ -250,7 +258,7 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 			return out, nil // judged with the others in verdict
 		}
 	}
-	next, ok := emit(c, pls)
+	next, ok := emit(c, pls, f.exact)
 	if !ok {
 		fileFail(fmt.Sprintf("hunks for %s overlap", t.path))
 		return out, nil
@@ -274,41 +282,90 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 		return out, nil
 	}
 	t.set(next)
+	p.chmod(t, f)
 	return out, nil
 }
 
-func allBare(f *fileDiff) bool {
-	for _, h := range f.hunks {
-		if old, _ := h.sides(); len(old) > 0 {
-			return false
+// headerOnly makes a change that git writes without hunks: a mode
+// change, or a new or deleted empty file.
+func (p *planner) headerOnly(t *target, f *fileDiff) error {
+	switch {
+	case f.created && t.exists:
+		if len(t.data) > 0 {
+			return refuse(DoesNotApply, "line %d: the diff creates %s as an empty file, but it exists and is not empty; nothing was changed", f.line, t.path)
+		}
+		t.metaAlready = append(t.metaAlready, "the empty file "+t.path)
+	case f.created:
+		t.set(nil)
+		t.mode = withExec(0o644, f.newMode)
+		t.metaDone = append(t.metaDone, "the empty file "+t.path)
+	case f.deleted && !t.exists:
+		t.metaAlready = append(t.metaAlready, "the deletion of "+t.path)
+	case f.deleted:
+		if len(t.data) > 0 {
+			return refuse(DoesNotApply, "line %d: the diff deletes %s as an empty file, but it has %d bytes; nothing was changed", f.line, t.path, len(t.data))
+		}
+		t.remove()
+		t.metaDone = append(t.metaDone, "the deletion of "+t.path)
+	case !t.exists:
+		return refuse(DoesNotApply, "line %d: the diff changes the mode of %s, which does not exist; nothing was changed", f.line, t.path)
+	case f.newMode == 0:
+		return refuse(BadDiff, "line %d: the diff for %s has no hunks and no new mode", f.line, t.path)
+	default:
+		before := t.mode
+		p.chmod(t, f)
+		what := fmt.Sprintf("the mode %06o of %s", f.newMode, t.path)
+		if t.mode == before {
+			t.metaAlready = append(t.metaAlready, what)
 		}
 	}
-	return true
+	return nil
+}
+
+// chmod makes the mode change f gives ("old mode", "new mode") on an
+// existing file, as git does: only the executable bits follow the new
+// mode (for whoever may read the file).
+func (p *planner) chmod(t *target, f *fileDiff) {
+	if f.newMode == 0 || f.created || f.deleted || !t.exists {
+		return
+	}
+	if f.oldMode != 0 && (f.oldMode&0o111 != 0) != (t.mode&0o111 != 0) {
+		t.notes = append(t.notes, fmt.Sprintf("%s: the diff says its mode was %06o, but it is %04o; set it to %06o anyway, as git does", t.path, f.oldMode, t.mode&fs.ModePerm, f.newMode))
+	}
+	before := t.mode
+	t.mode = withExec(t.mode, f.newMode)
+	if t.mode != before {
+		t.metaDone = append(t.metaDone, fmt.Sprintf("the mode %06o of %s", f.newMode, t.path))
+	}
+}
+
+// withExec is perm with its executable bits set as git mode m says: on
+// for whoever may read the file, or off.
+func withExec(perm fs.FileMode, m uint32) fs.FileMode {
+	if m&0o111 != 0 {
+		return perm | (perm&0o444)>>2
+	}
+	return perm &^ 0o111
 }
 
 // newFile is the content a creating diff describes.
+// Each line keeps the terminator it has in the diff (CRLF or LF), byte for
+// byte.
 func newFile(f *fileDiff) []byte {
-	nl, n, cr := "\n", 0, 0
-	for _, h := range f.hunks {
-		for _, o := range h.ops {
-			n++
-			if o.cr {
-				cr++
-			}
-		}
-	}
-	if cr*2 > n {
-		nl = "\r\n"
-	}
 	var b []byte
+	nl := "\n"
 	for _, h := range f.hunks {
 		for _, o := range h.ops {
+			nl = "\n"
+			if o.cr {
+				nl = "\r\n"
+			}
 			b = append(b, o.text...)
 			b = append(b, nl...)
 		}
 	}
 	if len(b) > 0 && f.hunks[len(f.hunks)-1].newNoEOL {
-		b = b[:len(b)-len(nl)]
+		b = b[:len(b)-1] // the "\n": a CR before it is the line's own
 	}
 	return b
 }
@@ -336,8 +393,12 @@ func (p *planner) verdict() error {
 		}
 		return err
 	}
-	if applied > 0 && already > 0 {
-		return refuse(DoesNotApply, "%s", p.partialReport())
+	var done, in []string
+	for _, t := range p.order {
+		done, in = append(done, t.metaDone...), append(in, t.metaAlready...)
+	}
+	if (applied > 0 || len(done) > 0) && (already > 0 || len(in) > 0) {
+		return refuse(DoesNotApply, "%s", p.partialReport(done, in))
 	}
 	return nil
 }
@@ -348,7 +409,14 @@ func (p *planner) alreadyApplied() bool {
 			return false
 		}
 	}
-	return len(p.out) > 0
+	in := false
+	for _, t := range p.order {
+		if len(t.metaDone) > 0 {
+			return false
+		}
+		in = in || len(t.metaAlready) > 0
+	}
+	return len(p.out) > 0 || in
 }
 
 func (p *planner) result() *Result {
@@ -358,12 +426,17 @@ func (p *planner) result() *Result {
 		if res.AlreadyApplied {
 			op = "" // nothing changes
 		}
-		if op == "modify" && string(t.data) == string(t.orig) {
+		if op == "modify" && string(t.data) == string(t.orig) && t.mode == t.oldMode {
 			op = "" // hunks that change nothing, such as a newline at the end
 		}
 		if op != "" {
-			res.Files = append(res.Files, FileResult{Path: t.path, Op: op, Added: t.added, Removed: t.removed})
+			fr := FileResult{Path: t.path, Op: op, Added: t.added, Removed: t.removed}
+			if op == "modify" && t.mode != t.oldMode {
+				fr.Mode = fmt.Sprintf("%04o", t.mode&fs.ModePerm)
+			}
+			res.Files = append(res.Files, fr)
 		}
+		p.notes = append(p.notes, t.notes...)
 	}
 	for _, o := range p.out {
 		pl := o.pl

@@ -129,8 +129,8 @@ func shortReason(o *outcome) string {
 	return "its lines are not in the file"
 }
 
-func (p *planner) partialReport() string {
-	var applied, already []string
+func (p *planner) partialReport(done, in []string) string {
+	applied, already := capList(done, 10), capList(in, 10)
 	for _, o := range p.out {
 		s := fmt.Sprintf("%s hunk %d", o.t.path, o.pl.h.num)
 		if o.pl.applied {

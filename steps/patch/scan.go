@@ -19,6 +19,7 @@ type section struct {
 	ext              []string // git extended headers (new file mode, rename from...)
 	oldName, newName string   // as written after "--- " and "+++ ", cut at a tab
 	hunks            []*scanHunk
+	headerOnly       bool // git's headers and no hunks: a mode change, an empty file
 }
 
 type scanHunk struct {
@@ -53,7 +54,28 @@ func scan(lines []string, maxHunks int) ([]*section, []string, error) {
 				i++
 			}
 			if !s.fileHeaderAt(i) {
-				return nil, nil, refuse(BadDiff, "line %d: %q has no \"---\" and \"+++\" lines after it, so it is a rename, a mode change, a binary or an empty file; only changes to text written as hunks are supported", sec.line, l)
+				// A mode change, or a new or deleted empty file: git
+				// writes no "---"/"+++" lines, the names are on the
+				// "diff --git" line.
+				if headerOnly(sec.ext) {
+					a, b, ok := gitNames(strings.TrimPrefix(l, "diff --git "))
+					if !ok {
+						return nil, nil, refuse(BadDiff, "line %d: cannot read the file names of %q", sec.line, l)
+					}
+					sec.oldName, sec.newName, sec.headerOnly = a, b, true
+					for _, x := range sec.ext {
+						switch {
+						case strings.HasPrefix(x, "new file mode "):
+							sec.oldName = devNull
+						case strings.HasPrefix(x, "deleted file mode "):
+							sec.newName = devNull
+						}
+					}
+					secs = append(secs, sec)
+					cur = nil
+					continue
+				}
+				return nil, nil, refuse(BadDiff, "line %d: %q has no \"---\" and \"+++\" lines after it, so it is a rename, a copy or a binary file; only changes to text written as hunks, mode changes and new or deleted empty files are supported", sec.line, l)
 			}
 			sec.oldName, sec.newName = headerName(lines[i][4:]), headerName(lines[i+1][4:])
 			i += 2
@@ -80,7 +102,7 @@ func scan(lines []string, maxHunks int) ([]*section, []string, error) {
 		}
 	}
 	for _, sec := range secs {
-		if len(sec.hunks) == 0 {
+		if len(sec.hunks) == 0 && !sec.headerOnly {
 			return nil, nil, refuse(BadDiff, "line %d: the file header for %s has no hunks (\"@@ ... @@\" followed by lines)", sec.line, sec.newName)
 		}
 		if sec.oldName == "" || sec.newName == "" {
@@ -395,4 +417,61 @@ func canonical(secs []*section) []byte {
 		}
 	}
 	return []byte(b.String())
+}
+
+// headerOnly reports whether git's extended headers describe a change with
+// no hunks that we can make: a mode change, or a new or deleted empty
+// file (not a rename or copy, which carry their own headers).
+func headerOnly(ext []string) bool {
+	ok := false
+	for _, x := range ext {
+		switch {
+		case strings.HasPrefix(x, "rename ") || strings.HasPrefix(x, "copy "):
+			return false
+		case strings.HasPrefix(x, "old mode ") || strings.HasPrefix(x, "new mode ") ||
+			strings.HasPrefix(x, "new file mode ") || strings.HasPrefix(x, "deleted file mode "):
+			ok = true
+		}
+	}
+	return ok
+}
+
+// gitNames reads the two names of a "diff --git" line: quoted as git
+// quotes names with unusual characters, or plain, in which case both
+// names are the same file (git writes that line for one path) and the
+// line is split where its two halves agree past their a/ b/ prefixes.
+func gitNames(s string) (a, b string, ok bool) {
+	s = trimCR(s)
+	if strings.HasPrefix(s, `"`) {
+		q, err := strconv.QuotedPrefix(s)
+		if err != nil {
+			return "", "", false
+		}
+		a, _ = strconv.Unquote(q)
+		rest := strings.TrimPrefix(s[len(q):], " ")
+		if strings.HasPrefix(rest, `"`) {
+			b, err = strconv.Unquote(rest)
+			return a, b, err == nil
+		}
+		return a, rest, rest != ""
+	}
+	if i := strings.Index(s, ` "`); i >= 0 {
+		b, err := strconv.Unquote(s[i+1:])
+		return s[:i], b, err == nil
+	}
+	if len(s)%2 == 1 && s[len(s)/2] == ' ' {
+		a, b = s[:len(s)/2], s[len(s)/2+1:]
+		if dropFirst(a) == dropFirst(b) {
+			return a, b, true
+		}
+	}
+	return "", "", false
+}
+
+// dropFirst drops one leading path component (git's a/ or b/).
+func dropFirst(name string) string {
+	if _, rest, ok := strings.Cut(name, "/"); ok {
+		return rest
+	}
+	return name
 }

@@ -19,7 +19,7 @@ func (p *planner) changes() []*target {
 		case "create", "delete":
 			out = append(out, t)
 		case "modify":
-			if string(t.data) != string(t.orig) {
+			if string(t.data) != string(t.orig) || t.mode != t.oldMode {
 				out = append(out, t)
 			}
 		}
