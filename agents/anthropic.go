@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/planrunner/runner/mask"
 	"net/http"
 	"strings"
 )
@@ -24,6 +25,7 @@ type anthropic struct {
 	agent   *Agent
 	baseURL string
 	key     string
+	mask    *mask.Masker // the key, and the run's other secrets
 }
 
 type anRequest struct {
@@ -91,7 +93,7 @@ func (p *anthropic) complete(ctx context.Context, c *callInfo, req *Request) (*R
 	h.Set("x-api-key", p.key)
 	data, retries, err := p.t.post(ctx, &exchange{provider: "anthropic", log: c.log,
 		url: p.baseURL + "/v1/messages", header: h, body: body, timeout: p.agent.Timeout,
-		secret: p.key, apiError: anthropicError})
+		mask: p.mask, apiError: anthropicError})
 	if err != nil {
 		return nil, retries, err
 	}

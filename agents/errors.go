@@ -63,13 +63,3 @@ type BudgetError struct {
 func (e *BudgetError) Error() string {
 	return fmt.Sprintf("limits.max_tokens %d reached: %d tokens used", e.Limit, e.Used)
 }
-
-// redact removes a secret from text that came from outside (an error body,
-// a transport error), so a server that echoes the key cannot leak it into
-// the board or the logs.
-func redact(s, secret string) string {
-	if secret == "" || len(secret) < 4 {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, "[redacted]")
-}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planrunner/runner/mask"
 	"github.com/rs/zerolog"
 )
 
@@ -71,7 +72,11 @@ type exchange struct {
 	header   http.Header
 	body     []byte
 	timeout  time.Duration // per attempt
-	secret   string        // the API key, scrubbed from every error text
+	// mask knows the API key (and the run's other secrets): every body the
+	// server sends and every error text is masked whole before anything
+	// reads, cuts or keeps it, so no field a server echoes the key in (a
+	// message, a type, a code, a header copied into the body) can leak it.
+	mask *mask.Masker
 	// apiError turns a non-2xx answer into an error.
 	apiError func(status int, body []byte) *APIError
 }
@@ -81,13 +86,13 @@ type exchange struct {
 func (t *transport) post(ctx context.Context, x *exchange) ([]byte, int, error) {
 	for attempt := 0; ; attempt++ {
 		body, status, header, err := t.once(ctx, x)
+		body = x.mask.Bytes(body)
 		if err == nil && status/100 == 2 {
 			return body, attempt, nil
 		}
 		var apiErr *APIError
 		if err == nil {
 			apiErr = x.apiError(status, body)
-			apiErr.Message = redact(apiErr.Message, x.secret)
 			err = apiErr
 		}
 		var fatal *fatalError
@@ -106,7 +111,7 @@ func (t *transport) post(ctx context.Context, x *exchange) ([]byte, int, error) 
 			}
 			return nil, attempt, err
 		}
-		wait := t.backoff(attempt, header)
+		wait := t.backoff(attempt, header, x)
 		x.log.Warn().Str("provider", x.provider).
 			Int("status", status).Str("error", err.Error()).Int("retry", attempt+1).Int("max_retries", t.retry.Max).
 			Dur("wait", wait).Msg("model call failed, retrying")
@@ -128,14 +133,17 @@ func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.He
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(x.body))
 	if err != nil {
-		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, redact(err.Error(), x.secret))}
+		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
 	}
 	req.Header = x.header.Clone()
 	resp, err := t.client.Do(req)
 	if err == nil {
 		var body []byte
-		body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 		resp.Body.Close()
+		if err == nil && len(body) > maxAnswer {
+			return nil, 0, nil, &fatalError{fmt.Errorf("%s: the answer is larger than %d MiB, the most runner reads (status %d)", x.provider, maxAnswer>>20, resp.StatusCode)}
+		}
 		if err == nil {
 			return body, resp.StatusCode, resp.Header, nil
 		}
@@ -150,9 +158,9 @@ func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.He
 		// wait. Raise `timeout` or give the step a `retry`.
 		return nil, 0, nil, &fatalError{fmt.Errorf("%s: no answer within %s (the agent's timeout)", x.provider, x.timeout)}
 	case permanentTransportError(err):
-		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, redact(err.Error(), x.secret))}
+		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
 	}
-	return nil, 0, nil, fmt.Errorf("%s: %s", x.provider, redact(err.Error(), x.secret))
+	return nil, 0, nil, fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))
 }
 
 // permanentTransportError reports failures a retry cannot fix: a server
@@ -172,10 +180,21 @@ func retryableStatus(status int) bool {
 }
 
 // backoff is the wait before retry number attempt+1: the server's
-// Retry-After when it gives one (capped), else exponential with jitter.
-func (t *transport) backoff(attempt int, h http.Header) time.Duration {
-	if d, ok := retryAfter(h, time.Now()); ok {
-		return min(d, t.retry.MaxRetryAfter)
+// Retry-After when it gives one, else exponential with jitter. A server's
+// wait is clamped to the agent's timeout and to Retry.MaxRetryAfter
+// (logged): a server asking for an hour does not hold the run for an hour
+// per retry.
+func (t *transport) backoff(attempt int, h http.Header, x *exchange) time.Duration {
+	limit := t.retry.MaxRetryAfter
+	if x.timeout > 0 {
+		limit = min(limit, x.timeout)
+	}
+	if d, asked, ok := retryAfter(h, time.Now(), limit); ok {
+		if d < asked {
+			x.log.Warn().Str("provider", x.provider).Dur("asked", asked).Dur("wait", d).
+				Msg("the server's Retry-After is longer than runner waits; clamped")
+		}
+		return d
 	}
 	d := float64(t.retry.Backoff) * math.Pow(2, float64(attempt))
 	d = min(d, float64(t.retry.MaxBackoff))
@@ -185,27 +204,44 @@ func (t *transport) backoff(attempt int, h http.Header) time.Duration {
 }
 
 // retryAfter reads retry-after-ms (OpenAI) or Retry-After (seconds or an
-// HTTP date).
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+// HTTP date): the wait, clamped to limit, and what the server asked for
+// (also clamped, to a day, so it fits a Duration). Values that are not a
+// number or a date, negative or NaN, are ignored; a date in the past is no
+// wait.
+func retryAfter(h http.Header, now time.Time, limit time.Duration) (wait, asked time.Duration, ok bool) {
 	if h == nil {
-		return 0, false
+		return 0, 0, false
+	}
+	const day = 24 * time.Hour
+	clamp := func(seconds float64) (time.Duration, time.Duration, bool) {
+		if math.IsNaN(seconds) || seconds < 0 {
+			return 0, 0, false
+		}
+		// Compare as floats: 1e300 seconds overflows a Duration.
+		asked := day
+		if seconds < day.Seconds() {
+			asked = time.Duration(seconds * float64(time.Second))
+		}
+		return min(asked, limit), asked, true
 	}
 	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 && !math.IsInf(ms, 0) {
-			return time.Duration(ms * float64(time.Millisecond)), true
+		if ms, err := strconv.ParseFloat(v, 64); err == nil {
+			if w, a, ok := clamp(ms / 1000); ok {
+				return w, a, true
+			}
 		}
 	}
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
-		return 0, false
+		return 0, 0, false
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && !math.IsInf(s, 0) {
-		return time.Duration(s * float64(time.Second)), true
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		return clamp(s)
 	}
 	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
+		return clamp(max(at.Sub(now).Seconds(), 0))
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/planrunner/runner/mask"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,6 +20,7 @@ type openAI struct {
 	agent   *Agent
 	baseURL string
 	key     string
+	mask    *mask.Masker // the key, and the run's other secrets
 }
 
 type oaRequest struct {
@@ -116,7 +118,7 @@ func (p *openAI) complete(ctx context.Context, c *callInfo, req *Request) (*Resp
 	}
 	data, retries, err := p.t.post(ctx, &exchange{provider: "openai", log: c.log,
 		url: p.baseURL + "/chat/completions", header: h, body: body, timeout: p.agent.Timeout,
-		secret: p.key, apiError: openAIError})
+		mask: p.mask, apiError: openAIError})
 	if err != nil {
 		return nil, retries, err
 	}

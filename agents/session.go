@@ -99,6 +99,7 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent %s: encoding the request: %w", ss.agent.Name, err)
 	}
+	canon, sum = ss.set.masked(canon, sum)
 	call, err := ss.set.begin(ss.board, ss.label, ss.visit)
 	if err != nil {
 		return nil, err
@@ -112,6 +113,7 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 		if ss.set.replay != nil && ss.agent.LiveModel != "" {
 			req.Model = ss.agent.LiveModel
 			canon, sum, _ = req.Canonical()
+			canon, sum = ss.set.masked(canon, sum)
 		}
 		var retries int
 		resp, retries, err = ss.agent.p.complete(ctx, info, req)

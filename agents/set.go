@@ -2,6 +2,8 @@ package agents
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/mask"
 	"github.com/planrunner/runner/plans"
 	"github.com/rs/zerolog"
 )
@@ -40,6 +43,10 @@ type Options struct {
 	// request differs from the recording, or that has no recording, fails
 	// with a *Divergence.
 	Replay ReplaySource
+	// Mask, when set, learns every agent's API key, and masks the run's
+	// secrets in what providers answer and in the requests recordings
+	// keep; nil: each provider masks its own key.
+	Mask *mask.Masker
 }
 
 // ReplaySource serves recorded model exchanges to a replay.
@@ -123,6 +130,7 @@ type Set struct {
 	maxTokens int
 	log       zerolog.Logger
 	replay    ReplaySource
+	mask      *mask.Masker
 
 	mu    sync.Mutex
 	bound *board.Board // the board the counters below were read from
@@ -155,7 +163,7 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		t.jitter = defaultJitter
 	}
 	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, log: opt.Log,
-		replay: opt.Replay, calls: map[visitKey]int{}}
+		replay: opt.Replay, calls: map[visitKey]int{}, mask: opt.Mask}
 	var errs []error
 	for _, spec := range plan.Agents {
 		a := &Agent{Name: spec.Name, Provider: spec.Provider, Model: spec.Model, System: spec.System,
@@ -164,7 +172,7 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 			a.Timeout = DefaultTimeout
 		}
 		_, fork := opt.Replay.(ForkSource)
-		p, err := newProvider(plan, a, t, getenv, opt.Replay != nil && !fork)
+		p, err := newProvider(plan, a, t, getenv, opt.Replay != nil && !fork, opt.Mask)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -179,7 +187,7 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 	return s, nil
 }
 
-func newProvider(plan *plans.Plan, a *Agent, t *transport, getenv func(string) string, replay bool) (provider, error) {
+func newProvider(plan *plans.Plan, a *Agent, t *transport, getenv func(string) string, replay bool, m *mask.Masker) (provider, error) {
 	switch a.Provider {
 	case "script":
 		responses := a.Spec.Responses
@@ -210,10 +218,14 @@ func newProvider(plan *plans.Plan, a *Agent, t *transport, getenv func(string) s
 		return nil, fmt.Errorf("agent %s: %s is not set: the %s provider needs an API key in it (for a local server that wants none, set it to any value)",
 			a.Name, envVar, a.Provider)
 	}
-	if a.Provider == "anthropic" {
-		return &anthropic{t: t, agent: a, baseURL: base, key: key}, nil
+	if m == nil {
+		m = mask.New()
 	}
-	return &openAI{t: t, agent: a, baseURL: base, key: key}, nil
+	m.Add(key)
+	if a.Provider == "anthropic" {
+		return &anthropic{t: t, agent: a, baseURL: base, key: key, mask: m}, nil
+	}
+	return &openAI{t: t, agent: a, baseURL: base, key: key, mask: m}, nil
 }
 
 // baseURL checks the agent's base_url (or takes the default) and drops a
@@ -323,4 +335,16 @@ func (s *Set) unknownAgent(name string) error {
 		return fmt.Errorf("unknown agent %q: the plan has no agents", name)
 	}
 	return fmt.Errorf("unknown agent %q (agents: %s)%s", name, strings.Join(names, ", "), plans.Suggest(name, names))
+}
+
+// masked is a canonical request with the run's secrets masked, and its
+// sha256: a recording keeps no secret, and a replay, whose requests are
+// built from masked results, still matches it.
+func (s *Set) masked(canon []byte, sum string) ([]byte, string) {
+	m := s.mask.Bytes(canon)
+	if len(m) == len(canon) && string(m) == string(canon) {
+		return canon, sum
+	}
+	h := sha256.Sum256(m)
+	return m, hex.EncodeToString(h[:])
 }

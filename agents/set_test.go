@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
+	"github.com/rs/zerolog"
 )
 
 func TestNewChecksKeysBeforeTheRun(t *testing.T) {
@@ -79,7 +81,7 @@ func TestKeysNeverLeak(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ss.Send(context.Background(), user("again"))
-	if err == nil || strings.Contains(err.Error(), testKey) || !strings.Contains(err.Error(), "[redacted]") {
+	if err == nil || strings.Contains(err.Error(), testKey) || !strings.Contains(err.Error(), "***") {
 		t.Fatalf("error = %v", err)
 	}
 	for what, s := range map[string]string{"logs": h.logs.String(), "board": boardJSON(t, h.board)} {
@@ -303,36 +305,58 @@ func TestCallNumbersContinueAcrossAttempts(t *testing.T) {
 
 func TestRetryAfter(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	const limit = 2 * time.Minute
+	day := 24 * time.Hour
 	tests := []struct {
-		header map[string]string
-		want   time.Duration
-		ok     bool
+		header      map[string]string
+		wait, asked time.Duration
+		ok          bool
 	}{
-		{map[string]string{"Retry-After": "3"}, 3 * time.Second, true},
-		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond, true},
-		{map[string]string{"Retry-After": now.Add(10 * time.Second).Format(http.TimeFormat)}, 10 * time.Second, true},
-		{map[string]string{"Retry-After": now.Add(-10 * time.Second).Format(http.TimeFormat)}, 0, true},
-		{map[string]string{"retry-after-ms": "250"}, 250 * time.Millisecond, true},
-		{map[string]string{"Retry-After": "soon"}, 0, false},
-		{map[string]string{"Retry-After": "-4"}, 0, false},
-		{nil, 0, false},
+		{map[string]string{"Retry-After": "3"}, 3 * time.Second, 3 * time.Second, true},
+		{map[string]string{"Retry-After": "0.5"}, 500 * time.Millisecond, 500 * time.Millisecond, true},
+		{map[string]string{"Retry-After": now.Add(10 * time.Second).Format(http.TimeFormat)}, 10 * time.Second, 10 * time.Second, true},
+		{map[string]string{"Retry-After": now.Add(-10 * time.Second).Format(http.TimeFormat)}, 0, 0, true},
+		{map[string]string{"Retry-After": now.Add(1000 * time.Hour).Format(http.TimeFormat)}, limit, day, true},
+		{map[string]string{"retry-after-ms": "250"}, 250 * time.Millisecond, 250 * time.Millisecond, true},
+		// Huge values clamp; they used to overflow a Duration to no wait.
+		{map[string]string{"retry-after-ms": "1e300"}, limit, day, true},
+		{map[string]string{"Retry-After": "1e300"}, limit, day, true},
+		{map[string]string{"Retry-After": "Inf"}, limit, day, true},
+		{map[string]string{"Retry-After": "3600"}, limit, time.Hour, true},
+		// Not a wait: ignored (backoff applies), or the other header is used.
+		{map[string]string{"retry-after-ms": "NaN", "Retry-After": "2"}, 2 * time.Second, 2 * time.Second, true},
+		{map[string]string{"retry-after-ms": "-5"}, 0, 0, false},
+		{map[string]string{"Retry-After": "NaN"}, 0, 0, false},
+		{map[string]string{"Retry-After": "soon"}, 0, 0, false},
+		{map[string]string{"Retry-After": "-4"}, 0, 0, false},
+		{nil, 0, 0, false},
 	}
 	for _, tc := range tests {
 		h := http.Header{}
 		for k, v := range tc.header {
 			h.Set(k, v)
 		}
-		got, ok := retryAfter(h, now)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("retryAfter(%v) = %s, %v; want %s, %v", tc.header, got, ok, tc.want, tc.ok)
+		wait, asked, ok := retryAfter(h, now, limit)
+		if wait != tc.wait || asked != tc.asked || ok != tc.ok {
+			t.Errorf("retryAfter(%v) = %s, %s, %v; want %s, %s, %v", tc.header, wait, asked, ok, tc.wait, tc.asked, tc.ok)
 		}
 	}
-	// A server asking for an hour is capped.
+	// A server asking for an hour waits the agent's timeout at most (or
+	// MaxRetryAfter, when lower), and the clamp is logged.
+	var logs bytes.Buffer
 	tr := &transport{retry: Retry{MaxRetryAfter: time.Minute}.withDefaults(), jitter: func() float64 { return 0 }}
 	h := http.Header{}
 	h.Set("Retry-After", "3600")
-	if d := tr.backoff(0, h); d != time.Minute {
-		t.Errorf("capped wait = %s", d)
+	x := &exchange{provider: "openai", timeout: 20 * time.Second, log: zerolog.New(&logs)}
+	if d := tr.backoff(0, h, x); d != 20*time.Second {
+		t.Errorf("wait clamped to the agent's timeout = %s", d)
+	}
+	if !strings.Contains(logs.String(), "clamped") || !strings.Contains(logs.String(), `"asked":3600000`) {
+		t.Errorf("the clamp was not logged: %s", logs.String())
+	}
+	x.timeout = time.Hour
+	if d := tr.backoff(0, h, x); d != time.Minute {
+		t.Errorf("wait clamped to MaxRetryAfter = %s", d)
 	}
 }
 

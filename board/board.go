@@ -34,6 +34,7 @@ type Board struct {
 	seen       map[seenKey]int64 // the key's version an author last read or wrote
 	perms      map[string]Perms  // per-author key patterns (nil: anyone, any key)
 	changed    chan struct{}     // closed at the next change (nil: nobody waits)
+	redact     Redact            // masks secrets in what enters the board; nil: none
 }
 
 type keyState struct {
@@ -164,6 +165,7 @@ func (b *Board) writeLocked(e Entry, expect int64) (Entry, error) {
 // prepareLocked checks a compare-and-set and numbers e, without changing
 // the board: indexLocked does that once the entry is in the journal.
 func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, error) {
+	b.redactEntry(&e)
 	if e.Key != "" {
 		cur := b.liveVersionLocked(e.Key, now)
 		if p := b.pendingKeyLocked(e.Key); p != nil {
@@ -391,6 +393,7 @@ func (b *Board) UpdateRun(f func(*Run)) error {
 	defer b.mu.Unlock()
 	r := b.run
 	f(&r)
+	b.redactRun(&r)
 	if err := b.logLocked(record{Run: &r}); err != nil {
 		return err
 	}
@@ -403,6 +406,7 @@ func (b *Board) UpdateRun(f func(*Run)) error {
 func (b *Board) AddStep(s StepRecord) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.redactStep(&s)
 	if err := b.logLocked(record{Step: &s}); err != nil {
 		return err
 	}
@@ -421,6 +425,7 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	defer func() { b.pending = b.pending[:0] }()
+	b.redactStep(&s)
 	now := b.now().UTC()
 	first, err := b.prepareLocked(e, -1, now)
 	if err != nil {
@@ -467,6 +472,7 @@ func (b *Board) Steps() []StepRecord {
 func (b *Board) AddRecording(r Recording) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.redactRecording(&r)
 	if err := b.logLocked(record{Rec: &r}); err != nil {
 		return err
 	}

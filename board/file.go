@@ -35,12 +35,17 @@ type Options struct {
 	// Sync fsyncs the journal after every record: a finished step then
 	// survives a power loss, not only the process being killed.
 	Sync bool
+	// Redact masks secrets in everything that enters the board from now
+	// on (see Redact); nil: nothing is masked.
+	Redact Redact
 }
 
 // Create starts a saved run at path: it writes blackboard.json (atomically)
 // and opens an empty journal beside it. The file exists from then on.
 func Create(path string, run Run, opt Options) (*Board, error) {
 	b := New(run)
+	b.redact = opt.Redact
+	b.redactRun(&b.run)
 	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
 	if err := b.saveLocked(); err != nil {
 		return nil, err
@@ -56,6 +61,7 @@ func Open(path string, opt Options) (*Board, error) {
 		return nil, err
 	}
 	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	b.redact = opt.Redact
 	// Fold the journal into the file now, so a torn tail is dropped
 	// before new records are appended after it.
 	if err := b.Save(); err != nil {

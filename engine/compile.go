@@ -15,6 +15,7 @@ type Program struct {
 	Steps []*Node // top level, in order
 	nodes map[string]*Node
 	scope *Scope
+	env   []*Template // the plan's env values with ${{ }} (nil where plain)
 }
 
 // Node is one compiled step.
@@ -53,6 +54,7 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 	}
 	r := &plans.Reporter{File: path, List: list}
 	prog := &Program{Plan: plan, nodes: map[string]*Node{}, scope: newScope(scopeType(plan, reg))}
+	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
 	if err := r.Err(); err != nil {
 		return prog, err

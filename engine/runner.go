@@ -61,6 +61,9 @@ type Runner struct {
 	// default options when a step first needs it.
 	Agents   *agents.Set
 	Observer Observer
+	// Secrets are the values of the plan's secret variables
+	// (plans.Plan.SecretNames); nil: read from runner's environment.
+	Secrets map[string]string
 	// Sleep waits between retries; nil: a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a number in [0,1) for retry backoff; nil: math/rand.
@@ -76,6 +79,7 @@ type Runner struct {
 
 	eval    *evaluator
 	env     []string
+	initErr error        // the plan's env could not be rendered
 	total   atomic.Int64 // step executions, for limits.max_steps
 	mu      sync.Mutex
 	visits  map[string]int
@@ -102,6 +106,9 @@ func (r *Runner) agentSet() (*agents.Set, error) {
 // and saves the board when it is file-backed. A nil error is success.
 func (r *Runner) Run(ctx context.Context) error {
 	r.init()
+	if r.initErr != nil {
+		return r.finishRun(&RunError{Status: StatusFailed, Err: r.initErr, Fatal: true})
+	}
 	if lim := r.Prog.Plan.Limits.Timeout; lim > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, lim, fmt.Errorf("%w (%s)", errRunTimeout, lim))
@@ -125,24 +132,23 @@ func (r *Runner) init() {
 	if abs, err := filepath.Abs(r.Workdir); err == nil {
 		r.Workdir = abs
 	}
-	r.env = os.Environ()
-	envView := map[string]any{}
-	for _, e := range r.Prog.Plan.Env {
-		r.env = append(r.env, e.Name+"="+e.Value)
-		envView[e.Name] = e.Value
-	}
 	run := r.Board.Run()
 	r.runID = run.ID
 	vars := r.Vars
 	if vars == nil {
 		vars, _ = ResolveVars(r.Prog.Plan, nil)
 	}
+	runView := map[string]any{"id": run.ID, "plan": r.Prog.Plan.Name, "workdir": r.Workdir, "plan_dir": planDir(r.Prog.Plan.Path),
+		"started_at": run.StartedAt.UTC().Format(time.RFC3339)}
+	secrets := r.secretValues()
+	env, envView, err := r.stepEnv(map[string]any{"vars": vars, "secrets": secrets, "run": runView})
+	r.env, r.initErr = env, err
 	b := r.Board
 	r.eval = newEvaluator(r.Prog, map[string]any{
-		"vars": vars,
-		"env":  envView,
-		"run": map[string]any{"id": run.ID, "plan": r.Prog.Plan.Name, "workdir": r.Workdir, "plan_dir": planDir(r.Prog.Plan.Path),
-			"started_at": run.StartedAt.UTC().Format(time.RFC3339)},
+		"vars":    vars,
+		"env":     envView,
+		"secrets": secrets,
+		"run":     runView,
 		"board": func(key string) any {
 			if e, ok := b.Get(key); ok {
 				return e.Content

@@ -120,9 +120,10 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		steps[s.Label] = st
 	}
 	return types.Map{
-		"vars":  vars,
-		"env":   env,
-		"steps": steps,
+		"vars":    vars,
+		"env":     env,
+		"secrets": secretsType(p),
+		"steps":   steps,
 		"run": types.Map{
 			"id": types.String, "plan": types.String, "plan_dir": types.String, "started_at": types.String, "workdir": types.String,
 		},

@@ -18,7 +18,7 @@ import (
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
 	"max_visits", "write", "parallel", "max_concurrency", "fail_fast"}
 
-var topFields = []string{"version", "name", "description", "vars", "env", "agents", "limits", "steps"}
+var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "steps"}
 
 // Providers are the agent providers runner knows.
 var Providers = []string{"openai", "anthropic", "script"}
@@ -75,6 +75,8 @@ func Parse(path string, src []byte) (*Plan, error) {
 			p.Vars = parseVars(r, f.Value)
 		case "env":
 			p.Env = parseEnv(r, f.Value)
+		case "secrets":
+			p.Secrets = parseSecrets(r, f.Value)
 		case "agents":
 			p.Agents = parseAgents(r, f.Value)
 		case "limits":

@@ -17,6 +17,7 @@ type Plan struct {
 	Description string
 	Vars        []Var
 	Env         []EnvVar
+	Secrets     []string // names of environment variables whose values are secret (see secrets.go)
 	Agents      []*Agent
 	Limits      Limits
 	Steps       []*Step // top level, in order

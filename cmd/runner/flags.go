@@ -5,9 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/planrunner/runner/mask"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 )
@@ -18,12 +18,16 @@ type globals struct {
 	logLevel  string
 	quiet     bool
 	view      *progressView // the progress display, once logger made one
+	// mask hides the run's secrets in everything written to stderr: logs
+	// in both formats, the progress display, the final error line. It
+	// starts empty and learns the secrets once the plan is known.
+	mask *mask.Masker
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs := flag.NewFlagSet("runner "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	g := &globals{}
+	g := &globals{mask: mask.New()}
 	fs.StringVar(&g.logFormat, "log-format", "", "console or json (default: console on a terminal, json otherwise)")
 	fs.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error")
 	fs.BoolVar(&g.quiet, "q", false, "quiet: errors only, no progress")
@@ -66,7 +70,7 @@ func flagErr(err error) int {
 
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := w.(interface{ Fd() uintptr }) // an *os.File, or a mask over one
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
@@ -88,6 +92,7 @@ func (g *globals) format(stderr io.Writer) string {
 func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error) {
 	tty := isTerminal(stderr)
 	format := g.format(stderr)
+	stderr = g.mask.Writer(stderr)
 	var w io.Writer
 	switch format {
 	case "json":

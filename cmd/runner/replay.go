@@ -146,7 +146,8 @@ func replay(o replayOpts, g *globals, log zerolog.Logger, stdout, stderr io.Writ
 			}
 		}
 	}
-	set, err := agents.New(prog.Plan, agents.Options{Log: log, Replay: source})
+	g.learnSecrets(prog.Plan)
+	set, err := agents.New(prog.Plan, agents.Options{Log: log, Replay: source, Mask: g.mask})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner replay: %v\n", err)
 		return exitUsage
@@ -171,7 +172,7 @@ func replay(o replayOpts, g *globals, log zerolog.Logger, stdout, stderr io.Writ
 	run.PlanPath, run.PlanSHA256, run.PlanSource = planPath, prog.Plan.SHA256, string(src)
 	run.Workdir, run.Status, run.Error, run.FinishedAt = workdir, board.StatusRunning, "", nil
 	run.StartedAt, run.RunnerVersion, run.ReplayOf = time.Now().UTC(), version, o.recording
-	b, err := board.Create(out, run, board.Options{})
+	b, err := board.Create(out, run, board.Options{Redact: g.mask.String})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner replay: %v\n", err)
 		return exitFailed

@@ -52,7 +52,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code != exitOK {
 		return code
 	}
-	b, err := board.Open(pos[0], board.Options{Sync: *syncFlag})
+	b, err := board.Open(pos[0], board.Options{Sync: *syncFlag, Redact: g.mask.String})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner resume: %v\n", err)
 		return exitFailed

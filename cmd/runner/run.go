@@ -78,7 +78,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	planPath, _ := filepath.Abs(pos[0])
 	b, err := board.Create(path, board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256,
 		PlanSource: string(prog.Plan.Source), Vars: resolved, Workdir: wd, Status: board.StatusRunning,
-		StartedAt: now, RunnerVersion: version, Agents: agentsFlag.saved()}, board.Options{Sync: *syncFlag})
+		StartedAt: now, RunnerVersion: version, Agents: agentsFlag.saved()}, board.Options{Sync: *syncFlag, Redact: g.mask.String})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitFailed
@@ -137,7 +137,7 @@ func report(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "run %s %s in %s\n", r.Board.Run().ID, status, time.Since(start).Round(time.Millisecond))
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(g.mask.Writer(stderr), "error: %v\n", err)
 	}
 	fmt.Fprintf(stdout, "blackboard: %s\n", r.Board.Path())
 }
@@ -203,7 +203,8 @@ func (g *globals) setup(p *plans.Plan, fs *flag.FlagSet, stderr io.Writer) (zero
 	if err != nil {
 		return log, nil, usageErr(stderr, fs, "%v", err)
 	}
-	set, err := agents.New(p, agents.Options{Log: log})
+	g.learnSecrets(p)
+	set, err := agents.New(p, agents.Options{Log: log, Mask: g.mask})
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return log, nil, exitUsage
@@ -220,4 +221,14 @@ func (g *globals) progress(stderr io.Writer) bool {
 func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "runner %s\n", version)
 	return exitOK
+}
+
+// learnSecrets tells the mask the values of the plan's secret variables
+// (its secrets, the providers' key variables): from here on they are
+// masked in logs, the board and the final error line. Agents add the keys
+// they read themselves.
+func (g *globals) learnSecrets(p *plans.Plan) {
+	for _, n := range p.SecretNames() {
+		g.mask.Add(os.Getenv(n))
+	}
 }

@@ -1,0 +1,116 @@
+package board
+
+import (
+	"encoding/json"
+	"reflect"
+)
+
+// Redact masks secrets in a text. The board imports nothing of runner's,
+// so the masking is handed in (Options.Redact) and applied to everything
+// that enters the board, before it is journaled or kept: entries, step
+// records, recordings and the run. What is in memory is then what is on
+// disk, and a replay sees the same values the run saved.
+type Redact func(string) string
+
+func (b *Board) redactEntry(e *Entry) {
+	f := b.redact
+	if f == nil {
+		return
+	}
+	e.Section, e.Role, e.Author, e.Label, e.Key = f(e.Section), f(e.Role), f(e.Author), f(e.Label), f(e.Key)
+	e.Content = redactValue(e.Content, f)
+	if e.Meta != nil {
+		e.Meta = redactValue(e.Meta, f).(map[string]any)
+	}
+}
+
+func (b *Board) redactStep(s *StepRecord) {
+	f := b.redact
+	if f == nil {
+		return
+	}
+	s.Error, s.Goto = f(s.Error), f(s.Goto)
+	s.Result = redactRaw(s.Result, f)
+}
+
+func (b *Board) redactRecording(r *Recording) {
+	f := b.redact
+	if f == nil {
+		return
+	}
+	r.Request, r.Response = redactRaw(r.Request, f), redactRaw(r.Response, f)
+}
+
+func (b *Board) redactRun(r *Run) {
+	f := b.redact
+	if f == nil {
+		return
+	}
+	r.Error, r.PlanSource = f(r.Error), f(r.PlanSource)
+	if r.Vars != nil {
+		r.Vars = redactValue(r.Vars, f).(map[string]any)
+	}
+}
+
+// redactRaw masks JSON text. The masker knows the JSON-escaped forms of
+// its secrets, so masking the text keeps it valid; should a replacement
+// ever cut across JSON syntax, the value is decoded and masked string by
+// string instead.
+func redactRaw(raw json.RawMessage, f Redact) json.RawMessage {
+	if len(raw) == 0 {
+		return raw
+	}
+	s := f(string(raw))
+	if s == string(raw) {
+		return raw
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return json.RawMessage(`"[masked: held a secret]"`)
+	}
+	out, err := json.Marshal(redactValue(v, f))
+	if err != nil {
+		return json.RawMessage(`"[masked: held a secret]"`)
+	}
+	return out
+}
+
+// redactValue masks every string in a value built of maps, slices and
+// scalars. Other values (a step's struct, tool calls) are masked through
+// their JSON form, and replaced by it only when it held a secret.
+func redactValue(v any, f Redact) any {
+	switch x := v.(type) {
+	case nil, bool, int, int64, float64:
+		return v
+	case string:
+		return f(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[f(k)] = redactValue(val, f)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = redactValue(val, f)
+		}
+		return out
+	case json.RawMessage:
+		return redactRaw(x, f)
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+		return f(rv.String())
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	if masked := redactRaw(data, f); string(masked) != string(data) {
+		return masked
+	}
+	return v
+}
