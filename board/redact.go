@@ -17,7 +17,7 @@ func (b *Board) redactEntry(e *Entry) {
 	if f == nil {
 		return
 	}
-	e.Section, e.Role, e.Author, e.Label, e.Key = f(e.Section), f(e.Role), f(e.Author), f(e.Label), f(e.Key)
+	e.Section, e.Role, e.Author, e.Label, e.Key, e.Topic = f(e.Section), f(e.Role), f(e.Author), f(e.Label), f(e.Key), f(e.Topic)
 	e.Content = redactValue(e.Content, f)
 	if e.Meta != nil {
 		e.Meta = redactValue(e.Meta, f).(map[string]any)
