@@ -38,6 +38,10 @@ type Session struct {
 	Schema json.RawMessage
 	// Messages is the conversation so far, answers included.
 	Messages []Message
+	// Now reads the clock for the board tools' TTL checks; the llm step
+	// gives its visit's recorded clock (engine.StepContext.Now). nil: the
+	// clock.
+	Now func() time.Time
 
 	posted int // Messages already on the board
 	call   int // number of the last call within the visit
@@ -100,6 +104,9 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 		return nil, fmt.Errorf("agent %s: encoding the request: %w", ss.agent.Name, err)
 	}
 	canon, sum = ss.set.masked(canon, sum)
+	if ctx.Err() != nil { // canceled (a failed sibling, Ctrl-C): no call starts
+		return nil, context.Cause(ctx)
+	}
 	call, err := ss.set.begin(ss.board, ss.label, ss.visit)
 	if err != nil {
 		return nil, err
@@ -109,6 +116,9 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 	var resp *Response
 	if ss.set.replay != nil && !ss.live() {
 		resp, err = ss.replayed(info, canon, sum)
+		if err == nil {
+			ss.stats.Retries += resp.Retries
+		}
 	} else {
 		if ss.set.replay != nil && ss.agent.LiveModel != "" {
 			req.Model = ss.agent.LiveModel
@@ -118,6 +128,9 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 		var retries int
 		resp, retries, err = ss.agent.p.complete(ctx, info, req)
 		ss.stats.Retries += retries
+		if resp != nil {
+			resp.Retries = retries
+		}
 	}
 	if err != nil {
 		var div *Divergence
@@ -221,4 +234,11 @@ func (ss *Session) record(c *callInfo, canon json.RawMessage, sum string, resp *
 	}
 	return b.AddRecording(board.Recording{Label: c.label, Visit: c.visit, Kind: KindLLM, Call: c.call,
 		Agent: ss.agent.Name, RequestSHA256: sum, Request: bytes.Clone(canon), Response: out})
+}
+
+func (ss *Session) now() time.Time {
+	if ss.Now != nil {
+		return ss.Now()
+	}
+	return time.Now().UTC()
 }

@@ -92,12 +92,12 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 		if err := ss.mayRead(key); err != nil {
 			return nil, err
 		}
-		if e, found := ss.board.Get(key); found {
+		if e, found := ss.board.GetAt(key, ss.now); found {
 			if err := ss.seesTopic(key, e.Topic); err != nil {
 				return nil, err
 			}
 		}
-		e, found, err := ss.board.ReadAs(ss.agent.Name, key)
+		e, found, err := ss.board.ReadAsAt(ss.agent.Name, key, ss.now)
 		if err != nil {
 			return nil, errors.New(strings.TrimPrefix(err.Error(), "board: "))
 		}
@@ -155,11 +155,11 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 			}
 		}
 		keys := []map[string]any{}
-		for _, k := range ss.board.Keys(prefix) {
+		for _, k := range ss.board.KeysAt(prefix, ss.now) {
 			if ss.mayRead(k.Key) != nil {
 				continue
 			}
-			if e, ok := ss.board.Get(k.Key); ok && Subscribed(ss.agent.Spec.Subscribe, e.Topic) {
+			if e, ok := ss.board.GetAt(k.Key, ss.now); ok && Subscribed(ss.agent.Spec.Subscribe, e.Topic) {
 				keys = append(keys, withTopic(map[string]any{"key": k.Key, "version": e.Version, "author": e.Author}, e.Topic))
 			}
 		}

@@ -79,6 +79,9 @@ type Response struct {
 	// tool_calls, content_filter; anything else is passed on as sent.
 	FinishReason string `json:"finish_reason"`
 	Model        string `json:"model"`
+	// Retries is transport noise (429s, dropped connections) kept with the
+	// answer so a replay reports it as the run did; it is never compared.
+	Retries int `json:"retries,omitempty"`
 }
 
 // Usage counts tokens. InputTokens is every input token, cached or not (for

@@ -272,6 +272,42 @@ func (b *Board) Get(key string) (Entry, bool) {
 	return *e, true
 }
 
+// GetAt is Get with the clock given by the caller and read only when the
+// key's newest entry has a TTL, outside the board's lock: a run records
+// the clock readings that decide an expiry so that its replay decides the
+// same, and records no others.
+func (b *Board) GetAt(key string, now func() time.Time) (Entry, bool) {
+	b.mu.RLock()
+	ks := b.keys[key]
+	var e Entry
+	if ks != nil {
+		e = *b.entries[ks.latest]
+	}
+	b.mu.RUnlock()
+	if ks == nil || e.Deleted || (e.TTL != nil && e.Expired(now())) {
+		return Entry{}, false
+	}
+	return e, true
+}
+
+// KeysAt is Keys with the caller's clock, read once and only when a key
+// with a TTL is among the candidates (see GetAt).
+func (b *Board) KeysAt(prefix string, now func() time.Time) []KeyInfo {
+	b.mu.RLock()
+	ttl := false
+	for k, ks := range b.keys {
+		if e := b.entries[ks.latest]; e.TTL != nil && !e.Deleted && strings.HasPrefix(k, prefix) {
+			ttl = true
+			break
+		}
+	}
+	b.mu.RUnlock()
+	if !ttl {
+		return b.keysAt(prefix, time.Time{})
+	}
+	return b.keysAt(prefix, now())
+}
+
 // Version is how many times key was written (tombstones and expired
 // writes included): the next write gets Version+1.
 func (b *Board) Version(key string) int64 {
@@ -295,8 +331,14 @@ type KeyInfo struct {
 // Keys lists the live keys starting with prefix, sorted.
 func (b *Board) Keys(prefix string) []KeyInfo {
 	b.mu.RLock()
-	defer b.mu.RUnlock()
 	now := b.now()
+	b.mu.RUnlock()
+	return b.keysAt(prefix, now)
+}
+
+func (b *Board) keysAt(prefix string, now time.Time) []KeyInfo {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
 	var out []KeyInfo
 	for k, ks := range b.keys {
 		if !strings.HasPrefix(k, prefix) {
@@ -426,7 +468,13 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	defer b.mu.Unlock()
 	defer func() { b.pending = b.pending[:0] }()
 	b.redactStep(&s)
-	now := b.now().UTC()
+	// A step's entries are stamped with the time it finished, which its
+	// record keeps: a replay that reuses the recorded times stamps them,
+	// and decides expiries and compare-and-sets, as the run did.
+	now := s.FinishedAt.UTC()
+	if s.FinishedAt.IsZero() {
+		now = b.now().UTC()
+	}
 	first, err := b.prepareLocked(e, -1, now)
 	if err != nil {
 		return err

@@ -70,23 +70,34 @@ func (b *Board) allowedLocked(author, op, key string) error {
 // remembers the version it saw, so its next write to the key is not taken
 // for a conflict with a change it has read.
 func (b *Board) ReadAs(author, key string) (Entry, bool, error) {
+	return b.ReadAsAt(author, key, nil)
+}
+
+// ReadAsAt is ReadAs with the caller's clock, read outside the lock and
+// only for a key with a TTL (see GetAt); nil: the board's clock.
+func (b *Board) ReadAsAt(author, key string, now func() time.Time) (Entry, bool, error) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err := b.allowedLocked(author, "read", key); err != nil {
+		b.mu.Unlock()
 		return Entry{}, false, err
 	}
 	ks := b.keys[key]
 	if ks == nil {
+		b.mu.Unlock()
 		return Entry{}, false, nil
 	}
 	if author != "" {
 		b.seen[seenKey{author, key}] = ks.version
 	}
-	e := b.entries[ks.latest]
-	if e.Deleted || e.Expired(b.now()) {
+	e := *b.entries[ks.latest]
+	if now == nil {
+		now = b.now
+	}
+	b.mu.Unlock()
+	if e.Deleted || (e.TTL != nil && e.Expired(now())) {
 		return Entry{}, false, nil
 	}
-	return *e, true, nil
+	return e, true, nil
 }
 
 // conflictLocked is the conflict entry e's write causes, or nil. A write

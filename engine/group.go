@@ -18,8 +18,8 @@ var errSiblingFailed = errors.New("canceled: a sibling step failed (fail_fast)")
 // max_concurrency at a time. With fail_fast, the first failure cancels the
 // siblings through their context, and those not started yet do not start.
 func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) {
-	if r.Order != nil {
-		if order, ok := r.Order(n.Label, visit); ok {
+	if r.Script != nil {
+		if order, ok := r.Script.Order(n.Label, visit); ok {
 			return r.groupInOrder(ctx, n, order)
 		}
 	}
@@ -61,8 +61,13 @@ func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) 
 }
 
 // groupInOrder runs a group's children one after another in the given
-// order (children it does not name go last, in plan order).
+// order (children it does not name go last, in plan order). A child the
+// recording shows canceled by a failed sibling's fail_fast is canceled
+// again: run under a canceled context, or recorded as not started.
 func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Result, error) {
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	cancel(errSiblingFailed) // only the children the recording shows canceled see this one
 	pos := map[string]int{}
 	for i, l := range order {
 		pos[l] = i
@@ -81,7 +86,23 @@ func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Res
 		if _, ok := r.alreadyDone(n.Label, c.Label); ok {
 			continue
 		}
-		if _, err := r.visit(ctx, c, n.Label); err != nil {
+		if stop := r.stopped(ctx); stop != nil {
+			if _, _, ok := r.Script.Times(c.Label, r.nextVisit(c.Label)); !ok {
+				errs[i] = stop // the run stopped before this child started, as it did when recorded
+				continue
+			}
+		}
+		cctx := ctx
+		switch r.Script.Canceled(c.Label, r.nextVisit(c.Label)) {
+		case CanceledNotStarted:
+			if errs[i] = r.notStarted(gctx, c, n.Label); fatal(errs[i]) {
+				return r.groupResult(n, errs)
+			}
+			continue
+		case CanceledRunning:
+			cctx = gctx
+		}
+		if _, err := r.visit(cctx, c, n.Label); err != nil {
 			errs[i] = err
 			if fatal(err) {
 				break
@@ -127,9 +148,14 @@ func (r *Runner) notStarted(ctx context.Context, c *Node, parent string) error {
 	visit := r.visits[c.Label]
 	r.mu.Unlock()
 	now := time.Now().UTC()
+	if r.Script != nil {
+		if s, _, ok := r.Script.Times(c.Label, visit); ok {
+			now = s
+		}
+	}
 	rec := board.StepRecord{Label: c.Label, Visit: visit, Type: c.Type, Parent: parent, Status: StatusSkipped,
-		StartedAt: now, FinishedAt: now, Error: "not started: " + errSiblingFailed.Error()}
-	if err := r.record(c, &rec, Result{}); err != nil {
+		StartedAt: now, FinishedAt: now, Error: notStartedPrefix + errSiblingFailed.Error()}
+	if err := r.record(c, &rec, Result{}, nil); err != nil {
 		return &RunError{Status: StatusFailed, Label: c.Label, Err: err, Fatal: true}
 	}
 	return errSiblingFailed
@@ -140,4 +166,11 @@ func (r *Runner) notStarted(ctx context.Context, c *Node, parent string) error {
 func fatal(err error) bool {
 	var re *RunError
 	return errors.As(err, &re) && re.Fatal
+}
+
+// nextVisit is the visit number label's next visit gets.
+func (r *Runner) nextVisit(label string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.visits[label] + 1
 }

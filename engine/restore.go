@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/planrunner/runner/board"
@@ -17,7 +18,7 @@ var ErrFinished = fmt.Errorf("the run has no step left to run")
 // failed under continue_on_error; an interrupted or failed step runs again
 // under the same visit number. Children that completed inside a group that
 // did not finish are not run again when the group is.
-func (r *Runner) Restore(records []board.StepRecord) error {
+func (r *Runner) Restore(records []board.StepRecord) (err error) {
 	r.init()
 	index := map[string]int{}
 	for i, n := range r.Prog.Steps {
@@ -56,6 +57,23 @@ func (r *Runner) Restore(records []board.StepRecord) error {
 		}
 	}
 	r.done = pending
+	// Clock readings go on from the last one a visit made, as model calls
+	// do, so a replay finds each reading under one number.
+	resumes := 0
+	for _, rec := range r.Board.Recordings() {
+		switch rec.Kind {
+		case KindClock:
+			k := visitKey{rec.Label, rec.Visit}
+			r.clockN[k] = max(r.clockN[k], rec.Call)
+		case KindResume:
+			resumes++
+		}
+	}
+	defer func() {
+		if err == nil {
+			err = r.markResume(records, resumes+1)
+		}
+	}()
 	switch {
 	case last == nil:
 		r.startPC = 0
@@ -94,4 +112,16 @@ func (r *Runner) alreadyDone(group, child string) (board.StepRecord, bool) {
 		delete(r.done[group], child)
 	}
 	return rec, ok
+}
+
+// markResume records where the run was taken over, so that a replay ends
+// the first part there and goes on as the resumed run did.
+func (r *Runner) markResume(records []board.StepRecord, n int) error {
+	run := r.Board.Run()
+	mark, err := json.Marshal(ResumeMark{Steps: len(records), Entries: r.Board.Len(),
+		Recordings: len(r.Board.Recordings()), Status: run.Status, Error: run.Error})
+	if err != nil {
+		return err
+	}
+	return r.Board.AddRecording(board.Recording{Kind: KindResume, Call: n, Response: mark})
 }

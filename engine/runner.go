@@ -68,14 +68,8 @@ type Runner struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a number in [0,1) for retry backoff; nil: math/rand.
 	Jitter func() float64
-	// Recorded, when set, serves a step's result from a saved run instead of
-	// running it (offline replay). ok=false runs the step for real.
-	Recorded func(label string, visit int) (rec board.StepRecord, ok bool)
-	// Order, when set, runs a parallel group's children one at a time in the
-	// order it gives (child labels; ok=false: run them concurrently). A
-	// replay gives the order the recording saw them finish in, so the
-	// replayed board is the recorded one, entry for entry.
-	Order func(group string, visit int) (labels []string, ok bool)
+	// Script, when set, is the recording a replay follows (see Script).
+	Script Script
 
 	eval    *evaluator
 	env     []string
@@ -87,6 +81,8 @@ type Runner struct {
 	runID   string
 	done    map[string]map[string]board.StepRecord // see Restore
 	startPC int
+	clockN  map[visitKey]int        // clock readings per step visit
+	cut     context.CancelCauseFunc // ends the run (Script.Cut)
 
 	agentsOnce sync.Once
 	agentsErr  error
@@ -111,9 +107,11 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	if lim := r.Prog.Plan.Limits.Timeout; lim > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, lim, fmt.Errorf("%w (%s)", errRunTimeout, lim))
+		ctx, cancel = context.WithTimeoutCause(ctx, lim, TimeoutCause(lim))
 		defer cancel()
 	}
+	ctx, r.cut = context.WithCancelCause(ctx)
+	defer r.cut(nil)
 	err := r.runTop(ctx)
 	return r.finishRun(err)
 }
@@ -124,6 +122,9 @@ func (r *Runner) init() {
 	}
 	if r.visits == nil {
 		r.visits = map[string]int{}
+	}
+	if r.clockN == nil {
+		r.clockN = map[visitKey]int{}
 	}
 	r.logs = map[string]zerolog.Logger{}
 	if r.Workdir == "" {
@@ -155,6 +156,7 @@ func (r *Runner) init() {
 			}
 			return nil
 		},
+		"now": func() time.Time { return time.Now().UTC() }, // each visit reads its own clock (clockFor)
 		"entries": func(section string) []any {
 			return entryViews(b.Query(board.Filter{Section: section}))
 		},
@@ -238,19 +240,33 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		return "", &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
 			"limits.max_steps %d reached: %d step executions", max, total)}
 	}
+	var finish time.Time
+	start := time.Now().UTC()
+	if r.Script != nil {
+		if r.Script.Ends(n.Label, visit) {
+			return "", &RunError{Status: StatusInterrupted, Label: n.Label, Err: ErrEnded, Fatal: true}
+		}
+		if cause := r.Script.Cut(n.Label, visit); cause != nil {
+			r.cut(cause)
+		}
+		if s, f, ok := r.Script.Times(n.Label, visit); ok {
+			start, finish = s, f
+		}
+	}
 	if r.Observer != nil {
 		r.Observer.StepStarted(n.Label, visit, parent)
 	}
 	log := r.logger(n.Label)
 	log.Debug().Int("visit", visit).Msg("start")
-	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: time.Now().UTC()}
+	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: start}
+	vc := r.clockFor(n.Label, visit)
 
 	var res Result
 	var stepErr error
 	status := StatusSucceeded
 	run := true
 	if n.If != nil {
-		ok, err := r.eval.bool(n.If, nil)
+		ok, err := r.eval.bool(n.If, nil, vc)
 		switch {
 		case err != nil:
 			stepErr, run = fmt.Errorf("if: %w", err), false
@@ -262,8 +278,11 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		if n.Children != nil {
 			res, stepErr = r.group(ctx, n, visit)
 		} else {
-			res, stepErr = r.attempts(ctx, n, visit, &rec, log)
+			res, stepErr = r.attempts(ctx, n, visit, &rec, log, vc)
 		}
+	}
+	if errors.Is(stepErr, ErrEnded) {
+		return "", stepErr // the recording ends inside: nothing of this visit is saved
 	}
 	stop := r.stopped(ctx)
 	if stepErr != nil {
@@ -271,7 +290,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		switch {
 		case stop != nil:
 			status = StatusInterrupted
-		case !fatal(stepErr) && errors.Is(context.Cause(ctx), errSiblingFailed):
+		case !fatal(stepErr) && !errors.Is(stepErr, errSiblingFailed) && errors.Is(context.Cause(ctx), errSiblingFailed):
 			stepErr = fmt.Errorf("%w (%v)", errSiblingFailed, stepErr)
 		}
 	}
@@ -279,13 +298,16 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		stepErr, status = fmt.Errorf("goto %q inside a parallel group is not allowed", res.Goto), StatusFailed
 	}
 	rec.Status = status
-	rec.FinishedAt = time.Now().UTC()
+	rec.FinishedAt = finish
+	if finish.IsZero() {
+		rec.FinishedAt = time.Now().UTC()
+	}
 	rec.DurationMS = rec.FinishedAt.Sub(rec.StartedAt).Milliseconds()
 	rec.Goto = res.Goto
 	if stepErr != nil {
 		rec.Error = stepErr.Error()
 	}
-	if err := r.record(n, &rec, res); err != nil {
+	if err := r.record(n, &rec, res, vc); err != nil {
 		if !errors.Is(err, board.ErrVersion) && !errors.Is(err, board.ErrDenied) {
 			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
@@ -293,7 +315,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		// write the key: the step failed.
 		stepErr, status = err, StatusFailed
 		rec.Status, rec.Error, res.Write, res.Goto = status, err.Error(), nil, ""
-		if err := r.record(n, &rec, res); err != nil {
+		if err := r.record(n, &rec, res, vc); err != nil {
 			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
 	}
@@ -317,7 +339,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 }
 
 // record makes a finished visit visible to expressions and durable.
-func (r *Runner) record(n *Node, rec *board.StepRecord, res Result) error {
+func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClock) error {
 	raw, err := encodeResult(res)
 	if err != nil {
 		return err
@@ -339,7 +361,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result) error {
 		kvs = append(kvs, res.Write)
 	}
 	if n.WriteKey != nil && rec.Status == StatusSucceeded {
-		key, err := r.eval.render(n.WriteKey, false)
+		key, err := r.eval.render(n.WriteKey, false, vc)
 		if err != nil {
 			return fmt.Errorf("write.key: %w", err)
 		}
@@ -364,18 +386,18 @@ func orZero(fields any, n *Node) any {
 }
 
 // attempts runs a leaf step, retrying as its `retry` says.
-func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.StepRecord, log zerolog.Logger) (Result, error) {
-	if r.Recorded != nil {
-		if saved, ok := r.Recorded(n.Label, visit); ok {
+func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.StepRecord, log zerolog.Logger, vc *visitClock) (Result, error) {
+	if r.Script != nil {
+		if saved, ok := r.Script.Result(n.Label, visit); ok {
 			return r.replayed(n, saved, rec)
 		}
 	}
 	for attempt := 1; ; attempt++ {
 		rec.Attempts = attempt
-		res, err := r.once(ctx, n, visit, attempt)
+		res, err := r.once(ctx, n, visit, attempt, vc)
 		if err == nil && n.Until != nil {
 			step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
-			ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step})
+			ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step}, vc)
 			switch {
 			case uerr != nil:
 				return res, fmt.Errorf("retry.until: %w", uerr)
@@ -397,7 +419,7 @@ func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.St
 
 // once runs one attempt with the step's timeout, turning a panic in a step
 // type into an error rather than a crash.
-func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int) (res Result, err error) {
+func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int, vc *visitClock) (res Result, err error) {
 	var timeout error
 	if n.Timeout > 0 {
 		timeout = fmt.Errorf("timed out after %s", n.Timeout)
@@ -412,7 +434,7 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int) (res Res
 	}()
 	sc := &StepContext{Label: n.Label, Visit: visit, Attempt: attempt, RunID: r.runID,
 		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan,
-		Log: r.logger(n.Label), eval: r.eval, runner: r}
+		Log: r.logger(n.Label), eval: r.eval, runner: r, clock: vc}
 	res, err = n.Impl.Run(ctx, sc)
 	if err != nil && timeout != nil && context.Cause(ctx) == timeout {
 		err = fmt.Errorf("%w: %v", timeout, err)
@@ -459,8 +481,8 @@ func (r *Runner) replayed(n *Node, saved board.StepRecord, rec *board.StepRecord
 	}
 	res.Goto = saved.Goto
 	rec.Attempts, rec.Delays = saved.Attempts, saved.Delays
-	if saved.Status == StatusFailed {
-		return res, errors.New(saved.Error)
+	if saved.Status == StatusFailed || saved.Status == StatusInterrupted {
+		return res, &savedErr{text: saved.Error, sibling: CanceledBy(saved) == CanceledRunning}
 	}
 	return res, nil
 }

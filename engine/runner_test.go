@@ -285,7 +285,20 @@ steps:
 	}
 }
 
-// With Order (replay), a group's children run one at a time in that order.
+// orderScript is a Script that only orders groups.
+type orderScript struct{ order []string }
+
+func (o orderScript) Result(string, int) (board.StepRecord, bool) { return board.StepRecord{}, false }
+func (o orderScript) Order(string, int) ([]string, bool)          { return o.order, true }
+func (o orderScript) Canceled(string, int) engine.Cancel          { return engine.NotCanceled }
+func (o orderScript) Times(string, int) (time.Time, time.Time, bool) {
+	return time.Time{}, time.Time{}, false
+}
+func (o orderScript) Clock(string, int, int) (time.Time, bool) { return time.Time{}, false }
+func (o orderScript) Cut(string, int) error                    { return nil }
+func (o orderScript) Ends(string, int) bool                    { return false }
+
+// With a Script's Order (replay), a group's children run one at a time in that order.
 func TestGroupInOrder(t *testing.T) {
 	prog, err := engine.Compile("plan.yaml", []byte(`
 version: 1
@@ -302,7 +315,7 @@ steps:
 	b := board.New(board.Run{ID: "test"})
 	maxRunning.Store(0)
 	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(),
-		Order: func(group string, visit int) ([]string, bool) { return []string{"c", "a", "b"}, true }}
+		Script: orderScript{[]string{"c", "a", "b"}}}
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

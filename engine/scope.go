@@ -131,6 +131,8 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		"entries": types.TypeOf(func(string) []any { return nil }),
 		// conflicts(key): the conflict entries recorded for key ("": all).
 		"conflicts": types.TypeOf(func(string) []any { return nil }),
+		// now() replaces expr's builtin: it reads the step visit's recorded clock.
+		"now": types.TypeOf(func() time.Time { return time.Time{} }),
 	}
 }
 

@@ -52,10 +52,13 @@ func zeroResult(n *Node) any {
 
 // with runs f with the environment for one evaluation; extra names (such
 // as `step` for retry.until) are added to it.
-func (e *evaluator) with(extra map[string]any, f func(env map[string]any) error) error {
+func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
 	env := maps.Clone(e.base)
 	for k, v := range extra {
 		env[k] = v
+	}
+	if vc != nil {
+		env["now"], env["board"] = vc.now, vc.board
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -63,24 +66,24 @@ func (e *evaluator) with(extra map[string]any, f func(env map[string]any) error)
 	return f(env)
 }
 
-func (e *evaluator) render(t *Template, shell bool) (s string, err error) {
-	err = e.with(nil, func(env map[string]any) error {
+func (e *evaluator) render(t *Template, shell bool, vc *visitClock) (s string, err error) {
+	err = e.with(nil, vc, func(env map[string]any) error {
 		s, err = t.render(env, shell)
 		return err
 	})
 	return s, err
 }
 
-func (e *evaluator) value(t *Template) (v any, err error) {
-	err = e.with(nil, func(env map[string]any) error {
+func (e *evaluator) value(t *Template, vc *visitClock) (v any, err error) {
+	err = e.with(nil, vc, func(env map[string]any) error {
 		v, err = t.Value(env)
 		return err
 	})
 	return v, err
 }
 
-func (e *evaluator) bool(x *Expr, extra map[string]any) (ok bool, err error) {
-	err = e.with(extra, func(env map[string]any) error {
+func (e *evaluator) bool(x *Expr, extra map[string]any, vc *visitClock) (ok bool, err error) {
+	err = e.with(extra, vc, func(env map[string]any) error {
 		ok, err = x.Bool(env)
 		return err
 	})

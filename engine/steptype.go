@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
@@ -66,6 +67,16 @@ type StepContext struct {
 
 	eval   *evaluator
 	runner *Runner
+	clock  *visitClock
+}
+
+// Now is the time for a decision the step makes (a TTL's expiry): the
+// clock, recorded so that a replay of the run reads the same time.
+func (sc *StepContext) Now() time.Time {
+	if sc.clock == nil {
+		return time.Now().UTC()
+	}
+	return sc.clock.now()
 }
 
 // Agents is the run's agent set (Runner.Agents). A runner given none
@@ -81,7 +92,7 @@ func (sc *StepContext) Eval(t *Template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
-	return sc.eval.render(t, false)
+	return sc.eval.render(t, false, sc.clock)
 }
 
 // EvalShell renders a template for `sh -c`: every ${{ }} value is inserted
@@ -90,7 +101,7 @@ func (sc *StepContext) EvalShell(t *Template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
-	return sc.eval.render(t, true)
+	return sc.eval.render(t, true, sc.clock)
 }
 
 // EvalValue renders a template; a template that is exactly one ${{ }}
@@ -99,12 +110,12 @@ func (sc *StepContext) EvalValue(t *Template) (any, error) {
 	if t == nil {
 		return nil, nil
 	}
-	return sc.eval.value(t)
+	return sc.eval.value(t, sc.clock)
 }
 
 // EvalBool runs a boolean expression (such as a branch's `when`).
 func (sc *StepContext) EvalBool(e *Expr) (bool, error) {
-	return sc.eval.bool(e, nil)
+	return sc.eval.bool(e, nil, sc.clock)
 }
 
 // Brancher is implemented by steps that can jump (branch), so tools such

@@ -104,7 +104,7 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect, Topic: s.topic}
 	switch s.op {
 	case "read":
-		e, ok, err := sc.Board.ReadAs(s.author, key)
+		e, ok, err := sc.Board.ReadAsAt(s.author, key, sc.Now)
 		if err != nil {
 			return engine.Result{Fields: res}, err
 		}
@@ -123,12 +123,12 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		return engine.Result{Fields: res}, err
 	}
 	if s.expect >= 0 {
-		if cur, _ := sc.Board.Get(key); cur.Version != s.expect {
+		if cur, _ := sc.Board.GetAt(key, sc.Now); cur.Version != s.expect {
 			return engine.Result{Fields: res}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", key, s.expect, cur.Version, board.ErrVersion)
 		}
 	}
 	if op.Delete {
-		if _, ok := sc.Board.Get(key); !ok {
+		if _, ok := sc.Board.GetAt(key, sc.Now); !ok {
 			return engine.Result{Fields: res}, fmt.Errorf("board: key %q does not exist", key)
 		}
 	} else {

@@ -221,6 +221,7 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err != nil {
 		return engine.Result{}, err
 	}
+	ss.Now = sc.Now
 	ss.Log = sc.Log.With().Str("agent", s.agent).Int("visit", sc.Visit).Logger()
 	if s.system != nil {
 		if ss.System, err = sc.Eval(s.system); err != nil {

@@ -2,37 +2,31 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync/atomic"
+	"syscall"
 	"time"
 
-	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/replay"
 	"github.com/planrunner/runner/steps"
 	"github.com/rs/zerolog"
 )
-
-// localTypes are the step types whose results depend on the world outside
-// the board (files, processes). A replay runs them for real in --workdir,
-// or serves their recorded results with --offline. Every other step type
-// is a function of the board and the model answers, and always runs.
-var localTypes = map[string]bool{"command": true, "test": true, "apply_diff": true}
 
 type replayOpts struct {
 	recording string
 	plan      string
 	workdir   string
 	offline   bool
-	from      string
-	out       string
-	models    map[string]string // agent -> model, for the live part of a fork
+	json      bool
+	opt       replay.Options
 }
 
 func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -41,8 +35,9 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.plan, "plan", "", "replay this plan (a changed one) against the recording instead of the recorded plan")
 	fs.StringVar(&o.workdir, "workdir", "", "run command, test and apply_diff steps for real in DIR")
 	fs.BoolVar(&o.offline, "offline", false, "serve command, test and apply_diff results from the recording too: no tools, no files")
-	fs.StringVar(&o.from, "from", "", "LABEL[#VISIT]: replay up to this step visit, then go on live with the real providers (a fork)")
-	fs.StringVar(&o.out, "out", "", "where to write the replay's blackboard.json (default: replay-<id>.json beside the recording)")
+	fs.StringVar(&o.opt.From, "from", "", "LABEL[#VISIT]: replay up to this step visit, then go on live with the real providers (a fork)")
+	fs.StringVar(&o.opt.Out, "out", "", "where to write the replay's blackboard.json (default: replay-<id>.json beside the recording)")
+	fs.BoolVar(&o.json, "json", false, "print the outcome (and the first divergence) as JSON on stdout, for tools")
 	models := agentModels{}
 	fs.Var(models, "agent", "NAME.model=MODEL: use another model for the live part of a fork (repeatable)")
 	pos, err := parse(fs, args)
@@ -52,20 +47,21 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
-	o.recording, o.models = pos[0], models
+	o.recording, o.opt.Models = pos[0], models
 	switch {
 	case o.workdir == "" && !o.offline:
 		return usageErr(stderr, fs, "command, test and apply_diff steps need a place to run: give --workdir DIR to run them for real there, or --offline to take their results from the recording")
-	case o.from != "" && o.workdir == "":
-		return usageErr(stderr, fs, "--from goes live after %s: give --workdir DIR for the steps that run from there on", o.from)
-	case len(models) > 0 && o.from == "":
+	case o.opt.From != "" && o.workdir == "":
+		return usageErr(stderr, fs, "--from goes live after %s: give --workdir DIR for the steps that run from there on", o.opt.From)
+	case len(models) > 0 && o.opt.From == "":
 		return usageErr(stderr, fs, "--agent changes the model of the live part of a fork: it needs --from")
 	}
 	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
-	return replay(o, g, log, stdout, stderr)
+	o.opt.Log, o.opt.Version = log, version
+	return runReplay(o, g, stdout, stderr)
 }
 
 // agentModels collects --agent NAME.model=MODEL.
@@ -83,37 +79,25 @@ func (a agentModels) Set(s string) error {
 	return nil
 }
 
-// fork says which step visit a replay goes live at.
-type fork struct {
-	label string
-	visit int
-	live  atomic.Bool // set once that visit starts
-	agents.ReplaySource
+// replayOutcome is what --json prints.
+type replayOutcome struct {
+	Recording  string             `json:"recording"`
+	Blackboard string             `json:"blackboard"`
+	Matched    bool               `json:"matched"`
+	Status     string             `json:"status"` // how the replayed run ended
+	Error      string             `json:"error,omitempty"`
+	Ended      string             `json:"ended,omitempty"`
+	Live       bool               `json:"live,omitempty"`
+	Divergence *replay.Divergence `json:"divergence,omitempty"`
 }
 
-func parseFrom(s string) (string, int, error) {
-	label, v, hasVisit := strings.Cut(s, "#")
-	visit := 1
-	if hasVisit {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return "", 0, fmt.Errorf("--from %s: the visit after # must be a number from 1", s)
-		}
-		visit = n
-	}
-	return label, visit, nil
-}
-
-func (f *fork) Live(label string, visit int) bool { return f.live.Load() }
-
-func replay(o replayOpts, g *globals, log zerolog.Logger, stdout, stderr io.Writer) int {
+func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 	saved, err := board.Load(o.recording)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner replay: %v\n", err)
 		return exitUsage
 	}
-	rec := saved.Run()
-	planPath, src := rec.PlanPath, []byte(rec.PlanSource)
+	planPath, src := saved.Run().PlanPath, []byte(saved.Run().PlanSource)
 	if o.plan != "" {
 		if src, err = os.ReadFile(o.plan); err != nil {
 			fmt.Fprintf(stderr, "runner replay: %v\n", err)
@@ -125,103 +109,104 @@ func replay(o replayOpts, g *globals, log zerolog.Logger, stdout, stderr io.Writ
 	if err != nil {
 		return planErrors(stderr, prog, err)
 	}
-	var fk *fork
-	source := agents.FromRecordings(saved.Recordings())
-	if o.from != "" {
-		label, visit, err := parseFrom(o.from)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitUsage
-		}
-		if prog.Node(label) == nil {
-			fmt.Fprintf(stderr, "runner replay: --from %s: the plan has no step %q\n", o.from, label)
-			return exitUsage
-		}
-		fk = &fork{label: label, visit: visit, ReplaySource: source}
-		source = fk
-		for name := range o.models {
-			if prog.Plan.Agent(name) == nil {
-				fmt.Fprintf(stderr, "runner replay: --agent %s: the plan has no agent %q\n", name, name)
-				return exitUsage
-			}
-		}
-	}
+	o.opt.Plan = prog
 	g.learnSecrets(prog.Plan)
-	set, err := agents.New(prog.Plan, agents.Options{Log: log, Replay: source, Mask: g.mask})
-	if err != nil {
-		fmt.Fprintf(stderr, "runner replay: %v\n", err)
-		return exitUsage
-	}
-	for name, model := range o.models {
-		if a, ok := set.Agent(name); ok {
-			a.LiveModel = model
-		}
-	}
-	workdir := rec.Workdir // what run.workdir said when the recording was made
+	o.opt.Agents.Mask = g.mask
+	o.opt.BoardOptions.Redact = g.mask.String
 	if o.workdir != "" {
-		if workdir, err = resolveWorkdir(o.workdir); err != nil {
+		if o.opt.Workdir, err = resolveWorkdir(o.workdir); err != nil {
 			fmt.Fprintf(stderr, "runner replay: %v\n", err)
 			return exitUsage
 		}
 	}
-	out := o.out
-	if out == "" {
-		out = filepath.Join(filepath.Dir(o.recording), "replay-"+board.NewID(time.Now())+".json")
+	if o.opt.Out == "" {
+		o.opt.Out = filepath.Join(filepath.Dir(o.recording), "replay-"+board.NewID(time.Now())+".json")
 	}
-	run := rec
-	run.PlanPath, run.PlanSHA256, run.PlanSource = planPath, prog.Plan.SHA256, string(src)
-	run.Workdir, run.Status, run.Error, run.FinishedAt = workdir, board.StatusRunning, "", nil
-	run.StartedAt, run.RunnerVersion, run.ReplayOf = time.Now().UTC(), version, o.recording
-	b, err := board.Create(out, run, board.Options{Redact: g.mask.String})
+	if g.view != nil {
+		o.opt.Observer = g.view
+	}
+	ctx, stop := interruptible(context.Background(), o.opt.Log.Warn)
+	defer stop()
+	start := time.Now()
+	rep, err := replay.Run(ctx, saved, o.opt)
+	if g.view != nil {
+		g.view.close()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "runner replay: %v\n", err)
+		if errors.Is(err, replay.ErrUsage) {
+			return exitUsage
+		}
 		return exitFailed
 	}
-	defer b.Close()
-
-	chk := newChecker(saved, fk)
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	chk.stop = cancel
-	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: workdir,
-		Vars: engine.SavedVars(prog.Plan, rec.Vars), Agents: set,
-		Observer: chk, Sleep: noSleep}
-	r.Recorded = func(label string, visit int) (board.StepRecord, bool) {
-		n := prog.Node(label)
-		if !o.offline || chk.isLive() || n == nil || !localTypes[n.Type] {
-			return board.StepRecord{}, false
+	defer rep.Board.Close()
+	code := exitCode(rep.RunErr)
+	if errors.Is(rep.RunErr, engine.ErrEnded) {
+		code = exitOK
+	}
+	if rep.Divergence != nil {
+		code = exitDiverged
+	}
+	if o.json {
+		out := replayOutcome{Recording: o.recording, Blackboard: rep.Board.Path(), Matched: rep.Matched(),
+			Status: rep.Board.Run().Status, Ended: rep.Ended, Live: rep.Live, Divergence: rep.Divergence}
+		if rep.RunErr != nil {
+			out.Error = rep.RunErr.Error()
 		}
-		return chk.saved(label, visit)
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.Encode(out)
+	} else {
+		fmt.Fprintf(stdout, "blackboard: %s\n", rep.Board.Path())
 	}
-	r.Order = func(group string, visit int) ([]string, bool) {
-		if chk.isLive() {
-			return nil, false
+	switch {
+	case rep.Divergence != nil:
+		if !o.json {
+			fmt.Fprint(stderr, rep.Divergence.String())
 		}
-		return chk.groupOrder(group, visit), true
+	case rep.Live:
+		if !g.quiet {
+			fmt.Fprintf(stderr, "fork of run %s went live at %s; it %s in %s\n", saved.Run().ID, o.opt.From,
+				rep.Board.Run().Status, time.Since(start).Round(time.Millisecond))
+		}
+		if rep.RunErr != nil {
+			fmt.Fprintf(stderr, "error: %v\n", rep.RunErr)
+		}
+	default:
+		if !g.quiet {
+			upTo := ""
+			if rep.Ended != "" {
+				upTo = " up to where it ends, before " + rep.Ended
+			}
+			fmt.Fprintf(stderr, "replay of run %s matched the recording%s: %d steps, %d entries, %d model answers from the recording, in %s\n",
+				saved.Run().ID, upTo, len(rep.Board.Steps()), rep.Board.Len(), rep.Answers, time.Since(start).Round(time.Millisecond))
+		}
+		if rep.RunErr != nil && rep.Ended == "" {
+			fmt.Fprintf(stderr, "the run failed as recorded: %v\n", rep.RunErr)
+		}
 	}
-	start := time.Now()
-	runErr := runEngine(ctx, r, g.view)
-	div := chk.verdict(runErr, b)
-	fmt.Fprintf(stdout, "blackboard: %s\n", out)
-	if div != "" {
-		fmt.Fprint(stderr, div)
-		return exitDiverged
-	}
-	if fk != nil && fk.live.Load() {
-		report(r, runErr, start, io.Discard, stderr, g)
-		return exitCode(runErr)
-	}
-	if !g.quiet {
-		fmt.Fprintf(stderr, "replay of run %s matched the recording: %d steps, %d entries, %d model answers from the recording, in %s\n",
-			rec.ID, len(b.Steps()), b.Len(), len(b.Recordings()), time.Since(start).Round(time.Millisecond))
-	}
-	if runErr != nil {
-		fmt.Fprintf(stderr, "the run failed as recorded: %v\n", runErr)
-	}
-	return exitCode(runErr)
+	return code
 }
 
-// noSleep skips retry backoffs: a replay reproduces results, not waiting.
-func noSleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
-
-var errDiverged = errors.New("replay diverged")
+// interruptible is ctx canceled by SIGINT or SIGTERM with
+// engine.ErrInterrupted; a second signal quits at once.
+func interruptible(ctx context.Context, warn func() *zerolog.Event) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sigs; !ok {
+			return
+		}
+		warn().Msg("interrupted: stopping running steps, saving the board (Ctrl-C again to quit at once)")
+		cancel(engine.ErrInterrupted)
+		if _, ok := <-sigs; ok {
+			os.Exit(exitInterrupted)
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(sigs)
+		cancel(nil)
+	}
+}

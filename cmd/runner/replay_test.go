@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/planrunner/runner/replay"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -88,6 +89,26 @@ func normalBoard(t *testing.T, path string) string {
 	return string(out)
 }
 
+var timeKeys = map[string]bool{"duration_ms": true, "started_at": true, "finished_at": true, "ts": true, "id": true}
+
+func dropTimes(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k := range x {
+			if timeKeys[k] {
+				delete(x, k)
+			} else {
+				x[k] = dropTimes(x[k])
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = dropTimes(x[i])
+		}
+	}
+	return v
+}
+
 func TestReplayOfflineWithoutKeyOrNetwork(t *testing.T) {
 	srv, calls, _ := fakeOpenAI(t)
 	wd := t.TempDir()
@@ -115,7 +136,7 @@ func TestReplayOfflineWithoutKeyOrNetwork(t *testing.T) {
 		t.Error("an offline replay ran a command")
 	}
 	if a, b := normalBoard(t, recorded), normalBoard(t, out); a != b {
-		t.Errorf("replayed board differs from the recording:\n%s", unifiedDiff("recorded", "replayed", a, b))
+		t.Errorf("replayed board differs from the recording:\n%s", replay.UnifiedDiff("recorded", "replayed", a, b))
 	}
 	if calls.Load() != 2 {
 		t.Errorf("the replay called the model")
@@ -235,7 +256,7 @@ func TestExamplesRunAndReplayOffline(t *testing.T) {
 				t.Fatalf("replay: exit %d %s", r.code, r.stderr)
 			}
 			if a, b := normalBoard(t, recorded), normalBoard(t, out); a != b {
-				t.Errorf("replayed board differs:\n%s", unifiedDiff("recorded", "replayed", a, b))
+				t.Errorf("replayed board differs:\n%s", replay.UnifiedDiff("recorded", "replayed", a, b))
 			}
 		})
 	}

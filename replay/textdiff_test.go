@@ -1,4 +1,4 @@
-package main
+package replay
 
 import "testing"
 
@@ -21,10 +21,10 @@ func TestUnifiedDiff(t *testing.T) {
  ten
 +eleven
 `
-	if got := unifiedDiff("recorded", "now", a, b); got != want {
+	if got := UnifiedDiff("recorded", "now", a, b); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
-	if got := unifiedDiff("a", "b", "same\n", "same\n"); got != "--- a\n+++ b\n" {
+	if got := UnifiedDiff("a", "b", "same\n", "same\n"); got != "--- a\n+++ b\n" {
 		t.Errorf("equal texts: %q", got)
 	}
 }

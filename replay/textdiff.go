@@ -1,14 +1,14 @@
-package main
+package replay
 
 import (
 	"fmt"
 	"strings"
 )
 
-// unifiedDiff shows how b differs from a, as `diff -u` would, with three
+// UnifiedDiff shows how b differs from a, as `diff -u` would, with three
 // lines of context. It is for prompts and results, which are small; past
 // maxDiffLines it compares only the first lines.
-func unifiedDiff(nameA, nameB, a, b string) string {
+func UnifiedDiff(nameA, nameB, a, b string) string {
 	x, y := splitLines(a), splitLines(b)
 	const maxDiffLines = 3000
 	if len(x) > maxDiffLines {

@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/planrunner/runner/board"
+)
+
+// Recording kinds the engine makes, beside the agents' model exchanges:
+// what a run saw that a replay cannot work out again by itself.
+const (
+	// KindClock is a clock reading that can change what the run does (a
+	// TTL's expiry, now() in an expression): Call numbers the readings of
+	// a step visit, Response is the time as a JSON string.
+	KindClock = "clock"
+	// KindResume marks where `runner resume` took a run over: Call numbers
+	// the resumes, Response is a ResumeMark.
+	KindResume = "resume"
+)
+
+// ResumeMark is the Response of a KindResume recording: how much the run
+// had saved when it was resumed, and how it had ended.
+type ResumeMark struct {
+	Steps      int    `json:"steps"`
+	Entries    int    `json:"entries"`
+	Recordings int    `json:"recordings"`
+	Status     string `json:"status"` // running (it was killed), interrupted, failed
+	Error      string `json:"error,omitempty"`
+}
+
+// A Script feeds a replay what its recording decided: the engine asks it
+// wherever a live run would read the world, the clock or a race. Every
+// method may answer "not recorded" (ok false, zero), and the engine then
+// does what a live run does. Package replay implements it.
+type Script interface {
+	// Result serves a step visit's saved result instead of running the
+	// step (an offline replay's command, test and apply_diff steps).
+	Result(label string, visit int) (rec board.StepRecord, ok bool)
+	// Order gives the order a parallel group's children finished in: the
+	// replay runs them one at a time in that order.
+	Order(group string, visit int) (labels []string, ok bool)
+	// Canceled says how a failed sibling's fail_fast treated a child.
+	Canceled(label string, visit int) Cancel
+	// Times are a step visit's recorded start and finish.
+	Times(label string, visit int) (start, finish time.Time, ok bool)
+	// Clock is the call-th clock reading of a step visit.
+	Clock(label string, visit, call int) (time.Time, bool)
+	// Cut is the cause the run's context ended with while this visit ran
+	// (limits.timeout, an interrupt): the replay ends the run the same way
+	// as the visit starts.
+	Cut(label string, visit int) error
+	// Ends reports that the recording (or its part before a resume) ends
+	// before this visit: the process was killed or interrupted first.
+	Ends(label string, visit int) bool
+}
+
+// Cancel is how fail_fast treated a group's child.
+type Cancel int
+
+const (
+	NotCanceled Cancel = iota
+	CanceledRunning
+	CanceledNotStarted
+)
+
+// CanceledBy says whether a saved record is a child that a failed
+// sibling's fail_fast canceled, and whether it had started.
+func CanceledBy(rec board.StepRecord) Cancel {
+	switch {
+	case rec.Parent == "" || !strings.Contains(rec.Error, errSiblingFailed.Error()):
+		return NotCanceled
+	case strings.HasPrefix(rec.Error, notStartedPrefix):
+		return CanceledNotStarted
+	}
+	return CanceledRunning
+}
+
+const notStartedPrefix = "not started: "
+
+// ErrEnded ends a replayed part of a run where its recording ends (see
+// Script.Ends); nothing is recorded for the visits it stops.
+var ErrEnded = errors.New("the recording ends here")
+
+// TimeoutCause is the cause limits.timeout ends a run with.
+func TimeoutCause(d time.Duration) error {
+	return &timeoutError{d}
+}
+
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string { return errRunTimeout.Error() + " (" + e.d.String() + ")" }
+func (e *timeoutError) Unwrap() error { return errRunTimeout }
+
+// IsTimeout reports whether a run's error text says limits.timeout ended it.
+func IsTimeout(runErr string) bool { return strings.Contains(runErr, errRunTimeout.Error()) }
+
+// savedErr is a replayed step's recorded error, text for text.
+type savedErr struct {
+	text    string
+	sibling bool // fail_fast canceled the step
+}
+
+func (e *savedErr) Error() string { return e.text }
+func (e *savedErr) Is(target error) bool {
+	return e.sibling && target == errSiblingFailed
+}
+
+// now is the time for a decision of a step visit: the recorded reading in
+// a replay, else the clock, recorded for the replay to come.
+func (r *Runner) now(label string, visit int) time.Time {
+	k := visitKey{label, visit}
+	r.mu.Lock()
+	r.clockN[k]++
+	n := r.clockN[k]
+	r.mu.Unlock()
+	if r.Script != nil {
+		if t, ok := r.Script.Clock(label, visit, n); ok {
+			r.recordClock(label, visit, n, t)
+			return t
+		}
+	}
+	t := time.Now().UTC()
+	r.recordClock(label, visit, n, t)
+	return t
+}
+
+func (r *Runner) recordClock(label string, visit, n int, t time.Time) {
+	raw, _ := json.Marshal(t.Format(time.RFC3339Nano))
+	// A reading that cannot be saved is one the replay will not find; the
+	// run still goes on with it (the replay then reports where it differs).
+	if err := r.Board.AddRecording(board.Recording{Label: label, Visit: visit, Kind: KindClock, Call: n, Response: raw}); err != nil {
+		r.Log.Warn().Err(err).Msg("recording a clock reading")
+	}
+}
+
+// ClockReading decodes a KindClock recording's time.
+func ClockReading(rec board.Recording) (time.Time, bool) {
+	var s string
+	if json.Unmarshal(rec.Response, &s) != nil {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
+}
+
+type visitKey struct {
+	label string
+	visit int
+}
+
+// visitClock is a step visit's view of time-dependent state for
+// expressions: board() and now() read the visit's recorded clock.
+type visitClock struct {
+	now   func() time.Time
+	board func(key string) any
+}
+
+func (r *Runner) clockFor(label string, visit int) *visitClock {
+	vc := &visitClock{}
+	vc.now = func() time.Time { return r.now(label, visit) }
+	b := r.Board
+	vc.board = func(key string) any {
+		if e, ok := b.GetAt(key, vc.now); ok {
+			return e.Content
+		}
+		return nil
+	}
+	return vc
+}

@@ -1,0 +1,264 @@
+package replay
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/planrunner/runner/agents"
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+)
+
+// checker compares a replay with its recording as the steps finish, and
+// stops the replay at the first step whose path or result differs.
+type checker struct {
+	s    *script
+	stop func(error)
+
+	mu    sync.Mutex
+	seen  map[segKey]bool
+	path  []string // the visits finished so far, "label#visit"
+	first *Divergence
+}
+
+type segKey struct {
+	seg int
+	visitKey
+}
+
+var errDiverged = errors.New("replay diverged")
+
+func newChecker(s *script) *checker {
+	return &checker{s: s, seen: map[segKey]bool{}}
+}
+
+func (c *checker) StepStarted(label string, visit int, parent string) {
+	if f := c.s.fork; f != nil && label == f.label && visit == f.visit {
+		f.live.Store(true)
+	}
+}
+
+func (c *checker) StepFinished(now board.StepRecord) {
+	if c.s.live() {
+		return
+	}
+	k := visitKey{now.Label, now.Visit}
+	g := c.s.cur()
+	was, ok := g.last[k]
+	c.mu.Lock()
+	c.seen[segKey{c.s.seg, k}] = true
+	c.path = append(c.path, fmt.Sprintf("%s#%d", now.Label, now.Visit))
+	c.mu.Unlock()
+	if !ok {
+		c.diverge(&Divergence{Kind: KindPath, Label: now.Label, Visit: now.Visit,
+			Message: "the recording never ran this step visit (the path differs)", Now: outcome(now)})
+		return
+	}
+	if now.Status == engine.StatusInterrupted || was.Status == engine.StatusInterrupted || c.stopped() {
+		return // cut short (a limit, an interrupt): what it got to is not an outcome
+	}
+	if cw := engine.CanceledBy(was); cw != engine.NotCanceled {
+		// Canceled by a failed sibling: how far it got is a race, not an outcome.
+		if engine.CanceledBy(now) == cw && now.Status == was.Status {
+			return
+		}
+		c.diverge(&Divergence{Kind: KindResult, Label: now.Label, Visit: now.Visit,
+			Message: "a failed sibling's fail_fast canceled it when recorded, not now", Recorded: outcome(was), Now: outcome(now)})
+		return
+	}
+	a, b := normalResult(was.Result), normalResult(now.Result)
+	if was.Status == now.Status && was.Goto == now.Goto && was.Error == now.Error && a == b {
+		return
+	}
+	d := &Divergence{Kind: KindResult, Label: now.Label, Visit: now.Visit, Message: "the step's outcome differs",
+		Recorded: outcome(was), Now: outcome(now)}
+	if a != b {
+		d.Diff = UnifiedDiff("recorded result", "replayed result", a, b)
+	}
+	c.diverge(d)
+}
+
+func (c *checker) stopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.first != nil
+}
+
+func (c *checker) diverge(d *Divergence) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first != nil {
+		return
+	}
+	d.Path = c.pathLocked(d.Label, d.Visit)
+	c.first = d
+	c.stop(errDiverged)
+}
+
+// pathLocked is the steps that led to a divergence: the visits replayed
+// before it, ending with it.
+func (c *checker) pathLocked(label string, visit int) []string {
+	p := append([]string(nil), c.path...)
+	here := fmt.Sprintf("%s#%d", label, visit)
+	if label != "" && (len(p) == 0 || p[len(p)-1] != here) {
+		p = append(p, here)
+	}
+	return p
+}
+
+func outcome(s board.StepRecord) string {
+	out := s.Status
+	if s.Goto != "" {
+		out += ", goto " + s.Goto
+	}
+	if s.Error != "" {
+		msg, _, _ := strings.Cut(s.Error, "\n")
+		out += ": " + msg
+	}
+	return out
+}
+
+// verdict says how the replay differed from the recording, or nil when it
+// did not. A model request that changed is shown as a diff of the prompts.
+func (c *checker) verdict(runErr error, replayed *board.Board) *Divergence {
+	var ad *agents.Divergence
+	if errors.As(runErr, &ad) {
+		d := promptDivergence(ad)
+		c.mu.Lock()
+		d.Path = c.pathLocked(d.Label, d.Visit)
+		c.mu.Unlock()
+		return d
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.first != nil {
+		return c.first
+	}
+	if c.s.live() {
+		return nil
+	}
+	for i, g := range c.s.segs[:c.s.seg+1] {
+		for _, s := range g.records {
+			if finished(s) && !c.seen[segKey{i, visitKey{s.Label, s.Visit}}] {
+				return &Divergence{Kind: KindPath, Label: s.Label, Visit: s.Visit, Path: c.pathLocked("", 0),
+					Message: "the replay ended, but the recording goes on with this step visit"}
+			}
+		}
+	}
+	if c.s.seg != len(c.s.segs)-1 || !c.s.cur().complete() {
+		return nil
+	}
+	return boardDivergence(c.s.rec, replayed)
+}
+
+// promptDivergence shows a changed model request as a diff of its prompt.
+func promptDivergence(d *agents.Divergence) *Divergence {
+	out := &Divergence{Kind: KindRequest, Label: d.Label, Visit: d.Visit, Call: d.Call}
+	if d.Recorded == nil {
+		out.Message = fmt.Sprintf("it makes model call %d, which the recording does not have", d.Call)
+		return out
+	}
+	out.Message = fmt.Sprintf("model call %d: the request differs from the recorded one", d.Call)
+	was, now := promptText(d.Recorded), promptText(d.Now)
+	if was == now {
+		was, now = prettyJSON(d.Recorded), prettyJSON(d.Now) // the prompt is the same: show what else changed
+	}
+	out.Diff = UnifiedDiff("recorded request", "replayed request", was, now)
+	return out
+}
+
+// promptText renders a canonical request as the text a person reads.
+func promptText(raw json.RawMessage) string {
+	var req agents.Request
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	if req.System != "" {
+		fmt.Fprintf(&b, "[system]\n%s\n", strings.TrimRight(req.System, "\n"))
+	}
+	for _, m := range req.Messages {
+		fmt.Fprintf(&b, "[%s]\n%s\n", m.Role, strings.TrimRight(m.Content, "\n"))
+	}
+	return b.String()
+}
+
+func prettyJSON(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	out, _ := json.MarshalIndent(v, "", "  ")
+	return string(out) + "\n"
+}
+
+// normalResult is a step result as pretty JSON, without what is not an
+// outcome: the fields that measure time, transport noise (retries) and the
+// names runner invents (a backup folder: a replay in the same checkout
+// must not overwrite the recorded run's backups).
+func normalResult(raw json.RawMessage) string {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	out, _ := json.MarshalIndent(dropNoise(v), "", "  ")
+	return string(out) + "\n"
+}
+
+var noiseKeys = map[string]bool{
+	"duration_ms": true, "started_at": true, "finished_at": true, "ts": true, "id": true, // time, ids
+	"retries":    true, // transport noise
+	"backup_dir": true, // an invented name
+}
+
+func dropNoise(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k := range x {
+			if noiseKeys[k] {
+				delete(x, k)
+			} else {
+				x[k] = dropNoise(x[k])
+			}
+		}
+	case []any:
+		for i := range x {
+			x[i] = dropNoise(x[i])
+		}
+	}
+	return v
+}
+
+// boardDivergence compares the two boards' entries with ids, times and
+// sequence numbers set aside (parallel steps may interleave differently).
+func boardDivergence(rec, now *board.Board) *Divergence {
+	a, b := normalEntries(rec.Entries()), normalEntries(now.Entries())
+	if strings.Join(a, "\n") == strings.Join(b, "\n") {
+		return nil
+	}
+	return &Divergence{Kind: KindBoard, Message: "every step matched, but the board's entries differ",
+		Diff: UnifiedDiff("recorded entries", "replayed entries", strings.Join(a, "\n")+"\n", strings.Join(b, "\n")+"\n")}
+}
+
+func normalEntries(es []board.Entry) []string {
+	out := make([]string, 0, len(es))
+	for _, e := range es {
+		out = append(out, normalEntry(e))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func normalEntry(e board.Entry) string {
+	e.ID, e.Seq = "", 0
+	data, _ := json.Marshal(e)
+	var v map[string]any
+	json.Unmarshal(data, &v)
+	delete(v, "ts")
+	out, _ := json.Marshal(dropNoise(v))
+	return string(out)
+}

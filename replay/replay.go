@@ -1,0 +1,304 @@
+// Package replay re-runs a saved run from its blackboard.json and checks
+// it against the recording: every model answer, clock reading, group
+// order, cancellation, limit and resume comes from the recording, so a
+// replay of an unchanged plan matches it exactly, offline, and a changed
+// plan or a changed world shows where the run would go another way.
+//
+// `runner replay` is a thin wrapper around Run; a Go program that embeds
+// runner calls Run itself.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/planrunner/runner/agents"
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps"
+	"github.com/rs/zerolog"
+)
+
+// Options say how to replay. The zero value replays the recorded plan
+// offline into an in-memory board.
+type Options struct {
+	// Plan replaces the recorded plan (a changed one, checked against the
+	// recording); nil: the plan saved in the recording.
+	Plan *engine.Program
+	// Registry compiles the recorded plan; nil: the built-in step types.
+	Registry *engine.Registry
+	// Workdir runs command, test and apply_diff steps for real there (a
+	// checkout). Empty: their results come from the recording (offline).
+	Workdir string
+	// From, "LABEL" or "LABEL#VISIT", makes the replay a fork: it goes live
+	// with the real providers when that step visit starts. It needs Workdir.
+	From string
+	// Models replace agents' models in the live part of a fork.
+	Models map[string]string
+	// Out is where the replay's blackboard.json is written; empty: memory only.
+	Out string
+	// BoardOptions open the replay's board (Redact: the secrets to mask).
+	BoardOptions board.Options
+	// Log receives the engine's logs; Observer sees steps start and finish.
+	Log      zerolog.Logger
+	Observer engine.Observer
+	// Agents configures the providers of a fork's live part (HTTP client,
+	// API keys); its Replay field is set by Run.
+	Agents agents.Options
+	// Version is written as the replay run's runner_version.
+	Version string
+}
+
+// Report is how a replay went.
+type Report struct {
+	Board *board.Board // the replay's board
+	// RunErr is how the replayed run ended: nil, or the recorded failure
+	// when the run failed as recorded (or how a fork's live part ended).
+	RunErr error
+	// Divergence is the first difference from the recording; nil: none.
+	Divergence *Divergence
+	// Live reports that a fork went live.
+	Live bool
+	// Ended is where a recording that did not run to its end (the process
+	// was killed or interrupted and never resumed) runs out: the replay
+	// matched up to there.
+	Ended string
+	// Answers is the number of model answers served from the recording.
+	Answers int
+}
+
+// Matched reports whether the replay matched its recording.
+func (r *Report) Matched() bool { return r.Divergence == nil }
+
+// ErrUsage wraps the errors in Options (an unknown --from step...).
+var ErrUsage = errors.New("replay")
+
+// Run replays the recording saved as rec (see board.Load).
+func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
+	saved := rec.Run()
+	prog := opt.Plan
+	if prog == nil {
+		reg := opt.Registry
+		if reg == nil {
+			reg = steps.Registry()
+		}
+		var err error
+		if prog, err = engine.Compile(saved.PlanPath, []byte(saved.PlanSource), reg); err != nil {
+			return nil, fmt.Errorf("%w: the recorded plan: %v", ErrUsage, err)
+		}
+	}
+	var fk *fork
+	var source agents.ReplaySource = agents.FromRecordings(rec.Recordings())
+	if opt.From != "" {
+		label, visit, err := ParseFrom(opt.From)
+		if err != nil {
+			return nil, err
+		}
+		if prog.Node(label) == nil {
+			return nil, fmt.Errorf("%w: --from %s: the plan has no step %q", ErrUsage, opt.From, label)
+		}
+		if opt.Workdir == "" {
+			return nil, fmt.Errorf("%w: --from goes live after %s: it needs a workdir for the steps from there on", ErrUsage, opt.From)
+		}
+		fk = &fork{label: label, visit: visit, ReplaySource: source}
+		source = fk
+	}
+	for name := range opt.Models {
+		if prog.Plan.Agent(name) == nil {
+			return nil, fmt.Errorf("%w: --agent %s: the plan has no agent %q", ErrUsage, name, name)
+		}
+	}
+	types := map[string]string{}
+	for _, s := range prog.Plan.AllSteps() {
+		types[s.Label] = s.Type
+	}
+	sc := newScript(rec, types, prog.Plan.Limits.Timeout, opt.Workdir == "", fk)
+	chk := newChecker(sc)
+
+	run := saved
+	run.PlanPath, run.PlanSHA256, run.PlanSource = prog.Plan.Path, prog.Plan.SHA256, string(prog.Plan.Source)
+	run.Status, run.Error, run.FinishedAt = board.StatusRunning, "", nil
+	run.RunnerVersion, run.ReplayOf = opt.Version, rec.Path()
+	workdir := saved.Workdir // what run.workdir said when the recording was made
+	if opt.Workdir != "" {
+		workdir = opt.Workdir
+	}
+	run.Workdir = workdir
+	var b *board.Board
+	if opt.Out != "" {
+		var err error
+		if b, err = board.Create(opt.Out, run, opt.BoardOptions); err != nil {
+			return nil, err
+		}
+	} else {
+		b = board.New(run)
+	}
+	b.SetClock(sc.now)
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	chk.stop = cancel
+	observer := engine.Observer(chk)
+	if opt.Observer != nil {
+		observer = both{chk, opt.Observer}
+	}
+	rep := &Report{Board: b}
+	var runErr error
+	for i := range sc.segs {
+		sc.seg = i
+		aopt := opt.Agents
+		aopt.Log, aopt.Replay = opt.Log, source
+		// A new set for each part binds to the board as a resumed run's
+		// did: its call numbers and token count go on from the recordings.
+		set, err := agents.New(prog.Plan, aopt)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+		}
+		for name, model := range opt.Models {
+			if a, ok := set.Agent(name); ok {
+				a.LiveModel = model
+			}
+		}
+		r := &engine.Runner{Prog: prog, Board: b, Log: opt.Log, Workdir: workdir,
+			Vars: engine.SavedVars(prog.Plan, saved.Vars), Agents: set, Observer: observer, Sleep: noSleep, Script: sc}
+		if i > 0 {
+			if err := takeOver(rec, b, sc.segs[i-1].mark); err != nil {
+				return nil, err
+			}
+			if err := r.Restore(b.Steps()); err != nil {
+				if errors.Is(err, engine.ErrFinished) {
+					break
+				}
+				return nil, err
+			}
+			if err := b.UpdateRun(func(r *board.Run) { r.Status, r.Error, r.FinishedAt = board.StatusRunning, "", nil }); err != nil {
+				return nil, err
+			}
+		}
+		runErr = r.Run(ctx)
+		if chk.stopped() || sc.live() {
+			break
+		}
+		var ad *agents.Divergence
+		if errors.As(runErr, &ad) {
+			break
+		}
+		if errors.Is(runErr, engine.ErrEnded) {
+			var re *engine.RunError
+			if errors.As(runErr, &re) && i == len(sc.segs)-1 {
+				rep.Ended = fmt.Sprintf("%s (visit %d)", re.Label, sc.nextVisitOf(b, re.Label))
+			}
+		}
+	}
+	rep.RunErr, rep.Live = runErr, sc.live()
+	rep.Divergence = chk.verdict(runErr, b)
+	for _, r := range b.Recordings() {
+		if r.Kind == agents.KindLLM {
+			rep.Answers++
+		}
+	}
+	return rep, nil
+}
+
+// nextVisitOf is the visit of label the replay stopped at.
+func (s *script) nextVisitOf(b *board.Board, label string) int {
+	n := 0
+	for _, r := range b.Steps() {
+		if r.Label == label && r.Visit > n && finished(r) {
+			n = r.Visit
+		}
+	}
+	return n + 1
+}
+
+// takeOver brings the replay's board to where the recorded run stood when
+// it was resumed: what the killed or interrupted process had written of
+// the step visits it did not finish (a model call's conversation, say) is
+// copied from the recording, as it happened then, not made again.
+func takeOver(rec, b *board.Board, m *engine.ResumeMark) error {
+	if m == nil {
+		return nil
+	}
+	have := map[string]int{}
+	for _, e := range b.Entries() {
+		have[normalEntry(e)]++
+	}
+	es := rec.Entries()
+	for _, e := range es[:min(m.Entries, len(es))] {
+		if k := normalEntry(e); have[k] > 0 {
+			have[k]--
+			continue
+		}
+		e.ID, e.Seq = "", 0
+		if _, err := b.Append(e); err != nil {
+			return fmt.Errorf("replay: taking over the recorded board at its resume: %w", err)
+		}
+	}
+	got := map[string]int{}
+	for _, r := range b.Recordings() {
+		got[recKey(r)]++
+	}
+	rs := rec.Recordings()
+	for _, r := range rs[:min(m.Recordings, len(rs))] {
+		if k := recKey(r); got[k] > 0 {
+			got[k]--
+			continue
+		}
+		if r.Kind == engine.KindResume {
+			continue
+		}
+		if err := b.AddRecording(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func recKey(r board.Recording) string {
+	return fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s", r.Kind, r.Label, r.Visit, r.Call, r.RequestSHA256)
+}
+
+// noSleep skips retry backoffs: a replay reproduces results, not waiting.
+func noSleep(ctx context.Context, d time.Duration) error { return ctx.Err() }
+
+// ParseFrom reads LABEL[#VISIT].
+func ParseFrom(s string) (string, int, error) {
+	label, v, hasVisit := strings.Cut(s, "#")
+	visit := 1
+	if hasVisit {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return "", 0, fmt.Errorf("%w: --from %s: the visit after # must be a number from 1", ErrUsage, s)
+		}
+		visit = n
+	}
+	return label, visit, nil
+}
+
+// fork says which step visit a replay goes live at.
+type fork struct {
+	label string
+	visit int
+	live  atomic.Bool // set once that visit starts
+	agents.ReplaySource
+}
+
+func (f *fork) Live(label string, visit int) bool { return f.live.Load() }
+
+// both tells two observers, the checker first.
+type both [2]engine.Observer
+
+func (o both) StepStarted(label string, visit int, parent string) {
+	o[0].StepStarted(label, visit, parent)
+	o[1].StepStarted(label, visit, parent)
+}
+
+func (o both) StepFinished(rec board.StepRecord) {
+	o[0].StepFinished(rec)
+	o[1].StepFinished(rec)
+}

@@ -1,0 +1,212 @@
+package replay
+
+import (
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+)
+
+// LocalTypes are the step types whose results depend on the world outside
+// the board (files, processes). A replay runs them for real in a workdir,
+// or serves their recorded results offline. Every other step type is a
+// function of the board, the clock and the model answers, and always runs.
+var LocalTypes = map[string]bool{"command": true, "test": true, "apply_diff": true}
+
+type visitKey struct {
+	label string
+	visit int
+}
+
+// segment is the part of a recording between two resumes: a run, then
+// each `runner resume` of it.
+type segment struct {
+	records  []board.StepRecord
+	last     map[visitKey]board.StepRecord // the last record of each visit
+	children map[visitKey][]string          // a group visit's children, in the order they finished
+	groups   map[visitKey]bool              // group visits with a child in this segment
+	status   string                         // how the segment ended: succeeded, failed, interrupted, running (killed)
+	err      string
+	mark     *engine.ResumeMark // what the resume after it found (nil for the last segment)
+}
+
+// complete reports whether the segment ran to its own end, so that a visit
+// it does not have is a different path rather than the recording running out.
+func (s *segment) complete() bool {
+	return s.status == board.StatusSucceeded || s.status == board.StatusFailed
+}
+
+// script is the recording as the engine asks for it (engine.Script), one
+// segment at a time.
+type script struct {
+	rec      *board.Board
+	segs     []*segment
+	clock    map[clockKey]time.Time
+	offline  bool
+	types    map[string]string // label -> step type
+	timeout  time.Duration     // the plan's limits.timeout
+	fork     *fork
+	seg      int
+	virtual  atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
+	segsOnce sync.Once
+}
+
+type clockKey struct {
+	label       string
+	visit, call int
+}
+
+func newScript(rec *board.Board, types map[string]string, timeout time.Duration, offline bool, fk *fork) *script {
+	s := &script{rec: rec, clock: map[clockKey]time.Time{}, offline: offline, types: types, timeout: timeout, fork: fk}
+	run := rec.Run()
+	steps := rec.Steps()
+	start := 0
+	for _, r := range rec.Recordings() {
+		switch r.Kind {
+		case engine.KindClock:
+			if t, ok := engine.ClockReading(r); ok {
+				k := clockKey{r.Label, r.Visit, r.Call}
+				if _, dup := s.clock[k]; !dup {
+					s.clock[k] = t
+				}
+			}
+		case engine.KindResume:
+			var m engine.ResumeMark
+			if json.Unmarshal(r.Response, &m) != nil || m.Steps < start || m.Steps > len(steps) {
+				continue
+			}
+			s.segs = append(s.segs, newSegment(steps[start:m.Steps], m.Status, m.Error, &m))
+			start = m.Steps
+		}
+	}
+	s.segs = append(s.segs, newSegment(steps[start:], run.Status, run.Error, nil))
+	s.virtual.Store(run.StartedAt.UnixNano())
+	return s
+}
+
+func newSegment(records []board.StepRecord, status, errText string, m *engine.ResumeMark) *segment {
+	g := &segment{records: records, last: map[visitKey]board.StepRecord{}, children: map[visitKey][]string{},
+		groups: map[visitKey]bool{}, status: status, err: errText, mark: m}
+	for _, r := range records {
+		g.last[visitKey{r.Label, r.Visit}] = r
+		if r.Parent != "" { // a child's visit is its group's
+			k := visitKey{r.Parent, r.Visit}
+			g.children[k] = append(g.children[k], r.Label)
+			g.groups[k] = true
+		}
+	}
+	return g
+}
+
+func (s *script) cur() *segment { return s.segs[s.seg] }
+
+func (s *script) live() bool { return s.fork != nil && s.fork.live.Load() }
+
+func (s *script) setVirtual(t time.Time) {
+	if !t.IsZero() {
+		s.virtual.Store(t.UnixNano())
+	}
+}
+
+// now is the board's clock during a replay: the last recorded time served.
+func (s *script) now() time.Time {
+	if s.live() {
+		return time.Now()
+	}
+	return time.Unix(0, s.virtual.Load()).UTC()
+}
+
+func (s *script) record(label string, visit int) (board.StepRecord, bool) {
+	r, ok := s.cur().last[visitKey{label, visit}]
+	return r, ok
+}
+
+func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
+	if s.live() || !s.offline || !LocalTypes[s.types[label]] {
+		return board.StepRecord{}, false
+	}
+	r, ok := s.record(label, visit)
+	if ok && (finished(r) || r.Status == engine.StatusInterrupted) {
+		return r, true
+	}
+	// The recording never ran this visit: the checker reports the path
+	// that differs; the step fails rather than touching the world.
+	return board.StepRecord{Label: label, Visit: visit, Status: engine.StatusFailed,
+		Error: "replay: the recording has no result for this step visit"}, true
+}
+
+func (s *script) Order(group string, visit int) ([]string, bool) {
+	if s.live() {
+		return nil, false
+	}
+	return s.cur().children[visitKey{group, visit}], true
+}
+
+func (s *script) Canceled(label string, visit int) engine.Cancel {
+	if s.live() {
+		return engine.NotCanceled
+	}
+	r, ok := s.record(label, visit)
+	if !ok {
+		return engine.NotCanceled
+	}
+	return engine.CanceledBy(r)
+}
+
+func (s *script) Times(label string, visit int) (time.Time, time.Time, bool) {
+	if s.live() {
+		return time.Time{}, time.Time{}, false
+	}
+	r, ok := s.record(label, visit)
+	if !ok {
+		return time.Time{}, time.Time{}, false
+	}
+	s.setVirtual(r.StartedAt)
+	return r.StartedAt, r.FinishedAt, true
+}
+
+func (s *script) Clock(label string, visit, call int) (time.Time, bool) {
+	if s.live() {
+		return time.Time{}, false
+	}
+	t, ok := s.clock[clockKey{label, visit, call}]
+	if ok {
+		s.setVirtual(t)
+	}
+	return t, ok
+}
+
+func (s *script) Cut(label string, visit int) error {
+	if s.live() {
+		return nil
+	}
+	g := s.cur()
+	r, ok := g.last[visitKey{label, visit}]
+	if !ok || r.Status != engine.StatusInterrupted || g.groups[visitKey{label, visit}] {
+		return nil // a group is cut through its children
+	}
+	if engine.IsTimeout(g.err) && s.timeout > 0 {
+		return engine.TimeoutCause(s.timeout)
+	}
+	return engine.ErrInterrupted
+}
+
+func (s *script) Ends(label string, visit int) bool {
+	if s.live() {
+		return false
+	}
+	g := s.cur()
+	if g.complete() {
+		return false
+	}
+	k := visitKey{label, visit}
+	_, ok := g.last[k]
+	return !ok && !g.groups[k]
+}
+
+func finished(s board.StepRecord) bool {
+	return s.Status == engine.StatusSucceeded || s.Status == engine.StatusFailed || s.Status == engine.StatusSkipped
+}
