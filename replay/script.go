@@ -26,9 +26,9 @@ type visitKey struct {
 type segment struct {
 	records  []board.StepRecord
 	last     map[visitKey]board.StepRecord // the last record of each visit
-	children map[visitKey][]string          // a group visit's children, in the order they finished
-	groups   map[visitKey]bool              // group visits with a child in this segment
-	status   string                         // how the segment ended: succeeded, failed, interrupted, running (killed)
+	children map[visitKey][]string         // a group visit's children, in the order they finished
+	groups   map[visitKey]bool             // group visits with a child in this segment
+	status   string                        // how the segment ended: succeeded, failed, interrupted, running (killed)
 	err      string
 	mark     *engine.ResumeMark // what the resume after it found (nil for the last segment)
 }
