@@ -12,6 +12,9 @@ import (
 // ErrVersion is returned when a compare-and-set write finds another version.
 var ErrVersion = errors.New("version mismatch")
 
+// ErrAbsent is returned when a delete finds no live key.
+var ErrAbsent = errors.New("no such key")
+
 // Board holds a run's entries, key-value view, step records and recordings.
 // It is safe for concurrent use. Every change is handed to the journal (if
 // any) before the method returns, so it survives the process being killed.
@@ -35,6 +38,7 @@ type Board struct {
 	perms      map[string]Perms  // per-author key patterns (nil: anyone, any key)
 	changed    chan struct{}     // closed at the next change (nil: nobody waits)
 	redact     Redact            // masks secrets in what enters the board; nil: none
+	torn       bool              // the journal loaded ended in a torn line
 }
 
 type keyState struct {
@@ -142,7 +146,7 @@ func (b *Board) writeLocked(e Entry, expect int64) (Entry, error) {
 	if err != nil {
 		return Entry{}, err
 	}
-	c := b.conflictLocked(&e, now)
+	c := b.conflictLocked(&e, expect, now)
 	rec := record{Entry: &e}
 	if c != nil {
 		b.pending = append(b.pending[:0], &e)
@@ -178,7 +182,7 @@ func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, erro
 			return Entry{}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", e.Key, expect, cur, ErrVersion)
 		}
 		if e.Deleted && cur == 0 {
-			return Entry{}, fmt.Errorf("board: key %q does not exist", e.Key)
+			return Entry{}, fmt.Errorf("board: key %q does not exist: %w", e.Key, ErrAbsent)
 		}
 		e.Version = b.keyVersionLocked(e.Key) + 1
 	}
@@ -488,7 +492,7 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 		if err != nil {
 			return err
 		}
-		c := b.conflictLocked(&next, now)
+		c := b.conflictLocked(&next, kv.ExpectVersion, now)
 		b.pending = append(b.pending, &next)
 		if c != nil {
 			if *c, err = b.prepareLocked(*c, -1, now); err != nil {

@@ -70,33 +70,69 @@ func Open(path string, opt Options) (*Board, error) {
 	return b, nil
 }
 
+// OpenAppend is Open for a short write by a process holding the run's
+// lock (a CLI put): it appends to the journal after the records already
+// there instead of rewriting the file, so a write costs a load and one
+// journal line. The journal is folded into the file only when its last
+// line is torn, or when it has grown past 4 MiB.
+func OpenAppend(path string, opt Options) (*Board, error) {
+	b, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	if fi, err := os.Stat(b.journal.path); b.torn || (err == nil && fi.Size() > 4<<20) {
+		if err := b.Save(); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
 // Load reads a saved run, folding in its journal, into an in-memory board.
 func Load(path string) (*Board, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	b, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := b.foldJournal(JournalPath(path)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Parse reads a blackboard.json held in memory (a live run's board served
+// over its socket, say), without a journal.
+func Parse(data []byte) (*Board, error) {
 	f, err := decodeFile(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a blackboard file: %w", path, err)
+		return nil, fmt.Errorf("not a blackboard file: %w", err)
 	}
 	if f.Format != Format {
-		return nil, fmt.Errorf("%s: format %q, want %q", path, f.Format, Format)
+		return nil, fmt.Errorf("format %q, want %q", f.Format, Format)
 	}
 	b := New(f.Run)
 	for _, e := range f.Entries {
 		if e.Seq != int64(len(b.entries))+1 {
-			return nil, fmt.Errorf("%s: entry seq %d out of order (want %d)", path, e.Seq, len(b.entries)+1)
+			return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, len(b.entries)+1)
 		}
 		b.indexLocked(e)
 	}
 	b.steps = f.Steps
 	b.recordings = f.Recordings
 	b.journalN = f.JournalN
-	if err := b.foldJournal(JournalPath(path)); err != nil {
-		return nil, err
-	}
 	return b, nil
+}
+
+// Encode is the whole board as blackboard.json.
+func (b *Board) Encode() ([]byte, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.encodeLocked()
 }
 
 // foldJournal applies the journal's records that the file does not hold. A
@@ -114,6 +150,7 @@ func (b *Board) foldJournal(path string) error {
 	for lineNo := 1; ; lineNo++ {
 		line, err := r.ReadBytes('\n')
 		if err == io.EOF {
+			b.torn = len(line) > 0
 			return nil // an unterminated last line is a torn write: drop it
 		}
 		if err != nil {
@@ -122,6 +159,7 @@ func (b *Board) foldJournal(path string) error {
 		var rec record
 		if err := json.Unmarshal(line, &rec); err != nil {
 			if _, peekErr := r.Peek(1); peekErr == io.EOF {
+				b.torn = true
 				return nil
 			}
 			return fmt.Errorf("%s:%d: corrupt journal record: %w", path, lineNo, err)

@@ -102,10 +102,11 @@ func (b *Board) ReadAsAt(author, key string, now func() time.Time) (Entry, bool,
 
 // conflictLocked is the conflict entry e's write causes, or nil. A write
 // conflicts when the key's live value was last written by another author,
-// after the version this writer last read or wrote, and holds a different
-// value (compared as canonical JSON). The write still happens: the entry
-// records both sides so the plan (or a person) can resolve it.
-func (b *Board) conflictLocked(e *Entry, now time.Time) *Entry {
+// after the version this writer last read or wrote (or named in its
+// compare-and-set, expect), and holds a different value (compared as
+// canonical JSON). The write still happens: the entry records both sides
+// so the plan (or a person) can resolve it.
+func (b *Board) conflictLocked(e *Entry, expect int64, now time.Time) *Entry {
 	if e.Key == "" || e.Deleted || e.Author == "" {
 		return nil
 	}
@@ -118,7 +119,7 @@ func (b *Board) conflictLocked(e *Entry, now time.Time) *Entry {
 	if cur == nil || cur.Deleted || cur.Expired(now) || cur.Author == "" || cur.Author == e.Author {
 		return nil
 	}
-	if cur.Version <= b.seen[seenKey{e.Author, e.Key}] || sameJSON(cur.Content, e.Content) {
+	if cur.Version <= max(b.seen[seenKey{e.Author, e.Key}], expect) || sameJSON(cur.Content, e.Content) {
 		return nil
 	}
 	side := func(x *Entry) map[string]any {

@@ -48,6 +48,8 @@ func TestConflicts(t *testing.T) {
 			b.ReadAs("b", "k")
 			b.Write(w("a", "k", "z"))
 		}, w("b", "k", "y"), 1},
+		{"compare-and-set on the version it overwrites", func(b *Board) { b.Write(w("a", "k", "x")) },
+			WriteOp{Key: "k", Value: "y", Author: "b", ExpectVersion: 1}, 0},
 		{"own value", func(b *Board) { b.Write(w("a", "k", "x")) }, w("a", "k", "y"), 0},
 		{"writer wrote it last before", func(b *Board) { b.Write(w("b", "k", "x")); b.Write(w("b", "k", "x2")) }, w("b", "k", "y"), 0},
 		{"deleted key", func(b *Board) {

@@ -1,25 +1,42 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"os"
+	"os/signal"
+	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/liveboard"
 )
 
-const boardUsage = "board FILE list | get KEY | put KEY VALUE [--ttl D] | delete KEY | snapshot | show [--format md|json]"
+const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | get KEY | delete KEY | list [PREFIX] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY]"
+
+// fakeNowEnv fixes the clock of `runner board` on a run no one owns (an
+// RFC 3339 time), so TTL expiry can be tested without waiting.
+const fakeNowEnv = "RUNNER_FAKE_NOW"
 
 func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, _ := newFlags("board", stderr)
-	ttl := fs.Duration("ttl", 0, "put: the value expires after this long")
+	var ttl ttlFlag
+	fs.Var(&ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
+	agent := fs.String("agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
+	topic := fs.String("topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch: only this topic")
+	expect := fs.Int64("expect-version", -1, "put/delete: only if the key's version is N (0: the key must not exist)")
 	format := fs.String("format", "md", "show: md or json")
-	force := fs.Bool("force", false, "put/delete: change a run that is marked running (only if no process is writing it)")
+	prefix := fs.String("prefix", "", "watch: only keys starting with this")
+	count := fs.Int("count", 0, "watch: stop after this many lines (0: until the run ends or Ctrl-C)")
+	since := fs.Int64("since", -1, "watch: start after this entry seq (default: changes from now on)")
+	asJSON := fs.Bool("json", false, "get: print the whole entry as JSON")
+	fs.Bool("force", false, "accepted for compatibility; writes are safe on live runs now")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -28,93 +45,196 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr(stderr, fs, "usage: runner %s", boardUsage)
 	}
 	path, op, rest := pos[0], pos[1], pos[2:]
-	want := map[string]int{"list": 0, "get": 1, "put": 2, "delete": 1, "snapshot": 0, "show": 0}
+	want := map[string][2]int{"list": {0, 1}, "get": {1, 1}, "put": {2, 2}, "delete": {1, 1}, "snapshot": {0, 0},
+		"show": {0, 0}, "watch": {0, 0}, "conflicts": {0, 1}}
 	n, ok := want[op]
 	if !ok {
 		return usageErr(stderr, fs, "unknown operation %q; usage: runner %s", op, boardUsage)
 	}
-	if len(rest) != n {
-		return usageErr(stderr, fs, "%s takes %d argument(s), got %d", op, n, len(rest))
+	if len(rest) < n[0] || len(rest) > n[1] {
+		return usageErr(stderr, fs, "%s takes %s argument(s), got %d", op, argCount(n), len(rest))
 	}
-	if op == "put" || op == "delete" {
-		return boardChange(path, op, rest, *ttl, *force, stdout, stderr)
+	if op == "show" && *format != "md" && *format != "json" {
+		return usageErr(stderr, fs, "--format %q: want md or json", *format)
 	}
-	b, err := board.Load(path)
+	if *expect < -1 {
+		return usageErr(stderr, fs, "--expect-version %d: want 0 or more", *expect)
+	}
+	opts := liveboard.Options{Perms: savedPerms}
+	if s := os.Getenv(fakeNowEnv); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return usageErr(stderr, fs, "%s=%q: want an RFC 3339 time", fakeNowEnv, s)
+		}
+		opts.Now = func() time.Time { return t }
+	}
+	if op == "watch" {
+		return boardWatch(path, liveboard.Filter{Prefix: *prefix, Topic: *topic, After: *since}, opts, *count, stdout, stderr)
+	}
+	a, err := liveboard.Open(path, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner board: %v\n", err)
 		return exitUsage
 	}
+	defer a.Close()
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "runner board: %s\n", strings.TrimPrefix(err.Error(), "board: "))
+		return exitFailed
+	}
 	switch op {
-	case "list":
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "KEY\tVERSION\tAUTHOR\tWRITTEN\tEXPIRES")
-		for _, k := range b.Keys("") {
-			exp := "-"
-			if k.TTL != nil {
-				exp = k.TS.Add(time.Duration(*k.TTL * float64(time.Second))).Format(time.RFC3339)
+	case "put", "delete":
+		q := liveboard.WriteRequest{Key: rest[0], TTL: ttl.Seconds(), Agent: *agent, Topic: *topic, Delete: op == "delete"}
+		if *expect >= 0 {
+			q.ExpectVersion = expect
+		}
+		if op == "put" {
+			q.Value = parseValue(rest[1])
+		}
+		e, err := a.Write(q)
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Fprintf(stdout, "%s %s (version %d)\n", map[string]string{"put": "wrote", "delete": "deleted"}[op], e.Key, e.Version)
+	case "get":
+		e, ok, err := a.Read(*agent, rest[0])
+		switch {
+		case err != nil:
+			return fail(err)
+		case *asJSON && ok:
+			writeJSON(stdout, seedEntry(e))
+		case ok:
+			fmt.Fprintln(stdout, valueText(e.Content))
+		default:
+			fmt.Fprintln(stdout, "null") // seed 001: a missing or expired key reads as null
+		}
+	case "list", "snapshot":
+		p := ""
+		if len(rest) > 0 {
+			p = rest[0]
+		}
+		live, err := a.Live(p, *agent)
+		if err != nil {
+			return fail(err)
+		}
+		if op == "snapshot" {
+			snap := map[string]any{}
+			for _, e := range live {
+				snap[e.Key] = seedEntry(e)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", k.Key, k.Version, k.Author, k.TS.Format(time.RFC3339), exp)
+			writeJSON(stdout, snap)
+			return exitOK
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "KEY\tVERSION\tAUTHOR\tTOPIC\tWRITTEN\tEXPIRES")
+		for _, e := range live {
+			exp := "-"
+			if e.TTL != nil {
+				exp = e.TS.Add(time.Duration(*e.TTL * float64(time.Second))).Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Key, e.Version, e.Author, orDash(e.Topic), e.TS.Format(time.RFC3339), exp)
 		}
 		tw.Flush()
-	case "get":
-		e, ok := b.Get(rest[0])
-		if !ok {
-			fmt.Fprintf(stderr, "runner board: no key %q (absent, deleted or expired)\n", rest[0])
-			return exitFailed
+	case "show", "conflicts":
+		b, err := a.Board()
+		if err != nil {
+			return fail(err)
 		}
-		fmt.Fprintln(stdout, valueText(e.Content))
-	case "snapshot":
-		snap := map[string]any{}
-		for _, k := range b.Keys("") {
-			e, _ := b.Get(k.Key)
-			snap[k.Key] = e.Content
-		}
-		writeJSON(stdout, snap)
-	case "show":
-		switch *format {
-		case "json":
+		switch {
+		case op == "conflicts":
+			key := ""
+			if len(rest) > 0 {
+				key = rest[0]
+			}
+			for _, e := range b.Conflicts(key) {
+				line, _ := json.Marshal(map[string]any{"seq": e.Seq, "ts": e.TS, "conflict": e.Content})
+				fmt.Fprintln(stdout, string(line))
+			}
+		case *format == "json":
 			writeJSON(stdout, map[string]any{"format": board.Format, "run": b.Run(), "steps": b.Steps(),
 				"entries": b.Entries(), "recordings": b.Recordings()})
-		case "md":
-			showMarkdown(stdout, b)
 		default:
-			return usageErr(stderr, fs, "--format %q: want md or json", *format)
+			b.Markdown(stdout)
 		}
 	}
 	return exitOK
 }
 
-// boardChange writes or deletes a key of a saved run, durably.
-func boardChange(path, op string, args []string, ttl time.Duration, force bool, stdout, stderr io.Writer) int {
-	saved, err := board.Load(path)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner board: %v\n", err)
-		return exitUsage
-	}
-	if saved.Run().Status == board.StatusRunning && !force {
-		fmt.Fprintf(stderr, "runner board: run %s is marked running: a runner process may be writing it (if it was killed, resume it, or give --force)\n", saved.Run().ID)
-		return exitUsage
-	}
-	b, err := board.Open(path, board.Options{})
-	if err != nil {
-		fmt.Fprintf(stderr, "runner board: %v\n", err)
-		return exitFailed
-	}
-	defer b.Close()
-	w := board.WriteOp{Key: args[0], TTL: ttl, Author: "cli", Role: "user", ExpectVersion: -1, Delete: op == "delete"}
-	if op == "put" {
-		w.Value = parseValue(args[1])
-	}
-	e, err := b.Write(w)
-	if err == nil {
-		err = b.Save()
-	}
-	if err != nil {
+// boardWatch prints the board's changes as JSON lines until the count is
+// reached, or Ctrl-C. A run that ends does not end the watch: writes made
+// afterwards (by the CLI) are shown too.
+func boardWatch(path string, f liveboard.Filter, opts liveboard.Options, count int, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	enc := json.NewEncoder(stdout)
+	n := 0
+	done := errors.New("done")
+	err := liveboard.Watch(ctx, path, f, opts, 200*time.Millisecond, func(c liveboard.Change) error {
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+		if n++; count > 0 && n >= count {
+			return done
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, done) {
 		fmt.Fprintf(stderr, "runner board: %v\n", err)
 		return exitFailed
 	}
-	fmt.Fprintf(stdout, "%s %s (version %d)\n", map[string]string{"put": "wrote", "delete": "deleted"}[op], e.Key, e.Version)
 	return exitOK
+}
+
+// seedEntry is an entry in seed 001's BlackboardEntry shape, with the
+// version and topic beside it.
+func seedEntry(e board.Entry) map[string]any {
+	var ttl any
+	if e.TTL != nil {
+		ttl = *e.TTL
+	}
+	m := map[string]any{"key": e.Key, "value": e.Content, "source_agent": e.Author,
+		"timestamp": e.TS.UTC().Format(time.RFC3339Nano), "ttl": ttl, "version": e.Version}
+	if e.Topic != "" {
+		m["topic"] = e.Topic
+	}
+	return m
+}
+
+// ttlFlag is a TTL given as seconds (60) or as a duration (60s, 1h).
+type ttlFlag time.Duration
+
+func (t *ttlFlag) String() string   { return time.Duration(*t).String() }
+func (t *ttlFlag) Seconds() float64 { return time.Duration(*t).Seconds() }
+
+func (t *ttlFlag) Set(s string) error {
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n <= 0 || n > 1e9 {
+			return fmt.Errorf("%s seconds is out of range", s)
+		}
+		*t = ttlFlag(time.Duration(n * float64(time.Second)))
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("want seconds (60) or a duration (90s, 1h)")
+	}
+	*t = ttlFlag(d)
+	return nil
+}
+
+func argCount(n [2]int) string {
+	if n[0] == n[1] {
+		return strconv.Itoa(n[0])
+	}
+	return fmt.Sprintf("%d to %d", n[0], n[1])
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // parseValue reads a value given on the command line: JSON when it is
@@ -140,75 +260,3 @@ func writeJSON(w io.Writer, v any) {
 	enc.SetIndent("", "  ")
 	enc.Encode(v)
 }
-
-// showMarkdown prints a saved run for a person: the run, its steps, the
-// live keys and the entries by section.
-func showMarkdown(w io.Writer, b *board.Board) {
-	run := b.Run()
-	fmt.Fprintf(w, "# Run %s: %s\n\n", run.ID, run.Status)
-	fmt.Fprintf(w, "- plan: %s (sha256 %.12s)\n- workdir: %s\n- started: %s\n", run.PlanPath, run.PlanSHA256, run.Workdir, run.StartedAt.Format(time.RFC3339))
-	if run.FinishedAt != nil {
-		fmt.Fprintf(w, "- finished: %s (%s)\n", run.FinishedAt.Format(time.RFC3339), run.FinishedAt.Sub(run.StartedAt).Round(time.Millisecond))
-	}
-	if run.Error != "" {
-		fmt.Fprintf(w, "- error: %s\n", firstLine(run.Error))
-	}
-	if len(run.Vars) > 0 {
-		names := make([]string, 0, len(run.Vars))
-		for k := range run.Vars {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
-			fmt.Fprintf(w, "- var %s = %s\n", k, engine.Text(run.Vars[k]))
-		}
-	}
-	fmt.Fprintf(w, "\n## Steps\n\n| step | visit | status | ms | output / error |\n|---|---|---|---|---|\n")
-	for _, s := range b.Steps() {
-		var res struct{ Output any }
-		json.Unmarshal(s.Result, &res)
-		text := firstLine(engine.Text(res.Output))
-		if s.Error != "" {
-			text = firstLine(s.Error)
-		}
-		fmt.Fprintf(w, "| %s | %d | %s | %d | %s |\n", s.Label, s.Visit, s.Status, s.DurationMS, cell(text))
-	}
-	if keys := b.Keys(""); len(keys) > 0 {
-		fmt.Fprintf(w, "\n## Keys\n\n| key | version | author | value |\n|---|---|---|---|\n")
-		for _, k := range keys {
-			e, _ := b.Get(k.Key)
-			fmt.Fprintf(w, "| %s | %d | %s | %s |\n", k.Key, k.Version, k.Author, cell(firstLine(engine.Text(e.Content))))
-		}
-	}
-	bySection := map[string][]board.Entry{}
-	var sections []string
-	for _, e := range b.Entries() {
-		if _, ok := bySection[e.Section]; !ok {
-			sections = append(sections, e.Section)
-		}
-		bySection[e.Section] = append(bySection[e.Section], e)
-	}
-	for _, sec := range sections {
-		fmt.Fprintf(w, "\n## Section %s\n\n", sec)
-		for _, e := range bySection[sec] {
-			who := e.Author
-			if e.Role != "" {
-				who += " (" + e.Role + ")"
-			}
-			fmt.Fprintf(w, "- #%d %s, step %s: %s\n", e.Seq, who, e.Label, cell(firstLine(engine.Text(e.Content))))
-		}
-	}
-}
-
-func firstLine(s string) string {
-	line, _, more := strings.Cut(strings.TrimSpace(s), "\n")
-	if len(line) > 120 {
-		line, more = line[:120], true
-	}
-	if more {
-		line += " …"
-	}
-	return line
-}
-
-func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }

@@ -1,44 +1,117 @@
 package main
 
 import (
-	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
 
-func TestBoardCommand(t *testing.T) {
+// Seed 001's operations, one after another on a finished run, as a
+// transcript compared with a golden file. The clock is fixed
+// (RUNNER_FAKE_NOW) and moved forward to check TTL expiry.
+func TestBoardSeedOperations(t *testing.T) {
 	wd := t.TempDir()
-	r := runCLI(t, wd, "run", testdata("loops.yaml"), "-q")
+	r := runCLI(t, wd, "run", testdata("seed.yaml"), "-q", "--out", filepath.Join(wd, "bb.json"))
 	if r.code != 0 {
 		t.Fatalf("run: %d %s", r.code, r.stderr)
 	}
-	bb := blackboardPath(t, r.stdout)
+	at := func(s string) string { return "2026-02-04T10:" + s + "Z" }
 	steps := []struct {
-		args       []string
-		code       int
-		out, noout string
+		now  string
+		args []string
 	}{
-		{[]string{"get", "round"}, 0, "3\n", ""},
-		{[]string{"put", "plan", "draft one", "--ttl", "1h"}, 0, "wrote plan (version 1)", ""},
-		{[]string{"put", "n", "[1, 2]"}, 0, "wrote n (version 1)", ""},
-		{[]string{"get", "plan"}, 0, "draft one\n", ""},
-		{[]string{"list"}, 0, "plan", ""},
-		{[]string{"delete", "plan"}, 0, "deleted plan (version 2)", ""},
-		{[]string{"get", "plan"}, 1, "", ""},
-		{[]string{"list"}, 0, "round", "plan "},
-		{[]string{"show"}, 0, "| final | 1 | succeeded |", ""},
-		{[]string{"frob"}, 2, "", ""},
-		{[]string{"get"}, 2, "", ""},
+		{at("00:00"), []string{"put", "task:q4_analysis", `{"status": "pending", "for": "data_analyst", "description": "Q4 revenue"}`, "--agent", "orchestrator", "--ttl", "3600"}},
+		{at("00:01"), []string{"put", "task:q4_analysis", `{"status":"in_progress","assigned_to":"data_analyst","started_at":"2026-02-04T10:00:01Z"}`, "--agent", "data_analyst", "--expect-version", "1"}},
+		{at("00:02"), []string{"put", "task:q4_analysis", `{"status":"lost"}`, "--agent", "orchestrator", "--expect-version", "1"}},
+		{at("00:03"), []string{"put", "signal:analyst", `{"status":"available"}`, "--ttl", "60", "--agent", "analyst"}},
+		{at("00:04"), []string{"put", "signal:other", `{"status":"busy"}`, "--agent", "analyst"}},
+		{at("00:05"), []string{"put", "note", "plain text", "--ttl", "90s", "--topic", "notes"}},
+		{at("00:05"), []string{"get", "note", "--agent", "analyst"}},
+		{at("00:05"), []string{"put", "bad", "1", "--ttl", "soon"}},
+		{at("00:06"), []string{"get", "task:q4_analysis"}},
+		{at("00:06"), []string{"get", "task:q4_analysis", "--json"}},
+		{at("00:07"), []string{"get", "nothing"}},
+		{at("00:08"), []string{"put", "cache:revenue_summary", `{"revenue": 1300000}`, "--agent", "analyst"}},
+		{at("00:09"), []string{"conflicts"}},
+		{at("01:02"), []string{"get", "signal:analyst"}},
+		{at("01:03"), []string{"get", "signal:analyst"}},
+		{at("01:03"), []string{"list"}},
+		{at("01:03"), []string{"list", "task:"}},
+		{at("01:03"), []string{"snapshot"}},
+		{at("01:04"), []string{"delete", "note"}},
+		{at("01:04"), []string{"delete", "note"}},
+		{at("01:05"), []string{"get", "note"}},
+		{at("01:05"), []string{"put", "signal:analyst", `{"status":"busy","current_task":"task:q4_analysis"}`, "--ttl", "2m", "--agent", "analyst"}},
+		{at("01:05"), []string{"show", "--format", "md"}},
+		{at("01:05"), []string{"frob"}},
+		{at("01:05"), []string{"get"}},
 	}
+	var out strings.Builder
 	for _, s := range steps {
-		r := runCLI(t, wd, append([]string{"board", bb}, s.args...)...)
-		if r.code != s.code || !strings.Contains(r.stdout, s.out) || (s.noout != "" && strings.Contains(r.stdout, s.noout)) {
-			t.Errorf("board %v: exit %d, stdout %q, stderr %q", s.args, r.code, r.stdout, r.stderr)
+		args := append([]string{"board", "bb.json"}, s.args...)
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = wd
+		cmd.Env = append(os.Environ(), "RUNNER_FAKE_NOW="+s.now)
+		var so, se strings.Builder
+		cmd.Stdout, cmd.Stderr = &so, &se
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&out, "$ runner board bb.json %s   # at %s\n%s", shellWords(s.args), s.now, so.String())
+		if se.Len() > 0 {
+			fmt.Fprintf(&out, "stderr: %s", firstLines(se.String(), 1))
+		}
+		fmt.Fprintf(&out, "[exit %d]\n\n", code)
+	}
+	golden(t, "board-seed.golden", normalizeRun(out.String(), wd))
+}
+
+// shellWords writes args as a shell would need them.
+func shellWords(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.ContainsAny(a, " {}\"'") {
+			out[i] = "'" + a + "'"
 		}
 	}
-	r = runCLI(t, wd, "board", bb, "snapshot")
-	var snap map[string]any
-	if err := json.Unmarshal([]byte(r.stdout), &snap); err != nil || snap["round"] != 3.0 || len(snap["n"].([]any)) != 2 {
-		t.Errorf("snapshot = %s (%v)", r.stdout, err)
+	return strings.Join(out, " ")
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitAfter(s, "\n")
+	if len(lines) > n {
+		lines = lines[:n]
 	}
+	return strings.Join(lines, "")
+}
+
+var (
+	runIDRe   = regexp.MustCompile(`\b[0-9A-HJKMNP-TV-Z]{26}\b`)
+	realTSRe  = regexp.MustCompile(`20\d\d-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+	msCellRe  = regexp.MustCompile(`\| (\d+) \| ([^|]*) \|\n`)
+	fakeDayRe = regexp.MustCompile(`^2026-02-04T10:`)
+)
+
+// normalizeRun replaces what differs from run to run (ids, the run's real
+// times, step durations, the temp dir) so a transcript can be golden.
+func normalizeRun(s, wd string) string {
+	s = strings.ReplaceAll(s, wd, "WD")
+	s = strings.ReplaceAll(s, testdata(""), "TESTDATA")
+	s = runIDRe.ReplaceAllString(s, "RUNID")
+	s = realTSRe.ReplaceAllStringFunc(s, func(ts string) string {
+		if fakeDayRe.MatchString(ts) {
+			return ts
+		}
+		return "TIME"
+	})
+	return msCellRe.ReplaceAllString(s, "| MS | $2 |\n")
 }

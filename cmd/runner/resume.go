@@ -22,6 +22,16 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
+	if _, err := os.Stat(pos[0]); err != nil {
+		fmt.Fprintf(stderr, "runner resume: %v\n", err)
+		return exitUsage
+	}
+	lock, err := ownRun(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "runner resume: %v\n", err)
+		return exitUsage
+	}
+	defer lock.Unlock()
 	saved, err := board.Load(pos[0])
 	if err != nil {
 		fmt.Fprintf(stderr, "runner resume: %v\n", err)
@@ -58,6 +68,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer b.Close()
+	defer serveRun(b, lock, prog.Plan, stderr)()
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: run.Workdir,
 		Vars: engine.SavedVars(prog.Plan, run.Vars), Agents: set}
 	if err := r.Restore(b.Steps()); err != nil {

@@ -75,6 +75,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitFailed
 	}
+	lock, err := ownRun(path)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitUsage
+	}
+	defer lock.Unlock()
 	planPath, _ := filepath.Abs(pos[0])
 	b, err := board.Create(path, board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256,
 		PlanSource: string(prog.Plan.Source), Vars: resolved, Workdir: wd, Status: board.StatusRunning,
@@ -84,6 +90,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer b.Close()
+	defer serveRun(b, lock, prog.Plan, stderr)()
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Agents: set}
 	return execute(r, stdout, stderr, g)
 }

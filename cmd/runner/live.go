@@ -1,0 +1,75 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/plans"
+)
+
+// ownRun takes the lock of the run at path for a run or resume: no other
+// process may run it at the same time. A CLI write holding the lock for a
+// moment is waited for; a live run is refused, naming its process.
+func ownRun(path string) (*board.Lock, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerRun})
+		var owned *board.OwnedError
+		if err == nil || !errors.As(err, &owned) {
+			return l, err
+		}
+		if owned.Owner.Kind == board.OwnerRun || time.Now().After(deadline) {
+			msg := fmt.Sprintf("run %s is live: process %d owns it", path, owned.Owner.PID)
+			if owned.Owner.PID == 0 {
+				msg = fmt.Sprintf("run %s is in use by another process", path)
+			}
+			if owned.Owner.Socket != "" {
+				msg += fmt.Sprintf(" and serves its board on %s (see `runner board %s watch`)", owned.Owner.Socket, path)
+			}
+			return nil, errors.New(msg)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// serveRun shares the board of the run this process owns with other
+// processes, and records the socket in the lock file. The returned stop
+// ends the sharing; the lock itself is released by the caller.
+func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, stderr io.Writer) (stop func()) {
+	b.SetPerms(planPerms(p))
+	srv, err := liveboard.Serve(b)
+	if err != nil {
+		// The run goes on; outside processes wait for it to end.
+		fmt.Fprintf(stderr, "warning: not serving the board to other processes: %v\n", err)
+		return func() {}
+	}
+	lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket})
+	return func() {
+		lock.SetOwner(board.Owner{Kind: board.OwnerRun})
+		srv.Close()
+	}
+}
+
+// planPerms are the agents' board key patterns, as the board enforces them.
+func planPerms(p *plans.Plan) map[string]board.Perms {
+	perms := map[string]board.Perms{}
+	for _, a := range p.Agents {
+		if len(a.Board.Read) > 0 || len(a.Board.Write) > 0 {
+			perms[a.Name] = board.Perms{Read: a.Board.Read, Write: a.Board.Write}
+		}
+	}
+	return perms
+}
+
+// savedPerms are the key patterns of the plan a saved run was made from.
+func savedPerms(run board.Run) map[string]board.Perms {
+	p, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource)) // a plan with problems still names its agents
+	if p == nil {
+		return nil
+	}
+	return planPerms(p)
+}

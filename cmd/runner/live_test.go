@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/board"
+)
+
+// putMany runs writers processes that each put n keys (w<i>-k<j>) and one
+// shared key, all at once, and returns the first failure.
+func putMany(t *testing.T, dir, bb string, writers, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan string, writers*n)
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < n; j++ {
+				args := []string{"board", bb, "put", fmt.Sprintf("w%d-k%d", w, j), fmt.Sprintf(`{"w":%d,"j":%d}`, w, j), "--agent", fmt.Sprintf("w%d", w)}
+				if j%10 == 0 { // and now and then, all at the same key
+					args = []string{"board", bb, "put", "shared", fmt.Sprint(w), "--agent", fmt.Sprintf("w%d", w)}
+				}
+				cmd := exec.Command(binary, args...)
+				cmd.Dir = dir
+				if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "wrote ") {
+					errs <- fmt.Sprintf("%v: %v %s", args, err, out)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+// checkMany checks what putMany wrote: every key, at version 1, by its
+// writer; the shared key's versions 1..N in order; seqs dense.
+func checkMany(t *testing.T, bb string, writers, n int) {
+	t.Helper()
+	b, err := board.Load(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := 0
+	for w := 0; w < writers; w++ {
+		for j := 0; j < n; j++ {
+			if j%10 == 0 {
+				continue
+			}
+			e, ok := b.Get(fmt.Sprintf("w%d-k%d", w, j))
+			if !ok {
+				missing++
+				continue
+			}
+			if e.Version != 1 || e.Author != fmt.Sprintf("w%d", w) || e.Meta["via"] == nil {
+				t.Errorf("w%d-k%d: %+v", w, j, e)
+			}
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d keys lost", missing, writers*n*9/10)
+	}
+	hist := b.Query(board.Filter{Key: "shared"})
+	if len(hist) != writers*n/10 {
+		t.Errorf("shared was written %d times, want %d", len(hist), writers*n/10)
+	}
+	for i, e := range hist {
+		if e.Version != int64(i+1) {
+			t.Fatalf("write %d of shared has version %d", i+1, e.Version)
+		}
+	}
+	for i, e := range b.Entries() {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("entry %d has seq %d", i+1, e.Seq)
+		}
+	}
+}
+
+// 20 processes x 50 puts on a run that has ended: the CLI takes the
+// run's lock for each write, none is lost.
+func TestBoardManyWritersFinishedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1000 processes")
+	}
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", testdata("seed.yaml"), "-q", "--out", bb); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	putMany(t, wd, bb, 20, 50)
+	checkMany(t, bb, 20, 50)
+}
+
+// startLive starts testdata/live.yaml and waits until it serves its board.
+func startLive(t *testing.T, wd, bb string) (cmd *exec.Cmd, out *bytes.Buffer, pid int) {
+	t.Helper()
+	cmd = exec.Command(binary, "run", testdata("live.yaml"), "-q", "--out", bb)
+	cmd.Dir = wd
+	out = &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if o, err := board.ReadOwner(bb); err == nil && o.Socket != "" {
+			return cmd, out, o.PID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never served its board: %s", out)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The same on a live run: the writes go through the owner's socket, and a
+// later step of the run reads them.
+func TestBoardManyWritersLiveRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1000 processes")
+	}
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	cmd, out, pid := startLive(t, wd, bb)
+	if pid != cmd.Process.Pid {
+		t.Fatalf("owner pid %d, run pid %d", pid, cmd.Process.Pid)
+	}
+	// resume of a live run is refused, naming the owner.
+	r := runCLI(t, wd, "resume", bb)
+	if r.code != 2 || !strings.Contains(r.stderr, fmt.Sprintf("process %d owns it", pid)) {
+		t.Errorf("resume of a live run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// so is a second run onto the same file.
+	r = runCLI(t, wd, "run", testdata("live.yaml"), "-q", "--out", bb)
+	if r.code != 2 || !strings.Contains(r.stderr, fmt.Sprintf("process %d owns it", pid)) {
+		t.Errorf("run --out onto a live run: exit %d, stderr %q", r.code, r.stderr)
+	}
+	putMany(t, wd, bb, 20, 50)
+	os.WriteFile(filepath.Join(wd, "done"), nil, 0o644)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v %s", err, out)
+	}
+	checkMany(t, bb, 20, 50)
+	b, _ := board.Load(bb)
+	var count board.Entry
+	for _, e := range b.Query(board.Filter{Label: "count"}) {
+		count = e
+	}
+	last, _ := b.Get("shared")
+	want := fmt.Sprintf("%d {\"j\":42,\"w\":7} %v", 20*50, last.Content)
+	if count.Content != want {
+		t.Errorf("the run's step saw %q, want %q", count.Content, want)
+	}
+	if _, err := os.Stat(bb + ".sock"); !os.IsNotExist(err) {
+		t.Errorf("the socket outlived the run: %v", err)
+	}
+}
+
+// watch streams a live run's changes as JSON lines, filtered by prefix or
+// topic, and sees writes made after the run ended too.
+func TestBoardWatch(t *testing.T) {
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	cmd, out, _ := startLive(t, wd, bb)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	watch := func(args ...string) (*exec.Cmd, *bytes.Buffer) {
+		w := exec.CommandContext(ctx, binary, append([]string{"board", bb, "watch"}, args...)...)
+		var buf bytes.Buffer
+		w.Stdout, w.Stderr = &buf, &buf
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return w, &buf
+	}
+	all, allOut := watch("--count", "4")
+	tasks, tasksOut := watch("--topic", "task", "--count", "2")
+	sig, sigOut := watch("--prefix", "signal:", "--count", "1")
+	time.Sleep(500 * time.Millisecond) // let the watchers connect
+	for _, args := range [][]string{
+		{"put", "task:a", `{"status":"pending"}`, "--agent", "boss"},
+		{"put", "note", "x", "--topic", "task"},
+		{"put", "signal:me", "up", "--ttl", "60"},
+		{"delete", "note"},
+	} {
+		if r := runCLI(t, wd, append([]string{"board", bb}, args...)...); r.code != 0 {
+			t.Fatalf("%v: %d %s", args, r.code, r.stderr)
+		}
+	}
+	for _, w := range []*exec.Cmd{all, tasks, sig} {
+		if err := w.Wait(); err != nil {
+			t.Fatalf("watch: %v\n%s%s%s", err, allOut, tasksOut, sigOut)
+		}
+	}
+	wantLines := func(name string, got *bytes.Buffer, want ...string) {
+		lines := strings.Split(strings.TrimSpace(got.String()), "\n")
+		if len(lines) != len(want) {
+			t.Fatalf("%s: %d lines, want %d:\n%s", name, len(lines), len(want), got)
+		}
+		for i, w := range want {
+			if !strings.Contains(lines[i], w) {
+				t.Errorf("%s line %d = %s, want it to hold %s", name, i+1, lines[i], w)
+			}
+		}
+	}
+	wantLines("all", allOut, `"op":"put","key":"task:a","value":{"status":"pending"},"version":1,"author":"boss","topic":"task"`,
+		`"key":"note","value":"x","version":1,"author":"cli","topic":"task"`, `"key":"signal:me"`, `"op":"delete","key":"note","value":null,"version":2`)
+	wantLines("topic", tasksOut, `"key":"task:a"`, `"key":"note"`)
+	wantLines("prefix", sigOut, `"key":"signal:me","value":"up","version":1,"author":"cli","topic":"signal","section":"kv"`)
+
+	// After the run: a watch polls the file, and sees CLI writes.
+	os.WriteFile(filepath.Join(wd, "done"), nil, 0o644)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run: %v %s", err, out)
+	}
+	after, afterOut := watch("--prefix", "late", "--count", "1")
+	time.Sleep(300 * time.Millisecond)
+	runCLI(t, wd, "board", bb, "put", "late", "1")
+	if err := after.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	wantLines("after the run", afterOut, `"key":"late"`)
+}
+
+// Two board steps in a parallel group write one key differently, by two
+// authors: one conflict, and the plan branches to its resolver.
+func TestConflictBranchesToResolver(t *testing.T) {
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	r := runCLI(t, wd, "run", testdata("conflict.yaml"), "-q", "--out", bb)
+	if r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	b, err := board.Load(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := b.Conflicts("answer")
+	if len(cs) != 1 {
+		t.Fatalf("%d conflicts, want 1: %+v", len(cs), cs)
+	}
+	c := cs[0].Content.(map[string]any)
+	w, o := c["written"].(map[string]any), c["overwritten"].(map[string]any)
+	if w["version"] != 2.0 || o["version"] != 1.0 || w["author"] == o["author"] || w["value"] == o["value"] {
+		t.Fatalf("conflict %v", c)
+	}
+	var labels []string
+	for _, s := range b.Steps() {
+		labels = append(labels, s.Label)
+	}
+	if got := strings.Join(labels, " "); !strings.HasSuffix(got, "propose check resolve decide") {
+		t.Fatalf("steps %s", got)
+	}
+	final, _ := b.Get("answer")
+	if want := fmt.Sprintf("%v or %v", w["value"], o["value"]); final.Content != want || final.Author != "resolver" {
+		t.Fatalf("answer = %+v, want %q by resolver", final, want)
+	}
+}

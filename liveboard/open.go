@@ -1,0 +1,155 @@
+package liveboard
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"github.com/planrunner/runner/board"
+)
+
+// Access reads and writes one run's board: through its owner's socket
+// while the run is live, else on the file under the run's lock.
+type Access interface {
+	Write(q WriteRequest) (board.Entry, error)
+	Read(agent, key string) (board.Entry, bool, error)
+	Live(prefix, agent string) ([]board.Entry, error)
+	Board() (*board.Board, error)
+	Close() error
+}
+
+// Options tune Open.
+type Options struct {
+	// Wait is how long to wait for another process's short hold of the
+	// lock (a CLI write, a run starting up) before giving up; default 30s.
+	Wait time.Duration
+	// Perms gives the agents' key patterns of a run that no one owns (from
+	// its plan), so they are enforced on the file as the owner would.
+	Perms func(board.Run) map[string]board.Perms
+	// Now replaces the clock when working on the file (tests).
+	Now func() time.Time
+}
+
+// Open gives access to the board of the blackboard file at path. When a
+// run owns it and serves it, the access goes through the socket; when no
+// one owns it, Open takes the lock (Close releases it). A run that owns
+// the lock but does not serve (yet) is waited for, up to o.Wait.
+func Open(path string, o Options) (Access, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	if o.Wait == 0 {
+		o.Wait = 30 * time.Second
+	}
+	deadline := time.Now().Add(o.Wait)
+	delay := 500 * time.Microsecond
+	for {
+		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
+		if err == nil {
+			b, err := board.OpenAppend(path, board.Options{})
+			if err != nil {
+				l.Unlock()
+				return nil, err
+			}
+			if o.Now != nil {
+				b.SetClock(o.Now)
+			}
+			if o.Perms != nil {
+				b.SetPerms(o.Perms(b.Run()))
+			}
+			return &local{b: b, lock: l}, nil
+		}
+		var owned *board.OwnedError
+		if !errors.As(err, &owned) {
+			return nil, err
+		}
+		if owned.Owner.Kind == board.OwnerRun && owned.Owner.Socket != "" {
+			if c, err := Dial(owned.Owner.Socket, path); err == nil {
+				return c, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		time.Sleep(delay)
+		delay = min(delay*2, 20*time.Millisecond)
+	}
+}
+
+// local is access to a board no one else owns, under its lock.
+type local struct {
+	b    *board.Board
+	lock *board.Lock
+}
+
+func (l *local) Write(q WriteRequest) (board.Entry, error) { return l.b.Write(q.Op("cli")) }
+func (l *local) Read(agent, key string) (board.Entry, bool, error) {
+	return l.b.ReadAs(agent, key)
+}
+func (l *local) Live(prefix, agent string) ([]board.Entry, error) {
+	return Live(l.b, prefix, agent), nil
+}
+func (l *local) Board() (*board.Board, error) { return l.b, nil }
+
+func (l *local) Close() error {
+	err := l.b.Close()
+	if uerr := l.lock.Unlock(); err == nil {
+		err = uerr
+	}
+	return err
+}
+
+// Watch streams the changes of the board at path that match f, as they
+// are written, until ctx ends. While a run owns the board, they come from
+// its socket; while no one does, the file is read again every poll (the
+// lock is held only for each read, so writers go on).
+func Watch(ctx context.Context, path string, f Filter, o Options, poll time.Duration, fn func(Change) error) error {
+	last := f.After
+	for ctx.Err() == nil {
+		a, err := Open(path, o)
+		if err != nil {
+			return err
+		}
+		if c, ok := a.(*Client); ok {
+			err := c.Watch(ctx, Filter{Prefix: f.Prefix, Topic: f.Topic, After: last}, func(ch Change) error {
+				last = ch.Seq
+				return fn(ch)
+			})
+			c.Close()
+			if err != nil && ctx.Err() == nil {
+				return err
+			}
+			if last < 0 {
+				// The run ended before anything matched: go on from where
+				// its board ends.
+				if b, err := board.Load(path); err == nil {
+					last = int64(b.Len())
+				}
+			}
+			continue
+		}
+		b, _ := a.Board()
+		if last < 0 {
+			last = int64(b.Len())
+		}
+		var sendErr error
+		for _, e := range b.Query(board.Filter{AfterSeq: last}) {
+			last = e.Seq
+			if f.match(&e) {
+				if sendErr = fn(ChangeOf(e)); sendErr != nil {
+					break
+				}
+			}
+		}
+		a.Close()
+		if sendErr != nil {
+			return sendErr
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(poll):
+		}
+	}
+	return nil
+}

@@ -1,0 +1,397 @@
+// Package liveboard shares a live run's blackboard with other processes.
+//
+// The process that owns a run (it holds the run's lock, see board.TryLock)
+// serves its board over HTTP on a Unix socket beside blackboard.json, so
+// `runner board put/get/watch...` and outside agents read and write the
+// board the plan is running on, and the plan sees their writes at once.
+// When no process owns the run, Open takes the lock itself and works on
+// the file. Either way one process writes, so no write is lost and
+// versions stay in order.
+package liveboard
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/planrunner/runner/board"
+)
+
+// maxSocketPath is the longest socket path every Unix takes (sun_path is
+// 108 bytes on Linux, 104 on macOS and the BSDs, both with a NUL).
+const maxSocketPath = 103
+
+// SocketPath is where the board of the blackboard file at path is served:
+// beside it, or, when that path is too long for a Unix socket, in a fresh
+// private directory under the system's temp dir (the owner records where,
+// in the lock file).
+func SocketPath(path string) (sock string, private bool, err error) {
+	sock = path + ".sock"
+	if len(sock) <= maxSocketPath {
+		return sock, false, nil
+	}
+	sum := sha256.Sum256([]byte(path))
+	for _, base := range []string{os.TempDir(), "/tmp"} {
+		dir, err := os.MkdirTemp(base, "rb-"+hex.EncodeToString(sum[:4])+"-")
+		if err != nil {
+			continue
+		}
+		if s := filepath.Join(dir, "s"); len(s) <= maxSocketPath {
+			return s, true, nil
+		}
+		os.Remove(dir)
+	}
+	return "", false, fmt.Errorf("no socket path short enough for %s", path)
+}
+
+// Server serves one board.
+type Server struct {
+	Socket string // the socket's path
+	// Via is written into the meta of each write made through the server
+	// (meta.via), so a replay can tell outside writes from the plan's own.
+	Via string
+
+	b       *board.Board
+	ln      net.Listener
+	srv     *http.Server
+	private bool
+	done    chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	onWrite func(board.Entry)
+}
+
+// Serve starts serving b (a file-backed board) on its socket.
+func Serve(b *board.Board) (*Server, error) {
+	if b.Path() == "" {
+		return nil, errors.New("liveboard: the board is not backed by a file")
+	}
+	sock, private, err := SocketPath(b.Path())
+	if err != nil {
+		return nil, err
+	}
+	// A socket left by a killed owner would make Listen fail. Whoever calls
+	// Serve holds the run's lock, so no live process is serving on it.
+	if fi, err := os.Lstat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		os.Remove(sock)
+	}
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		if private {
+			os.RemoveAll(filepath.Dir(sock))
+		}
+		return nil, fmt.Errorf("liveboard: %w", err)
+	}
+	os.Chmod(sock, 0o600) // the board is the user's: no other user connects
+	s := &Server{Socket: sock, Via: "socket", b: b, ln: ln, private: private, done: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/ping", s.ping)
+	mux.HandleFunc("POST /v1/write", s.write)
+	mux.HandleFunc("GET /v1/read", s.read)
+	mux.HandleFunc("GET /v1/live", s.live)
+	mux.HandleFunc("GET /v1/board", s.whole)
+	mux.HandleFunc("GET /v1/watch", s.watch)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// OnWrite sets a function told of every write made through the server,
+// after it is on the board (a replay recorder, say).
+func (s *Server) OnWrite(f func(board.Entry)) {
+	s.mu.Lock()
+	s.onWrite = f
+	s.mu.Unlock()
+}
+
+// Close stops serving: watch streams end, the socket is removed.
+func (s *Server) Close() error {
+	s.once.Do(func() { close(s.done) })
+	err := s.srv.Close()
+	if s.private {
+		os.RemoveAll(filepath.Dir(s.Socket))
+	}
+	return err
+}
+
+// Ping is what a client checks before trusting a socket.
+type Ping struct {
+	PID   int    `json:"pid"`
+	Path  string `json:"path"` // the blackboard file served
+	RunID string `json:"run_id"`
+}
+
+func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
+	reply(w, http.StatusOK, Ping{PID: os.Getpid(), Path: s.b.Path(), RunID: s.b.Run().ID})
+}
+
+// WriteRequest is a put or a delete.
+type WriteRequest struct {
+	Key   string  `json:"key"`
+	Value any     `json:"value,omitempty"`
+	TTL   float64 `json:"ttl_s,omitempty"` // seconds; 0: no expiry
+	Agent string  `json:"agent,omitempty"`
+	Topic string  `json:"topic,omitempty"`
+	// ExpectVersion makes the write a compare-and-set (0: the key must not
+	// exist); nil: unconditional.
+	ExpectVersion *int64 `json:"expect_version,omitempty"`
+	Delete        bool   `json:"delete,omitempty"`
+}
+
+// Op is the board write the request asks for, authored by its agent
+// (default "cli").
+func (q WriteRequest) Op(via string) board.WriteOp {
+	op := board.WriteOp{Key: q.Key, Value: q.Value, TTL: time.Duration(q.TTL * float64(time.Second)),
+		Author: q.Agent, Role: "user", Topic: q.Topic, ExpectVersion: -1, Delete: q.Delete,
+		Meta: map[string]any{"via": via}}
+	if op.Author == "" {
+		op.Author = "cli"
+	}
+	if q.ExpectVersion != nil {
+		op.ExpectVersion = *q.ExpectVersion
+	}
+	return op
+}
+
+type errorReply struct {
+	Error string `json:"error"`
+	Kind  string `json:"kind"` // version, denied, absent, bad
+}
+
+func (s *Server) write(w http.ResponseWriter, r *http.Request) {
+	var q WriteRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
+	if err := dec.Decode(&q); err != nil {
+		replyErr(w, fmt.Errorf("bad request body: %w", err))
+		return
+	}
+	if strings.TrimSpace(q.Key) == "" {
+		replyErr(w, errors.New("the key is empty"))
+		return
+	}
+	if q.TTL < 0 || q.TTL > 1e9 {
+		replyErr(w, fmt.Errorf("ttl %v s is out of range", q.TTL))
+		return
+	}
+	e, err := s.b.Write(q.Op(s.Via))
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	s.mu.Lock()
+	f := s.onWrite
+	s.mu.Unlock()
+	if f != nil {
+		f(e)
+	}
+	reply(w, http.StatusOK, e)
+}
+
+// ReadReply is the answer to a read.
+type ReadReply struct {
+	Found bool         `json:"found"`
+	Entry *board.Entry `json:"entry,omitempty"`
+}
+
+func (s *Server) read(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	e, ok, err := s.b.ReadAs(q.Get("agent"), q.Get("key"))
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	rep := ReadReply{Found: ok}
+	if ok {
+		rep.Entry = &e
+	}
+	reply(w, http.StatusOK, rep)
+}
+
+// live answers the live entries of the keys starting with prefix that the
+// agent may read.
+func (s *Server) live(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	reply(w, http.StatusOK, Live(s.b, q.Get("prefix"), q.Get("agent")))
+}
+
+// Live is the live entry of every key starting with prefix that agent may
+// read, sorted by key.
+func Live(b *board.Board, prefix, agent string) []board.Entry {
+	out := []board.Entry{}
+	for _, k := range b.Keys(prefix) {
+		if b.Allowed(agent, "read", k.Key) != nil {
+			continue
+		}
+		if e, ok := b.Get(k.Key); ok {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func (s *Server) whole(w http.ResponseWriter, r *http.Request) {
+	data, err := s.b.Encode()
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(data)
+}
+
+// Filter selects the changes a watch streams.
+type Filter struct {
+	Prefix string // keys starting with it (entries without a key are left out)
+	Topic  string // entries on this topic
+	// After streams the entries after this seq; -1: only those written
+	// from now on.
+	After int64
+}
+
+func (f Filter) match(e *board.Entry) bool {
+	if f.Prefix != "" && (e.Key == "" || !strings.HasPrefix(e.Key, f.Prefix)) {
+		return false
+	}
+	return f.Topic == "" || e.Topic == f.Topic
+}
+
+func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := Filter{Prefix: q.Get("prefix"), Topic: q.Get("topic"), After: -1}
+	if a := q.Get("after"); a != "" {
+		n, err := strconv.ParseInt(a, 10, 64)
+		if err != nil {
+			replyErr(w, fmt.Errorf("after=%q: not a number", a))
+			return
+		}
+		f.After = n
+	}
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	enc := json.NewEncoder(w)
+	stream(s.b, f, func(c Change) error {
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return nil
+	}, r.Context().Done(), s.done)
+}
+
+// stream sends the board's changes that match f to send until a stop
+// channel closes or send fails.
+func stream(b *board.Board, f Filter, send func(Change) error, stops ...<-chan struct{}) error {
+	last := f.After
+	if last < 0 {
+		last = int64(b.Len())
+	}
+	for {
+		changed := b.Changed()
+		for _, e := range b.Query(board.Filter{AfterSeq: last}) {
+			last = e.Seq
+			if f.match(&e) {
+				if err := send(ChangeOf(e)); err != nil {
+					return err
+				}
+			}
+		}
+		for _, stop := range stops {
+			select {
+			case <-stop:
+				return nil
+			default:
+			}
+		}
+		if err := waitAny(changed, stops); err != nil {
+			return nil
+		}
+	}
+}
+
+var errStopped = errors.New("stopped")
+
+func waitAny(changed <-chan struct{}, stops []<-chan struct{}) error {
+	switch len(stops) {
+	case 1:
+		select {
+		case <-changed:
+		case <-stops[0]:
+			return errStopped
+		}
+	case 2:
+		select {
+		case <-changed:
+		case <-stops[0]:
+			return errStopped
+		case <-stops[1]:
+			return errStopped
+		}
+	default:
+		<-changed
+	}
+	return nil
+}
+
+// Change is one line of a watch: an entry as it was written.
+type Change struct {
+	Seq     int64          `json:"seq"`
+	Op      string         `json:"op"` // put, delete, or append (an entry without a key)
+	Key     string         `json:"key,omitempty"`
+	Value   any            `json:"value"`
+	Version int64          `json:"version,omitempty"`
+	Author  string         `json:"author"`
+	Topic   string         `json:"topic,omitempty"`
+	Section string         `json:"section"`
+	Label   string         `json:"label,omitempty"`
+	TS      time.Time      `json:"ts"`
+	TTL     *float64       `json:"ttl_s"`
+	Meta    map[string]any `json:"meta,omitempty"`
+}
+
+// ChangeOf is the watch line of an entry.
+func ChangeOf(e board.Entry) Change {
+	op := "append"
+	switch {
+	case e.Deleted:
+		op = "delete"
+	case e.Key != "":
+		op = "put"
+	}
+	return Change{Seq: e.Seq, Op: op, Key: e.Key, Value: e.Content, Version: e.Version, Author: e.Author,
+		Topic: e.Topic, Section: e.Section, Label: e.Label, TS: e.TS, TTL: e.TTL, Meta: e.Meta}
+}
+
+func reply(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+func replyErr(w http.ResponseWriter, err error) {
+	code, kind := http.StatusBadRequest, "bad"
+	switch {
+	case errors.Is(err, board.ErrVersion):
+		code, kind = http.StatusConflict, "version"
+	case errors.Is(err, board.ErrDenied):
+		code, kind = http.StatusForbidden, "denied"
+	case errors.Is(err, board.ErrAbsent):
+		code, kind = http.StatusNotFound, "absent"
+	}
+	reply(w, code, errorReply{Error: strings.TrimPrefix(err.Error(), "board: "), Kind: kind})
+}
