@@ -157,6 +157,34 @@ func (d *Decoder) TemplateAt(n *yaml.Node, what string) *Template {
 	return compileTemplateAt(d.r, d.Plan.Source, n, s, d.scope)
 }
 
+// ShellTemplate reads a shell script that may hold ${{ }} (nil when
+// absent), for StepContext.EvalShell. Where a value cannot stand safely in
+// the script, the plan does not load.
+func (d *Decoder) ShellTemplate(key string) *Template {
+	n := d.Node(key)
+	if n == nil {
+		return nil
+	}
+	s, ok := plans.String(d.r, n, key)
+	if !ok {
+		return nil
+	}
+	t := compileTemplateAt(d.r, d.Plan.Source, n, s, d.scope)
+	if t == nil {
+		return nil
+	}
+	sp, errs := planShell(t)
+	for _, e := range errs {
+		line, col := scalarPos(d.Plan.Source, n, t.parts[e.part].off)
+		d.r.AtPos(line, col, "%s: %s", key, e.msg)
+	}
+	if len(errs) > 0 {
+		return nil
+	}
+	t.shell = sp
+	return t
+}
+
 // ExprAt compiles the bare boolean expression at n (as in `when:`).
 func (d *Decoder) ExprAt(n *yaml.Node, what string) *Expr {
 	return compileBoolAt(d.r, d.Plan.Source, &plans.Expr{Src: n.Value, Node: n}, what, d.scope)

@@ -361,7 +361,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 		kvs = append(kvs, res.Write)
 	}
 	if n.WriteKey != nil && rec.Status == StatusSucceeded {
-		key, err := r.eval.render(n.WriteKey, false, vc)
+		key, err := r.eval.render(n.WriteKey, vc)
 		if err != nil {
 			return fmt.Errorf("write.key: %w", err)
 		}

@@ -66,12 +66,20 @@ func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[st
 	return f(env)
 }
 
-func (e *evaluator) render(t *Template, shell bool, vc *visitClock) (s string, err error) {
+func (e *evaluator) render(t *Template, vc *visitClock) (s string, err error) {
 	err = e.with(nil, vc, func(env map[string]any) error {
-		s, err = t.render(env, shell)
+		s, err = t.render(env)
 		return err
 	})
 	return s, err
+}
+
+func (e *evaluator) renderShell(t *Template, vc *visitClock) (c *ShellCommand, err error) {
+	err = e.with(nil, vc, func(env map[string]any) error {
+		c, err = t.renderShell(env)
+		return err
+	})
+	return c, err
 }
 
 func (e *evaluator) value(t *Template, vc *visitClock) (v any, err error) {

@@ -92,16 +92,19 @@ func (sc *StepContext) Eval(t *Template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
-	return sc.eval.render(t, false, sc.clock)
+	return sc.eval.render(t, sc.clock)
 }
 
-// EvalShell renders a template for `sh -c`: every ${{ }} value is inserted
-// as one shell-quoted word, so its content can never become shell syntax.
-func (sc *StepContext) EvalShell(t *Template) (string, error) {
+// EvalShell prepares a script compiled with Decoder.ShellTemplate for
+// `sh -c`: each ${{ }} value travels in an environment variable (add Env
+// to the process's) that the script references, so model output is data
+// in every shell context and never becomes syntax. Close the command when
+// the process has ended.
+func (sc *StepContext) EvalShell(t *Template) (*ShellCommand, error) {
 	if t == nil {
-		return "", nil
+		return &ShellCommand{}, nil
 	}
-	return sc.eval.render(t, true, sc.clock)
+	return sc.eval.renderShell(t, sc.clock)
 }
 
 // EvalValue renders a template; a template that is exactly one ${{ }}

@@ -27,11 +27,13 @@ type Expr struct {
 type Template struct {
 	Src   string
 	parts []part
+	shell *shellPlan // set for shell scripts (ShellTemplate)
 }
 
 type part struct {
 	lit  string
 	expr *Expr // nil for a literal
+	off  int   // byte offset of the part in Src
 }
 
 // compileExpr compiles src against the scope; asBool requires a boolean.
@@ -85,12 +87,12 @@ func compileTemplate(src string, scope *Scope) (*Template, []exprError) {
 		i := strings.Index(rest, "${{")
 		if i < 0 {
 			if rest != "" {
-				t.parts = append(t.parts, part{lit: rest})
+				t.parts = append(t.parts, part{lit: rest, off: base})
 			}
 			return t, errs
 		}
 		if i > 0 {
-			t.parts = append(t.parts, part{lit: rest[:i]})
+			t.parts = append(t.parts, part{lit: rest[:i], off: base})
 		}
 		j := strings.Index(rest[i+3:], "}}")
 		if j < 0 {
@@ -105,7 +107,7 @@ func compileTemplate(src string, scope *Scope) (*Template, []exprError) {
 			lead := len(code) - len(strings.TrimLeft(code, " \t\n"))
 			errs = append(errs, exprError{base + i + 3 + lead + exprErrorColumn(err), "in ${{ }}: " + exprMessage(err, scope)})
 		} else {
-			t.parts = append(t.parts, part{expr: e})
+			t.parts = append(t.parts, part{expr: e, off: base + i})
 		}
 		base += i + 3 + j + 2
 		rest = rest[i+3+j+2:]
@@ -151,71 +153,23 @@ func exprErrorColumn(err error) int {
 
 // Render evaluates every part and joins them as text.
 func (t *Template) Render(env map[string]any) (string, error) {
-	return t.render(env, false)
+	return t.render(env)
 }
 
-// RenderShell is Render for `sh -c`: each value becomes one quoted word.
-func (t *Template) RenderShell(env map[string]any) (string, error) {
-	return t.render(env, true)
-}
-
-func (t *Template) render(env map[string]any, shell bool) (string, error) {
+func (t *Template) render(env map[string]any) (string, error) {
 	var b strings.Builder
-	var q quoteState
 	for _, p := range t.parts {
 		if p.expr == nil {
 			b.WriteString(p.lit)
-			q.scan(p.lit)
 			continue
 		}
 		v, err := p.expr.Eval(env)
 		if err != nil {
 			return "", err
 		}
-		s := Text(v)
-		if shell {
-			s = q.quote(s)
-		}
-		b.WriteString(s)
+		b.WriteString(Text(v))
 	}
 	return b.String(), nil
-}
-
-// quoteState follows the shell quoting of the literal text so far, so a
-// value is escaped for where it lands: as its own word, inside "…" or
-// inside '…'. In each case its text reaches the command literally.
-type quoteState struct {
-	single, double, escaped bool
-}
-
-func (q *quoteState) scan(lit string) {
-	for _, c := range lit {
-		switch {
-		case q.escaped:
-			q.escaped = false
-		case q.single:
-			q.single = c != '\''
-		case c == '\\':
-			q.escaped = true
-		case q.double:
-			q.double = c != '"'
-		case c == '\'':
-			q.single = true
-		case c == '"':
-			q.double = true
-		}
-	}
-}
-
-func (q *quoteState) quote(s string) string {
-	switch {
-	case q.single: // close, add an escaped quote, reopen
-		return strings.ReplaceAll(s, "'", `'\''`)
-	case q.double:
-		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
-		return r.Replace(s)
-	}
-	return ShellQuote(s)
 }
 
 // Value is Render, except that a template that is one ${{ }} and nothing

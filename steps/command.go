@@ -41,7 +41,7 @@ func (commandType) Result() any  { return CommandResult{} }
 func (commandType) Decode(d *engine.Decoder) engine.Step {
 	s := &commandStep{}
 	if d.Required("run") {
-		s.run = d.Template("run")
+		s.run = d.ShellTemplate("run")
 	}
 	s.dir = d.Template("dir")
 	s.env = d.Env("env")
@@ -58,13 +58,15 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("run: %w", err)
 	}
+	defer script.Close()
 	dir, env, err := stepDirEnv(sc, s.dir, s.env)
 	if err != nil {
 		return engine.Result{}, err
 	}
+	env = append(env, script.Env...)
 	// Processes the script leaves behind are ended with it, unless
 	// keep_background says they are services for later steps.
-	pr, err := proc.Run(ctx, proc.Spec{Script: script, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground})
+	pr, err := proc.Run(ctx, proc.Spec{Script: script.Script, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground})
 	if err != nil {
 		return engine.Result{}, err
 	}

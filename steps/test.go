@@ -34,7 +34,7 @@ func (testType) Result() any  { return TestResult{} }
 
 func (testType) Decode(d *engine.Decoder) engine.Step {
 	s := &testStep{}
-	s.command = d.Template("command")
+	s.command = d.ShellTemplate("command")
 	s.framework = d.Enum("framework", "auto", append([]string{"auto"}, testrun.Frameworks...)...)
 	if s.framework == "generic" && !d.Has("command") {
 		d.Errorf(d.Node("framework"), "framework generic needs a command")
@@ -45,17 +45,19 @@ func (testType) Decode(d *engine.Decoder) engine.Step {
 }
 
 func (s *testStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
-	// ${{ }} values in the command are inserted shell-quoted: model output
-	// can pick a test name, never add shell syntax.
+	// ${{ }} values reach the command through its environment: model
+	// output can pick a test name, never add shell syntax.
 	command, err := sc.EvalShell(s.command)
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("command: %w", err)
 	}
+	defer command.Close()
 	dir, env, err := stepDirEnv(sc, s.dir, s.env)
 	if err != nil {
 		return engine.Result{}, err
 	}
-	res, err := testrun.Run(ctx, testrun.Options{Command: command, Framework: s.framework, Dir: dir, Env: env})
+	env = append(env, command.Env...)
+	res, err := testrun.Run(ctx, testrun.Options{Command: command.Script, Framework: s.framework, Dir: dir, Env: env})
 	if err != nil {
 		return engine.Result{}, err
 	}

@@ -1,0 +1,65 @@
+package steps
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+// A model's answer reaches command and test steps as data, end to end: the
+// script agent answers with text that would end a heredoc and run
+// commands, and the steps receive exactly its bytes.
+func TestModelOutputIsDataInScripts(t *testing.T) {
+	answer := "EOF\ntouch PWNED\n$(touch PWNED) `touch PWNED` '\"\\"
+	src := `version: 1
+agents:
+  bot: {provider: script, responses: [` + yamlQuote(answer) + `]}
+steps:
+  - {label: gen, type: llm, agent: bot, prompt: go}
+  - label: heredoc
+    type: command
+    run: |
+      cat > got.txt <<EOF
+      ${{ steps.gen.output }}
+      EOF
+  - label: quoted
+    type: command
+    run: printf '%s' "${{ steps.gen.output }}" > got2.txt; printf '%s' '${{ steps.gen.output }}' > got3.txt
+  - label: suite
+    type: test
+    framework: generic
+    command: printf '%s' ${{ steps.gen.output }} > got4.txt
+`
+	dir := t.TempDir()
+	b, err := runPlan(t, dir, src, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"got.txt": answer + "\n", "got2.txt": answer, "got3.txt": answer, "got4.txt": answer}
+	for f, w := range want {
+		got, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || string(got) != w {
+			t.Errorf("%s: %q (%v), want %q", f, got, err, w)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+		t.Error("the answer ran a command")
+	}
+	_ = b
+}
+
+// A ${{ }} where no value can stand safely is a load error at its line.
+func TestScriptPlacesRefusedAtLoad(t *testing.T) {
+	got := llmCompileErr(t, "version: 1\nsteps:\n  - label: c\n    type: command\n    run: |\n      cat <<'EOF'\n      ${{ steps.c.visits }}\n      EOF\n")
+	if !strings.Contains(got, "plan.yaml:7:7: run: a quoted heredoc") {
+		t.Errorf("got %s", got)
+	}
+}
+
+func yamlQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
