@@ -18,7 +18,7 @@ import (
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
 	"max_visits", "write", "parallel", "max_concurrency", "fail_fast"}
 
-var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "steps"}
+var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps"}
 
 // Providers are the agent providers runner knows.
 var Providers = []string{"openai", "anthropic", "script"}
@@ -81,6 +81,8 @@ func Parse(path string, src []byte) (*Plan, error) {
 			p.Agents = parseAgents(r, f.Value)
 		case "limits":
 			p.Limits = parseLimits(r, f.Value)
+		case "board":
+			p.Board = parseBoardOptions(r, f.Value)
 		case "steps":
 			p.Steps = parseSteps(r, p, f.Value, nil)
 		default:

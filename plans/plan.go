@@ -20,6 +20,7 @@ type Plan struct {
 	Secrets     []string // names of environment variables whose values are secret (see secrets.go)
 	Agents      []*Agent
 	Limits      Limits
+	Board       BoardOptions
 	Steps       []*Step // top level, in order
 
 	labels map[string]*Step

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -39,18 +40,31 @@ func ownRun(path string) (*board.Lock, error) {
 // serveRun shares the board of the run this process owns with other
 // processes, and records the socket in the lock file. The returned stop
 // ends the sharing; the lock itself is released by the caller.
-func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, stderr io.Writer) (stop func()) {
+// With the plan's board.markdown, it also keeps that file current.
+func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, stderr io.Writer) (stop func()) {
 	b.SetPerms(planPerms(p))
+	stopMD := func() error { return nil }
+	if md := p.Board.Markdown; md != "" {
+		if !filepath.IsAbs(md) {
+			md = filepath.Join(workdir, md)
+		}
+		stopMD = liveboard.KeepMarkdown(b, md, 200*time.Millisecond)
+	}
 	srv, err := liveboard.Serve(b)
 	if err != nil {
 		// The run goes on; outside processes wait for it to end.
 		fmt.Fprintf(stderr, "warning: not serving the board to other processes: %v\n", err)
-		return func() {}
+	} else {
+		lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket})
 	}
-	lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket})
 	return func() {
-		lock.SetOwner(board.Owner{Kind: board.OwnerRun})
-		srv.Close()
+		if srv != nil {
+			lock.SetOwner(board.Owner{Kind: board.OwnerRun})
+			srv.Close()
+		}
+		if err := stopMD(); err != nil {
+			fmt.Fprintf(stderr, "warning: board.markdown %s: %v\n", p.Board.Markdown, err)
+		}
 	}
 }
 

@@ -218,6 +218,10 @@ func TestBoardWatch(t *testing.T) {
 	}
 	wantLines("all", allOut, `"op":"put","key":"task:a","value":{"status":"pending"},"version":1,"author":"boss","topic":"task"`,
 		`"key":"note","value":"x","version":1,"author":"cli","topic":"task"`, `"key":"signal:me"`, `"op":"delete","key":"note","value":null,"version":2`)
+	// board.markdown: the seed's document, kept current during the run.
+	md := filepath.Join(wd, "swarm-blackboard.md")
+	waitFor(t, md, "| a | boss | pending |")
+
 	wantLines("topic", tasksOut, `"key":"task:a"`, `"key":"note"`)
 	wantLines("prefix", sigOut, `"key":"signal:me","value":"up","version":1,"author":"cli","topic":"signal","section":"kv"`)
 
@@ -226,6 +230,7 @@ func TestBoardWatch(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v %s", err, out)
 	}
+	waitFor(t, md, "| count | 1 | succeeded |")
 	after, afterOut := watch("--prefix", "late", "--count", "1")
 	time.Sleep(300 * time.Millisecond)
 	runCLI(t, wd, "board", bb, "put", "late", "1")
@@ -267,5 +272,21 @@ func TestConflictBranchesToResolver(t *testing.T) {
 	final, _ := b.Get("answer")
 	if want := fmt.Sprintf("%v or %v", w["value"], o["value"]); final.Content != want || final.Author != "resolver" {
 		t.Fatalf("answer = %+v, want %q by resolver", final, want)
+	}
+}
+
+// waitFor waits until the file at path holds want.
+func waitFor(t *testing.T, path, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		data, _ := os.ReadFile(path)
+		if strings.Contains(string(data), want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never held %q:\n%s", path, want, data)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

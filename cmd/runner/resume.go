@@ -68,7 +68,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer b.Close()
-	defer serveRun(b, lock, prog.Plan, stderr)()
+	defer serveRun(b, lock, prog.Plan, run.Workdir, stderr)()
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: run.Workdir,
 		Vars: engine.SavedVars(prog.Plan, run.Vars), Agents: set}
 	if err := r.Restore(b.Steps()); err != nil {

@@ -90,7 +90,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer b.Close()
-	defer serveRun(b, lock, prog.Plan, stderr)()
+	defer serveRun(b, lock, prog.Plan, wd, stderr)()
 	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Agents: set}
 	return execute(r, stdout, stderr, g)
 }
