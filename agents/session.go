@@ -114,12 +114,23 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
 	start := time.Now()
 	var resp *Response
-	if ss.set.replay != nil && !ss.live() {
+	reused := false
+	if ss.set.reuse != nil && (ss.set.replay == nil || ss.live()) {
+		if resp, reused = ss.set.reuse.answer(info, sum); reused {
+			ss.stats.Retries += resp.Retries
+			if sc, ok := ss.agent.p.(*script); ok {
+				sc.take(ss.label) // the script's place moves on as if it had answered
+			}
+		}
+	}
+	switch {
+	case reused:
+	case ss.set.replay != nil && !ss.live():
 		resp, err = ss.replayed(info, canon, sum)
 		if err == nil {
 			ss.stats.Retries += resp.Retries
 		}
-	} else {
+	default:
 		if ss.set.replay != nil && ss.agent.LiveModel != "" {
 			req.Model = ss.agent.LiveModel
 			canon, sum, _ = req.Canonical()
@@ -130,6 +141,9 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 		ss.stats.Retries += retries
 		if resp != nil {
 			resp.Retries = retries
+			if ss.set.reuse != nil {
+				ss.set.reuse.paid(resp.Usage)
+			}
 		}
 	}
 	if err != nil {

@@ -43,6 +43,9 @@ type Options struct {
 	// request differs from the recording, or that has no recording, fails
 	// with a *Divergence.
 	Replay ReplaySource
+	// Reuse, when set, answers calls from earlier runs' recordings while
+	// their requests match (see Reuse); the rest go to the providers.
+	Reuse *Reuse
 	// Mask, when set, learns every agent's API key, and masks the run's
 	// secrets in what providers answer and in the requests recordings
 	// keep; nil: each provider masks its own key.
@@ -130,6 +133,7 @@ type Set struct {
 	maxTokens int
 	log       zerolog.Logger
 	replay    ReplaySource
+	reuse     *Reuse
 	mask      *mask.Masker
 
 	mu    sync.Mutex
@@ -163,7 +167,7 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		t.jitter = defaultJitter
 	}
 	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, log: opt.Log,
-		replay: opt.Replay, calls: map[visitKey]int{}, mask: opt.Mask}
+		replay: opt.Replay, reuse: opt.Reuse, calls: map[visitKey]int{}, mask: opt.Mask}
 	var errs []error
 	for _, spec := range plan.Agents {
 		a := &Agent{Name: spec.Name, Provider: spec.Provider, Model: spec.Model, System: spec.System,

@@ -91,6 +91,18 @@ type Run struct {
 	// Agents are the `--agent NAME.FIELD=VALUE` overrides the run was
 	// started with (agent -> field -> value), so resume uses them again.
 	Agents map[string]map[string]string `json:"agents,omitempty"`
+	// Reused says what `runner run --reuse` took from earlier runs.
+	Reused *Reused `json:"reused,omitempty"`
+}
+
+// Reused counts the model calls a run answered from earlier runs'
+// recordings and those it made live, with their tokens.
+type Reused struct {
+	From         []string `json:"from"`
+	ReusedCalls  int      `json:"reused_calls"`
+	ReusedTokens int      `json:"reused_tokens"`
+	LiveCalls    int      `json:"live_calls"`
+	LiveTokens   int      `json:"live_tokens"`
 }
 
 // Run statuses.

@@ -33,6 +33,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out := fs.String("out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
 	dry := fs.Bool("dry-run", false, "print what would run, run nothing")
 	syncFlag := fs.Bool("sync", false, "fsync the journal after every step (survives power loss, not only kill -9)")
+	var ru reuseFlags
+	fs.Var(&ru.from, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
+	fs.BoolVar(&ru.offline, "offline", false, "with --reuse: take command, test and apply_diff results from the recording too, run nothing")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -65,6 +68,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code != exitOK {
 		return code
 	}
+	if code := ru.load(set, fs, stderr); code != exitOK {
+		return code
+	}
 	now := time.Now().UTC()
 	runID := board.NewID(now)
 	path := *out
@@ -91,8 +97,10 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer b.Close()
 	defer serveRun(b, lock, prog.Plan, wd, stderr)()
-	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Agents: set}
-	return execute(r, stdout, stderr, g)
+	r := &engine.Runner{Prog: prog, Board: b, Log: log, Workdir: wd, Vars: resolved, Agents: set, Script: ru.script(prog)}
+	code = execute(r, stdout, stderr, g)
+	ru.report(b, stderr, g)
+	return code
 }
 
 // execute runs r with Ctrl-C handling and progress, and maps the outcome
