@@ -371,7 +371,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 	if err := r.Board.FinishStep(*rec, entry, kvs...); err != nil {
 		return err
 	}
-	r.eval.set(n.Label, stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)))
+	r.eval.set(n.Label, withTimedOut(stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)), res))
 	if r.Observer != nil {
 		r.Observer.StepFinished(*rec)
 	}
@@ -437,7 +437,13 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int, vc *visi
 		Log: r.logger(n.Label), eval: r.eval, runner: r, clock: vc}
 	res, err = n.Impl.Run(ctx, sc)
 	if err != nil && timeout != nil && context.Cause(ctx) == timeout {
-		err = fmt.Errorf("%w: %v", timeout, err)
+		// Every step its timeout stopped says so: steps.X.timed_out, and
+		// the error names the timeout once (a step that returned the
+		// cause itself is not wrapped in it again).
+		res.TimedOut = true
+		if !errors.Is(err, timeout) {
+			err = fmt.Errorf("%w: %v", timeout, err)
+		}
 	}
 	return res, err
 }

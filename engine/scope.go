@@ -23,6 +23,7 @@ var commonStateTypes = types.Map{
 	"error":       types.String,
 	"visits":      types.Int,
 	"duration_ms": types.Int,
+	"timed_out":   types.Bool,
 }
 
 // stepStateType is the expression type of steps.<label> for a step of type t

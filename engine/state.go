@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -125,6 +126,17 @@ func stateView(status string, output any, errText string, visits int, durMS int6
 	m["error"] = errText
 	m["visits"] = visits
 	m["duration_ms"] = int(durMS)
+	if t, _ := m["timed_out"].(bool); !t {
+		m["timed_out"] = false
+	}
+	return m
+}
+
+// withTimedOut marks a view whose step its timeout stopped.
+func withTimedOut(m map[string]any, res Result) map[string]any {
+	if res.TimedOut {
+		m["timed_out"] = true
+	}
 	return m
 }
 
@@ -136,7 +148,11 @@ func encodeResult(res Result) (json.RawMessage, error) {
 		return nil, fmt.Errorf("encoding output: %w", err)
 	}
 	if res.Fields == nil {
-		return append(append([]byte(`{"output":`), out...), '}'), nil
+		buf := append([]byte(`{"output":`), out...)
+		if res.TimedOut {
+			buf = append(buf, `,"timed_out":true`...)
+		}
+		return append(buf, '}'), nil
 	}
 	fields, err := json.Marshal(res.Fields)
 	if err != nil {
@@ -147,9 +163,12 @@ func encodeResult(res Result) (json.RawMessage, error) {
 	}
 	// Splice "output" in as the first member rather than decoding and
 	// encoding again: this runs once per step.
-	buf := make([]byte, 0, len(fields)+len(out)+12)
+	buf := make([]byte, 0, len(fields)+len(out)+32)
 	buf = append(buf, `{"output":`...)
 	buf = append(buf, out...)
+	if res.TimedOut && !bytes.Contains(fields, []byte(`"timed_out":true`)) {
+		buf = append(buf, `,"timed_out":true`...)
+	}
 	if len(fields) > 2 {
 		buf = append(buf, ',')
 	}
@@ -171,6 +190,7 @@ func decodeResult(n *Node, raw json.RawMessage) (Result, error) {
 			return res, err
 		}
 	}
+	res.TimedOut = string(m["timed_out"]) == "true"
 	if f := zeroResult(n); f != nil {
 		if err := json.Unmarshal(raw, f); err != nil {
 			return res, fmt.Errorf("step %s: saved result does not fit type %s: %w", n.Label, n.Type, err)

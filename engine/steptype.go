@@ -51,6 +51,9 @@ type Result struct {
 	// commits it together with the step's record, so a run killed and
 	// resumed never makes it twice; a failed compare-and-set fails the step.
 	Write *board.WriteOp
+	// TimedOut is set by the engine when the step's timeout stopped it:
+	// saved as the result's timed_out, read as steps.<label>.timed_out.
+	TimedOut bool
 }
 
 // StepContext is what a running step may use. It is valid for one visit.

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,7 +73,8 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 	}
 	res := CommandResult{ExitCode: pr.ExitCode, Stdout: pr.Stdout.Text, Stderr: pr.Stderr.Text,
 		StdoutDropped: pr.Stdout.Dropped, StderrDropped: pr.Stderr.Dropped, Signal: pr.Signal,
-		TimedOut: pr.TimedOut}
+		// Its own timeout, or the step's (the engine's deadline on ctx).
+		TimedOut: pr.TimedOut || (pr.Canceled && errors.Is(ctx.Err(), context.DeadlineExceeded))}
 	out := engine.Result{Output: strings.TrimSpace(pr.Stdout.Text), Fields: res}
 	switch {
 	case ctx.Err() != nil:

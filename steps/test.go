@@ -71,8 +71,22 @@ func (s *testStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resu
 	switch {
 	case ctx.Err() != nil && !res.TimedOut:
 		return out, context.Cause(ctx) // interrupted: not the suite's fault
+	case res.TimedOut && ctx.Err() != nil:
+		// The summary says it timed out and after how long; it stands for
+		// the step's timeout, which the engine then does not repeat.
+		return out, &causeError{msg: res.Summary, cause: context.Cause(ctx)}
 	case !res.Passed:
 		return out, errors.New(res.Summary)
 	}
 	return out, nil
 }
+
+// causeError is an error with its own text that still is its cause for
+// errors.Is.
+type causeError struct {
+	msg   string
+	cause error
+}
+
+func (e *causeError) Error() string { return e.msg }
+func (e *causeError) Unwrap() error { return e.cause }

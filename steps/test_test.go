@@ -157,7 +157,7 @@ steps:
 		t.Errorf("took %v for a 2s timeout", took)
 	}
 	res, status, errText := saved(t, b, "test")
-	if status != "failed" || !strings.Contains(errText, "timed out after 2s") {
+	if status != "failed" || !strings.Contains(errText, "was stopped after 2s") || strings.Contains(errText, "timed out after") {
 		t.Errorf("status %q error %q", status, errText)
 	}
 	if res["outcome"] != "timeout" || res["timed_out"] != true {

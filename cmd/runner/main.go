@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/planrunner/runner/steps/proc"
 )
 
 // Exit codes (SPEC §5).
@@ -38,6 +40,10 @@ func init() {
 }
 
 func main() {
+	// Processes a step leaves behind (daemons that setsid) are reparented
+	// to runner, not PID 1: steps/proc ends them with their step and reaps
+	// them.
+	proc.BecomeSubreaper()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

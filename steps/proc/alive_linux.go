@@ -4,51 +4,144 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
-// groupRunning scans /proc for a process of group pgid that is not a
-// zombie. ok is false when /proc cannot be read.
-func groupRunning(pgid int) (running, ok bool) {
+// BecomeSubreaper makes this process the "child subreaper" of everything
+// it starts (prctl PR_SET_CHILD_SUBREAPER): a step's process that leaves
+// its parent (a daemon, a double fork) is reparented to runner instead of
+// PID 1, so runner reaps it once it ends, where a container's PID 1 would
+// not. cmd/runner calls it once at start.
+func BecomeSubreaper() error {
+	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+}
+
+// procStat is what /proc/N/stat says of a process.
+type procStat struct {
+	state      byte
+	ppid, pgrp int
+	start      uint64 // clock ticks after boot
+}
+
+// scan looks through /proc for the processes of a step: those of its
+// process group, and those that left it (setsid, a double fork into a new
+// session) but carry its token in their environment. Only processes
+// started no earlier than the step's first one are read for a token.
+// groupRunning: a process of the group is running (not a zombie);
+// escaped: the pids of running processes outside the group with the token;
+// ok is false when /proc cannot be read.
+func scan(pgid int, token string, since uint64) (groupRunning bool, escaped []int, ok bool) {
 	d, err := os.Open("/proc")
 	if err != nil {
-		return false, false
+		return false, nil, false
 	}
 	defer d.Close()
 	names, err := d.Readdirnames(-1)
 	if err != nil {
-		return false, false
+		return false, nil, false
 	}
+	self := os.Getpid()
 	for _, name := range names {
 		if name[0] < '0' || name[0] > '9' {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + name + "/stat")
-		if err != nil {
-			continue // gone meanwhile
+		pid, err := strconv.Atoi(name)
+		if err != nil || pid == self {
+			continue
 		}
-		state, pgrp, ok := parseStat(stat)
-		if ok && pgrp == pgid && state != 'Z' && state != 'X' {
-			return true, true
+		st, ok := readStat(pid)
+		if !ok || st.state == 'Z' || st.state == 'X' {
+			continue // gone meanwhile, or dead
+		}
+		if st.pgrp == pgid {
+			groupRunning = true
+			continue
+		}
+		if token != "" && st.start >= since && hasToken(pid, token) {
+			escaped = append(escaped, pid)
 		}
 	}
-	return false, true
+	return groupRunning, escaped, true
 }
 
-// parseStat reads the state and the process group from /proc/N/stat:
-// "pid (comm) S ppid pgrp ...". comm may hold spaces and parentheses, so
-// fields are counted from the last ')'.
-func parseStat(b []byte) (state byte, pgrp int, ok bool) {
+func readStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseStat(b)
+}
+
+// parseStat reads /proc/N/stat: "pid (comm) S ppid pgrp ... starttime ...".
+// comm may hold spaces and parentheses, so fields are counted from the
+// last ')'.
+func parseStat(b []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, false
+		return procStat{}, false
 	}
 	f := bytes.Fields(b[i+1:])
-	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, false
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, false
 	}
-	n, err := strconv.Atoi(string(f[2]))
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgrp, err2 := strconv.Atoi(string(f[2]))
+	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, false
+	}
+	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
+}
+
+// hasToken reports whether a process's environment holds the token
+// variable (readable for our own user's processes only).
+func hasToken(pid int, token string) bool {
+	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
-		return 0, 0, false
+		return false
 	}
-	return f[0][0], n, true
+	kv := []byte(TokenEnv + "=" + token + "\x00")
+	return bytes.HasPrefix(env, kv) || bytes.Contains(env, append([]byte{0}, kv...))
+}
+
+// startTime is when pid started, in clock ticks after boot (0: unknown,
+// which makes every process a candidate).
+func startTime(pid int) uint64 {
+	st, ok := readStat(pid)
+	if !ok {
+		return 0
+	}
+	return st.start
+}
+
+// reapOrphans waits for the zombies reparented to this process: children
+// of a subreaper that are not ones it started itself. exec's own children
+// (in the registry, or in runner's process group like a plain
+// exec.Command) are left to their Wait.
+func reapOrphans() {
+	startMu.Lock()
+	defer startMu.Unlock()
+	d, err := os.Open("/proc")
+	if err != nil {
+		return
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	self, ourGroup := os.Getpid(), unix.Getpgrp()
+	for _, name := range names {
+		pid, err := strconv.Atoi(name)
+		if err != nil {
+			continue
+		}
+		st, ok := readStat(pid)
+		if !ok || st.state != 'Z' || st.ppid != self || st.pgrp == ourGroup {
+			continue
+		}
+		if _, mine := started.Load(pid); mine {
+			continue
+		}
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	}
 }

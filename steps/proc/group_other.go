@@ -10,9 +10,9 @@ import (
 // Without process groups only the main process can be ended.
 func setGroup(cmd *exec.Cmd) {}
 
-func signalGroup(cmd *exec.Cmd, kill bool) { cmd.Process.Kill() }
+func signalGroup(g *group, kill bool) { g.cmd.Process.Kill() }
 
-func groupAlive(cmd *exec.Cmd) bool { return cmd.ProcessState == nil }
+func groupAlive(g *group) bool { return g.cmd.ProcessState == nil }
 
 func exitStatus(ps *os.ProcessState) (int, string) {
 	if ps == nil {

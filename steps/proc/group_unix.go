@@ -17,32 +17,41 @@ func setGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// signalGroup sends SIGTERM (or SIGKILL) to the whole group. A stopped
-// process would hold a SIGTERM pending forever, so it is continued too.
-func signalGroup(cmd *exec.Cmd, kill bool) {
-	pgid := cmd.Process.Pid
+// signalGroup sends SIGTERM (or SIGKILL) to the whole group, and to the
+// processes that left it but carry the step's token (a daemon that called
+// setsid, a double fork). A stopped process would hold a SIGTERM pending
+// forever, so it is continued too.
+func signalGroup(g *group, kill bool) {
+	pgid := g.cmd.Process.Pid
+	sig := unix.SIGTERM
 	if kill {
-		unix.Kill(-pgid, unix.SIGKILL)
-		return
+		sig = unix.SIGKILL
 	}
-	unix.Kill(-pgid, unix.SIGTERM)
-	unix.Kill(-pgid, unix.SIGCONT)
+	unix.Kill(-pgid, sig)
+	if !kill {
+		unix.Kill(-pgid, unix.SIGCONT)
+	}
+	_, escaped, _ := scan(pgid, g.token, g.since)
+	for _, pid := range escaped {
+		unix.Kill(pid, sig)
+		if !kill {
+			unix.Kill(pid, unix.SIGCONT)
+		}
+	}
 }
 
-// groupAlive reports whether a process of the group is still running.
-// kill(2) also finds zombies, which linger for good where PID 1 does not
-// reap (many containers), so a positive answer is checked further where
-// the system lets us.
-func groupAlive(cmd *exec.Cmd) bool {
-	pgid := cmd.Process.Pid
+// groupAlive reports whether a process of the step is still running: of
+// its group, or one that left the group with its token. kill(2) also finds
+// zombies, which linger for good where PID 1 does not reap (many
+// containers), so a positive answer is checked in /proc where there is one.
+func groupAlive(g *group) bool {
+	pgid := g.cmd.Process.Pid
 	err := unix.Kill(-pgid, 0)
-	if errors.Is(err, unix.ESRCH) {
-		return false
+	running, escaped, ok := scan(pgid, g.token, g.since)
+	if !ok {
+		return !errors.Is(err, unix.ESRCH)
 	}
-	if running, ok := groupRunning(pgid); ok {
-		return running
-	}
-	return true
+	return running || len(escaped) > 0
 }
 
 // exitStatus turns a wait status into an exit code and a signal name.

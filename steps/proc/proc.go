@@ -6,6 +6,8 @@ package proc
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io"
 	"os"
@@ -81,7 +83,16 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	default:
 		return nil, errors.New("proc: nothing to run: neither Script nor Args is set")
 	}
-	cmd.Dir, cmd.Env, cmd.Stdin = s.Dir, s.Env, s.Stdin
+	// Every process of the step inherits a token in its environment, so
+	// one that leaves the process group (setsid, a daemon's double fork)
+	// is still found and ended with the step.
+	token := newToken()
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = append(env[:len(env):len(env)], TokenEnv+"="+token)
+	cmd.Dir, cmd.Env, cmd.Stdin = s.Dir, env, s.Stdin
 	// Only the copy of Stdin is exec's; a reader that never ends must not
 	// keep Wait from returning after the process is gone.
 	cmd.WaitDelay = s.Grace
@@ -103,7 +114,12 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	cmd.Stdout, cmd.Stderr = outW, errW
 
 	start := time.Now()
+	startMu.Lock()
 	err = cmd.Start()
+	if err == nil {
+		started.Store(cmd.Process.Pid, true)
+	}
+	startMu.Unlock()
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -111,6 +127,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		errR.Close()
 		return nil, err
 	}
+	defer started.Delete(cmd.Process.Pid)
+	defer reapOrphans()
 	var copies sync.WaitGroup
 	for _, c := range []struct {
 		r *os.File
@@ -123,7 +141,8 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		}()
 	}
 
-	g := newGroup(cmd, s.Grace)
+	g := newGroup(cmd, s.Grace, token)
+	g.since = startTime(cmd.Process.Pid)
 	var timedOut, canceled atomic.Bool
 	exited := make(chan struct{})
 	go func() {
@@ -174,16 +193,36 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	return res, nil
 }
 
-// group ends a process group once, however many callers ask.
+// TokenEnv is the environment variable that marks a step's processes.
+const TokenEnv = "RUNNER_PROC_TOKEN"
+
+func newToken() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// started holds the pids of the processes Run started and has not waited
+// for yet; startMu orders starting one against reaping orphans, so a
+// child that ends at once is never taken for an orphan.
+var (
+	startMu sync.Mutex
+	started sync.Map
+)
+
+// group ends a step's processes once, however many callers ask: its
+// process group, and the processes that left the group with its token.
 type group struct {
 	cmd   *exec.Cmd
 	grace time.Duration
+	token string
+	since uint64 // the step's first process's start time (ticks)
 	once  sync.Once
 	done  chan struct{}
 }
 
-func newGroup(cmd *exec.Cmd, grace time.Duration) *group {
-	return &group{cmd: cmd, grace: grace, done: make(chan struct{})}
+func newGroup(cmd *exec.Cmd, grace time.Duration, token string) *group {
+	return &group{cmd: cmd, grace: grace, token: token, done: make(chan struct{})}
 }
 
 // stop sends SIGTERM to the group, SIGKILL to what is left after the grace
@@ -191,24 +230,24 @@ func newGroup(cmd *exec.Cmd, grace time.Duration) *group {
 func (g *group) stop() {
 	g.once.Do(func() {
 		defer close(g.done)
-		if !groupAlive(g.cmd) {
+		if !groupAlive(g) {
 			return
 		}
-		signalGroup(g.cmd, false)
-		if waitGone(g.cmd, g.grace) {
+		signalGroup(g, false)
+		if waitGone(g, g.grace) {
 			return
 		}
-		signalGroup(g.cmd, true)
-		waitGone(g.cmd, 2*time.Second) // SIGKILL cannot be ignored; this is only the kernel's time
+		signalGroup(g, true)
+		waitGone(g, 2*time.Second) // SIGKILL cannot be ignored; this is only the kernel's time
 	})
 	<-g.done
 }
 
 // waitGone polls until the group has no running process or d has passed.
-func waitGone(cmd *exec.Cmd, d time.Duration) bool {
+func waitGone(g *group, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
-		if !groupAlive(cmd) {
+		if !groupAlive(g) {
 			return true
 		}
 		if time.Now().After(deadline) {

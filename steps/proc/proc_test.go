@@ -113,8 +113,8 @@ func running(pid int) bool {
 	if err != nil {
 		return !os.IsNotExist(err)
 	}
-	state, _, ok := parseStat(stat)
-	return !ok || state != 'Z'
+	st, ok := parseStat(stat)
+	return !ok || st.state != 'Z'
 }
 
 func assertGone(t *testing.T, pids []int) {

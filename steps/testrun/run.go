@@ -77,6 +77,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	limit := o.Timeout
 	if dl, ok := ctx.Deadline(); ok && (limit == 0 || time.Until(dl) < limit) {
 		limit = time.Until(dl).Round(time.Second)
+		if limit < time.Second { // a sub-second timeout keeps its figure
+			limit = time.Until(dl).Round(10 * time.Millisecond)
+		}
 	}
 	p := &syncParser{p: fw.parser(o.Dir, tmp)}
 	tail := &tailLines{n: 60}

@@ -1,0 +1,120 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestEscapedProcessesEndWithTheStep: processes that leave the step's
+// process group (setsid, setsid -f, a double fork into a new session, a
+// nohup'd daemon) end with the step, whether it ends on its own, times
+// out or is cancelled; runner, a subreaper, reaps them (no zombie left).
+// keep_background leaves them alone.
+func TestEscapedProcessesEndWithTheStep(t *testing.T) {
+	if err := BecomeSubreaper(); err != nil {
+		t.Fatalf("prctl: %v", err)
+	}
+	daemon := func(n int) string {
+		return `sh -c 'echo $$ > "$PIDS/` + strconv.Itoa(n) + `"; exec sleep 300'`
+	}
+	tests := []struct {
+		name    string
+		script  string
+		n       int // pid files the script writes
+		timeout time.Duration
+		cancel  bool
+		keep    bool
+	}{
+		{"setsid -f, step ends", "setsid -f " + daemon(1) + " </dev/null >/dev/null 2>&1", 1, 0, false, false},
+		{"setsid in background, step ends", "setsid " + daemon(1) + " </dev/null >/dev/null 2>&1 &", 1, 0, false, false},
+		{"double fork into a new session", "( (setsid " + daemon(1) + " &) & ) </dev/null >/dev/null 2>&1; (" + daemon(2) + " &) >/dev/null 2>&1", 2, 0, false, false},
+		{"nohup daemon ignoring SIGTERM", "nohup setsid sh -c 'trap \"\" TERM; echo $$ > \"$PIDS/1\"; while :; do sleep 1; done' </dev/null >/dev/null 2>&1 &", 1, 0, false, false},
+		{"setsid daemon, step times out", "setsid -f " + daemon(1) + " </dev/null >/dev/null 2>&1; sleep 300", 1, 500 * time.Millisecond, false, false},
+		{"setsid daemon, step cancelled", "setsid -f " + daemon(1) + " </dev/null >/dev/null 2>&1; sleep 300", 1, 0, true, false},
+		{"keep_background keeps a daemon", "setsid -f " + daemon(1) + " </dev/null >/dev/null 2>&1", 1, 0, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancel {
+				// Cancel once the daemon is up.
+				go func() {
+					for !fileExists(filepath.Join(dir, "1")) {
+						time.Sleep(10 * time.Millisecond)
+					}
+					time.Sleep(50 * time.Millisecond)
+					cancel()
+				}()
+			}
+			// The script waits for its daemons to write their pids, so the
+			// step never ends before they exist.
+			script := tc.script + "\nfor i in $(seq 1 " + strconv.Itoa(tc.n) + "); do while [ ! -s \"$PIDS/$i\" ]; do sleep 0.01; done; done"
+			if tc.timeout > 0 || tc.cancel {
+				script = strings.Replace(tc.script, "; sleep 300", "", 1) + "\nwhile [ ! -s \"$PIDS/1\" ]; do sleep 0.01; done; sleep 300"
+			}
+			r, err := Run(ctx, Spec{Script: script, Env: append(os.Environ(), "PIDS="+dir), Timeout: tc.timeout,
+				Grace: 500 * time.Millisecond, KeepBackground: tc.keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.timeout > 0 && !r.TimedOut {
+				t.Errorf("TimedOut = false")
+			}
+			pids := readPidFiles(t, dir, tc.n)
+			if tc.keep {
+				t.Cleanup(func() {
+					for _, p := range pids {
+						syscall.Kill(p, syscall.SIGKILL)
+					}
+				})
+				for _, p := range pids {
+					if !running(p) {
+						t.Errorf("keep_background: daemon %d was ended", p)
+					}
+				}
+				return
+			}
+			assertGone(t, pids)
+			// Reaped, not left a zombie: the pid is gone entirely.
+			deadline := time.Now().Add(2 * time.Second)
+			for _, p := range pids {
+				for syscall.Kill(p, 0) == nil && time.Now().Before(deadline) {
+					time.Sleep(10 * time.Millisecond)
+				}
+				if syscall.Kill(p, 0) == nil {
+					t.Errorf("process %d left as a zombie", p)
+				}
+			}
+		})
+	}
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Size() > 0
+}
+
+func readPidFiles(t *testing.T, dir string, n int) []int {
+	t.Helper()
+	var pids []int
+	for i := 1; i <= n; i++ {
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(i)))
+		if err != nil {
+			t.Fatalf("pid file %d: %v", i, err)
+		}
+		p, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("pid file %d: %q", i, b)
+		}
+		pids = append(pids, p)
+	}
+	return pids
+}
