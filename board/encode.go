@@ -128,6 +128,13 @@ func appendStep(b []byte, s *StepRecord) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
+	if len(s.Inputs) > 0 {
+		b = append(b, `,"inputs":`...)
+		var err error
+		if b, err = appendJSON(b, s.Inputs); err != nil {
+			return b, err
+		}
+	}
 	return append(b, '}'), nil
 }
 

@@ -58,6 +58,9 @@ type StepRecord struct {
 	// Delays are the retry backoffs the engine drew (ms), kept so a replay
 	// reproduces the run without drawing again.
 	Delays []int64 `json:"retry_delays_ms,omitempty"`
+	// Inputs are the step's templated fields as rendered for its last
+	// attempt (field -> text): what the step was actually given.
+	Inputs map[string]string `json:"inputs,omitempty"`
 }
 
 // Recording is one non-deterministic exchange (a model call), kept so a

@@ -154,7 +154,11 @@ func (d *Decoder) TemplateAt(n *yaml.Node, what string) *Template {
 	if !ok {
 		return nil
 	}
-	return compileTemplateAt(d.r, d.Plan.Source, n, s, d.scope)
+	t := compileTemplateAt(d.r, d.Plan.Source, n, s, d.scope)
+	if t != nil {
+		t.field = what
+	}
+	return t
 }
 
 // ShellTemplate reads a shell script that may hold ${{ }} (nil when
@@ -173,6 +177,7 @@ func (d *Decoder) ShellTemplate(key string) *Template {
 	if t == nil {
 		return nil
 	}
+	t.field = key
 	sp, errs := planShell(t)
 	for _, e := range errs {
 		line, col := scalarPos(d.Plan.Source, n, t.parts[e.part].off)

@@ -395,6 +395,7 @@ func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.St
 	for attempt := 1; ; attempt++ {
 		rec.Attempts = attempt
 		res, err := r.once(ctx, n, visit, attempt, vc)
+		rec.Inputs = res.inputs
 		if err == nil && n.Until != nil {
 			step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
 			ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step}, vc)
@@ -436,6 +437,7 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int, vc *visi
 		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan,
 		Log: r.logger(n.Label), eval: r.eval, runner: r, clock: vc}
 	res, err = n.Impl.Run(ctx, sc)
+	res.inputs = sc.inputs
 	if err != nil && timeout != nil && context.Cause(ctx) == timeout {
 		// Every step its timeout stopped says so: steps.X.timed_out, and
 		// the error names the timeout once (a step that returned the

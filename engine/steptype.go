@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +55,8 @@ type Result struct {
 	// TimedOut is set by the engine when the step's timeout stopped it:
 	// saved as the result's timed_out, read as steps.<label>.timed_out.
 	TimedOut bool
+
+	inputs map[string]string // the templates the step rendered (StepContext.rendered)
 }
 
 // StepContext is what a running step may use. It is valid for one visit.
@@ -71,6 +74,9 @@ type StepContext struct {
 	eval   *evaluator
 	runner *Runner
 	clock  *visitClock
+
+	mu     sync.Mutex
+	inputs map[string]string // rendered templates by field (see Template.field)
 }
 
 // Now is the time for a decision the step makes (a TTL's expiry): the
@@ -80,6 +86,19 @@ func (sc *StepContext) Now() time.Time {
 		return time.Now().UTC()
 	}
 	return sc.clock.now()
+}
+
+// rendered keeps what a field rendered to, for the step's record.
+func (sc *StepContext) rendered(t *Template, v any, err error) {
+	if err != nil || t.field == "" {
+		return
+	}
+	sc.mu.Lock()
+	if sc.inputs == nil {
+		sc.inputs = map[string]string{}
+	}
+	sc.inputs[t.field] = Text(v)
+	sc.mu.Unlock()
 }
 
 // Agents is the run's agent set (Runner.Agents). A runner given none
@@ -95,7 +114,9 @@ func (sc *StepContext) Eval(t *Template) (string, error) {
 	if t == nil {
 		return "", nil
 	}
-	return sc.eval.render(t, sc.clock)
+	out, err := sc.eval.render(t, sc.clock)
+	sc.rendered(t, out, err)
+	return out, err
 }
 
 // EvalShell prepares a script compiled with Decoder.ShellTemplate for
@@ -107,7 +128,16 @@ func (sc *StepContext) EvalShell(t *Template) (*ShellCommand, error) {
 	if t == nil {
 		return &ShellCommand{}, nil
 	}
-	return sc.eval.renderShell(t, sc.clock)
+	cmd, err := sc.eval.renderShell(t, sc.clock)
+	if err == nil {
+		// What the shell was given: the script and the values it reads.
+		text := cmd.Script
+		if len(cmd.Env) > 0 {
+			text += "\n\n# with\n" + strings.Join(cmd.Env, "\n")
+		}
+		sc.rendered(t, text, nil)
+	}
+	return cmd, err
 }
 
 // EvalValue renders a template; a template that is exactly one ${{ }}
@@ -116,7 +146,9 @@ func (sc *StepContext) EvalValue(t *Template) (any, error) {
 	if t == nil {
 		return nil, nil
 	}
-	return sc.eval.value(t, sc.clock)
+	out, err := sc.eval.value(t, sc.clock)
+	sc.rendered(t, out, err)
+	return out, err
 }
 
 // EvalBool runs a boolean expression (such as a branch's `when`).

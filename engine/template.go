@@ -28,6 +28,9 @@ type Template struct {
 	Src   string
 	parts []part
 	shell *shellPlan // set for shell scripts (ShellTemplate)
+	// field is the plan field it came from ("prompt", "env.X"): a step's
+	// rendered inputs are saved under it, for the run report.
+	field string
 }
 
 type part struct {
