@@ -31,6 +31,13 @@ func (b *Board) redactStep(s *StepRecord) {
 	}
 	s.Error, s.Goto = f(s.Error), f(s.Goto)
 	s.Result = redactRaw(s.Result, f)
+	if len(s.Inputs) > 0 {
+		in := make(map[string]string, len(s.Inputs))
+		for k, v := range s.Inputs {
+			in[k] = f(v)
+		}
+		s.Inputs = in
+	}
 }
 
 func (b *Board) redactRecording(r *Recording) {

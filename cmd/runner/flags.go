@@ -21,7 +21,8 @@ type globals struct {
 	// mask hides the run's secrets in everything written to stderr: logs
 	// in both formats, the progress display, the final error line. It
 	// starts empty and learns the secrets once the plan is known.
-	mask *mask.Masker
+	mask   *mask.Masker
+	report bool // run, resume --report: write report.html at the end
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {

@@ -33,6 +33,7 @@ func init() {
 		{"resume", "resume BLACKBOARD [--force]", "continue an interrupted or failed run after its last completed step", cmdResume},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
+		{"report", "report BLACKBOARD [-o FILE]", "write the run as one self-contained HTML page", cmdReport},
 		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
 		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
 		{"version", "version", "print the version", cmdVersion},

@@ -36,6 +36,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ru reuseFlags
 	fs.Var(&ru.from, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
 	fs.BoolVar(&ru.offline, "offline", false, "with --reuse: take command, test and apply_diff results from the recording too, run nothing")
+	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -108,7 +109,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals) int {
 	start := time.Now()
 	err := runEngine(context.Background(), r, g.view)
-	report(r, err, start, stdout, stderr, g)
+	finish(r, err, start, stdout, stderr, g)
 	return exitCode(err)
 }
 
@@ -139,8 +140,8 @@ func runEngine(ctx context.Context, r *engine.Runner, view *progressView) error 
 	return err
 }
 
-// report prints how a run ended and where its board is.
-func report(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writer, g *globals) {
+// finish prints how a run ended and where its board is.
+func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writer, g *globals) {
 	status := board.StatusSucceeded
 	var re *engine.RunError
 	if errors.As(err, &re) {
@@ -153,6 +154,14 @@ func report(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 	}
 	if err != nil {
 		fmt.Fprintf(g.mask.Writer(stderr), "error: %v\n", err)
+	}
+	if g.report {
+		path, rerr := writeReport(r.Board, r.Board.Path(), "")
+		if rerr != nil {
+			fmt.Fprintf(stderr, "report: %v\n", rerr)
+		} else {
+			fmt.Fprintf(stderr, "report: %s\n", path)
+		}
 	}
 	fmt.Fprintf(stdout, "blackboard: %s\n", r.Board.Path())
 }

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/report"
+)
+
+func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, _ := newFlags("report", stderr)
+	out := fs.String("o", "", "where to write the HTML (default: report.html beside the blackboard; - for stdout)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 1 {
+		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
+	}
+	b, err := board.Load(pos[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "runner report: %v\n", err)
+		return exitUsage
+	}
+	if *out == "-" {
+		if err := report.Write(stdout, b); err != nil {
+			fmt.Fprintf(stderr, "runner report: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	path, err := writeReport(b, pos[0], *out)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner report: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintln(stdout, path)
+	return exitOK
+}
+
+// reportPath is where a run's report goes by default: beside its board.
+func reportPath(boardPath string) string {
+	return filepath.Join(filepath.Dir(boardPath), "report.html")
+}
+
+// writeReport renders b to out (default: beside the board), through a temp
+// file and a rename, so a reader never sees half a page.
+func writeReport(b *board.Board, boardPath, out string) (string, error) {
+	if out == "" {
+		out = reportPath(boardPath)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".report-*.html")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if err := report.Write(tmp, b); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	return out, os.Rename(tmp.Name(), out)
+}

@@ -1,0 +1,619 @@
+// Package report renders a saved run (blackboard.json) as one
+// self-contained HTML file: no script, no network, nothing outside the
+// file, so it opens from file:// and can be mailed or archived. Everything
+// in it that came from the run (model answers, command output, board
+// values) is data and is escaped by html/template; a Content-Security-Policy
+// that forbids scripts guards against a mistake in that.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/plans"
+)
+
+// view is everything the template shows, computed once.
+type view struct {
+	Run        board.Run
+	PlanName   string
+	PlanDesc   string
+	Duration   string
+	Vars       []kv
+	Agents     []kv
+	Models     []modelUsage
+	TotalUsage modelUsage
+	AnyCost    bool
+	Counts     []kv // step visits by status
+	Timeline   []row
+	Steps      []*stepView
+	NeverRan   []string
+	Keys       []keyView
+	Sections   []sectionView
+	Conflicts  []board.Entry
+	Topics     []kv
+	Generated  string
+	Resumed    bool
+}
+
+type kv struct{ K, V string }
+
+type modelUsage struct {
+	Model                string
+	Calls                int
+	Input, Output, Total int
+	Cost                 float64
+	HasCost              bool
+}
+
+// row is one line of the timeline: a top-level visit, with a group's
+// children beside each other.
+type row struct {
+	Step     *stepView
+	Children []*stepView
+	Left     float64 // where the bar starts, % of the run
+	Width    float64
+}
+
+type stepView struct {
+	ID       string // anchor
+	Rec      board.StepRecord
+	Name     string // label, or label #visit
+	Status   string
+	Tolerate bool   // failed under continue_on_error
+	Class    string // CSS class of its status
+	Duration string
+	Inputs   []kv
+	Output   string
+	Result   map[string]any
+	Calls    []callView
+	Files    []fileView
+	DiffText []diffFile
+	Test     *testView
+	Command  *commandView
+	Extra    string // the result as JSON, for types without a view
+	Open     bool
+	Left     float64
+	Width    float64
+}
+
+type callView struct {
+	Call         int
+	Agent        string
+	Model        string
+	System       string
+	Messages     []messageView
+	Answer       string
+	ToolCalls    []toolCallView
+	Usage        string
+	FinishReason string
+}
+
+type messageView struct {
+	Role, Content string
+	ToolCalls     []toolCallView
+	IsError       bool
+}
+
+type toolCallView struct{ Name, Args string }
+
+type fileView struct {
+	Path, Op       string
+	Added, Removed int
+}
+
+type diffFile struct {
+	Name  string
+	Lines []diffLine
+}
+
+type diffLine struct{ Class, Text string }
+
+type testView struct {
+	Outcome     string
+	Counts      []kv
+	Failures    []failureView
+	BuildErrors []string
+	Summary     string
+}
+
+type failureView struct {
+	ID, Where, Message, Excerpt string
+}
+
+type commandView struct {
+	ExitCode       string
+	Stdout, Stderr string
+}
+
+type keyView struct {
+	Key, Author, Value, TTL, Updated string
+	Version                          int64
+}
+
+type sectionView struct {
+	Name    string
+	Entries []entryView
+}
+
+type entryView struct {
+	Seq                                 int64
+	Role, Author, Label, Key, Topic, TS string
+	Version                             int64
+	Content                             string
+	Deleted                             bool
+}
+
+// build turns a board into what the page shows.
+func build(b *board.Board, now time.Time) *view {
+	run := b.Run()
+	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339)}
+	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
+	if plan != nil {
+		v.PlanName, v.PlanDesc = plan.Name, strings.TrimSpace(plan.Description)
+	}
+	if v.PlanName == "" {
+		v.PlanName = run.PlanPath
+	}
+	end := now
+	if run.FinishedAt != nil {
+		end = *run.FinishedAt
+	}
+	steps := b.Steps()
+	if len(steps) > 0 {
+		if last := steps[len(steps)-1].FinishedAt; run.FinishedAt == nil && !last.IsZero() {
+			end = last
+		}
+	}
+	total := end.Sub(run.StartedAt)
+	v.Duration = dur(total)
+	for _, k := range sortedKeys(run.Vars) {
+		v.Vars = append(v.Vars, kv{k, text(run.Vars[k])})
+	}
+	for _, a := range sortedKeys(run.Agents) {
+		for _, f := range sortedKeys(run.Agents[a]) {
+			v.Agents = append(v.Agents, kv{a + "." + f, run.Agents[a][f]})
+		}
+	}
+
+	calls := map[string][]callView{}
+	v.Models, v.TotalUsage, v.AnyCost = usage(b.Recordings(), calls)
+
+	// Steps, in the order they finished (the saved order).
+	seen := map[string]bool{}
+	counts := map[string]int{}
+	byParent := map[string][]*stepView{}
+	ran := map[string]bool{}
+	for i, rec := range steps {
+		s := stepOf(i, rec, plan, calls)
+		s.Left, s.Width = bar(run.StartedAt, total, rec)
+		v.Steps = append(v.Steps, s)
+		counts[s.Status]++
+		ran[rec.Label] = true
+		key := fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
+		if seen[key] {
+			v.Resumed = true // a visit run again after a resume
+		}
+		seen[key] = true
+		if rec.Parent != "" {
+			byParent[rec.Parent] = append(byParent[rec.Parent], s)
+		}
+	}
+	for _, st := range []string{"succeeded", "failed", "canceled", "skipped", "interrupted"} {
+		if counts[st] > 0 {
+			v.Counts = append(v.Counts, kv{st, fmt.Sprint(counts[st])})
+		}
+	}
+	v.Timeline = timeline(v.Steps, byParent)
+	if len(v.Steps) > 500 {
+		// A long run: closed sections cost the browser no layout.
+		for _, s := range v.Steps {
+			s.Open = false
+		}
+	} else if len(v.Steps) <= 40 {
+		// A short run: show what the model, the diffs and the tests did.
+		for _, s := range v.Steps {
+			switch s.Rec.Type {
+			case "llm", "apply_diff", "test", "coordinate":
+				s.Open = true
+			}
+		}
+	}
+	if plan != nil {
+		for _, s := range plan.AllSteps() {
+			if !ran[s.Label] {
+				v.NeverRan = append(v.NeverRan, s.Label)
+			}
+		}
+	}
+	v.board(b, now)
+	return v
+}
+
+// timeline orders the top-level visits by start, each group's children
+// (of that visit: those that started inside it) beside it.
+func timeline(steps []*stepView, byParent map[string][]*stepView) []row {
+	var rows []row
+	for _, s := range steps {
+		if s.Rec.Parent != "" {
+			continue
+		}
+		r := row{Step: s, Left: s.Left, Width: s.Width}
+		for _, c := range byParent[s.Rec.Label] {
+			if !c.Rec.StartedAt.Before(s.Rec.StartedAt) && !c.Rec.FinishedAt.After(s.Rec.FinishedAt) {
+				r.Children = append(r.Children, c)
+			}
+		}
+		sort.SliceStable(r.Children, func(i, j int) bool { return r.Children[i].Rec.StartedAt.Before(r.Children[j].Rec.StartedAt) })
+		rows = append(rows, r)
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) })
+	return rows
+}
+
+func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, width float64) {
+	if total <= 0 {
+		return 0, 100
+	}
+	left = 100 * float64(rec.StartedAt.Sub(start)) / float64(total)
+	width = 100 * float64(rec.FinishedAt.Sub(rec.StartedAt)) / float64(total)
+	left = min(max(left, 0), 100)
+	width = min(max(width, 0.3), 100-left)
+	return left, width
+}
+
+func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView) *stepView {
+	s := &stepView{ID: fmt.Sprintf("s%d", i), Rec: rec, Name: rec.Label, Status: rec.Status,
+		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
+	if rec.Visit > 1 {
+		s.Name = fmt.Sprintf("%s #%d", rec.Label, rec.Visit)
+	}
+	if plan != nil && rec.Status == "failed" {
+		if ps := plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
+			s.Tolerate = true
+		}
+	}
+	s.Class = rec.Status
+	if s.Tolerate {
+		s.Class = "tolerated"
+	}
+	s.Open = rec.Status == "failed" && !s.Tolerate
+	for _, k := range sortedKeys(rec.Inputs) {
+		s.Inputs = append(s.Inputs, kv{k, rec.Inputs[k]})
+	}
+	var res map[string]any
+	if len(rec.Result) > 0 && json.Unmarshal(rec.Result, &res) == nil && res != nil {
+		s.Result = res
+		s.Output = text(res["output"])
+		if s.Output == rec.Error {
+			s.Output = "" // a test's summary is both; show it once
+		}
+	}
+	s.Calls = calls[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
+	if n := len(s.Calls); n > 0 {
+		// The prompt is the first call's last message, the output the
+		// last call's answer (or the diff cut out of it): show them once.
+		s.Inputs = without(s.Inputs, "prompt")
+		if last := s.Calls[n-1].Answer; s.Output != "" && strings.Contains(last, strings.TrimSpace(s.Output)) {
+			s.Output = ""
+		}
+	}
+	switch rec.Type {
+	case "apply_diff":
+		s.Files = files(res)
+		s.DiffText = splitDiff(rec.Inputs["diff"])
+		if s.DiffText != nil {
+			s.Inputs = without(s.Inputs, "diff")
+		}
+	case "test":
+		s.Test = testOf(res)
+	case "command":
+		s.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
+	}
+	if s.Test == nil && s.Command == nil && res != nil {
+		extra := map[string]any{}
+		for k, x := range res {
+			if !shown[k] {
+				extra[k] = x
+			}
+		}
+		if len(extra) > 0 {
+			data, _ := json.MarshalIndent(extra, "", "  ")
+			s.Extra = string(data)
+		}
+	}
+	return s
+}
+
+// shown are the result fields the page shows in their own place.
+var shown = map[string]bool{"output": true, "usage": true, "model": true, "calls": true, "retries": true,
+	"finish_reason": true, "files": true}
+
+func without(in []kv, key string) []kv {
+	out := in[:0:0]
+	for _, x := range in {
+		if x.K != key {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func files(res map[string]any) []fileView {
+	list, _ := res["files"].([]any)
+	var out []fileView
+	for _, f := range list {
+		m, _ := f.(map[string]any)
+		out = append(out, fileView{Path: text(m["path"]), Op: text(m["op"]), Added: num(m["added"]), Removed: num(m["removed"])})
+	}
+	return out
+}
+
+// splitDiff cuts a diff (with whatever prose or fences came around it)
+// into files, each line classed for colour.
+func splitDiff(diff string) []diffFile {
+	if diff == "" {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(diff, "\n"), "\n")
+	var out []diffFile
+	cur := -1
+	for i, l := range lines {
+		newFile := strings.HasPrefix(l, "diff --git ") ||
+			(strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") &&
+				(i == 0 || !strings.HasPrefix(lines[i-1], "diff --git ")))
+		if newFile {
+			out = append(out, diffFile{Name: fileName(lines, i)})
+			cur = len(out) - 1
+		}
+		if cur < 0 {
+			out = append(out, diffFile{})
+			cur = 0
+		}
+		class := "ctx"
+		switch {
+		case strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "index "):
+			class = "hdr"
+		case strings.HasPrefix(l, "@@"):
+			class = "hunk"
+		case strings.HasPrefix(l, "+"):
+			class = "add"
+		case strings.HasPrefix(l, "-"):
+			class = "del"
+		case strings.HasPrefix(l, "```"):
+			class = "fence"
+		}
+		if n := len(out[cur].Lines); n > 0 && out[cur].Lines[n-1].Class == class {
+			out[cur].Lines[n-1].Text += "\n" + l // one element per run of lines
+			continue
+		}
+		out[cur].Lines = append(out[cur].Lines, diffLine{class, l})
+	}
+	return out
+}
+
+// fileName is the new name of the file whose header starts at line i.
+func fileName(lines []string, i int) string {
+	for j := i; j < len(lines) && j < i+6; j++ {
+		if name, ok := strings.CutPrefix(lines[j], "+++ "); ok {
+			name, _, _ = strings.Cut(name, "\t")
+			if name == "/dev/null" && j > 0 {
+				name, _ = strings.CutPrefix(lines[j-1], "--- ")
+			}
+			name = strings.Trim(name, `"`)
+			for _, p := range []string{"a/", "b/"} {
+				name = strings.TrimPrefix(name, p)
+			}
+			return name
+		}
+	}
+	return strings.TrimPrefix(lines[i], "diff --git ")
+}
+
+func testOf(res map[string]any) *testView {
+	if res == nil {
+		return nil
+	}
+	t := &testView{Outcome: text(res["outcome"]), Summary: text(res["summary"])}
+	if c, ok := res["counts"].(map[string]any); ok {
+		for _, k := range []string{"total", "passed", "failed", "skipped", "errors"} {
+			t.Counts = append(t.Counts, kv{k, text(c[k])})
+		}
+	}
+	list, _ := res["failures"].([]any)
+	for _, f := range list {
+		m, _ := f.(map[string]any)
+		where := text(m["file"])
+		if l := num(m["line"]); l > 0 {
+			where = fmt.Sprintf("%s:%d", where, l)
+		}
+		t.Failures = append(t.Failures, failureView{ID: text(m["id"]), Where: where, Message: text(m["message"]), Excerpt: text(m["excerpt"])})
+	}
+	be, _ := res["build_errors"].([]any)
+	for _, e := range be {
+		if m, ok := e.(map[string]any); ok {
+			where := text(m["file"])
+			if l := num(m["line"]); l > 0 {
+				where = fmt.Sprintf("%s:%d", where, l)
+			}
+			t.BuildErrors = append(t.BuildErrors, strings.TrimSpace(where+" "+text(m["message"])))
+			continue
+		}
+		t.BuildErrors = append(t.BuildErrors, text(e))
+	}
+	return t
+}
+
+// The recorded exchanges, as a provider-neutral request and answer.
+type recRequest struct {
+	Model    string `json:"model"`
+	System   string `json:"system"`
+	Messages []struct {
+		Role      string            `json:"role"`
+		Content   string            `json:"content"`
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+		IsError   bool              `json:"is_error"`
+	} `json:"messages"`
+}
+
+type recResponse struct {
+	Text      string            `json:"text"`
+	ToolCalls []json.RawMessage `json:"tool_calls"`
+	Usage     struct {
+		Input  int `json:"input_tokens"`
+		Output int `json:"output_tokens"`
+	} `json:"usage"`
+	FinishReason string   `json:"finish_reason"`
+	Model        string   `json:"model"`
+	CostUSD      *float64 `json:"cost_usd"`
+}
+
+// usage sums tokens (and cost, where the answers carry one) per model,
+// and files each exchange under its step visit.
+func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, modelUsage, bool) {
+	per := map[string]*modelUsage{}
+	var total modelUsage
+	anyCost := false
+	for _, r := range recs {
+		var req recRequest
+		var resp recResponse
+		json.Unmarshal(r.Request, &req)
+		if json.Unmarshal(r.Response, &resp) != nil {
+			continue
+		}
+		model := resp.Model
+		if model == "" {
+			model = req.Model
+		}
+		m := per[model]
+		if m == nil {
+			m = &modelUsage{Model: model}
+			per[model] = m
+		}
+		m.Calls++
+		m.Input += resp.Usage.Input
+		m.Output += resp.Usage.Output
+		m.Total += resp.Usage.Input + resp.Usage.Output
+		total.Calls++
+		total.Input += resp.Usage.Input
+		total.Output += resp.Usage.Output
+		total.Total += resp.Usage.Input + resp.Usage.Output
+		if resp.CostUSD != nil {
+			m.Cost += *resp.CostUSD
+			m.HasCost, total.HasCost, anyCost = true, true, true
+			total.Cost += *resp.CostUSD
+		}
+		c := callView{Call: r.Call, Agent: r.Agent, Model: model, System: req.System, Answer: resp.Text,
+			FinishReason: resp.FinishReason, ToolCalls: toolCalls(resp.ToolCalls),
+			Usage: fmt.Sprintf("%d in, %d out", resp.Usage.Input, resp.Usage.Output)}
+		for _, msg := range req.Messages {
+			c.Messages = append(c.Messages, messageView{Role: msg.Role, Content: msg.Content, ToolCalls: toolCalls(msg.ToolCalls), IsError: msg.IsError})
+		}
+		key := fmt.Sprintf("%s#%d", r.Label, r.Visit)
+		calls[key] = append(calls[key], c)
+	}
+	var out []modelUsage
+	for _, m := range per {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out, total, anyCost
+}
+
+func toolCalls(raw []json.RawMessage) []toolCallView {
+	var out []toolCallView
+	for _, r := range raw {
+		var tc struct {
+			Name string          `json:"name"`
+			Args json.RawMessage `json:"args"`
+		}
+		json.Unmarshal(r, &tc)
+		out = append(out, toolCallView{Name: tc.Name, Args: string(tc.Args)})
+	}
+	return out
+}
+
+// board fills the board part: live keys, sections with their entries,
+// conflicts and topics.
+func (v *view) board(b *board.Board, now time.Time) {
+	for _, k := range b.Keys("") {
+		kv := keyView{Key: k.Key, Version: k.Version, Author: k.Author, Updated: k.TS.UTC().Format(time.RFC3339)}
+		if e, ok := b.Get(k.Key); ok {
+			kv.Value = text(e.Content)
+		}
+		if k.TTL != nil {
+			left := time.Duration(*k.TTL*float64(time.Second)) - now.Sub(k.TS)
+			kv.TTL = fmt.Sprintf("%s (%s left)", dur(time.Duration(*k.TTL*float64(time.Second))), dur(left))
+		}
+		v.Keys = append(v.Keys, kv)
+	}
+	bySection := map[string][]entryView{}
+	topics := map[string]int{}
+	for _, e := range b.Entries() {
+		ev := entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
+			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
+		bySection[e.Section] = append(bySection[e.Section], ev)
+		if e.Topic != "" {
+			topics[e.Topic]++
+		}
+		if e.Section == board.ConflictSection {
+			v.Conflicts = append(v.Conflicts, e)
+		}
+	}
+	for _, s := range sortedKeys(bySection) {
+		v.Sections = append(v.Sections, sectionView{Name: s, Entries: bySection[s]})
+	}
+	for _, t := range sortedKeys(topics) {
+		v.Topics = append(v.Topics, kv{t, fmt.Sprint(topics[t])})
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// text shows a value: strings as they are, anything else as JSON.
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprint(int64(x))
+		}
+		return fmt.Sprint(x)
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
+}
+
+func num(v any) int {
+	f, _ := v.(float64)
+	return int(f)
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}

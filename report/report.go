@@ -1,0 +1,40 @@
+package report
+
+import (
+	"bufio"
+	_ "embed"
+	"fmt"
+	"html/template"
+	"io"
+	"time"
+
+	"github.com/planrunner/runner/board"
+)
+
+//go:embed report.html.tmpl
+var pageSource string
+
+//go:embed report.css
+var css string
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
+	"css": func() template.CSS { return template.CSS(css) },
+	"usd": func(f float64) string { return fmt.Sprintf("$%.4f", f) },
+	"add": func(a, b int) int { return a + b },
+}).Parse(pageSource))
+
+// Write renders the run saved in b as one HTML page.
+func Write(w io.Writer, b *board.Board) error {
+	return WriteAt(w, b, time.Now())
+}
+
+// WriteAt is Write with the time the page says it was made (and against
+// which TTLs are shown), for reproducible output.
+func WriteAt(w io.Writer, b *board.Board, now time.Time) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if err := page.Execute(bw, build(b, now)); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
