@@ -488,7 +488,7 @@ func (r *Runner) replayed(n *Node, saved board.StepRecord, rec *board.StepRecord
 		return res, err
 	}
 	res.Goto = saved.Goto
-	rec.Attempts, rec.Delays = saved.Attempts, saved.Delays
+	rec.Attempts, rec.Delays, rec.Inputs = saved.Attempts, saved.Delays, saved.Inputs
 	if saved.Status == StatusFailed || saved.Status == StatusInterrupted {
 		return res, &savedErr{text: saved.Error, sibling: CanceledBy(saved) == CanceledRunning}
 	}
