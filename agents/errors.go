@@ -3,6 +3,7 @@ package agents
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -53,13 +54,42 @@ func (d *Divergence) Error() string {
 	return fmt.Sprintf("replay diverged: step %s visit %d model call %d sends a different request than recorded", d.Label, d.Visit, d.Call)
 }
 
-// BudgetError is returned before a call when the run's model calls have
-// used up limits.max_tokens.
+// BudgetError is returned before a call that the run's limits do not
+// allow: a limit is reached (limits.max_tokens, limits.max_cost_usd), or
+// the call could cross it. The call is not started.
 type BudgetError struct {
-	Limit int
-	Used  int
+	Limit int // limits.max_tokens (0: the cost limit is the one)
+	Used  int // tokens used and held by calls under way
+
+	LimitUSD float64 // limits.max_cost_usd
+	SpentUSD float64 // dollars spent and held
+	NextUSD  float64 // the most the refused call could cost
+
+	// The refused call, when it is one that could cross the limit
+	// (Agent is "" when the limit is reached already).
+	Agent, Model  string
+	Input, Output int // its estimated input and largest answer, in tokens
 }
 
 func (e *BudgetError) Error() string {
-	return fmt.Sprintf("limits.max_tokens %d reached: %d tokens used", e.Limit, e.Used)
+	next := fmt.Sprintf("the next call (agent %s, model %s) could use up to %d tokens (about %d of input and an answer of up to %d)",
+		e.Agent, e.Model, e.Input+e.Output, e.Input, e.Output)
+	switch {
+	case e.LimitUSD > 0 && e.Agent == "":
+		return fmt.Sprintf("limits.max_cost_usd %s reached: %s spent", usd(e.LimitUSD), usd(e.SpentUSD))
+	case e.LimitUSD > 0:
+		return fmt.Sprintf("limits.max_cost_usd %s: %s, costing up to %s, and %s is spent: it was not started",
+			usd(e.LimitUSD), next, usd(e.NextUSD), usd(e.SpentUSD))
+	case e.Agent == "":
+		return fmt.Sprintf("limits.max_tokens %d reached: %d tokens used", e.Limit, e.Used)
+	}
+	return fmt.Sprintf("limits.max_tokens %d: %s, and %d are used: it was not started", e.Limit, next, e.Used)
+}
+
+// usd shows a dollar amount with the precision small calls need.
+func usd(x float64) string {
+	if x >= 1 || math.Abs(x*100-math.Round(x*100)) < 1e-9 {
+		return fmt.Sprintf("$%.2f", x)
+	}
+	return fmt.Sprintf("$%.4f", x)
 }

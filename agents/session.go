@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -43,9 +45,10 @@ type Session struct {
 	// clock.
 	Now func() time.Time
 
-	posted int // Messages already on the board
-	call   int // number of the last call within the visit
-	stats  Stats
+	posted  int // Messages already on the board
+	retries int // HTTP retries of the call under way, fallbacks included
+	call    int // number of the last call within the visit
+	stats   Stats
 }
 
 // Stats sum up a session's calls, for the step's result.
@@ -54,6 +57,8 @@ type Stats struct {
 	Retries      int
 	Usage        Usage
 	CostUSD      float64
+	Agent        string // the agent that gave the last answer (a fallback, if one took over)
+	Fallbacks    int    // calls a fallback agent answered
 	Model        string // as the last answer named it
 	FinishReason string // of the last answer
 }
@@ -91,23 +96,132 @@ func (ss *Session) Send(ctx context.Context, msgs ...Message) (*Response, error)
 	return resp, nil
 }
 
-func (ss *Session) request() *Request {
-	spec := ss.agent.Spec
-	return &Request{Model: ss.agent.Model, System: ss.System, Messages: ss.Messages, Tools: ss.Tools,
+// request is the next call to agent a: the session's conversation with
+// a's model and parameters. A fallback agent brings its own system prompt
+// unless the step set one.
+func (ss *Session) request(a *Agent) *Request {
+	spec := a.Spec
+	system := ss.System
+	if a != ss.agent && ss.System == ss.agent.System {
+		system = a.System
+	}
+	return &Request{Model: a.Model, System: system, Messages: ss.Messages, Tools: ss.Tools,
 		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed}
 }
 
+// send makes the next call: to the session's agent, or, when that fails
+// with a provider error its retries did not cure, to its fallbacks in
+// order. The first fallback that answers takes over the conversation.
 func (ss *Session) send(ctx context.Context) (*Response, error) {
-	req := ss.request()
+	first := ss.agent
+	ss.retries = 0
+	resp, firstErr := ss.callAgent(ctx, first, nil)
+	if firstErr == nil {
+		return resp, nil
+	}
+	var fell *fellBack
+	var failed []Failure
+	if !errors.As(firstErr, &fell) {
+		if len(first.Spec.Fallback) == 0 || !fallbackWorthy(ctx, first, firstErr) {
+			return nil, firstErr
+		}
+		failed = append(failed, Failure{Agent: first.Name, Error: firstErr.Error()})
+	}
+	err := firstErr
+	for _, name := range first.Spec.Fallback {
+		next, ok := ss.set.agents[name]
+		if !ok {
+			continue // plans checks fallbacks; a hand-built plan may not
+		}
+		if fell != nil && name != fell.agent {
+			continue // the recording says which fallback answered
+		}
+		fell = nil
+		if len(failed) > 0 {
+			ss.Log.Warn().Str("failed", failed[len(failed)-1].Agent).Str("error", failed[len(failed)-1].Error).
+				Str("fallback", next.Name).Msg("model call failed; a fallback agent takes over")
+		}
+		resp, err = ss.callAgent(ctx, next, failed)
+		if err == nil {
+			ss.stats.Fallbacks++
+			if ss.System == ss.agent.System {
+				ss.System = next.System
+			}
+			ss.agent = next
+			ss.Log = ss.Log.With().Str("answered_by", next.Name).Logger()
+			return resp, nil
+		}
+		if !fallbackWorthy(ctx, next, err) {
+			return nil, err
+		}
+		failed = append(failed, Failure{Agent: next.Name, Error: err.Error()})
+	}
+	if len(failed) > 1 {
+		var also []string
+		for _, f := range failed[1:] {
+			also = append(also, f.Error)
+		}
+		return nil, fmt.Errorf("%w; its fallbacks failed too: %s", firstErr, strings.Join(also, "; "))
+	}
+	return nil, err
+}
+
+// Failure is a call that failed before a fallback agent answered it, kept
+// in the answer (Response.FailedOver) so the recording says so.
+type Failure struct {
+	Agent string `json:"agent"`
+	Error string `json:"error"`
+}
+
+// fellBack is what replay finds when the recorded call was answered by a
+// fallback of the session's agent: the provider failed then.
+type fellBack struct{ agent string }
+
+func (f *fellBack) Error() string { return "the recording has agent " + f.agent + " answer" }
+
+// fallbackWorthy reports whether a failed call should go to a fallback:
+// the provider is down or overloaded (5xx, 529, 429, 408 after retries),
+// does not know the model (404, model_not_found), or did not answer in
+// time or at all. A cancelled step, a spent budget, a diverged replay, a
+// request the provider refused (400, 401, 403) or a script that ran out
+// of answers are not: another agent would not fix them.
+func fallbackWorthy(ctx context.Context, a *Agent, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var be *BudgetError
+	var div *Divergence
+	if errors.As(err, &be) || errors.As(err, &div) {
+		return false
+	}
+	var api *APIError
+	if errors.As(err, &api) {
+		s := api.Status
+		return s >= 500 || s == 408 || s == 429 || s == 404 || api.Code == "model_not_found" || api.Type == "not_found_error"
+	}
+	return a.Provider != "script"
+}
+
+// callAgent makes one call to agent a (checked against the run's limits,
+// answered by its provider or by the recording) and records it. failed
+// lists the calls that failed before it, when a is a fallback.
+func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*Response, error) {
+	req := ss.request(a)
 	canon, sum, err := req.Canonical()
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: encoding the request: %w", ss.agent.Name, err)
+		return nil, fmt.Errorf("agent %s: encoding the request: %w", a.Name, err)
 	}
 	canon, sum = ss.set.masked(canon, sum)
 	if ctx.Err() != nil { // canceled (a failed sibling, Ctrl-C): no call starts
 		return nil, context.Cause(ctx)
 	}
-	call, err := ss.set.begin(ss.board, ss.label, ss.visit)
+	replayed := ss.set.replay != nil && !ss.live()
+	if ss.set.replay != nil && !replayed && a.LiveModel != "" {
+		req.Model = a.LiveModel // a fork's live part, with another model
+		canon, sum, _ = req.Canonical()
+		canon, sum = ss.set.masked(canon, sum)
+	}
+	call, held, err := ss.set.begin(ss.board, ss.label, ss.visit, a, req)
 	if err != nil {
 		return nil, err
 	}
@@ -115,54 +229,57 @@ func (ss *Session) send(ctx context.Context) (*Response, error) {
 	start := time.Now()
 	var resp *Response
 	reused := false
-	if ss.set.reuse != nil && (ss.set.replay == nil || ss.live()) {
+	if ss.set.reuse != nil && !replayed {
 		if resp, reused = ss.set.reuse.answer(info, sum); reused {
 			ss.stats.Retries += resp.Retries
-			if sc, ok := ss.agent.p.(*script); ok {
+			if sc, ok := a.p.(*script); ok {
 				sc.take(ss.label) // the script's place moves on as if it had answered
 			}
 		}
 	}
 	switch {
 	case reused:
-	case ss.set.replay != nil && !ss.live():
-		resp, err = ss.replayed(info, canon, sum)
+	case replayed:
+		resp, err = ss.replayed(info, a, canon, sum)
 		if err == nil {
 			ss.stats.Retries += resp.Retries
 		}
 	default:
-		if ss.set.replay != nil && ss.agent.LiveModel != "" {
-			req.Model = ss.agent.LiveModel
-			canon, sum, _ = req.Canonical()
-			canon, sum = ss.set.masked(canon, sum)
-		}
 		var retries int
-		resp, retries, err = ss.agent.p.complete(ctx, info, req)
+		resp, retries, err = a.p.complete(ctx, info, req)
 		ss.stats.Retries += retries
+		ss.retries += retries
 		if resp != nil {
-			resp.Retries = retries
+			// Retries of failed agents before a fallback count too.
+			resp.FailedOver, resp.Retries = failed, ss.retries
 			if ss.set.reuse != nil {
 				ss.set.reuse.paid(resp.Usage)
 			}
 		}
 	}
 	if err != nil {
+		ss.set.release(held)
 		var div *Divergence
-		if errors.As(err, &div) {
+		var fell *fellBack
+		if errors.As(err, &div) || errors.As(err, &fell) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("agent %s: %w", ss.agent.Name, err)
+		return nil, fmt.Errorf("agent %s: %w", a.Name, err)
 	}
+	// At the model's price, also for an answer reused from an earlier run
+	// (so a replay of this run reports the same cost).
+	cost := callCost(a, req, resp)
 	ss.stats.Calls++
 	ss.call = call
 	ss.stats.Usage = ss.stats.Usage.Add(resp.Usage)
-	ss.stats.Model, ss.stats.FinishReason = resp.Model, resp.FinishReason
-	ss.set.done(ss.label, ss.visit, call, resp.Usage)
-	if err := ss.record(info, canon, sum, resp); err != nil {
+	ss.stats.CostUSD += cost
+	ss.stats.Model, ss.stats.FinishReason, ss.stats.Agent = resp.Model, resp.FinishReason, a.Name
+	ss.set.done(ss.label, ss.visit, call, resp.Usage, cost, held)
+	if err := ss.record(info, a, canon, sum, resp); err != nil {
 		return nil, err
 	}
 	ss.Log.Debug().Int("call", call).Str("model", resp.Model).Int("input_tokens", resp.Usage.InputTokens).
-		Int("output_tokens", resp.Usage.OutputTokens).Str("finish_reason", resp.FinishReason).
+		Int("output_tokens", resp.Usage.OutputTokens).Float64("cost_usd", cost).Str("finish_reason", resp.FinishReason).
 		Dur("took", time.Since(start)).Msg("model call")
 	return resp, nil
 }
@@ -175,10 +292,13 @@ func (ss *Session) live() bool {
 
 // replayed answers a call from the replay source, or says how the run
 // diverged from it.
-func (ss *Session) replayed(c *callInfo, canon json.RawMessage, sum string) (*Response, error) {
+func (ss *Session) replayed(c *callInfo, a *Agent, canon json.RawMessage, sum string) (*Response, error) {
 	rec, ok := ss.set.replay.Recording(c.label, c.visit, c.call)
 	if !ok {
 		return nil, &Divergence{Label: c.label, Visit: c.visit, Call: c.call, Now: canon}
+	}
+	if rec.Agent != "" && rec.Agent != a.Name && a == ss.agent && slices.Contains(a.Spec.Fallback, rec.Agent) {
+		return nil, &fellBack{agent: rec.Agent}
 	}
 	if rec.RequestSHA256 != sum {
 		recorded := rec.Request
@@ -204,7 +324,7 @@ func decodeResponse(raw json.RawMessage) (*Response, error) {
 
 // record puts the call on the board: the messages sent that are not there
 // yet, the answer, and the exchange as a recording.
-func (ss *Session) record(c *callInfo, canon json.RawMessage, sum string, resp *Response) error {
+func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response) error {
 	b := ss.board
 	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 	if b == nil {
@@ -212,7 +332,7 @@ func (ss *Session) record(c *callInfo, canon json.RawMessage, sum string, resp *
 		return nil
 	}
 	base := func() map[string]any {
-		return map[string]any{"visit": c.visit, "call": c.call, "model": ss.agent.Model}
+		return map[string]any{"visit": c.visit, "call": c.call, "model": a.Model}
 	}
 	for _, m := range ss.Messages[ss.posted : len(ss.Messages)-1] {
 		meta := base()
@@ -225,7 +345,7 @@ func (ss *Session) record(c *callInfo, canon json.RawMessage, sum string, resp *
 		if len(m.ToolCalls) > 0 {
 			meta["tool_calls"] = m.ToolCalls
 		}
-		if _, err := b.Append(board.Entry{Section: Section, Role: m.Role, Author: ss.agent.Name,
+		if _, err := b.Append(board.Entry{Section: Section, Role: m.Role, Author: a.Name,
 			Label: ss.label, Content: m.Content, Meta: meta}); err != nil {
 			return err
 		}
@@ -237,7 +357,11 @@ func (ss *Session) record(c *callInfo, canon json.RawMessage, sum string, resp *
 	if len(resp.ToolCalls) > 0 {
 		meta["tool_calls"] = resp.ToolCalls
 	}
-	if _, err := b.Append(board.Entry{Section: Section, Role: RoleAssistant, Author: ss.agent.Name,
+	if len(resp.FailedOver) > 0 {
+		meta["fallback_for"] = resp.FailedOver[0].Agent
+		meta["failed_over"] = resp.FailedOver
+	}
+	if _, err := b.Append(board.Entry{Section: Section, Role: RoleAssistant, Author: a.Name,
 		Label: ss.label, Content: resp.Text, Meta: meta}); err != nil {
 		return err
 	}
@@ -247,7 +371,7 @@ func (ss *Session) record(c *callInfo, canon json.RawMessage, sum string, resp *
 		return err
 	}
 	return b.AddRecording(board.Recording{Label: c.label, Visit: c.visit, Kind: KindLLM, Call: c.call,
-		Agent: ss.agent.Name, RequestSHA256: sum, Request: bytes.Clone(canon), Response: out})
+		Agent: a.Name, RequestSHA256: sum, Request: bytes.Clone(canon), Response: out})
 }
 
 func (ss *Session) now() time.Time {

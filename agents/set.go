@@ -136,10 +136,24 @@ type Set struct {
 	reuse     *Reuse
 	mask      *mask.Masker
 
+	maxCost float64
+
 	mu    sync.Mutex
 	bound *board.Board // the board the counters below were read from
 	used  int          // tokens used by the run so far
+	spent float64      // US dollars spent by the run so far
 	calls map[visitKey]int
+	// The most the calls under way could still spend: a call reserves its
+	// worst case before it starts, so parallel calls cannot together
+	// cross a limit either.
+	heldTokens int
+	heldUSD    float64
+}
+
+// hold is one call's reservation against the run's limits.
+type hold struct {
+	tokens int
+	usd    float64
 }
 
 type visitKey struct {
@@ -166,7 +180,7 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 	if t.jitter == nil {
 		t.jitter = defaultJitter
 	}
-	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, log: opt.Log,
+	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, maxCost: plan.Limits.MaxCostUSD, log: opt.Log,
 		replay: opt.Replay, reuse: opt.Reuse, calls: map[visitKey]int{}, mask: opt.Mask}
 	var errs []error
 	for _, spec := range plan.Agents {
@@ -184,6 +198,11 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		a.p = p
 		s.agents[a.Name] = a
 		s.names = append(s.names, a.Name)
+	}
+	if len(errs) == 0 {
+		if err := checkLimits(plan, s.agents); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -270,7 +289,7 @@ func (s *Set) bindLocked(b *board.Board) {
 	if b == s.bound {
 		return
 	}
-	s.bound, s.used, s.calls = b, 0, map[visitKey]int{}
+	s.bound, s.used, s.spent, s.calls = b, 0, 0, map[visitKey]int{}
 	for _, a := range s.agents {
 		if sc, ok := a.p.(*script); ok {
 			sc.reset()
@@ -285,6 +304,9 @@ func (s *Set) bindLocked(b *board.Board) {
 		}
 		if resp, err := decodeResponse(r.Response); err == nil {
 			s.used += resp.Usage.Total()
+			if a := s.agents[r.Agent]; a != nil {
+				s.spent += callCost(a, &Request{Model: a.Model}, resp)
+			}
 		}
 		k := visitKey{r.Label, r.Visit}
 		s.calls[k] = max(s.calls[k], r.Call)
@@ -296,39 +318,83 @@ func (s *Set) bindLocked(b *board.Board) {
 	}
 }
 
-// begin checks the budget and returns the number the next call of a step
-// visit gets. The number is taken only when the call succeeds (see done):
-// a call that failed (a dropped connection, then a step retry) leaves no
-// recording, so its successor must take its number for a replay to line up.
-func (s *Set) begin(b *board.Board, label string, visit int) (int, error) {
+// begin checks the run's limits against the most the call could spend
+// (its input, estimated, and its largest answer), holds that much until
+// the call ends, and returns the number the call gets within its step
+// visit. The number is taken only when the call succeeds (see done): a
+// call that failed (a dropped connection, then a step retry) leaves no
+// recording, so its successor must take its number for a replay to line
+// up.
+func (s *Set) begin(b *board.Board, label string, visit int, a *Agent, req *Request) (int, hold, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bindLocked(b)
-	if s.maxTokens > 0 && s.used >= s.maxTokens {
-		return 0, &BudgetError{Limit: s.maxTokens, Used: s.used}
+	if err := s.spentLocked(); err != nil {
+		return 0, hold{}, err
 	}
-	return s.calls[visitKey{label, visit}] + 1, nil
+	in := inputEstimate(req)
+	out, _ := outputCap(a, req)
+	h := hold{tokens: in + out}
+	if s.maxTokens > 0 && s.used+s.heldTokens+h.tokens > s.maxTokens {
+		return 0, hold{}, &BudgetError{Limit: s.maxTokens, Used: s.used + s.heldTokens, Agent: a.Name, Model: req.Model, Input: in, Output: out}
+	}
+	if p, ok := priceFor(a, req.Model); ok {
+		h.usd = p.Cost(Usage{InputTokens: in, OutputTokens: out})
+	}
+	if s.maxCost > 0 && s.spent+s.heldUSD+h.usd > s.maxCost {
+		return 0, hold{}, &BudgetError{LimitUSD: s.maxCost, SpentUSD: s.spent + s.heldUSD, NextUSD: h.usd, Agent: a.Name, Model: req.Model, Input: in, Output: out}
+	}
+	s.heldTokens += h.tokens
+	s.heldUSD += h.usd
+	return s.calls[visitKey{label, visit}] + 1, h, nil
 }
 
-// CheckBudget fails with a *BudgetError when the run's model calls have
-// used up a limit.
-func (s *Set) CheckBudget(b *board.Board) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.bindLocked(b)
-	if s.maxTokens > 0 && s.used >= s.maxTokens {
-		return &BudgetError{Limit: s.maxTokens, Used: s.used}
+// spentLocked is the error for a limit the run has reached.
+func (s *Set) spentLocked() error {
+	if s.maxTokens > 0 && s.used+s.heldTokens >= s.maxTokens {
+		return &BudgetError{Limit: s.maxTokens, Used: s.used + s.heldTokens}
+	}
+	if s.maxCost > 0 && s.spent+s.heldUSD >= s.maxCost {
+		return &BudgetError{LimitUSD: s.maxCost, SpentUSD: s.spent + s.heldUSD}
 	}
 	return nil
 }
 
-// done counts a successful call: its number and its tokens.
-func (s *Set) done(label string, visit, call int, u Usage) {
+// CheckBudget fails with a *BudgetError when the run's model calls have
+// reached a limit.
+func (s *Set) CheckBudget(b *board.Board) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bindLocked(b)
+	return s.spentLocked()
+}
+
+// release ends a call's hold without counting anything (the call failed).
+func (s *Set) release(h hold) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.heldTokens -= h.tokens
+	s.heldUSD -= h.usd
+}
+
+// done counts a successful call: its number, its tokens and its cost, in
+// place of its hold.
+func (s *Set) done(label string, visit, call int, u Usage, cost float64, h hold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := visitKey{label, visit}
 	s.calls[k] = max(s.calls[k], call)
 	s.used += u.Total()
+	s.spent += cost
+	s.heldTokens -= h.tokens
+	s.heldUSD -= h.usd
+}
+
+// Spent is what the run's model calls have cost so far, in US dollars.
+func (s *Set) Spent() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.spent
 }
 
 // unknownAgent is the error for a name that is not an agent of the plan.

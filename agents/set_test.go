@@ -259,8 +259,12 @@ func TestReplay(t *testing.T) {
 func TestBudget(t *testing.T) {
 	answers := []answer{{body: oaAnswer("a", true)}, {body: oaAnswer("b", true)}, {body: oaAnswer("c", true)}}
 	f := newFake(t, openAIValidate, answers...)
-	plan := onePlan(openAIAgent(f.srv.URL))
-	plan.Limits.MaxTokens = 20 // each answer uses 15
+	spec := openAIAgent(f.srv.URL)
+	spec.MaxTokens = 10
+	plan := onePlan(spec)
+	// Each answer uses 15 tokens. A call is let through only when the
+	// tokens used plus its most (input estimate + max_tokens 10) fit.
+	plan.Limits.MaxTokens = 75
 	h := newHarness(t, plan, nil)
 	ss := h.session(t, "ask", "coder")
 	for i := 0; i < 2; i++ {
@@ -270,7 +274,9 @@ func TestBudget(t *testing.T) {
 	}
 	_, err := ss.Send(context.Background(), user("q"))
 	var be *BudgetError
-	if !errors.As(err, &be) || err.Error() != "limits.max_tokens 20 reached: 30 tokens used" {
+	if !errors.As(err, &be) || be.Used != 30 || be.Output != 10 || 30+be.Input+be.Output <= 75 ||
+		!strings.HasPrefix(err.Error(), "limits.max_tokens 75: the next call (agent coder, model gpt-4o-mini) could use up to ") ||
+		!strings.HasSuffix(err.Error(), "and 30 are used: it was not started") {
 		t.Fatalf("err = %v", err)
 	}
 	if n := len(f.requests()); n != 2 {
@@ -278,10 +284,11 @@ func TestBudget(t *testing.T) {
 	}
 
 	// A resumed run continues the count from the board's recordings.
+	plan.Limits.MaxTokens = 30
 	h2 := newHarness(t, plan, nil)
 	h2.board = h.board
 	ss2, _ := h2.set.Session(h.board, "next", 1, "coder")
-	if _, err := ss2.Send(context.Background(), user("q")); !errors.As(err, &be) || be.Used != 30 {
+	if _, err := ss2.Send(context.Background(), user("q")); !errors.As(err, &be) || be.Used != 30 || err.Error() != "limits.max_tokens 30 reached: 30 tokens used" {
 		t.Fatalf("after resume: err = %v", err)
 	}
 }

@@ -79,8 +79,12 @@ type Response struct {
 	// tool_calls, content_filter; anything else is passed on as sent.
 	FinishReason string `json:"finish_reason"`
 	Model        string `json:"model"`
-	// Retries is transport noise (429s, dropped connections) kept with the
-	// answer so a replay reports it as the run did; it is never compared.
+	// FailedOver lists the agents whose calls failed before this answer's
+	// agent, a fallback, took over (none: the step's own agent answered).
+	FailedOver []Failure `json:"failed_over,omitempty"`
+	// Retries is how many HTTP retries getting this answer took (those of
+	// failed agents before a fallback included), kept so a replay reports
+	// the same step result.
 	Retries int `json:"retries,omitempty"`
 }
 

@@ -30,8 +30,7 @@ type CoordinateResult struct {
 	Decisions     []Decision     `json:"decisions"`
 	Skipped       int            `json:"skipped"`    // rounds skipped for a coordinator's unusable answer
 	DecidedBy     string         `json:"decided_by"` // the decider, or the agent whose contribution is the output
-	Usage         agents.Usage   `json:"usage"`
-	CostUSD       float64        `json:"cost_usd"`
+	Usage         LLMUsage       `json:"usage"`
 	Calls         int            `json:"calls"`
 }
 
@@ -307,8 +306,10 @@ func (r *rounds) ask(agent, prompt string) (string, error) {
 	resp, err := ss.Send(r.ctx, agents.Message{Role: agents.RoleUser, Content: prompt})
 	st := ss.Stats()
 	r.res.Calls += st.Calls
-	r.res.Usage = r.res.Usage.Add(st.Usage)
-	r.res.CostUSD += st.CostUSD
+	u := usageOf(st)
+	r.res.Usage.InputTokens += u.InputTokens
+	r.res.Usage.OutputTokens += u.OutputTokens
+	r.res.Usage.CostUSD = roundUSD(r.res.Usage.CostUSD + st.CostUSD)
 	if err != nil {
 		return "", err
 	}

@@ -235,18 +235,22 @@ steps:
 func TestCoordinateBudgetBeforeEachRound(t *testing.T) {
 	f := newLLMOpenAIFake(t, "one", "two", "three")
 	src := `version: 1
-limits: {max_tokens: 200}
+limits: {max_tokens: 500}
 agents:
-  coder: {provider: openai, model: gpt-4o-mini, base_url: "` + f.srv.URL + `/v1"}
+  coder: {provider: openai, model: gpt-4o-mini, max_tokens: 20, base_url: "` + f.srv.URL + `/v1"}
 steps:
   - {label: team, type: coordinate, agents: [coder], max_rounds: 3, prompt: "Write"}
 `
-	// Each call uses 120 tokens: round 2 may start (120 < 200), round 3
-	// may not.
+	// Each call uses 120 tokens. Round 2's call fits (120 used + its
+	// most); round 3's, whose prompt holds a longer board, could use 375
+	// more (240 + 375 > 500): it is not made.
 	b, err := llmRunPlan(t, src, llmAgents(t, src, agents.Options{}))
 	var be *agents.BudgetError
 	if !errors.As(err, &be) {
 		t.Fatalf("err = %v, want the budget error", err)
+	}
+	if !strings.Contains(err.Error(), "round 3, agent coder: limits.max_tokens 500: the next call") {
+		t.Errorf("err = %v", err)
 	}
 	if len(f.bodies) != 2 {
 		t.Errorf("%d calls reached the server, want 2", len(f.bodies))

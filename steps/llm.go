@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,18 +30,31 @@ type llmType struct{}
 
 // LLMResult is what an llm step reports beside its output.
 type LLMResult struct {
-	Usage        LLMUsage `json:"usage"`
-	Model        string   `json:"model"`
-	FinishReason string   `json:"finish_reason"`
-	Calls        int      `json:"calls"`   // model calls made (re-asks and tool rounds included)
-	Retries      int      `json:"retries"` // HTTP retries across those calls
+	Usage LLMUsage `json:"usage"`
+	// Agent is the agent that gave the answer: the step's own, or a
+	// fallback that took over.
+	Agent        string `json:"agent"`
+	Model        string `json:"model"`
+	FinishReason string `json:"finish_reason"`
+	Calls        int    `json:"calls"`   // model calls made (re-asks and tool rounds included)
+	Retries      int    `json:"retries"` // HTTP retries across those calls
 }
 
 // LLMUsage is the tokens an llm step used, over all its calls.
 type LLMUsage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"` // at the model's price (0 when it is not known)
 }
+
+// usageOf is a session's usage as a step reports it.
+func usageOf(st agents.Stats) LLMUsage {
+	return LLMUsage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens, CostUSD: roundUSD(st.CostUSD)}
+}
+
+// roundUSD keeps costs to a millionth of a dollar, so sums of float
+// prices print as the figures they are.
+func roundUSD(x float64) float64 { return math.Round(x*1e6) / 1e6 }
 
 type llmStep struct {
 	agent      string
@@ -243,8 +257,7 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	out, err := s.converse(ctx, ss, prompt)
 	st := ss.Stats()
 	res := engine.Result{Output: out, Fields: LLMResult{
-		Usage: LLMUsage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens},
-		Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
+		Usage: usageOf(st), Agent: st.Agent, Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
 	var budget *agents.BudgetError
 	var div *agents.Divergence
 	if errors.As(err, &budget) || errors.As(err, &div) {

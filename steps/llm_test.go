@@ -328,7 +328,7 @@ func TestLLMOpenAIThroughTheEngine(t *testing.T) {
 	}
 	two := llmSaved(t, b, "two")
 	if two["output"] != "second" || two["model"] != "gpt-4o-mini-2024-07-18" || two["finish_reason"] != "stop" ||
-		fmt.Sprint(two["usage"]) != "map[input_tokens:100 output_tokens:20]" || two["calls"] != 1.0 || two["retries"] != 2.0 {
+		fmt.Sprint(two["usage"]) != "map[cost_usd:2.7e-05 input_tokens:100 output_tokens:20]" || two["calls"] != 1.0 || two["retries"] != 2.0 {
 		t.Errorf("two = %v", two)
 	}
 	if n := strings.Count(logs.String(), `"step":"two","agent":"coder","visit":1,"provider":"openai","status":429`); n != 1 {
@@ -355,12 +355,14 @@ func llmBoardString(t *testing.T, b *board.Board) string {
 
 func TestLLMBudgetEndsTheRun(t *testing.T) {
 	f := newLLMOpenAIFake(t, "first", "second")
-	src := llmOpenAIPlan(f.srv.URL, "limits: {max_tokens: 100}")
-	// `one` uses 120 tokens; `two` must not call, and continue_on_error on
-	// a later step could not save the run either.
+	src := strings.Replace(llmOpenAIPlan(f.srv.URL, "limits: {max_tokens: 160}"), "model: gpt-4o-mini,", "model: gpt-4o-mini, max_tokens: 20,", 1)
+	// `one` may use up to about 45 tokens and uses 120; `two` could use up
+	// to 40 more, which could cross 160: it must not call, and
+	// continue_on_error on a later step could not save the run either.
 	b, err := llmRunPlan(t, src, llmAgents(t, src, agents.Options{}))
 	var be *agents.BudgetError
-	if !errors.As(err, &be) || !strings.Contains(err.Error(), "step two: limits.max_tokens 100 reached: 120 tokens used") {
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "step two: limits.max_tokens 160: the next call (agent coder, model gpt-4o-mini) could use up to ") ||
+		!strings.Contains(err.Error(), "and 120 are used: it was not started") {
 		t.Fatalf("err = %v", err)
 	}
 	if len(f.bodies) != 1 {

@@ -151,6 +151,9 @@ func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 	}
 	if !g.quiet {
 		fmt.Fprintf(stderr, "run %s %s in %s\n", r.Board.Run().ID, status, time.Since(start).Round(time.Millisecond))
+		if r.Agents != nil {
+			printSpend(stderr, r.Agents.Spend(r.Board))
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(g.mask.Writer(stderr), "error: %v\n", err)
@@ -254,5 +257,16 @@ func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 func (g *globals) learnSecrets(p *plans.Plan) {
 	for _, n := range p.SecretNames() {
 		g.mask.Add(os.Getenv(n))
+	}
+}
+
+// printSpend shows what each agent's model calls used and cost.
+func printSpend(w io.Writer, spend []agents.AgentSpend) {
+	for _, sp := range spend {
+		cost := fmt.Sprintf("$%.4f", sp.CostUSD)
+		if !sp.PriceKnown {
+			cost += " (price of its model unknown; give the agent a price)"
+		}
+		fmt.Fprintf(w, "  agent %s: %d calls, %d input + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, sp.OutputTokens, cost)
 	}
 }
