@@ -25,6 +25,8 @@ type File struct {
 	// journal records numbered at or below it are skipped, so a crash
 	// between writing the file and truncating the journal duplicates nothing.
 	JournalN int64 `json:"journal_n"`
+
+	hasRun bool // the file has a "run" object (see check)
 }
 
 // JournalPath is where the journal of a blackboard file lives.
@@ -110,10 +112,13 @@ func Load(path string) (*Board, error) {
 func Parse(data []byte) (*Board, error) {
 	f, err := decodeFile(data)
 	if err != nil {
-		return nil, fmt.Errorf("not a blackboard file: %w", err)
+		return nil, fmt.Errorf("not a blackboard file: %w", syntaxPos(data, err))
 	}
 	if f.Format != Format {
 		return nil, fmt.Errorf("format %q, want %q", f.Format, Format)
+	}
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	b := New(f.Run)
 	for _, e := range f.Entries {
@@ -147,6 +152,7 @@ func (b *Board) foldJournal(path string) error {
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 1<<20)
+	base, prev := b.journalN, int64(-1) // the file's watermark; the last record's number
 	for lineNo := 1; ; lineNo++ {
 		line, err := r.ReadBytes('\n')
 		if err == io.EOF {
@@ -164,8 +170,12 @@ func (b *Board) foldJournal(path string) error {
 			}
 			return fmt.Errorf("%s:%d: corrupt journal record: %w", path, lineNo, err)
 		}
-		if rec.N <= b.journalN {
-			continue
+		if err := b.checkNumber(&rec, prev, base); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
+		}
+		prev = rec.N
+		if rec.N <= base {
+			continue // the file holds it already (a crash between save and truncate)
 		}
 		b.journalN = rec.N
 		switch {

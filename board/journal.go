@@ -1,6 +1,9 @@
 package board
 
-import "os"
+import (
+	"fmt"
+	"os"
+)
 
 // record is one journal line. A finished step is one line holding its step
 // record and the entries written with it, so a torn write loses all of
@@ -80,4 +83,61 @@ func (b *Board) logLocked(rec record) error {
 	}
 	b.journalN = rec.N
 	return nil
+}
+
+// checkNumber checks a journal record's number against the one before it
+// (prev; -1 for the first line) and the file's watermark (base). Records
+// are numbered one by one from the file's journal_n on, so a number that
+// does not follow is damage, and an error: taking it as the watermark
+// would skip every record after it without a word, and a resume would run
+// their steps again. A record at or below the watermark must be one the
+// file holds (a crash between saving the file and removing the journal
+// leaves such records); one the file does not hold means its journal_n is
+// wrong.
+func (b *Board) checkNumber(rec *record, prev, base int64) error {
+	switch {
+	case rec.N < 1:
+		return fmt.Errorf("journal record number %d: records are numbered from 1", rec.N)
+	case prev >= 0 && rec.N != prev+1:
+		return fmt.Errorf("journal record number %d follows %d: want %d (the journal is damaged; nothing after this line was read)", rec.N, prev, prev+1)
+	case prev < 0 && rec.N-1 > base:
+		return fmt.Errorf("journal record number %d, but the file holds records up to %d (journal_n): records %d to %d are missing", rec.N, base, base+1, rec.N-1)
+	case rec.N <= base && !b.holds(rec):
+		return fmt.Errorf("journal record %d is at or below the file's journal_n %d, but the file does not hold it: journal_n is wrong", rec.N, base)
+	}
+	return nil
+}
+
+// holds reports whether the board (as read from the file) has what rec
+// adds.
+func (b *Board) holds(rec *record) bool {
+	n := int64(len(b.entries))
+	if rec.Entry != nil && rec.Entry.Seq > n {
+		return false
+	}
+	for _, e := range rec.Entries {
+		if e.Seq > n {
+			return false
+		}
+	}
+	if s := rec.Step; s != nil {
+		found := false
+		for i := len(b.steps) - 1; i >= 0 && !found; i-- {
+			found = b.steps[i].Label == s.Label && b.steps[i].Visit == s.Visit && b.steps[i].FinishedAt.Equal(s.FinishedAt)
+		}
+		if !found {
+			return false
+		}
+	}
+	if r := rec.Rec; r != nil {
+		found := false
+		for i := len(b.recordings) - 1; i >= 0 && !found; i-- {
+			x := b.recordings[i]
+			found = x.Label == r.Label && x.Visit == r.Visit && x.Call == r.Call && x.Kind == r.Kind
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
 }
