@@ -7,15 +7,30 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/planrunner/runner/steps/patch"
 )
 
-// pFlag matches patch's "-p1" spelling, which the flag package would read
-// as a flag named "p1".
-var pFlag = regexp.MustCompile(`^--?p([0-9]+)$`)
+// pFlag reads patch's "-p1" spelling ("-p" or "--p" and digits), which the
+// flag package would read as a flag named "p1", and returns the digits.
+// (By hand: a regular expression compiled at start would cost every
+// runner command.)
+func pFlag(a string) (string, bool) {
+	if strings.HasPrefix(a, "--") {
+		a = a[1:]
+	}
+	if !strings.HasPrefix(a, "-p") || len(a) == 2 {
+		return "", false
+	}
+	for _, c := range a[2:] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return a[2:], true
+}
 
 // cmdApply is `runner apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-`:
 // the diff applier on its own, all or nothing, like git apply.
@@ -34,8 +49,8 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	for i, a := range args {
-		if m := pFlag.FindStringSubmatch(a); m != nil {
-			args = append(append(append([]string{}, args[:i]...), "-p", m[1]), args[i+1:]...)
+		if n, ok := pFlag(a); ok {
+			args = append(append(append([]string{}, args[:i]...), "-p", n), args[i+1:]...)
 			break
 		}
 	}
@@ -124,6 +139,21 @@ func readPatch(name string, stdin io.Reader) ([]byte, error) {
 			return nil, err
 		}
 		defer f.Close()
+		// A file's size is known: read it into one buffer of that size
+		// rather than one that doubles as it fills (twice the memory).
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= patch.DefaultMaxBytes {
+			b := make([]byte, fi.Size()+1)
+			n, err := io.ReadFull(f, b)
+			if err == io.ErrUnexpectedEOF || err == io.EOF {
+				return b[:n], nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			// It grew meanwhile: read the rest as any stream.
+			rest, err := io.ReadAll(io.LimitReader(f, patch.DefaultMaxBytes+1-int64(n)))
+			return append(b[:n], rest...), err
+		}
 		r = f
 	} else if r == nil {
 		return nil, errors.New("no standard input")

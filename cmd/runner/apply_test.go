@@ -169,3 +169,12 @@ func TestApplyCommandModes(t *testing.T) {
 		t.Errorf("again: %d %q", code, out)
 	}
 }
+
+func TestPFlag(t *testing.T) {
+	for a, want := range map[string]string{"-p1": "1", "--p0": "0", "-p12": "12", "-p": "", "-px": "", "-p1x": "", "---p1": "", "p1": "", "-q": ""} {
+		got, ok := pFlag(a)
+		if got != want || ok != (want != "") {
+			t.Errorf("pFlag(%q) = %q, %v; want %q", a, got, ok, want)
+		}
+	}
+}

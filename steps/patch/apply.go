@@ -78,7 +78,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Apply applies the unified diff in patch to the files under dir, all or
-// nothing. The diff may be wrapped in prose or markdown fences.
+// nothing. The diff may be wrapped in prose or markdown fences. patch must
+// not change while Apply runs (it is read in place, not copied).
 //
 // A *RefusedError means the diff was not applied because of what it says
 // (unreadable, does not match, unsafe path); its message explains why in
@@ -108,6 +109,7 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	defer t.close()
 	pl := &planner{tree: t, opt: opt, detected: map[bool]int{}, stats: map[string]lstatResult{}, state: map[string]*target{}}
 	if err := pl.plan(fds); err != nil {
+		pl.unstageAll()
 		return nil, err
 	}
 	res := pl.result()
@@ -116,9 +118,11 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 		res.Messages = res.Messages[:min(len(res.Messages), 2*maxMessages)]
 	}
 	if res.AlreadyApplied || opt.Check {
+		pl.unstageAll() // nothing is, but say so here too
 		return res, nil
 	}
 	if err := ctx.Err(); err != nil {
+		pl.unstageAll()
 		return nil, fmt.Errorf("patch: stopped before writing: %w", context.Cause(ctx))
 	}
 	res.BackupDir, err = pl.write(ctx)

@@ -76,7 +76,7 @@ func writeBackup(t *tree, id string, ts []*target) (dir string, made []string, e
 	var copies []*target
 	mkdirs := map[string]bool{}
 	for _, tg := range ts {
-		m.Files = append(m.Files, manifestFile{Path: tg.path, Existed: tg.existed, Mode: tg.mode})
+		m.Files = append(m.Files, manifestFile{Path: tg.path, Existed: tg.existed, Mode: tg.oldMode})
 		m.Dirs = append(m.Dirs, tg.dirs...)
 		if !tg.existed {
 			continue
@@ -123,12 +123,16 @@ func writeBackup(t *tree, id string, ts []*target) (dir string, made []string, e
 // without links gets a copy instead.
 func keep(t *tree, p string, tg *target) error {
 	if tg.links == 1 && t.link(tg.path, p) == nil {
-		if fi, _, err := t.lstat(p); err == nil && fi != nil && fi.Size() == int64(len(tg.orig)) && links(fi) == 2 {
+		if fi, _, err := t.lstat(p); err == nil && fi != nil && fi.Size() == tg.size && links(fi) == 2 {
 			return nil
 		}
 		_ = t.remove(p)
 	}
-	return t.writeTemp(p, tg.orig, tg.mode)
+	orig, err := tg.original(t, "")
+	if err != nil {
+		return err
+	}
+	return t.writeTemp(p, orig, tg.oldMode)
 }
 
 // dirExists reports whether directory p exists, refusing a link or a
@@ -178,10 +182,7 @@ func Rollback(dir, backupDir string) error {
 	if err := checkName(rel); err != nil {
 		return fmt.Errorf("patch: backup directory %q: %w", backupDir, err)
 	}
-	if _, _, err := t.lstat(rel + "/" + manifestName); err != nil {
-		return fmt.Errorf("patch: backup: %w", err)
-	}
-	b, err := t.readFile(rel + "/" + manifestName)
+	b, err := t.readRegular(rel + "/" + manifestName)
 	if err != nil {
 		return fmt.Errorf("patch: backup: %w", err)
 	}
@@ -201,11 +202,7 @@ func Rollback(dir, backupDir string) error {
 			continue
 		}
 		src := rel + "/" + f.Path
-		if _, _, err := t.lstat(src); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		data, err := t.readFile(src)
+		data, err := t.readRegular(src)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -7,23 +7,66 @@ package patch
 // has in the diff instead.
 // ok is false if two hunks change the same lines.
 func emit(c *content, pls []placed, exact bool) (_ []byte, ok bool) {
+	return emitInto(nil, c, pls, exact)
+}
+
+// emitInto is emit appending to buf[:0], which it grows if needed.
+func emitInto(buf []byte, c *content, pls []placed, exact bool) (_ []byte, ok bool) {
 	extra := 0
 	for _, pl := range pls {
 		for _, o := range pl.ops {
 			extra += len(o.text) + 2
 		}
 	}
-	buf := make([]byte, 0, len(c.data)+extra)
-	// open: buf ends with a line without newline. Only the last line may
-	// be one, so if anything follows it gets the file's newline.
+	if need := len(c.data) + extra; cap(buf) < need {
+		buf = make([]byte, 0, need)
+	}
+	s := sink{buf: buf[:0], build: true}
+	ok = walk(c, pls, exact, &s)
+	return s.buf, ok
+}
+
+// measure walks the hunks as emit does without building the result: the
+// new file's size, whether it is the same as the old, and whether two
+// hunks change the same lines. This is all a check needs.
+func measure(c *content, pls []placed, exact bool) (size int, same, ok bool) {
+	s := sink{same: true, old: c.data}
+	ok = walk(c, pls, exact, &s)
+	return s.n, s.same && s.n == len(c.data), ok
+}
+
+// sink takes the new file's pieces: it appends them (build), or only
+// counts them and compares them with the old file.
+type sink struct {
+	build bool
+	buf   []byte
+	n     int
+	same  bool
+	old   string
+}
+
+func (s *sink) add(p string) {
+	if s.build {
+		s.buf = append(s.buf, p...)
+		return
+	}
+	if s.same {
+		s.same = s.n+len(p) <= len(s.old) && s.old[s.n:s.n+len(p)] == p
+	}
+	s.n += len(p)
+}
+
+func walk(c *content, pls []placed, exact bool, s *sink) bool {
+	// open: the output ends with a line without newline. Only the last
+	// line may be one, so if anything follows it gets the file's newline.
 	open := false
-	put := func(s, end string, noEOL bool) {
-		if open && len(s)+len(end) > 0 {
-			buf = append(buf, c.nl...)
+	put := func(text, end string, noEOL bool) {
+		if open && len(text)+len(end) > 0 {
+			s.add(c.nl)
 		}
-		buf = append(buf, s...)
-		buf = append(buf, end...)
-		if len(s)+len(end) > 0 {
+		s.add(text)
+		s.add(end)
+		if len(text)+len(end) > 0 {
 			open = noEOL
 		}
 	}
@@ -38,7 +81,7 @@ func emit(c *content, pls []placed, exact bool) (_ []byte, ok bool) {
 			ops, at = ops[1:], at+1
 		}
 		if at < cur {
-			return nil, false
+			return false
 		}
 		lines(cur, at)
 		cur = at
@@ -56,7 +99,6 @@ func emit(c *content, pls []placed, exact bool) (_ []byte, ok bool) {
 			case '-':
 				cur++
 			case '+':
-				// Without a newline only where the diff says so.
 				nl, cr := c.nl, ""
 				if exact {
 					nl = "\n"
@@ -64,8 +106,9 @@ func emit(c *content, pls []placed, exact bool) (_ []byte, ok bool) {
 						nl, cr = "\r\n", "\r"
 					}
 				}
+				// Without a newline only where the diff says so.
 				if i == lastNew && pl.h.newNoEOL && pl.fuzz == 0 {
-					put(o.text+cr, "", true)
+					put(o.text, cr, true)
 				} else {
 					put(o.text, nl, false)
 				}
@@ -73,5 +116,5 @@ func emit(c *content, pls []placed, exact bool) (_ []byte, ok bool) {
 		}
 	}
 	lines(cur, c.n())
-	return buf, true
+	return true
 }

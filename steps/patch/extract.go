@@ -1,13 +1,21 @@
 package patch
 
-import "strings"
+import (
+	"strings"
+	"unsafe"
+)
 
 // splitDiffLines splits a diff into lines without their "\n". When every
 // line ends in CRLF the whole text was converted (a Windows clipboard, a
 // chat window), so the CRs are dropped; otherwise a line keeps its CR, which
 // then belongs to that line of the diffed file.
+//
+// The lines share b's memory rather than copy it (a 10 MB diff would be
+// held twice): Apply's caller does not change b while Apply runs, and
+// nothing Apply returns holds a piece of it (paths are cloned, messages
+// formatted).
 func splitDiffLines(b []byte) []string {
-	s := string(b)
+	s := unsafe.String(unsafe.SliceData(b), len(b))
 	lines := strings.SplitAfter(s, "\n")
 	if n := len(lines); n > 0 && lines[n-1] == "" {
 		lines = lines[:n-1]

@@ -38,8 +38,8 @@ type hunk struct {
 }
 
 type op struct {
-	kind byte // ' ', '-' or '+'
 	text string
+	kind byte // ' ', '-' or '+'
 	cr   bool // the diff line ended in CR
 }
 

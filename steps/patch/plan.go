@@ -1,11 +1,12 @@
 package patch
 
 import (
-	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // target is one path the diff touches, as it was and as it will be.
@@ -16,13 +17,23 @@ type target struct {
 	mode    fs.FileMode
 	oldMode fs.FileMode // mode as it was
 	links   int         // names the file had (0: unknown)
+	size    int64       // bytes it had when looked at
 	dirs    []string    // parent directories a create must make
 	added   int
 	removed int
 
 	exists bool     // after the diff's sections so far
-	data   []byte   // the content then
+	data   []byte   // the content then, unless pend holds it
 	cc     *content // data as lines; see content()
+	tmp  string // its new content, staged (see settle, stage)
+	// released: orig, data and pend's content were let go of once staged
+	// or checked; sum is orig's hash, to read orig back (original).
+	released bool
+	sum      uint64
+	// pend is the last section's result not yet built: it is built when
+	// written, one file at a time, so an apply never holds every file's
+	// new content at once, and a check never builds any.
+	pend *pending
 
 	// Changes the diff makes without hunks (a mode, an empty file): those
 	// it makes, and those in place already, described for a refusal.
@@ -30,17 +41,70 @@ type target struct {
 	notes                 []string
 }
 
+// pending is a file's new content as placed hunks on its old content.
+type pending struct {
+	c     *content
+	pls   []placed
+	exact bool
+	same  bool // the result is the old content
+}
+
 // content is the current content as lines, split on first use.
 func (t *target) content() *content {
+	if t.pend != nil {
+		t.set(t.newData())
+	}
 	if t.cc == nil {
 		t.cc = splitContent(t.data)
 	}
 	return t.cc
 }
 
-func (t *target) set(data []byte) { t.exists, t.data, t.cc = true, data, nil }
+// hashSeed hashes file contents, to know one read back for what it was.
+var hashSeed = maphash.MakeSeed()
 
-func (t *target) remove() { t.exists, t.data, t.cc = false, nil, nil }
+// original is the content the file had: in memory, or, once released,
+// read back from the backup (from "": the file itself, before anything is
+// written) and checked to be what was planned on.
+func (t *target) original(tr *tree, from string) ([]byte, error) {
+	if !t.released {
+		return t.orig, nil
+	}
+	p := t.path
+	if from != "" {
+		p = from + "/" + t.path
+	}
+	b, err := tr.readRegular(p)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) != t.size || maphash.Bytes(hashSeed, b) != t.sum {
+		return nil, fmt.Errorf("patch: %s changed while the diff was being applied", t.path)
+	}
+	return b, nil
+}
+
+// newData is the content after the diff, built now if it is pending.
+func (t *target) newData() []byte {
+	if t.pend != nil {
+		b, _ := emit(t.pend.c, t.pend.pls, t.pend.exact) // measured ok before
+		return b
+	}
+	return t.data
+}
+
+// changed reports whether the content after the diff differs from the
+// content before.
+func (t *target) changed() bool {
+	if t.pend != nil {
+		return !t.pend.same
+	}
+	return string(t.data) != string(t.orig)
+}
+
+func (t *target) set(data []byte) { t.exists, t.data, t.cc, t.pend = true, data, nil, nil }
+
+func (t *target) remove() { t.exists, t.data, t.cc, t.pend = false, nil, nil, nil }
 
 func (t *target) op() string {
 	switch {
@@ -62,6 +126,7 @@ type outcome struct {
 	pl    *placed
 	fail  *failure
 	note  string // a file-level reason the hunk failed
+	skip  bool   // placed nowhere: the file it deletes is gone already
 }
 
 // hunk is the outcome's hunk: every outcome is placed or failed.
@@ -111,10 +176,19 @@ func (p *planner) plan(fds []*fileDiff) error {
 		groups[t] = append(groups[t], i)
 	}
 
-	// Read the files and see whether the diff's line numbers hold.
-	errs := make([]error, len(p.order))
-	holds := make([]bool, len(p.order))
-	parallel(len(p.order), func(i int) {
+	// Read each file and, when the diff's line numbers hold for it (the
+	// usual case), place its hunks at once, so that it can be staged or
+	// let go of before most others are read: the whole tree is never in
+	// memory. Line numbers may break ties only when they hold for every
+	// file (see hintsHold); when one file's do not, the files placed
+	// trusting them are placed again without.
+	n := len(p.order)
+	errs := make([]error, n)
+	holds := make([]bool, n)
+	trusted := make([]bool, n)
+	outs := make([][]outcome, len(fds))
+	var broken atomic.Bool
+	parallel(n, func(i int) {
 		t := p.order[i]
 		if errs[i] = p.read(t); errs[i] != nil {
 			return
@@ -125,30 +199,108 @@ func (p *planner) plan(fds []*fileDiff) error {
 				holds[i] = false
 			}
 		}
+		if !holds[i] {
+			broken.Store(true)
+		}
+		if broken.Load() {
+			return // placed below, not trusting line numbers
+		}
+		trusted[i] = true
+		errs[i] = p.placeTarget(t, groups[t], fds, outs, true)
 	})
-	if err := errors.Join(errs...); err != nil {
+	if err := firstError(errs); err != nil {
 		return err
 	}
 	p.trust = !slices.Contains(holds, false)
-
-	// Place the hunks.
-	outs := make([][]outcome, len(fds))
-	ferrs := make([]error, len(fds))
-	parallel(len(p.order), func(i int) {
-		t := p.order[i]
-		for _, k := range groups[t] {
-			if outs[k], ferrs[k] = p.applyFile(t, fds[k]); ferrs[k] != nil {
-				return
+	if !p.trust {
+		parallel(n, func(i int) {
+			t := p.order[i]
+			if trusted[i] {
+				unstage(p.tree, []*target{t})
+				t.reset()
+				if errs[i] = p.read(t); errs[i] != nil {
+					return
+				}
 			}
+			errs[i] = p.placeTarget(t, groups[t], fds, outs, false)
+		})
+		if err := firstError(errs); err != nil {
+			return err
 		}
-	})
+	}
 	for k := range fds {
-		if ferrs[k] != nil {
-			return ferrs[k]
-		}
 		p.out = append(p.out, outs[k]...)
 	}
 	return p.verdict()
+}
+
+// placeTarget places the hunks of t's sections (ks, in order) and then
+// settles t.
+func (p *planner) placeTarget(t *target, ks []int, fds []*fileDiff, outs [][]outcome, trust bool) error {
+	for j, k := range ks {
+		var err error
+		if outs[k], err = p.applyFile(t, fds[k], j == len(ks)-1, trust); err != nil {
+			return err
+		}
+	}
+	for _, k := range ks {
+		for _, o := range outs[k] {
+			if o.fail != nil {
+				return nil // its content stays, for the report
+			}
+		}
+	}
+	return p.settle(t, ks, outs)
+}
+
+// settle lets go of a placed file's contents: a check needs no more of
+// it; an apply stages its new content (written beside it, renamed into
+// place later) first. The original stays in memory only when there is no
+// backup to restore it from.
+func (p *planner) settle(t *target, ks []int, outs [][]outcome) error {
+	if t.pend == nil {
+		return nil // created, deleted or unchanged: small, or nothing to hold
+	}
+	if !p.opt.Check {
+		if !t.changed() && t.mode == t.oldMode {
+			return nil
+		}
+		if testHook != nil {
+			testHook("stage", t.path)
+		}
+		if err := stageOne(p.tree, t); err != nil {
+			return fmt.Errorf("patch: %s: %w", t.path, err)
+		}
+	}
+	for _, k := range ks {
+		for x := range outs[k] {
+			outs[k][x].c = nil
+			if h := outs[k][x].hunk(); h != nil {
+				h.old, h.new = nil, nil // built again if ever needed
+			}
+		}
+	}
+	t.pend.c, t.pend.pls, t.cc, t.data = nil, nil, nil, nil
+	if p.opt.Check || !p.opt.NoBackup {
+		t.orig, t.released = nil, true
+	}
+	return nil
+}
+
+// reset puts t back as it was before any section was placed (to place
+// them again); its content must be read again.
+func (t *target) reset() {
+	*t = target{path: t.path, existed: t.existed, mode: t.oldMode, oldMode: t.oldMode,
+		links: t.links, size: t.size, dirs: t.dirs}
+}
+
+func firstError(errs []error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // target returns the state of path, made on first use (without reading
@@ -157,14 +309,16 @@ func (p *planner) target(path string) (*target, error) {
 	if t, ok := p.state[path]; ok {
 		return t, nil
 	}
-	t := &target{path: path, mode: 0o644}
+	// The path may be a slice of the diff's text, which Apply does not
+	// copy (see splitDiffLines): results get their own copy.
+	t := &target{path: strings.Clone(path), mode: 0o644}
 	r, err := p.lstatFull(path)
 	if err != nil {
 		return nil, err
 	}
 	fi, missing := r.fi, r.missing
 	if fi != nil {
-		t.existed, t.mode, t.links = true, fi.Mode()&modeBits, links(fi)
+		t.existed, t.mode, t.links, t.size = true, fi.Mode()&modeBits, links(fi), fi.Size()
 		t.oldMode = t.mode
 	} else {
 		t.dirs = parentsToMake(path, missing)
@@ -179,20 +333,31 @@ func (p *planner) read(t *target) error {
 	if !t.existed {
 		return nil
 	}
-	b, err := p.tree.readFile(t.path)
+	if t.size >= maxFileSize {
+		return refuse(Unsafe, "%s is %d bytes, too large to patch (the limit is %d)", t.path, t.size, int64(maxFileSize))
+	}
+	b, err := p.tree.readFile(t.path, t.size)
 	if err != nil {
 		return fmt.Errorf("patch: %w", err)
 	}
-	t.orig = b
+	if int64(len(b)) >= maxFileSize {
+		return fmt.Errorf("patch: %s grew past %d bytes while being read", t.path, int64(maxFileSize))
+	}
+	t.orig, t.size = b, int64(len(b))
+	t.sum = maphash.Bytes(hashSeed, b)
 	t.set(b)
 	return nil
 }
 
+// maxFileSize bounds the files a diff may change: line offsets are 32-bit.
+const maxFileSize = 1<<32 - 1
+
 const modeBits = fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky
 
 // applyFile places f's hunks on t's current content and says how each
-// went. It only touches t, so files can be done in parallel.
-func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
+// went. It only touches t, so files can be done in parallel. last: no
+// later section changes t, so its new content can wait until written.
+func (p *planner) applyFile(t *target, f *fileDiff, last, trust bool) (out []outcome, _ error) {
 	fileFail := func(note string) {
 		out = out[:0]
 		for _, h := range f.hunks {
@@ -201,7 +366,7 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 	}
 	already := func(c *content) {
 		for _, h := range f.hunks {
-			out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &placed{h: h, applied: false}})
+			out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &placed{h: h, applied: false}, skip: c == nil})
 		}
 	}
 	if len(f.hunks) == 0 {
@@ -243,7 +408,7 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 	}
 
 	c := t.content()
-	pls, fails := placeAll(c, f.hunks, p.trust)
+	pls, fails := placeAll(c, f.hunks, trust)
 	for i := range pls {
 		out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &pls[i]})
 	}
@@ -258,7 +423,7 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 			return out, nil // judged with the others in verdict
 		}
 	}
-	next, ok := emit(c, pls, f.exact)
+	size, same, ok := measure(c, pls, f.exact)
 	if !ok {
 		fileFail(fmt.Sprintf("hunks for %s overlap", t.path))
 		return out, nil
@@ -274,14 +439,20 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 		}
 	}
 	if f.deleted {
-		if len(next) > 0 {
+		if size > 0 {
+			next, _ := emit(c, pls, f.exact)
 			fileFail(fmt.Sprintf("the diff deletes %s, but the file has %d lines the diff does not remove", t.path, splitContent(next).n()))
 			return out, nil
 		}
 		t.remove()
 		return out, nil
 	}
-	t.set(next)
+	if last {
+		t.pend = &pending{c: c, pls: pls, exact: f.exact, same: same}
+	} else {
+		next, _ := emit(c, pls, f.exact)
+		t.set(next)
+	}
 	p.chmod(t, f)
 	return out, nil
 }
@@ -289,6 +460,9 @@ func (p *planner) applyFile(t *target, f *fileDiff) (out []outcome, _ error) {
 // headerOnly makes a change that git writes without hunks: a mode
 // change, or a new or deleted empty file.
 func (p *planner) headerOnly(t *target, f *fileDiff) error {
+	if t.pend != nil {
+		t.set(t.newData())
+	}
 	switch {
 	case f.created && t.exists:
 		if len(t.data) > 0 {
@@ -426,7 +600,7 @@ func (p *planner) result() *Result {
 		if res.AlreadyApplied {
 			op = "" // nothing changes
 		}
-		if op == "modify" && string(t.data) == string(t.orig) && t.mode == t.oldMode {
+		if op == "modify" && !t.changed() && t.mode == t.oldMode {
 			op = "" // hunks that change nothing, such as a newline at the end
 		}
 		if op != "" {
@@ -440,7 +614,7 @@ func (p *planner) result() *Result {
 	}
 	for _, o := range p.out {
 		pl := o.pl
-		if pl == nil || o.c == nil || (pl.applied == res.AlreadyApplied) {
+		if pl == nil || o.skip || (pl.applied == res.AlreadyApplied) {
 			continue
 		}
 		h := pl.h

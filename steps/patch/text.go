@@ -2,6 +2,7 @@ package patch
 
 import (
 	"strings"
+	"unsafe"
 )
 
 // content is a text file seen as lines. It keeps the file's bytes and
@@ -12,7 +13,7 @@ import (
 // terminators.
 type content struct {
 	data string
-	next []int  // next[i]: offset just past line i and its terminator
+	next []uint32 // next[i]: offset just past line i and its terminator (files are < 4 GiB, see maxFileSize)
 	nl   string // terminator for lines the diff adds: the file's majority
 
 	norm [numWS][]string         // every line's text at each level, built lazily
@@ -21,14 +22,16 @@ type content struct {
 	heading []int32 // see headingAbove; built lazily
 }
 
+// b is shared, not copied: it must not change afterwards (file contents
+// here never do: each is read or built once).
 func splitContent(b []byte) *content {
-	s := string(b)
-	c := &content{data: s, next: make([]int, 0, strings.Count(s, "\n")+1)}
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	c := &content{data: s, next: make([]uint32, 0, strings.Count(s, "\n")+1)}
 	crlf, lf := 0, 0
 	for at := 0; at < len(s); {
 		i := strings.IndexByte(s[at:], '\n')
 		if i < 0 {
-			c.next = append(c.next, len(s))
+			c.next = append(c.next, uint32(len(s)))
 			break
 		}
 		if i > 0 && s[at+i-1] == '\r' {
@@ -37,7 +40,7 @@ func splitContent(b []byte) *content {
 			lf++
 		}
 		at += i + 1
-		c.next = append(c.next, at)
+		c.next = append(c.next, uint32(at))
 	}
 	// The majority of terminated lines; a tie goes to CRLF, as a file with
 	// any CRLF was most likely written that way on purpose.
@@ -55,12 +58,12 @@ func (c *content) start(i int) int {
 	if i == 0 {
 		return 0
 	}
-	return c.next[i-1]
+	return int(c.next[i-1])
 }
 
 // line is line i's text, without its terminator.
 func (c *content) line(i int) string {
-	s := c.data[c.start(i):c.next[i]]
+	s := c.data[c.start(i):int(c.next[i])]
 	if strings.HasSuffix(s, "\n") {
 		s = s[:len(s)-1]
 		s = strings.TrimSuffix(s, "\r")

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -179,7 +180,22 @@ func pathErr(p string, err error) error {
 	return err
 }
 
-func (t *tree) readFile(p string) ([]byte, error) {
+// readRegular reads p, which must be a regular file reached without links.
+func (t *tree) readRegular(p string) ([]byte, error) {
+	fi, _, err := t.lstat(p)
+	if err != nil {
+		return nil, err
+	}
+	if fi == nil {
+		return nil, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
+	}
+	return t.readFile(p, fi.Size())
+}
+
+// readFile reads p, expected to be size bytes, into a buffer of exactly
+// that size when it is (os.ReadFile's buffer has room to spare, which over
+// thousands of files adds up).
+func (t *tree) readFile(p string, size int64) ([]byte, error) {
 	r, name, err := t.at(p)
 	if err == nil && r == nil {
 		err = &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
@@ -187,7 +203,25 @@ func (t *tree) readFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return r.ReadFile(name)
+	f, err := r.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, size)
+	n, err := io.ReadFull(f, b)
+	switch {
+	case err == io.ErrUnexpectedEOF || err == io.EOF:
+		return b[:n], nil // it shrank
+	case err != nil:
+		return nil, err
+	}
+	var one [1]byte
+	if m, _ := f.Read(one[:]); m == 0 {
+		return b, nil
+	}
+	rest, err := io.ReadAll(f) // it grew
+	return append(append(b, one[0]), rest...), err
 }
 
 func (t *tree) remove(p string) error {

@@ -19,7 +19,7 @@ func (p *planner) changes() []*target {
 		case "create", "delete":
 			out = append(out, t)
 		case "modify":
-			if string(t.data) != string(t.orig) || t.mode != t.oldMode {
+			if t.changed() || t.mode != t.oldMode {
 				out = append(out, t)
 			}
 		}
@@ -29,10 +29,11 @@ func (p *planner) changes() []*target {
 
 // write makes the planned changes in three steps. Backups and the new
 // contents go to temporary files first, synced in parallel (fsync is the
-// slow part); a failure there leaves the tree as it was. Then each file is
-// renamed into place (or deleted) in order, checking ctx between files;
-// if a rename fails or ctx ends, the files already changed are put back
-// from memory.
+// slow part; most files were staged already while planning, see settle);
+// a failure there leaves the tree as it was. Then each file is renamed
+// into place (or deleted) in order, checking ctx between files; if a
+// rename fails or ctx ends, the files already changed are put back (from
+// memory, or from the backup).
 func (p *planner) write(ctx context.Context) (string, error) {
 	ts := p.changes()
 	backup := ""
@@ -40,6 +41,7 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	if !p.opt.NoBackup {
 		var err error
 		if backup, made, err = writeBackup(p.tree, p.opt.BackupID, ts); err != nil {
+			p.unstageAll()
 			return "", err
 		}
 	}
@@ -51,8 +53,8 @@ func (p *planner) write(ctx context.Context) (string, error) {
 			removeDirs(p.tree, made)
 		}
 	}
-	tmps, err := stage(p.tree, ts)
-	if err != nil {
+	if err := stage(p.tree, ts); err != nil {
+		p.unstageAll()
 		drop()
 		return "", err
 	}
@@ -65,11 +67,11 @@ func (p *planner) write(ctx context.Context) (string, error) {
 		if err != nil {
 			err = fmt.Errorf("patch: interrupted: %w", context.Cause(ctx))
 		} else {
-			err = commit(p.tree, t, tmps[i])
+			err = commit(p.tree, t)
 		}
 		if err != nil {
-			unstage(p.tree, ts[i:], tmps[i:])
-			if rerr := restore(p.tree, done); rerr != nil {
+			unstage(p.tree, ts[i:])
+			if rerr := restore(p.tree, done, backup); rerr != nil {
 				if backup != "" {
 					return "", fmt.Errorf("%w; restoring the files changed before failed too (%v); the originals are in %s", err, rerr, backup)
 				}
@@ -88,6 +90,7 @@ func (p *planner) write(ctx context.Context) (string, error) {
 		dirs = append(dirs, dirOf(t.path))
 	}
 	p.tree.syncDirs(dirs)
+	p.removeEmptied(ts)
 	return backup, nil
 }
 
@@ -96,47 +99,69 @@ func (p *planner) write(ctx context.Context) (string, error) {
 // interruption between files.
 var testHook func(phase, path string)
 
-// stage writes each new content to a synced temporary file beside its
-// target and returns their names ("" for deletions).
-func stage(t *tree, ts []*target) ([]string, error) {
-	tmps := make([]string, len(ts))
-	for i, tg := range ts {
+// stage writes each new content not written yet to a synced temporary
+// file beside its target (tg.tmp; none for deletions).
+func stage(t *tree, ts []*target) error {
+	var todo []*target
+	for _, tg := range ts {
 		if testHook != nil {
 			testHook("stage", tg.path)
 		}
 		if err := checkStill(t, tg); err != nil {
-			return nil, unstage(t, ts, tmps, fmt.Errorf("patch: %s: %w", tg.path, err))
+			return unstage(t, ts, fmt.Errorf("patch: %s: %w", tg.path, err))
 		}
-		if !tg.exists {
+		if !tg.exists || tg.tmp != "" {
 			continue
 		}
 		for _, d := range tg.dirs {
 			if err := t.mkdir(d); err != nil && !errors.Is(err, fs.ErrExist) {
-				return nil, unstage(t, ts, tmps, fmt.Errorf("patch: %s: %w", tg.path, err))
+				return unstage(t, ts, fmt.Errorf("patch: %s: %w", tg.path, err))
 			}
 		}
-		tmps[i] = tempName(tg.path)
+		todo = append(todo, tg)
 	}
-	errs := make([]error, len(ts))
-	parallel(len(ts), func(i int) {
-		if tmps[i] != "" {
-			errs[i] = t.writeTemp(tmps[i], ts[i].data, ts[i].mode)
-		}
-	})
+	errs := make([]error, len(todo))
+	parallel(len(todo), func(i int) { errs[i] = stageOne(t, todo[i]) })
 	for i, err := range errs {
 		if err != nil {
-			return nil, unstage(t, ts, tmps, fmt.Errorf("patch: %s: %w", ts[i].path, err))
+			return unstage(t, ts, fmt.Errorf("patch: %s: %w", todo[i].path, err))
 		}
 	}
-	return tmps, nil
+	return nil
+}
+
+// bufs are buffers for new contents, reused once a file is written, so
+// that no more than a few new files are in memory at once.
+var bufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// stageOne writes tg's new content to a new temporary file, tg.tmp.
+func stageOne(t *tree, tg *target) error {
+	tmp := tempName(tg.path)
+	var err error
+	if tg.pend == nil {
+		err = t.writeTemp(tmp, tg.data, tg.mode)
+	} else {
+		bp := bufs.Get().(*[]byte)
+		*bp, _ = emitInto(*bp, tg.pend.c, tg.pend.pls, tg.pend.exact) // measured ok before
+		err = t.writeTemp(tmp, *bp, tg.mode)
+		if cap(*bp) > 4<<20 {
+			*bp = nil // do not keep a huge buffer around
+		}
+		bufs.Put(bp)
+	}
+	if err == nil {
+		tg.tmp = tmp
+	}
+	return err
 }
 
 // unstage removes temporary files and the directories made for them, and
 // passes cause on (if any).
-func unstage(t *tree, ts []*target, tmps []string, cause ...error) error {
-	for _, tmp := range tmps {
-		if tmp != "" {
-			_ = t.remove(tmp)
+func unstage(t *tree, ts []*target, cause ...error) error {
+	for _, tg := range ts {
+		if tg.tmp != "" {
+			_ = t.remove(tg.tmp)
+			tg.tmp = ""
 		}
 	}
 	for _, tg := range slices.Backward(ts) {
@@ -144,6 +169,9 @@ func unstage(t *tree, ts []*target, tmps []string, cause ...error) error {
 	}
 	return errors.Join(cause...)
 }
+
+// unstageAll removes every temporary file staged so far.
+func (p *planner) unstageAll() { unstage(p.tree, p.order) }
 
 // checkStill makes sure, right before writing, that the path is still what
 // was planned for: not a link, and a new file has not appeared meanwhile.
@@ -163,7 +191,7 @@ func checkStill(t *tree, tg *target) error {
 	return nil
 }
 
-func commit(t *tree, tg *target, tmp string) error {
+func commit(t *tree, tg *target) error {
 	if err := checkStill(t, tg); err != nil {
 		return fmt.Errorf("patch: %s: %w", tg.path, err)
 	}
@@ -171,7 +199,10 @@ func commit(t *tree, tg *target, tmp string) error {
 	if !tg.exists {
 		err = t.remove(tg.path)
 	} else {
-		err = t.rename(tmp, tg.path)
+		err = t.rename(tg.tmp, tg.path)
+		if err == nil {
+			tg.tmp = ""
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("patch: %s: %w", tg.path, err)
@@ -216,12 +247,18 @@ func tempName(p string) string {
 }
 
 // restore puts targets back as they were, last first, and removes the
-// directories that creates made.
-func restore(t *tree, ts []*target) error {
+// directories that creates made. A content let go of while planning (see
+// settle) is read back from the backup.
+func restore(t *tree, ts []*target, backup string) error {
 	var errs []error
 	for _, tg := range slices.Backward(ts) {
 		if tg.existed {
-			errs = append(errs, putBack(t, tg.path, tg.orig, tg.mode))
+			orig, err := tg.original(t, backup)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			errs = append(errs, putBack(t, tg.path, orig, tg.oldMode))
 		} else {
 			errs = append(errs, removeFile(t, tg.path))
 		}
@@ -259,6 +296,24 @@ func removeDirs(t *tree, dirs []string) {
 		if fi, err := t.root.Lstat(d); err == nil && fi.IsDir() {
 			t.forget(d)
 			_ = t.root.Remove(d) // fails, as it should, when not empty
+		}
+	}
+}
+
+// removeEmptied removes the directories that deleting files left empty,
+// each up to the top as far as they are empty, as git does (never the
+// directory itself). A rollback makes them again for the files it puts
+// back.
+func (p *planner) removeEmptied(ts []*target) {
+	for _, tg := range ts {
+		if !tg.existed || tg.exists {
+			continue
+		}
+		for d := dirOf(tg.path); d != ""; d = dirOf(d) {
+			p.tree.forget(d)
+			if p.tree.root.Remove(d) != nil {
+				break // not empty (or not ours to remove): stop here, as git does
+			}
 		}
 	}
 }
