@@ -25,7 +25,7 @@ type target struct {
 	exists bool     // after the diff's sections so far
 	data   []byte   // the content then, unless pend holds it
 	cc     *content // data as lines; see content()
-	tmp  string // its new content, staged (see settle, stage)
+	tmp    string   // its new content, staged (see settle, stage)
 	// released: orig, data and pend's content were let go of once staged
 	// or checked; sum is orig's hash, to read orig back (original).
 	released bool

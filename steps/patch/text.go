@@ -14,7 +14,7 @@ import (
 type content struct {
 	data string
 	next []uint32 // next[i]: offset just past line i and its terminator (files are < 4 GiB, see maxFileSize)
-	nl   string // terminator for lines the diff adds: the file's majority
+	nl   string   // terminator for lines the diff adds: the file's majority
 
 	norm [numWS][]string         // every line's text at each level, built lazily
 	idx  [numWS]map[string][]int // line -> positions, built lazily
