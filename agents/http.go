@@ -53,7 +53,7 @@ func (r Retry) withDefaults() Retry {
 
 // maxAnswer bounds how much of an answer is read: far above any real
 // completion, low enough that a misbehaving server cannot exhaust memory.
-const maxAnswer = 64 << 20
+var maxAnswer = 64 << 20 // a var so tests can lower it
 
 // transport sends provider requests with retries. It is shared by the
 // providers of a Set.
@@ -139,7 +139,7 @@ func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.He
 	resp, err := t.client.Do(req)
 	if err == nil {
 		var body []byte
-		body, err = io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+		body, err = io.ReadAll(io.LimitReader(resp.Body, int64(maxAnswer)+1))
 		resp.Body.Close()
 		if err == nil && len(body) > maxAnswer {
 			return nil, 0, nil, &fatalError{fmt.Errorf("%s: the answer is larger than %d MiB, the most runner reads (status %d)", x.provider, maxAnswer>>20, resp.StatusCode)}

@@ -87,3 +87,20 @@ func TestServerEchoesKeyAnywhere(t *testing.T) {
 		})
 	}
 }
+
+// TestOversizeAnswer: an answer past the size cap is named as such, not
+// reported as malformed JSON, and not retried.
+func TestOversizeAnswer(t *testing.T) {
+	old := maxAnswer
+	maxAnswer = 1 << 20
+	t.Cleanup(func() { maxAnswer = old })
+	big := oaAnswer(strings.Repeat("x", 1<<20), true)
+	for _, status := range []int{200, 500} {
+		h, ss := providerCall(t, openAIValidate, []answer{{status: status, body: big}, {body: oaAnswer("ok", true)}}, openAIAgent, false, "", "ask")
+		_, err := ss.Send(context.Background(), user("hi"))
+		if err == nil || !strings.Contains(err.Error(), "larger than 1 MiB") || strings.Contains(err.Error(), "malformed") {
+			t.Errorf("status %d: err = %v", status, err)
+		}
+		checkCall(t, h, ss, err, 0, nil)
+	}
+}

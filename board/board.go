@@ -104,12 +104,24 @@ func (b *Board) Write(op WriteOp) (Entry, error) {
 	if op.Key == "" {
 		return Entry{}, errors.New("board: write needs a key")
 	}
+	if err := op.checkTTL(); err != nil {
+		return Entry{}, err
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if err := b.allowedLocked(op.Author, "write", op.Key); err != nil {
 		return Entry{}, err
 	}
 	return b.writeLocked(op.entry(), op.ExpectVersion)
+}
+
+// checkTTL refuses a negative TTL (one that overflowed, too): taken as
+// "no TTL" it would keep for good a value meant to expire.
+func (op *WriteOp) checkTTL() error {
+	if op.TTL < 0 {
+		return fmt.Errorf("board: key %q: ttl %s is negative", op.Key, op.TTL)
+	}
+	return nil
 }
 
 func (op *WriteOp) entry() Entry {
@@ -486,6 +498,9 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	b.pending = append(b.pending[:0], &first)
 	for _, kv := range kvs {
 		if err := b.allowedLocked(kv.Author, "write", kv.Key); err != nil {
+			return err
+		}
+		if err := kv.checkTTL(); err != nil {
 			return err
 		}
 		next, err := b.prepareLocked(kv.entry(), kv.ExpectVersion, now)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDamagedSavedRuns: a damaged blackboard.json or journal is an error
@@ -125,5 +126,21 @@ func TestDamagedSavedRuns(t *testing.T) {
 				t.Errorf("Open (resume) accepted the damaged run")
 			}
 		})
+	}
+}
+
+// A negative TTL (or one that overflowed) is refused, not taken as "keep
+// for good".
+func TestNegativeTTLRefused(t *testing.T) {
+	b := New(Run{ID: "r"})
+	if _, err := b.Write(WriteOp{Key: "k", Value: 1, TTL: -time.Second, ExpectVersion: -1}); err == nil || !strings.Contains(err.Error(), "ttl -1s is negative") {
+		t.Errorf("Write: err = %v", err)
+	}
+	err := b.FinishStep(StepRecord{Label: "s", Visit: 1}, Entry{Section: "steps"}, &WriteOp{Key: "k", TTL: -time.Hour, ExpectVersion: -1})
+	if err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("FinishStep: err = %v", err)
+	}
+	if b.Len() != 0 || len(b.Steps()) != 0 {
+		t.Errorf("a refused write left %d entries, %d steps", b.Len(), len(b.Steps()))
 	}
 }
