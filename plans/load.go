@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"os"
-	"regexp"
-	"strconv"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -40,12 +37,15 @@ func Parse(path string, src []byte) (*Plan, error) {
 	sum := sha256.Sum256(src)
 	p := &Plan{Path: path, Source: src, SHA256: hex.EncodeToString(sum[:]), labels: map[string]*Step{}}
 	r := &Reporter{File: path}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		r.List = append(r.List, yamlError(path, err))
+	doc, yerr := parseYAML(path, src)
+	if yerr != nil {
+		r.List = append(r.List, yerr)
 		return p, r.Err()
 	}
-	root := Resolve(&doc)
+	if !checkNodes(r, doc) {
+		return p, r.Err()
+	}
+	root := Resolve(doc)
 	if root == nil || root.Kind == 0 || (root.Kind == yaml.ScalarNode && root.Tag == "!!null") {
 		r.AtPos(1, 1, "the plan is empty; it needs at least version and steps")
 		return p, r.Err()
@@ -99,22 +99,6 @@ func Parse(path string, src []byte) (*Plan, error) {
 		p.Limits.MaxSteps = DefaultMaxSteps
 	}
 	return p, r.Err()
-}
-
-var yamlLineRE = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-
-// yamlError turns a yaml.v3 syntax error into a positioned Error.
-func yamlError(path string, err error) *Error {
-	var te *yaml.TypeError
-	msg := err.Error()
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		return &Error{File: path, Line: line, Col: 1, Msg: "YAML: " + m[2]}
-	}
-	return &Error{File: path, Line: 1, Col: 1, Msg: "YAML: " + msg}
 }
 
 func countDocuments(src []byte) int {

@@ -11,7 +11,7 @@ func TestParseReportsProblemsWithPositions(t *testing.T) {
 		name, src string
 		want      []string
 	}{
-		{"yaml syntax", "version: 1\nsteps:\n  - label: a\n   type: command\n", []string{"p.yaml:2:1: YAML: did not find expected"}},
+		{"yaml syntax", "version: 1\nsteps:\n  - label: a\n   type: command\n", []string{"p.yaml:4:4: the indentation does not fit the lines above"}},
 		{"empty", "", []string{"p.yaml:1:1: the plan is empty"}},
 		{"only comments", "# nothing yet\n", []string{"p.yaml:1:1: the plan is empty"}},
 		{"not a mapping", "- a\n- b\n", []string{"p.yaml:1:1: the plan must be a mapping, got a list"}},

@@ -29,10 +29,15 @@ func Fields(r *Reporter, n *yaml.Node, what string) []Field {
 	}
 	seen := map[string]bool{}
 	out := make([]Field, 0, len(n.Content)/2)
+	var merged []Field
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			r.At(k, "%s: keys must be plain strings", what)
+			continue
+		}
+		if k.Tag == "!!merge" {
+			merged = append(merged, mergeFields(r, v, what)...)
 			continue
 		}
 		if seen[k.Value] {
@@ -42,7 +47,32 @@ func Fields(r *Reporter, n *yaml.Node, what string) []Field {
 		seen[k.Value] = true
 		out = append(out, Field{Key: k.Value, KeyN: k, Value: v})
 	}
+	// `<<: *defaults` adds the keys the mapping does not give itself.
+	for _, f := range merged {
+		if !seen[f.Key] {
+			seen[f.Key] = true
+			out = append(out, f)
+		}
+	}
 	return out
+}
+
+// mergeFields reads the value of a `<<` merge key: a mapping, or a list of
+// mappings where earlier ones win.
+func mergeFields(r *Reporter, v *yaml.Node, what string) []Field {
+	v = Resolve(v)
+	if v != nil && v.Kind == yaml.SequenceNode {
+		var out []Field
+		for _, m := range v.Content {
+			out = append(out, Fields(r, m, what+": <<")...)
+		}
+		return out
+	}
+	if v == nil || v.Kind != yaml.MappingNode {
+		r.At(v, "%s: << merges a mapping (or a list of mappings), got %s", what, KindName(v))
+		return nil
+	}
+	return Fields(r, v, what+": <<")
 }
 
 // Resolve follows aliases and unwraps documents.

@@ -98,12 +98,15 @@ func LoadResponsesFile(planPath, file string) ([]Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	var doc yaml.Node
 	r := &Reporter{File: file}
-	if err := yaml.Unmarshal(src, &doc); err != nil {
-		r.List = append(r.List, yamlError(file, err))
+	doc, yerr := parseYAML(file, src)
+	if yerr != nil {
+		r.List = append(r.List, yerr)
 		return nil, r.Err()
 	}
-	out := ParseResponses(r, &doc, "responses file")
+	if !checkNodes(r, doc) {
+		return nil, r.Err()
+	}
+	out := ParseResponses(r, doc, "responses file")
 	return out, r.Err()
 }
