@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/file"
@@ -117,7 +118,7 @@ func compileTemplate(src string, scope *Scope) (*Template, []exprError) {
 	}
 }
 
-var unknownNameRE = regexp.MustCompile(`^unknown (?:field|name) (\w+)$`)
+var unknownNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown (?:field|name) (\w+)$`) })
 
 // exprMessage is the first line of an expr error, without its source echo,
 // with a "did you mean" for a misspelt name.
@@ -128,7 +129,7 @@ func exprMessage(err error, scope *Scope) string {
 		msg = fe.Message
 	}
 	msg, _, _ = strings.Cut(msg, "\n")
-	if m := unknownNameRE.FindStringSubmatch(msg); m != nil {
+	if m := unknownNameRE().FindStringSubmatch(msg); m != nil {
 		msg += plans.Suggest(m[1], scopeNames(scope.types, nil))
 	}
 	return msg

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -210,12 +211,12 @@ func Unknown(r *Reporter, f Field, what string, known []string) {
 	r.At(f.KeyN, "unknown field %q in %s%s", f.Key, what, Suggest(f.Key, known))
 }
 
-var labelRE = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+var labelRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_]*$`) })
 
 // ValidLabel reports whether s can be a step label.
-func ValidLabel(s string) bool { return labelRE.MatchString(s) }
+func ValidLabel(s string) bool { return labelRE().MatchString(s) }
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // ValidIdent reports whether s can be a var or env name (usable as vars.<name>).
-func ValidIdent(s string) bool { return identRE.MatchString(s) }
+func ValidIdent(s string) bool { return identRE().MatchString(s) }

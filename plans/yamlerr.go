@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -17,8 +18,8 @@ import (
 // and for indentation errors the first prefix of the file that fails.
 
 var (
-	yamlLineRE   = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
-	yamlAnchorRE = regexp.MustCompile(`unknown anchor '([^']*)' referenced`)
+	yamlLineRE   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: line (\d+): (.*)$`) })
+	yamlAnchorRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`unknown anchor '([^']*)' referenced`) })
 )
 
 // parseYAML parses src into a node tree, or returns the positioned error.
@@ -68,7 +69,7 @@ func yamlError(path string, src []byte, err error) *Error {
 		msg = te.Errors[0]
 	}
 	line := 0
-	if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
+	if m := yamlLineRE().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
@@ -100,7 +101,7 @@ func yamlError(path string, src []byte, err error) *Error {
 		}
 		return at(line, 0, msg)
 	case strings.Contains(msg, "unknown anchor"):
-		m := yamlAnchorRE.FindStringSubmatch(msg)
+		m := yamlAnchorRE().FindStringSubmatch(msg)
 		name := ""
 		if m != nil {
 			name = m[1]

@@ -3,6 +3,7 @@ package testrun
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 var cargoFramework = &framework{
@@ -26,10 +27,12 @@ var cargoFramework = &framework{
 	parser: func(string, string) parser { return &cargoParser{sections: map[string]*lines{}} },
 }
 
-var cargoTestCmd = regexp.MustCompile(`(?:^|[\s;&|(/])cargo\s+(?:\+\S+\s+)?test(?:$|[\s;&|)])`)
+var cargoTestCmd = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s;&|(/])cargo\s+(?:\+\S+\s+)?test(?:$|[\s;&|)])`)
+})
 
 func insertAfterCargoTest(cmd string) (string, bool) {
-	loc := cargoTestCmd.FindStringIndex(cmd)
+	loc := cargoTestCmd().FindStringIndex(cmd)
 	if loc == nil {
 		return cmd, false
 	}
@@ -38,21 +41,29 @@ func insertAfterCargoTest(cmd string) (string, bool) {
 }
 
 var (
-	cargoRunning   = regexp.MustCompile(`^running \d+ tests?$`)
-	cargoTestLine  = regexp.MustCompile(`^test (.+?) \.\.\. (ok|FAILED|ignored\b.*|bench:.*)$`)
-	cargoTestStart = regexp.MustCompile(`^test (.+?) \.\.\. ?$`)
-	cargoLongTest  = regexp.MustCompile(`^test (.+) has been running for over \d+ seconds$`)
-	cargoSection   = regexp.MustCompile(`^---- (.+) (?:stdout|stderr) ----$`)
-	cargoPanic     = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at (.+?):(\d+):(\d+):$`)
-	cargoPanicOld  = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at '(.*)', (.+?):(\d+):(\d+)$`)
+	cargoRunning  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^running \d+ tests?$`) })
+	cargoTestLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^test (.+?) \.\.\. (ok|FAILED|ignored\b.*|bench:.*)$`)
+	})
+	cargoTestStart = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^test (.+?) \.\.\. ?$`) })
+	cargoLongTest  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^test (.+) has been running for over \d+ seconds$`) })
+	cargoSection   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^---- (.+) (?:stdout|stderr) ----$`) })
+	cargoPanic     = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at (.+?):(\d+):(\d+):$`)
+	})
+	cargoPanicOld = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at '(.*)', (.+?):(\d+):(\d+)$`)
+	})
 	// Rust < 1.73 with a message of several lines: the place ends the last
-	cargoPanicOpen  = regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at '(.*)$`)
-	cargoPanicEnd   = regexp.MustCompile(`', (.+?):(\d+):(\d+)$`)
-	cargoDiag       = regexp.MustCompile(`^(error|warning)(?:\[(\w+)\])?: (.+)$`)
-	cargoArrow      = regexp.MustCompile(`^\s*--> (.+?):(\d+):(\d+)$`)
-	cargoFrame      = regexp.MustCompile(`^\s+\d+: `)
-	cargoFrameAt    = regexp.MustCompile(`^\s+at (.+):\d+(?::\d+)?$`)
-	cargoNotCompile = regexp.MustCompile(`test failed, to rerun|doctest failed|targets? failed|build failed, waiting|aborting due to`)
+	cargoPanicOpen  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^thread '(.*?)'(?: \(\d+\))? panicked at '(.*)$`) })
+	cargoPanicEnd   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`', (.+?):(\d+):(\d+)$`) })
+	cargoDiag       = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(error|warning)(?:\[(\w+)\])?: (.+)$`) })
+	cargoArrow      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*--> (.+?):(\d+):(\d+)$`) })
+	cargoFrame      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+\d+: `) })
+	cargoFrameAt    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+at (.+):\d+(?::\d+)?$`) })
+	cargoNotCompile = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`test failed, to rerun|doctest failed|targets? failed|build failed, waiting|aborting due to`)
+	})
 )
 
 type cargoParser struct {
@@ -70,12 +81,12 @@ type cargoParser struct {
 // start as it needs: a test may print 200 MB.
 func (p *cargoParser) stdout(l string) {
 	switch {
-	case strings.HasPrefix(l, "running ") && cargoRunning.MatchString(l):
+	case strings.HasPrefix(l, "running ") && cargoRunning().MatchString(l):
 		p.rep.structured = true
 		p.cur = nil
 		return
 	case strings.HasPrefix(l, "---- "):
-		if m := cargoSection.FindStringSubmatch(l); m != nil {
+		if m := cargoSection().FindStringSubmatch(l); m != nil {
 			if p.sections[m[1]] == nil {
 				p.sections[m[1]] = &lines{}
 			}
@@ -93,7 +104,7 @@ func (p *cargoParser) stdout(l string) {
 	if !strings.HasPrefix(l, "test ") {
 		return
 	}
-	if m := cargoTestLine.FindStringSubmatch(l); m != nil {
+	if m := cargoTestLine().FindStringSubmatch(l); m != nil {
 		delete(p.running, m[1])
 		c := &p.rep.counts
 		c.Total++
@@ -108,7 +119,7 @@ func (p *cargoParser) stdout(l string) {
 		}
 		return
 	}
-	for _, re := range []*regexp.Regexp{cargoTestStart, cargoLongTest} {
+	for _, re := range []*regexp.Regexp{cargoTestStart(), cargoLongTest()} {
 		if m := re.FindStringSubmatch(l); m != nil {
 			p.started(m[1])
 		}
@@ -121,7 +132,7 @@ func (p *cargoParser) stderr(l string) {
 	if !strings.HasPrefix(l, "error") && !strings.HasPrefix(l, "warning") && !strings.HasPrefix(l, "test ") && p.diag == nil {
 		return
 	}
-	if m := cargoDiag.FindStringSubmatch(l); m != nil {
+	if m := cargoDiag().FindStringSubmatch(l); m != nil {
 		p.endDiag()
 		if m[1] != "error" {
 			return
@@ -130,7 +141,7 @@ func (p *cargoParser) stderr(l string) {
 		switch {
 		case strings.HasPrefix(msg, "could not compile"):
 			p.rep.buildFailed = true
-		case cargoNotCompile.MatchString(msg):
+		case cargoNotCompile().MatchString(msg):
 		default:
 			p.diag = &BuildError{Message: clip(msg, maxLineLen)}
 			p.compile = m[2] != ""
@@ -138,13 +149,13 @@ func (p *cargoParser) stderr(l string) {
 		return
 	}
 	if p.diag != nil && p.diag.File == "" {
-		if m := cargoArrow.FindStringSubmatch(l); m != nil {
+		if m := cargoArrow().FindStringSubmatch(l); m != nil {
 			p.diag.File, p.diag.Line, p.diag.Col = m[1], atoi(m[2]), atoi(m[3])
 			p.compile = true
 		}
 	}
 	if strings.HasPrefix(l, "test ") {
-		if m := cargoLongTest.FindStringSubmatch(l); m != nil {
+		if m := cargoLongTest().FindStringSubmatch(l); m != nil {
 			p.started(m[1])
 		}
 	}
@@ -204,7 +215,7 @@ func cargoFailure(name string, sec *lines) Failure {
 	}
 	all := sec.all()
 	for i, l := range all {
-		if m := cargoPanic.FindStringSubmatch(l); m != nil {
+		if m := cargoPanic().FindStringSubmatch(l); m != nil {
 			f.File, f.Line = m[2], atoi(m[3])
 			for _, next := range all[i+1:] {
 				if next = strings.TrimSpace(next); next != "" {
@@ -214,14 +225,14 @@ func cargoFailure(name string, sec *lines) Failure {
 			}
 			break
 		}
-		if m := cargoPanicOld.FindStringSubmatch(l); m != nil {
+		if m := cargoPanicOld().FindStringSubmatch(l); m != nil {
 			f.File, f.Line, f.Message = m[3], atoi(m[4]), clip(m[2], maxLineLen)
 			break
 		}
-		if m := cargoPanicOpen.FindStringSubmatch(l); m != nil {
+		if m := cargoPanicOpen().FindStringSubmatch(l); m != nil {
 			f.Message = clip(m[2], maxLineLen)
 			for _, next := range all[i+1:] {
-				if e := cargoPanicEnd.FindStringSubmatch(next); e != nil {
+				if e := cargoPanicEnd().FindStringSubmatch(next); e != nil {
 					f.File, f.Line = e[1], atoi(e[2])
 					break
 				}
@@ -251,9 +262,9 @@ func cargoTrimTrace(in []string) []string {
 		switch {
 		case strings.TrimSpace(l) == "stack backtrace:":
 			inTrace, header = true, l // written with the first frame kept
-		case inTrace && cargoFrame.MatchString(l):
+		case inTrace && cargoFrame().MatchString(l):
 			if i+1 < len(in) {
-				if m := cargoFrameAt.FindStringSubmatch(in[i+1]); m != nil {
+				if m := cargoFrameAt().FindStringSubmatch(in[i+1]); m != nil {
 					if !strings.HasPrefix(m[1], "/") {
 						if header != "" {
 							out, header = append(out, header), ""

@@ -3,6 +3,7 @@ package testrun
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // wordAt finds word used as a command word in a shell command line: after
@@ -54,12 +55,16 @@ func missingText(bin string) string {
 var (
 	// sh: 1: pytest: not found / bash: line 1: cargo: command not found /
 	// env: 'node': No such file or directory
-	shNotFound = regexp.MustCompile(`(?m)(?:^|: )'?([\w.+-]+)'?: (?:command )?not found\s*$|env: '?([\w.+-]+)'?: No such file or directory`)
+	shNotFound = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?m)(?:^|: )'?([\w.+-]+)'?: (?:command )?not found\s*$|env: '?([\w.+-]+)'?: No such file or directory`)
+	})
 	// npx --no: npm error npx canceled due to missing packages and no YES option: ["vitest@4.1.12"]
-	npxMissing  = regexp.MustCompile(`npx canceled due to missing packages.*?\["?(@?[\w./-]+?)(?:@[^"\]]*)?"?[,\]]`)
-	npxNoExec   = regexp.MustCompile(`could not determine executable to run`)
-	pyNoPytest  = regexp.MustCompile(`No module named '?pytest'?(?:\s|$)`)
-	cargoNoTest = regexp.MustCompile(`no such (?:sub)?command: .?test`)
+	npxMissing = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`npx canceled due to missing packages.*?\["?(@?[\w./-]+?)(?:@[^"\]]*)?"?[,\]]`)
+	})
+	npxNoExec   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`could not determine executable to run`) })
+	pyNoPytest  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`No module named '?pytest'?(?:\s|$)`) })
+	cargoNoTest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`no such (?:sub)?command: .?test`) })
 )
 
 // missingTool recognises, from a failed run's output, that the runner itself
@@ -68,24 +73,24 @@ func missingTool(exitCode int, output, fallback string) string {
 	if exitCode == 0 {
 		return ""
 	}
-	if m := npxMissing.FindStringSubmatch(output); m != nil {
+	if m := npxMissing().FindStringSubmatch(output); m != nil {
 		return m[1]
 	}
-	if npxNoExec.MatchString(output) {
+	if npxNoExec().MatchString(output) {
 		return fallback
 	}
-	if pyNoPytest.MatchString(output) && !strings.Contains(output, "Traceback") {
+	if pyNoPytest().MatchString(output) && !strings.Contains(output, "Traceback") {
 		return "pytest"
 	}
 	if exitCode == 127 {
-		if m := shNotFound.FindStringSubmatch(output); m != nil {
+		if m := shNotFound().FindStringSubmatch(output); m != nil {
 			if m[1] != "" {
 				return m[1]
 			}
 			return m[2]
 		}
 	}
-	if cargoNoTest.MatchString(output) {
+	if cargoNoTest().MatchString(output) {
 		return "cargo"
 	}
 	return ""

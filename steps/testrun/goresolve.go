@@ -110,7 +110,7 @@ func (r *goResolver) trimStack(in []string) []string {
 			continue
 		}
 		if i+1 < len(in) && !strings.HasPrefix(l, "\t") {
-			if m := goFrame.FindStringSubmatch(in[i+1]); m != nil {
+			if m := goFrame().FindStringSubmatch(in[i+1]); m != nil {
 				if r.inside(m[1]) {
 					out = append(out, l, "\t"+r.rel(m[1])+":"+m[2])
 				}
@@ -130,7 +130,7 @@ func (r *goResolver) traceHasProject(in []string) bool {
 		if strings.TrimSpace(l) == "" {
 			return false
 		}
-		if m := goFrame.FindStringSubmatch(l); m != nil && r.inside(m[1]) {
+		if m := goFrame().FindStringSubmatch(l); m != nil && r.inside(m[1]) {
 			return true
 		}
 	}

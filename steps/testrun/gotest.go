@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 var goFramework = &framework{
@@ -22,14 +23,14 @@ var goFramework = &framework{
 }
 
 var (
-	goTestCmd  = regexp.MustCompile(`(?:^|[\s;&|(])go\s+test(?:$|[\s;&|)])`)
-	goJSONFlag = regexp.MustCompile(`\s-{1,2}json(?:=true)?(?:$|\s)`)
+	goTestCmd  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|[\s;&|(])go\s+test(?:$|[\s;&|)])`) })
+	goJSONFlag = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\s-{1,2}json(?:=true)?(?:$|\s)`) })
 )
 
 // goAddJSON inserts -json right after `go test`, unless it is there.
 func goAddJSON(cmd string) string {
-	loc := goTestCmd.FindStringIndex(cmd)
-	if loc == nil || goJSONFlag.MatchString(cmd[loc[0]:]) {
+	loc := goTestCmd().FindStringIndex(cmd)
+	if loc == nil || goJSONFlag().MatchString(cmd[loc[0]:]) {
 		return cmd
 	}
 	end := loc[0] + strings.Index(cmd[loc[0]:], "test") + len("test")
@@ -48,15 +49,15 @@ type goEvent struct {
 
 var (
 	// "    calc_test.go:12: got 3" from t.Error and friends
-	goLogLine = regexp.MustCompile(`^\s+([^\s:]+\.go):(\d+): ?(.*)$`)
+	goLogLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+([^\s:]+\.go):(\d+): ?(.*)$`) })
 	// "\t/home/u/p/calc_test.go:25 +0x28" in a goroutine trace
-	goFrame = regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`)
+	goFrame = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`) })
 	// "calc.go:3:9: undefined: x", also without the column (vet, older go)
-	goCompileErr = regexp.MustCompile(`^(\S+\.go):(\d+)(?::(\d+))?: (.+)$`)
+	goCompileErr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+\.go):(\d+)(?::(\d+))?: (.+)$`) })
 	// "\t\tTestHang (1s)" under "running tests:" after a -timeout panic
-	goRunningTest = regexp.MustCompile(`^\t\t(\S+) \(`)
-	goResultLine  = regexp.MustCompile(`^(\s*)--- (FAIL|PASS|SKIP): (\S+)`)
-	goPkgLine     = regexp.MustCompile(`^(?:ok|FAIL|\?)\s+(\S+)`)
+	goRunningTest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\t\t(\S+) \(`) })
+	goResultLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)--- (FAIL|PASS|SKIP): (\S+)`) })
+	goPkgLine     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:ok|FAIL|\?)\s+(\S+)`) })
 )
 
 type goParser struct {
@@ -230,7 +231,7 @@ func (p *goParser) scanPanic(pkg *goPkg, t *goTest, l string) {
 	case pkg.timedOut && strings.TrimSpace(l) == "running tests:":
 		pkg.inRunning = true
 	case pkg.inRunning:
-		if m := goRunningTest.FindStringSubmatch(l); m != nil {
+		if m := goRunningTest().FindStringSubmatch(l); m != nil {
 			pkg.running[m[1]] = true
 		} else {
 			pkg.inRunning = false
@@ -242,12 +243,12 @@ func (p *goParser) testOutput(pkg *goPkg, t *goTest, l string) {
 	t.out.add(l)
 	p.scanPanic(pkg, t, l)
 	if t.logFile == "" && t.panicMsg == "" {
-		if m := goLogLine.FindStringSubmatch(l); m != nil {
+		if m := goLogLine().FindStringSubmatch(l); m != nil {
 			t.logFile, t.logLine, t.logMsg = m[1], atoi(m[2]), m[3]
 		}
 	}
 	if t.frame == "" && (t.panicMsg != "" || pkg.timedOut) {
-		if m := goFrame.FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
+		if m := goFrame().FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
 			t.frame, t.frameLn = m[1], atoi(m[2])
 		}
 	}
@@ -389,7 +390,7 @@ func (p *goParser) finish(exitCode int, killed bool) *report {
 func (p *goParser) compileErrors(importPath string, out []string) {
 	found := false
 	for _, l := range out {
-		m := goCompileErr.FindStringSubmatch(strings.TrimSpace(l))
+		m := goCompileErr().FindStringSubmatch(strings.TrimSpace(l))
 		if m == nil {
 			continue
 		}
@@ -448,14 +449,14 @@ func (g *goPlain) line(p *goParser, l string) {
 	}
 	var pkgLine []string
 	if strings.HasPrefix(l, "ok") || strings.HasPrefix(l, "FAIL") || strings.HasPrefix(l, "?") { // regexps cost, on 200 MB
-		pkgLine = goPkgLine.FindStringSubmatch(l)
+		pkgLine = goPkgLine().FindStringSubmatch(l)
 	}
 	if g.cur != nil {
 		switch ind := indentOf(l); {
 		case g.panic && pkgLine == nil:
 			g.buf.add(l)
 			if g.cur.File == "" {
-				if m := goFrame.FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
+				if m := goFrame().FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
 					g.cur.File, g.cur.Line = p.dir.rel(m[1]), atoi(m[2])
 				}
 			}
@@ -463,7 +464,7 @@ func (g *goPlain) line(p *goParser, l string) {
 		case !g.panic && ind > g.indent && strings.TrimSpace(l) != "":
 			g.buf.add(l)
 			if g.cur.File == "" {
-				if m := goLogLine.FindStringSubmatch(l); m != nil {
+				if m := goLogLine().FindStringSubmatch(l); m != nil {
 					g.cur.File, g.cur.Line, g.cur.Message = m[1], atoi(m[2]), clip(m[3], maxLineLen)
 				}
 			}
@@ -472,7 +473,7 @@ func (g *goPlain) line(p *goParser, l string) {
 		g.close(p)
 	}
 	if strings.Contains(l, "--- ") { // the regexp only where it can match: this runs per line
-		if m := goResultLine.FindStringSubmatch(l); m != nil {
+		if m := goResultLine().FindStringSubmatch(l); m != nil {
 			g.verdict(p, m)
 			return
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 var jestFramework = &framework{
@@ -65,12 +66,12 @@ func nodeCommand(dir, bin, args string) (string, string) {
 	return "", missingText(bin)
 }
 
-var testScript = regexp.MustCompile(`^\s*(npm|pnpm|yarn)(\s+run)?\s+test\b`)
+var testScript = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(npm|pnpm|yarn)(\s+run)?\s+test\b`) })
 
 // appendToTestScript passes flags through `npm test` and the like to the
 // runner the test script starts.
 func appendToTestScript(cmd, flags string) string {
-	m := testScript.FindStringSubmatch(cmd)
+	m := testScript().FindStringSubmatch(cmd)
 	switch {
 	case m == nil:
 		return cmd
@@ -116,17 +117,25 @@ func newJSParser(dir, file string) *jsParser {
 }
 
 // jest writes no report when no test file matched; vitest says it too.
-var jsNoTests = regexp.MustCompile(`^No tests found, exiting with code|^No test files found, exiting with code`)
+var jsNoTests = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^No tests found, exiting with code|^No test files found, exiting with code`)
+})
 
-func (p *jsParser) stdout(l string) { p.noTests = p.noTests || jsNoTests.MatchString(l) }
+func (p *jsParser) stdout(l string) { p.noTests = p.noTests || jsNoTests().MatchString(l) }
 func (p *jsParser) stderr(l string) { p.stdout(l) }
 
 var (
 	// "at Object.toBe (/abs/sum.test.js:4:23)", "at /abs/sum.test.js:5:23",
 	// "at file:///abs/x.mjs:3:1", "❯ sum.test.js:5:23"
-	jsFrame   = regexp.MustCompile(`(?:at |❯ |\()(?:file://)?([^\s()]+?):(\d+):(\d+)\)?\s*$`)
-	jsTimeout = regexp.MustCompile(`Exceeded timeout of \d+ ?ms|Test timed out in \d+ ?ms`)
-	jsThrown  = regexp.MustCompile(`^(?:Uncaught )?(TypeError|ReferenceError|RangeError|SyntaxError|EvalError|URIError)\b`)
+	jsFrame = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:at |❯ |\()(?:file://)?([^\s()]+?):(\d+):(\d+)\)?\s*$`)
+	})
+	jsTimeout = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`Exceeded timeout of \d+ ?ms|Test timed out in \d+ ?ms`)
+	})
+	jsThrown = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:Uncaught )?(TypeError|ReferenceError|RangeError|SyntaxError|EvalError|URIError)\b`)
+	})
 )
 
 func (p *jsParser) finish(int, bool) *report {
@@ -180,7 +189,7 @@ func (p *jsParser) failure(rel, abs, msg, kind string) Failure {
 	f := Failure{File: rel, Kind: kind}
 	if f.Line == 0 && kind == KindError {
 		// vitest names the place of a load error only in its message
-		for _, m := range jsFrame.FindAllStringSubmatch(msg, -1) {
+		for _, m := range jsFrame().FindAllStringSubmatch(msg, -1) {
 			if filepath.Clean(m[1]) == filepath.Clean(abs) {
 				f.Line = atoi(m[2])
 				break
@@ -194,7 +203,7 @@ func (p *jsParser) failure(rel, abs, msg, kind string) Failure {
 		if t == "● Test suite failed to run" {
 			continue
 		}
-		if m := jsFrame.FindStringSubmatch(t); m != nil && (strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "❯ ")) {
+		if m := jsFrame().FindStringSubmatch(t); m != nil && (strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "❯ ")) {
 			file := m[1]
 			if !filepath.IsAbs(file) {
 				file = filepath.Join(p.abs, file)
@@ -213,9 +222,9 @@ func (p *jsParser) failure(rel, abs, msg, kind string) Failure {
 	f.Excerpt = excerpt(keep, nil)
 	f.Message = firstLine(f.Excerpt)
 	switch {
-	case jsTimeout.MatchString(msg):
+	case jsTimeout().MatchString(msg):
 		f.Kind = KindTimeout
-	case kind == KindFail && jsThrown.MatchString(f.Message):
+	case kind == KindFail && jsThrown().MatchString(f.Message):
 		f.Kind = KindPanic
 	}
 	return f

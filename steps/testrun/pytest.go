@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -100,8 +101,8 @@ func (p *pytestParser) lastError() string {
 var (
 	// "tests/test_calc.py:5: AssertionError" ends a failure's text;
 	// "tests/test_bad.py:1: in <module>" is a traceback entry.
-	pyLocation = regexp.MustCompile(`^(\S+?\.py):(\d+):(?: (.*))?$`)
-	pyExcLine  = regexp.MustCompile(`^E\s+(.+)$`)
+	pyLocation = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+?\.py):(\d+):(?: (.*))?$`) })
+	pyExcLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^E\s+(.+)$`) })
 )
 
 func pytestCase(rep *report, c junitCase) {
@@ -152,7 +153,7 @@ func pytestFailure(id string, c junitCase, m junitMessage, kind string) Failure 
 	var ownLine, lastFile, exc string
 	var lastLine int
 	for _, l := range text {
-		lm := pyLocation.FindStringSubmatch(strings.TrimSpace(l))
+		lm := pyLocation().FindStringSubmatch(strings.TrimSpace(l))
 		if lm == nil {
 			continue
 		}
@@ -177,7 +178,7 @@ func pytestFailure(id string, c junitCase, m junitMessage, kind string) Failure 
 		f.Line = atoi(c.Line) + 1 // xunit1's line is 0-based, at the def
 	}
 	for _, l := range text {
-		if em := pyExcLine.FindStringSubmatch(l); em != nil {
+		if em := pyExcLine().FindStringSubmatch(l); em != nil {
 			f.Message = clip(strings.TrimSpace(em[1]), maxLineLen)
 			break
 		}

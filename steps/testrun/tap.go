@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -30,14 +31,14 @@ var tapFramework = &framework{
 }
 
 var (
-	tapPoint   = regexp.MustCompile(`^(\s*)(ok|not ok)\b\s*(\d+)?\s*(?:-\s*)?(.*)$`)
-	tapPlan    = regexp.MustCompile(`^\s*1\.\.(\d+)`)
-	tapSubtest = regexp.MustCompile(`^(\s*)# Subtest: ?(.*)$`)
-	tapBail    = regexp.MustCompile(`^\s*Bail out!\s*(.*)$`)
+	tapPoint   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)(ok|not ok)\b\s*(\d+)?\s*(?:-\s*)?(.*)$`) })
+	tapPlan    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*1\.\.(\d+)`) })
+	tapSubtest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)# Subtest: ?(.*)$`) })
+	tapBail    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*Bail out!\s*(.*)$`) })
 	// a directive: "# SKIP reason", "# TODO", case as the spec allows
-	tapDirective = regexp.MustCompile(`(?i)(?:^|\s)#\s*(skip\S*|todo)\b\s*(.*)$`)
+	tapDirective = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:^|\s)#\s*(skip\S*|todo)\b\s*(.*)$`) })
 	// at: "Test.<anonymous> (/p/test.js:10:5)" or location: '/p/test.js:10:5'
-	tapAt = regexp.MustCompile(`(?:file://)?([^\s()]+?):(\d+)(?::\d+)?\)?$`)
+	tapAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:file://)?([^\s()]+?):(\d+)(?::\d+)?\)?$`) })
 )
 
 type tapParser struct {
@@ -94,24 +95,24 @@ func (p *tapParser) stdout(l string) {
 		!strings.HasPrefix(t, "ok") && !strings.HasPrefix(t, "not ok") {
 		return // a producer's own output between test points
 	}
-	if m := tapSubtest.FindStringSubmatch(l); m != nil {
+	if m := tapSubtest().FindStringSubmatch(l); m != nil {
 		p.end()
 		p.names = append(p.names, tapName{len(m[1]), m[2]})
 		return
 	}
-	if m := tapBail.FindStringSubmatch(l); m != nil {
+	if m := tapBail().FindStringSubmatch(l); m != nil {
 		p.end()
 		p.rep.structured = true
 		p.rep.counts.Errors++
 		p.rep.fail(Failure{ID: "Bail out!", Kind: KindError, Message: clip(firstNonEmpty(m[1], "the producer gave up"), maxLineLen)})
 		return
 	}
-	if m := tapPlan.FindStringSubmatch(l); m != nil {
+	if m := tapPlan().FindStringSubmatch(l); m != nil {
 		p.end()
 		p.rep.structured = true
 		return
 	}
-	if m := tapPoint.FindStringSubmatch(l); m != nil {
+	if m := tapPoint().FindStringSubmatch(l); m != nil {
 		p.end()
 		p.point(len(m[1]), m[2] == "ok", m[4])
 	}
@@ -133,7 +134,7 @@ func (p *tapParser) point(indent int, ok bool, desc string) {
 	if n := len(p.levels); n == 0 || p.levels[n-1].indent < indent {
 		p.levels = append(p.levels, tapLevel{indent: indent})
 	}
-	if m := tapDirective.FindStringSubmatchIndex(desc); m != nil {
+	if m := tapDirective().FindStringSubmatchIndex(desc); m != nil {
 		r.directive = strings.ToLower(desc[m[2] : m[2]+4])
 		desc = desc[:m[0]]
 	}
@@ -220,7 +221,7 @@ func (p *tapParser) failure(r *tapResult, block []string) (f Failure) {
 func (p *tapParser) where(doc map[string]any) (string, int) {
 	if s, ok := doc["stack"].(string); ok {
 		for _, l := range strings.Split(s, "\n") {
-			if m := jsFrame.FindStringSubmatch(strings.TrimSpace(l)); m != nil && p.inside(m[1]) {
+			if m := jsFrame().FindStringSubmatch(strings.TrimSpace(l)); m != nil && p.inside(m[1]) {
 				return p.rel(m[1]), atoi(m[2])
 			}
 		}
@@ -228,7 +229,7 @@ func (p *tapParser) where(doc map[string]any) (string, int) {
 	for _, key := range []string{"at", "location"} {
 		switch v := doc[key].(type) {
 		case string:
-			if m := tapAt.FindStringSubmatch(v); m != nil {
+			if m := tapAt().FindStringSubmatch(v); m != nil {
 				return p.rel(m[1]), atoi(m[2])
 			}
 		case map[string]any:

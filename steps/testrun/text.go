@@ -20,7 +20,9 @@ const (
 	maxBuildErrors  = 50
 )
 
-var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+var ansi = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+})
 
 // stripANSI removes colour and cursor escapes some runners print even with
 // NO_COLOR set.
@@ -28,7 +30,7 @@ func stripANSI(s string) string {
 	if !strings.Contains(s, "\x1b") {
 		return s
 	}
-	return ansi.ReplaceAllString(s, "")
+	return ansi().ReplaceAllString(s, "")
 }
 
 // clip shortens s to n bytes on a rune boundary, marking the cut.
