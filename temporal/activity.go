@@ -1,0 +1,262 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/planrunner/runner/agents"
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps"
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// StepInput is what the step activity needs: the plan (by its sha256 in
+// the Store), the board as a chain head, and which visit to run.
+type StepInput struct {
+	PlanPath   string
+	PlanSHA256 string
+	Head       string // the board's chain head when the step starts
+	Label      string
+	Visit      int
+	Attempt    int
+	Workdir    string
+	Vars       map[string]any
+}
+
+// StepOutput is one attempt's outcome, everything the workflow records:
+// the saved result (blackboard.json's `result`), the error, and what the
+// step added to the board itself (an llm step's conversation entries and
+// its model recordings, exactly as runner records them).
+type StepOutput struct {
+	Result     []byte // JSON: output and the type's fields
+	Goto       string
+	Write      *board.WriteOp
+	Error      string
+	Entries    []board.Entry
+	Recordings []board.Recording
+}
+
+// Activities runs steps for the workflow.
+type Activities struct {
+	Store Store
+	Log   zerolog.Logger
+	// Workdir, when set, is where steps run on this worker; else the run's.
+	Workdir string
+	// Heartbeat is how often a running step tells the server it is alive.
+	Heartbeat time.Duration
+
+	mu    sync.Mutex
+	progs map[string]*engine.Program
+	runs  map[string]*runState // by run id
+}
+
+// runState is a run's board and expression state on this worker, kept
+// between steps so that the next step reads only the new chunks.
+type runState struct {
+	mu   sync.Mutex
+	head string
+	r    *engine.Runner
+	// dirty: a step on this worker added to the board itself, so the board
+	// is ahead of the chain; the next step starts from the chain again.
+	dirty bool
+}
+
+// errBadInput marks a problem no retry can fix (the plan does not load).
+const errBadInput = "runner.bad-input"
+
+// RunStep runs one attempt of one leaf step.
+func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, error) {
+	info := activity.GetInfo(ctx)
+	runID := info.WorkflowExecution.ID
+	prog, err := a.program(in.PlanPath, in.PlanSHA256)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
+	}
+	n := prog.Node(in.Label)
+	if n == nil || n.Kind == nil {
+		err := fmt.Errorf("step %q is not a leaf step of plan %s", in.Label, in.PlanPath)
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
+	}
+	r, err := a.state(runID, prog, in)
+	if err != nil {
+		return nil, err // retried: the store may be catching up
+	}
+	b := r.Board
+	seq, nrec := lastSeq(b), len(b.Recordings())
+
+	stop := make(chan struct{})
+	defer close(stop)
+	go a.heartbeat(ctx, stop)
+	res, stepErr := r.RunOnce(ctx, n, in.Visit, in.Attempt)
+
+	out := &StepOutput{Goto: res.Goto, Write: res.Write}
+	if stepErr != nil {
+		out.Error = stepErr.Error()
+	}
+	if out.Result, err = engine.EncodeResult(res); err != nil {
+		out.Result, _ = engine.EncodeResult(engine.Result{})
+		out.Error = err.Error()
+	}
+	out.Entries = b.Query(board.Filter{AfterSeq: seq, Label: in.Label})
+	for _, rec := range b.Recordings()[nrec:] {
+		if rec.Label == in.Label && rec.Visit == in.Visit {
+			out.Recordings = append(out.Recordings, rec)
+		}
+	}
+	if len(out.Entries) > 0 || len(out.Recordings) > 0 {
+		a.mu.Lock()
+		if st := a.runs[runID]; st != nil {
+			st.dirty = true
+		}
+		a.mu.Unlock()
+	}
+	return out, nil
+}
+
+func lastSeq(b *board.Board) int64 {
+	if es := b.Query(board.Filter{Limit: 1}); len(es) > 0 {
+		return es[0].Seq
+	}
+	return 0
+}
+
+func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}) {
+	every := a.Heartbeat
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		activity.RecordHeartbeat(ctx)
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// program compiles a plan once per worker; the source comes from the
+// Store, checked against its sha256.
+func (a *Activities) program(path, sum string) (*engine.Program, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p := a.progs[sum]; p != nil {
+		return p, nil
+	}
+	src, err := a.Store.Get(sum)
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	}
+	p, err := engine.Compile(path, src, steps.Registry())
+	if err != nil {
+		return nil, fmt.Errorf("plan %s: %w", path, err)
+	}
+	if a.progs == nil {
+		a.progs = map[string]*engine.Program{}
+	}
+	a.progs[sum] = p
+	return p, nil
+}
+
+// state brings this worker's copy of the run up to in.Head.
+func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*engine.Runner, error) {
+	a.mu.Lock()
+	if a.runs == nil {
+		a.runs = map[string]*runState{}
+	}
+	st := a.runs[runID]
+	if st == nil || st.dirty || st.r.Prog != prog {
+		st = &runState{}
+		a.runs[runID] = st
+	}
+	a.mu.Unlock()
+
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.r != nil && st.head == in.Head {
+		return st.r, nil
+	}
+	cs, met, err := readChain(a.Store, in.Head, st.head)
+	if err != nil {
+		return nil, err
+	}
+	fresh := st.r == nil || !met
+	for _, c := range cs {
+		// Another worker's model calls move the agents' counters: start
+		// again, so the agent set reads them back from the recordings.
+		if len(c.Recordings) > 0 && !fresh {
+			cs, _, err = readChain(a.Store, in.Head, "")
+			if err != nil {
+				return nil, err
+			}
+			fresh = true
+			break
+		}
+	}
+	if fresh {
+		if len(cs) == 0 || cs[0].Run == nil {
+			return nil, fmt.Errorf("board chain %s does not start with the run", in.Head)
+		}
+		r, err := a.newRunner(prog, *cs[0].Run, in)
+		if err != nil {
+			return nil, err
+		}
+		st.r = r
+	}
+	for _, c := range cs {
+		if err := c.apply(st.r.Board); err != nil {
+			return nil, err
+		}
+		for _, rec := range c.Steps {
+			if err := st.r.Apply(rec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	st.head = in.Head
+	return st.r, nil
+}
+
+func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput) (*engine.Runner, error) {
+	wd := a.Workdir
+	if wd == "" {
+		wd = in.Workdir
+	}
+	if fi, err := os.Stat(wd); err != nil || !fi.IsDir() {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"workdir %s does not exist on this worker (start the worker with --workdir)", wd), errBadInput, nil)
+	}
+	b := board.New(run)
+	services := map[string]any{}
+	if len(prog.Plan.Agents) > 0 {
+		set, err := agents.New(prog.Plan, agents.Options{Log: a.Log})
+		if err != nil {
+			// A missing API key: every attempt would fail the same way.
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
+		}
+		services[agents.ServiceKey] = set
+	}
+	r := &engine.Runner{Prog: prog, Board: b, Log: a.Log, Workdir: wd, Vars: in.Vars, Services: services}
+	r.Prepare()
+	return r, nil
+}
+
+// Forget drops a finished run's state from this worker.
+func (a *Activities) Forget(runID string) {
+	a.mu.Lock()
+	delete(a.runs, runID)
+	a.mu.Unlock()
+}
+
+var _ = errors.New

@@ -1,0 +1,147 @@
+package temporal
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/planrunner/runner/board"
+)
+
+// The board's history travels as a chain of chunks in the Store. A chunk
+// holds what changed since the previous one (the run description when it
+// changed, new entries, step records, recordings) and names its
+// predecessor, so a name (the head) stands for the whole board at one
+// moment. The workflow adds a chunk before each activity that needs the
+// board; a worker that saw an earlier head of the same chain reads only
+// the chunks after it, so passing the board costs what changed, not the
+// board's size.
+type chunk struct {
+	Prev       string             `json:"prev,omitempty"`
+	Run        *board.Run         `json:"run,omitempty"`
+	Entries    []board.Entry      `json:"entries,omitempty"`
+	Steps      []board.StepRecord `json:"steps,omitempty"`
+	Recordings []board.Recording  `json:"recordings,omitempty"`
+}
+
+func (c *chunk) empty() bool {
+	return c.Run == nil && len(c.Entries) == 0 && len(c.Steps) == 0 && len(c.Recordings) == 0
+}
+
+// apply adds the chunk's records to b, keeping entry ids and times.
+func (c *chunk) apply(b *board.Board) error {
+	if c.Run != nil {
+		run := *c.Run
+		if err := b.UpdateRun(func(r *board.Run) { *r = run }); err != nil {
+			return err
+		}
+	}
+	for _, e := range c.Entries {
+		if _, err := b.Append(e); err != nil {
+			return fmt.Errorf("board chunk: entry %d: %w", e.Seq, err)
+		}
+	}
+	for _, s := range c.Steps {
+		if err := b.AddStep(s); err != nil {
+			return err
+		}
+	}
+	for _, r := range c.Recordings {
+		if err := b.AddRecording(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putChunk(s Store, c *chunk) (string, error) {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return "", fmt.Errorf("encoding a board chunk: %w", err)
+	}
+	return s.Put(data)
+}
+
+func getChunk(s Store, name string) (*chunk, error) {
+	data, err := s.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	c := &chunk{}
+	if err := json.Unmarshal(data, c); err != nil {
+		return nil, fmt.Errorf("board chunk %s: %w", name, err)
+	}
+	return c, nil
+}
+
+// readChain returns the chunks from head back to stop (excluded), oldest
+// first, and whether stop was met; stop "" reads the whole chain.
+func readChain(s Store, head, stop string) ([]*chunk, bool, error) {
+	var out []*chunk
+	for name := head; name != ""; {
+		if name == stop {
+			reverse(out)
+			return out, true, nil
+		}
+		c, err := getChunk(s, name)
+		if err != nil {
+			return nil, false, err
+		}
+		out = append(out, c)
+		name = c.Prev
+	}
+	reverse(out)
+	return out, stop == "", nil
+}
+
+func reverse(cs []*chunk) {
+	for i, j := 0, len(cs)-1; i < j; i, j = i+1, j-1 {
+		cs[i], cs[j] = cs[j], cs[i]
+	}
+}
+
+// LoadBoard builds the board a chain's head stands for.
+func LoadBoard(s Store, head string) (*board.Board, error) {
+	cs, _, err := readChain(s, head, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 || cs[0].Run == nil {
+		return nil, fmt.Errorf("board chain %s does not start with the run", head)
+	}
+	b := board.New(*cs[0].Run)
+	for _, c := range cs {
+		if err := c.apply(b); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// ledger is the workflow's side of the chain: what changed on its board
+// since the last chunk.
+type ledger struct {
+	store   Store
+	head    string
+	lastSeq int64
+	run     *board.Run
+	steps   []board.StepRecord
+	recs    []board.Recording
+}
+
+// flush writes what changed as a chunk and returns the new head.
+func (l *ledger) flush(b *board.Board) (string, error) {
+	c := &chunk{Prev: l.head, Run: l.run, Steps: l.steps, Recordings: l.recs}
+	c.Entries = b.Query(board.Filter{AfterSeq: l.lastSeq})
+	if c.empty() {
+		return l.head, nil
+	}
+	name, err := putChunk(l.store, c)
+	if err != nil {
+		return "", err
+	}
+	if n := len(c.Entries); n > 0 {
+		l.lastSeq = c.Entries[n-1].Seq
+	}
+	l.head, l.run, l.steps, l.recs = name, nil, nil, nil
+	return name, nil
+}

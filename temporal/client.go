@@ -1,0 +1,140 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"go.temporal.io/sdk/client"
+)
+
+// StartOptions say how to start a plan on Temporal.
+type StartOptions struct {
+	TaskQueue string
+	Options   Options
+}
+
+// Start starts run (its id, plan source and sha256, vars, workdir) as a
+// workflow whose id is "runner-" + the run id.
+func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt StartOptions) (client.WorkflowRun, error) {
+	if _, err := store.Put([]byte(run.PlanSource)); err != nil {
+		return nil, err
+	}
+	if opt.TaskQueue == "" {
+		opt.TaskQueue = DefaultTaskQueue
+	}
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "runner-" + run.ID, TaskQueue: opt.TaskQueue},
+		WorkflowName, Input{Run: run, Options: opt.Options})
+}
+
+// Wait waits for the run to end, telling obs (when not nil) about steps
+// as they start and finish, polled every `every`. A canceled ctx cancels
+// the workflow (the run ends as interrupted) and waits for its end.
+func Wait(ctx context.Context, c client.Client, we client.WorkflowRun, obs engine.Observer, every time.Duration) (*Output, error) {
+	type result struct {
+		out *Output
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out Output
+		// Get follows continue-as-new to the last part.
+		err := we.Get(context.Background(), &out)
+		done <- result{&out, err}
+	}()
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	p := &poller{c: c, id: we.GetID(), obs: obs, started: map[string]bool{}}
+	canceled := false
+	for {
+		select {
+		case r := <-done:
+			p.poll(context.Background()) // nothing more runs; the last records
+			return r.out, r.err
+		case <-ctx.Done():
+			if !canceled {
+				canceled = true
+				if err := c.CancelWorkflow(context.Background(), we.GetID(), ""); err != nil {
+					return nil, fmt.Errorf("canceling the run: %w", err)
+				}
+			}
+		case <-t.C:
+			if obs != nil {
+				p.poll(ctx)
+			}
+		}
+	}
+}
+
+type poller struct {
+	c       client.Client
+	id      string
+	obs     engine.Observer
+	next    int
+	started map[string]bool
+}
+
+func (p *poller) poll(ctx context.Context) {
+	if p.obs == nil {
+		return
+	}
+	qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	v, err := p.c.QueryWorkflow(qctx, p.id, "", ProgressName, p.next)
+	if err != nil {
+		return // a query can fail while the run moves on (continue-as-new); the next poll catches up
+	}
+	var pr Progress
+	if v.Get(&pr) != nil {
+		return
+	}
+	for _, r := range pr.Running {
+		k := fmt.Sprintf("%s#%d", r.Label, r.Visit)
+		if !p.started[k] {
+			p.started[k] = true
+			p.obs.StepStarted(r.Label, r.Visit, r.Parent)
+		}
+	}
+	for _, rec := range pr.Steps {
+		k := fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
+		if !p.started[k] {
+			p.obs.StepStarted(rec.Label, rec.Visit, rec.Parent)
+		}
+		delete(p.started, k)
+		p.obs.StepFinished(rec)
+	}
+	p.next = pr.Next
+}
+
+// Save writes the board a chain head stands for as blackboard.json at
+// path, exactly as an in-process run leaves it.
+func Save(store Store, head, path string) (*board.Board, error) {
+	cs, _, err := readChain(store, head, "")
+	if err != nil {
+		return nil, err
+	}
+	if len(cs) == 0 || cs[0].Run == nil {
+		return nil, errors.New("the run's board chain does not start with the run")
+	}
+	b, err := board.Create(path, *cs[0].Run, board.Options{})
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cs {
+		if err := c.apply(b); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	if err := b.Save(); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, b.Close()
+}

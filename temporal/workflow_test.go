@@ -1,0 +1,249 @@
+package temporal
+
+import (
+	"io"
+	"log/slog"
+
+	tlog "go.temporal.io/sdk/log"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// runWorkflow runs src in the SDK's test environment (activities run for
+// real, timers on its clock) and returns the board the run left.
+func runWorkflow(t *testing.T, src string, opt Options) (*board.Board, *Output) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	store := Store{Dir: t.TempDir()}
+	dir := t.TempDir()
+	Register(env, &Workflow{Store: store}, &Activities{Store: store})
+	env.SetTestTimeout(2 * time.Minute)
+	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, dir), Options: opt})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var out Output
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadBoard(store, out.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, &out
+}
+
+// Every control-flow feature, run by the workflow and by the root engine:
+// the step records (status, visits, attempts, gotos, errors, results) and
+// the board's entries must be the same.
+func TestWorkflowMatchesEngine(t *testing.T) {
+	tests := []struct {
+		name, src, status, errText string
+	}{
+		{"sequence and templates", `
+version: 1
+vars: {who: world, n: 2}
+steps:
+  - {label: hello, type: command, run: "echo hello ${{ vars.who }}"}
+  - {label: shout, type: command, run: "echo ${{ steps.hello.stdout }} | tr a-z A-Z"}
+  - {label: count, type: command, run: "echo $((${{ vars.n }} + 1))"}
+`, "succeeded", ""},
+		{"branch goto loop", `
+version: 1
+vars: {rounds: 3}
+steps:
+  - {label: work, type: command, run: "echo round ${{ steps.work.visits + 1 }}"}
+  - label: again
+    type: branch
+    cases:
+      - {when: steps.work.visits < vars.rounds, goto: work}
+    default: next
+  - {label: skipped, type: command, run: "echo never"}
+  - {label: next, type: command, run: "echo ${{ steps.work.output }}"}
+`, "succeeded", ""},
+		{"branch fail", `
+version: 1
+steps:
+  - {label: a, type: command, run: "echo a"}
+  - label: decide
+    type: branch
+    cases:
+      - {when: steps.a.stdout == "b", goto: end}
+    default: fail
+`, "failed", "step decide: the branch chose fail"},
+		{"if", `
+version: 1
+vars: {go: false}
+steps:
+  - {label: maybe, type: command, run: "echo ran", if: vars.go}
+  - {label: always, type: command, run: "echo ${{ steps.maybe.skipped }}", if: "!vars.go"}
+`, "succeeded", ""},
+		{"retry until the command passes", `
+version: 1
+steps:
+  - label: flaky
+    type: command
+    run: 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo try $n; test $n -ge 3'
+    retry: {max: 5, backoff: 1ms}
+  - {label: after, type: command, run: "echo ${{ steps.flaky.output }}"}
+`, "succeeded", ""},
+		{"retry until expression", `
+version: 1
+steps:
+  - label: poll
+    type: command
+    run: 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo $n'
+    retry: {max: 4, backoff: 1ms, until: 'step.stdout == "2\n"'}
+`, "succeeded", ""},
+		{"retry runs out", `
+version: 1
+steps:
+  - {label: never, type: command, run: "exit 3", retry: {max: 2, backoff: 1ms}}
+`, "failed", "step never: "},
+		{"continue_on_error", `
+version: 1
+steps:
+  - {label: bad, type: command, run: "echo oops >&2; exit 2", continue_on_error: true}
+  - {label: after, type: command, run: "echo ${{ steps.bad.failed }} ${{ steps.bad.exit_code }}"}
+`, "succeeded", ""},
+		{"step timeout", `
+version: 1
+steps:
+  - {label: slow, type: command, run: "sleep 5", timeout: 300ms}
+`, "failed", "step slow: timed out after 300ms"},
+		{"max_visits", `
+version: 1
+steps:
+  - {label: spin, type: command, run: "echo x", max_visits: 3}
+  - label: back
+    type: branch
+    max_visits: 10
+    cases:
+      - {when: "true", goto: spin}
+`, "failed", "step spin: visited 4 times, past its max_visits of 3"},
+		{"max_steps", `
+version: 1
+limits: {max_steps: 5}
+steps:
+  - {label: spin, type: command, run: "echo x", max_visits: 100}
+  - label: back
+    type: branch
+    max_visits: 100
+    cases:
+      - {when: "true", goto: spin}
+`, "failed", "limits.max_steps 5 reached"},
+		{"board write read delete and write.key", `
+version: 1
+steps:
+  - {label: put, type: board, op: write, key: greeting, value: "hi ${{ run.plan }}"}
+  - {label: get, type: board, op: read, key: greeting}
+  - {label: cas, type: board, op: write, key: greeting, value: again, expect_version: 1}
+  - {label: cas_lost, type: board, op: write, key: greeting, value: lost, expect_version: 1, continue_on_error: true}
+  - {label: del, type: board, op: delete, key: greeting}
+  - {label: said, type: command, run: "echo ${{ steps.get.output }} ${{ board('greeting') == nil }}", write: {key: said}}
+  - {label: read_said, type: command, run: "echo ${{ board('said') }}"}
+`, "succeeded", ""},
+		{"parallel group", `
+version: 1
+steps:
+  - {label: first, type: command, run: "echo go"}
+  - label: checks
+    parallel:
+      - {label: a, type: command, run: "echo a${{ steps.first.stdout }}"}
+      - {label: b, type: command, run: "sleep 0.1; echo b"}
+      - {label: c, type: board, op: write, key: c, value: seen}
+  - {label: last, type: command, run: "echo ${{ steps.checks.output.b }}"}
+`, "succeeded", ""},
+		{"parallel max_concurrency", `
+version: 1
+steps:
+  - label: group
+    max_concurrency: 2
+    parallel:
+      - {label: s1, type: command, run: "touch r.s1; sleep 0.3; ls r.* | wc -l >> seen; sleep 0.3; rm r.s1"}
+      - {label: s2, type: command, run: "touch r.s2; sleep 0.3; ls r.* | wc -l >> seen; sleep 0.3; rm r.s2"}
+      - {label: s3, type: command, run: "touch r.s3; sleep 0.3; ls r.* | wc -l >> seen; sleep 0.3; rm r.s3"}
+  - {label: most, type: command, run: "sort -n seen | tail -1"}
+`, "succeeded", ""},
+		{"parallel without fail_fast", `
+version: 1
+steps:
+  - label: group
+    fail_fast: false
+    parallel:
+      - {label: ok1, type: command, run: "sleep 0.2; echo fine"}
+      - {label: bad, type: command, run: "exit 1"}
+      - {label: bad2, type: command, run: "exit 2", continue_on_error: true}
+`, "failed", "step group: step bad: exit status 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, werr := inProcess(t, tt.src)
+			got, out := runWorkflow(t, tt.src, Options{})
+			if out.Status != tt.status || !strings.Contains(out.Error, tt.errText) {
+				t.Errorf("temporal run: %s %q, want %s %q", out.Status, out.Error, tt.status, tt.errText)
+			}
+			if want.Run().Status != out.Status || want.Run().Error != out.Error {
+				t.Errorf("in-process run: %s %q (%v); temporal: %s %q", want.Run().Status, want.Run().Error, werr, out.Status, out.Error)
+			}
+			if d := sameSteps(want.Steps(), got.Steps()); d != "" {
+				t.Errorf("steps differ: %s\nin-process: %s\ntemporal:   %s", d, runSummary(want), runSummary(got))
+			}
+			if d := firstDiff(entriesView(want), entriesView(got)); d != "" {
+				t.Errorf("entries differ: %s", d)
+			}
+			if got.Run().Status != out.Status || got.Run().FinishedAt == nil {
+				t.Errorf("saved run: %s, finished %v", got.Run().Status, got.Run().FinishedAt)
+			}
+		})
+	}
+}
+
+func quietLogger() tlog.Logger {
+	return tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// fail_fast: the first failure cancels running siblings (their activities
+// are canceled) and keeps the others from starting.
+func TestWorkflowFailFast(t *testing.T) {
+	b, out := runWorkflow(t, `
+version: 1
+steps:
+  - label: group
+    max_concurrency: 2
+    parallel:
+      - {label: slow, type: command, run: "sleep 10"}
+      - {label: bad, type: command, run: "sleep 0.2; exit 1"}
+      - {label: later, type: command, run: "echo never"}
+  - {label: never, type: command, run: "echo never"}
+`, Options{})
+	if out.Status != "failed" || out.Error != "step group: step bad: exit status 1" {
+		t.Errorf("run: %s %q", out.Status, out.Error)
+	}
+	want := map[string]string{"slow": "failed canceled: a sibling step failed (fail_fast)",
+		"bad": "failed exit status 1", "later": "skipped not started", "group": "failed step bad: exit status 1"}
+	for _, s := range b.Steps() {
+		w, ok := want[s.Label]
+		if !ok {
+			t.Errorf("step %s ran", s.Label)
+			continue
+		}
+		delete(want, s.Label)
+		status, text, _ := strings.Cut(w, " ")
+		if s.Status != status || !strings.HasPrefix(s.Error, text) {
+			t.Errorf("%s: %s %q, want %s %q...", s.Label, s.Status, s.Error, status, text)
+		}
+	}
+	for l := range want {
+		t.Errorf("no record for %s", l)
+	}
+}
