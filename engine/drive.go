@@ -19,24 +19,33 @@ import (
 // Prepare readies the runner's expression state; Run does it itself.
 func (r *Runner) Prepare() { r.init() }
 
+// Visit is one step visit's view of the clock for its expressions (see
+// Runner.Now); every call below about that visit takes it.
+type Visit struct{ vc *visitClock }
+
+// BeginVisit starts a step visit's clock.
+func (r *Runner) BeginVisit(label string, visit int) Visit {
+	return Visit{r.clockFor(label, visit)}
+}
+
 // EvalIf reports whether a step's `if` lets it run (true without one).
-func (r *Runner) EvalIf(n *Node) (bool, error) {
+func (r *Runner) EvalIf(n *Node, v Visit) (bool, error) {
 	if n.If == nil {
 		return true, nil
 	}
-	return r.eval.bool(n.If, nil)
+	return r.eval.bool(n.If, nil, v.vc)
 }
 
 // CheckUntil applies a step's `retry.until` to a successful attempt. It
 // returns nil when the step is done; else the attempt's error, and whether
 // that error ends the visit at once (the expression itself failed) rather
 // than being retried like any failed attempt.
-func (r *Runner) CheckUntil(n *Node, visit, attempt int, res Result) (err error, final bool) {
+func (r *Runner) CheckUntil(n *Node, v Visit, visit, attempt int, res Result) (err error, final bool) {
 	if n.Until == nil {
 		return nil, false
 	}
 	step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
-	ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step})
+	ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step}, v.vc)
 	switch {
 	case uerr != nil:
 		return fmt.Errorf("retry.until: %w", uerr), true
@@ -48,13 +57,13 @@ func (r *Runner) CheckUntil(n *Node, visit, attempt int, res Result) (err error,
 
 // Record makes a finished visit visible to expressions and durable on the
 // board, with its audit entry and key writes (see Board.FinishStep).
-func (r *Runner) Record(n *Node, rec *board.StepRecord, res Result) error {
-	return r.record(n, rec, res)
+func (r *Runner) Record(n *Node, rec *board.StepRecord, res Result, v Visit) error {
+	return r.record(n, rec, res, v.vc)
 }
 
 // RunOnce runs one attempt of a leaf step with its timeout, as Run does.
-func (r *Runner) RunOnce(ctx context.Context, n *Node, visit, attempt int) (Result, error) {
-	return r.once(ctx, n, visit, attempt)
+func (r *Runner) RunOnce(ctx context.Context, n *Node, v Visit, visit, attempt int) (Result, error) {
+	return r.once(ctx, n, visit, attempt, v.vc)
 }
 
 // Backoff is the delay before retry number attempt, jitter drawn from

@@ -70,6 +70,9 @@ type Runner struct {
 	Jitter func() float64
 	// Script, when set, is the recording a replay follows (see Script).
 	Script Script
+	// Clock, when set, is the time step visits read (a Temporal workflow's
+	// deterministic clock); nil: the system clock.
+	Clock func() time.Time
 
 	eval    *evaluator
 	env     []string

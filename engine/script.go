@@ -123,6 +123,9 @@ func (r *Runner) now(label string, visit int) time.Time {
 		}
 	}
 	t := time.Now().UTC()
+	if r.Clock != nil {
+		t = r.Clock()
+	}
 	r.recordClock(label, visit, n, t)
 	return t
 }

@@ -91,10 +91,14 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	b := r.Board
 	seq, nrec := lastSeq(b), len(b.Recordings())
 
-	stop := make(chan struct{})
-	defer close(stop)
-	go a.heartbeat(ctx, stop)
-	res, stepErr := r.RunOnce(ctx, n, in.Visit, in.Attempt)
+	// Heartbeats tell the server the worker is alive (one killed is
+	// noticed after HeartbeatTimeout) and bring cancellation to ctx. The
+	// last one is sent before the activity returns.
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() { defer close(stopped); a.heartbeat(ctx, stop) }()
+	res, stepErr := r.RunOnce(ctx, n, r.BeginVisit(in.Label, in.Visit), in.Visit, in.Attempt)
+	close(stop)
+	<-stopped
 
 	out := &StepOutput{Goto: res.Goto, Write: res.Write}
 	if stepErr != nil {
@@ -238,16 +242,15 @@ func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput
 			"workdir %s does not exist on this worker (start the worker with --workdir)", wd), errBadInput, nil)
 	}
 	b := board.New(run)
-	services := map[string]any{}
+	var set *agents.Set
 	if len(prog.Plan.Agents) > 0 {
-		set, err := agents.New(prog.Plan, agents.Options{Log: a.Log})
-		if err != nil {
+		var err error
+		if set, err = agents.New(prog.Plan, agents.Options{Log: a.Log}); err != nil {
 			// A missing API key: every attempt would fail the same way.
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 		}
-		services[agents.ServiceKey] = set
 	}
-	r := &engine.Runner{Prog: prog, Board: b, Log: a.Log, Workdir: wd, Vars: in.Vars, Services: services}
+	r := &engine.Runner{Prog: prog, Board: b, Log: a.Log, Workdir: wd, Vars: engine.SavedVars(prog.Plan, in.Vars), Agents: set}
 	r.Prepare()
 	return r, nil
 }

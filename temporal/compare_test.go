@@ -39,7 +39,7 @@ func inProcess(t testing.TB, src string) (*board.Board, error) {
 	prog, _ := engine.Compile("plan.yaml", []byte(src), steps.Registry())
 	b := board.New(run)
 	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: dir, Vars: run.Vars,
-		Services: map[string]any{}, Sleep: func(context.Context, time.Duration) error { return nil }}
+		Sleep: func(context.Context, time.Duration) error { return nil }}
 	return b, r.Run(context.Background())
 }
 

@@ -178,7 +178,7 @@ func (it *interp) start(ctx workflow.Context) error {
 	seed := binary.LittleEndian.Uint64([]byte(Sum([]byte(run.ID))[:8]))
 	rng := rand.New(rand.NewPCG(seed, uint64(it.total)))
 	it.r = &engine.Runner{Prog: it.prog, Board: it.b, Log: zerolog.Nop(), Workdir: run.Workdir, Vars: vars,
-		Services: map[string]any{}, Jitter: rng.Float64}
+		Jitter: rng.Float64, Clock: func() time.Time { return workflow.Now(ctx).UTC() }}
 	it.r.Prepare()
 	if it.in.Carry != nil {
 		for _, rec := range it.b.Steps() {
@@ -298,7 +298,7 @@ func (it *interp) stopped(ctx workflow.Context) *engine.RunError {
 	}
 	if it.timedOut {
 		return &engine.RunError{Status: engine.StatusFailed, Fatal: true,
-			Err: fmt.Errorf("limits.timeout reached (%s)", it.prog.Plan.Limits.Timeout)}
+			Err: engine.TimeoutCause(it.prog.Plan.Limits.Timeout)}
 	}
 	return &engine.RunError{Status: engine.StatusInterrupted, Err: engine.ErrInterrupted, Fatal: true}
 }
@@ -326,12 +326,13 @@ func (it *interp) visit(ctx workflow.Context, n *engine.Node, parent string) (st
 	it.order = append(it.order, key)
 	defer it.done(key)
 	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: workflow.Now(ctx).UTC()}
+	v := it.r.BeginVisit(n.Label, visit)
 
 	var res engine.Result
 	var stepErr error
 	status := engine.StatusSucceeded
 	run := true
-	if ok, err := it.r.EvalIf(n); err != nil {
+	if ok, err := it.r.EvalIf(n, v); err != nil {
 		stepErr, run = fmt.Errorf("if: %w", err), false
 	} else if !ok {
 		status, run = engine.StatusSkipped, false
@@ -340,7 +341,7 @@ func (it *interp) visit(ctx workflow.Context, n *engine.Node, parent string) (st
 		if n.Children != nil {
 			res, stepErr = it.group(ctx, n, visit)
 		} else {
-			res, stepErr = it.attempts(ctx, n, visit, &rec)
+			res, stepErr = it.attempts(ctx, n, v, visit, &rec)
 		}
 	}
 	stop := it.stopped(ctx)
@@ -349,7 +350,7 @@ func (it *interp) visit(ctx workflow.Context, n *engine.Node, parent string) (st
 		switch {
 		case stop != nil:
 			status = engine.StatusInterrupted
-		case !fatal(stepErr) && it.siblingCanceled(ctx):
+		case !fatal(stepErr) && !errors.Is(stepErr, engine.SiblingFailed) && it.siblingCanceled(ctx):
 			stepErr = fmt.Errorf("%w (%v)", engine.SiblingFailed, stepErr)
 		}
 	}
@@ -363,13 +364,13 @@ func (it *interp) visit(ctx workflow.Context, n *engine.Node, parent string) (st
 	if stepErr != nil {
 		rec.Error = stepErr.Error()
 	}
-	if err := it.record(n, &rec, res); err != nil {
-		if !errors.Is(err, board.ErrVersion) {
+	if err := it.record(n, &rec, res, v); err != nil {
+		if !errors.Is(err, board.ErrVersion) && !errors.Is(err, board.ErrDenied) {
 			return "", &engine.RunError{Status: engine.StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
 		stepErr, status = err, engine.StatusFailed
 		rec.Status, rec.Error, res.Write, res.Goto = status, err.Error(), nil, ""
-		if err := it.record(n, &rec, res); err != nil {
+		if err := it.record(n, &rec, res, v); err != nil {
 			return "", &engine.RunError{Status: engine.StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
 	}
@@ -395,8 +396,8 @@ func (it *interp) done(key string) {
 	}
 }
 
-func (it *interp) record(n *engine.Node, rec *board.StepRecord, res engine.Result) error {
-	if err := it.r.Record(n, rec, res); err != nil {
+func (it *interp) record(n *engine.Node, rec *board.StepRecord, res engine.Result, v engine.Visit) error {
+	if err := it.r.Record(n, rec, res, v); err != nil {
 		return err
 	}
 	it.led.steps = append(it.led.steps, *rec)
@@ -408,12 +409,12 @@ func (it *interp) record(n *engine.Node, rec *board.StepRecord, res engine.Resul
 
 // attempts runs a leaf step, retrying as its `retry` says; the backoff is
 // a durable timer.
-func (it *interp) attempts(ctx workflow.Context, n *engine.Node, visit int, rec *board.StepRecord) (engine.Result, error) {
+func (it *interp) attempts(ctx workflow.Context, n *engine.Node, v engine.Visit, visit int, rec *board.StepRecord) (engine.Result, error) {
 	for attempt := 1; ; attempt++ {
 		rec.Attempts = attempt
-		res, err := it.once(ctx, n, visit, attempt)
+		res, err := it.once(ctx, n, v, visit, attempt)
 		if err == nil {
-			if uerr, final := it.r.CheckUntil(n, visit, attempt, res); uerr != nil {
+			if uerr, final := it.r.CheckUntil(n, v, visit, attempt, res); uerr != nil {
 				if final {
 					return res, uerr
 				}
@@ -432,9 +433,9 @@ func (it *interp) attempts(ctx workflow.Context, n *engine.Node, visit int, rec 
 }
 
 // once runs one attempt: a pure step here, any other as an activity.
-func (it *interp) once(ctx workflow.Context, n *engine.Node, visit, attempt int) (engine.Result, error) {
+func (it *interp) once(ctx workflow.Context, n *engine.Node, v engine.Visit, visit, attempt int) (engine.Result, error) {
 	if pure[n.Type] {
-		return it.r.RunOnce(context.Background(), n, visit, attempt)
+		return it.r.RunOnce(context.Background(), n, v, visit, attempt)
 	}
 	head, err := it.led.flush(it.b)
 	if err != nil {
@@ -551,7 +552,7 @@ func (it *interp) notStarted(ctx workflow.Context, c *engine.Node, parent string
 	now := workflow.Now(ctx).UTC()
 	rec := board.StepRecord{Label: c.Label, Visit: it.visits[c.Label], Type: c.Type, Parent: parent,
 		Status: engine.StatusSkipped, StartedAt: now, FinishedAt: now, Error: engine.NotStartedError}
-	if err := it.record(c, &rec, engine.Result{}); err != nil {
+	if err := it.record(c, &rec, engine.Result{}, it.r.BeginVisit(c.Label, rec.Visit)); err != nil {
 		return &engine.RunError{Status: engine.StatusFailed, Label: c.Label, Err: err, Fatal: true}
 	}
 	return engine.SiblingFailed
