@@ -9,6 +9,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 )
 
 // StartOptions say how to start a plan on Temporal.
@@ -41,8 +42,13 @@ func Wait(ctx context.Context, c client.Client, we client.WorkflowRun, obs engin
 	done := make(chan result, 1)
 	go func() {
 		var out Output
-		// Get follows continue-as-new to the last part.
+		// Get follows continue-as-new to the last part. While the server
+		// is away (restarted), ask again: the run goes on without us.
 		err := we.Get(context.Background(), &out)
+		for deadline := time.Now().Add(10 * time.Minute); err != nil && transient(err) && time.Now().Before(deadline); {
+			time.Sleep(time.Second)
+			err = c.GetWorkflow(context.Background(), we.GetID(), "").Get(context.Background(), &out)
+		}
 		done <- result{&out, err}
 	}()
 	if every <= 0 {
@@ -137,4 +143,11 @@ func Save(store Store, head, path string) (*board.Board, error) {
 		return nil, err
 	}
 	return b, b.Close()
+}
+
+// transient reports whether err is the server being away rather than the
+// workflow's own end.
+func transient(err error) bool {
+	var wf *temporal.WorkflowExecutionError
+	return !errors.As(err, &wf)
 }

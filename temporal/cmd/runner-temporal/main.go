@@ -1,0 +1,299 @@
+// Command runner-temporal runs runner's plans on Temporal: `worker` runs
+// the interpreter workflow and the step activities, `run` starts a plan
+// and waits for it. The default runner binary hands `runner worker` and
+// `runner run --engine temporal` to it, so it never compiles the SDK.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps"
+	rt "github.com/planrunner/runner/temporal"
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+	"log/slog"
+)
+
+const (
+	exitOK          = 0
+	exitFailed      = 1
+	exitUsage       = 2
+	exitInterrupted = 130
+)
+
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]")
+		return exitUsage
+	}
+	switch args[0] {
+	case "worker":
+		return cmdWorker(args[1:], stderr)
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker or run)\n", args[0])
+	return exitUsage
+}
+
+// conn are the flags both commands take to reach Temporal.
+type conn struct {
+	hostPort, namespace, queue, blobs string
+}
+
+func connFlags(fs *flag.FlagSet) *conn {
+	c := &conn{}
+	fs.StringVar(&c.hostPort, "temporal", "", "the Temporal frontend, HOST:PORT (required)")
+	fs.StringVar(&c.namespace, "namespace", "default", "the Temporal namespace")
+	fs.StringVar(&c.queue, "task-queue", rt.DefaultTaskQueue, "the task queue workers poll and runs go to")
+	fs.StringVar(&c.blobs, "blobs", rt.DefaultStoreDir(), "the content-addressed store the board and large payloads go through; every worker and client of a run must share it")
+	return c
+}
+
+func (c *conn) dial(log *slog.Logger) (client.Client, error) {
+	if c.hostPort == "" {
+		return nil, errors.New("--temporal HOST:PORT is required (e.g. --temporal 127.0.0.1:7233)")
+	}
+	return client.Dial(client.Options{HostPort: c.hostPort, Namespace: c.namespace,
+		DataConverter: rt.DataConverter(rt.Store{Dir: c.blobs}, 0), Logger: tlog.NewStructuredLogger(log)})
+}
+
+// parse parses flags and positional arguments in any order.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func cmdWorker(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := connFlags(fs)
+	workdir := fs.String("workdir", "", "run steps here (default: the run's workdir, which must exist on this host)")
+	heartbeat := fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
+	logFormat := fs.String("log-format", "console", "console or json")
+	if _, err := parse(fs, args); err != nil {
+		return exitUsage
+	}
+	log, slogger := loggers(stderr, *logFormat)
+	tc, err := c.dial(slogger)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner worker: %v\n", err)
+		return exitUsage
+	}
+	defer tc.Close()
+	acts := &rt.Activities{Store: rt.Store{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat}
+	w := rt.NewWorker(tc, c.queue, acts, worker.Options{})
+	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("blobs", c.blobs).Msg("worker started")
+	if err := w.Run(worker.InterruptCh()); err != nil {
+		fmt.Fprintf(stderr, "runner worker: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func loggers(stderr io.Writer, format string) (zerolog.Logger, *slog.Logger) {
+	if format == "json" {
+		return zerolog.New(stderr).With().Timestamp().Logger(), slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger(),
+		slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type varFlags map[string]string
+
+func (v varFlags) String() string { return "" }
+func (v varFlags) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("--var %q: want name=value", s)
+	}
+	v[k] = val
+	return nil
+}
+
+// event is one line of `run --events`: how the default runner shows the
+// same live progress as for an in-process run.
+type event struct {
+	Started  *started          `json:"started,omitempty"`
+	Finished *board.StepRecord `json:"finished,omitempty"`
+	End      *end              `json:"end,omitempty"`
+}
+
+type started struct {
+	Label  string `json:"label"`
+	Visit  int    `json:"visit"`
+	Parent string `json:"parent,omitempty"`
+}
+
+type end struct {
+	RunID    string `json:"run_id"`
+	Status   string `json:"status"`
+	Error    string `json:"error,omitempty"`
+	Board    string `json:"board"`
+	Parts    int    `json:"parts"`
+	Workflow string `json:"workflow"`
+}
+
+type eventWriter struct{ enc *json.Encoder }
+
+func (e eventWriter) StepStarted(label string, visit int, parent string) {
+	e.enc.Encode(event{Started: &started{label, visit, parent}})
+}
+func (e eventWriter) StepFinished(rec board.StepRecord) { e.enc.Encode(event{Finished: &rec}) }
+
+// plainView prints one line per finished step.
+type plainView struct{ w io.Writer }
+
+func (p plainView) StepStarted(string, int, string) {}
+func (p plainView) StepFinished(rec board.StepRecord) {
+	name := rec.Label
+	if rec.Visit > 1 {
+		name = fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
+	}
+	line := fmt.Sprintf("%s %s %dms", name, rec.Status, rec.DurationMS)
+	if rec.Error != "" {
+		line += ": " + rec.Error
+	}
+	fmt.Fprintln(p.w, line)
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner run --engine temporal", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := connFlags(fs)
+	vars := varFlags{}
+	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
+	workdir := fs.String("workdir", "", "directory steps run in (default: the current directory)")
+	out := fs.String("out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
+	events := fs.Bool("events", false, "print progress as JSON lines on stdout (for the runner binary)")
+	quiet := fs.Bool("q", false, "quiet: errors only, no progress")
+	var opt rt.Options
+	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
+	fs.IntVar(&opt.MaxHistoryEvents, "max-history-events", 0, "continue as new past this many history events (default 10000)")
+	fs.String("engine", "temporal", "the engine (only temporal here)")
+	fs.String("log-format", "", "console or json")
+	fs.String("log-level", "", "debug, info, warn or error")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "runner run: want one plan file, got %d arguments\n", len(pos))
+		return exitUsage
+	}
+	prog, err := engine.Load(pos[0], steps.Registry())
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	resolved, err := engine.ResolveVars(prog.Plan, vars)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	wd := *workdir
+	if wd == "" {
+		wd, _ = os.Getwd()
+	}
+	if wd, err = filepath.Abs(wd); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	_, slogger := loggers(stderr, "console")
+	tc, err := c.dial(slogger)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitUsage
+	}
+	defer tc.Close()
+	now := time.Now().UTC()
+	runID := board.NewID(now)
+	planPath, _ := filepath.Abs(pos[0])
+	path := *out
+	if path == "" {
+		path = filepath.Join(wd, ".runner", "runs", runID, "blackboard.json")
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitFailed
+	}
+	store := rt.Store{Dir: c.blobs}
+	brun := board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256, PlanSource: string(prog.Plan.Source),
+		Vars: resolved, Workdir: wd, Status: board.StatusRunning, StartedAt: now, RunnerVersion: version}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	we, err := rt.Start(context.Background(), tc, store, brun, rt.StartOptions{TaskQueue: c.queue, Options: opt})
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: starting the workflow: %v\n", err)
+		return exitFailed
+	}
+	var obs engine.Observer
+	switch {
+	case *events:
+		obs = eventWriter{json.NewEncoder(stdout)}
+	case !*quiet:
+		obs = plainView{stderr}
+	}
+	res, err := rt.Wait(ctx, tc, we, obs, 200*time.Millisecond)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: workflow %s: %v\n", we.GetID(), err)
+		return exitFailed
+	}
+	if _, err := rt.Save(store, res.Head, path); err != nil {
+		fmt.Fprintf(stderr, "runner run: writing %s: %v\n", path, err)
+		return exitFailed
+	}
+	e := end{RunID: runID, Status: res.Status, Error: res.Error, Board: path, Parts: res.Parts + 1, Workflow: we.GetID()}
+	if *events {
+		json.NewEncoder(stdout).Encode(event{End: &e})
+	} else {
+		if !*quiet {
+			fmt.Fprintf(stderr, "run %s %s in %s (workflow %s)\n", runID, res.Status, time.Since(now).Round(time.Millisecond), we.GetID())
+		}
+		if res.Error != "" {
+			fmt.Fprintf(stderr, "error: %s\n", res.Error)
+		}
+		fmt.Fprintf(stdout, "blackboard: %s\n", path)
+	}
+	switch res.Status {
+	case board.StatusSucceeded:
+		return exitOK
+	case board.StatusInterrupted:
+		return exitInterrupted
+	}
+	return exitFailed
+}

@@ -1,0 +1,195 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// temporalCLI is the Temporal CLI that serves the dev server: from
+// $RUNNER_TEMPORAL_BIN, else where .ci/install builds it.
+func temporalCLI(t testing.TB) string {
+	if p := os.Getenv("RUNNER_TEMPORAL_BIN"); p != "" {
+		return p
+	}
+	home, _ := os.UserHomeDir()
+	p := filepath.Join(home, ".cache", "runner-temporal", "bin", "temporal")
+	if _, err := os.Stat(p); err != nil {
+		t.Skipf("no Temporal CLI at %s: build it with `GOBIN=%s go install github.com/temporalio/cli/cmd/temporal@v1.5.1` (.ci/install does) or set RUNNER_TEMPORAL_BIN", p, filepath.Dir(p))
+	}
+	return p
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// devServer is `temporal server start-dev` on loopback with its database
+// in a file, so it can be stopped and started again.
+type devServer struct {
+	t        testing.TB
+	bin, db  string
+	port     int
+	hostPort string
+	cmd      *exec.Cmd
+	log      *bytes.Buffer
+}
+
+func startDevServer(t testing.TB) *devServer {
+	s := &devServer{t: t, bin: temporalCLI(t), db: filepath.Join(t.TempDir(), "temporal.db"), port: freePort(t)}
+	s.hostPort = fmt.Sprintf("127.0.0.1:%d", s.port)
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *devServer) start() {
+	s.log = &bytes.Buffer{}
+	s.cmd = exec.Command(s.bin, "server", "start-dev", "--headless", "--db-filename", s.db, "--ip", "127.0.0.1",
+		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(freePort(s.t)), "--metrics-port", strconv.Itoa(freePort(s.t)),
+		"--log-level", "error")
+	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := client.Dial(client.Options{HostPort: s.hostPort, Logger: quietLogger()})
+		if err == nil {
+			_, err = c.CheckHealth(context.Background(), &client.CheckHealthRequest{})
+			c.Close()
+			if err == nil {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the dev server did not come up on %s: %v\n%s", s.hostPort, err, s.log)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *devServer) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+	s.cmd = nil
+}
+
+// binaries builds runner-temporal and the default runner once per test run.
+var binaries struct {
+	once             sync.Once
+	dir, err, runner string
+	temporal         string
+}
+
+func buildBinaries(t testing.TB) (runner, runnerTemporal string) {
+	binaries.once.Do(func() {
+		dir, err := os.MkdirTemp("", "runner-temporal-bin-")
+		if err != nil {
+			binaries.err = err.Error()
+			return
+		}
+		binaries.dir = dir
+		binaries.runner = filepath.Join(dir, "runner")
+		binaries.temporal = filepath.Join(dir, "runner-temporal")
+		for _, b := range []struct{ dir, out, pkg string }{{"..", binaries.runner, "./cmd/runner"}, {".", binaries.temporal, "./cmd/runner-temporal"}} {
+			cmd := exec.Command("go", "build", "-o", b.out, b.pkg)
+			cmd.Dir = b.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				binaries.err = fmt.Sprintf("go build %s: %v\n%s", b.pkg, err, out)
+				return
+			}
+		}
+	})
+	if binaries.err != "" {
+		t.Fatal(binaries.err)
+	}
+	return binaries.runner, binaries.temporal
+}
+
+// proc is a process the test started; it is killed when the test ends.
+type proc struct {
+	cmd *exec.Cmd
+	out *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func startProc(t testing.TB, dir, bin string, args ...string) *proc {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	p := &proc{cmd: cmd, out: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+			}
+		}
+	})
+	return p
+}
+
+// wait waits for the process and returns its exit code.
+func (p *proc) wait(t testing.TB, limit time.Duration) int {
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(limit):
+		p.cmd.Process.Kill()
+		t.Fatalf("%s did not end within %s; output:\n%s", p.cmd.Path, limit, p.out)
+	}
+	return -1
+}
