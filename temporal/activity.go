@@ -61,6 +61,7 @@ type Activities struct {
 // between steps so that the next step reads only the new chunks.
 type runState struct {
 	mu   sync.Mutex
+	prog *engine.Program
 	head string
 	r    *engine.Runner
 	// dirty: a step on this worker added to the board itself, so the board
@@ -175,16 +176,7 @@ func (a *Activities) program(path, sum string) (*engine.Program, error) {
 
 // state brings this worker's copy of the run up to in.Head.
 func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*engine.Runner, error) {
-	a.mu.Lock()
-	if a.runs == nil {
-		a.runs = map[string]*runState{}
-	}
-	st := a.runs[runID]
-	if st == nil || st.dirty || st.r.Prog != prog {
-		st = &runState{}
-		a.runs[runID] = st
-	}
-	a.mu.Unlock()
+	st := a.runState(runID, prog)
 
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -231,6 +223,30 @@ func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*e
 	st.head = in.Head
 	return st.r, nil
 }
+
+// runState is the run's state on this worker, a fresh one when the kept
+// one is ahead of the chain or for another plan. At most maxRuns are kept.
+func (a *Activities) runState(runID string, prog *engine.Program) *runState {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.runs == nil {
+		a.runs = map[string]*runState{}
+	}
+	st := a.runs[runID]
+	if st == nil || st.dirty || st.prog != prog {
+		if len(a.runs) >= maxRuns {
+			for k := range a.runs { // forget any one: it rebuilds from the chain if needed
+				delete(a.runs, k)
+				break
+			}
+		}
+		st = &runState{prog: prog}
+		a.runs[runID] = st
+	}
+	return st
+}
+
+const maxRuns = 256
 
 func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput) (*engine.Runner, error) {
 	wd := a.Workdir

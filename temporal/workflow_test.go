@@ -23,7 +23,7 @@ func runWorkflow(t *testing.T, src string, opt Options) (*board.Board, *Output) 
 	store := Store{Dir: t.TempDir()}
 	dir := t.TempDir()
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
-	env.SetTestTimeout(2 * time.Minute)
+	env.SetTestTimeout(5 * time.Minute)
 	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, dir), Options: opt})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")
