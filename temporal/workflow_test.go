@@ -55,7 +55,7 @@ vars: {who: world, n: 2}
 steps:
   - {label: hello, type: command, run: "echo hello ${{ vars.who }}"}
   - {label: shout, type: command, run: "echo ${{ steps.hello.stdout }} | tr a-z A-Z"}
-  - {label: count, type: command, run: "echo $((${{ vars.n }} + 1))"}
+  - {label: count, type: command, run: "echo ${{ vars.n + 1 }}"}
 `, "succeeded", ""},
 		{"branch goto loop", `
 version: 1
