@@ -67,34 +67,37 @@ func (s *Set) View(b *board.Board, agent string, public []ViewEntry, lim ViewLim
 			pub = append(pub, clipLine(fmt.Sprintf("[%s] %s: %s", e.Kind, e.Author, text(e.Content)), itemCap))
 		}
 	}
-	var keys, notes []string
+	// Keys are formatted lazily, newest first, only as far as the view
+	// shows them: a board of many keys costs a pass over their names, not
+	// a line each.
+	var keys, notes lazyLines
 	if b != nil {
 		infos := b.Keys("")
 		sort.SliceStable(infos, func(i, j int) bool { return infos[i].TS.Before(infos[j].TS) })
 		own := NotesPrefix + agent + "/"
+		// A key or a note gets at most a quarter of its section's share.
+		keyCap := max(lim.MaxBytes/16, 64)
+		keys.b, keys.topics, keys.cap = b, topics, keyCap
+		notes.b, notes.topics, notes.cap, notes.own = b, topics, keyCap, own
 		for _, k := range infos {
-			e, ok := b.Get(k.Key)
-			if !ok || !Subscribed(topics, EntryTopic(e)) {
-				continue
-			}
 			switch {
 			case strings.HasPrefix(k.Key, own):
-				notes = append(notes, clipLine(fmt.Sprintf("%s: %s", strings.TrimPrefix(k.Key, own), text(e.Content)), itemCap))
+				notes.keys = append(notes.keys, k.Key)
 			case s.privateKey(k.Key, agent) || allowed(agent, "read", k.Key, read) != nil:
 			default:
-				keys = append(keys, clipLine(fmt.Sprintf("%s (%s, v%d): %s", k.Key, e.Author, e.Version, text(e.Content)), itemCap))
+				keys.keys = append(keys.keys, k.Key)
 			}
 		}
 	}
 
 	// Notes and keys take at most a quarter of the bytes each; the public
 	// entries, the conversation itself, take the rest.
-	noteLines, noteBytes, noteLeft := newest(notes, lim.Entries, lim.MaxBytes/4)
-	keyLines, keyBytes, keyLeft := newest(keys, lim.Keys, lim.MaxBytes/4)
+	noteLines, noteBytes, noteLeft := notes.newest(lim.Entries, lim.MaxBytes/4)
+	keyLines, keyBytes, keyLeft := keys.newest(lim.Keys, lim.MaxBytes/4)
 	pubLines, _, pubLeft := newest(pub, lim.Entries, lim.MaxBytes-noteBytes-keyBytes)
 
 	var out strings.Builder
-	section := func(title string, lines []string, left int, what string) {
+	section := func(title string, lines []string, left, n int, what string) {
 		if len(lines) == 0 && left == 0 {
 			return
 		}
@@ -103,15 +106,15 @@ func (s *Set) View(b *board.Board, agent string, public []ViewEntry, lim ViewLim
 		}
 		fmt.Fprintf(&out, "=== %s ===\n", title)
 		if left > 0 {
-			fmt.Fprintf(&out, "(%d earlier %s left out to keep this view within %d entries and %d bytes)\n", left, what, lim.Entries, lim.MaxBytes)
+			fmt.Fprintf(&out, "(%d earlier %s left out to keep this view within %d %s and %d bytes)\n", left, what, n, what, lim.MaxBytes)
 		}
 		for _, l := range lines {
 			out.WriteString(l + "\n")
 		}
 	}
-	section("Public board", pubLines, pubLeft, "entries")
-	section("Shared keys", keyLines, keyLeft, "keys")
-	section("Your private notes", noteLines, noteLeft, "notes")
+	section("Public board", pubLines, pubLeft, lim.Entries, "entries")
+	section("Shared keys", keyLines, keyLeft, lim.Keys, "keys")
+	section("Your private notes", noteLines, noteLeft, lim.Entries, "notes")
 	if out.Len() == 0 {
 		return "(empty)\n"
 	}
@@ -130,6 +133,50 @@ func newest(lines []string, n, budget int) ([]string, int, int) {
 		i--
 	}
 	return lines[i:], size, i
+}
+
+// lazyLines are the keys of a view section, oldest first, formatted only
+// as far as the view shows them: a board of many keys costs a look at each
+// (its topic), not a line each.
+type lazyLines struct {
+	b      *board.Board
+	topics []string
+	cap    int
+	own    string // notes: the prefix taken off their keys
+	keys   []string
+}
+
+// newest is newest for keys: the newest lines the agent sees that fit in n
+// lines and budget bytes, their size, and how many it sees beyond them.
+func (l lazyLines) newest(n, budget int) ([]string, int, int) {
+	var kept []string
+	size, left, full := 0, 0, false
+	for i := len(l.keys) - 1; i >= 0; i-- {
+		e, ok := l.b.Get(l.keys[i])
+		if !ok || !Subscribed(l.topics, EntryTopic(e)) {
+			continue
+		}
+		if full || len(kept) == n {
+			full = true
+			left++
+			continue
+		}
+		var line string
+		if l.own != "" {
+			line = clipLine(fmt.Sprintf("%s: %s", strings.TrimPrefix(e.Key, l.own), text(e.Content)), l.cap)
+		} else {
+			line = clipLine(fmt.Sprintf("%s (%s, v%d): %s", e.Key, e.Author, e.Version, text(e.Content)), l.cap)
+		}
+		if size+len(line)+1 > budget {
+			full = true
+			left++
+			continue
+		}
+		kept = append(kept, line)
+		size += len(line) + 1
+	}
+	slices.Reverse(kept)
+	return kept, size, left
 }
 
 // Subscribed reports whether an agent with the given topics sees an entry
