@@ -185,3 +185,29 @@ func (b *Board) notifyLocked() {
 		b.changed = nil
 	}
 }
+
+// Outside writes: a run's board also takes writes from other processes
+// (through its owner's socket, or the CLI under the run's lock). They
+// carry meta.via, so a replay can tell them from the plan's own writes and
+// make them again at the same point (see OutsideOp).
+const (
+	ViaSocket = "socket"
+	ViaCLI    = "cli"
+)
+
+// IsOutside reports whether e was written from outside the run.
+func IsOutside(e Entry) bool {
+	via, _ := e.Meta["via"].(string)
+	return via == ViaSocket || via == ViaCLI
+}
+
+// OutsideOp is the write that made e, to make it again on another board
+// (a replay): same key, value, author, topic, TTL and meta; unconditional.
+func OutsideOp(e Entry) WriteOp {
+	op := WriteOp{Key: e.Key, Value: e.Content, Section: e.Section, Author: e.Author, Label: e.Label,
+		Role: e.Role, Meta: e.Meta, Topic: e.Topic, ExpectVersion: -1, Delete: e.Deleted}
+	if e.TTL != nil {
+		op.TTL = time.Duration(*e.TTL * float64(time.Second))
+	}
+	return op
+}

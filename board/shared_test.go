@@ -190,3 +190,21 @@ func TestTopicEncoded(t *testing.T) {
 		t.Fatalf("%s -> %+v %v", data, back, err)
 	}
 }
+
+func TestOutsideOp(t *testing.T) {
+	a, b := New(Run{}), New(Run{})
+	ttl := 30 * time.Second
+	e, _ := a.Write(WriteOp{Key: "task:x", Value: map[string]any{"n": 1.0}, Author: "w1", Role: "user", TTL: ttl,
+		Meta: map[string]any{"via": ViaSocket}, ExpectVersion: -1, Topic: "jobs"})
+	if !IsOutside(e) || IsOutside(Entry{Meta: map[string]any{"via": "x"}}) || IsOutside(Entry{}) {
+		t.Fatal("IsOutside")
+	}
+	again, err := b.Write(OutsideOp(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Key != e.Key || again.Author != e.Author || again.Topic != "jobs" || *again.TTL != 30 ||
+		again.Version != 1 || again.Meta["via"] != ViaSocket || !sameJSON(again.Content, e.Content) {
+		t.Fatalf("%+v, want like %+v", again, e)
+	}
+}

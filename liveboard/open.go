@@ -21,8 +21,9 @@ type Access interface {
 
 // Options tune Open.
 type Options struct {
-	// Wait is how long to wait for another process's short hold of the
-	// lock (a CLI write, a run starting up) before giving up; default 30s.
+	// Wait is how long to wait for one holder of the lock (a CLI write, a
+	// run starting up) before giving up; default 30s. While the lock keeps
+	// changing hands (many writers queue), Open waits on.
 	Wait time.Duration
 	// Perms gives the agents' key patterns of a run that no one owns (from
 	// its plan), so they are enforced on the file as the owner would.
@@ -44,6 +45,7 @@ func Open(path string, o Options) (Access, error) {
 	}
 	deadline := time.Now().Add(o.Wait)
 	delay := 500 * time.Microsecond
+	var holder board.Owner
 	for {
 		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
 		if err == nil {
@@ -69,11 +71,16 @@ func Open(path string, o Options) (Access, error) {
 				return c, nil
 			}
 		}
+		if owned.Owner != holder {
+			// Another holder: the lock is changing hands, so this is a
+			// queue of short writes, not a stuck process. Wait on.
+			holder, deadline = owned.Owner, time.Now().Add(o.Wait)
+		}
 		if time.Now().After(deadline) {
 			return nil, err
 		}
 		time.Sleep(delay)
-		delay = min(delay*2, 20*time.Millisecond)
+		delay = min(delay*2, 5*time.Millisecond)
 	}
 }
 
@@ -83,7 +90,7 @@ type local struct {
 	lock *board.Lock
 }
 
-func (l *local) Write(q WriteRequest) (board.Entry, error) { return l.b.Write(q.Op("cli")) }
+func (l *local) Write(q WriteRequest) (board.Entry, error) { return l.b.Write(q.Op(board.ViaCLI)) }
 func (l *local) Read(agent, key string) (board.Entry, bool, error) {
 	return l.b.ReadAs(agent, key)
 }

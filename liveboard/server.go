@@ -93,7 +93,7 @@ func Serve(b *board.Board) (*Server, error) {
 		return nil, fmt.Errorf("liveboard: %w", err)
 	}
 	os.Chmod(sock, 0o600) // the board is the user's: no other user connects
-	s := &Server{Socket: sock, Via: "socket", b: b, ln: ln, private: private, done: make(chan struct{})}
+	s := &Server{Socket: sock, Via: board.ViaSocket, b: b, ln: ln, private: private, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", s.ping)
 	mux.HandleFunc("POST /v1/write", s.write)

@@ -18,7 +18,7 @@ import (
 	"github.com/planrunner/runner/liveboard"
 )
 
-const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | get KEY | delete KEY | list [PREFIX] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY]"
+const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY]"
 
 // fakeNowEnv fixes the clock of `runner board` on a run no one owns (an
 // RFC 3339 time), so TTL expiry can be tested without waiting.
@@ -45,13 +45,13 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr(stderr, fs, "usage: runner %s", boardUsage)
 	}
 	path, op, rest := pos[0], pos[1], pos[2:]
-	want := map[string][2]int{"list": {0, 1}, "get": {1, 1}, "put": {2, 2}, "delete": {1, 1}, "snapshot": {0, 0},
+	want := map[string][2]int{"list": {0, 1}, "get": {1, 1}, "put": {1, 2}, "delete": {1, 1}, "snapshot": {0, 0},
 		"show": {0, 0}, "watch": {0, 0}, "conflicts": {0, 1}}
 	n, ok := want[op]
 	if !ok {
 		return usageErr(stderr, fs, "unknown operation %q; usage: runner %s", op, boardUsage)
 	}
-	if len(rest) < n[0] || len(rest) > n[1] {
+	if len(rest) < n[0] || len(rest) > n[1] || (op == "put" && len(rest) == 1 && rest[0] != "-") {
 		return usageErr(stderr, fs, "%s takes %s argument(s), got %d", op, argCount(n), len(rest))
 	}
 	if op == "show" && *format != "md" && *format != "json" {
@@ -83,6 +83,9 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	switch op {
 	case "put", "delete":
+		if op == "put" && len(rest) == 1 && rest[0] == "-" {
+			return boardPutLines(path, a, opts, *agent, *topic, stdin, stdout, stderr)
+		}
 		q := liveboard.WriteRequest{Key: rest[0], TTL: ttl.Seconds(), Agent: *agent, Topic: *topic, Delete: op == "delete"}
 		if *expect >= 0 {
 			q.ExpectVersion = expect
@@ -157,6 +160,49 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// boardPutLines makes one put per JSON line of stdin ({"key", "value",
+// "ttl_s", "topic", "agent", "expect_version"}), each a write of its own
+// (on a run no one owns, each takes and releases the lock, so writers in
+// other processes interleave). It stops at the first failure.
+func boardPutLines(path string, a liveboard.Access, opts liveboard.Options, agent, topic string, stdin io.Reader, stdout, stderr io.Writer) int {
+	dec := json.NewDecoder(stdin)
+	for n := 1; ; n++ {
+		var q liveboard.WriteRequest
+		err := dec.Decode(&q)
+		if err == io.EOF {
+			return exitOK
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "runner board: stdin record %d: %v\n", n, err)
+			return exitUsage
+		}
+		if q.Key == "" || q.Delete {
+			fmt.Fprintf(stderr, "runner board: stdin record %d: want {\"key\": ..., \"value\": ...}\n", n)
+			return exitUsage
+		}
+		if q.Agent == "" {
+			q.Agent = agent
+		}
+		if q.Topic == "" {
+			q.Topic = topic
+		}
+		if n > 1 {
+			// A fresh access per write: the lock (or a new owner's socket).
+			if a, err = liveboard.Open(path, opts); err != nil {
+				fmt.Fprintf(stderr, "runner board: %v\n", err)
+				return exitFailed
+			}
+		}
+		e, err := a.Write(q)
+		a.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "runner board: stdin record %d: %s\n", n, strings.TrimPrefix(err.Error(), "board: "))
+			return exitFailed
+		}
+		fmt.Fprintf(stdout, "wrote %s (version %d)\n", e.Key, e.Version)
+	}
 }
 
 // boardWatch prints the board's changes as JSON lines until the count is

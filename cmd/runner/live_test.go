@@ -15,9 +15,11 @@ import (
 	"github.com/planrunner/runner/board"
 )
 
-// putMany runs writers processes that each put n keys (w<i>-k<j>) and one
-// shared key, all at once, and returns the first failure.
-func putMany(t *testing.T, dir, bb string, writers, n int) {
+// putMany runs writers processes at once that each put n keys
+// (w<i>-k<j>), every tenth time the one shared key instead: with one
+// `runner board put -` process per writer reading its puts as JSON lines
+// (each put its own write), or with one process per put.
+func putMany(t *testing.T, dir, bb string, writers, n int, perPut bool) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan string, writers*n)
@@ -25,16 +27,33 @@ func putMany(t *testing.T, dir, bb string, writers, n int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var lines []string
 			for j := 0; j < n; j++ {
-				args := []string{"board", bb, "put", fmt.Sprintf("w%d-k%d", w, j), fmt.Sprintf(`{"w":%d,"j":%d}`, w, j), "--agent", fmt.Sprintf("w%d", w)}
-				if j%10 == 0 { // and now and then, all at the same key
-					args = []string{"board", bb, "put", "shared", fmt.Sprint(w), "--agent", fmt.Sprintf("w%d", w)}
+				key, value := fmt.Sprintf("w%d-k%d", w, j), fmt.Sprintf(`{"w":%d,"j":%d}`, w, j)
+				if perPut {
+					key = "p" + key
 				}
-				cmd := exec.Command(binary, args...)
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "wrote ") {
-					errs <- fmt.Sprintf("%v: %v %s", args, err, out)
+				if j%10 == 0 {
+					key, value = "shared", fmt.Sprint(w)
 				}
+				lines = append(lines, fmt.Sprintf(`{"key":%q,"value":%s}`, key, value))
+				if perPut {
+					cmd := exec.Command(binary, "board", bb, "put", key, value, "--agent", fmt.Sprintf("w%d", w))
+					cmd.Dir = dir
+					if out, err := cmd.CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "wrote ") {
+						errs <- fmt.Sprintf("put %s: %v %s", key, err, out)
+					}
+				}
+			}
+			if perPut {
+				return
+			}
+			cmd := exec.Command(binary, "board", bb, "put", "-", "--agent", fmt.Sprintf("w%d", w))
+			cmd.Dir = dir
+			cmd.Stdin = strings.NewReader(strings.Join(lines, "\n"))
+			out, err := cmd.CombinedOutput()
+			if err != nil || strings.Count(string(out), "wrote ") != n {
+				errs <- fmt.Sprintf("writer %d: %v %s", w, err, out)
 			}
 		}()
 	}
@@ -45,27 +64,24 @@ func putMany(t *testing.T, dir, bb string, writers, n int) {
 	}
 }
 
-// checkMany checks what putMany wrote: every key, at version 1, by its
-// writer; the shared key's versions 1..N in order; seqs dense.
-func checkMany(t *testing.T, bb string, writers, n int) {
+// checkMany checks what putMany wrote: every key (prefix w, or pw for
+// one process per put), at version 1, by its writer; seqs dense; the
+// shared key written shared times, versions 1..N in seq order.
+func checkMany(t *testing.T, b *board.Board, prefix string, writers, n, shared int) {
 	t.Helper()
-	b, err := board.Load(bb)
-	if err != nil {
-		t.Fatal(err)
-	}
 	missing := 0
 	for w := 0; w < writers; w++ {
 		for j := 0; j < n; j++ {
 			if j%10 == 0 {
 				continue
 			}
-			e, ok := b.Get(fmt.Sprintf("w%d-k%d", w, j))
+			e, ok := b.Get(fmt.Sprintf("%s%d-k%d", prefix, w, j))
 			if !ok {
 				missing++
 				continue
 			}
 			if e.Version != 1 || e.Author != fmt.Sprintf("w%d", w) || e.Meta["via"] == nil {
-				t.Errorf("w%d-k%d: %+v", w, j, e)
+				t.Errorf("%s%d-k%d: %+v", prefix, w, j, e)
 			}
 		}
 	}
@@ -73,8 +89,8 @@ func checkMany(t *testing.T, bb string, writers, n int) {
 		t.Errorf("%d of %d keys lost", missing, writers*n*9/10)
 	}
 	hist := b.Query(board.Filter{Key: "shared"})
-	if len(hist) != writers*n/10 {
-		t.Errorf("shared was written %d times, want %d", len(hist), writers*n/10)
+	if len(hist) != shared {
+		t.Errorf("shared was written %d times, want %d", len(hist), shared)
 	}
 	for i, e := range hist {
 		if e.Version != int64(i+1) {
@@ -88,6 +104,15 @@ func checkMany(t *testing.T, bb string, writers, n int) {
 	}
 }
 
+func load(t *testing.T, bb string) *board.Board {
+	t.Helper()
+	b, err := board.Load(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // 20 processes x 50 puts on a run that has ended: the CLI takes the
 // run's lock for each write, none is lost.
 func TestBoardManyWritersFinishedRun(t *testing.T) {
@@ -99,8 +124,11 @@ func TestBoardManyWritersFinishedRun(t *testing.T) {
 	if r := runCLI(t, wd, "run", testdata("seed.yaml"), "-q", "--out", bb); r.code != 0 {
 		t.Fatalf("run: %d %s", r.code, r.stderr)
 	}
-	putMany(t, wd, bb, 20, 50)
-	checkMany(t, bb, 20, 50)
+	putMany(t, wd, bb, 20, 50, false)
+	checkMany(t, load(t, bb), "w", 20, 50, 100)
+	// One process per put, as a shell loop would.
+	putMany(t, wd, bb, 20, 10, true)
+	checkMany(t, load(t, bb), "pw", 20, 10, 120)
 }
 
 // startLive starts testdata/live.yaml and waits until it serves its board.
@@ -148,19 +176,21 @@ func TestBoardManyWritersLiveRun(t *testing.T) {
 	if r.code != 2 || !strings.Contains(r.stderr, fmt.Sprintf("process %d owns it", pid)) {
 		t.Errorf("run --out onto a live run: exit %d, stderr %q", r.code, r.stderr)
 	}
-	putMany(t, wd, bb, 20, 50)
+	putMany(t, wd, bb, 20, 50, false)
+	putMany(t, wd, bb, 10, 10, true) // and one process per put: w0..w9 again, shared 10 more times
 	os.WriteFile(filepath.Join(wd, "done"), nil, 0o644)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("run: %v %s", err, out)
 	}
-	checkMany(t, bb, 20, 50)
-	b, _ := board.Load(bb)
+	b := load(t, bb)
+	checkMany(t, b, "w", 20, 50, 110)
+	checkMany(t, b, "pw", 10, 10, 110)
 	var count board.Entry
 	for _, e := range b.Query(board.Filter{Label: "count"}) {
 		count = e
 	}
 	last, _ := b.Get("shared")
-	want := fmt.Sprintf("%d {\"j\":42,\"w\":7} %v", 20*50, last.Content)
+	want := fmt.Sprintf("%d {\"j\":42,\"w\":7} %v", 20*50+10*10, last.Content)
 	if count.Content != want {
 		t.Errorf("the run's step saw %q, want %q", count.Content, want)
 	}
