@@ -196,6 +196,9 @@ func (t *tree) readRegular(p string) ([]byte, error) {
 // that size when it is (os.ReadFile's buffer has room to spare, which over
 // thousands of files adds up).
 func (t *tree) readFile(p string, size int64) ([]byte, error) {
+	if b, ok, err := t.readFast(p, size); ok {
+		return b, err
+	}
 	r, name, err := t.at(p)
 	if err == nil && r == nil {
 		err = &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist}
@@ -264,6 +267,9 @@ func (t *tree) mkdir(d string) error {
 
 // writeTemp writes data to a new file tmp with mode, synced.
 func (t *tree) writeTemp(tmp string, data []byte, mode fs.FileMode) error {
+	if ok, err := t.writeFast(tmp, data, mode); ok {
+		return err
+	}
 	r, name, err := t.at(tmp)
 	if err == nil && r == nil {
 		err = &fs.PathError{Op: "create", Path: tmp, Err: fs.ErrNotExist}

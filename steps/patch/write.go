@@ -104,13 +104,16 @@ var testHook func(phase, path string)
 func stage(t *tree, ts []*target) error {
 	var todo []*target
 	for _, tg := range ts {
+		if tg.tmp != "" {
+			continue // staged while planning; commit checks it again
+		}
 		if testHook != nil {
 			testHook("stage", tg.path)
 		}
 		if err := checkStill(t, tg); err != nil {
 			return unstage(t, ts, fmt.Errorf("patch: %s: %w", tg.path, err))
 		}
-		if !tg.exists || tg.tmp != "" {
+		if !tg.exists {
 			continue
 		}
 		for _, d := range tg.dirs {
