@@ -71,6 +71,9 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if op == "watch" {
 		return boardWatch(path, liveboard.Filter{Prefix: *prefix, Topic: *topic, After: *since}, opts, *count, stdout, stderr)
 	}
+	out, flush := buffered(stdout) // list, show and snapshot print a whole board
+	defer flush()
+	stdout = out
 	a, err := liveboard.Open(path, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner board: %v\n", err)

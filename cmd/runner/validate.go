@@ -20,6 +20,11 @@ func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) == 0 {
 		return usageErr(stderr, fs, "want one or more plan files")
 	}
+	out, flushOut := buffered(stdout)
+	defer flushOut()
+	errOut, flushErr := buffered(stderr) // a large plan can have thousands of problems
+	defer flushErr()
+	stdout, stderr = out, errOut
 	code := exitOK
 	reg := steps.Registry()
 	for _, path := range pos {
