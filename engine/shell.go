@@ -481,9 +481,7 @@ func (t *Template) renderShell(env map[string]any) (*ShellCommand, error) {
 }
 
 func plainInteger(s string) bool {
-	if strings.HasPrefix(s, "-") {
-		s = s[1:]
-	}
+	s = strings.TrimPrefix(s, "-")
 	if s == "" || len(s) > 19 {
 		return false
 	}

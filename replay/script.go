@@ -2,7 +2,6 @@ package replay
 
 import (
 	"encoding/json"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,16 +41,15 @@ func (s *segment) complete() bool {
 // script is the recording as the engine asks for it (engine.Script), one
 // segment at a time.
 type script struct {
-	rec      *board.Board
-	segs     []*segment
-	clock    map[clockKey]time.Time
-	offline  bool
-	types    map[string]string // label -> step type
-	timeout  time.Duration     // the plan's limits.timeout
-	fork     *fork
-	seg      int
-	virtual  atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
-	segsOnce sync.Once
+	rec     *board.Board
+	segs    []*segment
+	clock   map[clockKey]time.Time
+	offline bool
+	types   map[string]string // label -> step type
+	timeout time.Duration     // the plan's limits.timeout
+	fork    *fork
+	seg     int
+	virtual atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
 }
 
 type clockKey struct {
