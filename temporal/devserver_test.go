@@ -23,8 +23,8 @@ func temporalCLI(t testing.TB) string {
 	if p := os.Getenv("RUNNER_TEMPORAL_BIN"); p != "" {
 		return p
 	}
-	home, _ := os.UserHomeDir()
-	p := filepath.Join(home, ".cache", "runner-temporal", "bin", "temporal")
+	cache, _ := os.UserCacheDir()
+	p := filepath.Join(cache, "runner-temporal", "bin", "temporal")
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("no Temporal CLI at %s: build it with `GOBIN=%s go install github.com/temporalio/cli/cmd/temporal@v1.5.1` (.ci/install does) or set RUNNER_TEMPORAL_BIN", p, filepath.Dir(p))
 	}

@@ -211,7 +211,7 @@ steps:
 	if got := runSummary(b); got != "first:succeeded second:succeeded" {
 		t.Errorf("steps: %s", got)
 	}
-	if s := b.Steps(); len(s) == 2 && !strings.Contains(string(s[1].Result), `one\ntwo`) && !strings.Contains(string(s[1].Result), "one two") {
+	if s := b.Steps(); len(s) == 2 && !strings.Contains(string(s[1].Result), `"output":"one\n two"`) {
 		t.Errorf("second = %s", s[1].Result)
 	}
 }
@@ -257,4 +257,36 @@ steps:
 		t.Errorf("%d ticks, %d steps, run %s", ticks, len(b.Steps()), b.Run().Status)
 	}
 	t.Logf("3000 visits (6000 steps) in %s, %d parts", time.Since(start).Round(time.Millisecond), e.Parts)
+}
+
+// The default runner binary runs a plan on Temporal through
+// runner-temporal (found through RUNNER_TEMPORAL), showing each finished
+// step as for an in-process run, and prints where blackboard.json is.
+func TestDevServerThroughRunnerCLI(t *testing.T) {
+	c := newCluster(t)
+	c.worker(t)
+	plan := writePlan(t, c.work, `
+version: 1
+steps:
+  - {label: hello, type: command, run: "echo hello"}
+  - {label: bad, type: command, run: "exit 4", continue_on_error: true}
+  - {label: world, type: command, run: "echo ${{ steps.hello.stdout }} world"}
+`)
+	out := filepath.Join(c.work, "bb.json")
+	os.Setenv("RUNNER_TEMPORAL", c.rt)
+	defer os.Unsetenv("RUNNER_TEMPORAL")
+	p := startProc(t, c.work, c.runner, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort,
+		"--task-queue", c.queue, "--blobs", c.blobs, "--out", out, "--log-format", "console")
+	if code := p.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.out)
+	}
+	got := p.out.String()
+	for _, want := range []string{"hello", "bad", "world", "failed", "succeeded", "blackboard: " + out} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if b := loadBoard(t, out); runSummary(b) != "hello:succeeded bad:failed world:succeeded" {
+		t.Errorf("steps: %s", runSummary(b))
+	}
 }

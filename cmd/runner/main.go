@@ -27,7 +27,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"run", "run PLAN [--var k=v]... [--workdir DIR] [--out FILE] [--dry-run] [--sync]", "run a plan", cmdRun},
+		{"run", "run PLAN [--var k=v]... [--workdir DIR] [--out FILE] [--dry-run] [--sync] [--engine temporal --temporal HOST:PORT]", "run a plan", cmdRun},
 		{"validate", "validate PLAN...", "check plans; print every problem as file:line:col: message", cmdValidate},
 		{"replay", "replay BLACKBOARD [--plan PLAN] [--workdir DIR | --offline] [--from LABEL[#VISIT]] [--agent NAME.model=M]", "re-run a saved run with model answers from its recording", cmdReplay},
 		{"resume", "resume BLACKBOARD [--force]", "continue an interrupted or failed run after its last completed step", cmdResume},
@@ -36,6 +36,7 @@ func init() {
 		{"report", "report BLACKBOARD [-o FILE]", "write the run as one self-contained HTML page", cmdReport},
 		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
 		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
+		{"worker", "worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]", "run plans' steps for Temporal (needs runner-temporal; see README)", cmdWorker},
 		{"version", "version", "print the version", cmdVersion},
 	}
 }

@@ -37,6 +37,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&ru.from, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
 	fs.BoolVar(&ru.offline, "offline", false, "with --reuse: take command, test and apply_diff results from the recording too, run nothing")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
+	tf := addTemporalFlags(fs)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -64,6 +65,23 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	wd, err := resolveWorkdir(*workdir)
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
+	}
+	switch tf.engine {
+	case "local":
+	case "temporal":
+		if len(ru.from) > 0 || len(agentsFlag) > 0 {
+			return usageErr(stderr, fs, "--reuse and --agent are not available with --engine temporal")
+		}
+		pass := append(tf.args(), "--workdir", wd)
+		for k, v := range vars {
+			pass = append(pass, "--var", k+"="+v)
+		}
+		if *out != "" {
+			pass = append(pass, "--out", *out)
+		}
+		return runOnTemporal(pos[0], pass, g, stdout, stderr)
+	default:
+		return usageErr(stderr, fs, "--engine %q: want local or temporal", tf.engine)
 	}
 	log, set, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {

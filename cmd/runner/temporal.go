@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/planrunner/runner/board"
+)
+
+// Running on Temporal lives in the nested module ./temporal, built as the
+// runner-temporal binary, so this binary never compiles the Temporal SDK.
+// `runner worker` becomes runner-temporal; `runner run --engine temporal`
+// starts it and shows its progress events with the same display as an
+// in-process run.
+
+const temporalBinary = "runner-temporal"
+
+// temporalFlags are the flags `run` passes on to runner-temporal.
+type temporalFlags struct {
+	engine    string
+	passed    []string
+	set       map[string]*string
+	heartbeat time.Duration
+	maxEvents int
+}
+
+func addTemporalFlags(fs *flag.FlagSet) *temporalFlags {
+	t := &temporalFlags{set: map[string]*string{}}
+	fs.StringVar(&t.engine, "engine", "local", "local (in this process) or temporal (on Temporal workers, through runner-temporal)")
+	for name, usage := range map[string]string{
+		"temporal":   "with --engine temporal: the Temporal frontend HOST:PORT",
+		"namespace":  "with --engine temporal: the Temporal namespace (default: default)",
+		"task-queue": "with --engine temporal: the task queue workers poll (default: runner)",
+		"blobs":      "with --engine temporal: the content-addressed store workers share",
+	} {
+		t.set[name] = fs.String(name, "", usage)
+	}
+	fs.DurationVar(&t.heartbeat, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
+	fs.IntVar(&t.maxEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
+	return t
+}
+
+func (t *temporalFlags) args() []string {
+	var out []string
+	for _, name := range []string{"temporal", "namespace", "task-queue", "blobs"} {
+		if v := *t.set[name]; v != "" {
+			out = append(out, "--"+name, v)
+		}
+	}
+	if t.heartbeat > 0 {
+		out = append(out, "--heartbeat-timeout", t.heartbeat.String())
+	}
+	if t.maxEvents > 0 {
+		out = append(out, "--max-history-events", fmt.Sprint(t.maxEvents))
+	}
+	return out
+}
+
+// findTemporalBinary looks for runner-temporal: $RUNNER_TEMPORAL, next to
+// this executable, then on PATH.
+func findTemporalBinary() (string, error) {
+	if p := os.Getenv("RUNNER_TEMPORAL"); p != "" {
+		return p, nil
+	}
+	self, err := os.Executable()
+	if err == nil {
+		p := filepath.Join(filepath.Dir(self), temporalBinary)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath(temporalBinary); err == nil {
+		return p, nil
+	}
+	dir := "DIR"
+	if self != "" {
+		dir = filepath.Dir(self)
+	}
+	return "", fmt.Errorf("running on Temporal needs the %s binary, built apart so that runner stays free of the Temporal SDK; "+
+		"it is not next to this runner nor on PATH. Build it from the repository with\n"+
+		"  (cd temporal && go build -o %s/%s ./cmd/runner-temporal)\nor set RUNNER_TEMPORAL to its path", temporalBinary, dir, temporalBinary)
+}
+
+// cmdWorker is `runner worker`: runner-temporal takes the process over.
+func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	bin, err := findTemporalBinary()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner worker: %v\n", err)
+		return exitUsage
+	}
+	argv := append([]string{bin, "worker"}, args...)
+	if err := syscall.Exec(bin, argv, os.Environ()); err != nil {
+		fmt.Fprintf(stderr, "runner worker: starting %s: %v\n", bin, err)
+		return exitUsage
+	}
+	return exitOK // not reached
+}
+
+// runEvent is one line of `runner-temporal run --events`.
+type runEvent struct {
+	Started *struct {
+		Label  string `json:"label"`
+		Visit  int    `json:"visit"`
+		Parent string `json:"parent"`
+	} `json:"started"`
+	Finished *board.StepRecord `json:"finished"`
+	End      *struct {
+		RunID    string `json:"run_id"`
+		Status   string `json:"status"`
+		Error    string `json:"error"`
+		Board    string `json:"board"`
+		Workflow string `json:"workflow"`
+	} `json:"end"`
+}
+
+// runOnTemporal runs a checked plan through runner-temporal and shows its
+// progress here; pass is what runner-temporal gets after `run PLAN`.
+func runOnTemporal(plan string, pass []string, g *globals, stdout, stderr io.Writer) int {
+	bin, err := findTemporalBinary()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitUsage
+	}
+	if _, err := g.logger(stderr, g.progress(stderr)); err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitUsage
+	}
+	cmd := exec.Command(bin, append([]string{"run", plan, "--events"}, pass...)...)
+	cmd.Stderr = g.mask.Writer(stderr)
+	events, err := cmd.StdoutPipe()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitFailed
+	}
+	// Ctrl-C reaches runner-temporal too (same process group): it cancels
+	// the workflow, which ends the run as interrupted; we wait for that.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "runner run: starting %s: %v\n", bin, err)
+		return exitUsage
+	}
+	var last runEvent
+	sc := bufio.NewScanner(events)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var ev runEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		switch {
+		case ev.Started != nil && g.view != nil:
+			g.view.StepStarted(ev.Started.Label, ev.Started.Visit, ev.Started.Parent)
+		case ev.Finished != nil && g.view != nil:
+			g.view.StepFinished(*ev.Finished)
+		case ev.End != nil:
+			last = ev
+		}
+	}
+	werr := cmd.Wait()
+	if g.view != nil {
+		g.view.close()
+	}
+	if last.End == nil {
+		var ee *exec.ExitError
+		if errors.As(werr, &ee) {
+			return ee.ExitCode()
+		}
+		fmt.Fprintf(stderr, "runner run: %s ended without a result: %v\n", bin, werr)
+		return exitFailed
+	}
+	e := last.End
+	if !g.quiet {
+		fmt.Fprintf(stderr, "run %s %s in %s (Temporal workflow %s)\n", e.RunID, e.Status, time.Since(start).Round(time.Millisecond), e.Workflow)
+	}
+	if e.Error != "" {
+		fmt.Fprintf(g.mask.Writer(stderr), "error: %s\n", e.Error)
+	}
+	if g.report {
+		if b, err := board.Load(e.Board); err != nil {
+			fmt.Fprintf(stderr, "report: %v\n", err)
+		} else if path, err := writeReport(b, e.Board, ""); err != nil {
+			fmt.Fprintf(stderr, "report: %v\n", err)
+		} else {
+			fmt.Fprintf(stderr, "report: %s\n", path)
+		}
+	}
+	fmt.Fprintf(stdout, "blackboard: %s\n", e.Board)
+	switch e.Status {
+	case board.StatusSucceeded:
+		return exitOK
+	case board.StatusInterrupted:
+		return exitInterrupted
+	}
+	return exitFailed
+}
