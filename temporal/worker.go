@@ -12,10 +12,10 @@ const DefaultTaskQueue = "runner"
 
 // Register puts the interpreter workflow and the step activity on r (a
 // worker, a replayer or a test environment).
-func Register(r worker.Registry, wf *Workflow, acts *Activities) {
+func Register(r worker.WorkflowRegistry, wf *Workflow, acts *Activities) {
 	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: WorkflowName})
-	if acts != nil {
-		r.RegisterActivityWithOptions(acts.RunStep, activity.RegisterOptions{Name: ActivityName})
+	if ar, ok := r.(worker.ActivityRegistry); ok && acts != nil {
+		ar.RegisterActivityWithOptions(acts.RunStep, activity.RegisterOptions{Name: ActivityName})
 	}
 }
 

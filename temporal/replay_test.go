@@ -1,0 +1,170 @@
+package temporal
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+)
+
+var recordHistories = flag.Bool("record-histories", false, "run the history plans on a dev server and save their histories in testdata/histories")
+
+// historyPlans are recorded once (go test -run TestReplayHistories
+// -record-histories) and replayed by every test run: a change to the
+// workflow that would break a run in flight (a step scheduled in another
+// order, a timer more or less) fails TestReplayHistories.
+var historyPlans = map[string]string{
+	"control-flow": `
+version: 1
+vars: {rounds: 3, go: false}
+steps:
+  - {label: hello, type: command, run: "echo hello"}
+  - {label: maybe, type: command, run: "echo ran", if: vars.go}
+  - {label: put, type: board, op: write, key: greeting, value: "${{ steps.hello.stdout }}"}
+  - {label: work, type: command, run: "echo round ${{ steps.work.visits + 1 }}"}
+  - label: again
+    type: branch
+    cases:
+      - {when: steps.work.visits < vars.rounds, goto: work}
+    default: checks
+  - {label: skipped, type: command, run: "echo never"}
+  - label: checks
+    max_concurrency: 2
+    parallel:
+      - {label: a, type: command, run: "echo a"}
+      - {label: b, type: command, run: "echo b"}
+      - {label: c, type: board, op: read, key: greeting}
+  - {label: last, type: command, run: "echo ${{ steps.checks.output.a }} ${{ board('greeting') }}"}
+`,
+	"retries": `
+version: 1
+steps:
+  - label: flaky
+    type: command
+    run: 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo $n; test $n -ge 3'
+    retry: {max: 4, backoff: 100ms}
+  - label: poll
+    type: command
+    run: 'n=$(cat polls 2>/dev/null || echo 0); n=$((n+1)); echo $n > polls; echo $n'
+    retry: {max: 4, backoff: 100ms, until: 'step.stdout == "2\n"'}
+  - {label: slow, type: command, run: "sleep 5", timeout: 200ms, continue_on_error: true}
+`,
+	"fail-fast": `
+version: 1
+steps:
+  - label: group
+    max_concurrency: 2
+    parallel:
+      - {label: slow, type: command, run: "sleep 10"}
+      - {label: bad, type: command, run: "sleep 0.3; exit 1"}
+      - {label: later, type: command, run: "echo never"}
+  - {label: never, type: command, run: "echo never"}
+`,
+}
+
+func TestReplayHistories(t *testing.T) {
+	if *recordHistories {
+		recordAll(t)
+	}
+	files, _ := filepath.Glob("testdata/histories/*.json")
+	if len(files) < len(historyPlans) {
+		t.Fatalf("testdata/histories holds %d histories, want %d (record them with -record-histories)", len(files), len(historyPlans))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			Register(r, &Workflow{Store: Store{Dir: t.TempDir()}}, nil)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), f); err != nil {
+				t.Fatalf("the workflow no longer replays %s: %v", f, err)
+			}
+		})
+	}
+}
+
+// A history that does not fit the workflow must fail the replay: the check
+// is not vacuous. The recorded run's plan is edited (its first step becomes
+// a board step, which runs in the workflow), so the activity the history
+// holds is no longer scheduled.
+func TestReplayDetectsChange(t *testing.T) {
+	f, err := os.Open("testdata/histories/control-flow.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	hist, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := hist.Events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()[0]
+	var in Input
+	if err := json.Unmarshal(p.Data, &in); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(in.Run.PlanSource, `{label: hello, type: command, run: "echo hello"}`, `{label: hello, type: board, op: read, key: x}`, 1)
+	if src == in.Run.PlanSource {
+		t.Fatal("the edit did not apply")
+	}
+	in.Run.PlanSource, in.Run.PlanSHA256 = src, Sum([]byte(src))
+	p.Data, _ = json.Marshal(in)
+	r := worker.NewWorkflowReplayer()
+	Register(r, &Workflow{Store: Store{Dir: t.TempDir()}}, nil)
+	err = r.ReplayWorkflowHistory(quietLogger(), hist)
+	if err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+		t.Fatalf("replaying a changed plan's history: %v; want a nondeterminism error (TMPRL1100)", err)
+	}
+}
+
+func recordAll(t *testing.T) {
+	srv := startDevServer(t)
+	store := Store{Dir: t.TempDir()}
+	c, err := client.Dial(client.Options{HostPort: srv.hostPort, Logger: quietLogger(), DataConverter: DataConverter(store, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := NewWorker(c, "record", &Activities{Store: store}, worker.Options{})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for name, src := range historyPlans {
+		run := newRun(t, src, t.TempDir())
+		run.PlanPath = name + ".yaml"
+		we, err := Start(context.Background(), c, store, run, StartOptions{TaskQueue: "record"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out Output
+		if err := we.Get(context.Background(), &out); err != nil {
+			t.Fatal(err)
+		}
+		hist := &historypb.History{}
+		it := c.GetWorkflowHistory(context.Background(), we.GetID(), we.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			hist.Events = append(hist.Events, ev)
+		}
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: " "}.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("testdata/histories", name+".json"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %s, %d events", name, out.Status, len(hist.Events))
+	}
+	_ = time.Second
+}
