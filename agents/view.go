@@ -72,22 +72,19 @@ func (s *Set) View(b *board.Board, agent string, public []ViewEntry, lim ViewLim
 	// a line each.
 	var keys, notes lazyLines
 	if b != nil {
-		infos := b.Keys("")
-		sort.SliceStable(infos, func(i, j int) bool { return infos[i].TS.Before(infos[j].TS) })
-		own := NotesPrefix + agent + "/"
 		// A key or a note gets at most a quarter of its section's share.
 		keyCap := max(lim.MaxBytes/16, 64)
-		keys.b, keys.topics, keys.cap = b, topics, keyCap
-		notes.b, notes.topics, notes.cap, notes.own = b, topics, keyCap, own
+		own := NotesPrefix + agent + "/"
+		notes = lazyLines{b: b, topics: topics, cap: keyCap, own: own}
+		infos := b.Keys(own) // few: one agent's notes
+		sort.SliceStable(infos, func(i, j int) bool { return infos[i].TS.Before(infos[j].TS) })
 		for _, k := range infos {
-			switch {
-			case strings.HasPrefix(k.Key, own):
-				notes.keys = append(notes.keys, k.Key)
-			case s.privateKey(k.Key, agent) || allowed(agent, "read", k.Key, read) != nil:
-			default:
-				keys.keys = append(keys.keys, k.Key)
-			}
+			notes.keys = append(notes.keys, k.Key)
 		}
+		keys = lazyLines{b: b, topics: topics, cap: keyCap}
+		keys.keys, keys.partial = recentKeys(b, lim.Keys+1, func(key string) bool {
+			return !strings.HasPrefix(key, NotesPrefix) || (!strings.HasPrefix(key, own) && !s.privateKey(key, agent))
+		}, func(key string) bool { return allowed(agent, "read", key, read) == nil }, topics)
 	}
 
 	// Notes and keys take at most a quarter of the bytes each; the public
@@ -97,7 +94,7 @@ func (s *Set) View(b *board.Board, agent string, public []ViewEntry, lim ViewLim
 	pubLines, _, pubLeft := newest(pub, lim.Entries, lim.MaxBytes-noteBytes-keyBytes)
 
 	var out strings.Builder
-	section := func(title string, lines []string, left, n int, what string) {
+	section := func(title string, lines []string, left, n int, what string, partial bool) {
 		if len(lines) == 0 && left == 0 {
 			return
 		}
@@ -105,16 +102,19 @@ func (s *Set) View(b *board.Board, agent string, public []ViewEntry, lim ViewLim
 			out.WriteString("\n")
 		}
 		fmt.Fprintf(&out, "=== %s ===\n", title)
-		if left > 0 {
+		switch {
+		case left > 0 && partial:
+			fmt.Fprintf(&out, "(older %s left out to keep this view within %d %s and %d bytes)\n", what, n, what, lim.MaxBytes)
+		case left > 0:
 			fmt.Fprintf(&out, "(%d earlier %s left out to keep this view within %d %s and %d bytes)\n", left, what, n, what, lim.MaxBytes)
 		}
 		for _, l := range lines {
 			out.WriteString(l + "\n")
 		}
 	}
-	section("Public board", pubLines, pubLeft, lim.Entries, "entries")
-	section("Shared keys", keyLines, keyLeft, lim.Keys, "keys")
-	section("Your private notes", noteLines, noteLeft, lim.Entries, "notes")
+	section("Public board", pubLines, pubLeft, lim.Entries, "entries", false)
+	section("Shared keys", keyLines, keyLeft, lim.Keys, "keys", keys.partial)
+	section("Your private notes", noteLines, noteLeft, lim.Entries, "notes", false)
 	if out.Len() == 0 {
 		return "(empty)\n"
 	}
@@ -144,6 +144,44 @@ type lazyLines struct {
 	cap    int
 	own    string // notes: the prefix taken off their keys
 	keys   []string
+	// partial: keys holds the newest keys only, so the count of those
+	// left out is a lower bound.
+	partial bool
+}
+
+// recentKeys returns, oldest first, the newest live keys that pass keep
+// and read and whose topic the agent sees: at least want of them when the
+// board has that many. It reads the board's newest entries in growing
+// windows instead of listing every key, so a view costs about the same on
+// a board of a million keys as on one of a hundred; partial says that
+// older keys were not looked at.
+func recentKeys(b *board.Board, want int, keep, read func(string) bool, topics []string) ([]string, bool) {
+	seen := map[string]bool{}
+	var newestFirst []string
+	for w := 256; ; w *= 4 {
+		entries := b.Query(board.Filter{Limit: w})
+		clear(seen)
+		newestFirst = newestFirst[:0]
+		for i := len(entries) - 1; i >= 0; i-- {
+			k := entries[i].Key
+			if k == "" || seen[k] {
+				continue
+			}
+			seen[k] = true
+			if !keep(k) || !read(k) {
+				continue
+			}
+			e, ok := b.Get(k)
+			if !ok || !Subscribed(topics, EntryTopic(e)) {
+				continue
+			}
+			newestFirst = append(newestFirst, k)
+		}
+		if len(newestFirst) >= want || len(entries) < w {
+			slices.Reverse(newestFirst)
+			return newestFirst, len(entries) == w
+		}
+	}
 }
 
 // newest is newest for keys: the newest lines the agent sees that fit in n

@@ -61,4 +61,16 @@ func TestView(t *testing.T) {
 	if v := set.View(board.New(board.Run{}), "bot", nil, ViewLimits{}); v != "(empty)\n" {
 		t.Errorf("empty view = %q", v)
 	}
+
+	// A big board: only its newest entries are read, and the view says
+	// older keys were left out.
+	big := board.New(board.Run{ID: "big"})
+	for i := 1; i <= 2000; i++ {
+		big.Write(board.WriteOp{Key: fmt.Sprintf("k%04d", i), Topic: "sec", Value: i, Author: "runner", ExpectVersion: -1})
+		big.Write(board.WriteOp{Key: fmt.Sprintf("kp%04d", i), Topic: "perf", Value: i, Author: "runner", ExpectVersion: -1})
+	}
+	v = set.View(big, "bot", nil, ViewLimits{Keys: 3})
+	if want := "=== Shared keys ===\n(older keys left out to keep this view within 3 keys and 8192 bytes)\nk1998 (runner, v1): 1998\nk1999 (runner, v1): 1999\nk2000 (runner, v1): 2000\n"; !strings.Contains(v, want) {
+		t.Errorf("big board view:\n%s\nwant %s", v, want)
+	}
 }
