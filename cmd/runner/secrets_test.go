@@ -4,13 +4,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 )
 
@@ -19,17 +19,17 @@ const (
 	leakToken = "ghp_DEPLOYTOKEN_77a1b2c3d4"
 )
 
-// echoingOpenAI is a hostile provider: its first answer quotes the key
-// back (in the text and in a tool-free field), every later call fails
-// with the key echoed in error.type, error.code, error.param and a copy of
-// the request headers.
+// echoingOpenAI is a hostile provider: it answers by quoting the key back
+// (in the text, base64-encoded, and in system_fingerprint), except when
+// the prompt says "refuse": then it fails with the key echoed in
+// error.type, error.code, error.param and a copy of the request headers.
 func echoingOpenAI(t *testing.T) *httptest.Server {
-	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		key := strings.TrimPrefix(auth, "Bearer ")
+		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		if calls.Add(1) == 1 {
+		if !strings.Contains(string(body), "refuse") {
 			fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":"m","system_fingerprint":%q,"choices":[{"index":0,"message":{"role":"assistant","content":%q},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`,
 				key, "Sure, your key is "+key+" and base64 "+base64.StdEncoding.EncodeToString([]byte(key)))
 			return
@@ -43,6 +43,7 @@ func echoingOpenAI(t *testing.T) *httptest.Server {
 }
 
 const leakPlan = `version: 1
+vars: {refuse: true}
 secrets: [DEPLOY_TOKEN]
 agents:
   coder: {provider: openai, model: m, base_url: BASE/v1, api_key_env: MY_OPENAI_KEY}
@@ -70,6 +71,11 @@ steps:
     type: llm
     agent: coder
     prompt: "Summarize: ${{ steps.leak.output }}"
+  - label: refused
+    if: vars.refuse
+    type: llm
+    agent: coder
+    prompt: "refuse this"
 `
 
 // TestSecretsWrittenNowhere runs a plan in which a hostile server, a model
@@ -90,7 +96,18 @@ func TestSecretsWrittenNowhere(t *testing.T) {
 			}
 			bb := blackboardPath(t, res.stdout)
 			res2 := runEnv(t, dir, env, "resume", bb, "--log-format", format, "--log-level", "debug")
-			printed := res.stdout + res.stderr + res2.stdout + res2.stderr
+			// A run whose model requests carried a secret (the prompt of
+			// "again" quotes the command's output) replays offline from
+			// its masked recording, and the replay writes no secret.
+			res3 := runEnv(t, dir, env, "run", plan, "--var", "refuse=false", "--log-format", format)
+			if res3.code != exitOK {
+				t.Fatalf("run without the refusal: exit %d\n%s", res3.code, res3.stderr)
+			}
+			res4 := runEnv(t, dir, env, "replay", blackboardPath(t, res3.stdout), "--offline", "--log-format", format)
+			if res4.code != exitOK || !strings.Contains(res4.stdout+res4.stderr, "matched the recording") {
+				t.Errorf("replay: exit %d\n%s%s", res4.code, res4.stdout, res4.stderr)
+			}
+			printed := res.stdout + res.stderr + res2.stdout + res2.stderr + res3.stdout + res3.stderr + res4.stdout + res4.stderr
 			if !strings.Contains(res.stderr, "***") || !strings.Contains(res.stderr, "error: ") {
 				t.Errorf("the final error line should show the key masked:\n%s", res.stderr)
 			}
@@ -105,7 +122,7 @@ func TestSecretsWrittenNowhere(t *testing.T) {
 				return nil
 			})
 			checkNoSecret(t, "stdout and stderr", printed)
-			if scanned < 1 {
+			if scanned < 2 {
 				t.Errorf("scanned %d files; the run should have written its board", scanned)
 			}
 			data, _ := os.ReadFile(bb)
