@@ -81,6 +81,33 @@ func BenchmarkPut(b *testing.B) {
 	}
 }
 
+// BenchmarkPutLockGrows is one put through the lock on boards of 1k and
+// 10k entries: the put loads the board, so its cost grows with it.
+func BenchmarkPutLockGrows(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("board=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "blackboard.json")
+			bb, _ := board.Create(path, board.Run{ID: "bench"}, board.Options{})
+			for i := 0; i < n; i++ {
+				bb.Write(board.WriteOp{Key: fmt.Sprint("pre", i), Value: i, Author: "w", ExpectVersion: -1})
+			}
+			bb.Save()
+			bb.Close()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				a, err := Open(path, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := a.Write(WriteRequest{Key: fmt.Sprint("k", i), Value: i}); err != nil {
+					b.Fatal(err)
+				}
+				a.Close()
+			}
+		})
+	}
+}
+
 // BenchmarkWatchLatency is the time from a put through the socket to the
 // line of a watcher (another client) that sees it: p50 and p99.
 func BenchmarkWatchLatency(b *testing.B) {

@@ -87,7 +87,7 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch op {
 	case "put", "delete":
 		if op == "put" && len(rest) == 1 && rest[0] == "-" {
-			return boardPutLines(path, a, opts, *agent, *topic, stdin, stdout, stderr)
+			return boardPutLines(a, *agent, *topic, stdin, stdout, stderr)
 		}
 		q := liveboard.WriteRequest{Key: rest[0], TTL: ttl.Seconds(), Agent: *agent, Topic: *topic, Delete: op == "delete"}
 		if *expect >= 0 {
@@ -166,10 +166,11 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // boardPutLines makes one put per JSON line of stdin ({"key", "value",
-// "ttl_s", "topic", "agent", "expect_version"}), each a write of its own
-// (on a run no one owns, each takes and releases the lock, so writers in
-// other processes interleave). It stops at the first failure.
-func boardPutLines(path string, a liveboard.Access, opts liveboard.Options, agent, topic string, stdin io.Reader, stdout, stderr io.Writer) int {
+// "ttl_s", "topic", "agent", "expect_version"}), each a write of its own,
+// durable once it is reported. On a live run they go through the owner's
+// socket; on a run no one owns, the lock is held for the whole batch (one
+// load of the board, not one per put). It stops at the first failure.
+func boardPutLines(a liveboard.Access, agent, topic string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dec := json.NewDecoder(stdin)
 	for n := 1; ; n++ {
 		var q liveboard.WriteRequest
@@ -191,15 +192,7 @@ func boardPutLines(path string, a liveboard.Access, opts liveboard.Options, agen
 		if q.Topic == "" {
 			q.Topic = topic
 		}
-		if n > 1 {
-			// A fresh access per write: the lock (or a new owner's socket).
-			if a, err = liveboard.Open(path, opts); err != nil {
-				fmt.Fprintf(stderr, "runner board: %v\n", err)
-				return exitFailed
-			}
-		}
 		e, err := a.Write(q)
-		a.Close()
 		if err != nil {
 			fmt.Fprintf(stderr, "runner board: stdin record %d: %s\n", n, strings.TrimPrefix(err.Error(), "board: "))
 			return exitFailed
