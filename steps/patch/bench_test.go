@@ -141,6 +141,46 @@ func BenchmarkGitApply10MB(b *testing.B) {
 	}
 }
 
+// BenchmarkGNUPatch10MB: GNU patch on the same diff and tree (skipped
+// where it is not installed; .ci/install installs it).
+func BenchmarkGNUPatch10MB(b *testing.B) {
+	if _, err := exec.LookPath("patch"); err != nil {
+		b.Skip("GNU patch is not installed (apt-get install patch)")
+	}
+	in := benchSetup(b)
+	top := b.TempDir()
+	dir := filepath.Join(top, "tree")
+	pf := filepath.Join(top, "p.diff")
+	if err := os.WriteFile(pf, in.diff, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(in.diff)))
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		in.reset(b, dir)
+		b.StartTimer()
+		cmd := exec.Command("patch", "-s", "-p2", "-d", dir, "-i", pf)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("patch: %v\n%s", err, out)
+		}
+	}
+}
+
+// BenchmarkCheckSmall: a check of a 10-line diff of one small file, in
+// process: what runner apply --check costs beyond starting the program.
+func BenchmarkCheckSmall(b *testing.B) {
+	dir := b.TempDir()
+	writeTree(b, dir, map[string][]byte{"x.go": []byte("package x\n\nfunc F() int {\n\treturn 1\n}\n\nfunc G() int {\n\treturn 2\n}\n")})
+	diff := []byte("--- a/x.go\n+++ b/x.go\n@@ -2,8 +2,8 @@\n \n func F() int {\n-\treturn 1\n+\treturn 10\n }\n \n func G() int {\n-\treturn 2\n+\treturn 20\n }\n")
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := Apply(context.Background(), dir, diff, Options{Strip: DetectStrip, Check: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // TestDumpBench writes the benchmark's tree and diff to $PATCH_BENCH_DUMP
 // (tree/ and bench.diff), to time runner apply and git apply from a shell.
 func TestDumpBench(t *testing.T) {

@@ -63,7 +63,7 @@ func (t *tree) readFast(p string, size int64) (_ []byte, ok bool, _ error) {
 		return nil, true, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer unix.Close(fd)
-	b := make([]byte, size, size+1)
+	b := getBuf(size)
 	n := 0
 	for {
 		if n == len(b) {

@@ -282,6 +282,10 @@ func (p *planner) settle(t *target, ks []int, outs [][]outcome) error {
 	}
 	t.pend.c, t.pend.pls, t.cc, t.data = nil, nil, nil, nil
 	if p.opt.Check || !p.opt.NoBackup {
+		// Nothing refers to orig any more (its content, the outcomes'
+		// and the pending result's were dropped above; messages are
+		// formatted copies): its buffer can hold the next file.
+		putBuf(t.orig)
 		t.orig, t.released = nil, true
 	}
 	return nil

@@ -180,6 +180,27 @@ func pathErr(p string, err error) error {
 	return err
 }
 
+// fileBufs holds read buffers given back once their file is settled (see
+// settle): reading thousands of files then makes little garbage, and the
+// heap stays near what is live instead of growing by what the collector
+// has not caught up with yet.
+var fileBufs sync.Pool
+
+// getBuf is a buffer of len size (and room for one more byte).
+func getBuf(size int64) []byte {
+	if bp, _ := fileBufs.Get().(*[]byte); bp != nil && int64(cap(*bp)) > size {
+		return (*bp)[:size]
+	}
+	return make([]byte, size, max(size+1, 64<<10, size+size/4))
+}
+
+// putBuf gives b back for another file. Nothing may refer to b after.
+func putBuf(b []byte) {
+	if cap(b) > 0 && cap(b) <= 4<<20 {
+		fileBufs.Put(&b)
+	}
+}
+
 // readRegular reads p, which must be a regular file reached without links.
 func (t *tree) readRegular(p string) ([]byte, error) {
 	fi, _, err := t.lstat(p)
