@@ -56,6 +56,11 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 	prog := &Program{Plan: plan, nodes: map[string]*Node{}, scope: newScope(scopeType(plan, reg))}
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
+	// A run needs neither the YAML tree nor the expression types: every
+	// position is in the problems already reported. Keeping them cost
+	// most of the memory a loaded plan held.
+	prog.scope = nil
+	plan.DropNodes()
 	if err := r.Err(); err != nil {
 		return prog, err
 	}

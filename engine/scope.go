@@ -51,7 +51,35 @@ type Scope struct {
 	nature nature.Nature
 }
 
-func newScope(m types.Map) *Scope { return &Scope{types: m, nature: m.Nature()} }
+func newScope(m types.Map) *Scope {
+	return &Scope{types: m, nature: natureOf(m, map[uintptr]nature.Nature{})}
+}
+
+// natureOf is t.Nature(), with the description of each distinct map built
+// once: every step of a type shares one state type, so a plan of 10,000
+// steps needs a handful of descriptions, not 10,000.
+func natureOf(t types.Type, memo map[uintptr]nature.Nature) nature.Nature {
+	m, ok := t.(types.Map)
+	if !ok {
+		return t.Nature()
+	}
+	key := reflect.ValueOf(m).Pointer()
+	if nt, ok := memo[key]; ok {
+		return nt
+	}
+	if _, extra := m[types.Extra]; extra {
+		nt := m.Nature()
+		memo[key] = nt
+		return nt
+	}
+	nt := types.Map{}.Nature()
+	nt.Fields = make(map[string]nature.Nature, len(m))
+	for k, v := range m {
+		nt.Fields[k] = natureOf(v, memo)
+	}
+	memo[key] = nt
+	return nt
+}
 
 // option hands the prebuilt description to the expr compiler.
 func (s *Scope) option() expr.Option {

@@ -214,3 +214,36 @@ func (p *Plan) VarDefault(name string) (any, bool) {
 	}
 	return nil, false
 }
+
+// DropNodes lets go of the YAML tree once the plan is checked and
+// compiled: positions are only needed for the problems reported while
+// loading, and the tree is most of a loaded plan's memory.
+func (p *Plan) DropNodes() {
+	for i := range p.Vars {
+		p.Vars[i].Node = nil
+	}
+	for i := range p.Env {
+		p.Env[i].Node = nil
+	}
+	for _, a := range p.Agents {
+		a.Node = nil
+		for i := range a.Responses {
+			a.Responses[i].Node = nil
+		}
+	}
+	for _, s := range p.AllSteps() {
+		s.Node, s.TypeNode = nil, nil
+		if s.If != nil {
+			s.If.Node = nil
+		}
+		if s.Retry != nil {
+			s.Retry.Node = nil
+			if s.Retry.Until != nil {
+				s.Retry.Until.Node = nil
+			}
+		}
+		if s.Write != nil {
+			s.Write.KeyNode = nil
+		}
+	}
+}
