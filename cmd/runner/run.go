@@ -282,6 +282,9 @@ func (g *globals) learnSecrets(p *plans.Plan) {
 func printSpend(w io.Writer, spend []agents.AgentSpend) {
 	for _, sp := range spend {
 		cost := fmt.Sprintf("$%.4f", sp.CostUSD)
+		if sp.CostUSD < 0.01 {
+			cost = fmt.Sprintf("$%.6f", sp.CostUSD) // a cheap model's call costs millionths
+		}
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}
