@@ -83,6 +83,7 @@ func OpenAppend(path string, opt Options) (*Board, error) {
 		return nil, err
 	}
 	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	b.redact = opt.Redact
 	if fi, err := os.Stat(b.journal.path); b.torn || (err == nil && fi.Size() > 4<<20) {
 		if err := b.Save(); err != nil {
 			return nil, err

@@ -30,6 +30,9 @@ type Options struct {
 	Perms func(board.Run) map[string]board.Perms
 	// Now replaces the clock when working on the file (tests).
 	Now func() time.Time
+	// Redact masks secrets in what is written to the file (a live run's
+	// owner masks with its own).
+	Redact board.Redact
 }
 
 // Open gives access to the board of the blackboard file at path. When a
@@ -49,7 +52,7 @@ func Open(path string, o Options) (Access, error) {
 	for {
 		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
 		if err == nil {
-			b, err := board.OpenAppend(path, board.Options{})
+			b, err := board.OpenAppend(path, board.Options{Redact: o.Redact})
 			if err != nil {
 				l.Unlock()
 				return nil, err

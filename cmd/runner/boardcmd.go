@@ -25,7 +25,7 @@ const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topi
 const fakeNowEnv = "RUNNER_FAKE_NOW"
 
 func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("board", stderr)
+	fs, g := newFlags("board", stderr)
 	var ttl ttlFlag
 	fs.Var(&ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
 	agent := fs.String("agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
@@ -60,7 +60,16 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *expect < -1 {
 		return usageErr(stderr, fs, "--expect-version %d: want 0 or more", *expect)
 	}
-	opts := liveboard.Options{Perms: savedPerms}
+	// On a run no one owns, the saved plan's key patterns apply, and its
+	// secrets (from this environment) are masked in what is written.
+	opts := liveboard.Options{Redact: g.mask.String, Perms: func(run board.Run) map[string]board.Perms {
+		p := savedPlan(run)
+		if p == nil {
+			return nil
+		}
+		g.learnSecrets(p)
+		return planPerms(p)
+	}}
 	if s := os.Getenv(fakeNowEnv); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

@@ -115,3 +115,29 @@ func normalizeRun(s, wd string) string {
 	})
 	return msCellRe.ReplaceAllString(s, "| MS | $2 |\n")
 }
+
+// A put on a run no one owns masks the saved plan's secrets, as the run
+// itself would.
+func TestBoardPutMasksSecrets(t *testing.T) {
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "p.yaml")
+	os.WriteFile(plan, []byte("version: 1\nname: s\nsecrets: [BOARD_TEST_TOKEN]\nsteps:\n  - {label: a, type: command, run: echo hi}\n"), 0o644)
+	env := append(os.Environ(), "BOARD_TEST_TOKEN=tok-9f8e7d6c5b")
+	for _, args := range [][]string{
+		{"run", plan, "-q", "--out", "bb.json"},
+		{"board", "bb.json", "put", "k", "the token is tok-9f8e7d6c5b"},
+		{"board", "bb.json", "put", "tok-9f8e7d6c5b", "1"},
+	} {
+		cmd := exec.Command(binary, args...)
+		cmd.Dir, cmd.Env = wd, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", args, err, out)
+		}
+	}
+	for _, f := range []string{"bb.json", "bb.json.journal"} {
+		data, _ := os.ReadFile(filepath.Join(wd, f))
+		if strings.Contains(string(data), "tok-9f8e7d6c5b") {
+			t.Errorf("%s holds the secret:\n%s", f, data)
+		}
+	}
+}

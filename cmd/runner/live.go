@@ -79,11 +79,9 @@ func planPerms(p *plans.Plan) map[string]board.Perms {
 	return perms
 }
 
-// savedPerms are the key patterns of the plan a saved run was made from.
-func savedPerms(run board.Run) map[string]board.Perms {
-	p, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource)) // a plan with problems still names its agents
-	if p == nil {
-		return nil
-	}
-	return planPerms(p)
+// savedPlan is the plan a saved run was made from, as far as it reads (a
+// plan with problems still names its agents and secrets).
+func savedPlan(run board.Run) *plans.Plan {
+	p, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
+	return p
 }
