@@ -153,7 +153,7 @@ func (r *Runner) notStarted(ctx context.Context, c *Node, parent string) error {
 			now = s
 		}
 	}
-	rec := board.StepRecord{Label: c.Label, Visit: visit, Type: c.Type, Parent: parent, Status: StatusSkipped,
+	rec := board.StepRecord{Label: c.Label, Visit: visit, Type: c.Type, Parent: parent, Status: StatusCanceled,
 		StartedAt: now, FinishedAt: now, Error: notStartedPrefix + errSiblingFailed.Error()}
 	if err := r.record(c, &rec, Result{}, nil); err != nil {
 		return &RunError{Status: StatusFailed, Label: c.Label, Err: err, Fatal: true}

@@ -292,9 +292,12 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		status = StatusFailed
 		switch {
 		case stop != nil:
-			status = StatusInterrupted
+			status = StatusCanceled
 		case !fatal(stepErr) && !errors.Is(stepErr, errSiblingFailed) && errors.Is(context.Cause(ctx), errSiblingFailed):
 			stepErr = fmt.Errorf("%w (%v)", errSiblingFailed, stepErr)
+			status = StatusCanceled
+		case errors.Is(stepErr, errSiblingFailed):
+			status = StatusCanceled // a group whose children were canceled, not failed
 		}
 	}
 	if stepErr == nil && res.Goto != "" && parent != "" {
@@ -492,7 +495,7 @@ func (r *Runner) replayed(n *Node, saved board.StepRecord, rec *board.StepRecord
 	}
 	res.Goto = saved.Goto
 	rec.Attempts, rec.Delays, rec.Inputs = saved.Attempts, saved.Delays, saved.Inputs
-	if saved.Status == StatusFailed || saved.Status == StatusInterrupted {
+	if saved.Status == StatusFailed || saved.Status == StatusInterrupted || saved.Status == StatusCanceled {
 		return res, &savedErr{text: saved.Error, sibling: CanceledBy(saved) == CanceledRunning}
 	}
 	return res, nil

@@ -184,8 +184,12 @@ steps:
 	}
 	for _, s := range b.Steps() {
 		// A sibling is canceled while it runs, or never starts if it had not yet.
-		if strings.HasPrefix(s.Label, "slow") && (s.Status == "succeeded" || !strings.Contains(s.Error, "sibling")) {
+		// Canceled is its own status: not failed by itself.
+		if strings.HasPrefix(s.Label, "slow") && (s.Status != "canceled" || !strings.Contains(s.Error, "sibling")) {
 			t.Errorf("%s: %s %q, want canceled because a sibling failed", s.Label, s.Status, s.Error)
+		}
+		if want := map[string]string{"bad": "failed", "group": "failed"}[s.Label]; want != "" && s.Status != want {
+			t.Errorf("%s: %s, want %s", s.Label, s.Status, want)
 		}
 	}
 }
@@ -232,7 +236,7 @@ steps:
 	if !errors.As(err, &re) || re.Status != "interrupted" {
 		t.Fatalf("err = %v, want interrupted", err)
 	}
-	if got := visits(b); got != "first:succeeded slow:interrupted" {
+	if got := visits(b); got != "first:succeeded slow:canceled" {
 		t.Errorf("steps = %q", got)
 	}
 	if b.Run().Status != "interrupted" {

@@ -80,6 +80,13 @@ func CanceledBy(rec board.StepRecord) Cancel {
 
 const notStartedPrefix = "not started: "
 
+// Interrupted reports whether a saved step record is a visit that Ctrl-C
+// (or the run's end) cut short: status canceled, not by a sibling, or
+// interrupted in files saved before the canceled status.
+func Interrupted(rec board.StepRecord) bool {
+	return rec.Status == StatusInterrupted || (rec.Status == StatusCanceled && CanceledBy(rec) == NotCanceled)
+}
+
 // ErrEnded ends a replayed part of a run where its recording ends (see
 // Script.Ends); nothing is recorded for the visits it stops.
 var ErrEnded = errors.New("the recording ends here")

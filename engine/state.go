@@ -17,7 +17,10 @@ const (
 	StatusSucceeded   = "succeeded"
 	StatusFailed      = "failed"
 	StatusSkipped     = "skipped"
-	StatusInterrupted = "interrupted"
+	StatusInterrupted = "interrupted" // a run's status; a step's in files saved before `canceled`
+	// StatusCanceled is a step stopped from outside, not failed by itself:
+	// by a failed sibling's fail_fast (started or not) or by Ctrl-C.
+	StatusCanceled = "canceled"
 )
 
 // evaluator holds what expressions see. The steps view is one map updated

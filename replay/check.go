@@ -58,7 +58,7 @@ func (c *checker) StepFinished(now board.StepRecord) {
 			Message: "the recording never ran this step visit (the path differs)", Now: outcome(now)})
 		return
 	}
-	if now.Status == engine.StatusInterrupted || was.Status == engine.StatusInterrupted || c.stopped() {
+	if engine.Interrupted(now) || engine.Interrupted(was) || c.stopped() {
 		return // cut short (a limit, an interrupt): what it got to is not an outcome
 	}
 	if cw := engine.CanceledBy(was); cw != engine.NotCanceled {

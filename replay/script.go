@@ -127,7 +127,7 @@ func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
 		return board.StepRecord{}, false
 	}
 	r, ok := s.record(label, visit)
-	if ok && (finished(r) || r.Status == engine.StatusInterrupted) {
+	if ok && (finished(r) || engine.Interrupted(r)) {
 		return r, true
 	}
 	// The recording never ran this visit: the checker reports the path
@@ -183,7 +183,7 @@ func (s *script) Cut(label string, visit int) error {
 	}
 	g := s.cur()
 	r, ok := g.last[visitKey{label, visit}]
-	if !ok || r.Status != engine.StatusInterrupted || g.groups[visitKey{label, visit}] {
+	if !ok || !engine.Interrupted(r) || g.groups[visitKey{label, visit}] {
 		return nil // a group is cut through its children
 	}
 	if engine.IsTimeout(g.err) && s.timeout > 0 {
@@ -206,5 +206,6 @@ func (s *script) Ends(label string, visit int) bool {
 }
 
 func finished(s board.StepRecord) bool {
-	return s.Status == engine.StatusSucceeded || s.Status == engine.StatusFailed || s.Status == engine.StatusSkipped
+	return s.Status == engine.StatusSucceeded || s.Status == engine.StatusFailed || s.Status == engine.StatusSkipped ||
+		(s.Status == engine.StatusCanceled && engine.CanceledBy(s) != engine.NotCanceled)
 }

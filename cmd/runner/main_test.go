@@ -271,7 +271,7 @@ func TestInterrupt(t *testing.T) {
 	for _, s := range b.Steps() {
 		labels = append(labels, s.Label+":"+s.Status)
 	}
-	if strings.Join(labels, " ") != "first:succeeded slow:interrupted" {
+	if strings.Join(labels, " ") != "first:succeeded slow:canceled" {
 		t.Errorf("steps %v", labels)
 	}
 }

@@ -107,7 +107,7 @@ func (o *offlineResults) Result(label string, visit int) (board.StepRecord, bool
 				found = s
 			}
 		}
-		if found != nil && found.Status != engine.StatusInterrupted {
+		if found != nil && !engine.Interrupted(*found) {
 			return *found, true
 		}
 	}
