@@ -114,7 +114,7 @@ func (t *transport) post(ctx context.Context, x *exchange) ([]byte, int, error) 
 		wait := t.backoff(attempt, header, x)
 		x.log.Warn().Str("provider", x.provider).
 			Int("status", status).Str("error", err.Error()).Int("retry", attempt+1).Int("max_retries", t.retry.Max).
-			Dur("wait", wait).Msg("model call failed, retrying")
+			Int64("wait_ms", wait.Milliseconds()).Msg("model call failed, retrying")
 		if err := t.sleep(ctx, wait); err != nil {
 			return nil, attempt, fmt.Errorf("%s: %w", x.provider, err)
 		}
@@ -191,7 +191,7 @@ func (t *transport) backoff(attempt int, h http.Header, x *exchange) time.Durati
 	}
 	if d, asked, ok := retryAfter(h, time.Now(), limit); ok {
 		if d < asked {
-			x.log.Warn().Str("provider", x.provider).Dur("asked", asked).Dur("wait", d).
+			x.log.Warn().Str("provider", x.provider).Int64("asked_ms", asked.Milliseconds()).Int64("wait_ms", d.Milliseconds()).
 				Msg("the server's Retry-After is longer than runner waits; clamped")
 		}
 		return d

@@ -328,10 +328,16 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	// Info, also for failures: a failure that ends the run is reported as
 	// the run's error, and the progress display shows each one.
 	ev := log.Info()
+	switch {
+	case status == StatusFailed:
+		ev = log.Error().Bool("tolerated", n.ContinueOnError)
+	case status == StatusCanceled:
+		ev = log.Warn()
+	}
 	if rec.Error != "" {
 		ev = ev.Str("error", rec.Error)
 	}
-	ev.Int("visit", visit).Str("status", status).Int64("ms", rec.DurationMS).Msg("step finished")
+	ev.Int("visit", visit).Str("status", status).Int64("duration_ms", rec.DurationMS).Msg("step finished")
 	switch {
 	case fatal(stepErr):
 		return "", stepErr
@@ -417,7 +423,7 @@ func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.St
 		}
 		delay := r.backoff(n, attempt)
 		rec.Delays = append(rec.Delays, delay.Milliseconds())
-		log.Warn().Err(err).Int("visit", visit).Int("attempt", attempt).Dur("backoff", delay).Msg("retrying")
+		log.Warn().Err(err).Int("visit", visit).Int("attempt", attempt).Int64("backoff_ms", delay.Milliseconds()).Msg("retrying")
 		if err := r.sleep(ctx, delay); err != nil {
 			return res, err
 		}

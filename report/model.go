@@ -617,3 +617,22 @@ func dur(d time.Duration) string {
 	}
 	return d.Round(time.Second).String()
 }
+
+// ModelUsage is what one model was asked and answered in a run.
+type ModelUsage struct {
+	Model        string  `json:"model"`
+	Calls        int     `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+// Tokens sums a run's recorded model calls per model, sorted by model.
+func Tokens(recs []board.Recording) []ModelUsage {
+	models, _, _ := usage(recs, map[string][]callView{})
+	out := make([]ModelUsage, len(models))
+	for i, m := range models {
+		out[i] = ModelUsage{Model: m.Model, Calls: m.Calls, InputTokens: m.Input, OutputTokens: m.Output, CostUSD: m.Cost}
+	}
+	return out
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -22,7 +23,8 @@ type globals struct {
 	// in both formats, the progress display, the final error line. It
 	// starts empty and learns the secrets once the plan is known.
 	mask   *mask.Masker
-	report bool // run, resume --report: write report.html at the end
+	report bool   // run, resume --report: write report.html at the end
+	runID  string // set before the logger is made: every event carries it
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
@@ -106,7 +108,10 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 			g.view = newProgress(stderr, tty)
 			out = g.view
 		}
-		w = zerolog.ConsoleWriter{Out: out, NoColor: !tty, TimeFormat: "15:04:05"}
+		w = zerolog.ConsoleWriter{Out: out, NoColor: !tty || noColor(), TimeFormat: "15:04:05"}
+		if progress {
+			w = dropStepEvents{w} // the display shows each step once
+		}
 	default:
 		return zerolog.Nop(), fmt.Errorf("--log-format %q: want console or json", format)
 	}
@@ -124,7 +129,22 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 		}
 		level = l
 	}
-	return zerolog.New(w).Level(level).With().Timestamp().Logger(), nil
+	ctx := zerolog.New(w).Level(level).With().Timestamp()
+	if g.runID != "" {
+		ctx = ctx.Str("run", g.runID)
+	}
+	return ctx.Logger(), nil
+}
+
+// dropStepEvents keeps the engine's "step finished" events out of the
+// console when the progress display shows the steps itself.
+type dropStepEvents struct{ w io.Writer }
+
+func (d dropStepEvents) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte(`"message":"step finished"`)) {
+		return len(p), nil
+	}
+	return d.w.Write(p)
 }
 
 // varFlags collects repeated --var k=v.

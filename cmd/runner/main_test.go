@@ -70,6 +70,9 @@ func blackboardPath(t *testing.T, stdout string) string {
 		if p, ok := strings.CutPrefix(line, "blackboard: "); ok {
 			return p
 		}
+		if strings.HasSuffix(line, ".json") && !strings.Contains(line, " ") {
+			return line // -q prints the bare path
+		}
 	}
 	t.Fatalf("no blackboard path in %q", stdout)
 	return ""
@@ -192,7 +195,8 @@ func TestRunLoopsAndParallel(t *testing.T) {
 	if last.Output != "123 rounds=3" || last.ExitCode == nil || *last.ExitCode != 0 {
 		t.Errorf("final result %+v", last)
 	}
-	for _, want := range []string{"✓ prepare", "✓   one", "✓ work #3", "✓ again #2", "→ work"} {
+	for _, want := range []string{"✓ prepare", "\n  ✓ one", // a group's children under it
+		"✓ work #3", "✓ again #2", "→ work"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("progress lacks %q:\n%s", want, r.stderr)
 		}

@@ -1,29 +1,39 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/plans"
 )
 
-// progressView shows the steps of a run as they go. On a terminal, steps
-// that finished scroll up as permanent lines while the running ones stay
-// in a live block at the bottom with a spinner and their elapsed time;
-// elsewhere each finished step is one plain line.
+// progressView shows the steps of a run as they go, in plan order. On a
+// terminal, finished steps scroll up as permanent lines while the running
+// ones stay in a live block at the bottom with a spinner and their
+// elapsed time; elsewhere each finished step is one plain line. A
+// parallel group's line comes above its children's: the children are
+// held (and shown in the live block) until the group ends.
 type progressView struct {
 	w       io.Writer
-	live    bool
+	live    bool // redraw a live block (a terminal)
+	color   bool
 	mu      sync.Mutex
+	pos     map[string]int  // plan position of every label
+	tolerop map[string]bool // continue_on_error steps
 	running map[string]runningStep
-	drawn   int // lines of the live block on screen
+	held    map[string][]board.StepRecord // finished children by running group
+	drawn   int                           // lines of the live block on screen
 	tick    int
 	done    chan struct{}
 	wg      sync.WaitGroup
+	closed  bool
 }
 
 type runningStep struct {
@@ -32,13 +42,31 @@ type runningStep struct {
 	start         time.Time
 }
 
+// noColor says whether the user asked for no colour (no-color.org).
+func noColor() bool { return os.Getenv("NO_COLOR") != "" }
+
 func newProgress(w io.Writer, live bool) *progressView {
-	p := &progressView{w: w, live: live, running: map[string]runningStep{}, done: make(chan struct{})}
+	p := &progressView{w: w, live: live, color: live && !noColor(),
+		pos: map[string]int{}, tolerop: map[string]bool{}, running: map[string]runningStep{},
+		held: map[string][]board.StepRecord{}, done: make(chan struct{})}
 	if live {
 		p.wg.Add(1)
 		go p.loop()
 	}
 	return p
+}
+
+// setPlan tells the view the plan's order and which failures it tolerates.
+func (p *progressView) setPlan(pl *plans.Plan) {
+	if p == nil || pl == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, s := range pl.AllSteps() {
+		p.pos[s.Label] = i
+		p.tolerop[s.Label] = s.ContinueOnError
+	}
 }
 
 func (p *progressView) loop() {
@@ -52,7 +80,7 @@ func (p *progressView) loop() {
 		case <-t.C:
 			p.mu.Lock()
 			p.tick++
-			p.redraw("")
+			p.redraw(nil)
 			p.mu.Unlock()
 		}
 	}
@@ -63,7 +91,7 @@ func (p *progressView) StepStarted(label string, visit int, parent string) {
 	defer p.mu.Unlock()
 	p.running[label] = runningStep{label: label, parent: parent, visit: visit, start: time.Now()}
 	if p.live {
-		p.redraw("")
+		p.redraw(nil)
 	}
 }
 
@@ -71,51 +99,96 @@ func (p *progressView) StepFinished(rec board.StepRecord) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.running, rec.Label)
-	line := finishedLine(rec, p.live)
-	if p.live {
-		p.redraw(line)
+	if _, groupRuns := p.running[rec.Parent]; rec.Parent != "" && groupRuns {
+		p.held[rec.Parent] = append(p.held[rec.Parent], rec)
+		if p.live {
+			p.redraw(nil)
+		}
 		return
 	}
-	fmt.Fprintln(p.w, line)
+	kids := p.held[rec.Label]
+	delete(p.held, rec.Label)
+	sort.SliceStable(kids, func(i, j int) bool { return p.pos[kids[i].Label] < p.pos[kids[j].Label] })
+	lines := p.stepLines(rec, kids, "")
+	for _, k := range kids {
+		lines = append(lines, p.stepLines(k, nil, "  ")...)
+	}
+	if p.live {
+		p.redraw(lines)
+		return
+	}
+	for _, l := range lines {
+		fmt.Fprintln(p.w, l)
+	}
 }
 
-// redraw clears the live block, prints a finished line above it if any,
-// then draws the running steps again.
-func (p *progressView) redraw(finished string) {
+// redraw clears the live block, prints finished lines above it, then
+// draws the running steps again (a group with its children under it).
+func (p *progressView) redraw(finished []string) {
+	if p.closed {
+		for _, l := range finished {
+			fmt.Fprintln(p.w, l)
+		}
+		return
+	}
 	var b strings.Builder
 	if p.drawn > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", p.drawn)
 	}
-	if finished != "" {
-		b.WriteString(finished + "\n")
+	for _, l := range finished {
+		b.WriteString(l + "\n")
 	}
-	rows := make([]runningStep, 0, len(p.running))
-	for _, r := range p.running {
-		rows = append(rows, r)
-	}
-	sort.Slice(rows, func(i, j int) bool { return rows[i].start.Before(rows[j].start) })
-	const maxRows = 12
-	spin := `⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏`
-	frame := []rune(spin)[p.tick%10]
-	shown := 0
-	for i, r := range rows {
-		if i == maxRows {
-			fmt.Fprintf(&b, "  … and %d more running\n", len(rows)-maxRows)
-			shown++
-			break
+	frame := []rune(`⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏`)[p.tick%10]
+	var rows []string
+	for _, r := range p.sortedRunning("") {
+		rows = append(rows, fmt.Sprintf("%c %s  %s", frame, name(r.label, r.visit), since(r.start)))
+		type kid struct {
+			pos  int
+			line string
 		}
-		fmt.Fprintf(&b, "%c %s%s  %s\n", frame, indent(r.parent), name(r.label, r.visit), time.Since(r.start).Round(100*time.Millisecond))
-		shown++
+		var kids []kid
+		for _, c := range p.sortedRunning(r.label) {
+			kids = append(kids, kid{p.pos[c.label], fmt.Sprintf("  %c %s  %s", frame, name(c.label, c.visit), since(c.start))})
+		}
+		for _, h := range p.held[r.label] {
+			kids = append(kids, kid{p.pos[h.Label], p.stepLines(h, nil, "  ")[0]})
+		}
+		sort.SliceStable(kids, func(i, j int) bool { return kids[i].pos < kids[j].pos })
+		for _, k := range kids {
+			rows = append(rows, k.line)
+		}
 	}
-	p.drawn = shown
+	const maxRows = 16
+	if len(rows) > maxRows {
+		rows = append(rows[:maxRows-1], fmt.Sprintf("  … and %d more lines", len(rows)-maxRows+1))
+	}
+	for _, r := range rows {
+		b.WriteString(r + "\n")
+	}
+	p.drawn = len(rows)
 	io.WriteString(p.w, b.String())
 }
+
+// sortedRunning lists the running steps of a parent ("" for the top
+// level) in plan order.
+func (p *progressView) sortedRunning(parent string) []runningStep {
+	var out []runningStep
+	for _, r := range p.running {
+		if r.parent == parent {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return p.pos[out[i].label] < p.pos[out[j].label] })
+	return out
+}
+
+func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
 
 // Write prints a log line above the live block (the logger writes here).
 func (p *progressView) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.live {
+	if !p.live || p.closed {
 		return p.w.Write(b)
 	}
 	if p.drawn > 0 {
@@ -123,44 +196,141 @@ func (p *progressView) Write(b []byte) (int, error) {
 		p.drawn = 0
 	}
 	n, err := p.w.Write(b)
-	p.redraw("")
+	p.redraw(nil)
 	return n, err
 }
 
+// close ends the live block; what is printed afterwards goes straight on.
 func (p *progressView) close() {
+	if p == nil {
+		return
+	}
 	if p.live {
 		close(p.done)
 		p.wg.Wait()
-		p.mu.Lock()
-		if p.drawn > 0 {
-			fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.drawn)
-			p.drawn = 0
-		}
-		p.mu.Unlock()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.live && p.drawn > 0 {
+		fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.drawn)
+		p.drawn = 0
+	}
+	// Children of a group that never finished (Ctrl-C) are shown too.
+	for _, recs := range p.held {
+		for _, r := range recs {
+			for _, l := range p.stepLines(r, nil, "  ") {
+				fmt.Fprintln(p.w, l)
+			}
+		}
+	}
+	p.held = map[string][]board.StepRecord{}
+	p.closed = true
 }
 
-func finishedLine(rec board.StepRecord, color bool) string {
-	mark := map[string]string{"succeeded": "✓", "failed": "✗", "skipped": "-", "interrupted": "!"}[rec.Status]
-	if color {
-		c := map[string]string{"succeeded": "32", "failed": "31", "skipped": "90", "interrupted": "33"}[rec.Status]
-		mark = "\x1b[" + c + "m" + mark + "\x1b[0m"
+// Marks and colours of the statuses; a failure under continue_on_error is
+// "tolerated".
+var (
+	marks  = map[string]string{"succeeded": "✓", "failed": "✗", "tolerated": "✗", "skipped": "-", "canceled": "⊘", "interrupted": "⊘"}
+	colors = map[string]string{"succeeded": "32", "failed": "31", "tolerated": "33", "skipped": "90", "canceled": "33", "interrupted": "33"}
+)
+
+// tailLines is how many lines of a failed step's output are shown.
+const tailLines = 8
+
+// stepLines is a finished step's line, and for a failure the last lines of
+// what it printed. kids are a group's children, for its summary.
+func (p *progressView) stepLines(rec board.StepRecord, kids []board.StepRecord, indent string) []string {
+	status := rec.Status
+	if status == "failed" && p.tolerop[rec.Label] {
+		status = "tolerated"
 	}
-	line := fmt.Sprintf("%s %s%s  %s", mark, indent(rec.Parent), name(rec.Label, rec.Visit), ms(rec.DurationMS))
-	if rec.Status == "skipped" && rec.Error == "" {
+	mark := marks[status]
+	if mark == "" {
+		mark = "?"
+	}
+	if p.color {
+		mark = "\x1b[" + colors[status] + "m" + mark + "\x1b[0m"
+	}
+	line := fmt.Sprintf("%s%s %s  %s", indent, mark, name(rec.Label, rec.Visit), ms(rec.DurationMS))
+	var tail []string
+	switch {
+	case status == "skipped" && rec.Error == "":
 		line += "  (skipped)"
-	}
-	if rec.Error != "" {
-		msg, _, _ := strings.Cut(rec.Error, "\n")
-		if len(msg) > 160 {
-			msg = msg[:160] + "…"
+	case status == "canceled" || status == "interrupted":
+		line += "  canceled: " + cancelReason(rec.Error)
+	case rec.Error != "" && len(kids) > 0:
+		// A group's error is its child's, which is shown under it.
+		failed := 0
+		for _, k := range kids {
+			if k.Status == "failed" {
+				failed++
+			}
 		}
-		line += "  " + msg
+		line += fmt.Sprintf("  %d of %d steps failed", failed, len(kids))
+		if status == "tolerated" {
+			line += " (tolerated)"
+		}
+	case rec.Error != "":
+		first, rest, _ := strings.Cut(rec.Error, "\n")
+		if len(first) > 160 {
+			first = first[:160] + "…"
+		}
+		if status == "tolerated" {
+			line += "  failed (tolerated): " + first
+		} else {
+			line += "  " + first
+		}
+		tail = outputTail(rec, rest)
+		// A command's error ends with its last line of stderr: say it once.
+		for len(tail) > 0 && strings.Contains(first, strings.TrimSpace(tail[len(tail)-1])) {
+			tail = tail[:len(tail)-1]
+		}
 	}
 	if rec.Goto != "" {
 		line += "  → " + rec.Goto
 	}
-	return line
+	out := []string{line}
+	for _, t := range tail {
+		out = append(out, indent+"    │ "+t)
+	}
+	return out
+}
+
+// cancelReason is why a step was canceled, said once.
+func cancelReason(err string) string {
+	switch {
+	case strings.Contains(err, "sibling step failed"):
+		return "a sibling step failed (fail_fast)"
+	case err == "":
+		return "the run was stopped"
+	}
+	return "interrupted"
+}
+
+// outputTail is the end of what a failed step printed: the rest of a
+// multi-line error (a test summary), else the last lines of its stderr or
+// stdout.
+func outputTail(rec board.StepRecord, rest string) []string {
+	text := strings.TrimRight(rest, "\n")
+	if text == "" {
+		var r struct {
+			Stdout string `json:"stdout"`
+			Stderr string `json:"stderr"`
+		}
+		json.Unmarshal(rec.Result, &r)
+		text = strings.TrimRight(r.Stderr, "\n")
+		if text == "" {
+			text = strings.TrimRight(r.Stdout, "\n")
+		}
+	}
+	if text == "" {
+		return nil
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+	}
+	return lines
 }
 
 func ms(n int64) string {
@@ -168,13 +338,6 @@ func ms(n int64) string {
 		return fmt.Sprintf("%dms", n)
 	}
 	return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
-}
-
-func indent(parent string) string {
-	if parent == "" {
-		return ""
-	}
-	return "  "
 }
 
 func name(label string, visit int) string {

@@ -81,7 +81,7 @@ func TestReportOfFlagshipRunInChromium(t *testing.T) {
 	}
 	bb := blackboardPath(t, r.stdout)
 	page := filepath.Join(filepath.Dir(bb), "report.html")
-	if !strings.Contains(r.stderr, "report: "+page) {
+	if !strings.Contains(r.stderr, `"report":"`+page+`"`) {
 		t.Errorf("run --report does not say where the report is:\n%s", r.stderr)
 	}
 	dom := renderDOM(t, page)

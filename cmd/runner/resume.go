@@ -59,6 +59,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner resume: %v\n", err)
 		return exitUsage
 	}
+	g.runID = run.ID
 	log, set, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {
 		return code

@@ -83,6 +83,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(stderr, fs, "--engine %q: want local or temporal", tf.engine)
 	}
+	now := time.Now().UTC()
+	runID := board.NewID(now)
+	g.runID = runID
 	log, set, code := g.setup(prog.Plan, fs, stderr)
 	if code != exitOK {
 		return code
@@ -90,8 +93,6 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if code := ru.load(set, fs, stderr); code != exitOK {
 		return code
 	}
-	now := time.Now().UTC()
-	runID := board.NewID(now)
 	path := *out
 	if path == "" {
 		path = filepath.Join(wd, ".runner", "runs", runID, "blackboard.json")
@@ -158,35 +159,6 @@ func runEngine(ctx context.Context, r *engine.Runner, view *progressView) error 
 	return err
 }
 
-// finish prints how a run ended and where its board is.
-func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writer, g *globals) {
-	status := board.StatusSucceeded
-	var re *engine.RunError
-	if errors.As(err, &re) {
-		status = re.Status
-	} else if err != nil {
-		status = board.StatusFailed
-	}
-	if !g.quiet {
-		fmt.Fprintf(stderr, "run %s %s in %s\n", r.Board.Run().ID, status, time.Since(start).Round(time.Millisecond))
-		if r.Agents != nil {
-			printSpend(stderr, r.Agents.Spend(r.Board))
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(g.mask.Writer(stderr), "error: %v\n", err)
-	}
-	if g.report {
-		path, rerr := writeReport(r.Board, r.Board.Path(), "")
-		if rerr != nil {
-			fmt.Fprintf(stderr, "report: %v\n", rerr)
-		} else {
-			fmt.Fprintf(stderr, "report: %s\n", path)
-		}
-	}
-	fmt.Fprintf(stdout, "blackboard: %s\n", r.Board.Path())
-}
-
 func exitCode(err error) int {
 	var re *engine.RunError
 	switch {
@@ -248,6 +220,7 @@ func (g *globals) setup(p *plans.Plan, fs *flag.FlagSet, stderr io.Writer) (zero
 	if err != nil {
 		return log, nil, usageErr(stderr, fs, "%v", err)
 	}
+	g.view.setPlan(p)
 	g.learnSecrets(p)
 	set, err := agents.New(p, agents.Options{Log: log, Mask: g.mask})
 	if err != nil {

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// openPTY opens a pseudo-terminal pair through /dev/ptmx, as a terminal
+// emulator does (x/sys/unix; no pty library needed).
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 160})
+	return m, s
+}
+
+// runOnTerminal runs the binary with its stderr on a terminal and returns
+// what the terminal received, and stdout.
+func runOnTerminal(t *testing.T, dir string, env []string, args ...string) (screen, stdout string, code int) {
+	t.Helper()
+	m, s := openPTY(t)
+	defer m.Close()
+	cmd := exec.Command(binary, args...)
+	cmd.Dir, cmd.Stderr, cmd.Env = dir, s, append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var raw bytes.Buffer
+	done := make(chan struct{})
+	go func() { io.Copy(&raw, m); close(done) }() // ends with EIO once the child is gone
+	err := cmd.Wait()
+	<-done
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return raw.String(), out.String(), code
+}
+
+// settle plays terminal output the way a screen shows it: the live block
+// is erased with "cursor up N, clear to end", so only permanent lines stay.
+func settle(raw string) string {
+	raw = strings.ReplaceAll(raw, "\r\n", "\n")
+	var lines []string
+	var cur []byte
+	erase := regexp.MustCompile(`^\x1b\[(\d+)A\x1b\[J`)
+	for i := 0; i < len(raw); {
+		if m := erase.FindStringSubmatch(raw[i:]); m != nil {
+			var n int
+			fmt.Sscan(m[1], &n)
+			lines = lines[:max(0, len(lines)-n)]
+			i += len(m[0])
+			continue
+		}
+		if raw[i] == '\n' {
+			lines = append(lines, string(cur))
+			cur = cur[:0]
+		} else {
+			cur = append(cur, raw[i])
+		}
+		i++
+	}
+	if len(cur) > 0 {
+		lines = append(lines, string(cur))
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// finalErrorShown reports whether stderr ends a failed run saying why: the
+// JSON "run finished" event's error, or the console's last lines.
+func finalErrorShown(stderr string) bool {
+	return regexp.MustCompile(`"error":".*"message":"run finished"|run \S+ failed in \S+( at step \w+|: )`).MatchString(stderr)
+}
+
+var (
+	durationRE = regexp.MustCompile(`\b\d+(\.\d+)?(ms|s)\b`)
+	runIDRE    = regexp.MustCompile(`\b01[0-9A-Z]{24}\b`)
+)
+
+// The live display on a terminal, as the user sees it once the run ends:
+// plan order with each group above its children, canceled siblings,
+// tolerated failures, a failure's last output lines said once, the steps
+// that never ran, the last output, and what to type next. NO_COLOR is
+// honoured.
+func TestLiveDisplayOnTerminal(t *testing.T) {
+	wd := t.TempDir()
+	raw, stdout, code := runOnTerminal(t, wd, []string{"NO_COLOR=1"}, "run", testdata("display.yaml"))
+	if code != 1 {
+		t.Fatalf("exit %d\n%s", code, raw)
+	}
+	if regexp.MustCompile(`\x1b\[[0-9;]*m`).MatchString(raw) {
+		t.Errorf("NO_COLOR=1 but the display has colour codes: %q", raw)
+	}
+	if !strings.Contains(raw, "⠋") && !strings.Contains(raw, "⠙") {
+		t.Errorf("no live block with a spinner was drawn: %q", raw)
+	}
+	bb := blackboardPath(t, stdout)
+	got := settle(raw)
+	got = strings.ReplaceAll(got, filepath.Dir(bb), "RUNDIR")
+	got = runIDRE.ReplaceAllString(got, "RUNID")
+	got = durationRE.ReplaceAllString(got, "D")
+	golden(t, "display.golden", got)
+
+	// With colour, the marks are coloured.
+	raw, _, _ = runOnTerminal(t, wd, []string{"NO_COLOR="}, "run", testdata("display.yaml"))
+	if !strings.Contains(raw, "\x1b[32m✓\x1b[0m hello") || !strings.Contains(raw, "\x1b[33m⊘\x1b[0m slow") {
+		t.Errorf("no colours on a terminal: %q", raw)
+	}
+}
+
+// --log-format json: every line of stderr is one JSON object with the
+// run id, the final ones too; failures are level error; durations say
+// their unit.
+func TestJSONLogsParseLineByLine(t *testing.T) {
+	wd := t.TempDir()
+	r := runCLI(t, wd, "run", testdata("display.yaml"), "--log-format", "json")
+	if r.code != 1 {
+		t.Fatalf("exit %d %s", r.code, r.stderr)
+	}
+	sc := bufio.NewScanner(strings.NewReader(r.stderr))
+	var events []map[string]any
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			t.Fatalf("not a JSON line: %q", sc.Text())
+		}
+		events = append(events, ev)
+	}
+	if len(events) < 5 {
+		t.Fatalf("%d events", len(events))
+	}
+	id := events[0]["run"]
+	for _, ev := range events {
+		if ev["run"] != id || id == nil {
+			t.Errorf("event without the run id %v: %v", id, ev)
+		}
+		if _, bad := ev["ms"]; bad {
+			t.Errorf("a duration without its unit: %v", ev)
+		}
+		if ev["status"] == "failed" && ev["level"] != "error" {
+			t.Errorf("a failure at level %v: %v", ev["level"], ev)
+		}
+	}
+	last := events[len(events)-1]
+	if last["message"] != "run finished" || last["level"] != "error" || last["status"] != "failed" ||
+		last["duration_ms"] == nil || !strings.Contains(fmt.Sprint(last["next"]), "runner resume") {
+		t.Errorf("last event: %v", last)
+	}
+	// -q: the bare path on stdout.
+	r = runCLI(t, wd, "run", testdata("display.yaml"), "-q")
+	if p := strings.TrimSpace(r.stdout); !strings.HasSuffix(p, "blackboard.json") || strings.Contains(p, " ") {
+		t.Errorf("-q stdout: %q", r.stdout)
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/report"
+)
+
+// lastOutputLines bounds the last step's output shown at the end of a run.
+const lastOutputLines = 20
+
+// finish tells how a run ended: on the console the last step's output,
+// the steps that never ran, tokens per model, the outcome and the command
+// to type next; with JSON logs one "run finished" event saying the same;
+// on stdout the blackboard's path (bare with -q).
+func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writer, g *globals) {
+	b := r.Board
+	run := b.Run()
+	status := board.StatusSucceeded
+	var re *engine.RunError
+	if errors.As(err, &re) {
+		status = re.Status
+	} else if err != nil {
+		status = board.StatusFailed
+	}
+	elapsed := time.Since(start)
+	path := b.Path()
+	var reportPath string
+	var reportErr error
+	if g.report {
+		reportPath, reportErr = writeReport(b, path, "")
+	}
+	tokens := report.Tokens(b.Recordings())
+	next := nextCommands(path, status, reportPath)
+
+	if g.format(stderr) == "json" {
+		ev := r.Log.Info()
+		if err != nil {
+			ev = r.Log.Error().Str("error", err.Error())
+		}
+		ev = ev.Str("status", status).Int64("duration_ms", elapsed.Milliseconds()).Str("blackboard", path)
+		if len(tokens) > 0 {
+			ev = ev.Interface("tokens", tokens)
+		}
+		if reportPath != "" {
+			ev = ev.Str("report", reportPath)
+		}
+		if reportErr != nil {
+			ev = ev.Str("report_error", reportErr.Error())
+		}
+		if len(next) > 0 {
+			ev = ev.Strs("next", next)
+		}
+		ev.Msg("run finished")
+	} else {
+		w := g.mask.Writer(stderr)
+		if !g.quiet {
+			summary(w, r, run.ID, status, err, elapsed, tokens)
+			for i, n := range next {
+				label := "next:  "
+				if i > 0 {
+					label = "       "
+				}
+				fmt.Fprintf(w, "%s%s\n", label, n)
+			}
+		} else if err != nil {
+			fmt.Fprintf(w, "error: %v\n", err)
+		}
+		if reportErr != nil {
+			fmt.Fprintf(w, "report: %v\n", reportErr)
+		}
+	}
+	if g.quiet {
+		fmt.Fprintln(stdout, path)
+		return
+	}
+	fmt.Fprintf(stdout, "blackboard: %s\n", path)
+}
+
+// summary is the end of the console display.
+func summary(w io.Writer, r *engine.Runner, id, status string, err error, elapsed time.Duration, tokens []report.ModelUsage) {
+	steps := r.Board.Steps()
+	ran := map[string]bool{}
+	for _, s := range steps {
+		ran[s.Label] = true
+	}
+	var never []string
+	for _, s := range r.Prog.Plan.AllSteps() {
+		if !ran[s.Label] {
+			never = append(never, s.Label)
+		}
+	}
+	if len(never) > 0 {
+		fmt.Fprintf(w, "never ran: %s\n", strings.Join(never, ", "))
+	}
+	if last, out := lastOutput(steps); out != "" {
+		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+		more := ""
+		if len(lines) > lastOutputLines {
+			more = fmt.Sprintf(" (last %d of %d lines)", lastOutputLines, len(lines))
+			lines = lines[len(lines)-lastOutputLines:]
+		}
+		fmt.Fprintf(w, "\noutput of %s%s:\n", name(last.Label, last.Visit), more)
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, t := range tokens {
+		cost := ""
+		if t.CostUSD > 0 {
+			cost = fmt.Sprintf(", $%.4f", t.CostUSD)
+		}
+		fmt.Fprintf(w, "tokens: %s %d in, %d out (%d calls%s)\n", t.Model, t.InputTokens, t.OutputTokens, t.Calls, cost)
+	}
+	if r.Agents != nil {
+		printSpend(w, r.Agents.Spend(r.Board)) // cost per agent
+	}
+	line := fmt.Sprintf("run %s %s in %s", id, status, elapsed.Round(time.Millisecond))
+	var re *engine.RunError
+	switch {
+	case err == nil:
+	case errors.As(err, &re) && re.Label != "" && shownFailure(steps, re):
+		line += " at step " + re.Label // its line above says why
+	default:
+		line += ": " + err.Error()
+	}
+	fmt.Fprintln(w, line)
+}
+
+// shownFailure reports whether the step that ended the run failed with
+// its own error, which the display already showed.
+func shownFailure(steps []board.StepRecord, re *engine.RunError) bool {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Label == re.Label {
+			return steps[i].Error != "" && strings.Contains(re.Err.Error(), firstLine(steps[i].Error))
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+// lastOutput is the output of the last top-level step that had one.
+func lastOutput(steps []board.StepRecord) (board.StepRecord, string) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		s := steps[i]
+		if s.Parent != "" || s.Type == "branch" || len(s.Result) == 0 {
+			continue
+		}
+		var res struct {
+			Output any `json:"output"`
+		}
+		if json.Unmarshal(s.Result, &res) == nil && res.Output != nil {
+			if out := engine.Text(res.Output); strings.TrimSpace(out) != "" {
+				return s, out
+			}
+		}
+	}
+	return board.StepRecord{}, ""
+}
+
+// nextCommands are what to type next: resume for a run that did not
+// succeed, and the report.
+func nextCommands(path, status, reportPath string) []string {
+	q := engine.ShellQuote(path)
+	var out []string
+	if status != board.StatusSucceeded {
+		out = append(out, "runner resume "+q)
+	}
+	if reportPath != "" {
+		out = append(out, "open "+engine.ShellQuote(reportPath))
+	} else {
+		out = append(out, "runner report "+q)
+	}
+	return out
+}
