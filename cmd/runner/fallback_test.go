@@ -48,7 +48,7 @@ steps:
   - {label: show, type: command, run: "echo ${{ steps.ask.agent }}: ${{ steps.ask.output }}"}
 `), 0o644)
 	env := []string{"PATH=" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=sk-ant-test", "OPENAI_API_KEY=sk-test"}
-	r := runEnv(t, wd, env, "run", plan)
+	r := runEnv(t, wd, env, "run", plan, "--log-format", "console") // the console summary
 	if r.code != 0 {
 		t.Fatalf("run: exit %d %s", r.code, r.stderr)
 	}

@@ -49,6 +49,11 @@ func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 		if len(tokens) > 0 {
 			ev = ev.Interface("tokens", tokens)
 		}
+		if r.Agents != nil {
+			if sp := r.Agents.Spend(b); len(sp) > 0 {
+				ev = ev.Interface("spend", sp)
+			}
+		}
 		if reportPath != "" {
 			ev = ev.Str("report", reportPath)
 		}
