@@ -2,7 +2,6 @@ package temporal
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -277,5 +276,3 @@ func (a *Activities) Forget(runID string) {
 	delete(a.runs, runID)
 	a.mu.Unlock()
 }
-
-var _ = errors.New

@@ -1,7 +1,6 @@
 package temporal
 
 import (
-	"context"
 	"fmt"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -72,5 +71,3 @@ func (c *blobCodec) Decode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) 
 	}
 	return out, nil
 }
-
-var _ = context.Background

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -166,5 +165,4 @@ func recordAll(t *testing.T) {
 		}
 		t.Logf("%s: %s, %d events", name, out.Status, len(hist.Events))
 	}
-	_ = time.Second
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -585,5 +584,3 @@ func fatal(err error) bool {
 	var re *engine.RunError
 	return errors.As(err, &re) && re.Fatal
 }
-
-var _ = sort.Strings
