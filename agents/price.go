@@ -232,13 +232,10 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 		sp.Calls++
 		sp.InputTokens += resp.Usage.InputTokens
 		sp.OutputTokens += resp.Usage.OutputTokens
-		model := resp.Model
-		if _, ok := priceFor(a, model); !ok {
-			model = a.Model
-		}
-		if p, ok := priceFor(a, model); ok {
-			sp.CostUSD += p.Cost(resp.Usage)
-		} else {
+		switch cost, ok := recordedCost(a, resp); {
+		case ok:
+			sp.CostUSD += cost
+		default:
 			sp.PriceKnown = false
 		}
 	}
@@ -250,6 +247,20 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 		}
 	}
 	return out
+}
+
+// recordedCost is what a recorded answer cost: as recorded, else at
+// today's price of its model; ok is false when neither is known.
+func recordedCost(a *Agent, resp *Response) (float64, bool) {
+	if resp.CostUSD > 0 {
+		return resp.CostUSD, true
+	}
+	model := resp.Model
+	if _, ok := priceFor(a, model); !ok {
+		model = a.Model
+	}
+	p, ok := priceFor(a, model)
+	return p.Cost(resp.Usage), ok
 }
 
 // roundUSD keeps costs readable and stable: to a millionth of a dollar.

@@ -266,9 +266,14 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 		}
 		return nil, fmt.Errorf("agent %s: %w", a.Name, err)
 	}
-	// At the model's price, also for an answer reused from an earlier run
-	// (so a replay of this run reports the same cost).
-	cost := callCost(a, req, resp)
+	// At the model's price when the answer was made: a replayed or reused
+	// answer carries its cost (also a reused one, so that a replay of this
+	// run reports the same).
+	cost := resp.CostUSD
+	if !reused && !replayed {
+		cost = roundUSD(callCost(a, req, resp))
+		resp.CostUSD = cost
+	}
 	ss.stats.Calls++
 	ss.call = call
 	ss.stats.Usage = ss.stats.Usage.Add(resp.Usage)

@@ -305,7 +305,8 @@ func (s *Set) bindLocked(b *board.Board) {
 		if resp, err := decodeResponse(r.Response); err == nil {
 			s.used += resp.Usage.Total()
 			if a := s.agents[r.Agent]; a != nil {
-				s.spent += callCost(a, &Request{Model: a.Model}, resp)
+				cost, _ := recordedCost(a, resp)
+				s.spent += cost
 			}
 		}
 		k := visitKey{r.Label, r.Visit}

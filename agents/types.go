@@ -82,6 +82,10 @@ type Response struct {
 	// FailedOver lists the agents whose calls failed before this answer's
 	// agent, a fallback, took over (none: the step's own agent answered).
 	FailedOver []Failure `json:"failed_over,omitempty"`
+	// CostUSD is what the answer cost at its model's price when it was
+	// made (0: no known price), kept so a saved run reports what it cost
+	// then, whatever the price table says later.
+	CostUSD float64 `json:"cost_usd,omitempty"`
 	// Retries is how many HTTP retries getting this answer took (those of
 	// failed agents before a fallback included), kept so a replay reports
 	// the same step result.
