@@ -53,3 +53,22 @@ func TestCompileCostPerStep(t *testing.T) {
 		t.Errorf("allocations per step grow with the plan: %.0f at 300 steps, %.0f at 3000", perStep[300], perStep[3000])
 	}
 }
+
+// BenchmarkCompile compiles plans of 100, 1,000 and 10,000 steps, each
+// step with expressions; ns/step should stay flat across sizes.
+//
+//	go test ./engine -run '^$' -bench Compile -benchmem
+func BenchmarkCompile(b *testing.B) {
+	for _, n := range []int{100, 1000, 10000} {
+		src := bigPlan(n)
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := engine.Compile("big.yaml", src, registry()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+		})
+	}
+}

@@ -49,6 +49,30 @@ func stepStateType(t Type) types.Map {
 type Scope struct {
 	types  types.Map
 	nature nature.Nature
+	conf   [2]*conf.Config // for any value, for booleans; built on first use
+}
+
+// config is the compiler configuration for this scope, built once:
+// expr.Compile builds a fresh one (every builtin into a new map) for each
+// expression, a fifth of the time of loading a large plan.
+func (s *Scope) config(asBool bool) *conf.Config {
+	i := 0
+	if asBool {
+		i = 1
+	}
+	if s.conf[i] == nil {
+		c := conf.CreateNew()
+		s.option()(c)
+		if asBool {
+			expr.AsBool()(c)
+		}
+		for name := range c.Disabled {
+			delete(c.Builtins, name)
+		}
+		c.Check()
+		s.conf[i] = c
+	}
+	return s.conf[i]
 }
 
 func newScope(m types.Map) *Scope {

@@ -11,7 +11,10 @@ import (
 	"sync"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 	"github.com/planrunner/runner/plans"
@@ -41,12 +44,23 @@ type part struct {
 }
 
 // compileExpr compiles src against the scope; asBool requires a boolean.
+// It is expr.Compile with the scope's configuration reused.
 func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
-	opts := []expr.Option{scope.option()}
-	if asBool {
-		opts = append(opts, expr.AsBool())
+	cfg := scope.config(asBool)
+	tree, err := checker.ParseCheck(src, cfg)
+	if err != nil {
+		return nil, err
 	}
-	prog, err := expr.Compile(src, opts...)
+	if cfg.Optimize {
+		if err := optimizer.Optimize(&tree.Node, cfg); err != nil {
+			var fe *file.Error
+			if errors.As(err, &fe) {
+				return nil, fe.Bind(tree.Source)
+			}
+			return nil, err
+		}
+	}
+	prog, err := compiler.Compile(tree, cfg)
 	if err != nil {
 		return nil, err
 	}
