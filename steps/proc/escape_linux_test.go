@@ -118,3 +118,32 @@ func readPidFiles(t *testing.T, dir string, n int) []int {
 	}
 	return pids
 }
+
+// TestParallelStepsKeepTheirOwnDaemons: two steps run at once, each
+// starting a setsid daemon; the one that keeps its background processes
+// keeps its daemon while the other step's daemon is ended with it. The
+// token tells their processes apart.
+func TestParallelStepsKeepTheirOwnDaemons(t *testing.T) {
+	dirs := [2]string{t.TempDir(), t.TempDir()}
+	script := `setsid -f sh -c 'echo $$ > "$PIDS/1"; exec sleep 300' </dev/null >/dev/null 2>&1
+while [ ! -s "$PIDS/1" ]; do sleep 0.01; done; sleep 0.3`
+	done := make(chan error, 2)
+	for i, keep := range []bool{true, false} {
+		go func() {
+			_, err := Run(context.Background(), Spec{Script: script, Env: append(os.Environ(), "PIDS="+dirs[i]),
+				Grace: 500 * time.Millisecond, KeepBackground: keep})
+			done <- err
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, ended := readPidFiles(t, dirs[0], 1)[0], readPidFiles(t, dirs[1], 1)[0]
+	t.Cleanup(func() { syscall.Kill(kept, syscall.SIGKILL) })
+	if !running(kept) {
+		t.Errorf("the daemon of the step with keep_background was ended by the other step")
+	}
+	assertGone(t, []int{ended})
+}
