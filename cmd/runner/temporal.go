@@ -28,7 +28,6 @@ const temporalBinary = "runner-temporal"
 // temporalFlags are the flags `run` passes on to runner-temporal.
 type temporalFlags struct {
 	engine    string
-	passed    []string
 	set       map[string]*string
 	heartbeat time.Duration
 	maxEvents int
