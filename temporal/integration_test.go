@@ -236,7 +236,7 @@ steps:
 	out := filepath.Join(c.work, "bb.json")
 	start := time.Now()
 	run := c.run(t, plan, out, "--max-history-events", "3000")
-	if code := run.wait(t, 15*time.Minute); code != 0 {
+	if code := run.wait(t, 40*time.Minute); code != 0 {
 		t.Fatalf("run exited %d:\n%.4000s", code, run.out)
 	}
 	e := endOf(t, run.out.String())

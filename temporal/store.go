@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-
-	"github.com/planrunner/runner/board"
 )
 
 // Store keeps content-addressed blobs: a blob's name is the sha256 of its
@@ -48,7 +46,28 @@ func (s Store) Put(data []byte) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	if err := board.WriteFileAtomic(path, data, 0o644); err != nil {
+	// A temp file renamed into place: a process killed mid-write leaves no
+	// half blob under the name. Not fsynced, like a local run's journal
+	// without --sync: a blob survives the process, not a power loss.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".blob-*")
+	if err != nil {
+		return "", err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
 		return "", err
 	}
 	return name, nil
