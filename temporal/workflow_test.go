@@ -1,9 +1,12 @@
 package temporal
 
 import (
+	"context"
 	"io"
 	"log/slog"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	"strings"
 	"testing"
@@ -245,5 +248,50 @@ steps:
 	}
 	for l := range want {
 		t.Errorf("no record for %s", l)
+	}
+}
+
+// Canceling the workflow (what Ctrl-C on `runner run --engine temporal`
+// does) stops the running step and ends the run as interrupted, with
+// every finished step kept.
+func TestWorkflowInterrupt(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	store := Store{Dir: t.TempDir()}
+	Register(env, &Workflow{Store: store}, &Activities{Store: store})
+	env.SetTestTimeout(2 * time.Minute)
+	src := `
+version: 1
+steps:
+  - {label: first, type: command, run: "echo one"}
+  - {label: slow, type: command, run: "echo started > started; sleep 20"}
+  - {label: never, type: command, run: "echo never"}
+`
+	run := newRun(t, src, t.TempDir())
+	started := 0
+	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+		if started++; started == 2 {
+			env.RegisterDelayedCallback(env.CancelWorkflow, time.Millisecond)
+		}
+	})
+	begin := time.Now()
+	env.ExecuteWorkflow(WorkflowName, Input{Run: run})
+	if d := time.Since(begin); d > 15*time.Second {
+		t.Errorf("the interrupt took %s: the running step was not stopped", d)
+	}
+	var out Output
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	b, err := LoadBoard(store, out.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "interrupted" || b.Run().Status != "interrupted" {
+		t.Errorf("run %s / saved %s, want interrupted", out.Status, b.Run().Status)
+	}
+	if got := runSummary(b); got != "first:succeeded slow:interrupted" {
+		t.Errorf("steps: %s", got)
 	}
 }
