@@ -59,7 +59,8 @@ func (d *Divergence) Error() string {
 // the call could cross it. The call is not started.
 type BudgetError struct {
 	Limit int // limits.max_tokens (0: the cost limit is the one)
-	Used  int // tokens used and held by calls under way
+	Used  int // tokens used, and held by calls under way
+	Held  int // of Used, what calls under way hold (their most)
 
 	LimitUSD float64 // limits.max_cost_usd
 	SpentUSD float64 // dollars spent and held
@@ -82,6 +83,9 @@ func (e *BudgetError) Error() string {
 			usd(e.LimitUSD), next, usd(e.NextUSD), usd(e.SpentUSD))
 	case e.Agent == "":
 		return fmt.Sprintf("limits.max_tokens %d reached: %d tokens used", e.Limit, e.Used)
+	}
+	if e.Held > 0 {
+		return fmt.Sprintf("limits.max_tokens %d: %s, and %d are used or held by calls under way (%d held): it was not started", e.Limit, next, e.Used, e.Held)
 	}
 	return fmt.Sprintf("limits.max_tokens %d: %s, and %d are used: it was not started", e.Limit, next, e.Used)
 }

@@ -337,7 +337,7 @@ func (s *Set) begin(b *board.Board, label string, visit int, a *Agent, req *Requ
 	out, _ := outputCap(a, req)
 	h := hold{tokens: in + out}
 	if s.maxTokens > 0 && s.used+s.heldTokens+h.tokens > s.maxTokens {
-		return 0, hold{}, &BudgetError{Limit: s.maxTokens, Used: s.used + s.heldTokens, Agent: a.Name, Model: req.Model, Input: in, Output: out}
+		return 0, hold{}, &BudgetError{Limit: s.maxTokens, Used: s.used + s.heldTokens, Held: s.heldTokens, Agent: a.Name, Model: req.Model, Input: in, Output: out}
 	}
 	if p, ok := priceFor(a, req.Model); ok {
 		h.usd = p.Cost(Usage{InputTokens: in, OutputTokens: out})

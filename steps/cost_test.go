@@ -2,8 +2,13 @@ package steps
 
 import (
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/engine"
@@ -77,4 +82,44 @@ func llmProg(t *testing.T, src string) *engine.Program {
 		t.Fatal(err)
 	}
 	return prog
+}
+
+// Parallel calls hold their most while they run: two children of a
+// parallel group whose calls could each use ~1,000 tokens, under a limit
+// of 1,500, cannot both start, even though neither has used anything yet.
+func TestParallelCallsCannotCrossALimitTogether(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		time.Sleep(300 * time.Millisecond) // still running when the sibling asks
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
+	}))
+	defer srv.Close()
+	src := `version: 1
+limits: {max_tokens: 1500}
+agents:
+  coder: {provider: openai, model: gpt-4o-mini, max_tokens: 1000, base_url: "` + srv.URL + `/v1"}
+steps:
+  - label: both
+    parallel:
+      - {label: a, type: llm, agent: coder, prompt: "one"}
+      - {label: b, type: llm, agent: coder, prompt: "two"}
+`
+	_, err := llmRunPlan(t, src, llmAgents(t, src, agents.Options{}))
+	var be *agents.BudgetError
+	// Nothing is used yet: the refusal counts what the first call holds.
+	if !errors.As(err, &be) || be.Held < 1000 || !strings.Contains(err.Error(), "held by calls under way") || !strings.Contains(err.Error(), "it was not started") {
+		t.Fatalf("err = %v, want the second call refused for what the first holds", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The refused call ends the run, which may cancel the first before
+	// it reaches the server; never do both get there.
+	if calls > 1 {
+		t.Errorf("%d calls reached the server, want at most 1", calls)
+	}
 }
