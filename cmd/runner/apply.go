@@ -46,6 +46,7 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "       runner apply [--dir DIR] --undo BACKUP_DIR")
 		fmt.Fprintln(stderr, "Applies a unified diff (prose and markdown fences around it are fine), all or nothing.")
 		fmt.Fprintln(stderr, "Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.")
+		fmt.Fprintln(stderr, "\nExamples:\n  "+strings.Join(examples["apply"], "\n  ")+"\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	for i, a := range args {

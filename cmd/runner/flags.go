@@ -30,6 +30,7 @@ type globals struct {
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs := flag.NewFlagSet("runner "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = commandUsage(fs, name)
 	g := &globals{mask: mask.New()}
 	fs.StringVar(&g.logFormat, "log-format", "", "console or json (default: console on a terminal, json otherwise)")
 	fs.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error")

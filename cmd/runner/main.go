@@ -27,16 +27,17 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"run", "run PLAN [--var k=v]... [--workdir DIR] [--out FILE] [--dry-run] [--sync] [--engine temporal --temporal HOST:PORT]", "run a plan", cmdRun},
+		{"run", "run PLAN [--var k=v]... [--agent NAME.FIELD=V]... [--report] [--workdir DIR] [--out FILE] [--dry-run] [--sync] [--engine temporal --temporal HOST:PORT]", "run a plan", cmdRun},
 		{"validate", "validate PLAN...", "check plans; print every problem as file:line:col: message", cmdValidate},
 		{"replay", "replay BLACKBOARD [--plan PLAN] [--workdir DIR | --offline] [--from LABEL[#VISIT]] [--agent NAME.model=M]", "re-run a saved run with model answers from its recording", cmdReplay},
-		{"resume", "resume BLACKBOARD [--force]", "continue an interrupted or failed run after its last completed step", cmdResume},
+		{"resume", "resume BLACKBOARD [--force] [--report]", "continue an interrupted or failed run after its last completed step", cmdResume},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
 		{"report", "report BLACKBOARD [-o FILE]", "write the run as one self-contained HTML page", cmdReport},
 		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
 		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
 		{"worker", "worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]", "run plans' steps for Temporal (needs runner-temporal; see README)", cmdWorker},
+		{"completion", "completion bash|zsh|fish", "print a shell completion script", cmdCompletion},
 		{"version", "version", "print the version", cmdVersion},
 	}
 }
@@ -50,6 +51,11 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	args, err := hoistGlobals(args)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner: %v\n", err)
+		return exitUsage
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {

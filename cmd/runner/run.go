@@ -237,6 +237,10 @@ func (g *globals) progress(stderr io.Writer) bool {
 }
 
 func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, _ := newFlags("version", stderr)
+	if _, err := parse(fs, args); err != nil {
+		return flagErr(err)
+	}
 	fmt.Fprintf(stdout, "runner %s\n", version)
 	return exitOK
 }
