@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -30,6 +31,9 @@ type Options struct {
 	Perms func(board.Run) map[string]board.Perms
 	// Now replaces the clock when working on the file (tests).
 	Now func() time.Time
+	// ReadOnly: the caller only reads. When the lock file cannot be made
+	// (a directory this user may not write), the file is read without it.
+	ReadOnly bool
 	// Redact masks secrets in what is written to the file (a live run's
 	// owner masks with its own).
 	Redact board.Redact
@@ -67,6 +71,16 @@ func Open(path string, o Options) (Access, error) {
 		}
 		var owned *board.OwnedError
 		if !errors.As(err, &owned) {
+			if o.ReadOnly && (errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+				// A run in a directory this user may not write (someone
+				// else's, a read-only mount) is still readable; no one
+				// can be writing it through us.
+				b, lerr := board.Load(path)
+				if lerr != nil {
+					return nil, lerr
+				}
+				return &local{b: b}, nil
+			}
 			return nil, err
 		}
 		if owned.Owner.Kind == board.OwnerRun && owned.Owner.Socket != "" {
@@ -93,7 +107,12 @@ type local struct {
 	lock *board.Lock
 }
 
-func (l *local) Write(q WriteRequest) (board.Entry, error) { return l.b.Write(q.Op(board.ViaCLI)) }
+func (l *local) Write(q WriteRequest) (board.Entry, error) {
+	if l.lock == nil {
+		return board.Entry{}, errors.New("board: opened read-only")
+	}
+	return l.b.Write(q.Op(board.ViaCLI))
+}
 func (l *local) Read(agent, key string) (board.Entry, bool, error) {
 	return l.b.ReadAs(agent, key)
 }
@@ -103,6 +122,9 @@ func (l *local) Live(prefix, agent string) ([]board.Entry, error) {
 func (l *local) Board() (*board.Board, error) { return l.b, nil }
 
 func (l *local) Close() error {
+	if l.lock == nil {
+		return nil
+	}
 	err := l.b.Close()
 	if uerr := l.lock.Unlock(); err == nil {
 		err = uerr
@@ -116,6 +138,7 @@ func (l *local) Close() error {
 // lock is held only for each read, so writers go on).
 func Watch(ctx context.Context, path string, f Filter, o Options, poll time.Duration, fn func(Change) error) error {
 	last := f.After
+	o.ReadOnly = true
 	for ctx.Err() == nil {
 		a, err := Open(path, o)
 		if err != nil {

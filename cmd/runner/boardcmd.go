@@ -83,6 +83,7 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, flush := buffered(stdout) // list, show and snapshot print a whole board
 	defer flush()
 	stdout = out
+	opts.ReadOnly = op != "put" && op != "delete"
 	a, err := liveboard.Open(path, opts)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner board: %v\n", err)
