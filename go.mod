@@ -18,3 +18,5 @@ require (
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	golang.org/x/text v0.14.0 // indirect
 )
+
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -17,12 +18,15 @@ var pageSource string
 //go:embed report.css
 var css string
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
-	"css": func() template.CSS { return template.CSS(css) },
-	"usd": func(f float64) string { return fmt.Sprintf("$%.4f", f) },
-	"add": func(a, b int) int { return a + b },
-}).Parse(pageSource))
+// page is parsed when a report is first written, not at program start.
+var page = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
+		"css": func() template.CSS { return template.CSS(css) },
+		"usd": func(f float64) string { return fmt.Sprintf("$%.4f", f) },
+		"add": func(a, b int) int { return a + b },
+	}).Parse(pageSource))
+})
 
 // Write renders the run saved in b as one HTML page.
 func Write(w io.Writer, b *board.Board) error {
@@ -33,7 +37,7 @@ func Write(w io.Writer, b *board.Board) error {
 // which TTLs are shown), for reproducible output.
 func WriteAt(w io.Writer, b *board.Board, now time.Time) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	if err := page.Execute(bw, build(b, now)); err != nil {
+	if err := page().Execute(bw, build(b, now)); err != nil {
 		return err
 	}
 	return bw.Flush()

@@ -417,7 +417,7 @@ func parseDecision(answer string, names []string) Decision {
 // after prose) that has at least one of the keys.
 func findObject(text string, keys ...string) (map[string]any, bool) {
 	candidates := []string{}
-	for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range fenceRE().FindAllStringSubmatch(text, -1) {
 		candidates = append(candidates, m[1])
 	}
 	candidates = append(candidates, text)

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/engine"
@@ -350,13 +351,13 @@ func validationMessage(err error) string {
 	return strings.Join(lines, "; ")
 }
 
-var fenceRE = regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```")
+var fenceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```") })
 
 // extractJSON reads the JSON value of an answer, tolerating a ``` fence
 // and prose around it.
 func extractJSON(text string) (any, error) {
 	candidates := []string{}
-	for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range fenceRE().FindAllStringSubmatch(text, -1) {
 		candidates = append(candidates, m[1])
 	}
 	candidates = append(candidates, text)
@@ -400,7 +401,7 @@ func extractDiff(text string) (string, error) {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	var parts []string
 	var firstErr error
-	for _, m := range fenceRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range fenceRE().FindAllStringSubmatch(text, -1) {
 		d, err := diffIn(m[1])
 		if err == nil {
 			parts = append(parts, d)
