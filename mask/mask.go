@@ -30,6 +30,42 @@ type Masker struct {
 	values   map[string]bool // secrets as given
 	patterns []string        // every form searched for, longest first
 	r        *strings.Replacer
+	idx      *index
+}
+
+// index finds the patterns in one pass over a text: a bitmap of their
+// first two bytes, checked at every position, and the patterns under each
+// pair. Text without a secret (nearly all of it) costs one table lookup a
+// byte, whatever the number of patterns.
+type index struct {
+	pairs  [1 << 16 / 64]uint64
+	byPair map[uint16][]string
+}
+
+func newIndex(patterns []string) *index {
+	x := &index{byPair: map[uint16][]string{}}
+	for _, p := range patterns {
+		k := uint16(p[0])<<8 | uint16(p[1])
+		x.pairs[k/64] |= 1 << (k % 64)
+		x.byPair[k] = append(x.byPair[k], p)
+	}
+	return x
+}
+
+// in reports whether s holds one of the patterns.
+func (x *index) in(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		k := uint16(s[i])<<8 | uint16(s[i+1])
+		if x.pairs[k/64]&(1<<(k%64)) == 0 {
+			continue
+		}
+		for _, p := range x.byPair[k] {
+			if strings.HasPrefix(s[i:], p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // New returns a Masker for values (those shorter than MinLen are ignored).
@@ -83,6 +119,7 @@ func (m *Masker) Add(values ...string) {
 		args = append(args, p, Replacement)
 	}
 	m.r = strings.NewReplacer(args...)
+	m.idx = newIndex(m.patterns)
 }
 
 // Empty reports whether there is nothing to mask.
@@ -101,9 +138,9 @@ func (m *Masker) String(s string) string {
 		return s
 	}
 	m.mu.RLock()
-	r, patterns := m.r, m.patterns
+	r, idx := m.r, m.idx
 	m.mu.RUnlock()
-	if r == nil || !containsAny(s, patterns) {
+	if r == nil || !idx.in(s) {
 		return s
 	}
 	return r.Replace(s)
@@ -115,19 +152,9 @@ func (m *Masker) Bytes(b []byte) []byte {
 		return b
 	}
 	m.mu.RLock()
-	r, patterns := m.r, m.patterns
+	r, idx := m.r, m.idx
 	m.mu.RUnlock()
-	if r == nil {
-		return b
-	}
-	hit := false
-	for _, p := range patterns {
-		if bytes.Contains(b, []byte(p)) {
-			hit = true
-			break
-		}
-	}
-	if !hit {
+	if r == nil || !idx.in(string(b)) {
 		return b
 	}
 	return []byte(r.Replace(string(b)))
@@ -140,18 +167,7 @@ func (m *Masker) Contains(s string) bool {
 	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	return containsAny(s, m.patterns)
-}
-
-// containsAny is a cheap first check, so text without a secret (nearly
-// all of it) is not copied.
-func containsAny(s string, patterns []string) bool {
-	for _, p := range patterns {
-		if strings.Contains(s, p) {
-			return true
-		}
-	}
-	return false
+	return m.idx != nil && m.idx.in(s)
 }
 
 // forms are the ways a secret shows up in text: as is, each line of a

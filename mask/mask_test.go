@@ -73,3 +73,20 @@ func TestWriterAndNil(t *testing.T) {
 		t.Fatal("Add")
 	}
 }
+
+// BenchmarkMask: the cost of masking a 1 KiB text with three secrets (a
+// run's two provider keys and a plan secret; ~20 forms in all), when the
+// text holds none (nearly always) and when it holds one.
+func BenchmarkMask(b *testing.B) {
+	m := New("sk-proj-0123456789abcdefghij", "sk-ant-api03-zyxwvutsrqponmlk", "ghp_0123456789ABCDEFGHIJ")
+	clean := strings.Repeat("a line of ordinary step output, nothing secret here\n", 20)[:1024]
+	dirty := clean[:500] + "sk-proj-0123456789abcdefghij" + clean[528:]
+	for _, tc := range []struct{ name, text string }{{"clean", clean}, {"secret", dirty}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(tc.text)))
+			for b.Loop() {
+				m.String(tc.text)
+			}
+		})
+	}
+}
