@@ -358,7 +358,7 @@ func TestRetryAfter(t *testing.T) {
 	if d := tr.backoff(0, h, x); d != 20*time.Second {
 		t.Errorf("wait clamped to the agent's timeout = %s", d)
 	}
-	if !strings.Contains(logs.String(), "clamped") || !strings.Contains(logs.String(), `"asked":3600000`) {
+	if !strings.Contains(logs.String(), "clamped") || !strings.Contains(logs.String(), `"asked_ms":3600000`) {
 		t.Errorf("the clamp was not logged: %s", logs.String())
 	}
 	x.timeout = time.Hour
