@@ -46,6 +46,7 @@ type gnode struct {
 type gedge struct {
 	from, to, label string
 	dashed          bool
+	back            bool // a loop going back up: drawn, but not used to rank the layout
 }
 
 type graph struct {
@@ -53,35 +54,72 @@ type graph struct {
 	edges []gedge
 }
 
-// buildGraph lays a plan out: steps top to bottom, groups as boxes, and
-// branch cases as labelled edges to their targets.
+// nodeText is a step's box: its label and type, and what changes how it
+// runs (a condition, retries, a tolerated failure).
+func nodeText(n *engine.Node) string {
+	text := n.Label + " (" + n.Type + ")"
+	if n.Children != nil {
+		text = n.Label + " (parallel)"
+	}
+	if n.If != nil {
+		text += "\nif " + n.If.Src
+	}
+	if n.Retry != nil {
+		text += fmt.Sprintf("\n↻ retry ×%d", n.Retry.Max)
+		if n.Retry.Until != nil {
+			text += " until " + n.Retry.Until.Src
+		}
+	}
+	if n.ContinueOnError {
+		text += "\n⚠ failure tolerated"
+	}
+	return text
+}
+
+// buildGraph lays a plan out: steps top to bottom, groups as boxes whose
+// children each get the edge in and the edge out (fan-out, fan-in), and
+// branch cases as labelled edges to their targets; a case that jumps back
+// up is a back edge.
 func buildGraph(prog *engine.Program) *graph {
 	g := &graph{}
-	node := func(n *engine.Node) gnode {
-		text := n.Label + " (" + n.Type + ")"
-		if n.Children != nil {
-			text = n.Label + " (parallel)"
+	pos := map[string]int{}
+	for i, n := range prog.Steps {
+		pos[n.Label] = i
+	}
+	// ins and outs are where edges into and out of a step attach: a
+	// group's children.
+	ends := func(n *engine.Node) []string {
+		if n.Children == nil {
+			return []string{n.Label}
 		}
-		if n.If != nil {
-			text += "\nif " + n.If.Src
-		}
-		gn := gnode{id: n.Label, text: text}
+		var out []string
 		for _, c := range n.Children {
-			gn.children = append(gn.children, gnode{id: c.Label, text: c.Label + " (" + c.Type + ")"})
+			out = append(out, c.Label)
 		}
-		return gn
+		return out
+	}
+	link := func(from []string, to string, e gedge) {
+		for _, f := range from {
+			e.from, e.to = f, to
+			g.edges = append(g.edges, e)
+		}
 	}
 	// Terminals get upper-case ids: labels are lower case, and Mermaid
 	// reads a node called `end` as the end of a subgraph.
 	g.nodes = append(g.nodes, gnode{id: "START", text: "start"})
-	prev := "START"
+	prev := []string{"START"}
 	usedEnd, usedFail := false, false
+	var jumps []gedge
 	for i, n := range prog.Steps {
-		g.nodes = append(g.nodes, node(n))
-		if prev != "" {
-			g.edges = append(g.edges, gedge{from: prev, to: n.Label})
+		gn := gnode{id: n.Label, text: nodeText(n)}
+		for _, c := range n.Children {
+			gn.children = append(gn.children, gnode{id: c.Label, text: nodeText(c)})
 		}
-		prev = n.Label
+		g.nodes = append(g.nodes, gn)
+		for _, to := range ends(n) {
+			link(prev, to, gedge{})
+		}
+		prev = ends(n)
 		if b, ok := n.Impl.(engine.Brancher); ok {
 			hasDefault := false
 			for _, br := range b.Branches() {
@@ -89,17 +127,30 @@ func buildGraph(prog *engine.Program) *graph {
 				if label == "" {
 					label, hasDefault = "otherwise", true
 				}
-				g.edges = append(g.edges, gedge{from: n.Label, to: terminal(br.To), label: label, dashed: true})
+				j, known := pos[br.To]
+				back := known && j <= i
+				for _, to := range targets(prog, br.To) {
+					jumps = append(jumps, gedge{from: n.Label, to: to, label: label, dashed: true, back: back})
+				}
 				usedEnd = usedEnd || br.To == "end"
 				usedFail = usedFail || br.To == "fail"
 			}
 			if hasDefault {
-				prev = "" // no fall-through
+				prev = nil // no fall-through
 			}
 		}
-		if i == len(prog.Steps)-1 && prev != "" {
-			g.edges = append(g.edges, gedge{from: prev, to: "END"})
+		if i == len(prog.Steps)-1 && len(prev) > 0 {
+			link(prev, "END", gedge{})
 			usedEnd = true
+		}
+	}
+	// Jumps last, back edges at the very end: the layout is ranked by the
+	// plan's order.
+	for _, back := range []bool{false, true} {
+		for _, e := range jumps {
+			if e.back == back {
+				g.edges = append(g.edges, e)
+			}
 		}
 	}
 	if usedEnd {
@@ -109,6 +160,18 @@ func buildGraph(prog *engine.Program) *graph {
 		g.nodes = append(g.nodes, gnode{id: "FAIL", text: "fail"})
 	}
 	return g
+}
+
+// targets are the boxes a jump to label lands on: a group's children.
+func targets(prog *engine.Program, label string) []string {
+	if n := prog.Node(label); n != nil && n.Children != nil {
+		var out []string
+		for _, c := range n.Children {
+			out = append(out, c.Label)
+		}
+		return out
+	}
+	return []string{terminal(label)}
 }
 
 func terminal(to string) string {
@@ -158,7 +221,7 @@ func (g *graph) dot(w io.Writer) {
 	for _, n := range g.nodes {
 		switch {
 		case n.children != nil:
-			fmt.Fprintf(w, "  subgraph cluster_%s {\n    label=%s;\n    %s [shape=point];\n", n.id, q(n.text), n.id)
+			fmt.Fprintf(w, "  subgraph cluster_%s {\n    label=%s;\n", n.id, q(n.text))
 			for _, c := range n.children {
 				fmt.Fprintf(w, "    %s [label=%s];\n", c.id, q(c.text))
 			}
@@ -176,6 +239,9 @@ func (g *graph) dot(w io.Writer) {
 		}
 		if e.dashed {
 			attrs = append(attrs, "style=dashed")
+		}
+		if e.back {
+			attrs = append(attrs, "constraint=false")
 		}
 		fmt.Fprintf(w, "  %s -> %s", e.from, e.to)
 		if len(attrs) > 0 {

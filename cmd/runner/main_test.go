@@ -356,6 +356,13 @@ func TestGraph(t *testing.T) {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
 		}
 		golden(t, "crash."+format+".golden", r.stdout)
+		// Retries and tolerated failures marked; a loop back into a
+		// group reaches its children and does not rank the layout.
+		r = runCLI(t, "testdata", "graph", "graph.yaml", "--format", format)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		golden(t, "graph."+format+".golden", r.stdout)
 	}
 }
 
