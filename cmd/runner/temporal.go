@@ -92,6 +92,22 @@ func findTemporalBinary() (string, error) {
 
 // cmdWorker is `runner worker`: runner-temporal takes the process over.
 func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The flags runner-temporal takes, listed here for --help and
+	// completion; it parses them itself.
+	fs, _ := newFlags("worker", stderr)
+	fs.String("temporal", "", "the Temporal frontend HOST:PORT (required)")
+	fs.String("namespace", "default", "the Temporal namespace")
+	fs.String("task-queue", "runner", "the task queue to poll")
+	fs.String("blobs", "", "the content-addressed store every worker and client of a run shares (default: the user cache directory)")
+	fs.String("workdir", "", "where steps run (default: the run's workdir)")
+	fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fs.SetOutput(stderr)
+			fs.Usage()
+			return exitOK
+		}
+	}
 	bin, err := findTemporalBinary()
 	if err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)

@@ -105,6 +105,8 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	workdir := fs.String("workdir", "", "run steps here (default: the run's workdir, which must exist on this host)")
 	heartbeat := fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
 	logFormat := fs.String("log-format", "console", "console or json")
+	fs.String("log-level", "", "accepted for runner's global flags; the worker logs at info")
+	fs.Bool("q", false, "accepted for runner's global flags")
 	if _, err := parse(fs, args); err != nil {
 		return exitUsage
 	}
