@@ -136,7 +136,8 @@ steps:
 
 func TestTestStepTimeout(t *testing.T) {
 	dir := goProject(t)
-	// build first, so the timeout is spent in the test
+	// build first, so the timeout is spent in the test; 5s leaves the go
+	// command time to start it on a loaded machine (2s did not)
 	if out, err := exec.Command("go", "-C", dir, "test", "-run", "NONE", "./hang/").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
@@ -147,17 +148,17 @@ steps:
   - label: test
     type: test
     command: go test ./hang/
-    timeout: 2s
+    timeout: 5s
     continue_on_error: true
 `)
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if took := time.Since(start); took > 10*time.Second {
-		t.Errorf("took %v for a 2s timeout", took)
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("took %v for a 5s timeout", took)
 	}
 	res, status, errText := saved(t, b, "test")
-	if status != "failed" || !strings.Contains(errText, "was stopped after 2s") || strings.Contains(errText, "timed out after") {
+	if status != "failed" || !strings.Contains(errText, "was stopped after 5s") || strings.Contains(errText, "timed out after") {
 		t.Errorf("status %q error %q", status, errText)
 	}
 	if res["outcome"] != "timeout" || res["timed_out"] != true {
