@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -52,7 +53,7 @@ func Parse(path string, src []byte) (*Plan, error) {
 	}
 	if doc.Kind == yaml.DocumentNode && len(bytes.TrimSpace(src)) > 0 {
 		if n := countDocuments(src); n > 1 {
-			r.AtPos(1, 1, "the file holds %d YAML documents; a plan is one", n)
+			r.AtPos(secondDocument(src), 1, "the file holds %d YAML documents (a second one starts here); a plan is one", n)
 		}
 	}
 	fields := Fields(r, root, "the plan")
@@ -554,4 +555,23 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// secondDocument is the line where the file's second YAML document starts:
+// the `---` after some content.
+func secondDocument(src []byte) int {
+	content := false
+	for i, l := range strings.Split(string(src), "\n") {
+		t := strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "---") && (len(l) == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r'):
+			if content {
+				return i + 1
+			}
+			content = true // the first document's own marker
+		case t != "" && !strings.HasPrefix(t, "#") && !strings.HasPrefix(l, "%"):
+			content = true
+		}
+	}
+	return 1
 }
