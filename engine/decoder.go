@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"sort"
 	"time"
 
 	"github.com/planrunner/runner/plans"
@@ -272,4 +274,30 @@ func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, sc
 		return nil
 	}
 	return e
+}
+
+// TypeFields lists the fields step type typ reads beside the common ones,
+// as its Decode asks for them: what a tool such as the plan's JSON Schema
+// must allow for the type, so the two cannot drift apart.
+func TypeFields(reg *Registry, typ string) ([]string, error) {
+	t, ok := reg.Lookup(typ)
+	if !ok {
+		return nil, fmt.Errorf("no step type %q", typ)
+	}
+	p, err := plans.Parse("fields.yaml", []byte("version: 1\nsteps:\n  - {label: x, type: "+typ+"}\n"))
+	if p == nil {
+		return nil, err
+	}
+	d := newDecoder(p, p.Steps[0], &plans.Reporter{}, newScope(scopeType(p, reg)))
+	t.Decode(d)
+	seen := map[string]bool{}
+	var out []string
+	for _, k := range d.known {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }
