@@ -1,6 +1,8 @@
 package temporal
 
 import (
+	"time"
+
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -19,8 +21,18 @@ func Register(r worker.WorkflowRegistry, wf *Workflow, acts *Activities) {
 	}
 }
 
+// WorkflowTaskBudget is how long one workflow task may run before the SDK
+// takes it for a deadlock (its default is one second). The interpreter
+// reads and writes board chunks in the blob store, and after a
+// continue-as-new reads the whole board back: on a busy host that can take
+// longer than a second without anything being wrong.
+const WorkflowTaskBudget = 30 * time.Second
+
 // NewWorker makes a worker that runs plans' workflows and steps from queue.
 func NewWorker(c client.Client, queue string, acts *Activities, opt worker.Options) worker.Worker {
+	if opt.DeadlockDetectionTimeout == 0 {
+		opt.DeadlockDetectionTimeout = WorkflowTaskBudget
+	}
 	w := worker.New(c, queue, opt)
 	Register(w, &Workflow{Store: acts.Store}, acts)
 	return w

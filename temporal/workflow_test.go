@@ -27,6 +27,7 @@ func runWorkflow(t *testing.T, src string, opt Options) (*board.Board, *Output) 
 	dir := t.TempDir()
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(5 * time.Minute)
+	env.SetWorkerOptions(workerOptions)
 	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, dir), Options: opt})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")
@@ -261,6 +262,7 @@ func TestWorkflowInterrupt(t *testing.T) {
 	store := Store{Dir: t.TempDir()}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
+	env.SetWorkerOptions(workerOptions)
 	src := `
 version: 1
 steps:
@@ -293,5 +295,28 @@ steps:
 	}
 	if got := runSummary(b); got != "first:succeeded slow:interrupted" {
 		t.Errorf("steps: %s", got)
+	}
+}
+
+// limits.timeout is a durable timer: here it fires during a retry's
+// backoff, and the run fails saying so.
+func TestWorkflowRunTimeout(t *testing.T) {
+	b, out := runWorkflow(t, `
+version: 1
+limits: {timeout: 30s}
+steps:
+  - {label: flaky, type: command, run: "exit 1", retry: {max: 3, backoff: 1h}}
+  - {label: never, type: command, run: "echo never"}
+`, Options{})
+	if out.Status != "failed" || out.Error != "step flaky: limits.timeout reached (30s)" {
+		t.Errorf("run: %s %q", out.Status, out.Error)
+	}
+	// As in process: the step the timeout cut is interrupted, the run failed.
+	if got := runSummary(b); got != "flaky:interrupted" {
+		t.Errorf("steps: %s", got)
+	}
+	// Backoffs (capped at max_backoff) were slept as timers until the cut.
+	if s := b.Steps(); len(s) == 1 && (s[0].Attempts < 1 || len(s[0].Delays) != s[0].Attempts) {
+		t.Errorf("flaky: %d attempts, delays %v", s[0].Attempts, s[0].Delays)
 	}
 }
