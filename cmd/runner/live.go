@@ -25,6 +25,9 @@ func ownRun(path string) (*board.Lock, error) {
 		}
 		if owned.Owner.Kind == board.OwnerRun || time.Now().After(deadline) {
 			msg := fmt.Sprintf("run %s is live: process %d owns it", path, owned.Owner.PID)
+			if owned.Owner.Kind == board.OwnerCLI {
+				msg = fmt.Sprintf("run %s is busy: process %d (runner board) has held it for over 10s; try again when it is done", path, owned.Owner.PID)
+			}
 			if owned.Owner.PID == 0 {
 				msg = fmt.Sprintf("run %s is in use by another process", path)
 			}

@@ -320,3 +320,25 @@ func waitFor(t *testing.T, path, want string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// resume waits for a `runner board` write that holds the run's lock for a
+// moment (without waiting, it would refuse the run as in use).
+func TestResumeWaitsForBoardWriter(t *testing.T) {
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", testdata("seed.yaml"), "-q", "--out", bb); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	lock, err := board.TryLock(bb, board.Owner{Kind: board.OwnerCLI})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		lock.Unlock()
+	}()
+	r := runCLI(t, wd, "resume", bb)
+	if r.code != 0 || !strings.Contains(r.stderr, "already succeeded") {
+		t.Fatalf("resume after a short hold: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
