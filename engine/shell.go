@@ -230,7 +230,15 @@ var nameBuiltins = map[string]string{
 	"local": "", "declare": "", "typeset": "", "printf": "-v", "test": "-v", "[": "-v", "wait": "-p",
 }
 
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true, "busybox": true}
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true,
+	"busybox": true, "su": true, "runuser": true}
+
+// interpreters run the argument after one of these flags as a program.
+var interpreters = map[string]string{"python": "c", "python2": "c", "python3": "c", "perl": "eE", "ruby": "e",
+	"node": "ep", "nodejs": "ep", "deno": "", "php": "r", "lua": "e", "Rscript": "e", "osascript": "e"}
+
+// codeCommands run all their arguments as shell code.
+var codeCommands = map[string]bool{"eval": true, "alias": true, "watch": true}
 
 // classify says where the node on top of the stack stands.
 func (w *shellWalker) classify() *shellFound {
@@ -307,6 +315,9 @@ func (w *shellWalker) classify() *shellFound {
 			}
 		case *syntax.DeclClause:
 			for _, as := range a.Args {
+				if as.Naked && as.Value != nil && strings.HasPrefix(as.Value.Lit(), "-") && strings.Contains(as.Value.Lit(), "n") {
+					return refused(a.Variant.Value + " -n makes a variable refer to the name it is given, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
+				}
 				if as.Naked && as.Value != nil && strings.HasPrefix(as.Value.Lit(), "-") && strings.Contains(as.Value.Lit(), "i") {
 					fd.arith = true
 				}
@@ -342,8 +353,13 @@ func (w *shellWalker) callRefusal(call *syntax.CallExpr, arg syntax.Node) string
 	for i := 0; i < idx; i++ {
 		name := path.Base(call.Args[i].Lit())
 		switch {
-		case name == "eval":
-			return "eval runs its arguments as shell code, so a value there would be code; pass it through the step's env and use \"$NAME\" in the script"
+		case codeCommands[name]:
+			return name + " runs its arguments as shell code, so a value there would be code; pass it through the step's env and use \"$NAME\" in the script"
+		case interpreters[name] != "" && idx >= i+2:
+			f := call.Args[idx-1].Lit()
+			if strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.ContainsAny(f[len(f)-1:], interpreters[name]) {
+				return name + " " + f + " runs its argument as a program, so a value there would be code; pass the value as an argument after the program, or through the step's env"
+			}
 		case name == "trap" && idx == i+1:
 			return "trap runs its action as shell code, so a value there would be code; pass it through the step's env and use \"$NAME\" in the action"
 		case shells[name]:

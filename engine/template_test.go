@@ -198,6 +198,11 @@ func TestShellRefusedPlaces(t *testing.T) {
 		{"eval", "eval \"echo ${{ vars.v }}\"", "6:18: run: eval runs its arguments as shell code"},
 		{"sh -c", "sh -c \"echo ${{ vars.v }}\"", "6:19: run: sh -c runs its script argument"},
 		{"bash -c in xargs", "echo x | xargs bash -ec 'echo ${{ vars.v }}'", "6:37: run: bash -c runs its script argument"},
+		{"alias", "alias x=\"echo ${{ vars.v }}\"", "6:21: run: alias runs its arguments as shell code"},
+		{"su -c", "su -c \"echo ${{ vars.v }}\" nobody", "6:19: run: su -c runs its script argument"},
+		{"python -c", "python3 -c \"print('${{ vars.v }}')\"", "6:26: run: python3 -c runs its argument as a program"},
+		{"perl -e", "perl -ne 'print \"${{ vars.v }}\"'", "6:24: run: perl -ne runs its argument as a program"},
+		{"declare -n", "declare -n r=${{ vars.v }}", "6:20: run: declare -n makes a variable refer"},
 		{"trap", "trap \"echo ${{ vars.v }}\" EXIT", "6:18: run: trap runs its action as shell code"},
 		{"unset", "unset ${{ vars.v }}", "6:13: run: unset takes variable names"},
 		{"read", "read -r ${{ vars.v }} </dev/null", "6:15: run: read takes variable names"},
@@ -220,6 +225,20 @@ func TestShellRefusedPlaces(t *testing.T) {
 				t.Errorf("got  %s\nwant p.yaml:%s…", got, tt.want)
 			}
 		})
+	}
+}
+
+// A value given to a program as an argument, not inside its code, is fine.
+func TestShellValueAsArgumentToInterpreters(t *testing.T) {
+	scope := newScope(types.Map{"vars": types.Map{"v": types.String}})
+	for _, src := range []string{
+		`sh -c 'printf "|%s|" "$1"' sh ${{ vars.v }}`,
+		`bash -c 'printf "|%s|" "$1"' bash "${{ vars.v }}"`,
+	} {
+		tpl := compileShell(t, src, scope)
+		for _, v := range hostileValues[:12] {
+			runShellCase(t, "sh", src, tpl, v, "|"+v+"|")
+		}
 	}
 }
 
