@@ -44,6 +44,9 @@ type Session struct {
 	// gives its visit's recorded clock (engine.StepContext.Now). nil: the
 	// clock.
 	Now func() time.Time
+	// Read reads a key for the board tools; the llm step gives its visit's
+	// recorded reads (engine.StepContext.Read). nil: the board directly.
+	Read func(author, key string) (board.Entry, bool, error)
 
 	posted  int // Messages already on the board
 	retries int // HTTP retries of the call under way, fallbacks included
@@ -377,6 +380,13 @@ func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum stri
 	}
 	return b.AddRecording(board.Recording{Label: c.label, Visit: c.visit, Kind: KindLLM, Call: c.call,
 		Agent: a.Name, RequestSHA256: sum, Request: bytes.Clone(canon), Response: out})
+}
+
+func (ss *Session) read(author, key string) (board.Entry, bool, error) {
+	if ss.Read != nil {
+		return ss.Read(author, key)
+	}
+	return ss.board.ReadAsAt(author, key, ss.now)
 }
 
 func (ss *Session) now() time.Time {

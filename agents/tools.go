@@ -97,7 +97,7 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 				return nil, err
 			}
 		}
-		e, found, err := ss.board.ReadAsAt(ss.agent.Name, key, ss.now)
+		e, found, err := ss.read(ss.agent.Name, key)
 		if err != nil {
 			return nil, errors.New(strings.TrimPrefix(err.Error(), "board: "))
 		}

@@ -306,6 +306,19 @@ func (b *Board) GetAt(key string, now func() time.Time) (Entry, bool) {
 	return e, true
 }
 
+// KeyVersion returns the entry that made version v of key (a replay
+// serving what a racing read saw), or false when there is none.
+func (b *Board) KeyVersion(key string, v int64) (Entry, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	for _, i := range b.byKey[key] {
+		if e := b.entries[i]; e.Version == v {
+			return *e, true
+		}
+	}
+	return Entry{}, false
+}
+
 // KeysAt is Keys with the caller's clock, read once and only when a key
 // with a TTL is among the candidates (see GetAt).
 func (b *Board) KeysAt(prefix string, now func() time.Time) []KeyInfo {

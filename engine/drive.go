@@ -25,7 +25,7 @@ type Visit struct{ vc *visitClock }
 
 // BeginVisit starts a step visit's clock.
 func (r *Runner) BeginVisit(label string, visit int) Visit {
-	return Visit{r.clockFor(label, visit)}
+	return Visit{r.clockFor(label, visit, false)}
 }
 
 // EvalIf reports whether a step's `if` lets it run (true without one).

@@ -72,6 +72,10 @@ func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Res
 	for i, l := range order {
 		pos[l] = i
 	}
+	index := map[*Node]int{} // errors are kept in plan order, as group() keeps them
+	for i, c := range n.Children {
+		index[c] = i
+	}
 	kids := append([]*Node(nil), n.Children...)
 	sort.SliceStable(kids, func(i, j int) bool {
 		pi, oki := pos[kids[i].Label]
@@ -82,7 +86,8 @@ func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Res
 		return pi < pj
 	})
 	errs := make([]error, len(kids))
-	for i, c := range kids {
+	for _, c := range kids {
+		i := index[c]
 		if _, ok := r.alreadyDone(n.Label, c.Label); ok {
 			continue
 		}
@@ -102,11 +107,10 @@ func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Res
 		case CanceledRunning:
 			cctx = gctx
 		}
+		// After a fatal error the other children still come through
+		// visit, which stops them as the live group's do (unrecorded).
 		if _, err := r.visit(cctx, c, n.Label); err != nil {
 			errs[i] = err
-			if fatal(err) {
-				break
-			}
 		}
 	}
 	return r.groupResult(n, errs)

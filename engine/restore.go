@@ -65,6 +65,9 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		case KindClock:
 			k := visitKey{rec.Label, rec.Visit}
 			r.clockN[k] = max(r.clockN[k], rec.Call)
+		case KindRead:
+			k := visitKey{rec.Label, rec.Visit}
+			r.readN[k] = max(r.readN[k], rec.Call)
 		case KindResume:
 			resumes++
 		}

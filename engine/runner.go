@@ -85,6 +85,7 @@ type Runner struct {
 	done    map[string]map[string]board.StepRecord // see Restore
 	startPC int
 	clockN  map[visitKey]int        // clock readings per step visit
+	readN   map[visitKey]int        // recorded key reads per step visit
 	cut     context.CancelCauseFunc // ends the run (Script.Cut)
 
 	agentsOnce sync.Once
@@ -127,7 +128,7 @@ func (r *Runner) init() {
 		r.visits = map[string]int{}
 	}
 	if r.clockN == nil {
-		r.clockN = map[visitKey]int{}
+		r.clockN, r.readN = map[visitKey]int{}, map[visitKey]int{}
 	}
 	r.logs = map[string]zerolog.Logger{}
 	if r.Workdir == "" {
@@ -239,9 +240,11 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		return "", &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
 			"visited %d times, past its max_visits of %d (a loop that does not end?)", visit, n.MaxVisits)}
 	}
+	// The message leaves out the count: in a parallel group it depends on
+	// how the children raced, and a replay must say the same.
 	if total, max := r.total.Add(1), r.Prog.Plan.Limits.MaxSteps; total > int64(max) {
 		return "", &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
-			"limits.max_steps %d reached: %d step executions", max, total)}
+			"limits.max_steps %d reached", max)}
 	}
 	var finish time.Time
 	start := time.Now().UTC()
@@ -254,6 +257,8 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 		}
 		if s, f, ok := r.Script.Times(n.Label, visit); ok {
 			start, finish = s, f
+		} else if stop := r.stopped(ctx); stop != nil {
+			return "", stop // the run was stopped before this visit, as recorded: nothing of it is saved
 		}
 	}
 	if r.Observer != nil {
@@ -262,7 +267,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	log := r.logger(n.Label)
 	log.Debug().Int("visit", visit).Msg("start")
 	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: start}
-	vc := r.clockFor(n.Label, visit)
+	vc := r.clockFor(n.Label, visit, parent != "")
 
 	var res Result
 	var stepErr error

@@ -298,9 +298,10 @@ func (o orderScript) Canceled(string, int) engine.Cancel          { return engin
 func (o orderScript) Times(string, int) (time.Time, time.Time, bool) {
 	return time.Time{}, time.Time{}, false
 }
-func (o orderScript) Clock(string, int, int) (time.Time, bool) { return time.Time{}, false }
-func (o orderScript) Cut(string, int) error                    { return nil }
-func (o orderScript) Ends(string, int) bool                    { return false }
+func (o orderScript) Clock(string, int, int) (time.Time, bool)      { return time.Time{}, false }
+func (o orderScript) Read(string, int, int) (engine.ReadSeen, bool) { return engine.ReadSeen{}, false }
+func (o orderScript) Cut(string, int) error                         { return nil }
+func (o orderScript) Ends(string, int) bool                         { return false }
 
 // With a Script's Order (replay), a group's children run one at a time in that order.
 func TestGroupInOrder(t *testing.T) {

@@ -16,6 +16,11 @@ const (
 	// TTL's expiry, now() in an expression): Call numbers the readings of
 	// a step visit, Response is the time as a JSON string.
 	KindClock = "clock"
+	// KindRead is what a key read by a child of a parallel group found:
+	// such a read races with its siblings' writes, and a replay runs the
+	// children one at a time. Call numbers the reads of a step visit;
+	// Response is a ReadSeen.
+	KindRead = "read"
 	// KindResume marks where `runner resume` took a run over: Call numbers
 	// the resumes, Response is a ResumeMark.
 	KindResume = "resume"
@@ -29,6 +34,14 @@ type ResumeMark struct {
 	Recordings int    `json:"recordings"`
 	Status     string `json:"status"` // running (it was killed), interrupted, failed
 	Error      string `json:"error,omitempty"`
+}
+
+// ReadSeen is the Response of a KindRead recording.
+type ReadSeen struct {
+	Key     string `json:"key"`
+	Found   bool   `json:"found"`
+	Version int64  `json:"version,omitempty"`
+	Writes  int64  `json:"writes,omitempty"` // the key's writes so far (Board.Version)
 }
 
 // A Script feeds a replay what its recording decided: the engine asks it
@@ -48,6 +61,9 @@ type Script interface {
 	Times(label string, visit int) (start, finish time.Time, ok bool)
 	// Clock is the call-th clock reading of a step visit.
 	Clock(label string, visit, call int) (time.Time, bool)
+	// Read is what the call-th key read of a step visit found, for the
+	// children of parallel groups (see KindRead).
+	Read(label string, visit, call int) (ReadSeen, bool)
 	// Cut is the cause the run's context ended with while this visit ran
 	// (limits.timeout, an interrupt): the replay ends the run the same way
 	// as the visit starts.
@@ -161,22 +177,69 @@ type visitKey struct {
 	visit int
 }
 
-// visitClock is a step visit's view of time-dependent state for
-// expressions: board() and now() read the visit's recorded clock.
+// visitClock is a step visit's view of what can change under it: board()
+// and now() in expressions read the visit's recorded clock and reads.
 type visitClock struct {
 	now   func() time.Time
 	board func(key string) any
+	read  func(author, key string) (KeyRead, error)
 }
 
-func (r *Runner) clockFor(label string, visit int) *visitClock {
+// KeyRead is what a step's key read found.
+type KeyRead struct {
+	Entry board.Entry
+	Found bool
+	// Writes is how many times the key was written (tombstones and
+	// expired writes too): the next write gets Writes+1.
+	Writes int64
+}
+
+func (r *Runner) clockFor(label string, visit int, inGroup bool) *visitClock {
 	vc := &visitClock{}
 	vc.now = func() time.Time { return r.now(label, visit) }
-	b := r.Board
+	vc.read = func(author, key string) (KeyRead, error) {
+		return r.read(label, visit, inGroup, author, key, vc.now)
+	}
 	vc.board = func(key string) any {
-		if e, ok := b.GetAt(key, vc.now); ok {
-			return e.Content
+		if kr, _ := vc.read("", key); kr.Found {
+			return kr.Entry.Content
 		}
 		return nil
 	}
 	return vc
+}
+
+// read is a key read of a step visit: through the reader's permissions and
+// the visit's clock; in a parallel group, recorded, or served as recorded.
+func (r *Runner) read(label string, visit int, inGroup bool, author, key string, now func() time.Time) (KeyRead, error) {
+	writes := r.Board.Version(key)
+	e, ok, err := r.Board.ReadAsAt(author, key, now)
+	if err != nil || !inGroup {
+		return KeyRead{e, ok, writes}, err
+	}
+	k := visitKey{label, visit}
+	r.mu.Lock()
+	r.readN[k]++
+	n := r.readN[k]
+	r.mu.Unlock()
+	if r.Script != nil {
+		if seen, rok := r.Script.Read(label, visit, n); rok && seen.Key == key {
+			ok, writes = false, seen.Writes
+			if seen.Found {
+				e, ok = r.Board.KeyVersion(key, seen.Version)
+			}
+			if !ok {
+				e = board.Entry{}
+			}
+		}
+	}
+	seen := ReadSeen{Key: key, Found: ok, Writes: writes}
+	if ok {
+		seen.Version = e.Version
+	}
+	raw, _ := json.Marshal(seen)
+	if err := r.Board.AddRecording(board.Recording{Label: label, Visit: visit, Kind: KindRead, Call: n, Response: raw}); err != nil {
+		r.Log.Warn().Err(err).Msg("recording a read")
+	}
+	return KeyRead{e, ok, writes}, nil
 }

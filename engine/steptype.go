@@ -79,6 +79,18 @@ type StepContext struct {
 	inputs map[string]string // rendered templates by field (see Template.field)
 }
 
+// Read reads key for author (the board's permissions apply; "" for the
+// runner): what it finds is recorded when the step runs in a parallel
+// group, where it races with the siblings' writes, so a replay finds the
+// same. Its TTL check reads the visit's clock (see Now).
+func (sc *StepContext) Read(author, key string) (KeyRead, error) {
+	if sc.clock == nil {
+		e, ok, err := sc.Board.ReadAs(author, key)
+		return KeyRead{e, ok, sc.Board.Version(key)}, err
+	}
+	return sc.clock.read(author, key)
+}
+
 // Now is the time for a decision the step makes (a TTL's expiry): the
 // clock, recorded so that a replay of the run reads the same time.
 func (sc *StepContext) Now() time.Time {

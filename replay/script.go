@@ -44,6 +44,7 @@ type script struct {
 	rec     *board.Board
 	segs    []*segment
 	clock   map[clockKey]time.Time
+	reads   map[clockKey]engine.ReadSeen
 	offline bool
 	types   map[string]string // label -> step type
 	timeout time.Duration     // the plan's limits.timeout
@@ -52,13 +53,21 @@ type script struct {
 	virtual atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
 }
 
+func (s *script) Read(label string, visit, call int) (engine.ReadSeen, bool) {
+	if s.live() {
+		return engine.ReadSeen{}, false
+	}
+	r, ok := s.reads[clockKey{label, visit, call}]
+	return r, ok
+}
+
 type clockKey struct {
 	label       string
 	visit, call int
 }
 
 func newScript(rec *board.Board, types map[string]string, timeout time.Duration, offline bool, fk *fork) *script {
-	s := &script{rec: rec, clock: map[clockKey]time.Time{}, offline: offline, types: types, timeout: timeout, fork: fk}
+	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, offline: offline, types: types, timeout: timeout, fork: fk}
 	run := rec.Run()
 	steps := rec.Steps()
 	start := 0
@@ -70,6 +79,12 @@ func newScript(rec *board.Board, types map[string]string, timeout time.Duration,
 				if _, dup := s.clock[k]; !dup {
 					s.clock[k] = t
 				}
+			}
+		case engine.KindRead:
+			var seen engine.ReadSeen
+			k := clockKey{r.Label, r.Visit, r.Call}
+			if _, dup := s.reads[k]; !dup && json.Unmarshal(r.Response, &seen) == nil {
+				s.reads[k] = seen
 			}
 		case engine.KindResume:
 			var m engine.ResumeMark
@@ -182,11 +197,18 @@ func (s *script) Cut(label string, visit int) error {
 		return nil
 	}
 	g := s.cur()
-	r, ok := g.last[visitKey{label, visit}]
-	if !ok || !engine.Interrupted(r) || g.groups[visitKey{label, visit}] {
+	k := visitKey{label, visit}
+	r, ok := g.last[k]
+	switch {
+	case g.groups[k]:
 		return nil // a group is cut through its children
-	}
-	if engine.IsTimeout(g.err) && s.timeout > 0 {
+	case !ok && g.complete() && engine.IsTimeout(g.err) && s.timeout > 0:
+		// The recording stopped before this visit: the timeout fired
+		// between steps, or before a group's child started.
+		return engine.TimeoutCause(s.timeout)
+	case !ok || !engine.Interrupted(r):
+		return nil
+	case engine.IsTimeout(g.err) && s.timeout > 0:
 		return engine.TimeoutCause(s.timeout)
 	}
 	return engine.ErrInterrupted

@@ -104,12 +104,12 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect, Topic: s.topic}
 	switch s.op {
 	case "read":
-		e, ok, err := sc.Board.ReadAsAt(s.author, key, sc.Now)
+		kr, err := sc.Read(s.author, key)
 		if err != nil {
 			return engine.Result{Fields: res}, err
 		}
-		res.Found, res.Version = ok, e.Version
-		return engine.Result{Output: e.Content, Fields: res}, nil
+		res.Found, res.Version = kr.Found, kr.Entry.Version
+		return engine.Result{Output: kr.Entry.Content, Fields: res}, nil
 	case "write":
 		if op.Value, err = sc.EvalValue(s.value); err != nil {
 			return engine.Result{}, fmt.Errorf("value: %w", err)
@@ -122,18 +122,22 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 	if err := sc.Board.Allowed(s.author, "write", key); err != nil {
 		return engine.Result{Fields: res}, err
 	}
-	if s.expect >= 0 {
-		if cur, _ := sc.Board.GetAt(key, sc.Now); cur.Version != s.expect {
-			return engine.Result{Fields: res}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", key, s.expect, cur.Version, board.ErrVersion)
-		}
+	// One read (recorded in a parallel group, where siblings race) for
+	// the checks and the version the write will make.
+	cur, err := sc.Read("", key)
+	if err != nil {
+		return engine.Result{Fields: res}, err
+	}
+	if s.expect >= 0 && cur.Entry.Version != s.expect {
+		return engine.Result{Fields: res}, fmt.Errorf("board: key %q: expected version %d, found %d: %w", key, s.expect, cur.Entry.Version, board.ErrVersion)
 	}
 	if op.Delete {
-		if _, ok := sc.Board.GetAt(key, sc.Now); !ok {
+		if !cur.Found {
 			return engine.Result{Fields: res}, fmt.Errorf("board: key %q does not exist", key)
 		}
 	} else {
 		res.Found = true
-		res.Version = sc.Board.Version(key) + 1
+		res.Version = cur.Writes + 1
 	}
 	return engine.Result{Output: op.Value, Fields: res, Write: &op}, nil
 }

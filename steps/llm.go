@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/planrunner/runner/agents"
+	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/plans"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -237,6 +238,10 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		return engine.Result{}, err
 	}
 	ss.Now = sc.Now
+	ss.Read = func(author, key string) (board.Entry, bool, error) {
+		kr, err := sc.Read(author, key)
+		return kr.Entry, kr.Found, err
+	}
 	ss.Log = sc.Log.With().Str("agent", s.agent).Int("visit", sc.Visit).Logger()
 	if s.system != nil {
 		if ss.System, err = sc.Eval(s.system); err != nil {

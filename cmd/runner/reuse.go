@@ -121,5 +121,8 @@ func (o *offlineResults) Times(string, int) (time.Time, time.Time, bool) {
 	return time.Time{}, time.Time{}, false
 }
 func (o *offlineResults) Clock(string, int, int) (time.Time, bool) { return time.Time{}, false }
-func (o *offlineResults) Cut(string, int) error                    { return nil }
-func (o *offlineResults) Ends(string, int) bool                    { return false }
+func (o *offlineResults) Read(string, int, int) (engine.ReadSeen, bool) {
+	return engine.ReadSeen{}, false
+}
+func (o *offlineResults) Cut(string, int) error { return nil }
+func (o *offlineResults) Ends(string, int) bool { return false }
