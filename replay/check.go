@@ -18,6 +18,8 @@ import (
 type checker struct {
 	s    *script
 	stop func(error)
+	ext  *externals
+	b    *board.Board // the replay's
 
 	mu    sync.Mutex
 	seen  map[segKey]bool
@@ -45,6 +47,9 @@ func (c *checker) StepStarted(label string, visit int, parent string) {
 func (c *checker) StepFinished(now board.StepRecord) {
 	if c.s.live() {
 		return
+	}
+	if c.ext != nil {
+		c.ext.apply(c.b, len(c.b.Steps()))
 	}
 	k := visitKey{now.Label, now.Visit}
 	g := c.s.cur()

@@ -139,6 +139,8 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		b = board.New(run)
 	}
 	b.SetClock(sc.now)
+	chk.b, chk.ext = b, newExternals(rec.Recordings())
+	chk.ext.apply(b, 0)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/replay"
 )
 
 // ownRun takes the lock of the run at path for a run or resume: no other
@@ -59,6 +60,7 @@ func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, s
 		fmt.Fprintf(stderr, "warning: not serving the board to other processes: %v\n", err)
 	} else {
 		lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket})
+		srv.OnWrite(replay.RecordExternal(b)) // a replay makes outside writes again where they came
 	}
 	return func() {
 		if srv != nil {

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // recordAndReplay runs plan (its source) in a fresh workdir, optionally
@@ -177,5 +179,125 @@ func TestReplayWorkdirSameCheckout(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(wd, "f.txt")); string(got) != "a\nB\nc\n" {
 		t.Errorf("f.txt = %q", got)
+	}
+}
+
+// replayMatches replays a recording offline and fails unless it matched.
+func replayMatches(t *testing.T, recorded string) {
+	t.Helper()
+	r := runCLI(t, t.TempDir(), "replay", recorded, "--offline", "--json", "--out", filepath.Join(t.TempDir(), "r.json"))
+	var out replayOutcome
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || !out.Matched || r.code == exitDiverged {
+		t.Fatalf("replay: exit %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// Every plan under testdata that runs on its own is recorded and
+// replayed offline (slow.yaml waits to be interrupted: it is, and its
+// interrupted recording replays up to where it ends; live.yaml waits
+// for outside writes: it gets them, and the replay makes them again).
+func TestTestdataPlansReplay(t *testing.T) {
+	plans, _ := filepath.Glob(testdata("*.yaml"))
+	for _, plan := range plans {
+		name := filepath.Base(plan)
+		t.Run(name, func(t *testing.T) {
+			wd := t.TempDir()
+			bb := filepath.Join(wd, "bb.json")
+			switch name {
+			case "slow.yaml":
+				cmd := exec.Command(binary, "run", plan, "-q", "--out", bb)
+				cmd.Dir = wd
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < 500; i++ {
+					if _, err := os.Stat(filepath.Join(wd, "started")); err == nil {
+						break
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				cmd.Process.Signal(os.Interrupt)
+				cmd.Wait()
+			case "live.yaml":
+				cmd, out, _ := startLive(t, wd, bb)
+				for i, kv := range []string{"shared=1", "w7-k42={\"j\":42}", "shared=2"} {
+					k, v, _ := strings.Cut(kv, "=")
+					if r := runCLI(t, wd, "board", bb, "put", k, v); r.code != 0 {
+						t.Fatalf("put %d: %s", i, r.stderr)
+					}
+				}
+				os.WriteFile(filepath.Join(wd, "done"), nil, 0o644)
+				if err := cmd.Wait(); err != nil {
+					t.Fatalf("run: %v %s", err, out)
+				}
+			case "openai.yaml": // a template for a fake server's address
+				srv, _, _ := fakeOpenAI(t)
+				r := runEnv(t, wd, []string{"PATH=" + os.Getenv("PATH"), "OPENAI_API_KEY=sk-test"},
+					"run", openaiPlan(t, wd, srv.URL), "-q", "--out", bb)
+				if r.code != 0 {
+					t.Fatalf("run: %s", r.stderr)
+				}
+			default:
+				r := runCLI(t, wd, "run", plan, "-q", "--out", bb)
+				if r.code == exitUsage {
+					if !strings.Contains(name, "mistakes") {
+						t.Fatalf("run: %s", r.stderr)
+					}
+					return // a plan made to be refused
+				}
+			}
+			replayMatches(t, bb)
+		})
+	}
+}
+
+// A replay still catches what changed: a prompt, a command's result, a TTL.
+func TestReplayCatchesChanges(t *testing.T) {
+	src := `version: 1
+name: changes
+agents:
+  bot: {provider: script, responses: [one, two]}
+steps:
+  - {label: put, type: board, op: write, key: token, value: abc, ttl: 1s}
+  - {label: ask, type: llm, agent: bot, prompt: "Summarise the notes"}
+  - {label: wait, type: command, run: "sleep 1.3; cat notes.txt"}
+  - {label: get, type: board, op: read, key: token}
+`
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(src), 0o644)
+	os.WriteFile(filepath.Join(wd, "notes.txt"), []byte("notes\n"), 0o644)
+	r := runCLI(t, wd, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: %s", r.stderr)
+	}
+	recorded := blackboardPath(t, r.stdout)
+	replayMatches(t, recorded)
+	for _, c := range []struct {
+		name, from, to string
+		world          string // new content of notes.txt: replay in the workdir
+		kind, label    string
+	}{
+		{"prompt", "Summarise the notes", "Summarise the notes briefly", "", "request", "ask"},
+		{"ttl", "ttl: 1s", "ttl: 1h", "", "result", "get"},
+		{"command result", "", "", "other notes\n", "result", "wait"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			changed := filepath.Join(wd, "changed.yaml")
+			os.WriteFile(changed, []byte(strings.Replace(src, c.from, c.to, 1)), 0o644)
+			args := []string{"replay", recorded, "--plan", changed, "--json", "--out", filepath.Join(t.TempDir(), "r.json")}
+			if c.world != "" {
+				os.WriteFile(filepath.Join(wd, "notes.txt"), []byte(c.world), 0o644)
+				args = append(args, "--workdir", wd)
+			} else {
+				args = append(args, "--offline")
+			}
+			r := runCLI(t, wd, args...)
+			var out replayOutcome
+			json.Unmarshal([]byte(r.stdout), &out)
+			if r.code != exitDiverged || out.Divergence == nil || out.Divergence.Kind != c.kind || out.Divergence.Label != c.label || out.Divergence.Diff == "" {
+				t.Fatalf("exit %d, want 3 with a %s divergence at %s: %s %s", r.code, c.kind, c.label, r.stdout, r.stderr)
+			}
+		})
 	}
 }
