@@ -70,6 +70,10 @@ type Runner struct {
 	Jitter func() float64
 	// Script, when set, is the recording a replay follows (see Script).
 	Script Script
+	// Untimed leaves limits.timeout unarmed: a replay, which runs at its
+	// own speed, ends the run where the recording says the timeout fired
+	// (Script.Cut) instead.
+	Untimed bool
 	// Clock, when set, is the time step visits read (a Temporal workflow's
 	// deterministic clock); nil: the system clock.
 	Clock func() time.Time
@@ -109,7 +113,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.initErr != nil {
 		return r.finishRun(&RunError{Status: StatusFailed, Err: r.initErr, Fatal: true})
 	}
-	if lim := r.Prog.Plan.Limits.Timeout; lim > 0 {
+	if lim := r.Prog.Plan.Limits.Timeout; lim > 0 && !r.Untimed {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, lim, TimeoutCause(lim))
 		defer cancel()

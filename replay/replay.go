@@ -167,7 +167,8 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			}
 		}
 		r := &engine.Runner{Prog: prog, Board: b, Log: opt.Log, Workdir: workdir,
-			Vars: engine.SavedVars(prog.Plan, saved.Vars), Agents: set, Observer: observer, Sleep: noSleep, Script: sc}
+			Vars: engine.SavedVars(prog.Plan, saved.Vars), Agents: set, Observer: observer, Sleep: noSleep, Script: sc,
+			Untimed: fk == nil}
 		if i > 0 {
 			if err := takeOver(rec, b, sc.segs[i-1].mark); err != nil {
 				return nil, err
