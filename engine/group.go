@@ -36,6 +36,11 @@ func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Checked first: a child that completed before the run was
+			// resumed is done, not canceled by a sibling's new failure.
+			if _, ok := r.alreadyDone(n.Label, c.Label); ok {
+				return
+			}
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
@@ -44,9 +49,6 @@ func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) 
 			if gctx.Err() != nil {
 				errs[i] = r.notStarted(gctx, c, n.Label)
 				return
-			}
-			if _, ok := r.alreadyDone(n.Label, c.Label); ok {
-				return // completed before the run was resumed
 			}
 			if _, err := r.visit(gctx, c, n.Label); err != nil {
 				errs[i] = err

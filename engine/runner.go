@@ -289,6 +289,11 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	if run {
 		if n.Children != nil {
 			res, stepErr = r.group(ctx, n, visit)
+			if r.Script != nil {
+				if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
+					r.cut(cause)
+				}
+			}
 		} else {
 			res, stepErr = r.attempts(ctx, n, visit, &rec, log, vc)
 		}

@@ -300,6 +300,7 @@ func (o orderScript) Times(string, int) (time.Time, time.Time, bool) {
 }
 func (o orderScript) Clock(string, int, int) (time.Time, bool)      { return time.Time{}, false }
 func (o orderScript) Read(string, int, int) (engine.ReadSeen, bool) { return engine.ReadSeen{}, false }
+func (o orderScript) CutAfter(string, int) error                    { return nil }
 func (o orderScript) Cut(string, int) error                         { return nil }
 func (o orderScript) Ends(string, int) bool                         { return false }
 

@@ -68,6 +68,9 @@ type Script interface {
 	// (limits.timeout, an interrupt): the replay ends the run the same way
 	// as the visit starts.
 	Cut(label string, visit int) error
+	// CutAfter is Cut for a parallel group whose children all finished
+	// before the cause ended the run: it is asked when they have.
+	CutAfter(label string, visit int) error
 	// Ends reports that the recording (or its part before a resume) ends
 	// before this visit: the process was killed or interrupted first.
 	Ends(label string, visit int) bool

@@ -214,6 +214,21 @@ func (s *script) Cut(label string, visit int) error {
 	return engine.ErrInterrupted
 }
 
+func (s *script) CutAfter(label string, visit int) error {
+	if s.live() {
+		return nil
+	}
+	g := s.cur()
+	k := visitKey{label, visit}
+	if r, ok := g.last[k]; !ok || !g.groups[k] || !engine.Interrupted(r) {
+		return nil
+	}
+	if engine.IsTimeout(g.err) && s.timeout > 0 {
+		return engine.TimeoutCause(s.timeout)
+	}
+	return engine.ErrInterrupted
+}
+
 func (s *script) Ends(label string, visit int) bool {
 	if s.live() {
 		return false

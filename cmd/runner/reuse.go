@@ -124,5 +124,6 @@ func (o *offlineResults) Clock(string, int, int) (time.Time, bool) { return time
 func (o *offlineResults) Read(string, int, int) (engine.ReadSeen, bool) {
 	return engine.ReadSeen{}, false
 }
-func (o *offlineResults) Cut(string, int) error { return nil }
-func (o *offlineResults) Ends(string, int) bool { return false }
+func (o *offlineResults) CutAfter(string, int) error { return nil }
+func (o *offlineResults) Cut(string, int) error      { return nil }
+func (o *offlineResults) Ends(string, int) bool      { return false }
