@@ -96,6 +96,20 @@ type Run struct {
 	Agents map[string]map[string]string `json:"agents,omitempty"`
 	// Reused says what `runner run --reuse` took from earlier runs.
 	Reused *Reused `json:"reused,omitempty"`
+	// Waiting lists the input steps the run stopped at (status waiting),
+	// so `runner answer` knows what to ask and how to check the answer.
+	Waiting []WaitingInput `json:"waiting,omitempty"`
+}
+
+// WaitingInput is an input step visit that waits for a person's answer.
+type WaitingInput struct {
+	Label  string          `json:"label"`
+	Visit  int             `json:"visit"`
+	Prompt string          `json:"prompt"`
+	Form   json.RawMessage `json:"form,omitempty"` // the step's flat JSON Schema
+	Since  time.Time       `json:"since"`
+	// Deadline is when the input takes its default (or fails); nil: never.
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // Reused counts the model calls a run answered from earlier runs'
@@ -114,4 +128,7 @@ const (
 	StatusSucceeded   = "succeeded"
 	StatusFailed      = "failed"
 	StatusInterrupted = "interrupted"
+	// StatusWaiting: the run stopped at an input step until a person
+	// answers (`runner answer`), then `runner resume` goes on.
+	StatusWaiting = "waiting"
 )

@@ -52,7 +52,7 @@ func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) 
 			}
 			if _, err := r.visit(gctx, c, n.Label); err != nil {
 				errs[i] = err
-				if n.FailFast {
+				if n.FailFast && !isWaiting(err) { // a question is not a failure: siblings go on
 					cancel(errSiblingFailed)
 				}
 			}
@@ -126,7 +126,12 @@ func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 	}
 	res := Result{Output: outputs}
 	var failed []error
+	var wait error
 	for _, err := range errs {
+		if isWaiting(err) {
+			wait = err // every child that can finish does; then the run waits
+			continue
+		}
 		if fatal(err) {
 			return res, err
 		}
@@ -134,10 +139,12 @@ func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 			failed = append(failed, err)
 		}
 	}
-	switch len(failed) {
-	case 0:
+	switch {
+	case len(failed) == 0 && wait != nil:
+		return res, wait
+	case len(failed) == 0:
 		return res, nil
-	case 1:
+	case len(failed) == 1:
 		return res, failed[0]
 	}
 	return res, fmt.Errorf("%d steps failed; first: %w", len(failed), failed[0])

@@ -301,6 +301,10 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	if errors.Is(stepErr, ErrEnded) {
 		return "", stepErr // the recording ends inside: nothing of this visit is saved
 	}
+	if isWaiting(stepErr) {
+		log.Info().Int("visit", visit).Msg("waiting for an answer")
+		return "", waitingErr(n.Label, stepErr) // nothing of this visit is saved: resume asks again
+	}
 	stop := r.stopped(ctx)
 	if stepErr != nil {
 		status = StatusFailed
@@ -464,7 +468,7 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int, vc *visi
 		Log: r.logger(n.Label), eval: r.eval, runner: r, clock: vc}
 	res, err = n.Impl.Run(ctx, sc)
 	res.inputs = sc.inputs
-	if err != nil && timeout != nil && context.Cause(ctx) == timeout {
+	if err != nil && timeout != nil && context.Cause(ctx) == timeout && !isWaiting(err) {
 		// Every step its timeout stopped says so: steps.X.timed_out, and
 		// the error names the timeout once (a step that returned the
 		// cause itself is not wrapped in it again).

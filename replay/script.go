@@ -15,6 +15,11 @@ import (
 // function of the board, the clock and the model answers, and always runs.
 var LocalTypes = map[string]bool{"command": true, "test": true, "apply_diff": true}
 
+// AskedTypes are the step types whose results come from a person (input):
+// a replay, offline or in a workdir, takes them from the recording, and a
+// timeout's default is taken where the recording took it.
+var AskedTypes = map[string]bool{"input": true}
+
 type visitKey struct {
 	label string
 	visit int
@@ -138,7 +143,7 @@ func (s *script) record(label string, visit int) (board.StepRecord, bool) {
 }
 
 func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
-	if s.live() || !s.offline || !LocalTypes[s.types[label]] {
+	if t := s.types[label]; s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
 		return board.StepRecord{}, false
 	}
 	r, ok := s.record(label, visit)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
 )
@@ -479,6 +480,9 @@ func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, m
 	var total modelUsage
 	anyCost := false
 	for _, r := range recs {
+		if r.Kind != agents.KindLLM {
+			continue // clock readings, resume marks and people's answers are not model calls
+		}
 		var req recRequest
 		var resp recResponse
 		json.Unmarshal(r.Request, &req)

@@ -38,11 +38,14 @@ func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 		reportPath, reportErr = writeReport(b, path, "")
 	}
 	tokens := report.Tokens(b.Recordings())
-	next := nextCommands(path, status, reportPath)
+	next := nextCommands(path, status, reportPath, b.Run().Waiting)
 
 	if g.format(stderr) == "json" {
 		ev := r.Log.Info()
-		if err != nil {
+		switch {
+		case status == board.StatusWaiting:
+			ev = r.Log.Warn() // a question for a person, not a failure
+		case err != nil:
 			ev = r.Log.Error().Str("error", err.Error())
 		}
 		ev = ev.Str("status", status).Int64("duration_ms", elapsed.Milliseconds()).Str("blackboard", path)
@@ -68,6 +71,9 @@ func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 		w := g.mask.Writer(stderr)
 		if !g.quiet {
 			summary(w, r, run.ID, status, err, elapsed, tokens)
+			for _, wi := range b.Run().Waiting {
+				fmt.Fprintf(w, "%s asks: %s\n", name(wi.Label, wi.Visit), strings.TrimSpace(wi.Prompt))
+			}
 			for i, n := range next {
 				label := "next:  "
 				if i > 0 {
@@ -95,6 +101,9 @@ func summary(w io.Writer, r *engine.Runner, id, status string, err error, elapse
 	ran := map[string]bool{}
 	for _, s := range steps {
 		ran[s.Label] = true
+	}
+	for _, w := range r.Board.Run().Waiting {
+		ran[w.Label] = true // it asked; its line below says what
 	}
 	var never []string
 	for _, s := range r.Prog.Plan.AllSteps() {
@@ -177,9 +186,14 @@ func lastOutput(steps []board.StepRecord) (board.StepRecord, string) {
 
 // nextCommands are what to type next: resume for a run that did not
 // succeed, and the report.
-func nextCommands(path, status, reportPath string) []string {
+func nextCommands(path, status, reportPath string, waiting []board.WaitingInput) []string {
 	q := engine.ShellQuote(path)
 	var out []string
+	if status == board.StatusWaiting {
+		for _, w := range waiting {
+			out = append(out, answerCommand(q, w))
+		}
+	}
 	if status != board.StatusSucceeded {
 		out = append(out, "runner resume "+q)
 	}

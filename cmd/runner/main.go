@@ -15,6 +15,7 @@ const (
 	exitFailed      = 1
 	exitUsage       = 2
 	exitDiverged    = 3
+	exitWaiting     = 4 // an input step awaits `runner answer` (SPEC §7)
 	exitInterrupted = 130
 )
 
@@ -31,6 +32,7 @@ func init() {
 		{"validate", "validate PLAN...", "check plans; print every problem as file:line:col: message", cmdValidate},
 		{"replay", "replay BLACKBOARD [--plan PLAN] [--workdir DIR | --offline] [--from LABEL[#VISIT]] [--agent NAME.model=M]", "re-run a saved run with model answers from its recording", cmdReplay},
 		{"resume", "resume BLACKBOARD [--force] [--report]", "continue an interrupted or failed run after its last completed step", cmdResume},
+		{"answer", answerUsage, "answer an input step a run waits at (then resume)", cmdAnswer},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
 		{"report", "report BLACKBOARD [-o FILE]", "write the run as one self-contained HTML page", cmdReport},
@@ -82,5 +84,5 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  runner %-70s %s\n", c.usage, c.summary)
 	}
 	fmt.Fprintln(w, "\nGlobal flags: --log-format console|json, --log-level debug|info|warn|error, -q")
-	fmt.Fprintln(w, "Exit codes: 0 succeeded, 1 plan failed, 2 bad usage or invalid plan, 3 replay diverged, 130 interrupted")
+	fmt.Fprintln(w, "Exit codes: 0 succeeded, 1 plan failed, 2 bad usage or invalid plan, 3 replay diverged, 4 waiting for an answer, 130 interrupted")
 }

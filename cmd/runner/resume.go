@@ -90,7 +90,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner resume: %v\n", err)
 		return exitFailed
 	}
-	log.Info().Str("run", run.ID).Int("steps_done", len(b.Steps())).Msg("resuming")
+	log.Info().Int("steps_done", len(b.Steps())).Msg("resuming")
 	return execute(r, stdout, stderr, g)
 }
 

@@ -166,6 +166,8 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &re) && re.Status == engine.StatusInterrupted:
 		return exitInterrupted
+	case errors.As(err, &re) && re.Status == engine.StatusWaiting:
+		return exitWaiting
 	}
 	return exitFailed
 }

@@ -104,10 +104,15 @@ func TestSchemaDescribesEveryKey(t *testing.T) {
 				if pm["description"] == nil || pm["examples"] == nil {
 					t.Errorf("%s.%s lacks a description or examples", path, k)
 				}
+				walk(path+"/properties/"+k, pm)
 			}
 		}
 		for k, x := range m {
-			if k != "if" { // a condition names keys, it does not define them
+			switch k {
+			case "properties": // walked above, each as a schema (a field may be named "properties")
+			case "if": // a condition names keys, it does not define them
+			case "examples", "enum", "const", "default": // data, not schemas
+			default:
 				walk(path+"/"+k, x)
 			}
 		}
