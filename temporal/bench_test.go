@@ -123,10 +123,21 @@ func TestBenchConcurrentRuns(t *testing.T) {
 			defer wg.Done()
 			t0 := time.Now()
 			run := newRun(t, src, c.work)
-			we, err := Start(context.Background(), tc, store, run, StartOptions{TaskQueue: c.queue})
+			var we client.WorkflowRun
+			var err error
+			// A busy server may time a start out; the id makes a retry safe.
+			for try := 0; try < 5; try++ {
+				if we, err = Start(context.Background(), tc, store, run, StartOptions{TaskQueue: c.queue}); err == nil || !transient(err) {
+					break
+				}
+			}
 			if err == nil {
 				var out Output
-				if err = we.Get(context.Background(), &out); err == nil && out.Status != "succeeded" {
+				err = we.Get(context.Background(), &out)
+				for try := 0; err != nil && transient(err) && try < 10; try++ {
+					err = tc.GetWorkflow(context.Background(), we.GetID(), "").Get(context.Background(), &out)
+				}
+				if err == nil && out.Status != "succeeded" {
 					err = fmt.Errorf("run %s", out.Status)
 				}
 			}
