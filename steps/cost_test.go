@@ -94,7 +94,13 @@ func TestParallelCallsCannotCrossALimitTogether(t *testing.T) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
-		time.Sleep(300 * time.Millisecond) // still running when the sibling asks
+		// Still running when the sibling asks, however slow the machine:
+		// the answer waits until the refusal ends the run (or 10s).
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(10 * time.Second):
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"c","object":"chat.completion","model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}`)
 	}))
