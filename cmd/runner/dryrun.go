@@ -11,6 +11,9 @@ import (
 
 // dryRun prints what a run would do, in order, and runs nothing.
 func dryRun(w io.Writer, prog *engine.Program, vars map[string]any) {
+	bw, flush := buffered(w) // a line or more per step
+	defer flush()
+	w = bw
 	p := prog.Plan
 	title := p.Name
 	if title == "" {
