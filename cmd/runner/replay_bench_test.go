@@ -9,26 +9,33 @@ import (
 	"testing"
 )
 
-// BenchmarkReplay1000 replays, offline, a recorded run of 1000 steps: a
-// loop of a model call (script provider), a board write, a command and a
-// branch, 250 times.
-func BenchmarkReplay1000(b *testing.B) {
+// BenchmarkReplay replays, offline, a recorded run of 1,000 and 10,000
+// steps: a loop of a model call (script provider), a board write, a
+// command and a branch, 250 and 2,500 times. The whole `runner replay`
+// command, checks and the written board included.
+func BenchmarkReplay(b *testing.B) {
+	for _, rounds := range []int{250, 2500} {
+		b.Run(fmt.Sprintf("steps=%d", 4*rounds), func(b *testing.B) { benchReplay(b, rounds) })
+	}
+}
+
+func benchReplay(b *testing.B, rounds int) {
 	dir := b.TempDir()
 	var plan strings.Builder
-	plan.WriteString("version: 1\nlimits: {max_steps: 2000}\nagents:\n  bot:\n    provider: script\n    responses:\n")
-	for i := 0; i < 250; i++ {
+	fmt.Fprintf(&plan, "version: 1\nlimits: {max_steps: %d}\nagents:\n  bot:\n    provider: script\n    responses:\n", 8*rounds)
+	for i := 0; i < rounds; i++ {
 		fmt.Fprintf(&plan, "      - answer number %d\n", i)
 	}
-	plan.WriteString(`steps:
-  - {label: ask, type: llm, agent: bot, prompt: "round ${{ steps.ask.visits }}", max_visits: 250}
-  - {label: note, type: board, op: write, key: last, value: "${{ steps.ask.output }}", max_visits: 250}
-  - {label: tick, type: command, run: "true", max_visits: 250}
+	fmt.Fprintf(&plan, `steps:
+  - {label: ask, type: llm, agent: bot, prompt: "round ${{ steps.ask.visits }}", max_visits: %[1]d}
+  - {label: note, type: board, op: write, key: last, value: "${{ steps.ask.output }}", max_visits: %[1]d}
+  - {label: tick, type: command, run: "true", max_visits: %[1]d}
   - label: loop
     type: branch
-    max_visits: 250
+    max_visits: %[1]d
     cases:
-      - {when: steps.ask.visits < 250, goto: ask}
-`)
+      - {when: steps.ask.visits < %[1]d, goto: ask}
+`, rounds)
 	planPath := filepath.Join(dir, "plan.yaml")
 	os.WriteFile(planPath, []byte(plan.String()), 0o644)
 	recorded := filepath.Join(dir, "bb.json")
