@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -61,6 +62,10 @@ type Runner struct {
 	// default options when a step first needs it.
 	Agents   *agents.Set
 	Observer Observer
+	// Output, when set, gives a writer that receives a step visit's
+	// process output as it comes (stream "stdout" or "stderr"): the CLI's
+	// --show-output. nil, or a nil writer, streams nothing.
+	Output func(label string, visit int, stream string) io.Writer
 	// Secrets are the values of the plan's secret variables
 	// (plans.Plan.SecretNames); nil: read from runner's environment.
 	Secrets map[string]string

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"strings"
@@ -98,6 +99,15 @@ func (sc *StepContext) Now() time.Time {
 		return time.Now().UTC()
 	}
 	return sc.clock.now()
+}
+
+// Output is where the step's process output (stream "stdout" or
+// "stderr") is also written as it comes, or nil (Runner.Output).
+func (sc *StepContext) Output(stream string) io.Writer {
+	if sc.runner == nil || sc.runner.Output == nil {
+		return nil
+	}
+	return sc.runner.Output(sc.Label, sc.Visit, stream)
 }
 
 // rendered keeps what a field rendered to, for the step's record.

@@ -2,8 +2,11 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/steps/testrun"
@@ -57,7 +60,8 @@ func (s *testStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resu
 		return engine.Result{}, err
 	}
 	env = append(env, command.Env...)
-	res, err := testrun.Run(ctx, testrun.Options{Command: command.Script, Framework: s.framework, Dir: dir, Env: env})
+	res, err := testrun.Run(ctx, testrun.Options{Command: command.Script, Framework: s.framework, Dir: dir, Env: env,
+		Echo: echoTo(sc.Output("stdout"), sc.Output("stderr"))})
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -90,3 +94,34 @@ type causeError struct {
 
 func (e *causeError) Error() string { return e.msg }
 func (e *causeError) Unwrap() error { return e.cause }
+
+// echoTo writes a suite's lines to the step's output writers (nil: none).
+// go test runs with -json: its events are shown as the text they carry.
+func echoTo(stdout, stderr io.Writer) func(stream, line string) {
+	if stdout == nil && stderr == nil {
+		return nil
+	}
+	return func(stream, line string) {
+		w := stdout
+		if stream == "stderr" {
+			w = stderr
+		}
+		if w == nil {
+			return
+		}
+		if strings.HasPrefix(line, "{") {
+			var ev struct {
+				Action string
+				Output *string
+			}
+			if json.Unmarshal([]byte(line), &ev) == nil && ev.Action != "" {
+				if ev.Output == nil {
+					return
+				}
+				io.WriteString(w, *ev.Output)
+				return
+			}
+		}
+		io.WriteString(w, line+"\n")
+	}
+}

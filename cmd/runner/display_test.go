@@ -182,3 +182,26 @@ func TestJSONLogsParseLineByLine(t *testing.T) {
 		t.Errorf("-q stdout: %q", r.stdout)
 	}
 }
+
+// --show-output streams command and test output, each line prefixed by
+// its step's label; a go test's -json events show as the text they carry.
+func TestShowOutput(t *testing.T) {
+	wd := t.TempDir()
+	r := runCLI(t, wd, "run", testdata("display.yaml"), "--show-output", "--log-format", "console")
+	for _, want := range []string{"hello | hello\n", "broken | compiling\n", "broken | main.go:3: syntax error\n", "flaky | nope\n"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if strings.Contains(r.stderr, "never | ") {
+		t.Errorf("a step that never ran printed")
+	}
+	example, _ := filepath.Abs("../../examples/fix-tests/plan.yaml")
+	r = runCLI(t, wd, "run", example, "--show-output", "--log-format", "console")
+	if r.code != 0 || !strings.Contains(r.stderr, "test | --- FAIL: TestMean") || !strings.Contains(r.stderr, "test #2 | ok  \texample.com/stats") {
+		t.Errorf("exit %d; test output not streamed:\n%s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stderr, `test | {"`) {
+		t.Errorf("go test -json events shown raw")
+	}
+}

@@ -25,6 +25,7 @@ type globals struct {
 	mask   *mask.Masker
 	report bool   // run, resume --report: write report.html at the end
 	runID  string // set before the logger is made: every event carries it
+	output bool   // run, resume --show-output: stream command and test output
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {

@@ -36,6 +36,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var ru reuseFlags
 	fs.Var(&ru.from, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
 	fs.BoolVar(&ru.offline, "offline", false, "with --reuse: take command, test and apply_diff results from the recording too, run nothing")
+	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
 	tf := addTemporalFlags(fs)
 	pos, err := parse(fs, args)
@@ -127,6 +128,9 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // to an exit code. run and resume share it.
 func execute(r *engine.Runner, stdout, stderr io.Writer, g *globals) int {
 	start := time.Now()
+	if g.output {
+		showOutput(r, stderr, g)
+	}
 	err := runEngine(context.Background(), r, g.view)
 	finish(r, err, start, stdout, stderr, g)
 	return exitCode(err)

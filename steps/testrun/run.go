@@ -27,6 +27,9 @@ type Options struct {
 	Grace     time.Duration // SIGTERM→SIGKILL; 0: proc's default
 	// MaxSummaryFailures is how many failures the summary spells out; 0: 5.
 	MaxSummaryFailures int
+	// Echo, when set, is given every line the suite prints as it comes
+	// (stream "stdout" or "stderr"), for a live view.
+	Echo func(stream, line string)
 }
 
 // Run runs the suite and reports. The error is for a run that could not
@@ -83,8 +86,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	p := &syncParser{p: fw.parser(o.Dir, tmp)}
 	tail := &tailLines{n: 60}
-	outW := &lineWriter{fn: func(l string) { tail.add(l); p.stdout(l) }}
-	errW := &lineWriter{fn: func(l string) { tail.add(l); p.stderr(l) }}
+	echo := o.Echo
+	if echo == nil {
+		echo = func(string, string) {}
+	}
+	outW := &lineWriter{fn: func(l string) { tail.add(l); p.stdout(l); echo("stdout", l) }}
+	errW := &lineWriter{fn: func(l string) { tail.add(l); p.stderr(l); echo("stderr", l) }}
 	pr, err := proc.Run(ctx, proc.Spec{Script: script, Dir: o.Dir, Env: env,
 		Timeout: o.Timeout, Grace: o.Grace, Stdout: outW, Stderr: errW})
 	if err != nil {
