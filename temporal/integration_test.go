@@ -281,7 +281,7 @@ steps:
 		t.Fatalf("exit %d:\n%s", code, p.out)
 	}
 	got := p.out.String()
-	for _, want := range []string{"hello", "bad", "world", "failed", "succeeded", "blackboard: " + out} {
+	for _, want := range []string{"✓ hello", "✗ bad", "exit status 4", "✓ world", "succeeded in", "blackboard: " + out} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
