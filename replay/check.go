@@ -20,6 +20,9 @@ type checker struct {
 	stop func(error)
 	ext  *externals
 	b    *board.Board // the replay's
+	// steps counts the replay board's step records (Board.Steps copies
+	// them all: asking it after every step would cost the square of the run).
+	steps int
 
 	mu    sync.Mutex
 	seen  map[segKey]bool
@@ -48,8 +51,12 @@ func (c *checker) StepFinished(now board.StepRecord) {
 	if c.s.live() {
 		return
 	}
+	c.mu.Lock()
+	c.steps++
+	n := c.steps
+	c.mu.Unlock()
 	if c.ext != nil {
-		c.ext.apply(c.b, len(c.b.Steps()))
+		c.ext.apply(c.b, n)
 	}
 	k := visitKey{now.Label, now.Visit}
 	g := c.s.cur()

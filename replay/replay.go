@@ -183,6 +183,9 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 				return nil, err
 			}
 		}
+		chk.mu.Lock()
+		chk.steps = len(b.Steps())
+		chk.mu.Unlock()
 		runErr = r.Run(ctx)
 		if chk.stopped() || sc.live() {
 			break
