@@ -108,3 +108,25 @@ var SiblingFailed = errSiblingFailed
 // NotStartedError is the error saved for a child that fail_fast kept from
 // starting.
 var NotStartedError = "not started: " + errSiblingFailed.Error()
+
+// VisitLimit is the error a visit past the step's max_visits ends the run
+// with; nil within it.
+func VisitLimit(n *Node, visit int) error {
+	if visit > n.MaxVisits {
+		return &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
+			"visited %d times, past its max_visits of %d (a loop that does not end?)", visit, n.MaxVisits)}
+	}
+	return nil
+}
+
+// StepsLimit is the error the total-th step execution ends the run with
+// when it passes limits.max_steps; nil within it. The message leaves out
+// the count: in a parallel group it depends on how the children raced,
+// and a replay must say the same.
+func StepsLimit(p *Program, n *Node, total int64) error {
+	if max := p.Plan.Limits.MaxSteps; total > int64(max) {
+		return &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
+			"limits.max_steps %d reached", max)}
+	}
+	return nil
+}

@@ -245,15 +245,11 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 	r.visits[n.Label]++
 	visit := r.visits[n.Label]
 	r.mu.Unlock()
-	if visit > n.MaxVisits {
-		return "", &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
-			"visited %d times, past its max_visits of %d (a loop that does not end?)", visit, n.MaxVisits)}
+	if err := VisitLimit(n, visit); err != nil {
+		return "", err
 	}
-	// The message leaves out the count: in a parallel group it depends on
-	// how the children raced, and a replay must say the same.
-	if total, max := r.total.Add(1), r.Prog.Plan.Limits.MaxSteps; total > int64(max) {
-		return "", &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
-			"limits.max_steps %d reached", max)}
+	if err := StepsLimit(r.Prog, n, r.total.Add(1)); err != nil {
+		return "", err
 	}
 	var finish time.Time
 	start := time.Now().UTC()

@@ -311,14 +311,12 @@ func (it *interp) siblingCanceled(ctx workflow.Context) bool {
 func (it *interp) visit(ctx workflow.Context, n *engine.Node, parent string) (string, error) {
 	it.visits[n.Label]++
 	visit := it.visits[n.Label]
-	if visit > n.MaxVisits {
-		return "", &engine.RunError{Status: engine.StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
-			"visited %d times, past its max_visits of %d (a loop that does not end?)", visit, n.MaxVisits)}
+	if err := engine.VisitLimit(n, visit); err != nil {
+		return "", err
 	}
 	it.total++
-	if max := it.prog.Plan.Limits.MaxSteps; it.total > int64(max) {
-		return "", &engine.RunError{Status: engine.StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
-			"limits.max_steps %d reached: %d step executions", max, it.total)}
+	if err := engine.StepsLimit(it.prog, n, it.total); err != nil {
+		return "", err
 	}
 	key := fmt.Sprintf("%s#%d", n.Label, visit)
 	it.running[key] = Running{Label: n.Label, Visit: visit, Parent: parent}
