@@ -24,7 +24,10 @@ func ownRun(path string) (*board.Lock, error) {
 		if err == nil || !errors.As(err, &owned) {
 			return l, err
 		}
-		if owned.Owner.Kind == board.OwnerRun || time.Now().After(deadline) {
+		// A run whose process is gone lets go of the lock as its last
+		// file is closed (a child between fork and exec may hold it a
+		// moment longer): wait for that, as for a CLI write.
+		if owned.Owner.Kind == board.OwnerRun && processAlive(owned.Owner.PID) || time.Now().After(deadline) {
 			msg := fmt.Sprintf("run %s is live: process %d owns it", path, owned.Owner.PID)
 			if owned.Owner.Kind == board.OwnerCLI {
 				msg = fmt.Sprintf("run %s is busy: process %d (runner board) has held it for over 10s; try again when it is done", path, owned.Owner.PID)
