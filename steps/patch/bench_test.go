@@ -118,35 +118,44 @@ func BenchmarkApply10MBNoBackup(b *testing.B) { benchApply(b, Options{Strip: 2, 
 // BenchmarkCheck10MB: parse, read and place everything; write nothing.
 func BenchmarkCheck10MB(b *testing.B) { benchApply(b, Options{Strip: 2, Check: true}) }
 
-// BenchmarkGitApply10MB: git apply on the same diff and tree.
-func BenchmarkGitApply10MB(b *testing.B) {
-	in := benchSetup(b)
-	top := b.TempDir()
-	dir := filepath.Join(top, "tree")
-	pf := filepath.Join(top, "p.diff")
-	if err := os.WriteFile(pf, in.diff, 0o644); err != nil {
-		b.Fatal(err)
+// The process benchmarks below time whole processes on the same diff and
+// tree, so they compare like with like: runner apply (built from this
+// checkout) beside git apply and GNU patch. BenchmarkApply10MB above is
+// in process and must not be set beside them.
+
+// BenchmarkRunnerApply10MB: `runner apply`, a whole process.
+func BenchmarkRunnerApply10MB(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "runner")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/runner").CombinedOutput(); err != nil {
+		b.Fatalf("building runner: %v\n%s", err, out)
 	}
-	b.SetBytes(int64(len(in.diff)))
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		in.reset(b, dir)
-		b.StartTimer()
-		cmd := exec.Command("git", "apply", "-p2", pf)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git apply: %v\n%s", err, out)
-		}
-	}
+	benchProcess(b, func(dir, pf string) *exec.Cmd {
+		return exec.Command(bin, "apply", "-q", "--dir", dir, "-p2", pf)
+	})
 }
 
-// BenchmarkGNUPatch10MB: GNU patch on the same diff and tree (skipped
-// where it is not installed; .ci/install installs it).
+// BenchmarkGitApply10MB: git apply, a whole process.
+func BenchmarkGitApply10MB(b *testing.B) {
+	benchProcess(b, func(dir, pf string) *exec.Cmd {
+		cmd := exec.Command("git", "apply", "-p2", pf)
+		cmd.Dir = dir
+		return cmd
+	})
+}
+
+// BenchmarkGNUPatch10MB: GNU patch, a whole process (skipped where it is
+// not installed; .ci/install installs it).
 func BenchmarkGNUPatch10MB(b *testing.B) {
 	if _, err := exec.LookPath("patch"); err != nil {
 		b.Skip("GNU patch is not installed (apt-get install patch)")
 	}
+	benchProcess(b, func(dir, pf string) *exec.Cmd {
+		return exec.Command("patch", "-s", "-p2", "-d", dir, "-i", pf)
+	})
+}
+
+// benchProcess times the command made for a fresh copy of the tree.
+func benchProcess(b *testing.B, command func(dir, diffFile string) *exec.Cmd) {
 	in := benchSetup(b)
 	top := b.TempDir()
 	dir := filepath.Join(top, "tree")
@@ -160,9 +169,9 @@ func BenchmarkGNUPatch10MB(b *testing.B) {
 		b.StopTimer()
 		in.reset(b, dir)
 		b.StartTimer()
-		cmd := exec.Command("patch", "-s", "-p2", "-d", dir, "-i", pf)
+		cmd := command(dir, pf)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("patch: %v\n%s", err, out)
+			b.Fatalf("%s: %v\n%s", cmd.Args[0], err, out)
 		}
 	}
 }
