@@ -14,7 +14,6 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/steps"
-	"golang.org/x/term"
 )
 
 const answerUsage = "answer BLACKBOARD --step LABEL[#VISIT] (--json '{...}' | --set FIELD=VALUE...) [--by NAME] [--resume]"
@@ -109,7 +108,7 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				return fail(exitUsage, "step %s: %v", label, err)
 			}
 		}
-	case waiting && isTerminal(readerFile(stdin)):
+	case waiting && isTerminal(stdin):
 		if answer, err = ask(form, w, stdin, stderr); err != nil {
 			return fail(exitUsage, "%v", err)
 		}
@@ -246,14 +245,6 @@ func ask(form *steps.Form, w board.WaitingInput, stdin io.Reader, stderr io.Writ
 		}
 	}
 	return answer, nil
-}
-
-// readerFile is stdin as a writer-shaped file for isTerminal, or nil.
-func readerFile(r io.Reader) io.Writer {
-	if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return f
-	}
-	return nil
 }
 
 func sameJSON(a, b map[string]any) bool {

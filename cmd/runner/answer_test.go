@@ -118,10 +118,6 @@ func TestInputTimeoutTakesDefault(t *testing.T) {
 	if r := runCLI(t, wd, "run", testdata("review-timeout.yaml"), "--out", bb, "-q"); r.code != 4 {
 		t.Fatalf("run: exit %d, want 4\n%s", r.code, r.stderr)
 	}
-	// Before the deadline the run still waits.
-	if r := runCLI(t, wd, "resume", bb, "-q"); r.code != 4 {
-		t.Logf("resume before the deadline: exit %d (a slow machine may have passed it)", r.code)
-	}
 	time.Sleep(400 * time.Millisecond)
 	r := runCLI(t, wd, "resume", bb, "--log-format", "console")
 	if r.code != 0 || !strings.Contains(r.stderr, "deploying to staging") {
@@ -149,8 +145,12 @@ func TestParallelInputsAnsweredOneByOne(t *testing.T) {
 	if len(run.Waiting) != 2 {
 		t.Fatalf("waiting %+v, want legal and budget", run.Waiting)
 	}
-	if res := stepResult(t, steps, "prep"); res["output"] != nil && res["exit_code"] != float64(0) {
-		t.Errorf("the sibling command did not finish: %v", res)
+	prepDone := false
+	for _, s := range steps {
+		prepDone = prepDone || s.Label == "prep" && s.Status == board.StatusSucceeded
+	}
+	if !prepDone {
+		t.Errorf("the sibling command did not finish while the inputs waited: %+v", steps)
 	}
 	if r := runCLI(t, wd, "answer", bb, "--step", "budget", "--set", "usd=12.5"); r.code != 2 || !strings.Contains(r.stderr, "integer") {
 		t.Errorf("usd=12.5: exit %d %q, want 2 naming an integer", r.code, r.stderr)

@@ -74,8 +74,8 @@ func flagErr(err error) int {
 }
 
 // isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(interface{ Fd() uintptr }) // an *os.File, or a mask over one
+func isTerminal(w any) bool {
+	f, ok := w.(interface{ Fd() uintptr }) // an *os.File (stdin too), or a mask over one
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
