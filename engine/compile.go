@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/planrunner/runner/plans"
 )
@@ -16,6 +17,9 @@ type Program struct {
 	nodes map[string]*Node
 	scope *Scope
 	env   []*Template // the plan's env values with ${{ }} (nil where plain)
+
+	indexOnce sync.Once
+	topIndex  map[string]int // top-level label -> position, for Next
 }
 
 // Node is one compiled step.

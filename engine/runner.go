@@ -182,10 +182,6 @@ func (r *Runner) init() {
 // runTop walks the top-level steps, following gotos.
 func (r *Runner) runTop(ctx context.Context) error {
 	steps := r.Prog.Steps
-	index := map[string]int{}
-	for i, n := range steps {
-		index[n.Label] = i
-	}
 	for pc := r.startPC; pc < len(steps); {
 		if stop := r.stopped(ctx); stop != nil {
 			return stop
@@ -194,19 +190,8 @@ func (r *Runner) runTop(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		switch jump {
-		case "":
-			pc++
-		case "end":
-			return nil
-		case "fail":
-			return &RunError{Status: StatusFailed, Label: steps[pc].Label, Err: errors.New("the branch chose fail")}
-		default:
-			i, ok := index[jump]
-			if !ok { // the plan was checked; this is a step type's bug
-				return &RunError{Status: StatusFailed, Label: steps[pc].Label, Err: fmt.Errorf("goto %q: no such top-level step", jump)}
-			}
-			pc = i
+		if pc, err = r.Prog.Next(pc, jump); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -227,10 +227,6 @@ func (it *interp) run(ctx workflow.Context) (*Output, error) {
 // a step boundary when the history grows large.
 func (it *interp) top(ctx workflow.Context) error {
 	list := it.prog.Steps
-	index := map[string]int{}
-	for i, n := range list {
-		index[n.Label] = i
-	}
 	for pc := it.startPC; pc < len(list); {
 		if stop := it.stopped(ctx); stop != nil {
 			return stop
@@ -242,19 +238,8 @@ func (it *interp) top(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
-		switch jump {
-		case "":
-			pc++
-		case "end":
-			return nil
-		case "fail":
-			return &engine.RunError{Status: engine.StatusFailed, Label: list[pc].Label, Err: errors.New("the branch chose fail")}
-		default:
-			i, ok := index[jump]
-			if !ok {
-				return &engine.RunError{Status: engine.StatusFailed, Label: list[pc].Label, Err: fmt.Errorf("goto %q: no such top-level step", jump)}
-			}
-			pc = i
+		if pc, err = it.prog.Next(pc, jump); err != nil {
+			return err
 		}
 	}
 	return nil
