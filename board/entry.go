@@ -9,6 +9,7 @@ package board
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -111,6 +112,23 @@ type WaitingInput struct {
 	// Deadline is when the input takes its default (or fails); nil: never.
 	Deadline *time.Time `json:"deadline,omitempty"`
 }
+
+// Answer is a person's answer to an input step visit: what `runner
+// answer` records on a saved run and what a run elsewhere (on Temporal)
+// takes as an update. Visit 0 means the visit that waits now.
+type Answer struct {
+	Label  string         `json:"label"`
+	Visit  int            `json:"visit,omitempty"`
+	Answer map[string]any `json:"answer"`
+	By     string         `json:"by,omitempty"`
+}
+
+// The ways an answer is refused, for errors.Is.
+var (
+	ErrNotWaiting     = errors.New("not waiting for an answer")
+	ErrAnswerConflict = errors.New("already answered")
+	ErrBadAnswer      = errors.New("the answer does not fit the form")
+)
 
 // Reused counts the model calls a run answered from earlier runs'
 // recordings and those it made live, with their tokens.

@@ -191,14 +191,15 @@ func (b *Board) notifyLocked() {
 // carry meta.via, so a replay can tell them from the plan's own writes and
 // make them again at the same point (see OutsideOp).
 const (
-	ViaSocket = "socket"
-	ViaCLI    = "cli"
+	ViaSocket   = "socket"
+	ViaCLI      = "cli"
+	ViaTemporal = "temporal" // an update to a run on Temporal
 )
 
 // IsOutside reports whether e was written from outside the run.
 func IsOutside(e Entry) bool {
 	via, _ := e.Meta["via"].(string)
-	return via == ViaSocket || via == ViaCLI
+	return via == ViaSocket || via == ViaCLI || via == ViaTemporal
 }
 
 // OutsideOp is the write that made e, to make it again on another board

@@ -169,7 +169,7 @@ func Watch(ctx context.Context, path string, f Filter, o Options, poll time.Dura
 		var sendErr error
 		for _, e := range b.Query(board.Filter{AfterSeq: last}) {
 			last = e.Seq
-			if f.match(&e) {
+			if f.Match(&e) {
 				if sendErr = fn(ChangeOf(e)); sendErr != nil {
 					break
 				}

@@ -57,21 +57,43 @@ func SocketPath(path string) (sock string, private bool, err error) {
 // Server serves one board.
 type Server struct {
 	Socket string // the socket's path
-	// Via is written into the meta of each write made through the server
-	// (meta.via), so a replay can tell outside writes from the plan's own.
-	Via string
 
-	b       *board.Board
+	src     Source
 	ln      net.Listener
 	srv     *http.Server
 	private bool
 	done    chan struct{}
 	once    sync.Once
-	mu      sync.Mutex
-	onWrite func(board.Entry)
 }
 
-// Serve starts serving b (a file-backed board) on its socket.
+// Source is what a Server serves: a run's board in this process
+// (Serve), or a bridge to a board that lives elsewhere (a run on
+// Temporal), so that every client speaks one protocol.
+type Source interface {
+	// Ping names the blackboard file served and its run.
+	Ping() Ping
+	Write(q WriteRequest) (board.Entry, error)
+	Read(agent, key string) (board.Entry, bool, error)
+	Live(prefix, agent string) ([]board.Entry, error)
+	// Encode is the whole board as blackboard.json holds it.
+	Encode() ([]byte, error)
+	// Stream sends the changes matching f until stop closes or send
+	// fails; it returns nil when the board stops changing for good (the
+	// run ended).
+	Stream(f Filter, send func(Change) error, stop <-chan struct{}) error
+	// Answer records a person's answer to an input step the run waits at.
+	Answer(a board.Answer) (AnswerReply, error)
+}
+
+// AnswerReply says how an answer was taken.
+type AnswerReply struct {
+	Label   string `json:"label"`
+	Visit   int    `json:"visit"`
+	Already bool   `json:"already"` // exactly this answer was recorded before
+}
+
+// Serve starts serving b (a file-backed board, owned by this process) on
+// its socket; writes carry meta.via "socket".
 func Serve(b *board.Board) (*Server, error) {
 	if b.Path() == "" {
 		return nil, errors.New("liveboard: the board is not backed by a file")
@@ -80,6 +102,19 @@ func Serve(b *board.Board) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := ServeSource(&boardSource{b: b}, sock)
+	if err != nil {
+		if private {
+			os.RemoveAll(filepath.Dir(sock))
+		}
+		return nil, err
+	}
+	s.private = private
+	return s, nil
+}
+
+// ServeSource serves src on the Unix socket sock.
+func ServeSource(src Source, sock string) (*Server, error) {
 	// A socket left by a killed owner would make Listen fail. Whoever calls
 	// Serve holds the run's lock, so no live process is serving on it.
 	if fi, err := os.Lstat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
@@ -87,13 +122,10 @@ func Serve(b *board.Board) (*Server, error) {
 	}
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
-		if private {
-			os.RemoveAll(filepath.Dir(sock))
-		}
 		return nil, fmt.Errorf("liveboard: %w", err)
 	}
 	os.Chmod(sock, 0o600) // the board is the user's: no other user connects
-	s := &Server{Socket: sock, Via: board.ViaSocket, b: b, ln: ln, private: private, done: make(chan struct{})}
+	s := &Server{Socket: sock, src: src, ln: ln, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", s.ping)
 	mux.HandleFunc("POST /v1/write", s.write)
@@ -101,17 +133,20 @@ func Serve(b *board.Board) (*Server, error) {
 	mux.HandleFunc("GET /v1/live", s.live)
 	mux.HandleFunc("GET /v1/board", s.whole)
 	mux.HandleFunc("GET /v1/watch", s.watch)
+	mux.HandleFunc("POST /v1/answer", s.answer)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
 }
 
-// OnWrite sets a function told of every write made through the server,
-// after it is on the board (a replay recorder, say).
+// OnWrite sets a function told of every write made through a server
+// started by Serve, after it is on the board (a replay recorder, say).
 func (s *Server) OnWrite(f func(board.Entry)) {
-	s.mu.Lock()
-	s.onWrite = f
-	s.mu.Unlock()
+	if bs, ok := s.src.(*boardSource); ok {
+		bs.mu.Lock()
+		bs.onWrite = f
+		bs.mu.Unlock()
+	}
 }
 
 // Close stops serving: watch streams end, the socket is removed.
@@ -132,7 +167,9 @@ type Ping struct {
 }
 
 func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
-	reply(w, http.StatusOK, Ping{PID: os.Getpid(), Path: s.b.Path(), RunID: s.b.Run().ID})
+	p := s.src.Ping()
+	p.PID = os.Getpid()
+	reply(w, http.StatusOK, p)
 }
 
 // WriteRequest is a put or a delete.
@@ -175,26 +212,42 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, fmt.Errorf("bad request body: %w", err))
 		return
 	}
-	if strings.TrimSpace(q.Key) == "" {
-		replyErr(w, errors.New("the key is empty"))
+	if err := q.Check(); err != nil {
+		replyErr(w, err)
 		return
 	}
-	if q.TTL < 0 || q.TTL > 1e9 {
-		replyErr(w, fmt.Errorf("ttl %v s is out of range", q.TTL))
-		return
-	}
-	e, err := s.b.Write(q.Op(s.Via))
+	e, err := s.src.Write(q)
 	if err != nil {
 		replyErr(w, err)
 		return
 	}
-	s.mu.Lock()
-	f := s.onWrite
-	s.mu.Unlock()
-	if f != nil {
-		f(e)
-	}
 	reply(w, http.StatusOK, e)
+}
+
+// Check refuses a request no board takes: an empty key, a TTL out of
+// range.
+func (q WriteRequest) Check() error {
+	if strings.TrimSpace(q.Key) == "" {
+		return errors.New("the key is empty")
+	}
+	if q.TTL < 0 || q.TTL > 1e9 {
+		return fmt.Errorf("ttl %v s is out of range", q.TTL)
+	}
+	return nil
+}
+
+func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
+	var a board.Answer
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20)).Decode(&a); err != nil {
+		replyErr(w, fmt.Errorf("bad request body: %w", err))
+		return
+	}
+	rep, err := s.src.Answer(a)
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	reply(w, http.StatusOK, rep)
 }
 
 // ReadReply is the answer to a read.
@@ -205,7 +258,7 @@ type ReadReply struct {
 
 func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	e, ok, err := s.b.ReadAs(q.Get("agent"), q.Get("key"))
+	e, ok, err := s.src.Read(q.Get("agent"), q.Get("key"))
 	if err != nil {
 		replyErr(w, err)
 		return
@@ -221,7 +274,12 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 // agent may read.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	reply(w, http.StatusOK, Live(s.b, q.Get("prefix"), q.Get("agent")))
+	es, err := s.src.Live(q.Get("prefix"), q.Get("agent"))
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	reply(w, http.StatusOK, es)
 }
 
 // Live is the live entry of every key starting with prefix that agent may
@@ -240,7 +298,7 @@ func Live(b *board.Board, prefix, agent string) []board.Entry {
 }
 
 func (s *Server) whole(w http.ResponseWriter, r *http.Request) {
-	data, err := s.b.Encode()
+	data, err := s.src.Encode()
 	if err != nil {
 		replyErr(w, err)
 		return
@@ -258,7 +316,7 @@ type Filter struct {
 	After int64
 }
 
-func (f Filter) match(e *board.Entry) bool {
+func (f Filter) Match(e *board.Entry) bool {
 	if f.Prefix != "" && (e.Key == "" || !strings.HasPrefix(e.Key, f.Prefix)) {
 		return false
 	}
@@ -283,7 +341,15 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 		fl.Flush()
 	}
 	enc := json.NewEncoder(w)
-	stream(s.b, f, func(c Change) error {
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		close(stop)
+	}()
+	s.src.Stream(f, func(c Change) error {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}
@@ -291,7 +357,7 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 			fl.Flush()
 		}
 		return nil
-	}, r.Context().Done(), s.done)
+	}, stop)
 }
 
 // stream sends the board's changes that match f to send until a stop
@@ -305,7 +371,7 @@ func stream(b *board.Board, f Filter, send func(Change) error, stops ...<-chan s
 		changed := b.Changed()
 		for _, e := range b.Query(board.Filter{AfterSeq: last}) {
 			last = e.Seq
-			if f.match(&e) {
+			if f.Match(&e) {
 				if err := send(ChangeOf(e)); err != nil {
 					return err
 				}
@@ -392,6 +458,12 @@ func replyErr(w http.ResponseWriter, err error) {
 		code, kind = http.StatusForbidden, "denied"
 	case errors.Is(err, board.ErrAbsent):
 		code, kind = http.StatusNotFound, "absent"
+	case errors.Is(err, board.ErrAnswerConflict):
+		code, kind = http.StatusConflict, "answer-conflict"
+	case errors.Is(err, board.ErrNotWaiting):
+		code, kind = http.StatusNotFound, "not-waiting"
+	case errors.Is(err, board.ErrBadAnswer):
+		kind = "bad-answer"
 	}
 	reply(w, code, errorReply{Error: strings.TrimPrefix(err.Error(), "board: "), Kind: kind})
 }

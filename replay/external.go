@@ -18,12 +18,19 @@ const KindExternal = "external"
 // (for liveboard.Server.OnWrite), so a replay of the run sees it.
 func RecordExternal(b *board.Board) func(board.Entry) {
 	return func(e board.Entry) {
-		raw, err := json.Marshal(e)
-		if err != nil {
-			return
+		if r, err := External(b, e); err == nil {
+			b.AddRecording(r)
 		}
-		b.AddRecording(board.Recording{Kind: KindExternal, Label: e.Key, Call: len(b.Steps()), Response: raw})
 	}
+}
+
+// External is the recording of e, an outside write that b just took.
+func External(b *board.Board, e board.Entry) (board.Recording, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return board.Recording{}, err
+	}
+	return board.Recording{Kind: KindExternal, Label: e.Key, Call: len(b.Steps()), Response: raw}, nil
 }
 
 // externals are a recording's outside writes, in the order they came.

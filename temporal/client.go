@@ -27,9 +27,12 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 	if opt.TaskQueue == "" {
 		opt.TaskQueue = DefaultTaskQueue
 	}
-	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "runner-" + run.ID, TaskQueue: opt.TaskQueue},
+	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue},
 		WorkflowName, Input{Run: run, Options: opt.Options})
 }
+
+// WorkflowID is the id of the workflow of run runID.
+func WorkflowID(runID string) string { return "runner-" + runID }
 
 // Wait waits for the run to end, telling obs (when not nil) about steps
 // as they start and finish, polled every `every`. A canceled ctx cancels
@@ -56,7 +59,7 @@ func Wait(ctx context.Context, c client.Client, we client.WorkflowRun, obs engin
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	p := &poller{c: c, id: we.GetID(), obs: obs, started: map[string]bool{}}
+	p := &poller{c: c, id: we.GetID(), obs: obs, started: map[string]bool{}, waiting: map[string]bool{}}
 	canceled := false
 	for {
 		select {
@@ -84,6 +87,12 @@ type poller struct {
 	obs     engine.Observer
 	next    int
 	started map[string]bool
+	waiting map[string]bool
+}
+
+// WaitObserver is told once of each input step that waits for an answer.
+type WaitObserver interface {
+	Waiting(w board.WaitingInput)
 }
 
 func (p *poller) poll(ctx context.Context) {
@@ -116,6 +125,14 @@ func (p *poller) poll(ctx context.Context) {
 		p.obs.StepFinished(rec)
 	}
 	p.next = pr.Next
+	if wo, ok := p.obs.(WaitObserver); ok {
+		for _, w := range pr.Waiting {
+			if k := visitKey(w.Label, w.Visit); !p.waiting[k] {
+				p.waiting[k] = true
+				wo.Waiting(w)
+			}
+		}
+	}
 }
 
 // Save writes the board a chain head stands for as blackboard.json at

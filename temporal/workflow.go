@@ -83,11 +83,13 @@ type Output struct {
 }
 
 // Progress is what the progress query returns: step records finished
-// since a given index (results left out), and the steps running now.
+// since a given index (results left out), the steps running now, and the
+// input steps waiting for an answer.
 type Progress struct {
 	Next    int // the index after the last record returned
 	Steps   []board.StepRecord
 	Running []Running
+	Waiting []board.WaitingInput `json:",omitempty"`
 }
 
 // Running is a step visit under way.
@@ -116,11 +118,14 @@ func (w *Workflow) Run(ctx workflow.Context, in Input) (*Output, error) {
 		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("plan %s: %v", run.PlanPath, err), errBadInput, err)
 	}
 	it := &interp{store: w.Store, prog: prog, opt: in.Options.withDefaults(), in: in,
-		visits: map[string]int{}, running: map[string]Running{}}
+		visits: map[string]int{}, running: map[string]Running{}, answered: map[string]bool{}}
 	if err := it.start(ctx); err != nil {
 		panic(err) // the store failed: let the task retry rather than fail the run
 	}
 	if err := workflow.SetQueryHandler(ctx, ProgressName, it.progress); err != nil {
+		return nil, err
+	}
+	if err := it.serve(ctx); err != nil {
 		return nil, err
 	}
 	return it.run(ctx)
@@ -144,7 +149,9 @@ type interp struct {
 	base     int
 	recs     []board.StepRecord // this part's records, for progress
 	running  map[string]Running
-	order    []string // running keys in start order
+	order    []string        // running keys in start order
+	answered map[string]bool // input visits answered by an update
+	ended    bool            // the run has its final status: no more writes
 }
 
 // start builds the board: new, or the carried one read back from the chain.
@@ -197,6 +204,7 @@ func (it *interp) progress(since int) (Progress, error) {
 	for _, k := range it.order {
 		p.Running = append(p.Running, it.running[k])
 	}
+	p.Waiting = it.b.Run().Waiting
 	return p, nil
 }
 
@@ -419,6 +427,9 @@ func (it *interp) once(ctx workflow.Context, n *engine.Node, v engine.Visit, vis
 	if pure[n.Type] {
 		return it.r.RunOnce(context.Background(), n, v, visit, attempt)
 	}
+	if n.Type == "input" {
+		return it.input(ctx, n, v, visit, attempt)
+	}
 	head, err := it.led.flush(it.b)
 	if err != nil {
 		panic(err) // the store failed: retry the workflow task
@@ -465,6 +476,30 @@ func (it *interp) once(ctx workflow.Context, n *engine.Node, v engine.Visit, vis
 		return res, errors.New(out.Error)
 	}
 	return res, nil
+}
+
+// input runs an input step in the workflow: where a run in one process
+// saves and ends as waiting, a run on Temporal waits durably for an
+// answer (the runner.answer update) or the step's timeout, with no worker
+// busy meanwhile.
+func (it *interp) input(ctx workflow.Context, n *engine.Node, v engine.Visit, visit, attempt int) (engine.Result, error) {
+	for {
+		res, err := it.r.RunOnce(context.Background(), n, v, visit, attempt)
+		if !errors.Is(err, engine.ErrWaiting) {
+			return res, err
+		}
+		key := visitKey(n.Label, visit)
+		answered := func() bool { return it.answered[key] }
+		w, _ := steps.WaitingInput(it.b.Run(), n.Label, visit)
+		if w.Deadline == nil {
+			err = workflow.Await(ctx, answered)
+		} else if left := w.Deadline.Sub(workflow.Now(ctx)); left > 0 {
+			_, err = workflow.AwaitWithTimeout(ctx, left, answered)
+		}
+		if err != nil {
+			return engine.Result{}, errors.New("canceled")
+		}
+	}
 }
 
 // group runs a parallel step's children as workflow coroutines, at most
@@ -550,6 +585,7 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 		}
 		status, msg = re.Status, re.Error()
 	}
+	it.ended = true
 	now := workflow.Now(ctx).UTC()
 	if uerr := it.b.UpdateRun(func(r *board.Run) { r.Status, r.Error, r.FinishedAt = status, msg, &now }); uerr != nil {
 		return nil, uerr

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,94 +51,86 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner answer: "+format+"\n", a...)
 		return code
 	}
-	if _, err := os.Stat(path); err != nil {
-		return fail(exitUsage, "%v", err)
-	}
-	lock, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
-	if err != nil {
-		return fail(exitUsage, "%v (a run answers its inputs once it waits, not while it runs)", err)
-	}
-	defer lock.Unlock()
-	saved, err := board.Load(path)
+	// A run on Temporal waits durably: the answer goes to it as an update
+	// and the run takes it at once.
+	remote, path, err := openRemote(path, g, stderr)
 	if err != nil {
 		return fail(exitUsage, "%v", err)
+	}
+	var saved *board.Board
+	var lock *board.Lock
+	if remote != nil {
+		defer remote.Close()
+		if saved, err = remote.Board(); err != nil {
+			return fail(exitFailed, "%v", err)
+		}
+	} else {
+		if _, err := os.Stat(path); err != nil {
+			return fail(exitUsage, "%v", err)
+		}
+		if lock, err = board.TryLock(path, board.Owner{Kind: board.OwnerCLI}); err != nil {
+			return fail(exitUsage, "%v (a run answers its inputs once it waits, not while it runs)", err)
+		}
+		defer lock.Unlock()
+		if saved, err = board.Load(path); err != nil {
+			return fail(exitUsage, "%v", err)
+		}
 	}
 	run := saved.Run()
 	g.learnSecrets(savedPlan(run))
 
-	w, waiting := findWaiting(run.Waiting, label, visit)
-	if visit == 0 {
-		visit = w.Visit
-		if !waiting {
-			visit = lastAnswered(saved.Recordings(), label)
-		}
-	}
-	prev, answered := steps.FindAnswer(saved.Recordings(), label, visit)
-	if !waiting && !answered {
-		return fail(exitUsage, "step %s is not waiting for an answer%s", *stepFlag, waitingList(run.Waiting))
-	}
-
-	var answer map[string]any
+	w, waiting := steps.WaitingInput(run, label, visit)
 	var form *steps.Form
 	if waiting {
 		if form, err = steps.ParseForm(w.Form); err != nil {
 			return fail(exitFailed, "step %s: the saved form: %v", label, err)
 		}
 	}
-	switch {
-	case *jsonFlag != "":
-		dec := json.NewDecoder(strings.NewReader(*jsonFlag))
-		dec.UseNumber()
-		if err := dec.Decode(&answer); err != nil || answer == nil {
-			return fail(exitUsage, "--json: want a JSON object of the form's fields: %v", orNull(err))
-		}
-	case len(sets) > 0:
-		answer = map[string]any{}
-		for _, s := range sets {
-			k, v, ok := strings.Cut(s, "=")
-			if !ok {
-				return fail(exitUsage, "--set %q: want FIELD=VALUE", s)
-			}
-			if form == nil {
-				answer[k] = v
-				continue
-			}
-			if answer[k], err = form.Parse(k, v); err != nil {
-				return fail(exitUsage, "step %s: %v", label, err)
-			}
-		}
-	case waiting && isTerminal(stdin):
-		if answer, err = ask(form, w, stdin, stderr); err != nil {
+	if !waiting { // say so before asking for an answer
+		if _, _, err := steps.Settle(run, saved.Recordings(), board.Answer{Label: label, Visit: visit}); errors.Is(err, board.ErrNotWaiting) {
 			return fail(exitUsage, "%v", err)
 		}
-	default:
-		return usageErr(stderr, fs, "give the answer with --json '{...}' or --set FIELD=VALUE")
 	}
-	if form != nil {
-		if answer, err = form.Check(answer); err != nil {
-			return fail(exitUsage, "step %s: %v", name(label, visit), err)
-		}
+	answer, code := readAnswer(form, w, *jsonFlag, sets, stdin, stderr)
+	if code != exitOK {
+		return code
 	}
-	if answered {
-		if !sameJSON(prev.Answer, answer) {
-			return fail(exitFailed, "conflict: step %s was already answered with %s%s; a different answer is refused",
-				name(label, visit), mustJSON(prev.Answer), byText(prev.By))
+	a, already, err := steps.Settle(run, saved.Recordings(), board.Answer{Label: label, Visit: visit, Answer: answer, By: *by})
+	if err != nil {
+		if errors.Is(err, board.ErrAnswerConflict) {
+			return fail(exitFailed, "%v", err)
 		}
-		fmt.Fprintf(stdout, "step %s was already answered with this answer\n", name(label, visit))
+		return fail(exitUsage, "%v", err)
+	}
+	if remote != nil {
+		rep, err := remote.Answer(a)
+		switch {
+		case errors.Is(err, board.ErrAnswerConflict):
+			return fail(exitFailed, "%v", err)
+		case err != nil:
+			return fail(exitUsage, "%v", err)
+		case rep.Already:
+			fmt.Fprintf(stdout, "step %s was already answered with this answer\n", steps.VisitName(rep.Label, rep.Visit))
+		default:
+			fmt.Fprintf(stdout, "answered %s; the run on Temporal goes on\n", steps.VisitName(rep.Label, rep.Visit))
+		}
+		return exitOK
+	}
+	if already {
+		fmt.Fprintf(stdout, "step %s was already answered with this answer\n", steps.VisitName(a.Label, a.Visit))
 	} else {
-		resp, _ := json.Marshal(steps.InputAnswer{Answer: answer, By: *by})
 		b, err := board.OpenAppend(path, board.Options{Redact: g.mask.String})
 		if err != nil {
 			return fail(exitFailed, "%v", err)
 		}
-		err = b.AddRecording(board.Recording{Label: label, Visit: visit, Kind: steps.KindInput, Agent: *by, Response: resp})
+		err = b.AddRecording(steps.AnswerRecording(a))
 		if cerr := b.Close(); err == nil {
 			err = cerr
 		}
 		if err != nil {
 			return fail(exitFailed, "%v", err)
 		}
-		fmt.Fprintf(stdout, "answered %s\n", name(label, visit))
+		fmt.Fprintf(stdout, "answered %s\n", steps.VisitName(a.Label, a.Visit))
 	}
 	if !*resume {
 		if run.Status == board.StatusWaiting {
@@ -149,6 +140,49 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	lock.Unlock()
 	return cmdResume(append(globalArgs(g), path), stdin, stdout, stderr)
+}
+
+// readAnswer takes the answer from --json, from --set (each value read as
+// the form's field type says), or field by field on a terminal.
+func readAnswer(form *steps.Form, w board.WaitingInput, jsonText string, sets []string, stdin io.Reader, stderr io.Writer) (map[string]any, int) {
+	fail := func(format string, a ...any) (map[string]any, int) {
+		fmt.Fprintf(stderr, "runner answer: "+format+"\n", a...)
+		return nil, exitUsage
+	}
+	switch {
+	case jsonText != "":
+		var answer map[string]any
+		dec := json.NewDecoder(strings.NewReader(jsonText))
+		dec.UseNumber()
+		if err := dec.Decode(&answer); err != nil || answer == nil {
+			return fail("--json: want a JSON object of the form's fields: %v", orNull(err))
+		}
+		return answer, exitOK
+	case len(sets) > 0:
+		answer := map[string]any{}
+		for _, s := range sets {
+			k, v, ok := strings.Cut(s, "=")
+			if !ok {
+				return fail("--set %q: want FIELD=VALUE", s)
+			}
+			if form == nil {
+				answer[k] = v
+				continue
+			}
+			var err error
+			if answer[k], err = form.Parse(k, v); err != nil {
+				return fail("step %s: %v", w.Label, err)
+			}
+		}
+		return answer, exitOK
+	case form != nil && isTerminal(stdin):
+		answer, err := ask(form, w, stdin, stderr)
+		if err != nil {
+			return fail("%v", err)
+		}
+		return answer, exitOK
+	}
+	return fail("give the answer with --json '{...}' or --set FIELD=VALUE")
 }
 
 // globalArgs gives the global flags on to another command.
@@ -176,36 +210,6 @@ func splitVisit(s string) (string, int, error) {
 		return "", 0, fmt.Errorf("%q: the visit after # must be a number from 1", s)
 	}
 	return label, n, nil
-}
-
-func findWaiting(ws []board.WaitingInput, label string, visit int) (board.WaitingInput, bool) {
-	for _, w := range ws {
-		if w.Label == label && (visit == 0 || w.Visit == visit) {
-			return w, true
-		}
-	}
-	return board.WaitingInput{}, false
-}
-
-func lastAnswered(recs []board.Recording, label string) int {
-	v := 0
-	for _, r := range recs {
-		if r.Kind == steps.KindInput && r.Label == label && r.Visit > v {
-			v = r.Visit
-		}
-	}
-	return v
-}
-
-func waitingList(ws []board.WaitingInput) string {
-	if len(ws) == 0 {
-		return " (the run waits for none)"
-	}
-	var s []string
-	for _, w := range ws {
-		s = append(s, name(w.Label, w.Visit))
-	}
-	return " (it waits for: " + strings.Join(s, ", ") + ")"
 }
 
 // ask reads the answer field by field on a terminal.
@@ -247,23 +251,12 @@ func ask(form *steps.Form, w board.WaitingInput, stdin io.Reader, stderr io.Writ
 	return answer, nil
 }
 
-func sameJSON(a, b map[string]any) bool {
-	return bytes.Equal([]byte(mustJSON(a)), []byte(mustJSON(b)))
-}
-
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(b)
-}
-
-func byText(by string) string {
-	if by == "" {
-		return ""
-	}
-	return " by " + by
 }
 
 func orNull(err error) any {
@@ -300,5 +293,5 @@ func answerCommand(quotedPath string, w board.WaitingInput) string {
 		b.WriteByte('}')
 		example = b.String()
 	}
-	return fmt.Sprintf("runner answer %s --step %s --json %s", quotedPath, name(w.Label, w.Visit), engine.ShellQuote(example))
+	return fmt.Sprintf("runner answer %s --step %s --json %s", quotedPath, steps.VisitName(w.Label, w.Visit), engine.ShellQuote(example))
 }

@@ -77,17 +77,26 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		opts.Now = func() time.Time { return t }
 	}
+	// A run on Temporal that still runs is reached through a bridge; one
+	// that has ended is its saved file.
+	remote, path, err := openRemote(path, g, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner board: %v\n", err)
+		return exitUsage
+	}
 	if op == "watch" {
-		return boardWatch(path, liveboard.Filter{Prefix: *prefix, Topic: *topic, After: *since}, opts, *count, stdout, stderr)
+		return boardWatch(path, remote, liveboard.Filter{Prefix: *prefix, Topic: *topic, After: *since}, opts, *count, stdout, stderr)
 	}
 	out, flush := buffered(stdout) // list, show and snapshot print a whole board
 	defer flush()
 	stdout = out
 	opts.ReadOnly = op != "put" && op != "delete"
-	a, err := liveboard.Open(path, opts)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner board: %v\n", err)
-		return exitUsage
+	var a liveboard.Access = remote
+	if remote == nil {
+		if a, err = liveboard.Open(path, opts); err != nil {
+			fmt.Fprintf(stderr, "runner board: %v\n", err)
+			return exitUsage
+		}
 	}
 	defer a.Close()
 	fail := func(err error) int {
@@ -214,7 +223,7 @@ func boardPutLines(a liveboard.Access, agent, topic string, stdin io.Reader, std
 // boardWatch prints the board's changes as JSON lines until the count is
 // reached, or Ctrl-C. A run that ends does not end the watch: writes made
 // afterwards (by the CLI) are shown too.
-func boardWatch(path string, f liveboard.Filter, opts liveboard.Options, count int, stdout, stderr io.Writer) int {
+func boardWatch(path string, remote *bridged, f liveboard.Filter, opts liveboard.Options, count int, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
@@ -222,15 +231,30 @@ func boardWatch(path string, f liveboard.Filter, opts liveboard.Options, count i
 	enc := json.NewEncoder(stdout)
 	n := 0
 	done := errors.New("done")
-	err := liveboard.Watch(ctx, path, f, opts, 200*time.Millisecond, func(c liveboard.Change) error {
+	send := func(c liveboard.Change) error {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}
+		f.After = c.Seq
 		if n++; count > 0 && n >= count {
 			return done
 		}
 		return nil
-	})
+	}
+	var err error
+	if remote != nil {
+		// A run on Temporal: its changes until it ends, then the saved
+		// file's, as for a run in one process.
+		err = remote.Watch(ctx, f, send)
+		remote.Close()
+		if err != nil || ctx.Err() != nil {
+			return watchEnd(err, done, stderr)
+		}
+	}
+	return watchEnd(liveboard.Watch(ctx, path, f, opts, 200*time.Millisecond, send), done, stderr)
+}
+
+func watchEnd(err, done error, stderr io.Writer) int {
 	if err != nil && !errors.Is(err, done) {
 		fmt.Fprintf(stderr, "runner board: %v\n", err)
 		return exitFailed

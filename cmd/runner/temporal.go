@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/steps"
+	"strings"
 )
 
 // Running on Temporal lives in the nested module ./temporal, built as the
@@ -128,7 +132,9 @@ type runEvent struct {
 		Visit  int    `json:"visit"`
 		Parent string `json:"parent"`
 	} `json:"started"`
-	Finished *board.StepRecord `json:"finished"`
+	Finished *board.StepRecord   `json:"finished"`
+	Waiting  *board.WaitingInput `json:"waiting"`
+	Board    string              `json:"board"`
 	End      *struct {
 		RunID    string `json:"run_id"`
 		Status   string `json:"status"`
@@ -180,6 +186,15 @@ func runOnTemporal(plan string, pass []string, g *globals, stdout, stderr io.Wri
 			g.view.StepStarted(ev.Started.Label, ev.Started.Visit, ev.Started.Parent)
 		case ev.Finished != nil && g.view != nil:
 			g.view.StepFinished(*ev.Finished)
+		case ev.Waiting != nil && !g.quiet:
+			// The run waits on Temporal, with no process of ours needed:
+			// say how to answer, as a run in one process does when it stops.
+			var w io.Writer = stderr
+			if g.view != nil {
+				w = g.view // above the live block
+			}
+			fmt.Fprintf(g.mask.Writer(w), "%s waits for an answer: %s\n  %s\n", steps.VisitName(ev.Waiting.Label, ev.Waiting.Visit),
+				strings.TrimSpace(ev.Waiting.Prompt), answerCommand(engine.ShellQuote(ev.Board), *ev.Waiting))
 		case ev.End != nil:
 			last = ev
 		}
@@ -220,4 +235,77 @@ func runOnTemporal(plan string, pass []string, g *globals, stdout, stderr io.Wri
 		return exitInterrupted
 	}
 	return exitFailed
+}
+
+// bridged is access to the live board of a run on Temporal, through a
+// `runner-temporal bridge` process serving it on a private socket.
+type bridged struct {
+	*liveboard.Client
+	cmd   *exec.Cmd
+	stdin io.Closer
+}
+
+func (b *bridged) Close() error {
+	b.Client.Close()
+	b.stdin.Close() // the bridge serves until its stdin closes
+	return b.cmd.Wait()
+}
+
+// openRemote gives access to the board at path when it is the board of a
+// run on Temporal that is still running (its remote.json is there, its
+// blackboard.json not yet). Otherwise it returns nil and the file to work
+// on: path itself, or the blackboard.json the ended run was saved to.
+func openRemote(path string, g *globals, stderr io.Writer) (*bridged, string, error) {
+	rem, err := liveboard.FindRemote(path)
+	if err != nil || rem == nil {
+		return nil, path, err
+	}
+	if _, err := os.Stat(rem.Board); err == nil {
+		return nil, rem.Board, nil // ended and saved
+	}
+	bin, err := findTemporalBinary()
+	if err != nil {
+		return nil, "", fmt.Errorf("%s is a run on Temporal (workflow %s): %w", path, rem.WorkflowID, err)
+	}
+	args := []string{"bridge", "--temporal", rem.HostPort, "--workflow", rem.WorkflowID, "--run-id", rem.RunID, "--board", rem.Board}
+	for flag, v := range map[string]string{"--namespace": rem.Namespace, "--task-queue": rem.TaskQueue, "--blobs": rem.Blobs} {
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = g.mask.Writer(stderr)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("starting %s: %w", bin, err)
+	}
+	var first struct {
+		Socket string `json:"socket"`
+		Ended  bool   `json:"ended"`
+	}
+	line, rerr := bufio.NewReader(out).ReadBytes('\n')
+	if rerr != nil || json.Unmarshal(line, &first) != nil || (first.Socket == "" && !first.Ended) {
+		stdin.Close()
+		werr := cmd.Wait()
+		return nil, "", fmt.Errorf("reaching the run on Temporal (workflow %s at %s): the bridge ended (%v)", rem.WorkflowID, rem.HostPort, werr)
+	}
+	if first.Ended {
+		stdin.Close()
+		cmd.Wait()
+		return nil, rem.Board, nil // it ended; the bridge saved its board
+	}
+	c, err := liveboard.Dial(first.Socket, rem.Board)
+	if err != nil {
+		stdin.Close()
+		cmd.Wait()
+		return nil, "", err
+	}
+	return &bridged{Client: c, cmd: cmd, stdin: stdin}, rem.Board, nil
 }

@@ -20,6 +20,9 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/mask"
+	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/steps"
 	rt "github.com/planrunner/runner/temporal"
 	"github.com/rs/zerolog"
@@ -52,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdWorker(args[1:], stderr)
 	case "run":
 		return cmdRun(args[1:], stdout, stderr)
+	case "bridge":
+		return cmdBridge(args[1:], os.Stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
 		return exitOK
@@ -150,9 +155,11 @@ func (v varFlags) Set(s string) error {
 // event is one line of `run --events`: how the default runner shows the
 // same live progress as for an in-process run.
 type event struct {
-	Started  *started          `json:"started,omitempty"`
-	Finished *board.StepRecord `json:"finished,omitempty"`
-	End      *end              `json:"end,omitempty"`
+	Started  *started            `json:"started,omitempty"`
+	Finished *board.StepRecord   `json:"finished,omitempty"`
+	Waiting  *board.WaitingInput `json:"waiting,omitempty"`
+	Board    string              `json:"board,omitempty"` // with waiting: the run's blackboard.json
+	End      *end                `json:"end,omitempty"`
 }
 
 type started struct {
@@ -170,7 +177,12 @@ type end struct {
 	Workflow string `json:"workflow"`
 }
 
-type eventWriter struct{ enc *json.Encoder }
+type eventWriter struct {
+	enc   *json.Encoder
+	board string
+}
+
+func (e eventWriter) Waiting(w board.WaitingInput) { e.enc.Encode(event{Waiting: &w, Board: e.board}) }
 
 func (e eventWriter) StepStarted(label string, visit int, parent string) {
 	e.enc.Encode(event{Started: &started{label, visit, parent}})
@@ -178,7 +190,15 @@ func (e eventWriter) StepStarted(label string, visit int, parent string) {
 func (e eventWriter) StepFinished(rec board.StepRecord) { e.enc.Encode(event{Finished: &rec}) }
 
 // plainView prints one line per finished step.
-type plainView struct{ w io.Writer }
+type plainView struct {
+	w     io.Writer
+	board string
+}
+
+func (p plainView) Waiting(w board.WaitingInput) {
+	fmt.Fprintf(p.w, "%s waits for an answer: %s\n  answer with: runner answer %s --step %s --json '{...}'\n",
+		steps.VisitName(w.Label, w.Visit), strings.TrimSpace(w.Prompt), engine.ShellQuote(p.board), steps.VisitName(w.Label, w.Visit))
+}
 
 func (p plainView) StepStarted(string, int, string) {}
 func (p plainView) StepFinished(rec board.StepRecord) {
@@ -254,6 +274,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	store := rt.Store{Dir: c.blobs}
+	// remote.json says where the run lives, so `runner board` and
+	// `runner answer` reach it while it runs.
+	if err := liveboard.WriteRemote(liveboard.Remote{Engine: "temporal", HostPort: c.hostPort, Namespace: c.namespace,
+		TaskQueue: c.queue, Blobs: c.blobs, WorkflowID: rt.WorkflowID(runID), RunID: runID, Board: path}); err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitFailed
+	}
 	brun := board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256, PlanSource: string(prog.Plan.Source),
 		Vars: resolved, Workdir: wd, Status: board.StatusRunning, StartedAt: now, RunnerVersion: version}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -266,16 +293,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	var obs engine.Observer
 	switch {
 	case *events:
-		obs = eventWriter{json.NewEncoder(stdout)}
+		obs = eventWriter{json.NewEncoder(stdout), path}
 	case !*quiet:
-		obs = plainView{stderr}
+		obs = plainView{stderr, path}
 	}
 	res, err := rt.Wait(ctx, tc, we, obs, 200*time.Millisecond)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: workflow %s: %v\n", we.GetID(), err)
 		return exitFailed
 	}
-	if _, err := rt.Save(store, res.Head, path); err != nil {
+	if err := rt.SaveOnce(store, res.Head, path); err != nil {
 		fmt.Fprintf(stderr, "runner run: writing %s: %v\n", path, err)
 		return exitFailed
 	}
@@ -298,4 +325,78 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	}
 	return exitFailed
+}
+
+// cmdBridge serves the live board of a run on Temporal on a private Unix
+// socket, in the liveboard protocol, for `runner board` and `runner
+// answer` (which do not link the SDK). Its first stdout line says where:
+// {"socket": PATH}, or {"ended": true} when the run has ended and its
+// board is saved at --board. It serves until stdin closes.
+func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner-temporal bridge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := connFlags(fs)
+	wf := fs.String("workflow", "", "the run's workflow id (required)")
+	runID := fs.String("run-id", "", "the run's id")
+	path := fs.String("board", "", "the run's blackboard.json (required)")
+	if _, err := parse(fs, args); err != nil {
+		return exitUsage
+	}
+	if *wf == "" || *path == "" {
+		fmt.Fprintln(stderr, "runner-temporal bridge: --workflow and --board are required")
+		return exitUsage
+	}
+	_, slogger := loggers(stderr, "console")
+	tc, err := c.dial(slogger)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal bridge: %v\n", err)
+		return exitUsage
+	}
+	defer tc.Close()
+	b := &rt.Bridge{C: tc, WorkflowID: *wf, RunID: *runID, Board: *path, Store: rt.Store{Dir: c.blobs}, Mask: mask.New()}
+	for _, n := range plans.ProviderKeyEnvs {
+		b.Mask.Add(os.Getenv(n))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	running, err := b.Running(ctx)
+	if err == nil && running {
+		// The plan's own secrets, from this environment, are masked in
+		// what is sent, as runner masks its own writes.
+		var run board.Run
+		if err = b.QueryRun(&run); err == nil {
+			if p, perr := plans.Parse(run.PlanPath, []byte(run.PlanSource)); perr == nil {
+				for _, n := range p.SecretNames() {
+					b.Mask.Add(os.Getenv(n))
+				}
+			}
+		}
+	}
+	if err == nil && !running {
+		err = b.SaveEnded(ctx)
+		if err == nil {
+			json.NewEncoder(stdout).Encode(map[string]bool{"ended": true})
+			cancel()
+			return exitOK
+		}
+	}
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal bridge: workflow %s on %s: %v\n", *wf, c.hostPort, err)
+		return exitFailed
+	}
+	dir, err := os.MkdirTemp("", "runner-bridge-")
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal bridge: %v\n", err)
+		return exitFailed
+	}
+	defer os.RemoveAll(dir)
+	srv, err := liveboard.ServeSource(b, filepath.Join(dir, "s"))
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal bridge: %v\n", err)
+		return exitFailed
+	}
+	defer srv.Close()
+	json.NewEncoder(stdout).Encode(map[string]string{"socket": srv.Socket})
+	io.Copy(io.Discard, stdin) // until the caller is done (or gone)
+	return exitOK
 }

@@ -1,0 +1,53 @@
+package liveboard
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/planrunner/runner/board"
+)
+
+// boardSource serves a board this process owns.
+type boardSource struct {
+	b       *board.Board
+	mu      sync.Mutex
+	onWrite func(board.Entry)
+}
+
+func (s *boardSource) Ping() Ping { return Ping{Path: s.b.Path(), RunID: s.b.Run().ID} }
+
+// Write makes the write with meta.via "socket", so a replay can tell it
+// from the plan's own.
+func (s *boardSource) Write(q WriteRequest) (board.Entry, error) {
+	e, err := s.b.Write(q.Op(board.ViaSocket))
+	if err != nil {
+		return e, err
+	}
+	s.mu.Lock()
+	f := s.onWrite
+	s.mu.Unlock()
+	if f != nil {
+		f(e)
+	}
+	return e, nil
+}
+
+func (s *boardSource) Read(agent, key string) (board.Entry, bool, error) {
+	return s.b.ReadAs(agent, key)
+}
+
+func (s *boardSource) Live(prefix, agent string) ([]board.Entry, error) {
+	return Live(s.b, prefix, agent), nil
+}
+
+func (s *boardSource) Encode() ([]byte, error) { return s.b.Encode() }
+
+func (s *boardSource) Stream(f Filter, send func(Change) error, stop <-chan struct{}) error {
+	return stream(s.b, f, send, stop)
+}
+
+// Answer: a run in this process takes answers once it has stopped and
+// saved (`runner answer` on the file), not through its socket.
+func (s *boardSource) Answer(board.Answer) (AnswerReply, error) {
+	return AnswerReply{}, errors.New("this run answers its inputs once it has saved and waits, not while it runs")
+}
