@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 )
 
-// RemoteFile is written in the directory of a run that lives elsewhere
-// (on Temporal workers) by the process that started it, before the run's
-// blackboard.json exists: it says where the run is, so `runner board`
-// and `runner answer` reach the live run, and, once the run has ended,
-// where its board can be fetched from if no one saved it.
-const RemoteFile = "remote.json"
+// RemotePath is the file written beside the blackboard.json of a run that
+// lives elsewhere (on Temporal workers) by the process that started it,
+// before the blackboard.json exists: it says where the run is, so `runner
+// board` and `runner answer` reach the live run, and, once the run has
+// ended, where its board can be fetched from if no one saved it.
+func RemotePath(board string) string { return board + ".remote" }
 
 // Remote is where a run lives. It holds addresses, never commands: a
 // reader builds the command itself.
@@ -29,7 +29,7 @@ type Remote struct {
 	Board string `json:"board"`
 }
 
-// WriteRemote writes r as RemoteFile beside r.Board, atomically.
+// WriteRemote writes r at RemotePath(r.Board), atomically.
 func WriteRemote(r Remote) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -49,7 +49,7 @@ func WriteRemote(r Remote) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, RemoteFile)); err != nil {
+	if err := os.Rename(tmp.Name(), RemotePath(r.Board)); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}
@@ -57,14 +57,14 @@ func WriteRemote(r Remote) error {
 }
 
 // FindRemote reads the Remote of the run whose blackboard.json is path
-// (which need not exist yet) or whose directory is path. It returns nil,
-// nil when the run is not remote.
+// (which need not exist yet), or whose run directory is path. It returns
+// nil, nil when the run is not remote.
 func FindRemote(path string) (*Remote, error) {
-	dir := filepath.Dir(path)
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		dir = path
+		path = filepath.Join(path, "blackboard.json")
 	}
-	data, err := os.ReadFile(filepath.Join(dir, RemoteFile))
+	rp := RemotePath(path)
+	data, err := os.ReadFile(rp)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -73,10 +73,10 @@ func FindRemote(path string) (*Remote, error) {
 	}
 	r := &Remote{}
 	if err := json.Unmarshal(data, r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, RemoteFile), err)
+		return nil, fmt.Errorf("%s: %w", rp, err)
 	}
 	if r.Engine != "temporal" || r.HostPort == "" || r.WorkflowID == "" || r.Board == "" {
-		return nil, fmt.Errorf("%s: not a run on Temporal this runner knows (engine %q)", filepath.Join(dir, RemoteFile), r.Engine)
+		return nil, fmt.Errorf("%s: not a run on Temporal this runner knows (engine %q)", rp, r.Engine)
 	}
 	return r, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/planrunner/runner/mask"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 )
 
 // Bridge is the live board of a run on Temporal as a liveboard.Source:
@@ -136,8 +137,17 @@ func (b *Bridge) update(name string, arg, out any) error {
 				return nil
 			}
 		}
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) { // refused by the run: a version mismatch, a bad answer...
+			return Refused(err)
+		}
 		if running, derr := b.Running(ctx); derr == nil && !running {
-			return ErrEnded
+			// Ended between the start of this command and now: save the
+			// board so the command, run again, works on the file.
+			if serr := b.SaveEnded(ctx); serr != nil {
+				return fmt.Errorf("%w, and saving its board failed: %v", ErrEnded, serr)
+			}
+			return fmt.Errorf("%w: its board is saved at %s; run the command again to use it", ErrEnded, b.Board)
 		}
 		if !transient(err) || ctx.Err() != nil {
 			return Refused(err)
