@@ -64,10 +64,10 @@ var refusals = []struct {
 func refusal(err error) error {
 	for _, r := range refusals {
 		if errors.Is(err, r.err) {
-			return temporal.NewApplicationError(err.Error(), "runner."+r.kind)
+			return temporal.NewNonRetryableApplicationError(err.Error(), "runner."+r.kind, nil)
 		}
 	}
-	return temporal.NewApplicationError(err.Error(), "runner.bad")
+	return temporal.NewNonRetryableApplicationError(err.Error(), "runner.bad", nil)
 }
 
 // Refused maps an update's error back onto board's sentinels.

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/liveboard"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -69,6 +73,50 @@ steps:
       - {label: later, type: command, run: "echo never"}
   - {label: never, type: command, run: "echo never"}
 `,
+	// Updates while the run waits at an input: an outside write, refused
+	// answers, the answer.
+	"live": `
+version: 1
+steps:
+  - {label: seed, type: board, op: write, key: "jobs:next", value: build}
+  - label: review
+    type: input
+    prompt: "Deploy ${{ board('jobs:next') }}?"
+    timeout: 1h
+    form: {properties: {approve: {type: boolean}}, required: [approve]}
+    default: {approve: false}
+  - {label: deploy, type: command, run: "echo ${{ board('jobs:next') }} ${{ steps.review.output.approve }}"}
+`,
+}
+
+// drive makes the updates of the "live" history once the run waits.
+func drive(t *testing.T, c client.Client, id string) {
+	ctx := context.Background()
+	for {
+		v, err := c.QueryWorkflow(ctx, id, "", ProgressName, 0)
+		var p Progress
+		if err == nil && v.Get(&p) == nil && len(p.Waiting) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	one := int64(1)
+	for _, u := range []struct {
+		name string
+		arg  any
+	}{
+		{WriteUpdate, liveboard.WriteRequest{Key: "jobs:next", Value: "deploy", ExpectVersion: &one}},
+		{WriteUpdate, liveboard.WriteRequest{Key: "jobs:next", Value: "stale", ExpectVersion: &one}},
+		{AnswerUpdate, board.Answer{Label: "review", Answer: map[string]any{"approve": "yes"}}},
+		{AnswerUpdate, board.Answer{Label: "review", Answer: map[string]any{"approve": true}, By: "ana"}},
+	} {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: u.name, Args: []any{u.arg},
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err == nil {
+			err = h.Get(ctx, nil)
+		}
+		t.Logf("%s %v: %v", u.name, u.arg, err)
+	}
 }
 
 func TestReplayHistories(t *testing.T) {
@@ -137,11 +185,21 @@ func recordAll(t *testing.T) {
 	}
 	defer w.Stop()
 	for name, src := range historyPlans {
+		// A history is recorded once: the workflow of today must replay
+		// the histories of runs started by the workflow of yesterday.
+		// Delete a file to record it again.
+		file := filepath.Join("testdata/histories", name+".json")
+		if _, err := os.Stat(file); err == nil {
+			continue
+		}
 		run := newRun(t, src, t.TempDir())
 		run.PlanPath = name + ".yaml"
 		we, err := Start(context.Background(), c, store, run, StartOptions{TaskQueue: "record"})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if name == "live" {
+			drive(t, c, we.GetID())
 		}
 		var out Output
 		if err := we.Get(context.Background(), &out); err != nil {
@@ -160,7 +218,7 @@ func recordAll(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join("testdata/histories", name+".json"), data, 0o644); err != nil {
+		if err := os.WriteFile(file, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %s, %d events", name, out.Status, len(hist.Events))
