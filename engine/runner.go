@@ -209,6 +209,25 @@ func (r *Runner) logger(label string) zerolog.Logger {
 	return l
 }
 
+// LogStep writes the "step finished" event of rec to log (a logger with
+// the step's label): the one place its shape is made, for runs in this
+// process and runs elsewhere (on Temporal) shown here. Info, also for
+// failures: a failure that ends the run is reported as the run's error,
+// and the progress display shows each one.
+func LogStep(log zerolog.Logger, rec board.StepRecord, tolerated bool) {
+	ev := log.Info()
+	switch rec.Status {
+	case StatusFailed:
+		ev = log.Error().Bool("tolerated", tolerated)
+	case StatusCanceled:
+		ev = log.Warn()
+	}
+	if rec.Error != "" {
+		ev = ev.Str("error", rec.Error)
+	}
+	ev.Int("visit", rec.Visit).Str("status", rec.Status).Int64("duration_ms", rec.DurationMS).Msg("step finished")
+}
+
 // stopped reports why the run's context ended, if it did.
 func (r *Runner) stopped(ctx context.Context) *RunError {
 	if ctx.Err() == nil {
@@ -329,19 +348,7 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
 	}
-	// Info, also for failures: a failure that ends the run is reported as
-	// the run's error, and the progress display shows each one.
-	ev := log.Info()
-	switch {
-	case status == StatusFailed:
-		ev = log.Error().Bool("tolerated", n.ContinueOnError)
-	case status == StatusCanceled:
-		ev = log.Warn()
-	}
-	if rec.Error != "" {
-		ev = ev.Str("error", rec.Error)
-	}
-	ev.Int("visit", visit).Str("status", status).Int64("duration_ms", rec.DurationMS).Msg("step finished")
+	LogStep(log, rec, n.ContinueOnError)
 	switch {
 	case fatal(stepErr):
 		return "", stepErr

@@ -289,4 +289,30 @@ steps:
 	if b := loadBoard(t, out); runSummary(b) != "hello:succeeded bad:failed world:succeeded" {
 		t.Errorf("steps: %s", runSummary(b))
 	}
+
+	// JSON logs: the same events as an in-process run, one per step and
+	// one at the end, each with the run's id.
+	out2 := filepath.Join(c.work, "bb2.json")
+	p = startProc(t, c.work, c.runner, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort,
+		"--task-queue", c.queue, "--blobs", c.blobs, "--out", out2, "--log-format", "json")
+	if code := p.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, p.out)
+	}
+	runID := loadBoard(t, out2).Run().ID
+	var events []string
+	for _, line := range strings.Split(p.out.String(), "\n") {
+		var ev map[string]any
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		if ev["run"] != runID {
+			t.Errorf("event without the run id %s: %s", runID, line)
+		}
+		events = append(events, fmt.Sprintf("%s %v %v %v", ev["level"], ev["message"], ev["step"], ev["status"]))
+	}
+	want := []string{"info step finished hello succeeded", "error step finished bad failed",
+		"info step finished world succeeded", "info run finished <nil> succeeded"}
+	if strings.Join(events, "; ") != strings.Join(want, "; ") {
+		t.Errorf("JSON events:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
+	}
 }

@@ -58,8 +58,9 @@ func TestDevServerLiveBoardAndAnswer(t *testing.T) {
 	run := startProc(t, c.work, c.runner, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort,
 		"--task-queue", c.queue, "--blobs", c.blobs, "--out", out)
 	waitOutput(t, run, "runner answer", time.Minute)
-	if !strings.Contains(run.out.String(), "review waits for an answer: Deploy build?") {
-		t.Errorf("the run does not say what it waits for:\n%s", run.out)
+	if got := run.out.String(); !strings.Contains(got, `"step":"review"`) || !strings.Contains(got, `"prompt":"Deploy build?"`) ||
+		!strings.Contains(got, `"message":"waiting for an answer"`) {
+		t.Errorf("the run does not say what it waits for:\n%s", got)
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Fatal("blackboard.json exists while the run still runs")

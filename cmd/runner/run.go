@@ -80,7 +80,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if *out != "" {
 			pass = append(pass, "--out", *out)
 		}
-		return runOnTemporal(pos[0], pass, g, stdout, stderr)
+		return runOnTemporal(prog, pos[0], pass, g, stdout, stderr)
 	default:
 		return usageErr(stderr, fs, "--engine %q: want local or temporal", tf.engine)
 	}

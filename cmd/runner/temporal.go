@@ -127,6 +127,11 @@ func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // runEvent is one line of `runner-temporal run --events`.
 type runEvent struct {
+	Begin *struct {
+		RunID    string `json:"run_id"`
+		Workflow string `json:"workflow"`
+		Board    string `json:"board"`
+	} `json:"begin"`
 	Started *struct {
 		Label  string `json:"label"`
 		Visit  int    `json:"visit"`
@@ -145,16 +150,23 @@ type runEvent struct {
 }
 
 // runOnTemporal runs a checked plan through runner-temporal and shows its
-// progress here; pass is what runner-temporal gets after `run PLAN`.
-func runOnTemporal(plan string, pass []string, g *globals, stdout, stderr io.Writer) int {
+// progress here as for a run in this process (the live display on a
+// terminal, the same JSON events otherwise); pass is what runner-temporal
+// gets after `run PLAN`.
+func runOnTemporal(prog *engine.Program, plan string, pass []string, g *globals, stdout, stderr io.Writer) int {
 	bin, err := findTemporalBinary()
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitUsage
 	}
-	if _, err := g.logger(stderr, g.progress(stderr)); err != nil {
+	log, err := g.logger(stderr, g.progress(stderr))
+	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitUsage
+	}
+	tolerated := map[string]bool{}
+	for _, s := range prog.Plan.AllSteps() {
+		tolerated[s.Label] = s.ContinueOnError
 	}
 	cmd := exec.Command(bin, append([]string{"run", plan, "--events"}, pass...)...)
 	cmd.Stderr = g.mask.Writer(stderr)
@@ -182,10 +194,17 @@ func runOnTemporal(plan string, pass []string, g *globals, stdout, stderr io.Wri
 			continue
 		}
 		switch {
+		case ev.Begin != nil:
+			log = log.With().Str("run", ev.Begin.RunID).Logger()
 		case ev.Started != nil && g.view != nil:
 			g.view.StepStarted(ev.Started.Label, ev.Started.Visit, ev.Started.Parent)
 		case ev.Finished != nil && g.view != nil:
 			g.view.StepFinished(*ev.Finished)
+		case ev.Finished != nil:
+			engine.LogStep(log.With().Str("step", ev.Finished.Label).Logger(), *ev.Finished, tolerated[ev.Finished.Label])
+		case ev.Waiting != nil && g.format(stderr) == "json":
+			log.Warn().Str("step", ev.Waiting.Label).Int("visit", ev.Waiting.Visit).Str("prompt", ev.Waiting.Prompt).
+				Strs("next", []string{answerCommand(engine.ShellQuote(ev.Board), *ev.Waiting)}).Msg("waiting for an answer")
 		case ev.Waiting != nil && !g.quiet:
 			// The run waits on Temporal, with no process of ours needed:
 			// say how to answer, as a run in one process does when it stops.
@@ -212,11 +231,21 @@ func runOnTemporal(plan string, pass []string, g *globals, stdout, stderr io.Wri
 		return exitFailed
 	}
 	e := last.End
-	if !g.quiet {
-		fmt.Fprintf(stderr, "run %s %s in %s (Temporal workflow %s)\n", e.RunID, e.Status, time.Since(start).Round(time.Millisecond), e.Workflow)
-	}
-	if e.Error != "" {
-		fmt.Fprintf(g.mask.Writer(stderr), "error: %s\n", e.Error)
+	elapsed := time.Since(start)
+	if g.format(stderr) == "json" {
+		ev := log.Info()
+		if e.Error != "" {
+			ev = log.Error().Str("error", e.Error)
+		}
+		ev.Str("status", e.Status).Int64("duration_ms", elapsed.Milliseconds()).Str("blackboard", e.Board).
+			Str("workflow", e.Workflow).Msg("run finished")
+	} else {
+		if !g.quiet {
+			fmt.Fprintf(stderr, "run %s %s in %s (Temporal workflow %s)\n", e.RunID, e.Status, elapsed.Round(time.Millisecond), e.Workflow)
+		}
+		if e.Error != "" {
+			fmt.Fprintf(g.mask.Writer(stderr), "error: %s\n", e.Error)
+		}
 	}
 	if g.report {
 		if b, err := board.Load(e.Board); err != nil {

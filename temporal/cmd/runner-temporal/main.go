@@ -155,11 +155,18 @@ func (v varFlags) Set(s string) error {
 // event is one line of `run --events`: how the default runner shows the
 // same live progress as for an in-process run.
 type event struct {
+	Begin    *begin              `json:"begin,omitempty"`
 	Started  *started            `json:"started,omitempty"`
 	Finished *board.StepRecord   `json:"finished,omitempty"`
 	Waiting  *board.WaitingInput `json:"waiting,omitempty"`
 	Board    string              `json:"board,omitempty"` // with waiting: the run's blackboard.json
 	End      *end                `json:"end,omitempty"`
+}
+
+type begin struct {
+	RunID    string `json:"run_id"`
+	Workflow string `json:"workflow"`
+	Board    string `json:"board"`
 }
 
 type started struct {
@@ -293,6 +300,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	var obs engine.Observer
 	switch {
 	case *events:
+		json.NewEncoder(stdout).Encode(event{Begin: &begin{RunID: runID, Workflow: we.GetID(), Board: path}})
 		obs = eventWriter{json.NewEncoder(stdout), path}
 	case !*quiet:
 		obs = plainView{stderr, path}
