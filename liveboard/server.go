@@ -149,6 +149,16 @@ func (s *Server) OnWrite(f func(board.Entry)) {
 	}
 }
 
+// OnAnswer sets what takes a person's answer sent to a server started by
+// Serve (the owner checks it against the step's form and records it).
+func (s *Server) OnAnswer(f func(board.Answer) (AnswerReply, error)) {
+	if bs, ok := s.src.(*boardSource); ok {
+		bs.mu.Lock()
+		bs.onAnswer = f
+		bs.mu.Unlock()
+	}
+}
+
 // Close stops serving: watch streams end, the socket is removed.
 func (s *Server) Close() error {
 	s.once.Do(func() { close(s.done) })

@@ -9,9 +9,10 @@ import (
 
 // boardSource serves a board this process owns.
 type boardSource struct {
-	b       *board.Board
-	mu      sync.Mutex
-	onWrite func(board.Entry)
+	b        *board.Board
+	mu       sync.Mutex
+	onWrite  func(board.Entry)
+	onAnswer func(board.Answer) (AnswerReply, error)
 }
 
 func (s *boardSource) Ping() Ping { return Ping{Path: s.b.Path(), RunID: s.b.Run().ID} }
@@ -46,8 +47,14 @@ func (s *boardSource) Stream(f Filter, send func(Change) error, stop <-chan stru
 	return stream(s.b, f, send, stop)
 }
 
-// Answer: a run in this process takes answers once it has stopped and
-// saved (`runner answer` on the file), not through its socket.
-func (s *boardSource) Answer(board.Answer) (AnswerReply, error) {
-	return AnswerReply{}, errors.New("this run answers its inputs once it has saved and waits, not while it runs")
+// Answer hands the answer to the function set with OnAnswer; without one
+// the run takes answers once it has stopped (`runner answer` on the file).
+func (s *boardSource) Answer(a board.Answer) (AnswerReply, error) {
+	s.mu.Lock()
+	f := s.onAnswer
+	s.mu.Unlock()
+	if f == nil {
+		return AnswerReply{}, errors.New("this run answers its inputs once it has stopped, not while it runs")
+	}
+	return f(a)
 }

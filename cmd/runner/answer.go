@@ -12,6 +12,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/steps"
 )
 
@@ -59,21 +60,36 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var saved *board.Board
 	var lock *board.Lock
+	var live answerTaker // a run that takes answers while it runs
 	if remote != nil {
-		defer remote.Close()
-		if saved, err = remote.Board(); err != nil {
-			return fail(exitFailed, "%v", err)
-		}
+		live = remote
 	} else {
 		if _, err := os.Stat(path); err != nil {
 			return fail(exitUsage, "%v", err)
 		}
 		if lock, err = board.TryLock(path, board.Owner{Kind: board.OwnerCLI}); err != nil {
-			return fail(exitUsage, "%v (a run answers its inputs once it waits, not while it runs)", err)
+			// A run still running (its other steps) takes the answer
+			// through its socket, for its next resume.
+			var owned *board.OwnedError
+			if !errors.As(err, &owned) || owned.Owner.Socket == "" {
+				return fail(exitUsage, "%v (try again once it has stopped)", err)
+			}
+			c, derr := liveboard.Dial(owned.Owner.Socket, path)
+			if derr != nil {
+				return fail(exitUsage, "%v (try again once it has stopped)", err)
+			}
+			live = c
+		} else {
+			defer lock.Unlock()
+			if saved, err = board.Load(path); err != nil {
+				return fail(exitUsage, "%v", err)
+			}
 		}
-		defer lock.Unlock()
-		if saved, err = board.Load(path); err != nil {
-			return fail(exitUsage, "%v", err)
+	}
+	if live != nil {
+		defer live.Close()
+		if saved, err = live.Board(); err != nil {
+			return fail(exitFailed, "%v", err)
 		}
 	}
 	run := saved.Run()
@@ -102,8 +118,8 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return fail(exitUsage, "%v", err)
 	}
-	if remote != nil {
-		rep, err := remote.Answer(a)
+	if live != nil {
+		rep, err := live.Answer(a)
 		switch {
 		case errors.Is(err, board.ErrAnswerConflict):
 			return fail(exitFailed, "%v", err)
@@ -111,8 +127,11 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return fail(exitUsage, "%v", err)
 		case rep.Already:
 			fmt.Fprintf(stdout, "step %s was already answered with this answer\n", steps.VisitName(rep.Label, rep.Visit))
-		default:
+		case remote != nil:
 			fmt.Fprintf(stdout, "answered %s; the run on Temporal goes on\n", steps.VisitName(rep.Label, rep.Visit))
+		default:
+			fmt.Fprintf(stdout, "answered %s; the run still runs: once it stops, resume it with\nnext:  runner resume %s\n",
+				steps.VisitName(rep.Label, rep.Visit), engine.ShellQuote(path))
 		}
 		return exitOK
 	}
@@ -140,6 +159,14 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	lock.Unlock()
 	return cmdResume(append(globalArgs(g), path), stdin, stdout, stderr)
+}
+
+// answerTaker is a run that takes answers while it runs: on Temporal, or
+// in another process still running an input's siblings.
+type answerTaker interface {
+	Board() (*board.Board, error)
+	Answer(board.Answer) (liveboard.AnswerReply, error)
+	Close() error
 }
 
 // readAnswer takes the answer from --json, from --set (each value read as

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,5 +191,54 @@ func TestInputFormErrors(t *testing.T) {
 		if r.code != 2 || !strings.Contains(r.stderr+r.stdout, c.want) || !strings.Contains(r.stderr+r.stdout, "plan.yaml:4:") {
 			t.Errorf("%s: exit %d, output %q; want exit 2 at line 4 saying %q", c.step, r.code, r.stderr+r.stdout, c.want)
 		}
+	}
+}
+
+// An input waits while its sibling still runs: the run holds its lock,
+// and `runner answer` reaches it through its socket (checked against the
+// form there too). The run then stops as waiting, and a resume takes the
+// answer without asking again.
+func TestAnswerWhileTheRunStillRuns(t *testing.T) {
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	cmd := exec.Command(binary, "run", testdata("review-live.yaml"), "--out", bb, "-q")
+	cmd.Dir = wd
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if run, err := board.Load(bb); err == nil && len(run.Run().Waiting) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the input never waited:\n%s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := runCLI(t, wd, "answer", bb, "--step", "legal", "--set", "ok=maybe"); r.code != 2 || !strings.Contains(r.stderr, `"ok"`) {
+		t.Errorf("a bad answer to the live run: exit %d %q; want 2 naming the field", r.code, r.stderr)
+	}
+	r := runCLI(t, wd, "answer", bb, "--step", "legal", "--set", "ok=true")
+	if r.code != 0 || !strings.Contains(r.stdout, "answered legal; the run still runs") || !strings.Contains(r.stdout, "runner resume") {
+		t.Fatalf("answer to the live run: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, wd, "answer", bb, "--step", "legal", "--set", "ok=false"); r.code != 1 || !strings.Contains(r.stderr, "conflict") {
+		t.Errorf("a different answer: exit %d %q; want a conflict", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(wd, "go"), nil, 0o644)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 4 {
+		t.Fatalf("the run: %v, want exit 4 (waiting)\n%s", err, errb.String())
+	}
+	r = runCLI(t, wd, "resume", bb, "--log-format", "console")
+	if r.code != 0 || !strings.Contains(r.stderr, "legal=true") {
+		t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := runCLI(t, wd, "replay", bb, "--offline", "-q"); r.code != 0 {
+		t.Errorf("offline replay: exit %d\n%s", r.code, r.stderr)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/report"
+	"github.com/planrunner/runner/steps"
 )
 
 // lastOutputLines bounds the last step's output shown at the end of a run.
@@ -38,7 +39,8 @@ func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 		reportPath, reportErr = writeReport(b, path, "")
 	}
 	tokens := report.Tokens(b.Recordings())
-	next := nextCommands(path, status, reportPath, b.Run().Waiting)
+	waiting := unanswered(b.Run().Waiting, b.Recordings())
+	next := nextCommands(path, status, reportPath, waiting)
 
 	if g.format(stderr) == "json" {
 		ev := r.Log.Info()
@@ -71,7 +73,7 @@ func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 		w := g.mask.Writer(stderr)
 		if !g.quiet {
 			summary(w, r, run.ID, status, err, elapsed, tokens)
-			for _, wi := range b.Run().Waiting {
+			for _, wi := range waiting {
 				fmt.Fprintf(w, "%s asks: %s\n", name(wi.Label, wi.Visit), strings.TrimSpace(wi.Prompt))
 			}
 			for i, n := range next {
@@ -186,6 +188,18 @@ func lastOutput(steps []board.StepRecord) (board.StepRecord, string) {
 
 // nextCommands are what to type next: resume for a run that did not
 // succeed, and the report.
+// unanswered are the waiting inputs no one has answered yet (an input can
+// be answered while its run still runs; the run takes it on resume).
+func unanswered(ws []board.WaitingInput, recs []board.Recording) []board.WaitingInput {
+	var out []board.WaitingInput
+	for _, w := range ws {
+		if _, ok := steps.FindAnswer(recs, w.Label, w.Visit); !ok {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 func nextCommands(path, status, reportPath string, waiting []board.WaitingInput) []string {
 	q := engine.ShellQuote(path)
 	var out []string

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/replay"
+	"github.com/planrunner/runner/steps"
 )
 
 // ownRun takes the lock of the run at path for a run or resume: no other
@@ -64,6 +66,12 @@ func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, s
 	} else {
 		lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket})
 		srv.OnWrite(replay.RecordExternal(b)) // a replay makes outside writes again where they came
+		var mu sync.Mutex                     // one answer at a time: check, then record
+		srv.OnAnswer(func(a board.Answer) (liveboard.AnswerReply, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return recordAnswer(b, a)
+		})
 	}
 	return func() {
 		if srv != nil {
@@ -74,6 +82,23 @@ func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, s
 			fmt.Fprintf(stderr, "warning: board.markdown %s: %v\n", p.Board.Markdown, err)
 		}
 	}
+}
+
+// recordAnswer takes an answer to an input step of the run this process
+// owns: an input in a parallel group that waits while its siblings still
+// run. Checked and recorded as on the saved file; the run takes it when
+// it is resumed (or, if the step has not asked yet, when it asks).
+func recordAnswer(b *board.Board, a board.Answer) (liveboard.AnswerReply, error) {
+	a, already, err := steps.Settle(b.Run(), b.Recordings(), a)
+	if err != nil {
+		return liveboard.AnswerReply{}, err
+	}
+	if !already {
+		if err := b.AddRecording(steps.AnswerRecording(a)); err != nil {
+			return liveboard.AnswerReply{}, err
+		}
+	}
+	return liveboard.AnswerReply{Label: a.Label, Visit: a.Visit, Already: already}, nil
 }
 
 // planPerms are the agents' board key patterns, as the board enforces them.
