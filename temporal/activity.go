@@ -10,6 +10,7 @@ import (
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/steps"
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/activity"
@@ -259,8 +260,21 @@ func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput
 	b := board.New(run)
 	var set *agents.Set
 	if len(prog.Plan.Agents) > 0 {
+		plan := prog.Plan
+		if len(run.Agents) > 0 {
+			// The run's --agent overrides, on a copy of the plan of its
+			// own (the compiled program is shared by every run).
+			p, err := plans.Parse(run.PlanPath, []byte(run.PlanSource))
+			if err == nil {
+				err = p.Override(run.Agents)
+			}
+			if err != nil {
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's agent overrides: %v", err), errBadInput, err)
+			}
+			plan = p
+		}
 		var err error
-		if set, err = agents.New(prog.Plan, agents.Options{Log: a.Log}); err != nil {
+		if set, err = agents.New(plan, agents.Options{Log: a.Log}); err != nil {
 			// A missing API key: every attempt would fail the same way.
 			return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 		}

@@ -56,7 +56,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return planErrors(stderr, prog, err)
 	}
-	if err := applyAgentOverrides(prog.Plan, run.Agents); err != nil {
+	if err := prog.Plan.Override(run.Agents); err != nil {
 		fmt.Fprintf(stderr, "runner resume: %v\n", err)
 		return exitUsage
 	}

@@ -27,7 +27,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("run", stderr)
 	vars := varFlags{}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
-	agentsFlag := agentOverrides{}
+	agentsFlag := plans.AgentOverrides{}
 	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
 	workdir := fs.String("workdir", "", "directory steps run in (default: the current directory)")
 	out := fs.String("out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
@@ -50,7 +50,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return planErrors(stderr, prog, err)
 	}
-	if err := applyAgentOverrides(prog.Plan, agentsFlag); err != nil {
+	if err := prog.Plan.Override(agentsFlag); err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitUsage
 	}
@@ -70,10 +70,13 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch tf.engine {
 	case "local":
 	case "temporal":
-		if len(ru.from) > 0 || len(agentsFlag) > 0 {
-			return usageErr(stderr, fs, "--reuse and --agent are not available with --engine temporal")
+		if len(ru.from) > 0 {
+			return usageErr(stderr, fs, "--reuse is not available with --engine temporal")
 		}
 		pass := append(tf.args(), "--workdir", wd)
+		for _, a := range agentsFlag.Args() {
+			pass = append(pass, "--agent", a)
+		}
 		for k, v := range vars {
 			pass = append(pass, "--var", k+"="+v)
 		}
@@ -111,7 +114,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	planPath, _ := filepath.Abs(pos[0])
 	b, err := board.Create(path, board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256,
 		PlanSource: string(prog.Plan.Source), Vars: resolved, Workdir: wd, Status: board.StatusRunning,
-		StartedAt: now, RunnerVersion: version, Agents: agentsFlag.saved()}, board.Options{Sync: *syncFlag, Redact: g.mask.String})
+		StartedAt: now, RunnerVersion: version, Agents: agentsFlag.Saved()}, board.Options{Sync: *syncFlag, Redact: g.mask.String})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitFailed

@@ -226,6 +226,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	c := connFlags(fs)
 	vars := varFlags{}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
+	agentsFlag := plans.AgentOverrides{}
+	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
 	workdir := fs.String("workdir", "", "directory steps run in (default: the current directory)")
 	out := fs.String("out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
 	events := fs.Bool("events", false, "print progress as JSON lines on stdout (for the runner binary)")
@@ -247,6 +249,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	prog, err := engine.Load(pos[0], steps.Registry())
 	if err != nil {
 		fmt.Fprintln(stderr, err)
+		return exitUsage
+	}
+	if err := prog.Plan.Override(agentsFlag); err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitUsage
 	}
 	resolved, err := engine.ResolveVars(prog.Plan, vars)
@@ -289,7 +295,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	brun := board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256, PlanSource: string(prog.Plan.Source),
-		Vars: resolved, Workdir: wd, Status: board.StatusRunning, StartedAt: now, RunnerVersion: version}
+		Vars: resolved, Workdir: wd, Status: board.StatusRunning, StartedAt: now, RunnerVersion: version, Agents: agentsFlag.Saved()}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	we, err := rt.Start(context.Background(), tc, store, brun, rt.StartOptions{TaskQueue: c.queue, Options: opt})

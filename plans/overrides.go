@@ -1,25 +1,23 @@
-package main
+package plans
 
 import (
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/planrunner/runner/plans"
 )
 
-// agentOverrides collects `runner run --agent NAME.FIELD=VALUE`: switch an
-// agent to another provider, model or server without editing the plan
-// (agent -> field -> value).
-type agentOverrides map[string]map[string]string
+// AgentOverrides collects `runner run --agent NAME.FIELD=VALUE` (a
+// flag.Value): switch an agent to another provider, model or server
+// without editing the plan (agent -> field -> value).
+type AgentOverrides map[string]map[string]string
 
 // overridable are the agent fields --agent may set.
 var overridable = []string{"provider", "model", "base_url", "api_key_env"}
 
-func (o agentOverrides) String() string { return "" }
+func (o AgentOverrides) String() string { return "" }
 
-func (o agentOverrides) Set(s string) error {
+func (o AgentOverrides) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	name, field, ok2 := strings.Cut(k, ".")
 	if !ok || !ok2 || name == "" || v == "" {
@@ -28,8 +26,8 @@ func (o agentOverrides) Set(s string) error {
 	if !slices.Contains(overridable, field) {
 		return fmt.Errorf("%q: cannot set agent field %q (one of %s)", s, field, strings.Join(overridable, ", "))
 	}
-	if field == "provider" && !slices.Contains(plans.Providers, v) {
-		return fmt.Errorf("%q: unknown provider %q (one of %s)", s, v, strings.Join(plans.Providers, ", "))
+	if field == "provider" && !slices.Contains(Providers, v) {
+		return fmt.Errorf("%q: unknown provider %q (one of %s)", s, v, strings.Join(Providers, ", "))
 	}
 	if o[name] == nil {
 		o[name] = map[string]string{}
@@ -41,9 +39,9 @@ func (o agentOverrides) Set(s string) error {
 	return nil
 }
 
-// applyAgentOverrides changes the plan's agents as the overrides say. An
-// agent moved off the script provider drops its canned answers.
-func applyAgentOverrides(p *plans.Plan, o map[string]map[string]string) error {
+// Override changes the plan's agents as the overrides say. An agent moved
+// off the script provider drops its canned answers.
+func (p *Plan) Override(o map[string]map[string]string) error {
 	names := make([]string, 0, len(o))
 	for n := range o {
 		names = append(names, n)
@@ -71,7 +69,7 @@ func applyAgentOverrides(p *plans.Plan, o map[string]map[string]string) error {
 			a.BaseURL = v
 		}
 		if v, ok := f["api_key_env"]; ok {
-			if !plans.ValidIdent(v) {
+			if !ValidIdent(v) {
 				return fmt.Errorf("--agent %s.api_key_env=%s: not an environment variable name", name, v)
 			}
 			a.APIKeyEnv = v
@@ -83,8 +81,20 @@ func applyAgentOverrides(p *plans.Plan, o map[string]map[string]string) error {
 	return nil
 }
 
-// saved is what blackboard.json keeps of the overrides (nil: none).
-func (o agentOverrides) saved() map[string]map[string]string {
+// Args are the overrides as NAME.FIELD=VALUE arguments, in order.
+func (o AgentOverrides) Args() []string {
+	var out []string
+	for name, fields := range o {
+		for f, v := range fields {
+			out = append(out, name+"."+f+"="+v)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Saved is what blackboard.json keeps of the overrides (nil: none).
+func (o AgentOverrides) Saved() map[string]map[string]string {
 	if len(o) == 0 {
 		return nil
 	}
