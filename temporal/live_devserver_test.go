@@ -154,3 +154,57 @@ func TestDevServerBoardSavedWhenStarterDied(t *testing.T) {
 		t.Errorf("saved run %s, deploy %s", b.Run().Status, stepOf(t, b, "deploy").Result)
 	}
 }
+
+// A Temporal run's blackboard.json is an ordinary one: `report` renders
+// it, a local run `--reuse`s its model answers, `replay --offline`
+// matches it.
+func TestDevServerFileWorksUnchanged(t *testing.T) {
+	c := newCluster(t)
+	c.worker(t)
+	os.Setenv("RUNNER_TEMPORAL", c.rt)
+	defer os.Unsetenv("RUNNER_TEMPORAL")
+	plan := writePlan(t, c.work, `
+version: 1
+agents:
+  bot: {provider: script, model: canned, responses: ["first answer", "second answer"]}
+steps:
+  - {label: ask, type: llm, agent: bot, prompt: "Say something"}
+  - {label: again, type: llm, agent: bot, prompt: "And again, after ${{ steps.ask.output }}"}
+  - {label: show, type: command, run: "echo got: ${{ steps.again.output }}"}
+`)
+	out := filepath.Join(c.work, "t.json")
+	if code, got := c.cli(t, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort, "--task-queue", c.queue,
+		"--blobs", c.blobs, "--out", out, "-q"); code != 0 {
+		t.Fatalf("run on Temporal: exit %d\n%s", code, got)
+	}
+	html := filepath.Join(c.work, "t.html")
+	if code, got := c.cli(t, "report", out, "-o", html); code != 0 {
+		t.Fatalf("report: exit %d\n%s", code, got)
+	}
+	if data, err := os.ReadFile(html); err != nil || !strings.Contains(string(data), "second answer") {
+		t.Errorf("the report lacks the model's answer (%v)", err)
+	}
+	local := filepath.Join(c.work, "local.json")
+	if code, got := c.cli(t, "run", plan, "--reuse", out, "--out", local, "-q"); code != 0 {
+		t.Fatalf("local run --reuse: exit %d\n%s", code, got)
+	}
+	data, err := os.ReadFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved struct {
+		Run struct {
+			Reused struct {
+				ReusedCalls int `json:"reused_calls"`
+				LiveCalls   int `json:"live_calls"`
+			} `json:"reused"`
+		} `json:"run"`
+	}
+	json.Unmarshal(data, &saved)
+	if u := saved.Run.Reused; u.ReusedCalls != 2 || u.LiveCalls != 0 {
+		t.Errorf("--reuse of the Temporal run: %+v; want both calls reused", u)
+	}
+	if code, got := c.cli(t, "replay", out, "--offline"); code != 0 || !strings.Contains(got, "matched") {
+		t.Errorf("replay --offline: exit %d\n%s", code, got)
+	}
+}
