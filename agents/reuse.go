@@ -42,6 +42,38 @@ func NewReuse(runs ...*board.Board) *Reuse {
 // It is called before the run's first step.
 func (s *Set) SetReuse(u *Reuse) { s.reuse = u }
 
+// GoLive sends every later call to the providers, as after a request
+// that differs (a run on Temporal tells each worker once a call of the
+// run, anywhere, went live).
+func (u *Reuse) GoLive() {
+	u.mu.Lock()
+	u.live = true
+	u.mu.Unlock()
+}
+
+// StatsOf counts what a run's model-call recordings took from earlier
+// runs (answers marked reused) and what they paid for.
+func StatsOf(recs []board.Recording) ReuseStats {
+	var st ReuseStats
+	for _, r := range recs {
+		if r.Kind != KindLLM {
+			continue
+		}
+		resp, err := decodeResponse(r.Response)
+		if err != nil {
+			continue
+		}
+		if resp.Reused {
+			st.ReusedCalls++
+			st.ReusedTokens += resp.Usage.Total()
+		} else {
+			st.LiveCalls++
+			st.LiveTokens += resp.Usage.Total()
+		}
+	}
+	return st
+}
+
 // Stats returns the counts so far.
 func (u *Reuse) Stats() ReuseStats {
 	u.mu.Lock()

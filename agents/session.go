@@ -234,6 +234,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	reused := false
 	if ss.set.reuse != nil && !replayed {
 		if resp, reused = ss.set.reuse.answer(info, sum); reused {
+			resp.Reused = true
 			ss.stats.Retries += resp.Retries
 			if sc, ok := a.p.(*script); ok {
 				sc.take(ss.label) // the script's place moves on as if it had answered

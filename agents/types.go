@@ -90,6 +90,10 @@ type Response struct {
 	// failed agents before a fallback included), kept so a replay reports
 	// the same step result.
 	Retries int `json:"retries,omitempty"`
+	// Reused: the answer was taken from an earlier run's recording
+	// (--reuse), not asked of the model; a run's reuse counts are read
+	// from its recordings where no one process saw every call (Temporal).
+	Reused bool `json:"reused,omitempty"`
 }
 
 // Usage counts tokens. InputTokens is every input token, cached or not (for

@@ -28,6 +28,10 @@ type StepInput struct {
 	Attempt    int
 	Workdir    string
 	Vars       map[string]any
+	// Reuse names the blackboard.json blobs of runs given to --reuse;
+	// ReuseLive says a call of the run already went live.
+	Reuse     []string `json:",omitempty"`
+	ReuseLive bool     `json:",omitempty"`
 }
 
 // StepOutput is one attempt's outcome, everything the workflow records:
@@ -52,18 +56,20 @@ type Activities struct {
 	// Heartbeat is how often a running step tells the server it is alive.
 	Heartbeat time.Duration
 
-	mu    sync.Mutex
-	progs map[string]*engine.Program
-	runs  map[string]*runState // by run id
+	mu          sync.Mutex
+	progs       map[string]*engine.Program
+	runs        map[string]*runState    // by run id
+	reuseBoards map[string]*board.Board // --reuse runs by blob name
 }
 
 // runState is a run's board and expression state on this worker, kept
 // between steps so that the next step reads only the new chunks.
 type runState struct {
-	mu   sync.Mutex
-	prog *engine.Program
-	head string
-	r    *engine.Runner
+	mu    sync.Mutex
+	prog  *engine.Program
+	head  string
+	r     *engine.Runner
+	reuse *agents.Reuse
 	// dirty: a step on this worker added to the board itself, so the board
 	// is ahead of the chain; the next step starts from the chain again.
 	dirty bool
@@ -88,6 +94,9 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	r, err := a.state(runID, prog, in)
 	if err != nil {
 		return nil, err // retried: the store may be catching up
+	}
+	if in.ReuseLive {
+		a.goLive(runID)
 	}
 	b := r.Board
 	seq, nrec := lastSeq(b), len(b.Recordings())
@@ -204,11 +213,11 @@ func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*e
 		if len(cs) == 0 || cs[0].Run == nil {
 			return nil, fmt.Errorf("board chain %s does not start with the run", in.Head)
 		}
-		r, err := a.newRunner(prog, *cs[0].Run, in)
+		r, u, err := a.newRunner(prog, *cs[0].Run, in)
 		if err != nil {
 			return nil, err
 		}
-		st.r = r
+		st.r, st.reuse = r, u
 	}
 	for _, c := range cs {
 		if err := c.apply(st.r.Board); err != nil {
@@ -248,17 +257,55 @@ func (a *Activities) runState(runID string, prog *engine.Program) *runState {
 
 const maxRuns = 256
 
-func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput) (*engine.Runner, error) {
+// goLive tells the run's --reuse on this worker that a call went live.
+func (a *Activities) goLive(runID string) {
+	a.mu.Lock()
+	st := a.runs[runID]
+	a.mu.Unlock()
+	if st != nil && st.reuse != nil {
+		st.reuse.GoLive()
+	}
+}
+
+// reused reads the runs given to --reuse from the Store, once per worker.
+func (a *Activities) reused(names []string) ([]*board.Board, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []*board.Board
+	for _, name := range names {
+		if b := a.reuseBoards[name]; b != nil {
+			out = append(out, b)
+			continue
+		}
+		data, err := a.Store.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("--reuse: %w", err)
+		}
+		b, err := board.Parse(data)
+		if err != nil {
+			return nil, fmt.Errorf("--reuse %s: %w", name, err)
+		}
+		if a.reuseBoards == nil {
+			a.reuseBoards = map[string]*board.Board{}
+		}
+		a.reuseBoards[name] = b
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput) (*engine.Runner, *agents.Reuse, error) {
 	wd := a.Workdir
 	if wd == "" {
 		wd = in.Workdir
 	}
 	if fi, err := os.Stat(wd); err != nil || !fi.IsDir() {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"workdir %s does not exist on this worker (start the worker with --workdir)", wd), errBadInput, nil)
 	}
 	b := board.New(run)
 	var set *agents.Set
+	var reuse *agents.Reuse
 	if len(prog.Plan.Agents) > 0 {
 		plan := prog.Plan
 		if len(run.Agents) > 0 {
@@ -269,19 +316,26 @@ func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput
 				err = p.Override(run.Agents)
 			}
 			if err != nil {
-				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's agent overrides: %v", err), errBadInput, err)
+				return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's agent overrides: %v", err), errBadInput, err)
 			}
 			plan = p
 		}
+		if len(in.Reuse) > 0 {
+			runs, err := a.reused(in.Reuse)
+			if err != nil {
+				return nil, nil, err // retried: the store may be catching up
+			}
+			reuse = agents.NewReuse(runs...)
+		}
 		var err error
-		if set, err = agents.New(plan, agents.Options{Log: a.Log}); err != nil {
+		if set, err = agents.New(plan, agents.Options{Log: a.Log, Reuse: reuse}); err != nil {
 			// A missing API key: every attempt would fail the same way.
-			return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
+			return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 		}
 	}
 	r := &engine.Runner{Prog: prog, Board: b, Log: a.Log, Workdir: wd, Vars: engine.SavedVars(prog.Plan, in.Vars), Agents: set}
 	r.Prepare()
-	return r, nil
+	return r, reuse, nil
 }
 
 // Forget drops a finished run's state from this worker.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -16,6 +18,7 @@ import (
 type StartOptions struct {
 	TaskQueue string
 	Options   Options
+	Reuse     []Reused // see Input.Reuse
 }
 
 // Start starts run (its id, plan source and sha256, vars, workdir) as a
@@ -28,7 +31,32 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 		opt.TaskQueue = DefaultTaskQueue
 	}
 	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue},
-		WorkflowName, Input{Run: run, Options: opt.Options})
+		WorkflowName, Input{Run: run, Options: opt.Options, Reuse: opt.Reuse})
+}
+
+// PutReused checks each file given to --reuse (a saved run) and puts it
+// in the store, so every worker reads it.
+func PutReused(store Store, paths []string) ([]Reused, error) {
+	var out []Reused
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		data, err := os.ReadFile(abs)
+		if err != nil {
+			return nil, fmt.Errorf("--reuse %s: %w", p, err)
+		}
+		if _, err := board.Parse(data); err != nil {
+			return nil, fmt.Errorf("--reuse %s: %w", p, err)
+		}
+		name, err := store.Put(data)
+		if err != nil {
+			return nil, fmt.Errorf("--reuse %s: %w", p, err)
+		}
+		out = append(out, Reused{Path: abs, Blob: name})
+	}
+	return out, nil
 }
 
 // WorkflowID is the id of the workflow of run runID.

@@ -207,4 +207,14 @@ steps:
 	if code, got := c.cli(t, "replay", out, "--offline"); code != 0 || !strings.Contains(got, "matched") {
 		t.Errorf("replay --offline: exit %d\n%s", code, got)
 	}
+
+	// And --reuse on Temporal itself, of the in-process run's file.
+	again := filepath.Join(c.work, "again.json")
+	if code, got := c.cli(t, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort, "--task-queue", c.queue,
+		"--blobs", c.blobs, "--out", again, "--reuse", local, "-q"); code != 0 {
+		t.Fatalf("run on Temporal --reuse: exit %d\n%s", code, got)
+	}
+	if u := loadBoard(t, again).Run().Reused; u == nil || u.ReusedCalls != 2 || u.LiveCalls != 0 {
+		t.Errorf("--reuse on Temporal: %+v; want both calls reused", u)
+	}
 }

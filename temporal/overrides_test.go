@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -78,4 +79,75 @@ steps:
 	if b.Run().Agents["bot"]["provider"] != "openai" {
 		t.Errorf("run.agents = %v; want the overrides kept", b.Run().Agents)
 	}
+}
+
+// --reuse on Temporal: model answers come from an earlier run's recording
+// while the requests match; from the first that differs every call goes
+// live, also a later one whose request matches again; run.reused counts
+// both, read from the recordings (each worker saw only its own calls).
+func TestReuseOnTemporal(t *testing.T) {
+	plan := func(second string) string {
+		return `
+version: 1
+agents:
+  bot: {provider: script, model: canned, responses: ["one", "two", "three", "four", "five", "six"]}
+steps:
+  - {label: a, type: llm, agent: bot, prompt: "first"}
+  - {label: b, type: llm, agent: bot, prompt: "` + second + `"}
+  - {label: c, type: llm, agent: bot, prompt: "third"}
+`
+	}
+	run := func(src string, reuse []Reused, store Store) *board.Board {
+		var s testsuite.WorkflowTestSuite
+		s.SetLogger(quietLogger())
+		env := s.NewTestWorkflowEnvironment()
+		Register(env, &Workflow{Store: store}, &Activities{Store: store})
+		env.SetTestTimeout(time.Minute)
+		env.SetWorkerOptions(workerOptions)
+		env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir()), Reuse: reuse})
+		if err := env.GetWorkflowError(); err != nil {
+			t.Fatal(err)
+		}
+		var out Output
+		env.GetWorkflowResult(&out)
+		b, err := LoadBoard(store, out.Head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	store := Store{Dir: t.TempDir()}
+	old := filepath.Join(t.TempDir(), "old.json")
+	first := run(plan("second"), nil, store)
+	if first.Run().Reused != nil {
+		t.Errorf("a run without --reuse says it reused: %+v", first.Run().Reused)
+	}
+	if _, err := Save(store, mustHead(t, store, first), old); err != nil {
+		t.Fatal(err)
+	}
+	reuse, err := PutReused(store, []string{old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := run(plan("second, changed"), reuse, store)
+	u := b.Run().Reused
+	if u == nil || u.ReusedCalls != 1 || u.LiveCalls != 2 || len(u.From) != 1 || u.From[0] != old {
+		t.Fatalf("run.reused = %+v; want 1 reused (a), 2 live (b changed, c after it), from %s", u, old)
+	}
+	if got := stepOf(t, b, "a").Result; !strings.Contains(string(got), `"one"`) {
+		t.Errorf("a: %s; want the recorded answer", got)
+	}
+	if _, err := PutReused(store, []string{filepath.Join(t.TempDir(), "missing.json")}); err == nil {
+		t.Error("a missing --reuse file was taken")
+	}
+}
+
+// mustHead saves b as one chunk and returns its name.
+func mustHead(t *testing.T, store Store, b *board.Board) string {
+	run := b.Run()
+	head, err := putChunk(store, &chunk{Run: &run, Entries: b.Entries(), Steps: b.Steps(), Recordings: b.Recordings()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return head
 }

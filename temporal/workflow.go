@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/steps"
@@ -30,6 +31,16 @@ type Input struct {
 	Run     board.Run
 	Options Options
 	Carry   *Carry `json:",omitempty"`
+	// Reuse are earlier runs whose model answers this run reuses while
+	// the requests match (runner run --reuse): their paths, and their
+	// blackboard.json bytes in the Store.
+	Reuse []Reused `json:",omitempty"`
+}
+
+// Reused is one earlier run given to --reuse.
+type Reused struct {
+	Path string // as given, made absolute
+	Blob string // the file's bytes in the Store
 }
 
 // Options tune the workflow; zero values take the defaults.
@@ -447,8 +458,13 @@ func (it *interp) once(ctx workflow.Context, n *engine.Node, v engine.Visit, vis
 	})
 	run := it.in.Run
 	var out StepOutput
-	err = workflow.ExecuteActivity(actx, ActivityName, StepInput{PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
-		Head: head, Label: n.Label, Visit: visit, Attempt: attempt, Workdir: run.Workdir, Vars: run.Vars}).Get(actx, &out)
+	in := StepInput{PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
+		Head: head, Label: n.Label, Visit: visit, Attempt: attempt, Workdir: run.Workdir, Vars: run.Vars}
+	for _, r := range it.in.Reuse {
+		in.Reuse = append(in.Reuse, r.Blob)
+	}
+	in.ReuseLive = len(in.Reuse) > 0 && it.wentLive()
+	err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
 	if err != nil {
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) || ctx.Err() != nil {
@@ -587,7 +603,22 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 	}
 	it.ended = true
 	now := workflow.Now(ctx).UTC()
-	if uerr := it.b.UpdateRun(func(r *board.Run) { r.Status, r.Error, r.FinishedAt = status, msg, &now }); uerr != nil {
+	var reused *board.Reused
+	if len(it.in.Reuse) > 0 {
+		// What --reuse took, read from the recordings: each worker saw
+		// only its own calls.
+		st := agents.StatsOf(it.b.Recordings())
+		reused = &board.Reused{ReusedCalls: st.ReusedCalls, ReusedTokens: st.ReusedTokens, LiveCalls: st.LiveCalls, LiveTokens: st.LiveTokens}
+		for _, r := range it.in.Reuse {
+			reused.From = append(reused.From, r.Path)
+		}
+	}
+	if uerr := it.b.UpdateRun(func(r *board.Run) {
+		r.Status, r.Error, r.FinishedAt = status, msg, &now
+		if reused != nil {
+			r.Reused = reused
+		}
+	}); uerr != nil {
 		return nil, uerr
 	}
 	run := it.b.Run()
@@ -597,6 +628,12 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 		panic(ferr)
 	}
 	return &Output{Head: head, Status: status, Error: msg, Parts: it.parts}, nil
+}
+
+// wentLive: a model call of this run was answered by its model, not
+// from --reuse's recordings, so every later call goes live too.
+func (it *interp) wentLive() bool {
+	return agents.StatsOf(it.b.Recordings()).LiveCalls > 0
 }
 
 func fatal(err error) bool {

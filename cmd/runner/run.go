@@ -70,10 +70,13 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch tf.engine {
 	case "local":
 	case "temporal":
-		if len(ru.from) > 0 {
-			return usageErr(stderr, fs, "--reuse is not available with --engine temporal")
+		if ru.offline {
+			return usageErr(stderr, fs, "--offline is not available with --engine temporal (a replay runs nothing: use it without --engine)")
 		}
 		pass := append(tf.args(), "--workdir", wd)
+		for _, p := range ru.from {
+			pass = append(pass, "--reuse", p)
+		}
 		for _, a := range agentsFlag.Args() {
 			pass = append(pass, "--agent", a)
 		}

@@ -140,6 +140,11 @@ func loggers(stderr io.Writer, format string) (zerolog.Logger, *slog.Logger) {
 		slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
 type varFlags map[string]string
 
 func (v varFlags) String() string { return "" }
@@ -226,6 +231,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	c := connFlags(fs)
 	vars := varFlags{}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
+	var reuse stringList
+	fs.Var(&reuse, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
 	agentsFlag := plans.AgentOverrides{}
 	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
 	workdir := fs.String("workdir", "", "directory steps run in (default: the current directory)")
@@ -287,7 +294,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	store := rt.Store{Dir: c.blobs}
-	// remote.json says where the run lives, so `runner board` and
+	reused, err := rt.PutReused(store, reuse)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		return exitUsage
+	}
+	// blackboard.json.remote says where the run lives, so `runner board` and
 	// `runner answer` reach it while it runs.
 	if err := liveboard.WriteRemote(liveboard.Remote{Engine: "temporal", HostPort: c.hostPort, Namespace: c.namespace,
 		TaskQueue: c.queue, Blobs: c.blobs, WorkflowID: rt.WorkflowID(runID), RunID: runID, Board: path}); err != nil {
@@ -298,7 +310,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		Vars: resolved, Workdir: wd, Status: board.StatusRunning, StartedAt: now, RunnerVersion: version, Agents: agentsFlag.Saved()}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	we, err := rt.Start(context.Background(), tc, store, brun, rt.StartOptions{TaskQueue: c.queue, Options: opt})
+	we, err := rt.Start(context.Background(), tc, store, brun, rt.StartOptions{TaskQueue: c.queue, Options: opt, Reuse: reused})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: starting the workflow: %v\n", err)
 		return exitFailed
