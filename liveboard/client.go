@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -190,24 +189,7 @@ func replyError(code int, data []byte) error {
 	if json.Unmarshal(data, &er) != nil || er.Error == "" {
 		return fmt.Errorf("board owner answered %d: %s", code, bytes.TrimSpace(data))
 	}
-	var sentinel error
-	switch er.Kind {
-	case "version":
-		sentinel = board.ErrVersion
-	case "denied":
-		sentinel = board.ErrDenied
-	case "absent":
-		sentinel = board.ErrAbsent
-	case "answer-conflict":
-		sentinel = board.ErrAnswerConflict
-	case "not-waiting":
-		sentinel = board.ErrNotWaiting
-	case "bad-answer":
-		sentinel = board.ErrBadAnswer
-	default:
-		return errors.New(er.Error)
-	}
-	return &remoteError{msg: er.Error, is: sentinel}
+	return ErrorOf(er.Kind, er.Error)
 }
 
 type remoteError struct {

@@ -460,20 +460,6 @@ func reply(w http.ResponseWriter, code int, v any) {
 }
 
 func replyErr(w http.ResponseWriter, err error) {
-	code, kind := http.StatusBadRequest, "bad"
-	switch {
-	case errors.Is(err, board.ErrVersion):
-		code, kind = http.StatusConflict, "version"
-	case errors.Is(err, board.ErrDenied):
-		code, kind = http.StatusForbidden, "denied"
-	case errors.Is(err, board.ErrAbsent):
-		code, kind = http.StatusNotFound, "absent"
-	case errors.Is(err, board.ErrAnswerConflict):
-		code, kind = http.StatusConflict, "answer-conflict"
-	case errors.Is(err, board.ErrNotWaiting):
-		code, kind = http.StatusNotFound, "not-waiting"
-	case errors.Is(err, board.ErrBadAnswer):
-		kind = "bad-answer"
-	}
+	kind, code := KindOf(err)
 	reply(w, code, errorReply{Error: strings.TrimPrefix(err.Error(), "board: "), Kind: kind})
 }

@@ -263,8 +263,7 @@ steps:
 // runner-temporal (found through RUNNER_TEMPORAL), showing each finished
 // step as for an in-process run, and prints where blackboard.json is.
 func TestDevServerThroughRunnerCLI(t *testing.T) {
-	c := newCluster(t)
-	c.worker(t)
+	c := newCLICluster(t)
 	plan := writePlan(t, c.work, `
 version: 1
 steps:
@@ -273,8 +272,6 @@ steps:
   - {label: world, type: command, run: "echo ${{ steps.hello.stdout }} world"}
 `)
 	out := filepath.Join(c.work, "bb.json")
-	os.Setenv("RUNNER_TEMPORAL", c.rt)
-	defer os.Unsetenv("RUNNER_TEMPORAL")
 	p := startProc(t, c.work, c.runner, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort,
 		"--task-queue", c.queue, "--blobs", c.blobs, "--out", out, "--log-format", "console")
 	if code := p.wait(t, 2*time.Minute); code != 0 {

@@ -3,6 +3,7 @@ package temporal
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/liveboard"
@@ -46,51 +47,21 @@ type Changes struct {
 	Ended   bool  // the run has its final status: no change will follow
 }
 
-// Error types of refused writes and answers, so a client can tell them
-// apart (errors.Is on board's sentinels once mapped back, see ErrorKind).
-var refusals = []struct {
-	kind string
-	err  error
-}{
-	{"version", board.ErrVersion},
-	{"denied", board.ErrDenied},
-	{"absent", board.ErrAbsent},
-	{"answer-conflict", board.ErrAnswerConflict},
-	{"not-waiting", board.ErrNotWaiting},
-	{"bad-answer", board.ErrBadAnswer},
-}
-
-// refusal is err as an application error whose type names its kind.
+// refusal is err as an application error whose type names its kind
+// (liveboard.KindOf), so the client gets the same error back (Refused).
 func refusal(err error) error {
-	for _, r := range refusals {
-		if errors.Is(err, r.err) {
-			return temporal.NewNonRetryableApplicationError(err.Error(), "runner."+r.kind, nil)
-		}
-	}
-	return temporal.NewNonRetryableApplicationError(err.Error(), "runner.bad", nil)
+	kind, _ := liveboard.KindOf(err)
+	return temporal.NewNonRetryableApplicationError(err.Error(), "runner."+kind, nil)
 }
 
-// Refused maps an update's error back onto board's sentinels.
+// Refused maps an update's or query's error back onto board's sentinels.
 func Refused(err error) error {
 	var app *temporal.ApplicationError
 	if !errors.As(err, &app) {
 		return err
 	}
-	for _, r := range refusals {
-		if app.Type() == "runner."+r.kind {
-			return &remoteErr{msg: app.Message(), is: r.err}
-		}
-	}
-	return errors.New(app.Message())
+	return liveboard.ErrorOf(strings.TrimPrefix(app.Type(), "runner."), app.Message())
 }
-
-type remoteErr struct {
-	msg string
-	is  error
-}
-
-func (e *remoteErr) Error() string { return e.msg }
-func (e *remoteErr) Unwrap() error { return e.is }
 
 // serve registers the live board's handlers.
 func (it *interp) serve(ctx workflow.Context) error {

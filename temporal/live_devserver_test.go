@@ -22,6 +22,16 @@ steps:
   - {label: deploy, type: command, run: "echo next=${{ board('jobs:next') }} approve=${{ steps.review.output.approve }}"}
 `
 
+// newCLICluster is a cluster with one worker, for driving with the
+// default runner binary (which finds runner-temporal through
+// RUNNER_TEMPORAL).
+func newCLICluster(t *testing.T) *cluster {
+	c := newCluster(t)
+	c.worker(t)
+	t.Setenv("RUNNER_TEMPORAL", c.rt)
+	return c
+}
+
 // cli runs the default runner binary (runner-temporal through
 // RUNNER_TEMPORAL) and returns its exit code and output.
 func (c *cluster) cli(t *testing.T, args ...string) (int, string) {
@@ -48,10 +58,7 @@ func waitOutput(t *testing.T, p *proc, want string, limit time.Duration) {
 // board; `runner answer` is checked against the form, then taken, and the
 // run goes on and sees both. The saved blackboard.json replays offline.
 func TestDevServerLiveBoardAndAnswer(t *testing.T) {
-	c := newCluster(t)
-	c.worker(t)
-	os.Setenv("RUNNER_TEMPORAL", c.rt)
-	defer os.Unsetenv("RUNNER_TEMPORAL")
+	c := newCLICluster(t)
 	plan := writePlan(t, c.work, liveReviewPlan)
 	out := filepath.Join(c.work, "runs", "bb.json")
 	os.MkdirAll(filepath.Dir(out), 0o755)
@@ -121,10 +128,7 @@ func TestDevServerLiveBoardAndAnswer(t *testing.T) {
 // run goes on on Temporal, an answer still reaches it, and the next
 // `runner board` finds it ended and saves its board, so nothing is lost.
 func TestDevServerBoardSavedWhenStarterDied(t *testing.T) {
-	c := newCluster(t)
-	c.worker(t)
-	os.Setenv("RUNNER_TEMPORAL", c.rt)
-	defer os.Unsetenv("RUNNER_TEMPORAL")
+	c := newCLICluster(t)
 	plan := writePlan(t, c.work, liveReviewPlan)
 	out := filepath.Join(c.work, "bb.json")
 	starter := c.run(t, plan, out)
@@ -159,10 +163,7 @@ func TestDevServerBoardSavedWhenStarterDied(t *testing.T) {
 // it, a local run `--reuse`s its model answers, `replay --offline`
 // matches it.
 func TestDevServerFileWorksUnchanged(t *testing.T) {
-	c := newCluster(t)
-	c.worker(t)
-	os.Setenv("RUNNER_TEMPORAL", c.rt)
-	defer os.Unsetenv("RUNNER_TEMPORAL")
+	c := newCLICluster(t)
 	plan := writePlan(t, c.work, `
 version: 1
 agents:

@@ -39,11 +39,13 @@ type liveEnv struct {
 	store Store
 }
 
-func newLiveEnv(t *testing.T) *liveEnv {
+func newLiveEnv(t *testing.T) *liveEnv { return newLiveEnvIn(t, Store{Dir: t.TempDir()}) }
+
+// newLiveEnvIn is a test environment whose workflow and activities use store.
+func newLiveEnvIn(t *testing.T, store Store) *liveEnv {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)
@@ -85,7 +87,13 @@ func (l *liveEnv) query(name string, out any, args ...any) {
 
 func (l *liveEnv) run(src string) (*board.Board, *Output) {
 	l.t.Helper()
-	l.env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(l.t, src, l.t.TempDir())})
+	return l.runInput(Input{Run: newRun(l.t, src, l.t.TempDir())})
+}
+
+// runInput runs the workflow to its end and returns the board it left.
+func (l *liveEnv) runInput(in Input) (*board.Board, *Output) {
+	l.t.Helper()
+	l.env.ExecuteWorkflow(WorkflowName, in)
 	if !l.env.IsWorkflowCompleted() {
 		l.t.Fatal("the workflow did not complete")
 	}

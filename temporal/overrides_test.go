@@ -9,10 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/planrunner/runner/board"
-	"go.temporal.io/sdk/testsuite"
 )
 
 // `--agent` overrides on Temporal: the run's overrides (run.agents) reach
@@ -42,25 +40,9 @@ steps:
   - {label: ask, type: llm, agent: bot, prompt: "Say something"}
   - {label: show, type: command, run: "echo got: ${{ steps.ask.output }}"}
 `
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(quietLogger())
-	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
-	Register(env, &Workflow{Store: store}, &Activities{Store: store})
-	env.SetTestTimeout(time.Minute)
-	env.SetWorkerOptions(workerOptions)
 	run := newRun(t, src, t.TempDir())
 	run.Agents = map[string]map[string]string{"bot": {"provider": "openai", "model": "gpt-x", "base_url": srv.URL + "/v1"}}
-	env.ExecuteWorkflow(WorkflowName, Input{Run: run})
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatal(err)
-	}
-	var out Output
-	env.GetWorkflowResult(&out)
-	b, err := LoadBoard(store, out.Head)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, out := newLiveEnv(t).runInput(Input{Run: run})
 	if out.Status != "succeeded" || !strings.Contains(string(stepOf(t, b, "show").Result), "got: from the server") {
 		t.Fatalf("run %s %s; show: %s", out.Status, out.Error, stepOf(t, b, "show").Result)
 	}
@@ -98,22 +80,7 @@ steps:
 `
 	}
 	run := func(src string, reuse []Reused, store Store) *board.Board {
-		var s testsuite.WorkflowTestSuite
-		s.SetLogger(quietLogger())
-		env := s.NewTestWorkflowEnvironment()
-		Register(env, &Workflow{Store: store}, &Activities{Store: store})
-		env.SetTestTimeout(time.Minute)
-		env.SetWorkerOptions(workerOptions)
-		env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir()), Reuse: reuse})
-		if err := env.GetWorkflowError(); err != nil {
-			t.Fatal(err)
-		}
-		var out Output
-		env.GetWorkflowResult(&out)
-		b, err := LoadBoard(store, out.Head)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, _ := newLiveEnvIn(t, store).runInput(Input{Run: newRun(t, src, t.TempDir()), Reuse: reuse})
 		return b
 	}
 	store := Store{Dir: t.TempDir()}
