@@ -102,8 +102,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	seq, nrec := lastSeq(b), len(b.Recordings())
 
 	// Heartbeats tell the server the worker is alive (one killed is
-	// noticed after HeartbeatTimeout) and bring cancellation to ctx. The
-	// last one is sent before the activity returns.
+	// noticed after HeartbeatTimeout) and bring cancellation to ctx.
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() { defer close(stopped); a.heartbeat(ctx, stop) }()
 	res, stepErr := r.RunOnce(ctx, n, r.BeginVisit(in.Label, in.Visit), in.Visit, in.Attempt)
@@ -141,10 +140,27 @@ func lastSeq(b *board.Board) int64 {
 	return 0
 }
 
+// heartbeat beats every a.Heartbeat until stop. The first beat waits one
+// interval (at most half the heartbeat timeout): a step that ends sooner
+// costs the server no heartbeat, which is an RPC and a write of the
+// activity's state, and its completion tells the server all a beat would.
 func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}) {
 	every := a.Heartbeat
 	if every <= 0 {
 		every = time.Second
+	}
+	first := every
+	if ht := activity.GetInfo(ctx).HeartbeatTimeout; ht > 0 && ht/2 < first {
+		first = ht / 2
+	}
+	wait := time.NewTimer(first)
+	defer wait.Stop()
+	select {
+	case <-stop:
+		return
+	case <-ctx.Done():
+		return
+	case <-wait.C:
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -1,11 +1,16 @@
 package temporal
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +28,7 @@ var (
 	benchTemporal = flag.Bool("bench-temporal", false, "run the Temporal benchmarks (dev server, loopback)")
 	benchRuns     = flag.Int("bench-runs", 1000, "concurrent runs for TestBenchConcurrentRuns")
 	benchVisits   = flag.Int("bench-visits", 200, "loop visits for TestBenchStepOverhead")
+	benchServer   = flag.String("bench-server-flags", "", "more `temporal server start-dev` flags for the benchmarks, space-separated")
 )
 
 func loopPlan(visits int) string {
@@ -47,7 +53,7 @@ func TestBenchStepOverhead(t *testing.T) {
 	if !*benchTemporal {
 		t.Skip("a benchmark: -bench-temporal")
 	}
-	c := newCluster(t)
+	c := newCluster(t, strings.Fields(*benchServer)...)
 	c.worker(t)
 	plan := writePlan(t, c.work, loopPlan(*benchVisits))
 	var local, remote []time.Duration
@@ -96,9 +102,10 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	if !*benchTemporal {
 		t.Skip("a benchmark: -bench-temporal")
 	}
-	c := newCluster(t)
+	c := newCluster(t, strings.Fields(*benchServer)...)
+	var workers []*proc
 	for i := 0; i < 4; i++ {
-		c.worker(t)
+		workers = append(workers, c.worker(t))
 	}
 	var b strings.Builder
 	b.WriteString("version: 1\nsteps:\n")
@@ -116,6 +123,8 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	lat := make([]time.Duration, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
+	cpu0 := clusterCPU(t, c.srv.cmd.Process.Pid, workers)
+	req0 := serverRequests(t, c.srv.metrics)
 	start := time.Now()
 	for i := 0; i < n; i++ {
 		wg.Add(1)
@@ -146,6 +155,8 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	}
 	wg.Wait()
 	wall := time.Since(start)
+	cpu := clusterCPU(t, c.srv.cmd.Process.Pid, workers).minus(cpu0)
+	req := serverRequests(t, c.srv.metrics)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -155,4 +166,123 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	pct := func(p float64) time.Duration { return lat[int(p*float64(n-1))].Round(time.Millisecond) }
 	t.Logf("%d runs of 10 steps, 4 workers: %s wall, %.1f runs/s, %.0f steps/s; run latency p50 %s, p99 %s, max %s",
 		n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), float64(10*n)/wall.Seconds(), pct(0.5), pct(0.99), lat[n-1].Round(time.Millisecond))
+	t.Logf("CPU during the runs (user+system): dev server %s, 4 workers %s (%s), client (this test process) %s; %.2f of %d cores busy",
+		cpu.server.Round(10*time.Millisecond), cpu.workerSum().Round(10*time.Millisecond), cpu.workerList(), cpu.client.Round(10*time.Millisecond),
+		(cpu.server+cpu.workerSum()+cpu.client).Seconds()/wall.Seconds(), runtime.NumCPU())
+	t.Logf("per step: %s", perStep(req0, req, 10*n))
+}
+
+// serverRequests counts the dev server's requests so far from its
+// Prometheus metrics: gRPC calls its frontend served ("frontend
+// PollActivityTaskQueue") and its database operations ("persistence", and
+// by operation).
+func serverRequests(t *testing.T, port int) map[string]float64 {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		t.Logf("no server metrics: %v", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		metric, rest, ok := strings.Cut(line, "{")
+		if !ok || (metric != "service_requests" && metric != "persistence_requests") {
+			continue
+		}
+		labels, value, _ := strings.Cut(rest, "} ")
+		if metric == "service_requests" && !strings.Contains(labels, `service_name="frontend"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil {
+			continue
+		}
+		_, op, _ := strings.Cut(labels, `operation="`)
+		op, _, _ = strings.Cut(op, `"`)
+		if metric == "service_requests" {
+			out["frontend "+op] += v
+		} else {
+			out["persistence"] += v
+			out["persistence "+op] += v
+		}
+	}
+	return out
+}
+
+// perStep says what the server did per step between two counts, the
+// largest first, leaving out what came to under 0.05 a step.
+func perStep(before, after map[string]float64, steps int) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var l []kv
+	for k, v := range after {
+		if d := (v - before[k]) / float64(steps); d >= 0.05 {
+			l = append(l, kv{k, d})
+		}
+	}
+	sort.Slice(l, func(i, j int) bool { return l[i].v > l[j].v })
+	var out []string
+	for _, e := range l {
+		out = append(out, fmt.Sprintf("%s %.2f", e.k, e.v))
+	}
+	return strings.Join(out, ", ")
+}
+
+// cpuTimes is CPU time (user+system) used so far by the dev server, each
+// worker and this process (the client), read from /proc.
+type cpuTimes struct {
+	server, client time.Duration
+	workers        []time.Duration
+}
+
+func clusterCPU(t *testing.T, server int, workers []*proc) cpuTimes {
+	c := cpuTimes{server: procCPU(t, server), client: procCPU(t, os.Getpid())}
+	for _, w := range workers {
+		c.workers = append(c.workers, procCPU(t, w.cmd.Process.Pid))
+	}
+	return c
+}
+
+func (c cpuTimes) minus(d cpuTimes) cpuTimes {
+	out := cpuTimes{server: c.server - d.server, client: c.client - d.client}
+	for i := range c.workers {
+		out.workers = append(out.workers, c.workers[i]-d.workers[i])
+	}
+	return out
+}
+
+func (c cpuTimes) workerSum() (s time.Duration) {
+	for _, w := range c.workers {
+		s += w
+	}
+	return s
+}
+
+func (c cpuTimes) workerList() string {
+	var s []string
+	for _, w := range c.workers {
+		s = append(s, w.Round(10*time.Millisecond).String())
+	}
+	return strings.Join(s, " ")
+}
+
+// procCPU is a process's user+system time from /proc/PID/stat (fields 14
+// and 15, in clock ticks of 1/100 s, Linux's USER_HZ).
+func procCPU(t *testing.T, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Logf("no CPU figure for %d: %v", pid, err)
+		return 0
+	}
+	// The command name (field 2) may hold spaces; fields after it are plain.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }

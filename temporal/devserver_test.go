@@ -46,14 +46,17 @@ type devServer struct {
 	t        testing.TB
 	bin, db  string
 	port     int
+	metrics  int // the Prometheus /metrics port
 	hostPort string
 	cmd      *exec.Cmd
 	log      *bytes.Buffer
+	extra    []string // more `start-dev` flags
 }
 
-func startDevServer(t testing.TB) *devServer {
-	s := &devServer{t: t, bin: temporalCLI(t), db: filepath.Join(t.TempDir(), "temporal.db"), port: freePort(t)}
+func startDevServer(t testing.TB, extra ...string) *devServer {
+	s := &devServer{t: t, bin: temporalCLI(t), db: filepath.Join(t.TempDir(), "temporal.db"), port: freePort(t), extra: extra}
 	s.hostPort = fmt.Sprintf("127.0.0.1:%d", s.port)
+	s.metrics = freePort(t)
 	s.start()
 	t.Cleanup(s.stop)
 	return s
@@ -62,8 +65,9 @@ func startDevServer(t testing.TB) *devServer {
 func (s *devServer) start() {
 	s.log = &bytes.Buffer{}
 	s.cmd = exec.Command(s.bin, "server", "start-dev", "--headless", "--db-filename", s.db, "--ip", "127.0.0.1",
-		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(freePort(s.t)), "--metrics-port", strconv.Itoa(freePort(s.t)),
+		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(freePort(s.t)), "--metrics-port", strconv.Itoa(s.metrics),
 		"--log-level", "error")
+	s.cmd.Args = append(s.cmd.Args, s.extra...)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {

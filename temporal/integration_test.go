@@ -23,11 +23,11 @@ type cluster struct {
 	blobs, queue, work string
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t *testing.T, serverFlags ...string) *cluster {
 	if testing.Short() {
 		t.Skip("starts a Temporal dev server and builds binaries")
 	}
-	srv := startDevServer(t)
+	srv := startDevServer(t, serverFlags...)
 	runner, rt := buildBinaries(t)
 	return &cluster{srv: srv, runner: runner, rt: rt, blobs: t.TempDir(),
 		queue: fmt.Sprintf("q-%d", time.Now().UnixNano()), work: t.TempDir()}
