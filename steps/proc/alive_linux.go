@@ -65,33 +65,98 @@ func scan(pgid int, token string, since uint64) (groupRunning bool, escaped []in
 	return groupRunning, escaped, true
 }
 
+// readStat reads /proc/N/stat with one open, one read and one close into
+// a buffer on the stack: a step's end reads it for every process on the
+// host, so it is kept cheap (os.ReadFile would also stat and allocate).
 func readStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return procStat{}, false
 	}
-	return parseStat(b)
+	var buf [1024]byte // a stat line is about 300 bytes; comm is at most 64
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return procStat{}, false
+	}
+	return parseStat(buf[:n])
 }
 
 // parseStat reads /proc/N/stat: "pid (comm) S ppid pgrp ... starttime ...".
 // comm may hold spaces and parentheses, so fields are counted from the
-// last ')'.
+// last ')'. State is field 0 after it, ppid 1, pgrp 2, starttime 19.
 func parseStat(b []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return procStat{}, false
 	}
-	f := bytes.Fields(b[i+1:])
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, false
+	var st procStat
+	rest, field, got := b[i+1:], 0, 0
+	for len(rest) > 0 && got < 4 {
+		for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\n') {
+			rest = rest[1:]
+		}
+		j := 0
+		for j < len(rest) && rest[j] != ' ' && rest[j] != '\n' {
+			j++
+		}
+		f := rest[:j]
+		rest = rest[j:]
+		if len(f) == 0 {
+			break
+		}
+		switch field {
+		case 0:
+			if len(f) != 1 {
+				return procStat{}, false
+			}
+			st.state = f[0]
+			got++
+		case 1, 2:
+			v, ok := atoi(f)
+			if !ok {
+				return procStat{}, false
+			}
+			if field == 1 {
+				st.ppid = v
+			} else {
+				st.pgrp = v
+			}
+			got++
+		case 19:
+			v, ok := atoi(f)
+			if !ok {
+				return procStat{}, false
+			}
+			st.start = uint64(v)
+			got++
+		}
+		field++
 	}
-	ppid, err1 := strconv.Atoi(string(f[1]))
-	pgrp, err2 := strconv.Atoi(string(f[2]))
-	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return procStat{}, false
+	return st, got == 4
+}
+
+// atoi reads a decimal number (a leading '-' allowed: pgrp can be -1 in
+// odd cases) without allocating.
+func atoi(f []byte) (int, bool) {
+	neg := len(f) > 0 && f[0] == '-'
+	if neg {
+		f = f[1:]
 	}
-	return procStat{state: f[0][0], ppid: ppid, pgrp: pgrp, start: start}, true
+	if len(f) == 0 || len(f) > 19 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range f {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // hasToken reports whether a process's environment holds the token

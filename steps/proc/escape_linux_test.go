@@ -147,3 +147,43 @@ while [ ! -s "$PIDS/1" ]; do sleep 0.01; done; sleep 0.3`
 	}
 	assertGone(t, []int{ended})
 }
+
+// What a step's end costs in /proc reading: the scan for its group and
+// escaped processes, and the reaping of orphans. Both read every process
+// on the host, so they grow with the host's processes, not the step's.
+//
+//	go test -run XXX -bench 'Scan|Reap' ./steps/proc/
+func BenchmarkScan(b *testing.B) {
+	since := startTime(os.Getpid())
+	for b.Loop() {
+		scan(1<<30, newToken(), since)
+	}
+}
+
+func BenchmarkReapOrphans(b *testing.B) {
+	for b.Loop() {
+		reapOrphans()
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	tail := " 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 424242 0 0\n"
+	tests := []struct {
+		line string
+		want procStat
+		ok   bool
+	}{
+		{"12 (sh) S 1 12" + tail, procStat{state: 'S', ppid: 1, pgrp: 12, start: 424242}, true},
+		{"13 (a b) c)) Z 12 -1" + tail, procStat{state: 'Z', ppid: 12, pgrp: -1, start: 424242}, true},
+		{"14 (x) R 1 14 0 0", procStat{}, false},     // too short: no start time
+		{"15 (x) RS 1 15" + tail, procStat{}, false}, // a state is one letter
+		{"16 (x) S one 16" + tail, procStat{}, false},
+		{"no parenthesis", procStat{}, false},
+	}
+	for _, tt := range tests {
+		got, ok := parseStat([]byte(tt.line))
+		if ok != tt.ok || (ok && got != tt.want) {
+			t.Errorf("parseStat(%q) = %+v, %v; want %+v, %v", tt.line, got, ok, tt.want, tt.ok)
+		}
+	}
+}
