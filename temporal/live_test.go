@@ -290,3 +290,67 @@ func countKind(b *board.Board, kind string) int {
 	}
 	return n
 }
+
+// Inputs in a parallel group wait in their own coroutines while the
+// sibling command runs; each is answered on its own, in any order. An
+// input in a loop waits again at each visit, and a label-only answer goes
+// to the visit that waits.
+func TestInputsInGroupsAndLoops(t *testing.T) {
+	l := newLiveEnv(t)
+	src := `
+version: 1
+steps:
+  - label: ask
+    parallel:
+      - {label: legal, type: input, prompt: "Legal?", form: {properties: {ok: {type: boolean}}, required: [ok]}}
+      - {label: budget, type: input, prompt: "Budget?", form: {properties: {usd: {type: integer}}, required: [usd]}}
+      - {label: prep, type: command, run: echo prepared}
+  - {label: round, type: input, prompt: "Round ${{ steps.round.visits + 1 }}: more?", form: {properties: {more: {type: boolean}}, required: [more]}}
+  - label: again
+    type: branch
+    cases:
+      - {when: steps.round.output.more, goto: round}
+    default: done
+  - {label: done, type: command, run: "echo legal=${{ steps.legal.output.ok }} usd=${{ steps.budget.output.usd }} rounds=${{ steps.round.visits }}"}
+`
+	var waiting [][]string
+	look := func() {
+		var p Progress
+		l.query(ProgressName, &p, 0)
+		var w []string
+		for _, x := range p.Waiting {
+			w = append(w, fmt.Sprintf("%s#%d", x.Label, x.Visit))
+		}
+		waiting = append(waiting, w)
+	}
+	answers := []struct {
+		at time.Duration
+		a  board.Answer
+	}{
+		{time.Minute, board.Answer{Label: "budget", Answer: map[string]any{"usd": 12}}},
+		{2 * time.Minute, board.Answer{Label: "legal", Answer: map[string]any{"ok": true}}},
+		{3 * time.Minute, board.Answer{Label: "round", Answer: map[string]any{"more": true}}},
+		{4 * time.Minute, board.Answer{Label: "round", Visit: 2, Answer: map[string]any{"more": false}}},
+	}
+	var outcomes []*outcome
+	for _, x := range answers {
+		l.at(x.at-time.Second, look)
+		l.at(x.at, func() { outcomes = append(outcomes, l.update(AnswerUpdate, x.a)) })
+	}
+	b, out := l.run(src)
+	if out.Status != "succeeded" {
+		t.Fatalf("run %s: %s", out.Status, out.Error)
+	}
+	want := "[[legal#1 budget#1] [legal#1] [round#1] [round#2]]"
+	if got := fmt.Sprint(waiting); got != want {
+		t.Errorf("waiting before each answer: %s; want %s", got, want)
+	}
+	for i, o := range outcomes {
+		if !o.done || o.err != nil {
+			t.Errorf("answer %d: %+v", i, o)
+		}
+	}
+	if done := stepOf(t, b, "done"); !strings.Contains(string(done.Result), "legal=true usd=12 rounds=2") {
+		t.Errorf("done saw %s", done.Result)
+	}
+}
