@@ -73,6 +73,15 @@ func TestDevServerLiveBoardAndAnswer(t *testing.T) {
 		t.Fatal("blackboard.json exists while the run still runs")
 	}
 
+	html := filepath.Join(c.work, "live.html")
+	if code, got := c.cli(t, "report", out, "-o", html); code != 0 {
+		t.Errorf("report of the live run: exit %d, %q", code, got)
+	} else if data, _ := os.ReadFile(html); !strings.Contains(string(data), "seed") {
+		t.Errorf("the live run's report lacks its finished step")
+	}
+	if code, got := c.cli(t, "resume", out); code != 2 || !strings.Contains(got, "runs on Temporal") {
+		t.Errorf("resume of the live run: exit %d, %q; want 2, saying it runs on Temporal", code, got)
+	}
 	watch := startProc(t, c.work, c.runner, "board", out, "watch", "--since", "0", "--prefix", "jobs:", "--count", "2")
 	if code, got := c.cli(t, "board", out, "get", "jobs:next"); code != 0 || strings.TrimSpace(got) != "build" {
 		t.Errorf("get: exit %d, %q", code, got)

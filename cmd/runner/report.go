@@ -11,7 +11,7 @@ import (
 )
 
 func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("report", stderr)
+	fs, g := newFlags("report", stderr)
 	out := fs.String("o", "", "where to write the HTML (default: report.html beside the blackboard; - for stdout)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -20,7 +20,19 @@ func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
-	b, err := board.Load(pos[0])
+	// A run on Temporal that still runs is reported as it stands now.
+	remote, path, err := openRemote(pos[0], g, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner report: %v\n", err)
+		return exitUsage
+	}
+	var b *board.Board
+	if remote != nil {
+		b, err = remote.Board()
+		remote.Close()
+	} else {
+		b, err = board.Load(path)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "runner report: %v\n", err)
 		return exitUsage
@@ -32,7 +44,7 @@ func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
-	path, err := writeReport(b, pos[0], *out)
+	path, err = writeReport(b, path, *out)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner report: %v\n", err)
 		return exitFailed

@@ -8,6 +8,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/steps"
 )
 
@@ -25,6 +26,13 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
 	if _, err := os.Stat(pos[0]); err != nil {
+		if rem, _ := liveboard.FindRemote(pos[0]); rem != nil {
+			// A run on Temporal is durable: nothing here to resume.
+			fmt.Fprintf(stderr, "runner resume: run %s runs on Temporal (workflow %s at %s) and goes on by itself; "+
+				"follow it with `runner board %s watch`, answer its inputs with `runner answer`\n",
+				rem.RunID, rem.WorkflowID, rem.HostPort, engine.ShellQuote(pos[0]))
+			return exitUsage
+		}
 		fmt.Fprintf(stderr, "runner resume: %v\n", err)
 		return exitUsage
 	}
