@@ -15,6 +15,7 @@ import (
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/plans"
 	"github.com/rs/zerolog"
 )
 
@@ -129,6 +130,18 @@ func (r *Runner) Run(ctx context.Context) error {
 	return r.finishRun(err)
 }
 
+// PlanPerms are the agents' board key patterns, as the board enforces
+// them.
+func PlanPerms(p *plans.Plan) map[string]board.Perms {
+	perms := map[string]board.Perms{}
+	for _, a := range p.Agents {
+		if len(a.Board.Read) > 0 || len(a.Board.Write) > 0 {
+			perms[a.Name] = board.Perms{Read: a.Board.Read, Write: a.Board.Write}
+		}
+	}
+	return perms
+}
+
 func (r *Runner) init() {
 	if r.eval != nil {
 		return
@@ -145,6 +158,11 @@ func (r *Runner) init() {
 	}
 	if abs, err := filepath.Abs(r.Workdir); err == nil {
 		r.Workdir = abs
+	}
+	// The agents' board key patterns hold wherever the plan runs: in this
+	// process, on Temporal's workers and in the workflow, in a replay.
+	if perms := PlanPerms(r.Prog.Plan); len(perms) > 0 {
+		r.Board.SetPerms(perms)
 	}
 	run := r.Board.Run()
 	r.runID = run.ID

@@ -354,3 +354,40 @@ steps:
 		t.Errorf("done saw %s", done.Result)
 	}
 }
+
+// An agent's board key patterns hold on Temporal as in process: a write
+// outside them fails its step (the plan's own, in the workflow) and an
+// outside write as that agent is refused.
+func TestBoardPermsOnTemporal(t *testing.T) {
+	l := newLiveEnv(t)
+	src := `
+version: 1
+agents:
+  bot: {provider: script, responses: [x], board: {write: ["notes:*"]}}
+steps:
+  - {label: denied, type: board, op: write, key: secret, value: 2, author: bot, continue_on_error: true}
+  - label: hold
+    type: input
+    prompt: go on?
+    form: {properties: {ok: {type: boolean}}, required: [ok]}
+`
+	var outside, allowed *outcome
+	l.at(time.Minute, func() {
+		outside = l.update(WriteUpdate, liveboard.WriteRequest{Key: "secret", Value: "x", Agent: "bot"})
+		allowed = l.update(WriteUpdate, liveboard.WriteRequest{Key: "notes:b", Value: "y", Agent: "bot"})
+		l.update(AnswerUpdate, board.Answer{Label: "hold", Answer: map[string]any{"ok": true}})
+	})
+	b, out := l.run(src)
+	if out.Status != "succeeded" {
+		t.Fatalf("run %s: %s", out.Status, out.Error)
+	}
+	if d := stepOf(t, b, "denied"); d.Status != "failed" || !strings.Contains(d.Error, "secret") {
+		t.Errorf("the plan's write outside bot's patterns: %s %q; want failed naming the key", d.Status, d.Error)
+	}
+	if !errors.Is(Refused(outside.err), board.ErrDenied) {
+		t.Errorf("an outside write as bot outside its patterns: %+v; want denied", outside)
+	}
+	if allowed.err != nil {
+		t.Errorf("an outside write as bot inside its patterns: %v", allowed.err)
+	}
+}

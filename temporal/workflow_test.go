@@ -113,6 +113,15 @@ version: 1
 steps:
   - {label: never, type: command, run: "exit 3", retry: {max: 2, backoff: 1ms}}
 `, "failed", "step never: "},
+		{"agents' board key patterns", `
+version: 1
+agents:
+  bot: {provider: script, responses: [x], board: {write: ["notes:*"]}}
+steps:
+  - {label: ok, type: board, op: write, key: "notes:a", value: 1, author: bot}
+  - {label: denied, type: board, op: write, key: secret, value: 2, author: bot, continue_on_error: true}
+  - {label: after, type: command, run: "echo denied=${{ steps.denied.failed }}"}
+`, "succeeded", ""},
 		{"continue_on_error", `
 version: 1
 steps:

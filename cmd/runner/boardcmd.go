@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
 )
 
@@ -68,7 +69,7 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return nil
 		}
 		g.learnSecrets(p)
-		return planPerms(p)
+		return engine.PlanPerms(p)
 	}}
 	if s := os.Getenv(fakeNowEnv); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)

@@ -51,7 +51,6 @@ func ownRun(path string) (*board.Lock, error) {
 // ends the sharing; the lock itself is released by the caller.
 // With the plan's board.markdown, it also keeps that file current.
 func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, stderr io.Writer) (stop func()) {
-	b.SetPerms(planPerms(p))
 	stopMD := func() error { return nil }
 	if md := p.Board.Markdown; md != "" {
 		if !filepath.IsAbs(md) {
@@ -99,17 +98,6 @@ func recordAnswer(b *board.Board, a board.Answer) (liveboard.AnswerReply, error)
 		}
 	}
 	return liveboard.AnswerReply{Label: a.Label, Visit: a.Visit, Already: already}, nil
-}
-
-// planPerms are the agents' board key patterns, as the board enforces them.
-func planPerms(p *plans.Plan) map[string]board.Perms {
-	perms := map[string]board.Perms{}
-	for _, a := range p.Agents {
-		if len(a.Board.Read) > 0 || len(a.Board.Write) > 0 {
-			perms[a.Name] = board.Perms{Read: a.Board.Read, Write: a.Board.Write}
-		}
-	}
-	return perms
 }
 
 // savedPlan is the plan a saved run was made from, as far as it reads (a
