@@ -12,6 +12,21 @@ import (
 // disk, and a replay sees the same values the run saved.
 type Redact func(string) string
 
+// SetRedact masks with r what enters the board from now on (a board
+// made with New, such as one a Temporal worker keeps in memory).
+func (b *Board) SetRedact(r Redact) {
+	b.mu.Lock()
+	b.redact = r
+	b.mu.Unlock()
+}
+
+// RedactValue masks the strings in a JSON-like value (maps, slices,
+// strings) with r: for a value that travels before it enters a board.
+func RedactValue(v any, r Redact) any { return redactValue(v, r) }
+
+// RedactJSON masks the strings of a JSON document with r.
+func RedactJSON(raw []byte, r Redact) []byte { return redactRaw(raw, r) }
+
 func (b *Board) redactEntry(e *Entry) {
 	f := b.redact
 	if f == nil {

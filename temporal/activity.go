@@ -10,6 +10,7 @@ import (
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/mask"
 	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/steps"
 	"github.com/rs/zerolog"
@@ -55,6 +56,9 @@ type Activities struct {
 	Workdir string
 	// Heartbeat is how often a running step tells the server it is alive.
 	Heartbeat time.Duration
+	// LogMask, when set, learns each run's secrets (as this worker's
+	// environment holds them): the worker's log writes through it.
+	LogMask *mask.Masker
 
 	mu          sync.Mutex
 	progs       map[string]*engine.Program
@@ -70,6 +74,7 @@ type runState struct {
 	head  string
 	r     *engine.Runner
 	reuse *agents.Reuse
+	mask  *mask.Masker
 	// dirty: a step on this worker added to the board itself, so the board
 	// is ahead of the chain; the next step starts from the chain again.
 	dirty bool
@@ -117,6 +122,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		out.Result, _ = engine.EncodeResult(engine.Result{})
 		out.Error = err.Error()
 	}
+	out.masked(a.mask(runID)) // entries and recordings were masked as they entered the board
 	out.Entries = b.Query(board.Filter{AfterSeq: seq, Label: in.Label})
 	for _, rec := range b.Recordings()[nrec:] {
 		if rec.Label == in.Label && rec.Visit == in.Visit {
@@ -229,11 +235,11 @@ func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*e
 		if len(cs) == 0 || cs[0].Run == nil {
 			return nil, fmt.Errorf("board chain %s does not start with the run", in.Head)
 		}
-		r, u, err := a.newRunner(prog, *cs[0].Run, in)
+		r, u, m, err := a.newRunner(prog, *cs[0].Run, in)
 		if err != nil {
 			return nil, err
 		}
-		st.r, st.reuse = r, u
+		st.r, st.reuse, st.mask = r, u, m
 	}
 	for _, c := range cs {
 		if err := c.apply(st.r.Board); err != nil {
@@ -273,6 +279,17 @@ func (a *Activities) runState(runID string, prog *engine.Program) *runState {
 
 const maxRuns = 256
 
+// mask is the run's secret mask on this worker.
+func (a *Activities) mask(runID string) *mask.Masker {
+	a.mu.Lock()
+	st := a.runs[runID]
+	a.mu.Unlock()
+	if st == nil || st.mask == nil {
+		return mask.New()
+	}
+	return st.mask
+}
+
 // goLive tells the run's --reuse on this worker that a call went live.
 func (a *Activities) goLive(runID string) {
 	a.mu.Lock()
@@ -310,48 +327,51 @@ func (a *Activities) reused(names []string) ([]*board.Board, error) {
 	return out, nil
 }
 
-func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput) (*engine.Runner, *agents.Reuse, error) {
+func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput) (*engine.Runner, *agents.Reuse, *mask.Masker, error) {
 	wd := a.Workdir
 	if wd == "" {
 		wd = in.Workdir
 	}
 	if fi, err := os.Stat(wd); err != nil || !fi.IsDir() {
-		return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		return nil, nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 			"workdir %s does not exist on this worker (start the worker with --workdir)", wd), errBadInput, nil)
 	}
+	plan := prog.Plan
+	if len(run.Agents) > 0 {
+		// The run's --agent overrides, on a copy of the plan of its own
+		// (the compiled program is shared by every run).
+		p, err := plans.Parse(run.PlanPath, []byte(run.PlanSource))
+		if err == nil {
+			err = p.Override(run.Agents)
+		}
+		if err != nil {
+			return nil, nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's agent overrides: %v", err), errBadInput, err)
+		}
+		plan = p
+	}
 	b := board.New(run)
+	m := secretMask(plan) // an overridden api_key_env is a secret too
+	a.LogMask.Add(secretValues(plan)...)
+	b.SetRedact(m.String)
 	var set *agents.Set
 	var reuse *agents.Reuse
-	if len(prog.Plan.Agents) > 0 {
-		plan := prog.Plan
-		if len(run.Agents) > 0 {
-			// The run's --agent overrides, on a copy of the plan of its
-			// own (the compiled program is shared by every run).
-			p, err := plans.Parse(run.PlanPath, []byte(run.PlanSource))
-			if err == nil {
-				err = p.Override(run.Agents)
-			}
-			if err != nil {
-				return nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the run's agent overrides: %v", err), errBadInput, err)
-			}
-			plan = p
-		}
+	if len(plan.Agents) > 0 {
 		if len(in.Reuse) > 0 {
 			runs, err := a.reused(in.Reuse)
 			if err != nil {
-				return nil, nil, err // retried: the store may be catching up
+				return nil, nil, nil, err // retried: the store may be catching up
 			}
 			reuse = agents.NewReuse(runs...)
 		}
 		var err error
-		if set, err = agents.New(plan, agents.Options{Log: a.Log, Reuse: reuse}); err != nil {
+		if set, err = agents.New(plan, agents.Options{Log: a.Log, Reuse: reuse, Mask: m}); err != nil {
 			// A missing API key: every attempt would fail the same way.
-			return nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
+			return nil, nil, nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 		}
 	}
 	r := &engine.Runner{Prog: prog, Board: b, Log: a.Log, Workdir: wd, Vars: engine.SavedVars(prog.Plan, in.Vars), Agents: set}
 	r.Prepare()
-	return r, reuse, nil
+	return r, reuse, m, nil
 }
 
 // Forget drops a finished run's state from this worker.

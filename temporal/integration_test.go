@@ -21,6 +21,7 @@ type cluster struct {
 	srv                *devServer
 	runner, rt         string
 	blobs, queue, work string
+	workers            []*proc
 }
 
 func newCluster(t *testing.T, serverFlags ...string) *cluster {
@@ -34,7 +35,9 @@ func newCluster(t *testing.T, serverFlags ...string) *cluster {
 }
 
 func (c *cluster) worker(t *testing.T) *proc {
-	return startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs, "--log-format", "json")
+	p := startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs, "--log-format", "json")
+	c.workers = append(c.workers, p)
+	return p
 }
 
 func (c *cluster) run(t *testing.T, plan, out string, extra ...string) *proc {

@@ -137,11 +137,14 @@ func (it *interp) answer(ctx workflow.Context, a board.Answer) (liveboard.Answer
 	return liveboard.AnswerReply{Label: a.Label, Visit: a.Visit, Already: already}, nil
 }
 
+// addRecording puts r on the board and in the next chunk, as the board
+// keeps it (masked).
 func (it *interp) addRecording(r board.Recording) {
 	if err := it.b.AddRecording(r); err != nil {
 		panic(err) // an in-memory board does not refuse a recording
 	}
-	it.led.recs = append(it.led.recs, r)
+	recs := it.b.Recordings()
+	it.led.recs = append(it.led.recs, recs[len(recs)-1])
 }
 
 func (it *interp) changes(a ChangesArgs) (Changes, error) {

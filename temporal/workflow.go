@@ -191,6 +191,9 @@ func (it *interp) start(ctx workflow.Context) error {
 		it.led.run = &run
 	}
 	it.b.SetClock(func() time.Time { return workflow.Now(ctx).UTC() })
+	// Pure steps (and expressions) can hold a secret too: the board masks
+	// them as a local run's does, before anything reaches the store.
+	it.b.SetRedact(secretMask(it.prog.Plan).String)
 	vars := engine.SavedVars(it.prog.Plan, run.Vars)
 	seed := binary.LittleEndian.Uint64([]byte(Sum([]byte(run.ID))[:8]))
 	rng := rand.New(rand.NewPCG(seed, uint64(it.total)))
@@ -401,6 +404,8 @@ func (it *interp) record(n *engine.Node, rec *board.StepRecord, res engine.Resul
 	if err := it.r.Record(n, rec, res, v); err != nil {
 		return err
 	}
+	steps := it.b.Steps()
+	*rec = steps[len(steps)-1] // as the board keeps it: masked
 	it.led.steps = append(it.led.steps, *rec)
 	p := *rec
 	p.Result = nil
@@ -478,10 +483,7 @@ func (it *interp) once(ctx workflow.Context, n *engine.Node, v engine.Visit, vis
 		}
 	}
 	for _, r := range out.Recordings {
-		if err := it.b.AddRecording(r); err != nil {
-			return engine.Result{}, err
-		}
-		it.led.recs = append(it.led.recs, r)
+		it.addRecording(r)
 	}
 	res, err := engine.DecodeResult(n, out.Result)
 	if err != nil {

@@ -115,14 +115,20 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	if _, err := parse(fs, args); err != nil {
 		return exitUsage
 	}
-	log, slogger := loggers(stderr, *logFormat)
+	// The worker's log never shows a secret: the providers' keys now, each
+	// run's secrets as its steps come (Activities.LogMask).
+	logMask := mask.New()
+	for _, n := range plans.ProviderKeyEnvs {
+		logMask.Add(os.Getenv(n))
+	}
+	log, slogger := loggers(logMask.Writer(stderr), *logFormat)
 	tc, err := c.dial(slogger)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitUsage
 	}
 	defer tc.Close()
-	acts := &rt.Activities{Store: rt.Store{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat}
+	acts := &rt.Activities{Store: rt.Store{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
 	w := rt.NewWorker(tc, c.queue, acts, worker.Options{})
 	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("blobs", c.blobs).Msg("worker started")
 	if err := w.Run(worker.InterruptCh()); err != nil {
