@@ -56,11 +56,8 @@ func (u *Reuse) GoLive() {
 func StatsOf(recs []board.Recording) ReuseStats {
 	var st ReuseStats
 	for _, r := range recs {
-		if r.Kind != KindLLM {
-			continue
-		}
-		resp, err := decodeResponse(r.Response)
-		if err != nil {
+		resp, ok := llmAnswer(r)
+		if !ok {
 			continue
 		}
 		if resp.Reused {
@@ -72,6 +69,21 @@ func StatsOf(recs []board.Recording) ReuseStats {
 		}
 	}
 	return st
+}
+
+// WentLive reports whether r is a model call its model answered (not an
+// answer reused from an earlier run): from there on a run goes live.
+func WentLive(r board.Recording) bool {
+	resp, ok := llmAnswer(r)
+	return ok && !resp.Reused
+}
+
+func llmAnswer(r board.Recording) (*Response, bool) {
+	if r.Kind != KindLLM {
+		return nil, false
+	}
+	resp, err := decodeResponse(r.Response)
+	return resp, err == nil
 }
 
 // Stats returns the counts so far.

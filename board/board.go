@@ -561,6 +561,27 @@ func (b *Board) AddRecording(r Recording) error {
 }
 
 // Recordings returns the recordings in the order they were made.
+// LastStep is the step record added last, as the board keeps it (masked),
+// without copying the others.
+func (b *Board) LastStep() (StepRecord, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if len(b.steps) == 0 {
+		return StepRecord{}, false
+	}
+	return b.steps[len(b.steps)-1], true
+}
+
+// LastRecording is the recording added last, as the board keeps it.
+func (b *Board) LastRecording() (Recording, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if len(b.recordings) == 0 {
+		return Recording{}, false
+	}
+	return b.recordings[len(b.recordings)-1], true
+}
+
 func (b *Board) Recordings() []Recording {
 	b.mu.RLock()
 	defer b.mu.RUnlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/replay"
@@ -143,8 +144,9 @@ func (it *interp) addRecording(r board.Recording) {
 	if err := it.b.AddRecording(r); err != nil {
 		panic(err) // an in-memory board does not refuse a recording
 	}
-	recs := it.b.Recordings()
-	it.led.recs = append(it.led.recs, recs[len(recs)-1])
+	kept, _ := it.b.LastRecording()
+	it.led.recs = append(it.led.recs, kept)
+	it.live = it.live || agents.WentLive(kept)
 }
 
 func (it *interp) changes(a ChangesArgs) (Changes, error) {

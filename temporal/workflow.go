@@ -162,6 +162,7 @@ type interp struct {
 	running  map[string]Running
 	order    []string        // running keys in start order
 	answered map[string]bool // input visits answered by an update
+	live     bool            // a model call of the run was answered live (see --reuse)
 	ended    bool            // the run has its final status: no more writes
 }
 
@@ -200,6 +201,9 @@ func (it *interp) start(ctx workflow.Context) error {
 	it.r = &engine.Runner{Prog: it.prog, Board: it.b, Log: zerolog.Nop(), Workdir: run.Workdir, Vars: vars,
 		Jitter: rng.Float64, Clock: func() time.Time { return workflow.Now(ctx).UTC() }}
 	it.r.Prepare()
+	for _, rec := range it.b.Recordings() { // once: a continued run's
+		it.live = it.live || agents.WentLive(rec)
+	}
 	if it.in.Carry != nil {
 		for _, rec := range it.b.Steps() {
 			if err := it.r.Apply(rec); err != nil {
@@ -404,8 +408,7 @@ func (it *interp) record(n *engine.Node, rec *board.StepRecord, res engine.Resul
 	if err := it.r.Record(n, rec, res, v); err != nil {
 		return err
 	}
-	steps := it.b.Steps()
-	*rec = steps[len(steps)-1] // as the board keeps it: masked
+	*rec, _ = it.b.LastStep() // as the board keeps it: masked
 	it.led.steps = append(it.led.steps, *rec)
 	p := *rec
 	p.Result = nil
@@ -468,7 +471,7 @@ func (it *interp) once(ctx workflow.Context, n *engine.Node, v engine.Visit, vis
 	for _, r := range it.in.Reuse {
 		in.Reuse = append(in.Reuse, r.Blob)
 	}
-	in.ReuseLive = len(in.Reuse) > 0 && it.wentLive()
+	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
 	if err != nil {
 		var canceled *temporal.CanceledError
@@ -630,12 +633,6 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 		panic(ferr)
 	}
 	return &Output{Head: head, Status: status, Error: msg, Parts: it.parts}, nil
-}
-
-// wentLive: a model call of this run was answered by its model, not
-// from --reuse's recordings, so every later call goes live too.
-func (it *interp) wentLive() bool {
-	return agents.StatsOf(it.b.Recordings()).LiveCalls > 0
 }
 
 func fatal(err error) bool {
