@@ -148,20 +148,3 @@ func (d dropStepEvents) Write(p []byte) (int, error) {
 	}
 	return d.w.Write(p)
 }
-
-// varFlags collects repeated --var k=v.
-type varFlags map[string]string
-
-func (v varFlags) String() string { return "" }
-
-func (v varFlags) Set(s string) error {
-	k, val, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("want name=value, got %q", s)
-	}
-	if _, dup := v[k]; dup {
-		return fmt.Errorf("%s given twice", k)
-	}
-	v[k] = val
-	return nil
-}

@@ -25,7 +25,7 @@ var version = "dev"
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("run", stderr)
-	vars := varFlags{}
+	vars := plans.VarArgs{}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
 	agentsFlag := plans.AgentOverrides{}
 	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")

@@ -151,18 +151,6 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
-type varFlags map[string]string
-
-func (v varFlags) String() string { return "" }
-func (v varFlags) Set(s string) error {
-	k, val, ok := strings.Cut(s, "=")
-	if !ok || k == "" {
-		return fmt.Errorf("--var %q: want name=value", s)
-	}
-	v[k] = val
-	return nil
-}
-
 // event is one line of `run --events`: how the default runner shows the
 // same live progress as for an in-process run.
 type event struct {
@@ -235,7 +223,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner run --engine temporal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := connFlags(fs)
-	vars := varFlags{}
+	vars := plans.VarArgs{}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
 	var reuse stringList
 	fs.Var(&reuse, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")

@@ -100,3 +100,22 @@ func (o AgentOverrides) Saved() map[string]map[string]string {
 	}
 	return o
 }
+
+// VarArgs collects `--var NAME=VALUE` (a flag.Value, repeatable); a name
+// given twice is refused. ResolveVars (engine) checks them against the
+// plan's vars.
+type VarArgs map[string]string
+
+func (v VarArgs) String() string { return "" }
+
+func (v VarArgs) Set(s string) error {
+	k, val, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("want name=value, got %q", s)
+	}
+	if _, dup := v[k]; dup {
+		return fmt.Errorf("%s given twice", k)
+	}
+	v[k] = val
+	return nil
+}
