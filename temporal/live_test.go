@@ -59,16 +59,17 @@ func (l *liveEnv) at(d time.Duration, f func()) { l.env.RegisterDelayedCallback(
 // refused. The test environment settles updates as the workflow takes
 // them, so outcomes are read once the run has moved on.
 type outcome struct {
-	done  bool
-	value any
-	err   error
+	done     bool
+	rejected bool // by the update's validator: the history holds nothing of it
+	value    any
+	err      error
 }
 
 // update sends an update; its outcome fills in later.
 func (l *liveEnv) update(name string, arg any) *outcome {
 	o := &outcome{}
 	l.env.UpdateWorkflow(name, "", &testsuite.TestUpdateCallback{
-		OnReject:   func(e error) { o.done, o.err = true, e },
+		OnReject:   func(e error) { o.done, o.rejected, o.err = true, true, e },
 		OnComplete: func(v any, e error) { o.done, o.value, o.err = true, v, e },
 	}, arg)
 	return o
@@ -162,8 +163,8 @@ func TestInputWaitsForAnswerUpdate(t *testing.T) {
 	}
 	for _, r := range refused {
 		err := Refused(r.o.err)
-		if !r.o.done || !errors.Is(err, r.want) || !strings.Contains(fmt.Sprint(err), r.text) {
-			t.Errorf("answer %+v: %v; want %v naming %s", r.a, err, r.want, r.text)
+		if !r.o.rejected || !errors.Is(err, r.want) || !strings.Contains(fmt.Sprint(err), r.text) {
+			t.Errorf("answer %+v: %v (rejected by the validator: %v); want %v naming %s, rejected", r.a, err, r.o.rejected, r.want, r.text)
 		}
 	}
 	if rep, ok := first.value.(liveboard.AnswerReply); !ok || first.err != nil || rep.Visit != 1 || rep.Already {
@@ -172,7 +173,7 @@ func TestInputWaitsForAnswerUpdate(t *testing.T) {
 	if rep, ok := again.value.(liveboard.AnswerReply); !ok || again.err != nil || !rep.Already {
 		t.Errorf("the same answer again: %+v; want already answered", again)
 	}
-	if err := Refused(other.err); !errors.Is(err, board.ErrAnswerConflict) || !strings.Contains(err.Error(), `"approve":true`) {
+	if err := Refused(other.err); !other.rejected || !errors.Is(err, board.ErrAnswerConflict) || !strings.Contains(err.Error(), `"approve":true`) {
 		t.Errorf("a different answer: %v; want a conflict quoting the first", err)
 	}
 	note := stepOf(t, b, "note")
