@@ -3,6 +3,8 @@ package temporal
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +72,8 @@ func TestDevServerSecretsWrittenNowhere(t *testing.T) {
 	plan := writePlan(t, c.work, `
 version: 1
 secrets: [DEPLOY_TOKEN]
+agents:
+  bot: {provider: script, responses: [x], board: {write: ["notes:*"]}}
 steps:
   - label: deploy
     type: command
@@ -77,12 +81,14 @@ steps:
     run: 'echo token=$T; echo key=$K >&2; echo "$T" | base64; exit 3'
     continue_on_error: true
   - {label: shout, type: board, op: write, key: said, value: "${{ secrets.DEPLOY_TOKEN }}"}
+  # fails the run, in the workflow, with the secret in its error
+  - {label: denied, type: board, op: write, key: "k-${{ secrets.DEPLOY_TOKEN }}", value: 1, author: bot}
 `)
 	out := filepath.Join(c.work, "bb.json")
 	code, printed := c.cli(t, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort, "--task-queue", c.queue,
 		"--blobs", c.blobs, "--out", out, "--log-format", "json")
-	if code != 0 {
-		t.Fatalf("run: exit %d\n%s", code, printed)
+	if code != 1 || !strings.Contains(printed, `may not write key \"k-***\"`) {
+		t.Fatalf("run: exit %d; want 1, the run failed at the denied write, its error masked\n%s", code, printed)
 	}
 	check := func(what string, data []byte) {
 		for _, s := range []string{secret, key} {
@@ -119,6 +125,34 @@ steps:
 			t.Fatal(err)
 		}
 		data, _ := protojson.Marshal(ev)
-		check("the workflow's history", data)
+		check("the workflow's history", payloadsDecoded(data))
 	}
+}
+
+// payloadsDecoded is an event's JSON with each string that is base64 (a
+// payload's data, as protojson writes bytes) added decoded, so a secret
+// inside a payload is found.
+func payloadsDecoded(data []byte) []byte {
+	var v any
+	json.Unmarshal(data, &v)
+	out := append([]byte(nil), data...)
+	var walk func(any)
+	walk = func(x any) {
+		switch x := x.(type) {
+		case map[string]any:
+			for _, y := range x {
+				walk(y)
+			}
+		case []any:
+			for _, y := range x {
+				walk(y)
+			}
+		case string:
+			if b, err := base64.StdEncoding.DecodeString(x); err == nil {
+				out = append(append(out, '\n'), b...)
+			}
+		}
+	}
+	walk(v)
+	return out
 }

@@ -632,7 +632,7 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 	if ferr != nil {
 		panic(ferr)
 	}
-	return &Output{Head: head, Status: status, Error: msg, Parts: it.parts}, nil
+	return &Output{Head: head, Status: status, Error: run.Error, Parts: it.parts}, nil // run.Error as the board keeps it: masked
 }
 
 func fatal(err error) bool {

@@ -159,6 +159,7 @@ func runOnTemporal(prog *engine.Program, plan string, pass []string, g *globals,
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitUsage
 	}
+	g.learnSecrets(prog.Plan) // what runner-temporal prints is masked here too
 	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
