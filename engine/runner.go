@@ -316,6 +316,11 @@ func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string
 				if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
 					r.cut(cause)
 				}
+				if stepErr == nil || !errors.Is(stepErr, ErrEnded) {
+					if r.Script.EndsAfter(n.Label, visit) {
+						stepErr = &RunError{Status: StatusInterrupted, Label: n.Label, Err: ErrEnded, Fatal: true}
+					}
+				}
 			}
 		} else {
 			res, stepErr = r.attempts(ctx, n, visit, &rec, log, vc)

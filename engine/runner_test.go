@@ -303,6 +303,7 @@ func (o orderScript) Read(string, int, int) (engine.ReadSeen, bool) { return eng
 func (o orderScript) CutAfter(string, int) error                    { return nil }
 func (o orderScript) Cut(string, int) error                         { return nil }
 func (o orderScript) Ends(string, int) bool                         { return false }
+func (o orderScript) EndsAfter(string, int) bool                    { return false }
 
 // With a Script's Order (replay), a group's children run one at a time in that order.
 func TestGroupInOrder(t *testing.T) {

@@ -74,6 +74,10 @@ type Script interface {
 	// Ends reports that the recording (or its part before a resume) ends
 	// before this visit: the process was killed or interrupted first.
 	Ends(label string, visit int) bool
+	// EndsAfter reports that the recording's part ends between a group's
+	// children and the group's own record: the process was killed after
+	// the last child finished, so the group is finished by the resume.
+	EndsAfter(label string, visit int) bool
 }
 
 // Cancel is how fail_fast treated a group's child.

@@ -247,6 +247,19 @@ func (s *script) Ends(label string, visit int) bool {
 	return !ok && !g.groups[k]
 }
 
+func (s *script) EndsAfter(label string, visit int) bool {
+	if s.live() {
+		return false
+	}
+	g := s.cur()
+	if g.complete() {
+		return false
+	}
+	k := visitKey{label, visit}
+	_, ok := g.last[k]
+	return !ok && g.groups[k]
+}
+
 func finished(s board.StepRecord) bool {
 	return s.Status == engine.StatusSucceeded || s.Status == engine.StatusFailed || s.Status == engine.StatusSkipped ||
 		(s.Status == engine.StatusCanceled && engine.CanceledBy(s) != engine.NotCanceled)

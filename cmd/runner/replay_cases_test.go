@@ -302,3 +302,55 @@ steps:
 		})
 	}
 }
+
+// A run killed after a parallel group's last child was recorded and
+// before the group's own record: the resume finishes the group (it runs
+// the failed child again), and the replay follows it, ending the killed
+// part after the children instead of running past the group.
+func TestReplayKilledBetweenChildrenAndGroup(t *testing.T) {
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(`version: 1
+name: killed-in-group
+steps:
+  - label: g
+    parallel:
+      - {label: a, type: command, run: "echo a"}
+      - {label: b, type: command, run: "echo b; exit 1"}
+  - {label: after, type: command, run: "echo after"}
+`), 0o644)
+	bb := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", plan, "-q", "--out", bb); r.code != 1 {
+		t.Fatalf("run: exit %d, want 1\n%s", r.code, r.stderr)
+	}
+	// What a kill at that moment leaves: the children's records, not the
+	// group's, and the run still running.
+	var saved map[string]any
+	data, _ := os.ReadFile(bb)
+	if err := json.Unmarshal(data, &saved); err != nil {
+		t.Fatal(err)
+	}
+	var steps []any
+	for _, s := range saved["steps"].([]any) {
+		if s.(map[string]any)["label"] != "g" {
+			steps = append(steps, s)
+		}
+	}
+	var entries []any
+	for _, e := range saved["entries"].([]any) {
+		if e.(map[string]any)["label"] != "g" {
+			entries = append(entries, e)
+		}
+	}
+	run := saved["run"].(map[string]any)
+	run["status"], run["finished_at"] = "running", nil
+	delete(run, "error")
+	saved["steps"], saved["entries"] = steps, entries
+	data, _ = json.Marshal(saved)
+	os.WriteFile(bb, data, 0o644)
+
+	if r := runCLI(t, wd, "resume", bb, "-q"); r.code != 1 {
+		t.Fatalf("resume: exit %d, want 1 (b fails again)\n%s", r.code, r.stderr)
+	}
+	replayMatches(t, bb)
+}

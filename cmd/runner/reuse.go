@@ -127,3 +127,4 @@ func (o *offlineResults) Read(string, int, int) (engine.ReadSeen, bool) {
 func (o *offlineResults) CutAfter(string, int) error { return nil }
 func (o *offlineResults) Cut(string, int) error      { return nil }
 func (o *offlineResults) Ends(string, int) bool      { return false }
+func (o *offlineResults) EndsAfter(string, int) bool { return false }
