@@ -11,7 +11,6 @@ require (
 	github.com/expr-lang/expr v1.17.8 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/sourcegraph/go-diff v0.9.0 // indirect
 	mvdan.cc/sh/v3 v3.14.1 // indirect
 )

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/planrunner/runner/internal/jsonschema"
 	"gopkg.in/yaml.v3"
 )
 
