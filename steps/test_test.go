@@ -10,6 +10,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/internal/testtool"
 	"github.com/rs/zerolog"
 )
 
@@ -17,9 +18,7 @@ import (
 // assertion at fail/fail_test.go:6, hang never ends, env checks $WANT.
 func goProject(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("go not installed")
-	}
+	testtool.LookPath(t, "go", "install Go")
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod":            "module example.com/p\n\ngo 1.22\n",

@@ -14,21 +14,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planrunner/runner/internal/testtool"
 	"go.temporal.io/sdk/client"
 )
 
-// temporalCLI is the Temporal CLI that serves the dev server: from
-// $RUNNER_TEMPORAL_BIN, else where .ci/install builds it.
+// temporalCLI is the Temporal CLI that serves the dev server:
+// $RUNNER_TEMPORAL_BIN (.ci/run sets it to what .ci/install built), else
+// `temporal` on PATH. Without one the dev-server tests skip, and fail
+// under CI=true.
 func temporalCLI(t testing.TB) string {
-	if p := os.Getenv("RUNNER_TEMPORAL_BIN"); p != "" {
-		return p
+	t.Helper()
+	const how = "`go install github.com/temporalio/cli/cmd/temporal@v1.5.1` builds it; .ci/install does, and .ci/run sets RUNNER_TEMPORAL_BIN to it"
+	if os.Getenv("RUNNER_TEMPORAL_BIN") != "" {
+		return testtool.FromEnv(t, "RUNNER_TEMPORAL_BIN", "the Temporal CLI", how)
 	}
-	cache, _ := os.UserCacheDir()
-	p := filepath.Join(cache, "runner-temporal", "bin", "temporal")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("no Temporal CLI at %s: build it with `GOBIN=%s go install github.com/temporalio/cli/cmd/temporal@v1.5.1` (.ci/install does) or set RUNNER_TEMPORAL_BIN", p, filepath.Dir(p))
-	}
-	return p
+	return testtool.LookPath(t, "temporal", "the Temporal CLI, which serves the dev server; "+how+", or set RUNNER_TEMPORAL_BIN")
 }
 
 func freePort(t testing.TB) int {

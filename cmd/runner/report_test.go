@@ -13,21 +13,24 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/testtool"
 )
 
 // chromium finds a headless-capable Chromium ($RUNNER_CHROMIUM, else the
-// usual names); the report tests skip, saying so, where there is none.
+// usual names on PATH); the report tests skip, saying so, where there is
+// none, and fail under CI=true.
 func chromium(t *testing.T) string {
 	t.Helper()
-	if p := os.Getenv("RUNNER_CHROMIUM"); p != "" {
-		return p
+	const how = "the report's rendering tests need it; Debian: apt-get install chromium, which .ci/install does"
+	if os.Getenv("RUNNER_CHROMIUM") != "" {
+		return testtool.FromEnv(t, "RUNNER_CHROMIUM", "Chromium", how)
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p
 		}
 	}
-	t.Skip("no Chromium found: the report's rendering tests need it (Debian: apt-get install chromium; .ci/install does)")
+	testtool.Missing(t, "Chromium", how)
 	return ""
 }
 

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/planrunner/runner/internal/testtool"
 )
 
 // The benchmark applies one ~10 MB diff spanning many Go source files,
@@ -146,9 +148,7 @@ func BenchmarkGitApply10MB(b *testing.B) {
 // BenchmarkGNUPatch10MB: GNU patch, a whole process (skipped where it is
 // not installed; .ci/install installs it).
 func BenchmarkGNUPatch10MB(b *testing.B) {
-	if _, err := exec.LookPath("patch"); err != nil {
-		b.Skip("GNU patch is not installed (apt-get install patch)")
-	}
+	testtool.LookPath(b, "patch", "GNU patch; apt-get install patch, which .ci/install does")
 	benchProcess(b, func(dir, pf string) *exec.Cmd {
 		return exec.Command("patch", "-s", "-p2", "-d", dir, "-i", pf)
 	})

@@ -3,6 +3,7 @@ package patch
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"io/fs"
 	"math/rand/v2"
@@ -12,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/planrunner/runner/internal/testtool"
 )
 
 // The corpus is real code: files from the Go source tree, edited at random
@@ -36,7 +39,7 @@ func goSources(t testing.TB) (string, []string) {
 	t.Helper()
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
-		t.Skipf("go env GOROOT: %v", err)
+		testtool.Missing(t, "go env GOROOT", err.Error())
 	}
 	src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
 	var out []string
@@ -57,7 +60,7 @@ func goSources(t testing.TB) (string, []string) {
 		return nil
 	})
 	if err != nil || len(out) < 100 {
-		t.Skipf("Go source tree not usable (%v, %d files)", err, len(out))
+		testtool.Missing(t, "the Go source tree", fmt.Sprintf("%s: %v, %d files; the corpus tests patch its files", src, err, len(out)))
 	}
 	sort.Strings(out)
 	return src, out
@@ -65,9 +68,7 @@ func goSources(t testing.TB) (string, []string) {
 
 func needGit(t testing.TB) {
 	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git not installed")
-	}
+	testtool.LookPath(t, "git", "apt-get install git")
 }
 
 func splitKeep(b []byte) []string {

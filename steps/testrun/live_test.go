@@ -14,11 +14,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/planrunner/runner/internal/testtool"
 )
 
 // The tests in this file run the real runners on small projects written
 // into t.TempDir(). A runner that is not installed skips its test, naming
-// the package that would enable it.
+// the package that would enable it; under CI=true, where .ci/install
+// provides them all, it fails the test instead (cargo excepted).
 
 // project writes files (path → content) under a new temporary directory.
 func project(t *testing.T, files map[string]string) string {
@@ -162,11 +165,11 @@ func running(pid int) bool {
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
-func need(t *testing.T, bin, pkg string) {
+// need stops the test unless bin is on PATH: a skip, or under CI=true a
+// failure (see testtool), saying how to get it.
+func need(t *testing.T, bin, how string) {
 	t.Helper()
-	if _, err := exec.LookPath(bin); err != nil {
-		t.Skipf("%s not installed: %s", bin, pkg)
-	}
+	testtool.LookPath(t, bin, how)
 }
 
 const hangGrace = 2 * time.Second
@@ -241,9 +244,8 @@ func TestHang(t *testing.T) {
 
 func TestPytestLive(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes
-	if _, missing := pytestCommand(t.TempDir()); missing != "" {
-		t.Skip("pytest not installed: apt-get install python3-pytest")
-	}
+	_, missing := pytestCommand(t.TempDir())
+	testtool.Need(t, "pytest", missing == "", "apt-get install python3-pytest, which .ci/install does")
 	files := map[string]string{
 		"calc.py":              "def add(a, b):\n    return a + b\n",
 		"tests/test_calc.py":   "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n",
@@ -288,7 +290,12 @@ func TestPytestLive(t *testing.T) {
 
 func TestCargoLive(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes
-	need(t, "cargo", "apt-get install cargo (or rustup)")
+	// cargo is not among the tools CI must have (.ci/install leaves it
+	// out: a Rust toolchain is some 300 MB), so it stays a plain skip, also
+	// where a cargo on PATH does not run (a rustup proxy without its home).
+	if out, err := exec.Command("cargo", "--version").CombinedOutput(); err != nil {
+		t.Skipf("no cargo that runs (apt-get install cargo, or rustup): %v %s", err, out)
+	}
 	manifest := "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"
 	dir := project(t, map[string]string{
 		"Cargo.toml": manifest,
@@ -363,21 +370,17 @@ mod tests {
 }
 `
 
-// nodeModules finds a node_modules directory holding jest and vitest:
-// $RUNNER_TEST_NODE_MODULES, else <user cache>/runner-test-node/node_modules.
-// The tests never install anything themselves.
+// nodeModules is the node_modules directory holding jest and vitest that
+// $RUNNER_TEST_NODE_MODULES names (.ci/install fills one, .ci/run sets the
+// variable). The tests never install anything themselves, nor look in the
+// user's cache for one.
 func nodeModules(t *testing.T, bin string) string {
 	t.Helper()
-	need(t, "node", "apt-get install nodejs npm")
-	dir := os.Getenv("RUNNER_TEST_NODE_MODULES")
-	if dir == "" {
-		if cache, err := os.UserCacheDir(); err == nil {
-			dir = filepath.Join(cache, "runner-test-node", "node_modules")
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, ".bin", bin)); err != nil {
-		t.Skipf("%s not installed: npm install --prefix \"$(dirname %s)\" jest vitest, or set RUNNER_TEST_NODE_MODULES", bin, dir)
-	}
+	need(t, "node", "apt-get install nodejs npm, which .ci/install does")
+	const how = "npm install --prefix DIR jest@29 vitest@3 vite@6 and set RUNNER_TEST_NODE_MODULES=DIR/node_modules; .ci/install and .ci/run do"
+	dir := testtool.FromEnv(t, "RUNNER_TEST_NODE_MODULES", bin, how)
+	_, err := os.Stat(filepath.Join(dir, ".bin", bin))
+	testtool.Need(t, bin, err == nil, "not in $RUNNER_TEST_NODE_MODULES="+dir+"; "+how)
 	return dir
 }
 
@@ -477,7 +480,7 @@ func TestVitestLive(t *testing.T) {
 
 func TestTapLive(t *testing.T) {
 	t.Parallel() // mostly waiting on other processes
-	need(t, "node", "apt-get install nodejs")
+	need(t, "node", "apt-get install nodejs, which .ci/install does")
 	imports := "import test from 'node:test';\nimport assert from 'node:assert';\n"
 	dir := project(t, map[string]string{
 		"pass/a.test.mjs":   imports + "test('adds', () => {\n  assert.strictEqual(1 + 2, 3);\n});\ntest('later', { skip: true }, () => {});\n",
