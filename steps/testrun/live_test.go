@@ -294,7 +294,8 @@ func TestCargoLive(t *testing.T) {
 	// out: a Rust toolchain is some 300 MB), so it stays a plain skip, also
 	// where a cargo on PATH does not run (a rustup proxy without its home).
 	if out, err := exec.Command("cargo", "--version").CombinedOutput(); err != nil {
-		t.Skipf("no cargo that runs (apt-get install cargo, or rustup): %v %s", err, out)
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		t.Skipf("no cargo that runs (apt-get install cargo, or rustup): %v: %s", err, first)
 	}
 	manifest := "[package]\nname = \"calc\"\nversion = \"0.1.0\"\nedition = \"2021\"\n"
 	dir := project(t, map[string]string{
