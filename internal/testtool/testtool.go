@@ -53,7 +53,8 @@ func LookPath(t testing.TB, name, how string) string {
 }
 
 // FromEnv returns the path the environment variable env names, or stops
-// the test (see Missing) if it is unset or names nothing that exists.
+// the test (see Missing) if it is unset. A path that does not exist fails
+// the test everywhere: whoever set the variable meant the tool to be used.
 // tool names what the path is for, in the message.
 func FromEnv(t testing.TB, env, tool, how string) string {
 	t.Helper()
@@ -62,7 +63,7 @@ func FromEnv(t testing.TB, env, tool, how string) string {
 		Missing(t, tool, "$"+env+" is not set; "+how)
 	}
 	if _, err := os.Stat(p); err != nil {
-		Missing(t, tool, "$"+env+"="+p+": "+err.Error()+"; "+how)
+		t.Fatalf("%s: $%s names nothing usable: %v (%s)", tool, env, err, how)
 	}
 	return p
 }

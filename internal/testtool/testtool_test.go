@@ -39,8 +39,9 @@ func TestMissingToolFailsOnlyUnderCI(t *testing.T) {
 	}
 }
 
-// FromEnv takes the path an environment variable names, and treats an
-// unset variable or a path that does not exist as a missing tool.
+// FromEnv takes the path an environment variable names; an unset variable
+// is a missing tool (a skip outside CI), a path that does not exist a
+// failure even outside CI (the variable was set to be used).
 func TestFromEnv(t *testing.T) {
 	if os.Getenv("TESTTOOL_CHILD") == "1" {
 		t.Log("got " + FromEnv(t, "TESTTOOL_PATH", "the thing", "set it"))
@@ -49,14 +50,18 @@ func TestFromEnv(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
 		path, want string
+		wantFail   bool
 	}{
-		{dir, "got " + dir},
-		{"", "$TESTTOOL_PATH is not set; set it"},
-		{dir + "/nothing", "no such file or directory; set it"},
+		{dir, "got " + dir, false},
+		{"", "$TESTTOOL_PATH is not set; set it", false},
+		{dir + "/nothing", "the thing: $TESTTOOL_PATH names nothing usable", true},
 	} {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestFromEnv$", "-test.v")
 		cmd.Env = append(os.Environ(), "TESTTOOL_CHILD=1", "CI=", "TESTTOOL_PATH="+tc.path)
-		out, _ := cmd.CombinedOutput()
+		out, err := cmd.CombinedOutput()
+		if failed := err != nil; failed != tc.wantFail {
+			t.Errorf("TESTTOOL_PATH=%q: failed=%v, want %v\n%s", tc.path, failed, tc.wantFail, out)
+		}
 		if !strings.Contains(string(out), tc.want) {
 			t.Errorf("TESTTOOL_PATH=%q: output lacks %q:\n%s", tc.path, tc.want, out)
 		}

@@ -39,7 +39,7 @@ func goSources(t testing.TB) (string, []string) {
 	t.Helper()
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
-		testtool.Missing(t, "go env GOROOT", err.Error())
+		testtool.Missing(t, "the Go source tree", "go env GOROOT: "+err.Error())
 	}
 	src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
 	var out []string
