@@ -149,6 +149,9 @@ func commandsOf(body string, exists func(dir string) bool) (cmds []simple, comme
 				if strings.Contains(tk, "$") {
 					cur.hasVar = true
 				}
+				if len(cur.words) == 0 && shellKeyword[tk] {
+					continue // `do runner …`: the command is what follows
+				}
 				if len(cur.words) == 0 && isAssignment(tk) {
 					cur.env = append(cur.env, tk)
 					continue
@@ -160,6 +163,9 @@ func commandsOf(body string, exists func(dir string) bool) (cmds []simple, comme
 	}
 	return cmds, comments
 }
+
+// shellKeyword are the words that may come before a command in a line.
+var shellKeyword = map[string]bool{"do": true, "then": true, "else": true, "!": true, "{": true}
 
 func isAssignment(w string) bool {
 	name, _, ok := strings.Cut(w, "=")
