@@ -139,16 +139,21 @@ func commands(t *testing.T) []string {
 func subcommands(t *testing.T, cmd string) []string {
 	t.Helper()
 	parent := help(t, cmd)
-	re := regexp.MustCompile(`runner ` + regexp.QuoteMeta(cmd) + ` ([a-z][a-z-]*)(?:\s|$)`)
+	// candidates: "runner CMD WORD" anywhere, and a word that starts an
+	// line indented by two spaces (a list of subcommands; flags
+	// and their descriptions start otherwise)
+	inUsage := regexp.MustCompile(`runner ` + regexp.QuoteMeta(cmd) + ` ([a-z][a-z-]*)(?:\s|$)`)
+	listed := regexp.MustCompile(`(?m)^  ([a-z][a-z-]*)(?:\s|$)`)
 	var out []string
-	seen := map[string]bool{}
-	for _, m := range re.FindAllStringSubmatch(parent, -1) {
+	seen := map[string]bool{"runner": true}
+	for _, m := range append(inUsage.FindAllStringSubmatch(parent, -1), listed.FindAllStringSubmatch(parent, -1)...) {
 		w := m[1]
 		if seen[w] {
 			continue
 		}
 		seen[w] = true
-		if h := help(t, cmd, w); h != parent && strings.Contains(h, "Usage") {
+		// a subcommand's help names it; an unknown word's error does not
+		if h := help(t, cmd, w); h != parent && strings.Contains(h, "runner "+cmd+" "+w) {
 			out = append(out, w)
 		}
 	}
