@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Entry is one record on the board (SPEC §2).
+// Entry is one record on the board (docs/spec.md §2).
 type Entry struct {
 	ID      string `json:"id"`
 	Seq     int64  `json:"seq"`
@@ -23,7 +23,7 @@ type Entry struct {
 	Label   string `json:"label"`
 	Key     string `json:"key"`
 	Version int64  `json:"version"`
-	// Topic is the channel the entry was published on (seed 003): given
+	// Topic is the channel the entry was published on (docs/live-board.md): given
 	// by the writer, or the key's prefix before its first ':'.
 	Topic   string         `json:"topic,omitempty"`
 	Content any            `json:"content"`
@@ -42,7 +42,7 @@ func (e *Entry) Expired(now time.Time) bool {
 	return now.Sub(e.TS) >= time.Duration(*e.TTL*float64(time.Second))
 }
 
-// StepRecord is one finished visit of a step (the `steps` list of SPEC §3).
+// StepRecord is one finished visit of a step (the `steps` list of docs/spec.md §3).
 type StepRecord struct {
 	Label      string          `json:"label"`
 	Visit      int             `json:"visit"`
@@ -77,7 +77,7 @@ type Recording struct {
 	Response      json.RawMessage `json:"response"`
 }
 
-// Run describes the run (the `run` object of SPEC §3).
+// Run describes the run (the `run` object of docs/spec.md §3).
 type Run struct {
 	ID            string         `json:"id"`
 	PlanPath      string         `json:"plan_path"`

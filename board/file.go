@@ -14,7 +14,7 @@ import (
 // Format is the value of the "format" field of blackboard.json.
 const Format = "runner.blackboard/v1"
 
-// File is blackboard.json (SPEC §3).
+// File is blackboard.json (docs/spec.md §3).
 type File struct {
 	Format     string       `json:"format"`
 	Run        Run          `json:"run"`

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Markdown writes the board as seed 001's document (swarm-blackboard.md):
+// Markdown writes the board as the markdown document of docs/live-board.md (swarm-blackboard.md):
 // active tasks from the task: keys, the knowledge cache (every other live
 // key, as its BlackboardEntry JSON), coordination signals from the signal:
 // keys, and the execution history (the steps, and the trace: keys). Runner
@@ -143,7 +143,7 @@ func (b *Board) clock() time.Time {
 	return b.now()
 }
 
-// writeEntryJSON writes e as seed 001's BlackboardEntry, in a JSON fence.
+// writeEntryJSON writes e as a BlackboardEntry (docs/live-board.md), in a JSON fence.
 func writeEntryJSON(buf *bytes.Buffer, e Entry) {
 	var ttl any
 	if e.TTL != nil {

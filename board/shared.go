@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// A board shared by several writers (seed 003): per-author key patterns,
+// A board shared by several writers (docs/live-board.md): per-author key patterns,
 // conflicts between authors, and a signal for those who watch it.
 
 // ErrDenied is returned when an author reads or writes a key outside its

@@ -10,7 +10,7 @@ import (
 // BoardOptions are the plan's top-level `board:` settings.
 type BoardOptions struct {
 	// Markdown is a file (relative to the workdir) kept current during the
-	// run with the board as seed 001's markdown document.
+	// run with the board as the markdown document of docs/live-board.md.
 	Markdown string
 }
 

@@ -100,7 +100,7 @@ type Write struct {
 	TTL     time.Duration
 }
 
-// Agent is an entry of the plan's agents block (SPEC §4).
+// Agent is an entry of the plan's agents block (docs/spec.md §4).
 type Agent struct {
 	Name        string
 	Provider    string

@@ -17,7 +17,7 @@ import (
 func init() { add(coordinateType{}) }
 
 // coordinateType lets several agents work on one task over a shared board
-// (seed 002). Each round a coordinator agent picks who contributes next and
+// (docs/plans.md, coordinate). Each round a coordinator agent picks who contributes next and
 // with what instruction, or ends the rounds; without one, agents take turns
 // (round-robin) or bid for the turn (volunteer mode). A decider agent gives
 // the final answer, or the last answer-kind contribution is it.
@@ -43,7 +43,7 @@ type Contribution struct {
 	Text  string `json:"text"`
 }
 
-// Decision is what a round decided: seed 002's coordinator answer, plus
+// Decision is what a round decided: the coordinator's answer (docs/plans.md), plus
 // the bids of volunteer mode and the reason a round was skipped.
 type Decision struct {
 	Round       int     `json:"round"`
@@ -186,7 +186,7 @@ func agentRef(d *engine.Decoder, n *yaml.Node, what string) string {
 	return name
 }
 
-// rounds is one visit's state: the shared board of seed 002 (the public
+// rounds is one visit's state: the shared board of docs/plans.md's coordinate (the public
 // entries, mirrored to the run's board in section contributions) and the
 // result so far.
 type rounds struct {
@@ -225,7 +225,7 @@ func (r *rounds) run() (string, error) {
 		return "", err
 	}
 	for round := 1; round <= s.maxRounds; round++ {
-		// The budget is checked before every round (seed 002), and again
+		// The budget is checked before every round (docs/plans.md), and again
 		// before every call against the most that call could spend.
 		if err := r.set.CheckBudget(r.sc.Board); err != nil {
 			return "", err
@@ -357,7 +357,7 @@ Blackboard state:
 	return d, nil
 }
 
-// parseDecision reads a coordinator's answer: seed 002's JSON object, found
+// parseDecision reads a coordinator's answer: the coordinator's JSON object (docs/plans.md), found
 // alone, in a ``` fence or inside prose; or, tolerated, an answer that is
 // just an agent's name or DONE. Anything else, or a name that is not one
 // of agents, is a decision with Error set.

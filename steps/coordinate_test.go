@@ -39,7 +39,7 @@ func TestCoordinate(t *testing.T) {
 		{
 			// The acceptance plan of issue 13: fenced JSON, an unknown
 			// agent, prose, then terminate; the decider answers.
-			name: "seed 002 JSON: fenced, unknown agent, prose, terminate",
+			name: "coordinator JSON: fenced, unknown agent, prose, terminate",
 			agents: `
   alice: {provider: script, responses: {team: [a1]}}
   bob: {provider: script, responses: {team: [b1]}}

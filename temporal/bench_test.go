@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// The figures in README's Temporal section come from these two tests,
+// The figures in docs/benchmarks.md (Temporal) come from these two tests,
 // which run only when asked:
 //
 //	go test -run TestBenchStepOverhead -bench-temporal -v ./

@@ -131,7 +131,7 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		case ok:
 			fmt.Fprintln(stdout, valueText(e.Content))
 		default:
-			fmt.Fprintln(stdout, "null") // seed 001: a missing or expired key reads as null
+			fmt.Fprintln(stdout, "null") // docs/live-board.md: a missing or expired key reads as null
 		}
 	case "list", "snapshot":
 		p := ""
@@ -263,7 +263,7 @@ func watchEnd(err, done error, stderr io.Writer) int {
 	return exitOK
 }
 
-// seedEntry is an entry in seed 001's BlackboardEntry shape, with the
+// seedEntry is an entry in the BlackboardEntry shape of docs/live-board.md, with the
 // version and topic beside it.
 func seedEntry(e board.Entry) map[string]any {
 	var ttl any

@@ -75,7 +75,7 @@ func checkFixTestsRun(t *testing.T, path string) *board.Board {
 	return b
 }
 
-// The README's first command: offline, re-runnable, the example's own
+// The README's flagship command: offline, re-runnable, the example's own
 // files never touched.
 func TestFixTestsExample(t *testing.T) {
 	example, _ := filepath.Abs("../../examples/fix-tests")

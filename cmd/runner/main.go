@@ -9,13 +9,13 @@ import (
 	"github.com/planrunner/runner/steps/proc"
 )
 
-// Exit codes (SPEC §5).
+// Exit codes (docs/spec.md §5).
 const (
 	exitOK          = 0
 	exitFailed      = 1
 	exitUsage       = 2
 	exitDiverged    = 3
-	exitWaiting     = 4 // an input step awaits `runner answer` (SPEC §7)
+	exitWaiting     = 4 // an input step awaits `runner answer` (docs/spec.md §7)
 	exitInterrupted = 130
 )
 

@@ -136,7 +136,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// SPEC §3 as a Go type: what a consumer of blackboard.json relies on.
+// docs/spec.md §3 as a Go type: what a consumer of blackboard.json relies on.
 type savedRun struct {
 	Format string `json:"format"`
 	Run    struct {

@@ -1,6 +1,6 @@
 //go:build ignore
 
-// genplans writes the plans the README's loading and run benchmarks use:
+// genplans writes the plans the loading and run benchmarks of docs/benchmarks.md use:
 // DIR/validate-N.yaml (commands, board steps and branches, each with a
 // ${{ }}) and DIR/run-N.yaml (board steps and branches with expressions,
 // no processes), for N = 100, 1,000 and 10,000.
