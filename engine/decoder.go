@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -21,7 +22,8 @@ type Decoder struct {
 	field   map[string]plans.Field
 	known   []string
 	used    map[string]bool
-	missing []string // required keys not given, reported by finish
+	missing []string  // required keys not given, reported by finish
+	spec    *TypeSpec // the type's description; nil for a type without one
 }
 
 func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope *Scope) *Decoder {
@@ -46,11 +48,36 @@ func (d *Decoder) Node(key string) *yaml.Node {
 	if !d.used[key] {
 		d.used[key] = true
 		d.known = append(d.known, key)
+		if d.spec != nil && d.spec.Field(key) == nil {
+			d.bug("reads field %q, which its TypeSpec does not describe", key)
+		}
 	}
 	if f, ok := d.field[key]; ok {
 		return plans.Resolve(f.Value)
 	}
 	return nil
+}
+
+// bug reports a step type that disagrees with its own TypeSpec: every
+// plan using the type fails to load, and CheckType fails in the type's
+// tests, so the description cannot drift from what Decode does.
+func (d *Decoder) bug(format string, args ...any) {
+	d.Errorf(nil, "step type %s %s (a bug in the step type)", d.Step.Type, fmt.Sprintf(format, args...))
+}
+
+// described checks that the spec gives key a kind the accessor reads, and
+// that the default Decode passes is the spec's (when it names one).
+func (d *Decoder) described(key, accessor string, def any) {
+	f := d.spec.Field(key)
+	if f == nil {
+		return // Node reports it
+	}
+	if kinds := accessorKinds[accessor]; f.Kind != KindOther && !slices.Contains(kinds, f.Kind) {
+		d.bug("reads field %q with %s, but its TypeSpec says it is of kind %s", key, accessor, f.Kind)
+	}
+	if f.Default != nil && def != nil && f.Default != def {
+		d.bug("takes %v when field %q is absent, but its TypeSpec says %v", def, key, f.Default)
+	}
 }
 
 // Has reports whether the step has key (and marks it known).
@@ -78,6 +105,9 @@ func (d *Decoder) Required(key string) bool {
 
 // String reads a plain string field ("" when absent).
 func (d *Decoder) String(key string) string {
+	if d.spec != nil {
+		d.described(key, "String", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return ""
@@ -87,7 +117,22 @@ func (d *Decoder) String(key string) string {
 }
 
 // Enum reads a string field that must be one of allowed (def when absent).
+// Without allowed, the values are the TypeSpec's Enum for key.
 func (d *Decoder) Enum(key, def string, allowed ...string) string {
+	if d.spec != nil {
+		var dv any
+		if def != "" {
+			dv = def
+		}
+		d.described(key, "Enum", dv)
+		if f := d.spec.Field(key); f != nil {
+			if len(allowed) == 0 {
+				allowed = f.Enum
+			} else if !slices.Equal(allowed, f.Enum) {
+				d.bug("allows %v for field %q, but its TypeSpec says %v", allowed, key, f.Enum)
+			}
+		}
+	}
 	n := d.Node(key)
 	if n == nil {
 		return def
@@ -107,6 +152,9 @@ func (d *Decoder) Enum(key, def string, allowed ...string) string {
 
 // Bool reads a boolean field.
 func (d *Decoder) Bool(key string, def bool) bool {
+	if d.spec != nil {
+		d.described(key, "Bool", def)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return def
@@ -120,6 +168,9 @@ func (d *Decoder) Bool(key string, def bool) bool {
 
 // Int reads a whole-number field.
 func (d *Decoder) Int(key string, def int) int {
+	if d.spec != nil {
+		d.described(key, "Int", def)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return def
@@ -133,6 +184,9 @@ func (d *Decoder) Int(key string, def int) int {
 
 // Duration reads a duration field (0 when absent).
 func (d *Decoder) Duration(key string) time.Duration {
+	if d.spec != nil {
+		d.described(key, "Duration", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return 0
@@ -143,6 +197,9 @@ func (d *Decoder) Duration(key string) time.Duration {
 
 // Template reads a string field that may hold ${{ }} (nil when absent).
 func (d *Decoder) Template(key string) *Template {
+	if d.spec != nil {
+		d.described(key, "Template", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return nil
@@ -167,6 +224,9 @@ func (d *Decoder) TemplateAt(n *yaml.Node, what string) *Template {
 // absent), for StepContext.EvalShell. Where a value cannot stand safely in
 // the script, the plan does not load.
 func (d *Decoder) ShellTemplate(key string) *Template {
+	if d.spec != nil {
+		d.described(key, "ShellTemplate", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return nil
@@ -199,6 +259,9 @@ func (d *Decoder) ExprAt(n *yaml.Node, what string) *Expr {
 
 // Env reads a mapping of environment variables whose values may hold ${{ }}.
 func (d *Decoder) Env(key string) []EnvTemplate {
+	if d.spec != nil {
+		d.described(key, "Env", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return nil
@@ -224,7 +287,11 @@ type EnvTemplate struct {
 
 // finish reports the fields the type did not ask for.
 func (d *Decoder) finish() {
-	known := append(append([]string{}, plans.CommonStepFields...), d.known...)
+	names := d.known
+	if d.spec != nil {
+		names = d.spec.Names()
+	}
+	known := append(append([]string{}, plans.CommonStepFields...), names...)
 	explained := map[string]bool{}
 	for key, f := range d.field {
 		if d.used[key] {
@@ -284,20 +351,10 @@ func TypeFields(reg *Registry, typ string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("no step type %q", typ)
 	}
-	p, err := plans.Parse("fields.yaml", []byte("version: 1\nsteps:\n  - {label: x, type: "+typ+"}\n"))
-	if p == nil {
+	read, _, err := decodeEmpty(t)
+	if err != nil {
 		return nil, err
 	}
-	d := newDecoder(p, p.Steps[0], &plans.Reporter{}, newScope(scopeType(p, reg)))
-	t.Decode(d)
-	seen := map[string]bool{}
-	var out []string
-	for _, k := range d.known {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(read)
+	return read, nil
 }
