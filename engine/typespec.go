@@ -332,3 +332,14 @@ func ExamplePlan(steps string) string {
 	}
 	return b.String()
 }
+
+// CommonResultNames are the fields every step's result has beside its
+// type's, read as steps.<label>.<name>.
+func CommonResultNames() []string {
+	out := make([]string, 0, len(commonStateTypes))
+	for k := range commonStateTypes {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

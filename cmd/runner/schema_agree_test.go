@@ -13,11 +13,11 @@ import (
 	"github.com/planrunner/runner/steps"
 )
 
-// schemaDoc is plan.schema.json as plain JSON values.
+// schemaDoc is the generated schema as plain JSON values.
 func schemaDoc(t *testing.T) map[string]any {
 	t.Helper()
 	var doc map[string]any
-	if err := json.Unmarshal(planSchema, &doc); err != nil {
+	if err := json.Unmarshal(schemaBytes(t), &doc); err != nil {
 		t.Fatal(err)
 	}
 	return doc
