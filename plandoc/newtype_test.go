@@ -92,8 +92,8 @@ func TestNewTypeIsOneFile(t *testing.T) {
 	}{
 		{"version: 1\nsteps:\n  - {label: a, type: echo2, text: hi, times: 2}", true},
 		{"version: 1\nsteps:\n  - {label: a, type: echo2, text: hi}", true},
-		{"version: 1\nsteps:\n  - {label: a, type: echo2, text: hi, tims: 2}", false},   // misspelt field
-		{"version: 1\nsteps:\n  - {label: a, type: echo2, times: 2}", false},             // required field missing
+		{"version: 1\nsteps:\n  - {label: a, type: echo2, text: hi, tims: 2}", false},     // misspelt field
+		{"version: 1\nsteps:\n  - {label: a, type: echo2, times: 2}", false},              // required field missing
 		{"version: 1\nsteps:\n  - {label: a, type: echo2, text: hi, times: many}", false}, // wrong kind
 		{"version: 1\nsteps:\n  - {label: a, type: echo2, text: hi, run: x}", false},      // another type's field
 		{"version: 1\nsteps:\n  - {label: a, type: command, run: x, text: hi}", false},    // and the other way round
