@@ -72,7 +72,7 @@ func (d *Decoder) described(key, accessor string, def any) {
 	if f == nil {
 		return // Node reports it
 	}
-	if kinds := accessorKinds[accessor]; f.Kind != KindOther && !slices.Contains(kinds, f.Kind) {
+	if kinds := accessorKinds(accessor); f.Kind != KindOther && !slices.Contains(kinds, f.Kind) {
 		d.bug("reads field %q with %s, but its TypeSpec says it is of kind %s", key, accessor, f.Kind)
 	}
 	if f.Default != nil && def != nil && f.Default != def {

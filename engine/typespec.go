@@ -145,16 +145,28 @@ func (s *TypeSpec) Summary() string {
 	return doc
 }
 
-// accessorKinds are the kinds each Decoder accessor reads; Node reads any.
-var accessorKinds = map[string][]Kind{
-	"String":        {KindString},
-	"Template":      {KindTemplate, KindValue},
-	"ShellTemplate": {KindShell},
-	"Enum":          {KindEnum},
-	"Int":           {KindInt},
-	"Bool":          {KindBool},
-	"Duration":      {KindDuration},
-	"Env":           {KindEnv},
+// accessorKinds are the kinds each Decoder accessor reads (a switch, not
+// a map, so start-up builds nothing); Node reads any kind.
+func accessorKinds(accessor string) []Kind {
+	switch accessor {
+	case "String":
+		return []Kind{KindString}
+	case "Template":
+		return []Kind{KindTemplate, KindValue}
+	case "ShellTemplate":
+		return []Kind{KindShell}
+	case "Enum":
+		return []Kind{KindEnum}
+	case "Int":
+		return []Kind{KindInt}
+	case "Bool":
+		return []Kind{KindBool}
+	case "Duration":
+		return []Kind{KindDuration}
+	case "Env":
+		return []Kind{KindEnv}
+	}
+	return nil
 }
 
 // ResultNames lists the json names of t's result fields, in struct order.
