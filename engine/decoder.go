@@ -24,10 +24,11 @@ type Decoder struct {
 	used    map[string]bool
 	missing []string  // required keys not given, reported by finish
 	spec    *TypeSpec // the type's description; nil for a type without one
+	before  int       // problems reported before this step's, to tell its own
 }
 
 func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope *Scope) *Decoder {
-	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, field: map[string]plans.Field{}, used: map[string]bool{}}
+	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, field: map[string]plans.Field{}, used: map[string]bool{}, before: len(r.List)}
 	common := map[string]bool{}
 	for _, k := range plans.CommonStepFields {
 		common[k] = true
@@ -295,6 +296,15 @@ func (d *Decoder) finish() {
 	explained := map[string]bool{}
 	for key, f := range d.field {
 		if d.used[key] {
+			continue
+		}
+		if d.spec.Field(key) != nil {
+			// Described, not read: the type stopped at an earlier problem
+			// of this step (board with a bad op does not look at its key),
+			// which is the one to report. Without one, the type is wrong.
+			if len(d.r.List) == d.before {
+				d.bug("did not read field %q, which its TypeSpec describes", key)
+			}
 			continue
 		}
 		d.r.At(f.KeyN, "unknown field %q in step %q (type %s)%s", key, d.Step.Label, d.Step.Type, plans.Suggest(key, known))

@@ -86,3 +86,19 @@ func (idleType) Decode(d *engine.Decoder) engine.Step {
 	d.String("a")
 	return nil
 }
+
+// A described field the type skips after an earlier problem of the step
+// is not also "unknown": one mistake, one message. Skipped with no
+// problem at all, the type is wrong, and every plan giving the field says so.
+func TestDescribedFieldNotReadAtLoad(t *testing.T) {
+	_, err := engine.Compile("p.yaml", []byte("version: 1\nsteps:\n  - {label: a, type: board, op: burn, key: k}\n"), Registry())
+	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.Contains(err.Error(), `op: "burn" is not one of [write read delete]`) {
+		t.Errorf("board with a bad op: got %v, want only the op's problem", err)
+	}
+	reg := engine.NewRegistry()
+	reg.Register(idleType{})
+	_, err = engine.Compile("p.yaml", []byte("version: 1\nsteps:\n  - {label: a, type: sloppy, a: x, c: y}\n"), reg)
+	if err == nil || !strings.Contains(err.Error(), `step type sloppy did not read field "c", which its TypeSpec describes (a bug in the step type)`) {
+		t.Errorf("got %v", err)
+	}
+}
