@@ -86,6 +86,43 @@ const (
 	KindOther    Kind = "other"    // anything else: Schema says what (Decoder.Node)
 )
 
+// Kinds lists every kind, in the order the reference explains them.
+func Kinds() []Kind {
+	return []Kind{KindString, KindTemplate, KindValue, KindShell, KindEnum, KindInt, KindBool,
+		KindDuration, KindEnv, KindList, KindMapping, KindOther}
+}
+
+// Doc says what a field of kind k holds, for the reference.
+func (k Kind) Doc() string {
+	switch k {
+	case KindString:
+		return "Plain text, taken as written (no ${{ }})."
+	case KindTemplate:
+		return "Text in which ${{ expression }} inserts a value when the step runs."
+	case KindValue:
+		return "Text with ${{ }}, a number or a boolean; a value that is one whole ${{ }} keeps the expression's type."
+	case KindShell:
+		return "A shell script with ${{ }}: each value reaches the script in an environment variable, as data, never as shell syntax."
+	case KindEnum:
+		return "One of the listed words."
+	case KindInt:
+		return "A whole number."
+	case KindBool:
+		return "true or false."
+	case KindDuration:
+		return "A duration such as 30s, 5m, 1h30m or 250ms."
+	case KindEnv:
+		return "A mapping of environment variable names to templates."
+	case KindList:
+		return "A list (of strings unless the field says otherwise)."
+	case KindMapping:
+		return "A mapping; the field says of what."
+	case KindOther:
+		return "What the field's description says."
+	}
+	return ""
+}
+
 // ResultField describes one field of a type's result.
 type ResultField struct {
 	Name string

@@ -36,7 +36,11 @@ func Reference(reg *engine.Registry) ([]byte, error) {
 	fmt.Fprintf(&b, "Every step's result, read in expressions as `steps.<label>.<field>`, has %s, and the fields of its type.\n\n",
 		codeList(engine.CommonResultNames()))
 
-	b.WriteString("## Step types\n\n| type | what it does |\n| --- | --- |\n")
+	b.WriteString("## Kinds of fields\n\n| kind | what it holds |\n| --- | --- |\n")
+	for _, k := range engine.Kinds() {
+		fmt.Fprintf(&b, "| %s | %s |\n", k, cell(k.Doc()))
+	}
+	b.WriteString("\n## Step types\n\n| type | what it does |\n| --- | --- |\n")
 	for _, name := range reg.Names() {
 		t, _ := reg.Lookup(name)
 		summary := "(not described)"

@@ -521,3 +521,25 @@ func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
 }
+
+// Describe is what a dry run shows: who is asked what.
+func (s *llmStep) Describe() string {
+	d := "ask " + s.agent
+	if s.output != "text" {
+		d += " for " + s.output
+	}
+	if s.prompt != nil {
+		d += ": " + headLine(s.prompt.Src)
+	}
+	return d
+}
+
+// headLine is the first line of a text, marked when there is more.
+func headLine(text string) string {
+	text = strings.TrimSpace(text)
+	line, rest, _ := strings.Cut(text, "\n")
+	if rest != "" {
+		line += " ..."
+	}
+	return line
+}

@@ -160,3 +160,12 @@ func echoTo(stdout, stderr io.Writer) func(stream, line string) {
 		io.WriteString(w, line+"\n")
 	}
 }
+
+// Describe is what a dry run shows.
+func (s *testStep) Describe() string {
+	d := "test (" + s.framework + ")"
+	if s.command != nil {
+		d += ": " + headLine(s.command.Src)
+	}
+	return d
+}
