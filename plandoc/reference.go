@@ -129,6 +129,11 @@ func kindText(f engine.Field) string {
 	switch f.Kind {
 	case engine.KindEnum:
 		return "one of " + codeList(f.Enum)
+	case engine.KindList:
+		if o, err := parseObject(f.Schema, f.Name); err == nil && o.obj("items") != nil {
+			return "list of " + schemaKind(o.obj("items")) + "s"
+		}
+		return "list of strings"
 	case engine.KindOther:
 		if o, err := parseObject(f.Schema, f.Name); err == nil {
 			if alts, ok := o.get("oneOf").([]any); ok {
@@ -147,6 +152,9 @@ func kindText(f engine.Field) string {
 }
 
 func schemaKind(o *object) string {
+	if o.get("enum") != nil {
+		return "word"
+	}
 	switch o.get("type") {
 	case "object":
 		return "mapping"
