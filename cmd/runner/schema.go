@@ -8,6 +8,8 @@ import (
 	"github.com/planrunner/runner/steps"
 )
 
+//go:generate go test -run TestGeneratedFilesAreCurrent -update
+
 // cmdSchema prints the plan schema, generated from the step types'
 // descriptions (plan.schema.json is the same text, committed for editors
 // that fetch it by URL; a test keeps the two equal).
