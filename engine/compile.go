@@ -99,6 +99,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			}
 			n.Kind = t
 			d := newDecoder(p.Plan, s, r, p.scope)
+			d.spec = SpecOf(t)
 			n.Impl = t.Decode(d)
 			d.finish()
 		}

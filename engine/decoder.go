@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -21,11 +22,13 @@ type Decoder struct {
 	field   map[string]plans.Field
 	known   []string
 	used    map[string]bool
-	missing []string // required keys not given, reported by finish
+	missing []string  // required keys not given, reported by finish
+	spec    *TypeSpec // the type's description; nil for a type without one
+	before  int       // problems reported before this step's, to tell its own
 }
 
 func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope *Scope) *Decoder {
-	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, field: map[string]plans.Field{}, used: map[string]bool{}}
+	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, field: map[string]plans.Field{}, used: map[string]bool{}, before: len(r.List)}
 	common := map[string]bool{}
 	for _, k := range plans.CommonStepFields {
 		common[k] = true
@@ -46,11 +49,36 @@ func (d *Decoder) Node(key string) *yaml.Node {
 	if !d.used[key] {
 		d.used[key] = true
 		d.known = append(d.known, key)
+		if d.spec != nil && d.spec.Field(key) == nil {
+			d.bug("reads field %q, which its TypeSpec does not describe", key)
+		}
 	}
 	if f, ok := d.field[key]; ok {
 		return plans.Resolve(f.Value)
 	}
 	return nil
+}
+
+// bug reports a step type that disagrees with its own TypeSpec: every
+// plan using the type fails to load, and CheckType fails in the type's
+// tests, so the description cannot drift from what Decode does.
+func (d *Decoder) bug(format string, args ...any) {
+	d.Errorf(nil, "step type %s %s (a bug in the step type)", d.Step.Type, fmt.Sprintf(format, args...))
+}
+
+// described checks that the spec gives key a kind the accessor reads, and
+// that the default Decode passes is the spec's (when it names one).
+func (d *Decoder) described(key, accessor string, def any) {
+	f := d.spec.Field(key)
+	if f == nil {
+		return // Node reports it
+	}
+	if kinds := accessorKinds(accessor); f.Kind != KindOther && !slices.Contains(kinds, f.Kind) {
+		d.bug("reads field %q with %s, but its TypeSpec says it is of kind %s", key, accessor, f.Kind)
+	}
+	if f.Default != nil && def != nil && f.Default != def {
+		d.bug("takes %v when field %q is absent, but its TypeSpec says %v", def, key, f.Default)
+	}
 }
 
 // Has reports whether the step has key (and marks it known).
@@ -78,6 +106,9 @@ func (d *Decoder) Required(key string) bool {
 
 // String reads a plain string field ("" when absent).
 func (d *Decoder) String(key string) string {
+	if d.spec != nil {
+		d.described(key, "String", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return ""
@@ -87,7 +118,22 @@ func (d *Decoder) String(key string) string {
 }
 
 // Enum reads a string field that must be one of allowed (def when absent).
+// Without allowed, the values are the TypeSpec's Enum for key.
 func (d *Decoder) Enum(key, def string, allowed ...string) string {
+	if d.spec != nil {
+		var dv any
+		if def != "" {
+			dv = def
+		}
+		d.described(key, "Enum", dv)
+		if f := d.spec.Field(key); f != nil {
+			if len(allowed) == 0 {
+				allowed = f.Enum
+			} else if !slices.Equal(allowed, f.Enum) {
+				d.bug("allows %v for field %q, but its TypeSpec says %v", allowed, key, f.Enum)
+			}
+		}
+	}
 	n := d.Node(key)
 	if n == nil {
 		return def
@@ -107,6 +153,9 @@ func (d *Decoder) Enum(key, def string, allowed ...string) string {
 
 // Bool reads a boolean field.
 func (d *Decoder) Bool(key string, def bool) bool {
+	if d.spec != nil {
+		d.described(key, "Bool", def)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return def
@@ -120,6 +169,9 @@ func (d *Decoder) Bool(key string, def bool) bool {
 
 // Int reads a whole-number field.
 func (d *Decoder) Int(key string, def int) int {
+	if d.spec != nil {
+		d.described(key, "Int", def)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return def
@@ -133,6 +185,9 @@ func (d *Decoder) Int(key string, def int) int {
 
 // Duration reads a duration field (0 when absent).
 func (d *Decoder) Duration(key string) time.Duration {
+	if d.spec != nil {
+		d.described(key, "Duration", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return 0
@@ -143,6 +198,9 @@ func (d *Decoder) Duration(key string) time.Duration {
 
 // Template reads a string field that may hold ${{ }} (nil when absent).
 func (d *Decoder) Template(key string) *Template {
+	if d.spec != nil {
+		d.described(key, "Template", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return nil
@@ -167,6 +225,9 @@ func (d *Decoder) TemplateAt(n *yaml.Node, what string) *Template {
 // absent), for StepContext.EvalShell. Where a value cannot stand safely in
 // the script, the plan does not load.
 func (d *Decoder) ShellTemplate(key string) *Template {
+	if d.spec != nil {
+		d.described(key, "ShellTemplate", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return nil
@@ -199,6 +260,9 @@ func (d *Decoder) ExprAt(n *yaml.Node, what string) *Expr {
 
 // Env reads a mapping of environment variables whose values may hold ${{ }}.
 func (d *Decoder) Env(key string) []EnvTemplate {
+	if d.spec != nil {
+		d.described(key, "Env", nil)
+	}
 	n := d.Node(key)
 	if n == nil {
 		return nil
@@ -224,10 +288,23 @@ type EnvTemplate struct {
 
 // finish reports the fields the type did not ask for.
 func (d *Decoder) finish() {
-	known := append(append([]string{}, plans.CommonStepFields...), d.known...)
+	names := d.known
+	if d.spec != nil {
+		names = d.spec.Names()
+	}
+	known := append(append([]string{}, plans.CommonStepFields...), names...)
 	explained := map[string]bool{}
 	for key, f := range d.field {
 		if d.used[key] {
+			continue
+		}
+		if d.spec.Field(key) != nil {
+			// Described, not read: the type stopped at an earlier problem
+			// of this step (board with a bad op does not look at its key),
+			// which is the one to report. Without one, the type is wrong.
+			if len(d.r.List) == d.before {
+				d.bug("did not read field %q, which its TypeSpec describes", key)
+			}
 			continue
 		}
 		d.r.At(f.KeyN, "unknown field %q in step %q (type %s)%s", key, d.Step.Label, d.Step.Type, plans.Suggest(key, known))
@@ -284,20 +361,10 @@ func TypeFields(reg *Registry, typ string) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("no step type %q", typ)
 	}
-	p, err := plans.Parse("fields.yaml", []byte("version: 1\nsteps:\n  - {label: x, type: "+typ+"}\n"))
-	if p == nil {
+	read, _, err := decodeEmpty(t)
+	if err != nil {
 		return nil, err
 	}
-	d := newDecoder(p, p.Steps[0], &plans.Reporter{}, newScope(scopeType(p, reg)))
-	t.Decode(d)
-	seen := map[string]bool{}
-	var out []string
-	for _, k := range d.known {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
+	sort.Strings(read)
+	return read, nil
 }

@@ -40,8 +40,42 @@ type applyDiffStep struct {
 	reverse  bool
 }
 
-func (applyDiffType) Name() string { return "apply_diff" }
-func (applyDiffType) Result() any  { return ApplyDiffResult{} }
+func (applyDiffType) Name() string           { return "apply_diff" }
+func (applyDiffType) Result() any            { return ApplyDiffResult{} }
+func (applyDiffType) Spec() *engine.TypeSpec { return &applyDiffSpec }
+
+var applyDiffSpec = engine.TypeSpec{
+	Doc: "Applies a unified diff to the run's directory, all or nothing, tolerating what models get wrong " +
+		"in diffs (prose around it, wrong hunk counts, offsets, a little fuzz). Give exactly one of diff and diff_file.",
+	Fields: []engine.Field{
+		{Name: "diff", Kind: engine.KindTemplate,
+			Doc:      "The unified diff (prose and markdown fences around it are tolerated).",
+			Examples: []any{"${{ steps.generate.output }}"}},
+		{Name: "diff_file", Kind: engine.KindTemplate,
+			Doc: "A file holding the diff, instead of diff.", Examples: []any{"fix.patch"}},
+		{Name: "dir", Kind: engine.KindTemplate,
+			Doc: "The directory the diff's paths are relative to (default the workdir).", Examples: []any{"backend"}},
+		{Name: "backup", Kind: engine.KindBool, Default: true,
+			Doc: "Keep copies of every touched file under .runner/backups (default true).", Examples: []any{true}},
+		{Name: "check", Kind: engine.KindBool, Default: false,
+			Doc: "true: only check that the diff applies.", Examples: []any{true}},
+		{Name: "strip", Kind: engine.KindInt, Schema: `{"minimum": 0}`,
+			Doc: "Leading path components to remove (default: detected).", Examples: []any{1}},
+		{Name: "reverse", Kind: engine.KindBool, Default: false,
+			Doc: "Apply the diff backwards.", Examples: []any{true}},
+	},
+	Example: `- label: apply
+  type: apply_diff
+  diff_file: fix.patch
+  check: true`,
+	Results: []engine.ResultField{
+		{Name: "files", Doc: "Each file the diff touched: path, op (modify, create or delete), lines added and removed, new mode."},
+		{Name: "backup_dir", Doc: "Where the copies of the touched files are, relative to dir; empty when nothing was written."},
+		{Name: "hunks", Doc: "Where each hunk went: file, line, offset from its header, fuzz (context lines ignored)."},
+		{Name: "already_applied", Doc: "Every change was already in the files: nothing was written and the step succeeded."},
+		{Name: "messages", Doc: "What was tolerated (recounted hunks, offsets, fuzz)."},
+	},
+}
 
 func (applyDiffType) Decode(d *engine.Decoder) engine.Step {
 	s := &applyDiffStep{strip: patch.DetectStrip}

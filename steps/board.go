@@ -33,12 +33,56 @@ type boardStep struct {
 	topic   string
 }
 
-func (boardType) Name() string { return "board" }
-func (boardType) Result() any  { return BoardResult{} }
+func (boardType) Name() string           { return "board" }
+func (boardType) Result() any            { return BoardResult{} }
+func (boardType) Spec() *engine.TypeSpec { return &boardSpec }
+
+var boardSpec = engine.TypeSpec{
+	Doc: "Reads, writes or deletes a key of the run's blackboard. A write is committed with the step's record, " +
+		"so a resumed run never makes it twice; expect_version makes it a compare-and-set. " +
+		"Its output is the value read or written.",
+	Fields: []engine.Field{
+		{Name: "op", Kind: engine.KindEnum, Required: true, Enum: []string{"write", "read", "delete"},
+			Doc: "write, read or delete a board key.", Examples: []any{"write"}},
+		{Name: "key", Kind: engine.KindTemplate, Required: true,
+			Doc: "The board key.", Examples: []any{"plan/status"}},
+		{Name: "value", Kind: engine.KindValue,
+			Doc:      "op: write: the value (a whole ${{ }} keeps its type).",
+			Examples: []any{"${{ steps.review.output }}"}},
+		{Name: "ttl", Kind: engine.KindDuration,
+			Doc: "op: write: the key expires after this long.", Examples: []any{"10m"}},
+		{Name: "expect_version", Kind: engine.KindInt, Schema: `{"minimum": 0}`,
+			Doc:      "Compare-and-set: succeed only if the key is at this version (0: absent).",
+			Examples: []any{3}},
+		{Name: "section", Kind: engine.KindString,
+			Doc: "The board section the entry goes to (default kv).", Examples: []any{"kv"}},
+		{Name: "author", Kind: engine.KindString,
+			Doc: "Who the write is recorded as (default runner).", Examples: []any{"reviewer"}},
+		{Name: "topic", Kind: engine.KindString,
+			Doc:      "The topic the write is published on (default the key's prefix before ':').",
+			Examples: []any{"plan"}},
+	},
+	// value and ttl go with op: write, which needs a value.
+	Schema: `{"allOf": [{
+		"if": {"properties": {"op": {"const": "write"}}, "required": ["op"]},
+		"then": {"required": ["value"]},
+		"else": {"properties": {"value": false, "ttl": false}}}]}`,
+	Example: `- label: status
+  type: board
+  op: write
+  key: plan/status
+  value: ready
+  ttl: 10m`,
+	Results: []engine.ResultField{
+		{Name: "key", Doc: "The key, rendered."},
+		{Name: "version", Doc: "The key's version after the step (0: absent)."},
+		{Name: "found", Doc: "read: the key had a live value."},
+	},
+}
 
 func (boardType) Decode(d *engine.Decoder) engine.Step {
 	s := &boardStep{expect: -1}
-	s.op = d.Enum("op", "", "write", "read", "delete")
+	s.op = d.Enum("op", "")
 	if d.Required("op") && s.op == "" {
 		return s
 	}

@@ -31,8 +31,46 @@ type branchStep struct {
 	def   string
 }
 
-func (branchType) Name() string { return "branch" }
-func (branchType) Result() any  { return BranchResult{} }
+func (branchType) Name() string           { return "branch" }
+func (branchType) Result() any            { return BranchResult{} }
+func (branchType) Spec() *engine.TypeSpec { return &branchSpec }
+
+var branchSpec = engine.TypeSpec{
+	Doc: "Jumps: it tries its cases in order and goes to the goto of the first whose when holds, " +
+		"else to its default, else on to the next step. Loops are branches back; each step's max_visits bounds them. " +
+		"A branch is a top-level step (goto cannot leave a parallel group).",
+	Fields: []engine.Field{
+		{Name: "cases", Kind: engine.KindList,
+			Schema: `{"items": {"type": "object", "additionalProperties": false, "required": ["when", "goto"],
+				"properties": {
+					"when": {"$ref": "#/$defs/expr", "description": "An expression.",
+						"examples": ["steps.generate.visits < vars.max_attempts"]},
+					"goto": {"type": "string",
+						"description": "A top-level label, end (finish, succeeded) or fail (finish, failed).",
+						"examples": ["generate"]}}}}`,
+			Doc:      "Tried in order; the first whose when holds jumps to its goto.",
+			Examples: []any{[]any{map[string]any{"when": "steps.test.passed", "goto": "end"}}}},
+		{Name: "default", Kind: engine.KindString,
+			Doc:      "Where to go when no case holds: a top-level label, end or fail (absent: the next step).",
+			Examples: []any{"fail"}},
+	},
+	Example: `- label: test
+  type: command
+  run: go test ./...
+  continue_on_error: true
+- label: again
+  type: branch
+  cases:
+    - when: steps.test.ok
+      goto: end
+    - when: steps.test.visits < 3
+      goto: test
+  default: fail`,
+	Results: []engine.ResultField{
+		{Name: "taken", Doc: "The goto target taken; empty when no case held and there is no default."},
+		{Name: "case", Doc: "The 1-based index of the case that held; 0 for the default or none."},
+	},
+}
 
 func (branchType) Decode(d *engine.Decoder) engine.Step {
 	s := &branchStep{}

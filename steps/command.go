@@ -36,8 +36,45 @@ type commandStep struct {
 	keepBackground bool
 }
 
-func (commandType) Name() string { return "command" }
-func (commandType) Result() any  { return CommandResult{} }
+func (commandType) Name() string           { return "command" }
+func (commandType) Result() any            { return CommandResult{} }
+func (commandType) Spec() *engine.TypeSpec { return &commandSpec }
+
+var commandSpec = engine.TypeSpec{
+	Doc: "Runs a shell script with `sh -c` in its own process group. A non-zero exit fails the step; " +
+		"its output is the script's standard output, trimmed. Processes the script leaves running are ended with it.",
+	Fields: []engine.Field{
+		{Name: "run", Kind: engine.KindShell, Required: true,
+			Doc:      "A shell script (sh -c); ${{ }} values reach it as data, never as shell syntax.",
+			Examples: []any{"go vet ./..."}},
+		{Name: "dir", Kind: engine.KindTemplate,
+			Doc:      "Where it runs, relative to the workdir.",
+			Examples: []any{"backend"}},
+		{Name: "env", Kind: engine.KindEnv,
+			Doc:      "Extra environment for this step; ${{ secrets.NAME }} gives it a secret.",
+			Examples: []any{map[string]any{"GH_TOKEN": "${{ secrets.GH_TOKEN }}"}}},
+		{Name: "max_output", Kind: engine.KindInt, Schema: `{"minimum": 1}`,
+			Doc:      "Bytes kept of each stream, head and tail (default 1 MiB).",
+			Examples: []any{65536}},
+		{Name: "keep_background", Kind: engine.KindBool, Default: false,
+			Doc:      "true: processes the script leaves running are not ended with the step.",
+			Examples: []any{true}},
+	},
+	Example: `- label: vet
+  type: command
+  run: go vet ./...
+  dir: .
+  env: {GOFLAGS: -mod=mod}`,
+	Results: []engine.ResultField{
+		{Name: "exit_code", Doc: "The script's exit status."},
+		{Name: "stdout", Doc: "Its standard output (head and tail when over max_output)."},
+		{Name: "stderr", Doc: "Its standard error (head and tail when over max_output)."},
+		{Name: "stdout_dropped", Doc: "Bytes cut from the middle of stdout by max_output."},
+		{Name: "stderr_dropped", Doc: "Bytes cut from the middle of stderr by max_output."},
+		{Name: "signal", Doc: "The signal that ended the script, if one did."},
+		{Name: "timed_out", Doc: "The step's timeout ended the script."},
+	},
+}
 
 func (commandType) Decode(d *engine.Decoder) engine.Step {
 	s := &commandStep{}

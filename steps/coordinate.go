@@ -94,8 +94,48 @@ const (
 	kindError        = "error"
 )
 
-func (coordinateType) Name() string { return "coordinate" }
-func (coordinateType) Result() any  { return CoordinateResult{} }
+func (coordinateType) Name() string           { return "coordinate" }
+func (coordinateType) Result() any            { return CoordinateResult{} }
+func (coordinateType) Spec() *engine.TypeSpec { return &coordinateSpec }
+
+var coordinateSpec = engine.TypeSpec{
+	Doc: "Lets several agents work on one task over a shared board. Each round a coordinator agent picks " +
+		"who contributes next and with what instruction, or ends the rounds; without one, agents take turns " +
+		"(round_robin) or bid for the turn (volunteer). A decider agent gives the final answer, " +
+		"or the last contribution marked ANSWER: is the output.",
+	Fields: []engine.Field{
+		{Name: "agents", Kind: engine.KindList, Required: true, Schema: `{"minItems": 1}`,
+			Doc: "The agents that take turns.", Examples: []any{[]any{"planner", "coder", "reviewer"}}},
+		{Name: "coordinator", Kind: engine.KindString,
+			Doc: "An agent that names the next speaker (absent: round-robin).", Examples: []any{"lead"}},
+		{Name: "decider", Kind: engine.KindString,
+			Doc: "An agent that gives the final answer (absent: the last contribution).", Examples: []any{"lead"}},
+		{Name: "max_rounds", Kind: engine.KindInt, Default: 6, Schema: `{"minimum": 1}`,
+			Doc: "Most turns (default 6).", Examples: []any{6}},
+		{Name: "prompt", Kind: engine.KindTemplate, Required: true,
+			Doc: "The task the agents work on.", Examples: []any{"Plan the migration of ${{ vars.service }}."}},
+		{Name: "mode", Kind: engine.KindEnum, Enum: []string{modeCoordinator, modeRoundRobin, modeVolunteer},
+			Doc:      "coordinator, round_robin or volunteer (default coordinator with a coordinator, else round_robin).",
+			Examples: []any{"round_robin"}},
+		{Name: "view", Kind: engine.KindMapping, Schema: viewSchema,
+			Doc: "Limits on the board view each turn sees.", Examples: []any{map[string]any{"entries": 20}}},
+	},
+	Example: `- label: design
+  type: coordinate
+  agents: [planner, coder, reviewer]
+  coordinator: lead
+  max_rounds: 6
+  prompt: Plan the migration of the billing service.`,
+	Results: []engine.ResultField{
+		{Name: "rounds", Doc: "Rounds played."},
+		{Name: "contributions", Doc: "Each turn: round, agent, kind (contribution or answer), text."},
+		{Name: "decisions", Doc: "What each round decided: by whom, terminate, next_agent, instruction, bids, error."},
+		{Name: "skipped", Doc: "Rounds skipped for a coordinator's unusable answer."},
+		{Name: "decided_by", Doc: "The decider, or the agent whose contribution is the output."},
+		{Name: "usage", Doc: "Tokens used over all calls: input_tokens, output_tokens, cost_usd."},
+		{Name: "calls", Doc: "Model calls made."},
+	},
+}
 
 func (coordinateType) Decode(d *engine.Decoder) engine.Step {
 	s := &coordinateStep{maxRounds: 6}
@@ -126,7 +166,7 @@ func (coordinateType) Decode(d *engine.Decoder) engine.Step {
 	if d.Node("coordinator") != nil {
 		def = modeCoordinator
 	}
-	s.mode = d.Enum("mode", def, modeCoordinator, modeRoundRobin, modeVolunteer)
+	s.mode = d.Enum("mode", def)
 	switch n := d.Node("mode"); {
 	case s.mode == modeCoordinator && d.Node("coordinator") == nil:
 		d.Errorf(n, "mode: coordinator needs a coordinator agent")

@@ -45,8 +45,54 @@ type inputStep struct {
 	def     map[string]any // nil: a timeout fails the step
 }
 
-func (inputType) Name() string { return "input" }
-func (inputType) Result() any  { return InputResult{} }
+func (inputType) Name() string           { return "input" }
+func (inputType) Result() any            { return InputResult{} }
+func (inputType) Spec() *engine.TypeSpec { return &inputSpec }
+
+var inputSpec = engine.TypeSpec{
+	Doc: "Asks a person. The run does not hold a process open while it waits: it saves, ends with status " +
+		"waiting (exit 4) and names the `runner answer` command that continues it. The answer, checked against " +
+		"the form, is the step's output; a replay takes it from the run's recordings.",
+	Fields: []engine.Field{
+		{Name: "prompt", Kind: engine.KindTemplate, Required: true,
+			Doc:      "What the person is asked (templated); the run waits (exit 4) until `runner answer`.",
+			Examples: []any{"Apply this diff?\n${{ steps.generate.output }}"}},
+		{Name: "form", Kind: engine.KindMapping, Required: true, Schema: formSchema,
+			Doc:      "A flat JSON Schema: fields of type string, number, integer or boolean, with enum; required.",
+			Examples: []any{map[string]any{"properties": map[string]any{"approve": map[string]any{"type": "boolean"}}, "required": []any{"approve"}}}},
+		{Name: "default", Kind: engine.KindMapping,
+			Doc:      "The answer taken when the step's timeout passes unanswered.",
+			Examples: []any{map[string]any{"approve": false}}},
+	},
+	Example: `- label: approve
+  type: input
+  prompt: Deploy the new version?
+  form:
+    properties:
+      approve: {type: boolean, description: go ahead}
+    required: [approve]
+  timeout: 1h
+  default: {approve: false}`,
+	Results: []engine.ResultField{
+		{Name: "answer", Doc: "The answer, a mapping of the form's fields."},
+		{Name: "by", Doc: "Who answered; empty when the default was taken."},
+		{Name: "default", Doc: "The input's timeout passed and it took its default."},
+	},
+}
+
+// formSchema is the JSON Schema of a form, as strict as ParseForm.
+const formSchema = `{"additionalProperties": false, "required": ["properties"], "properties": {
+	"type": {"const": "object", "description": "Always object.", "examples": ["object"]},
+	"title": {"type": "string", "description": "The form's title.", "examples": ["Review"]},
+	"description": {"type": "string", "description": "What the form is for.", "examples": ["Approve the change"]},
+	"required": {"type": "array", "items": {"type": "string"}, "description": "Fields an answer must have.", "examples": [["approve"]]},
+	"properties": {"type": "object", "minProperties": 1, "description": "The fields, asked in this order.",
+		"examples": [{"approve": {"type": "boolean"}}],
+		"additionalProperties": {"type": "object", "additionalProperties": false, "required": ["type"], "properties": {
+			"type": {"enum": ["string", "number", "integer", "boolean"], "description": "The field's type.", "examples": ["boolean"]},
+			"enum": {"type": "array", "minItems": 1, "description": "The values allowed.", "examples": [["low", "high"]]},
+			"description": {"type": "string", "description": "What the field means, shown when asking.", "examples": ["apply the diff"]},
+			"title": {"type": "string", "description": "A short name for the field.", "examples": ["Approve"]}}}}}}`
 
 func (inputType) Decode(d *engine.Decoder) engine.Step {
 	s := &inputStep{timeout: d.Step.Timeout}

@@ -69,8 +69,59 @@ type llmStep struct {
 	view       *agents.ViewLimits
 }
 
-func (llmType) Name() string { return "llm" }
-func (llmType) Result() any  { return LLMResult{} }
+func (llmType) Name() string           { return "llm" }
+func (llmType) Result() any            { return LLMResult{} }
+func (llmType) Spec() *engine.TypeSpec { return &llmSpec }
+
+// viewSchema is the JSON Schema of a board view's limits.
+const viewSchema = `{"type": "object", "additionalProperties": false, "properties": {
+	"entries": {"type": "integer", "minimum": 1, "description": "Most board entries shown.", "examples": [20]},
+	"keys": {"type": "integer", "minimum": 1, "description": "Most keys shown.", "examples": [50]},
+	"max_bytes": {"type": "integer", "minimum": 1, "description": "Most bytes of board shown.", "examples": [8000]}}}`
+
+var llmSpec = engine.TypeSpec{
+	Doc: "Asks an agent (a model from the plan's agents) and takes its answer as the output: text, " +
+		"JSON checked against a schema (one corrective re-ask), or a diff cut out of the answer. " +
+		"The model may use the board through tools. Replays take the answer from the run's recordings.",
+	Fields: []engine.Field{
+		{Name: "agent", Kind: engine.KindString, Required: true,
+			Doc: "The agent (from agents) to ask.", Examples: []any{"coder"}},
+		{Name: "prompt", Kind: engine.KindTemplate, Required: true,
+			Doc: "The user message; ${{ }} inserts values.", Examples: []any{"Task: ${{ vars.task }}"}},
+		{Name: "system", Kind: engine.KindTemplate,
+			Doc: "Overrides the agent's system prompt.", Examples: []any{"Answer with JSON only."}},
+		{Name: "output", Kind: engine.KindEnum, Enum: []string{"text", "json", "diff"}, Default: "text",
+			Doc:      "text, json (parsed, checked against schema) or diff (cut out of the answer).",
+			Examples: []any{"diff"}},
+		{Name: "schema", Kind: engine.KindMapping,
+			Doc:      "output: json: the JSON Schema the answer must match (one corrective re-ask).",
+			Examples: []any{map[string]any{"type": "object", "required": []any{"title"}}}},
+		{Name: "view", Kind: engine.KindOther,
+			Schema:   `{"oneOf": [{"type": "boolean"}, ` + viewSchema + `]}`,
+			Doc:      "Show the model a bounded view of the board: true, or limits on entries, keys and bytes.",
+			Examples: []any{true, map[string]any{"entries": 20, "max_bytes": 8000}}},
+		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board"]}}`,
+			Doc:      "Tools the model may call: board (board_read, board_write, board_list).",
+			Examples: []any{[]any{"board"}}},
+	},
+	Example: `- label: generate
+  type: llm
+  agent: coder
+  prompt: |
+    Write a haiku about the sea.
+  output: json
+  schema:
+    type: object
+    required: [haiku]`,
+	Results: []engine.ResultField{
+		{Name: "usage", Doc: "Tokens used over all the step's calls: input_tokens, output_tokens, cost_usd."},
+		{Name: "agent", Doc: "The agent that answered: the step's own, or a fallback that took over."},
+		{Name: "model", Doc: "The model that answered."},
+		{Name: "finish_reason", Doc: "Why the model stopped (stop, length, ...)."},
+		{Name: "calls", Doc: "Model calls made, re-asks and tool rounds included."},
+		{Name: "retries", Doc: "HTTP retries across those calls."},
+	},
+}
 
 func (llmType) Decode(d *engine.Decoder) engine.Step {
 	s := &llmStep{}
@@ -90,7 +141,7 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 		s.prompt = d.Template("prompt")
 	}
 	s.system = d.Template("system")
-	s.output = d.Enum("output", "text", "text", "json", "diff")
+	s.output = d.Enum("output", "text")
 	if n := d.Node("schema"); n != nil {
 		if s.output != "json" {
 			d.Errorf(n, "schema is only for output: json")
@@ -469,4 +520,26 @@ func diffIn(text string) (string, error) {
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")
 	return l
+}
+
+// Describe is what a dry run shows: who is asked what.
+func (s *llmStep) Describe() string {
+	d := "ask " + s.agent
+	if s.output != "text" {
+		d += " for " + s.output
+	}
+	if s.prompt != nil {
+		d += ": " + headLine(s.prompt.Src)
+	}
+	return d
+}
+
+// headLine is the first line of a text, marked when there is more.
+func headLine(text string) string {
+	text = strings.TrimSpace(text)
+	line, rest, _ := strings.Cut(text, "\n")
+	if rest != "" {
+		line += " ..."
+	}
+	return line
 }

@@ -32,13 +32,48 @@ type testStep struct {
 	env       []engine.EnvTemplate
 }
 
-func (testType) Name() string { return "test" }
-func (testType) Result() any  { return TestResult{} }
+func (testType) Name() string           { return "test" }
+func (testType) Result() any            { return TestResult{} }
+func (testType) Spec() *engine.TypeSpec { return &testSpec }
+
+var testSpec = engine.TypeSpec{
+	Doc: "Runs a project's test suite and reports it as facts a model can fix: outcome, counts, " +
+		"failures with file and line, and a short summary, which is the step's output. " +
+		"A failing suite fails the step; with continue_on_error a plan can branch on steps.<label>.passed.",
+	Fields: []engine.Field{
+		{Name: "command", Kind: engine.KindShell,
+			Doc: "The test command (default per framework, e.g. go test ./...).", Examples: []any{"go test ./..."}},
+		{Name: "framework", Kind: engine.KindEnum, Enum: append([]string{"auto"}, testrun.Frameworks...), Default: "auto",
+			Doc: "How to read the results: auto picks from the project's files.", Examples: []any{"go"}},
+		{Name: "dir", Kind: engine.KindTemplate,
+			Doc: "Where the tests run, relative to the workdir.", Examples: []any{"backend"}},
+		{Name: "env", Kind: engine.KindEnv,
+			Doc: "Extra environment for the test run.", Examples: []any{map[string]any{"GOFLAGS": "-count=1"}}},
+	},
+	Example: `- label: test
+  type: test
+  framework: go
+  command: go test ./...
+  continue_on_error: true`,
+	Results: []engine.ResultField{
+		{Name: "passed", Doc: "The suite passed."},
+		{Name: "outcome", Doc: "passed, failed, build_failed, collection_error, timeout, no_tests or error."},
+		{Name: "exit_code", Doc: "The test command's exit status."},
+		{Name: "timed_out", Doc: "The step's timeout ended the suite."},
+		{Name: "counts", Doc: "Tests that ran to a verdict: total, passed, failed, skipped, errors."},
+		{Name: "failures", Doc: "Each failed test: id, file, line, message, excerpt and kind (fail, panic, timeout, error)."},
+		{Name: "build_errors", Doc: "Errors that kept the tests from building: file, line, col, message."},
+		{Name: "summary", Doc: "A few lines a model can act on (also the step's output)."},
+		{Name: "framework", Doc: "The framework the results were read as."},
+		{Name: "command", Doc: "The command that ran."},
+		{Name: "duration_ms", Doc: "The suite's own run time (expressions see the step's duration_ms)."},
+	},
+}
 
 func (testType) Decode(d *engine.Decoder) engine.Step {
 	s := &testStep{}
 	s.command = d.ShellTemplate("command")
-	s.framework = d.Enum("framework", "auto", append([]string{"auto"}, testrun.Frameworks...)...)
+	s.framework = d.Enum("framework", "auto")
 	if s.framework == "generic" && !d.Has("command") {
 		d.Errorf(d.Node("framework"), "framework generic needs a command")
 	}
@@ -124,4 +159,13 @@ func echoTo(stdout, stderr io.Writer) func(stream, line string) {
 		}
 		io.WriteString(w, line+"\n")
 	}
+}
+
+// Describe is what a dry run shows.
+func (s *testStep) Describe() string {
+	d := "test (" + s.framework + ")"
+	if s.command != nil {
+		d += ": " + headLine(s.command.Src)
+	}
+	return d
 }

@@ -13,11 +13,11 @@ import (
 	"github.com/planrunner/runner/steps"
 )
 
-// schemaDoc is plan.schema.json as plain JSON values.
+// schemaDoc is the generated schema as plain JSON values.
 func schemaDoc(t *testing.T) map[string]any {
 	t.Helper()
 	var doc map[string]any
-	if err := json.Unmarshal(planSchema, &doc); err != nil {
+	if err := json.Unmarshal(schemaBytes(t), &doc); err != nil {
 		t.Fatal(err)
 	}
 	return doc
@@ -149,6 +149,9 @@ func TestSchemaAndLoaderAgree(t *testing.T) {
 		"version: 1\nlimits: {max_steps: 5, timeout: 10m, max_tokens: 100}\nsteps:\n  - {label: a, type: board, op: write, key: k, value: {x: 1}, ttl: 10s}",
 		"version: 1\nagents: {c: {provider: script, responses: [hi]}}\nsteps:\n  - {label: a, type: llm, agent: c, prompt: hi, output: json, schema: {type: object}}",
 		"version: 1\nsteps:\n  - {label: a, type: test, framework: pytest}\n  - {label: b, type: branch, cases: [{when: steps.a.passed, goto: end}], default: fail}",
+		"version: 1\nsteps:\n  - {label: a, type: board, op: read, key: k}",
+		"version: 1\nagents: {c: {provider: script, responses: [hi]}}\nsteps:\n  - {label: a, type: llm, agent: c, prompt: hi, view: true, tools: [board]}",
+		"version: 1\nsteps:\n  - {label: a, type: apply_diff, diff_file: f.patch, strip: 0, backup: false}",
 		// invalid
 		"version: 2\nsteps:\n  - {label: a, type: command, run: x}",
 		"version: 1\nsteps:\n  - {label: a, type: command, rn: x}",
@@ -163,6 +166,14 @@ func TestSchemaAndLoaderAgree(t *testing.T) {
 		"version: 1\nstepz: []\nsteps: [{label: a, type: command, run: x}]",
 		"version: 1\nsteps:\n  - {label: a, type: board, op: burn, key: k}",
 		"version: 1\nsteps:\n  - {label: a, type: test, framework: mocha}",
+		"version: 1\nsteps:\n  - {label: a, type: board, op: read, key: k, value: v}",
+		"version: 1\nsteps:\n  - {label: a, type: board, op: write, key: k}",
+		"version: 1\nsteps:\n  - {label: a, type: apply_diff, diff_file: f.patch, strip: -1}",
+		"version: 1\nsteps:\n  - {label: a, type: command, run: x, keep_background: yes}",
+		"version: 1\nagents: {c: {provider: script, responses: [hi]}}\nsteps:\n  - {label: a, type: llm, agent: c, prompt: hi, tools: [web]}",
+		"version: 1\nagents: {c: {provider: script, responses: [hi]}}\nsteps:\n  - {label: a, type: llm, agent: c, prompt: hi, output: yaml}",
+		"version: 1\nagents: {c: {provider: script, responses: [hi]}}\nsteps:\n  - {label: a, type: coordinate, agents: [], prompt: hi}",
+		"version: 1\nsteps:\n  - {label: a, type: input, prompt: go, form: {properties: {ok: {type: object}}}}",
 		"version: 1\nagents: {c: {provider: gemini, model: m}}\nsteps:\n  - {label: a, type: command, run: x}",
 		"version: 1\nlimits: {max_steps: 0}\nsteps:\n  - {label: a, type: command, run: x}",
 		"version: 1\nsteps:\n  - {label: g, parallel: [{label: a, type: command, run: x}], max_concurrency: 0}",

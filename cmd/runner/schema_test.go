@@ -8,12 +8,66 @@ import (
 	"testing"
 
 	"github.com/planrunner/runner/internal/jsonschema"
+	"github.com/planrunner/runner/plandoc"
+	"github.com/planrunner/runner/steps"
 	"gopkg.in/yaml.v3"
 )
 
+// schemaBytes is the schema `runner schema` prints, generated from the
+// built-in step types.
+func schemaBytes(t *testing.T) []byte {
+	t.Helper()
+	b, err := plandoc.Schema(steps.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// The committed plan.schema.json (what editors fetch by its $id) and
+// docs/plan-reference.md are what the code generates; after changing a
+// step type, rerun with -update (plandoc.RegenerateCommand).
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	ref, err := plandoc.Reference(steps.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path string
+		want []byte
+	}{
+		{"plan.schema.json", schemaBytes(t)},
+		{filepath.Join("..", "..", "docs", "plan-reference.md"), ref},
+	} {
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(f.path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f.path, f.want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatalf("%v; regenerate: %s", err, plandoc.RegenerateCommand)
+		}
+		if !bytes.Equal(got, f.want) {
+			t.Errorf("%s is stale: the step types describe something else; regenerate: %s", f.path, plandoc.RegenerateCommand)
+		}
+	}
+}
+
+// `runner schema` prints the generated schema, byte for byte.
+func TestSchemaCommandPrintsGeneratedSchema(t *testing.T) {
+	r := runCLI(t, "testdata", "schema")
+	if r.code != 0 || r.stdout != string(schemaBytes(t)) {
+		t.Fatalf("runner schema: exit %d, %d bytes (want the generated %d bytes); stderr %s", r.code, len(r.stdout), len(schemaBytes(t)), r.stderr)
+	}
+}
+
 func compiledSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(planSchema))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaBytes(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

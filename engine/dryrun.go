@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// DryRun writes what a run of prog would do, in order, and runs nothing:
+// the steps with their common options, and under each the lines its type
+// gives (Describer). vars are the plan's variables as the run would see
+// them. What a type shows is its own business, so a new type needs no
+// change here.
+func DryRun(w io.Writer, prog *Program, vars map[string]any) error {
+	bw := bufio.NewWriterSize(w, 64<<10) // a line or more per step
+	p := prog.Plan
+	title := p.Name
+	if title == "" {
+		title = p.Path
+	}
+	fmt.Fprintf(bw, "plan %s: %d steps (dry run: nothing runs)\n", title, len(p.AllSteps()))
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(bw, "  var %s = %s\n", k, Text(vars[k]))
+	}
+	dryRunSteps(bw, prog.Steps, 0)
+	return bw.Flush()
+}
+
+func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
+	pad := strings.Repeat("  ", depth)
+	for i, n := range nodes {
+		kind := n.Type
+		if n.Children != nil {
+			kind = fmt.Sprintf("parallel, %d steps", len(n.Children))
+			if n.MaxConcurrency > 0 {
+				kind += fmt.Sprintf(", at most %d at once", n.MaxConcurrency)
+			}
+		}
+		fmt.Fprintf(w, "%s%d. %s (%s)", pad, i+1, n.Label, kind)
+		if n.If != nil {
+			fmt.Fprintf(w, " if %s", n.If.Src)
+		}
+		if n.Timeout > 0 {
+			fmt.Fprintf(w, " timeout %s", n.Timeout)
+		}
+		if n.Retry != nil {
+			fmt.Fprintf(w, " retry %d", n.Retry.Max)
+		}
+		if n.ContinueOnError {
+			fmt.Fprint(w, " continue_on_error")
+		}
+		fmt.Fprintln(w)
+		if d, ok := n.Impl.(Describer); ok {
+			if text := d.Describe(); text != "" {
+				for _, line := range strings.Split(text, "\n") {
+					fmt.Fprintf(w, "%s     %s\n", pad, line)
+				}
+			}
+		}
+		dryRunSteps(w, n.Children, depth+1)
+	}
+}
