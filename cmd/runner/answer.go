@@ -13,6 +13,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 )
 
@@ -93,7 +94,7 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	run := saved.Run()
-	g.learnSecrets(savedPlan(run))
+	g.learnSecrets(runs.SavedPlan(run))
 
 	w, waiting := steps.WaitingInput(run, label, visit)
 	var form *steps.Form

@@ -17,6 +17,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/runs"
 )
 
 const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY]"
@@ -64,7 +65,7 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// On a run no one owns, the saved plan's key patterns apply, and its
 	// secrets (from this environment) are masked in what is written.
 	opts := liveboard.Options{Redact: g.mask.String, Perms: func(run board.Run) map[string]board.Perms {
-		p := savedPlan(run)
+		p := runs.SavedPlan(run)
 		if p == nil {
 			return nil
 		}

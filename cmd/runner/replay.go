@@ -16,6 +16,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/replay"
+	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 	"github.com/rs/zerolog"
 )
@@ -114,7 +115,7 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 	o.opt.Agents.Mask = g.mask
 	o.opt.BoardOptions.Redact = g.mask.String
 	if o.workdir != "" {
-		if o.opt.Workdir, err = resolveWorkdir(o.workdir); err != nil {
+		if o.opt.Workdir, err = runs.Workdir(o.workdir); err != nil {
 			fmt.Fprintf(stderr, "runner replay: %v\n", err)
 			return exitUsage
 		}
