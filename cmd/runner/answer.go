@@ -55,7 +55,7 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	// A run on Temporal waits durably: the answer goes to it as an update
 	// and the run takes it at once.
-	remote, path, err := openRemote(path, g, stderr)
+	remote, path, err := runs.OpenRemote(path, g.mask.Writer(stderr))
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
