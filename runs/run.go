@@ -37,6 +37,9 @@ type Options struct {
 	Agents plans.AgentOverrides
 	// Workdir is where steps run; "": the current directory.
 	Workdir string
+	// WorkdirElsewhere: the steps run on other hosts (Temporal workers),
+	// so Workdir is made absolute but need not exist here.
+	WorkdirElsewhere bool
 	// Board is where blackboard.json goes; "": under
 	// WORKDIR/.runner/runs/<run id>/.
 	Board string
@@ -174,6 +177,9 @@ func New(o Options) (*Run, error) {
 		return nil, usage(errors.New("--offline takes step results from the recordings given with --reuse: give at least one"))
 	}
 	wd, err := Workdir(o.Workdir)
+	if err != nil && o.WorkdirElsewhere && o.Workdir != "" {
+		wd, err = filepath.Abs(o.Workdir)
+	}
 	if err != nil {
 		return nil, usage(err)
 	}
