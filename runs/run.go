@@ -86,10 +86,12 @@ func (e *UsageError) Unwrap() error { return e.Err }
 
 func usage(err error) error { return &UsageError{err} }
 
-// IsUsage reports whether err is a UsageError.
+// IsUsage reports whether err is a UsageError or a PlanError: a mistake
+// in what was asked, before anything ran.
 func IsUsage(err error) bool {
 	var u *UsageError
-	return errors.As(err, &u)
+	var p *PlanError
+	return errors.As(err, &u) || errors.As(err, &p)
 }
 
 // A PlanError is a plan that does not load: its problems (plans.Errors
