@@ -337,10 +337,8 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// what is sent, as runner masks its own writes.
 		var run board.Run
 		if err = b.QueryRun(&run); err == nil {
-			if p, perr := plans.Parse(run.PlanPath, []byte(run.PlanSource)); perr == nil {
-				for _, n := range p.SecretNames() {
-					b.Mask.Add(os.Getenv(n))
-				}
+			if p := runs.SavedPlan(run); p != nil {
+				runs.LearnSecrets(b.Mask, p)
 			}
 		}
 	}
