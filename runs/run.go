@@ -6,7 +6,10 @@
 //
 // A run is set up in one call (New, Reopen) and run in another
 // (Run.Execute), so that a caller can prepare its display for the plan in
-// between; Start and Resume do both.
+// between; Start and Resume do both. Beside them: OpenQuestion answers an
+// input step a run waits at, Replay replays a saved run from its file,
+// and RunOnTemporal, OpenRemote and Event are the client side of a run on
+// Temporal (the runner-temporal binary, which this module never links).
 package runs
 
 import (
