@@ -232,53 +232,34 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitFailed
-	}
-	store := rt.Store{Dir: c.blobs}
-	reused, err := rt.PutReused(store, reuse)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitUsage
-	}
-	// blackboard.json.remote says where the run lives, so `runner board` and
-	// `runner answer` reach it while it runs.
-	if err := liveboard.WriteRemote(liveboard.Remote{Engine: "temporal", HostPort: c.hostPort, Namespace: c.namespace,
-		TaskQueue: c.queue, Blobs: c.blobs, WorkflowID: rt.WorkflowID(runID), RunID: runID, Board: path}); err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitFailed
+	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse,
+		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.blobs}}
+	wfID := rt.WorkflowID(runID)
+	switch {
+	case *events:
+		ro.Started = func(id string) {
+			json.NewEncoder(stdout).Encode(runs.Event{Begin: &runs.EventBegin{RunID: runID, Workflow: id, Board: path}})
+		}
+		ro.Observer = eventWriter{json.NewEncoder(stdout), path}
+	case !*quiet:
+		ro.Observer = plainView{stderr, path}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	we, err := rt.Start(context.Background(), tc, store, r.Record, rt.StartOptions{TaskQueue: c.queue, Options: opt, Reuse: reused})
+	res, err := rt.RunPlan(ctx, tc, rt.Store{Dir: c.blobs}, r, ro)
 	if err != nil {
-		fmt.Fprintf(stderr, "runner run: starting the workflow: %v\n", err)
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		if runs.IsUsage(err) {
+			return exitUsage
+		}
 		return exitFailed
 	}
-	var obs engine.Observer
-	switch {
-	case *events:
-		json.NewEncoder(stdout).Encode(runs.Event{Begin: &runs.EventBegin{RunID: runID, Workflow: we.GetID(), Board: path}})
-		obs = eventWriter{json.NewEncoder(stdout), path}
-	case !*quiet:
-		obs = plainView{stderr, path}
-	}
-	res, err := rt.Wait(ctx, tc, we, obs, 200*time.Millisecond)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner run: workflow %s: %v\n", we.GetID(), err)
-		return exitFailed
-	}
-	if err := rt.SaveOnce(store, res.Head, path); err != nil {
-		fmt.Fprintf(stderr, "runner run: writing %s: %v\n", path, err)
-		return exitFailed
-	}
-	e := runs.EventEnd{RunID: runID, Status: res.Status, Error: res.Error, Board: path, Parts: res.Parts + 1, Workflow: we.GetID()}
+	e := runs.EventEnd{RunID: runID, Status: res.Status, Error: res.Error, Board: path, Parts: res.Parts + 1, Workflow: wfID}
 	if *events {
 		json.NewEncoder(stdout).Encode(runs.Event{End: &e})
 	} else {
 		if !*quiet {
-			fmt.Fprintf(stderr, "run %s %s in %s (workflow %s)\n", runID, res.Status, time.Since(start).Round(time.Millisecond), we.GetID())
+			fmt.Fprintf(stderr, "run %s %s in %s (workflow %s)\n", runID, res.Status, time.Since(start).Round(time.Millisecond), wfID)
 		}
 		if res.Error != "" {
 			fmt.Fprintf(stderr, "error: %s\n", res.Error)
