@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/liveboard"
@@ -82,6 +84,64 @@ type EventEnd struct {
 	Board    string `json:"board"`
 	Parts    int    `json:"parts"`
 	Workflow string `json:"workflow"`
+}
+
+// Temporal says where a run goes on Temporal (runner run --engine
+// temporal's flags); "" and 0 leave runner-temporal's defaults.
+type Temporal struct {
+	Binary           string // runner-temporal; "": TemporalBinary()
+	HostPort         string // the Temporal frontend, HOST:PORT
+	Namespace        string
+	TaskQueue        string // the queue workers poll
+	Blobs            string // the content-addressed store workers share
+	HeartbeatTimeout time.Duration
+	MaxHistoryEvents int
+}
+
+// ExecuteOnTemporal runs r on Temporal workers through runner-temporal
+// instead of in this process, with the options r was set up with. runner-temporal sets the run up again from them, under
+// its own run id (in the Begin event). on and the result are as for
+// RunOnTemporal.
+func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*EventEnd, error) {
+	if r.resume {
+		return nil, usage(errors.New("a run on Temporal is durable: it is not resumed"))
+	}
+	if r.opts.Offline {
+		return nil, usage(errors.New("--offline is not available with --engine temporal (a replay runs nothing: use it without --engine)"))
+	}
+	var args []string
+	for _, f := range [][2]string{{"--temporal", t.HostPort}, {"--namespace", t.Namespace}, {"--task-queue", t.TaskQueue}, {"--blobs", t.Blobs}} {
+		if f[1] != "" {
+			args = append(args, f[0], f[1])
+		}
+	}
+	if t.HeartbeatTimeout > 0 {
+		args = append(args, "--heartbeat-timeout", t.HeartbeatTimeout.String())
+	}
+	if t.MaxHistoryEvents > 0 {
+		args = append(args, "--max-history-events", strconv.Itoa(t.MaxHistoryEvents))
+	}
+	args = append(args, "--workdir", r.Record.Workdir)
+	for _, p := range r.opts.Reuse {
+		args = append(args, "--reuse", p)
+	}
+	for _, a := range r.opts.Agents.Args() {
+		args = append(args, "--agent", a)
+	}
+	for k, v := range r.opts.Vars {
+		args = append(args, "--var", k+"="+v)
+	}
+	if r.opts.Board != "" {
+		args = append(args, "--out", r.opts.Board)
+	}
+	bin := t.Binary
+	if bin == "" {
+		var err error
+		if bin, err = TemporalBinary(); err != nil {
+			return nil, usage(err)
+		}
+	}
+	return RunOnTemporal(bin, r.opts.Plan, args, stderr, on)
 }
 
 // RunOnTemporal runs a plan through runner-temporal at bin: args are what

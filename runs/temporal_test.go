@@ -84,3 +84,31 @@ func TestRunOnTemporalWithoutAnEnd(t *testing.T) {
 		t.Errorf("missing binary: %v; want a usage error", err)
 	}
 }
+
+// ExecuteOnTemporal gives runner-temporal the run's options as its flags;
+// --offline, which runs nothing, is refused.
+func TestExecuteOnTemporalPassesTheOptions(t *testing.T) {
+	dir := t.TempDir()
+	plan := writePlan(t, dir, twoSteps)
+	bin, argsFile := fakeTemporal(t, `echo '{"end": {"run_id": "R", "status": "succeeded", "board": "b"}}'`)
+	r, err := runs.New(runs.Options{Plan: plan, Workdir: dir, Vars: map[string]string{"n": "0"}, Board: "out.json", Reuse: []string{"old.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := r.ExecuteOnTemporal(runs.Temporal{Binary: bin, HostPort: "h:1", TaskQueue: "q", HeartbeatTimeout: 5e9}, nil, func(runs.Event) {})
+	if err != nil || end.Status != "succeeded" {
+		t.Fatalf("%v %+v", err, end)
+	}
+	want := "run " + plan + " --events --temporal h:1 --task-queue q --heartbeat-timeout 5s --workdir " + dir +
+		" --reuse old.json --var n=0 --out out.json\n"
+	if args, _ := os.ReadFile(argsFile); string(args) != want {
+		t.Errorf("runner-temporal got\n%s\nwant\n%s", args, want)
+	}
+	r, err = runs.New(runs.Options{Plan: plan, Reuse: []string{"old.json"}, Offline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ExecuteOnTemporal(runs.Temporal{Binary: bin}, nil, func(runs.Event) {}); !runs.IsUsage(err) || !strings.Contains(err.Error(), "--offline") {
+		t.Errorf("offline: %v", err)
+	}
+}

@@ -34,7 +34,8 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take command, test and apply_diff results from the recording too, run nothing")
 	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
-	tf := addTemporalFlags(fs)
+	var tf runs.Temporal
+	engineFlag := addTemporalFlags(fs, &tf)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -51,28 +52,12 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		dryRun(stdout, r.Prog, r.Vars)
 		return exitOK
 	}
-	switch tf.engine {
+	switch *engineFlag {
 	case "local":
 	case "temporal":
-		if o.Offline {
-			return usageErr(stderr, fs, "--offline is not available with --engine temporal (a replay runs nothing: use it without --engine)")
-		}
-		pass := append(tf.args(), "--workdir", r.Record.Workdir)
-		for _, p := range reuse {
-			pass = append(pass, "--reuse", p)
-		}
-		for _, a := range agentsFlag.Args() {
-			pass = append(pass, "--agent", a)
-		}
-		for k, v := range vars {
-			pass = append(pass, "--var", k+"="+v)
-		}
-		if o.Board != "" {
-			pass = append(pass, "--out", o.Board)
-		}
-		return runOnTemporal(r.Prog, pos[0], pass, g, stdout, stderr)
+		return runOnTemporal(r, tf, g, stdout, stderr)
 	default:
-		return usageErr(stderr, fs, "--engine %q: want local or temporal", tf.engine)
+		return usageErr(stderr, fs, "--engine %q: want local or temporal", *engineFlag)
 	}
 	return execute(r, env, fs, stdout, stderr, g)
 }

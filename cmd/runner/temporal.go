@@ -23,44 +23,16 @@ import (
 // starts it and shows its progress events with the same display as an
 // in-process run.
 
-// temporalFlags are the flags `run` passes on to runner-temporal.
-type temporalFlags struct {
-	engine    string
-	set       map[string]*string
-	heartbeat time.Duration
-	maxEvents int
-}
-
-func addTemporalFlags(fs *flag.FlagSet) *temporalFlags {
-	t := &temporalFlags{set: map[string]*string{}}
-	fs.StringVar(&t.engine, "engine", "local", "local (in this process) or temporal (on Temporal workers, through runner-temporal)")
-	for name, usage := range map[string]string{
-		"temporal":   "with --engine temporal: the Temporal frontend HOST:PORT",
-		"namespace":  "with --engine temporal: the Temporal namespace (default: default)",
-		"task-queue": "with --engine temporal: the task queue workers poll (default: runner)",
-		"blobs":      "with --engine temporal: the content-addressed store workers share",
-	} {
-		t.set[name] = fs.String(name, "", usage)
-	}
-	fs.DurationVar(&t.heartbeat, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
-	fs.IntVar(&t.maxEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
-	return t
-}
-
-func (t *temporalFlags) args() []string {
-	var out []string
-	for _, name := range []string{"temporal", "namespace", "task-queue", "blobs"} {
-		if v := *t.set[name]; v != "" {
-			out = append(out, "--"+name, v)
-		}
-	}
-	if t.heartbeat > 0 {
-		out = append(out, "--heartbeat-timeout", t.heartbeat.String())
-	}
-	if t.maxEvents > 0 {
-		out = append(out, "--max-history-events", fmt.Sprint(t.maxEvents))
-	}
-	return out
+// addTemporalFlags adds the flags of `run --engine temporal`.
+func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
+	engine := fs.String("engine", "local", "local (in this process) or temporal (on Temporal workers, through runner-temporal)")
+	fs.StringVar(&t.HostPort, "temporal", "", "with --engine temporal: the Temporal frontend HOST:PORT")
+	fs.StringVar(&t.Namespace, "namespace", "", "with --engine temporal: the Temporal namespace (default: default)")
+	fs.StringVar(&t.TaskQueue, "task-queue", "", "with --engine temporal: the task queue workers poll (default: runner)")
+	fs.StringVar(&t.Blobs, "blobs", "", "with --engine temporal: the content-addressed store workers share")
+	fs.DurationVar(&t.HeartbeatTimeout, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
+	fs.IntVar(&t.MaxHistoryEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
+	return engine
 }
 
 // cmdWorker is `runner worker`: runner-temporal takes the process over.
@@ -96,14 +68,9 @@ func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 // runOnTemporal runs a checked plan through runner-temporal and shows its
 // progress here as for a run in this process (the live display on a
-// terminal, the same JSON events otherwise); pass is what runner-temporal
-// gets after `run PLAN`.
-func runOnTemporal(prog *engine.Program, plan string, pass []string, g *globals, stdout, stderr io.Writer) int {
-	bin, err := runs.TemporalBinary()
-	if err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitUsage
-	}
+// terminal, the same JSON events otherwise).
+func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.Writer) int {
+	prog := r.Prog
 	g.learnSecrets(prog.Plan) // what runner-temporal prints is masked here too
 	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {
@@ -120,7 +87,7 @@ func runOnTemporal(prog *engine.Program, plan string, pass []string, g *globals,
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 	start := time.Now()
-	e, err := runs.RunOnTemporal(bin, plan, pass, g.mask.Writer(stderr), func(ev runs.Event) {
+	e, err := r.ExecuteOnTemporal(t, g.mask.Writer(stderr), func(ev runs.Event) {
 		switch {
 		case ev.Begin != nil:
 			log = log.With().Str("run", ev.Begin.RunID).Logger()
