@@ -67,7 +67,7 @@ func (ru *reuse) save(b *board.Board, warnings io.Writer) agents.ReuseStats {
 		err = b.Save()
 	}
 	if err != nil {
-		warn(warnings, "runner run: saving the reuse counts: %v\n", err)
+		warn(warnings, "warning: saving the reuse counts: %v\n", err)
 	}
 	return st
 }
