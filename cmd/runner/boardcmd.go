@@ -103,18 +103,9 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 		return usageErr(stderr, fs, "usage: runner %s", boardUsage)
 	}
 	path, name, rest := pos[0], pos[1], pos[2:]
-	op, ok := boardOpNamed(name)
-	if !ok {
-		return usageErr(stderr, fs, "unknown operation %q; usage: runner %s", name, boardUsage)
-	}
-	if len(rest) < op.min || len(rest) > op.max || (name == "put" && len(rest) == 1 && rest[0] != "-") {
-		return usageErr(stderr, fs, "%s takes %s argument(s), got %d", name, argCount(op.min, op.max), len(rest))
-	}
-	if name == "show" && f.format != "md" && f.format != "json" {
-		return usageErr(stderr, fs, "--format %q: want md or json", f.format)
-	}
-	if f.expect < -1 {
-		return usageErr(stderr, fs, "--expect-version %d: want 0 or more", f.expect)
+	op, err := checkBoardArgs(name, rest, f)
+	if err != nil {
+		return usageErr(stderr, fs, "%v", err)
 	}
 	// On a run no one owns, the saved plan's key patterns apply, and its
 	// secrets (from this environment) are masked in what is written.
@@ -148,6 +139,22 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	}
 	defer a.Close()
 	return op.run(&boardCall{a: a, f: f, stdin: stdin, stdout: out, stderr: stderr}, rest)
+}
+
+// checkBoardArgs finds operation name and checks its arguments and flags.
+func checkBoardArgs(name string, rest []string, f *boardFlags) (boardOp, error) {
+	op, ok := boardOpNamed(name)
+	switch {
+	case !ok:
+		return op, fmt.Errorf("unknown operation %q; usage: runner %s", name, boardUsage)
+	case len(rest) < op.min || len(rest) > op.max || (name == "put" && len(rest) == 1 && rest[0] != "-"):
+		return op, fmt.Errorf("%s takes %s argument(s), got %d", name, argCount(op.min, op.max), len(rest))
+	case name == "show" && f.format != "md" && f.format != "json":
+		return op, fmt.Errorf("--format %q: want md or json", f.format)
+	case f.expect < -1:
+		return op, fmt.Errorf("--expect-version %d: want 0 or more", f.expect)
+	}
+	return op, nil
 }
 
 // fail reports an operation's error: exit 1.
