@@ -10,6 +10,8 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/runs"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )
@@ -57,6 +59,61 @@ func PutReused(store Store, paths []string) ([]Reused, error) {
 		out = append(out, Reused{Path: abs, Blob: name})
 	}
 	return out, nil
+}
+
+// RunOptions say how RunPlan runs a plan on Temporal.
+type RunOptions struct {
+	StartOptions
+	// Remote says where the run lives (HostPort, Namespace, TaskQueue,
+	// Blobs); it is written beside the run's board (liveboard.WriteRemote)
+	// so that runner board and runner answer reach the run while it runs.
+	// RunPlan fills in Engine, WorkflowID, RunID and Board.
+	Remote liveboard.Remote
+	// ReuseFiles are saved runs whose model answers are reused (see
+	// PutReused).
+	ReuseFiles []string
+	// Started, when set, is called with the workflow's id once it started.
+	Started func(workflowID string)
+	// Observer is told of steps as they start and finish (and, as a
+	// WaitObserver, of inputs that wait); Every is how often it is polled.
+	Observer engine.Observer
+	Every    time.Duration
+}
+
+// RunPlan runs r, set up by runs.New as for a run in one process, as a
+// workflow on Temporal, waits for its end (a canceled ctx cancels it: the
+// run ends as interrupted) and writes its board to r.Board. A mistake in
+// the options (a ReuseFiles file that is not a saved run) is a
+// runs.UsageError.
+func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o RunOptions) (*Output, error) {
+	if err := os.MkdirAll(filepath.Dir(r.Board), 0o755); err != nil {
+		return nil, err
+	}
+	reused, err := PutReused(store, o.ReuseFiles)
+	if err != nil {
+		return nil, &runs.UsageError{Err: err}
+	}
+	o.Reuse = reused
+	rem := o.Remote
+	rem.Engine, rem.WorkflowID, rem.RunID, rem.Board = "temporal", WorkflowID(r.Record.ID), r.Record.ID, r.Board
+	if err := liveboard.WriteRemote(rem); err != nil {
+		return nil, err
+	}
+	we, err := Start(context.Background(), c, store, r.Record, o.StartOptions)
+	if err != nil {
+		return nil, fmt.Errorf("starting the workflow: %w", err)
+	}
+	if o.Started != nil {
+		o.Started(we.GetID())
+	}
+	res, err := Wait(ctx, c, we, o.Observer, o.Every)
+	if err != nil {
+		return nil, fmt.Errorf("workflow %s: %w", we.GetID(), err)
+	}
+	if err := SaveOnce(store, res.Head, r.Board); err != nil {
+		return nil, fmt.Errorf("writing %s: %w", r.Board, err)
+	}
+	return res, nil
 }
 
 // WorkflowID is the id of the workflow of run runID.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 )
 
@@ -47,126 +47,56 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usageErr(stderr, fs, "--step: %v", err)
 	}
-	path := pos[0]
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "runner answer: "+format+"\n", a...)
 		return code
 	}
-	// A run on Temporal waits durably: the answer goes to it as an update
-	// and the run takes it at once.
-	remote, path, err := openRemote(path, g, stderr)
+	q, err := runs.OpenQuestion(pos[0], label, visit, g.mask, g.mask.Writer(stderr))
 	if err != nil {
-		return fail(exitUsage, "%v", err)
+		return fail(answerCode(err), "%v", err)
 	}
-	var saved *board.Board
-	var lock *board.Lock
-	var live answerTaker // a run that takes answers while it runs
-	if remote != nil {
-		live = remote
-	} else {
-		if _, err := os.Stat(path); err != nil {
-			return fail(exitUsage, "%v", err)
-		}
-		if lock, err = board.TryLock(path, board.Owner{Kind: board.OwnerCLI}); err != nil {
-			// A run still running (its other steps) takes the answer
-			// through its socket, for its next resume.
-			var owned *board.OwnedError
-			if !errors.As(err, &owned) || owned.Owner.Socket == "" {
-				return fail(exitUsage, "%v (try again once it has stopped)", err)
-			}
-			c, derr := liveboard.Dial(owned.Owner.Socket, path)
-			if derr != nil {
-				return fail(exitUsage, "%v (try again once it has stopped)", err)
-			}
-			live = c
-		} else {
-			defer lock.Unlock()
-			if saved, err = board.Load(path); err != nil {
-				return fail(exitUsage, "%v", err)
-			}
-		}
-	}
-	if live != nil {
-		defer live.Close()
-		if saved, err = live.Board(); err != nil {
-			return fail(exitFailed, "%v", err)
-		}
-	}
-	run := saved.Run()
-	g.learnSecrets(savedPlan(run))
-
-	w, waiting := steps.WaitingInput(run, label, visit)
-	var form *steps.Form
-	if waiting {
-		if form, err = steps.ParseForm(w.Form); err != nil {
-			return fail(exitFailed, "step %s: the saved form: %v", label, err)
-		}
-	}
-	if !waiting { // say so before asking for an answer
-		if _, _, err := steps.Settle(run, saved.Recordings(), board.Answer{Label: label, Visit: visit}); errors.Is(err, board.ErrNotWaiting) {
-			return fail(exitUsage, "%v", err)
-		}
-	}
-	answer, code := readAnswer(form, w, *jsonFlag, sets, stdin, stderr)
+	defer q.Close()
+	answer, code := readAnswer(q.Form, q.Input, *jsonFlag, sets, stdin, stderr)
 	if code != exitOK {
 		return code
 	}
-	a, already, err := steps.Settle(run, saved.Recordings(), board.Answer{Label: label, Visit: visit, Answer: answer, By: *by})
+	a, err := q.Answer(answer, *by)
 	if err != nil {
-		if errors.Is(err, board.ErrAnswerConflict) {
-			return fail(exitFailed, "%v", err)
-		}
-		return fail(exitUsage, "%v", err)
+		return fail(answerCode(err), "%v", err)
 	}
-	if live != nil {
-		rep, err := live.Answer(a)
-		switch {
-		case errors.Is(err, board.ErrAnswerConflict):
-			return fail(exitFailed, "%v", err)
-		case err != nil:
-			return fail(exitUsage, "%v", err)
-		case rep.Already:
-			fmt.Fprintf(stdout, "step %s was already answered with this answer\n", steps.VisitName(rep.Label, rep.Visit))
-		case remote != nil:
-			fmt.Fprintf(stdout, "answered %s; the run on Temporal goes on\n", steps.VisitName(rep.Label, rep.Visit))
-		default:
-			fmt.Fprintf(stdout, "answered %s; the run still runs: once it stops, resume it with\nnext:  runner resume %s\n",
-				steps.VisitName(rep.Label, rep.Visit), engine.ShellQuote(path))
-		}
-		return exitOK
-	}
-	if already {
+	path := q.Path
+	switch {
+	case a.Already:
 		fmt.Fprintf(stdout, "step %s was already answered with this answer\n", steps.VisitName(a.Label, a.Visit))
-	} else {
-		b, err := board.OpenAppend(path, board.Options{Redact: g.mask.String})
-		if err != nil {
-			return fail(exitFailed, "%v", err)
-		}
-		err = b.AddRecording(steps.AnswerRecording(a))
-		if cerr := b.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fail(exitFailed, "%v", err)
-		}
+	case a.Where == runs.OnTemporal:
+		fmt.Fprintf(stdout, "answered %s; the run on Temporal goes on\n", steps.VisitName(a.Label, a.Visit))
+	case a.Where == runs.OnLiveRun:
+		fmt.Fprintf(stdout, "answered %s; the run still runs: once it stops, resume it with\nnext:  runner resume %s\n",
+			steps.VisitName(a.Label, a.Visit), engine.ShellQuote(path))
+	default:
 		fmt.Fprintf(stdout, "answered %s\n", steps.VisitName(a.Label, a.Visit))
 	}
+	if a.Where != runs.OnFile {
+		return exitOK
+	}
 	if !*resume {
-		if run.Status == board.StatusWaiting {
+		if q.Run.Status == board.StatusWaiting {
 			fmt.Fprintf(stdout, "next:  runner resume %s\n", engine.ShellQuote(path))
 		}
 		return exitOK
 	}
-	lock.Unlock()
+	q.Close()
 	return cmdResume(append(globalArgs(g), path), stdin, stdout, stderr)
 }
 
-// answerTaker is a run that takes answers while it runs: on Temporal, or
-// in another process still running an input's siblings.
-type answerTaker interface {
-	Board() (*board.Board, error)
-	Answer(board.Answer) (liveboard.AnswerReply, error)
-	Close() error
+// answerCode is the exit code of an answer refused: 2 for a mistake in
+// the command, 1 for a conflict with the recorded answer or a run that
+// cannot be read.
+func answerCode(err error) int {
+	if runs.IsUsage(err) {
+		return exitUsage
+	}
+	return exitFailed
 }
 
 // readAnswer takes the answer from --json, from --set (each value read as

@@ -17,27 +17,84 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/runs"
 )
 
 const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY]"
 
-// fakeNowEnv fixes the clock of `runner board` on a run no one owns (an
-// RFC 3339 time), so TTL expiry can be tested without waiting.
-const fakeNowEnv = "RUNNER_FAKE_NOW"
+// boardFlags are the flags of `runner board`, one set for every
+// operation (a flag an operation does not use is ignored, as before).
+type boardFlags struct {
+	ttl    ttlFlag
+	agent  string
+	topic  string
+	expect int64
+	format string
+	prefix string
+	count  int
+	since  int64
+	asJSON bool
+}
+
+// boardOp is one operation of `runner board FILE OP ARGS...`: how many
+// arguments it takes, whether it changes the board, and what it does.
+type boardOp struct {
+	min, max int
+	write    bool
+	run      func(c *boardCall, args []string) int
+}
+
+// boardOpNamed is the operation called name (a switch, not a map built at
+// start, so other commands pay nothing for it).
+func boardOpNamed(name string) (boardOp, bool) {
+	switch name {
+	case "put":
+		return boardOp{1, 2, true, boardPut}, true
+	case "delete":
+		return boardOp{1, 1, true, boardDelete}, true
+	case "get":
+		return boardOp{1, 1, false, boardGet}, true
+	case "list":
+		return boardOp{0, 1, false, boardList}, true
+	case "snapshot":
+		return boardOp{0, 0, false, boardSnapshot}, true
+	case "show":
+		return boardOp{0, 0, false, boardShow}, true
+	case "conflicts":
+		return boardOp{0, 1, false, boardConflicts}, true
+	case "watch":
+		return boardOp{0, 0, false, nil}, true // boardWatch: it needs no open board
+	}
+	return boardOp{}, false
+}
+
+// boardCall is what an operation works with: the board open for it, the
+// flags, the streams.
+type boardCall struct {
+	a              liveboard.Access
+	f              *boardFlags
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
 
 func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runBoard(args, stdin, stdout, stderr, nil)
+}
+
+// runBoard is `runner board` reading the clock now on a run no one owns
+// (nil: the system clock), so that tests can move time past a TTL.
+func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) int {
 	fs, g := newFlags("board", stderr)
-	var ttl ttlFlag
-	fs.Var(&ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
-	agent := fs.String("agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
-	topic := fs.String("topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch: only this topic")
-	expect := fs.Int64("expect-version", -1, "put/delete: only if the key's version is N (0: the key must not exist)")
-	format := fs.String("format", "md", "show: md or json")
-	prefix := fs.String("prefix", "", "watch: only keys starting with this")
-	count := fs.Int("count", 0, "watch: stop after this many lines (0: until the run ends or Ctrl-C)")
-	since := fs.Int64("since", -1, "watch: start after this entry seq (default: changes from now on)")
-	asJSON := fs.Bool("json", false, "get: print the whole entry as JSON")
-	fs.Bool("force", false, "accepted for compatibility; writes are safe on live runs now")
+	f := &boardFlags{}
+	fs.Var(&f.ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
+	fs.StringVar(&f.agent, "agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
+	fs.StringVar(&f.topic, "topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch: only this topic")
+	fs.Int64Var(&f.expect, "expect-version", -1, "put/delete: only if the key's version is N (0: the key must not exist)")
+	fs.StringVar(&f.format, "format", "md", "show: md or json")
+	fs.StringVar(&f.prefix, "prefix", "", "watch: only keys starting with this")
+	fs.IntVar(&f.count, "count", 0, "watch: stop after this many lines (0: until the run ends or Ctrl-C)")
+	fs.Int64Var(&f.since, "since", -1, "watch: start after this entry seq (default: changes from now on)")
+	fs.BoolVar(&f.asJSON, "json", false, "get: print the whole entry as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -45,53 +102,34 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) < 2 {
 		return usageErr(stderr, fs, "usage: runner %s", boardUsage)
 	}
-	path, op, rest := pos[0], pos[1], pos[2:]
-	want := map[string][2]int{"list": {0, 1}, "get": {1, 1}, "put": {1, 2}, "delete": {1, 1}, "snapshot": {0, 0},
-		"show": {0, 0}, "watch": {0, 0}, "conflicts": {0, 1}}
-	n, ok := want[op]
-	if !ok {
-		return usageErr(stderr, fs, "unknown operation %q; usage: runner %s", op, boardUsage)
-	}
-	if len(rest) < n[0] || len(rest) > n[1] || (op == "put" && len(rest) == 1 && rest[0] != "-") {
-		return usageErr(stderr, fs, "%s takes %s argument(s), got %d", op, argCount(n), len(rest))
-	}
-	if op == "show" && *format != "md" && *format != "json" {
-		return usageErr(stderr, fs, "--format %q: want md or json", *format)
-	}
-	if *expect < -1 {
-		return usageErr(stderr, fs, "--expect-version %d: want 0 or more", *expect)
+	path, name, rest := pos[0], pos[1], pos[2:]
+	op, err := checkBoardArgs(name, rest, f)
+	if err != nil {
+		return usageErr(stderr, fs, "%v", err)
 	}
 	// On a run no one owns, the saved plan's key patterns apply, and its
 	// secrets (from this environment) are masked in what is written.
-	opts := liveboard.Options{Redact: g.mask.String, Perms: func(run board.Run) map[string]board.Perms {
-		p := savedPlan(run)
+	opts := liveboard.Options{Redact: g.mask.String, Now: now, ReadOnly: !op.write, Perms: func(run board.Run) map[string]board.Perms {
+		p := runs.SavedPlan(run)
 		if p == nil {
 			return nil
 		}
 		g.learnSecrets(p)
 		return engine.PlanPerms(p)
 	}}
-	if s := os.Getenv(fakeNowEnv); s != "" {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return usageErr(stderr, fs, "%s=%q: want an RFC 3339 time", fakeNowEnv, s)
-		}
-		opts.Now = func() time.Time { return t }
-	}
 	// A run on Temporal that still runs is reached through a bridge; one
 	// that has ended is its saved file.
-	remote, path, err := openRemote(path, g, stderr)
+	remote, path, err := runs.OpenRemote(path, g.mask.Writer(stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "runner board: %v\n", err)
 		return exitUsage
 	}
-	if op == "watch" {
-		return boardWatch(path, remote, liveboard.Filter{Prefix: *prefix, Topic: *topic, After: *since}, opts, *count, stdout, stderr)
+	if op.run == nil {
+		opts.ReadOnly = false // as before: a watch reads through the writer's path
+		return boardWatch(path, remote, liveboard.Filter{Prefix: f.prefix, Topic: f.topic, After: f.since}, opts, f.count, stdout, stderr)
 	}
 	out, flush := buffered(stdout) // list, show and snapshot print a whole board
 	defer flush()
-	stdout = out
-	opts.ReadOnly = op != "put" && op != "delete"
 	var a liveboard.Access = remote
 	if remote == nil {
 		if a, err = liveboard.Open(path, opts); err != nil {
@@ -100,89 +138,142 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	defer a.Close()
-	fail := func(err error) int {
-		fmt.Fprintf(stderr, "runner board: %s\n", strings.TrimPrefix(err.Error(), "board: "))
-		return exitFailed
+	return op.run(&boardCall{a: a, f: f, stdin: stdin, stdout: out, stderr: stderr}, rest)
+}
+
+// checkBoardArgs finds operation name and checks its arguments and flags.
+func checkBoardArgs(name string, rest []string, f *boardFlags) (boardOp, error) {
+	op, ok := boardOpNamed(name)
+	switch {
+	case !ok:
+		return op, fmt.Errorf("unknown operation %q; usage: runner %s", name, boardUsage)
+	case len(rest) < op.min || len(rest) > op.max || (name == "put" && len(rest) == 1 && rest[0] != "-"):
+		return op, fmt.Errorf("%s takes %s argument(s), got %d", name, argCount(op.min, op.max), len(rest))
+	case name == "show" && f.format != "md" && f.format != "json":
+		return op, fmt.Errorf("--format %q: want md or json", f.format)
+	case f.expect < -1:
+		return op, fmt.Errorf("--expect-version %d: want 0 or more", f.expect)
 	}
-	switch op {
-	case "put", "delete":
-		if op == "put" && len(rest) == 1 && rest[0] == "-" {
-			return boardPutLines(a, *agent, *topic, stdin, stdout, stderr)
-		}
-		q := liveboard.WriteRequest{Key: rest[0], TTL: ttl.Seconds(), Agent: *agent, Topic: *topic, Delete: op == "delete"}
-		if *expect >= 0 {
-			q.ExpectVersion = expect
-		}
-		if op == "put" {
-			q.Value = parseValue(rest[1])
-		}
-		e, err := a.Write(q)
-		if err != nil {
-			return fail(err)
-		}
-		fmt.Fprintf(stdout, "%s %s (version %d)\n", map[string]string{"put": "wrote", "delete": "deleted"}[op], e.Key, e.Version)
-	case "get":
-		e, ok, err := a.Read(*agent, rest[0])
-		switch {
-		case err != nil:
-			return fail(err)
-		case *asJSON && ok:
-			writeJSON(stdout, seedEntry(e))
-		case ok:
-			fmt.Fprintln(stdout, valueText(e.Content))
-		default:
-			fmt.Fprintln(stdout, "null") // docs/live-board.md: a missing or expired key reads as null
-		}
-	case "list", "snapshot":
-		p := ""
-		if len(rest) > 0 {
-			p = rest[0]
-		}
-		live, err := a.Live(p, *agent)
-		if err != nil {
-			return fail(err)
-		}
-		if op == "snapshot" {
-			snap := map[string]any{}
-			for _, e := range live {
-				snap[e.Key] = seedEntry(e)
-			}
-			writeJSON(stdout, snap)
-			return exitOK
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "KEY\tVERSION\tAUTHOR\tTOPIC\tWRITTEN\tEXPIRES")
-		for _, e := range live {
-			exp := "-"
-			if e.TTL != nil {
-				exp = e.TS.Add(time.Duration(*e.TTL * float64(time.Second))).Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Key, e.Version, e.Author, orDash(e.Topic), e.TS.Format(time.RFC3339), exp)
-		}
-		tw.Flush()
-	case "show", "conflicts":
-		b, err := a.Board()
-		if err != nil {
-			return fail(err)
-		}
-		switch {
-		case op == "conflicts":
-			key := ""
-			if len(rest) > 0 {
-				key = rest[0]
-			}
-			for _, e := range b.Conflicts(key) {
-				line, _ := json.Marshal(map[string]any{"seq": e.Seq, "ts": e.TS, "conflict": e.Content})
-				fmt.Fprintln(stdout, string(line))
-			}
-		case *format == "json":
-			writeJSON(stdout, map[string]any{"format": board.Format, "run": b.Run(), "steps": b.Steps(),
-				"entries": b.Entries(), "recordings": b.Recordings()})
-		default:
-			b.Markdown(stdout)
-		}
+	return op, nil
+}
+
+// fail reports an operation's error: exit 1.
+func (c *boardCall) fail(err error) int {
+	fmt.Fprintf(c.stderr, "runner board: %s\n", strings.TrimPrefix(err.Error(), "board: "))
+	return exitFailed
+}
+
+// write puts or deletes one key as the flags say.
+func (c *boardCall) write(q liveboard.WriteRequest, done string) int {
+	q.TTL, q.Agent, q.Topic = c.f.ttl.Seconds(), c.f.agent, c.f.topic
+	if c.f.expect >= 0 {
+		q.ExpectVersion = &c.f.expect
+	}
+	e, err := c.a.Write(q)
+	if err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintf(c.stdout, "%s %s (version %d)\n", done, e.Key, e.Version)
+	return exitOK
+}
+
+// boardPut is `put KEY VALUE`, or `put -`: one put per JSON line of stdin.
+func boardPut(c *boardCall, args []string) int {
+	if len(args) == 1 {
+		return boardPutLines(c.a, c.f.agent, c.f.topic, c.stdin, c.stdout, c.stderr)
+	}
+	return c.write(liveboard.WriteRequest{Key: args[0], Value: parseValue(args[1])}, "wrote")
+}
+
+// boardDelete is `delete KEY`.
+func boardDelete(c *boardCall, args []string) int {
+	return c.write(liveboard.WriteRequest{Key: args[0], Delete: true}, "deleted")
+}
+
+// boardGet is `get KEY`: the value, the whole entry with --json, null for
+// a key missing or expired (docs/live-board.md).
+func boardGet(c *boardCall, args []string) int {
+	e, ok, err := c.a.Read(c.f.agent, args[0])
+	switch {
+	case err != nil:
+		return c.fail(err)
+	case c.f.asJSON && ok:
+		writeJSON(c.stdout, seedEntry(e))
+	case ok:
+		fmt.Fprintln(c.stdout, valueText(e.Content))
+	default:
+		fmt.Fprintln(c.stdout, "null")
 	}
 	return exitOK
+}
+
+// boardList is `list [PREFIX]`: the live keys as a table.
+func boardList(c *boardCall, args []string) int {
+	live, err := c.a.Live(optArg(args), c.f.agent)
+	if err != nil {
+		return c.fail(err)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tVERSION\tAUTHOR\tTOPIC\tWRITTEN\tEXPIRES")
+	for _, e := range live {
+		exp := "-"
+		if e.TTL != nil {
+			exp = e.TS.Add(time.Duration(*e.TTL * float64(time.Second))).Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", e.Key, e.Version, e.Author, orDash(e.Topic), e.TS.Format(time.RFC3339), exp)
+	}
+	tw.Flush()
+	return exitOK
+}
+
+// boardSnapshot is `snapshot`: the live entries as one JSON object by key.
+func boardSnapshot(c *boardCall, args []string) int {
+	live, err := c.a.Live("", c.f.agent)
+	if err != nil {
+		return c.fail(err)
+	}
+	snap := map[string]any{}
+	for _, e := range live {
+		snap[e.Key] = seedEntry(e)
+	}
+	writeJSON(c.stdout, snap)
+	return exitOK
+}
+
+// boardShow is `show [--format md|json]`: the whole board.
+func boardShow(c *boardCall, args []string) int {
+	b, err := c.a.Board()
+	if err != nil {
+		return c.fail(err)
+	}
+	if c.f.format == "json" {
+		writeJSON(c.stdout, map[string]any{"format": board.Format, "run": b.Run(), "steps": b.Steps(),
+			"entries": b.Entries(), "recordings": b.Recordings()})
+		return exitOK
+	}
+	b.Markdown(c.stdout)
+	return exitOK
+}
+
+// boardConflicts is `conflicts [KEY]`: one JSON line per conflict.
+func boardConflicts(c *boardCall, args []string) int {
+	b, err := c.a.Board()
+	if err != nil {
+		return c.fail(err)
+	}
+	for _, e := range b.Conflicts(optArg(args)) {
+		line, _ := json.Marshal(map[string]any{"seq": e.Seq, "ts": e.TS, "conflict": e.Content})
+		fmt.Fprintln(c.stdout, string(line))
+	}
+	return exitOK
+}
+
+// optArg is an operation's optional argument, "" when not given.
+func optArg(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return ""
 }
 
 // boardPutLines makes one put per JSON line of stdin ({"key", "value",
@@ -224,7 +315,7 @@ func boardPutLines(a liveboard.Access, agent, topic string, stdin io.Reader, std
 // boardWatch prints the board's changes as JSON lines until the count is
 // reached, or Ctrl-C. A run that ends does not end the watch: writes made
 // afterwards (by the CLI) are shown too.
-func boardWatch(path string, remote *bridged, f liveboard.Filter, opts liveboard.Options, count int, stdout, stderr io.Writer) int {
+func boardWatch(path string, remote *runs.Bridged, f liveboard.Filter, opts liveboard.Options, count int, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
@@ -300,11 +391,11 @@ func (t *ttlFlag) Set(s string) error {
 	return nil
 }
 
-func argCount(n [2]int) string {
-	if n[0] == n[1] {
-		return strconv.Itoa(n[0])
+func argCount(min, max int) string {
+	if min == max {
+		return strconv.Itoa(min)
 	}
-	return fmt.Sprintf("%d to %d", n[0], n[1])
+	return fmt.Sprintf("%d to %d", min, max)
 }
 
 func orDash(s string) string {

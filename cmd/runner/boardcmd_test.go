@@ -8,11 +8,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Seed 001's operations, one after another on a finished run, as a
-// transcript compared with a golden file. The clock is fixed
-// (RUNNER_FAKE_NOW) and moved forward to check TTL expiry.
+// transcript compared with a golden file. The board commands run in this
+// process with a fixed clock, moved forward to check TTL expiry.
 func TestBoardSeedOperations(t *testing.T) {
 	wd := t.TempDir()
 	r := runCLI(t, wd, "run", testdata("seed.yaml"), "-q", "--out", filepath.Join(wd, "bb.json"))
@@ -52,19 +53,13 @@ func TestBoardSeedOperations(t *testing.T) {
 	}
 	var out strings.Builder
 	for _, s := range steps {
-		args := append([]string{"board", "bb.json"}, s.args...)
-		cmd := exec.Command(binary, args...)
-		cmd.Dir = wd
-		cmd.Env = append(os.Environ(), "RUNNER_FAKE_NOW="+s.now)
-		var so, se strings.Builder
-		cmd.Stdout, cmd.Stderr = &so, &se
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
+		now, err := time.Parse(time.RFC3339, s.now)
+		if err != nil {
 			t.Fatal(err)
 		}
+		args := append([]string{filepath.Join(wd, "bb.json")}, s.args...)
+		var so, se strings.Builder
+		code := runBoard(args, strings.NewReader(""), &so, &se, func() time.Time { return now })
 		fmt.Fprintf(&out, "$ runner board bb.json %s   # at %s\n%s", shellWords(s.args), s.now, so.String())
 		if se.Len() > 0 {
 			fmt.Fprintf(&out, "stderr: %s", firstLines(se.String(), 1))

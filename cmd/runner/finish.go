@@ -11,6 +11,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/report"
+	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 )
 
@@ -21,16 +22,10 @@ const lastOutputLines = 20
 // the steps that never ran, tokens per model, the outcome and the command
 // to type next; with JSON logs one "run finished" event saying the same;
 // on stdout the blackboard's path (bare with -q).
-func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writer, g *globals) {
-	b := r.Board
+func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *globals) {
+	b, err := r.Board, r.Err
 	run := b.Run()
-	status := board.StatusSucceeded
-	var re *engine.RunError
-	if errors.As(err, &re) {
-		status = re.Status
-	} else if err != nil {
-		status = board.StatusFailed
-	}
+	status := r.Status()
 	elapsed := time.Since(start)
 	path := b.Path()
 	var reportPath string
@@ -98,7 +93,7 @@ func finish(r *engine.Runner, err error, start time.Time, stdout, stderr io.Writ
 }
 
 // summary is the end of the console display.
-func summary(w io.Writer, r *engine.Runner, id, status string, err error, elapsed time.Duration, tokens []report.ModelUsage) {
+func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed time.Duration, tokens []report.ModelUsage) {
 	steps := r.Board.Steps()
 	ran := map[string]bool{}
 	for _, s := range steps {

@@ -148,3 +148,9 @@ func (d dropStepEvents) Write(p []byte) (int, error) {
 	}
 	return d.w.Write(p)
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }

@@ -127,6 +127,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "loops.yaml", "--log-format", "xml"}, "--log-format \"xml\""},
 		{[]string{"run", "nothere.yaml"}, "no such file"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		// --force did nothing for years; it is refused like any unknown flag.
+		{[]string{"board", "bb.json", "show", "--force"}, "flag provided but not defined: -force"},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, "testdata", tt.args...)

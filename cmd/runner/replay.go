@@ -8,15 +8,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/replay"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/runs"
 	"github.com/rs/zerolog"
 )
 
@@ -92,54 +90,20 @@ type replayOutcome struct {
 }
 
 func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
-	saved, err := board.Load(o.recording)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner replay: %v\n", err)
-		return exitUsage
-	}
-	planPath, src := saved.Run().PlanPath, []byte(saved.Run().PlanSource)
-	if o.plan != "" {
-		if src, err = os.ReadFile(o.plan); err != nil {
-			fmt.Fprintf(stderr, "runner replay: %v\n", err)
-			return exitUsage
-		}
-		planPath, _ = filepath.Abs(o.plan)
-	}
-	prog, err := engine.Compile(planPath, src, steps.Registry())
-	if err != nil {
-		return planErrors(stderr, prog, err)
-	}
-	o.opt.Plan = prog
-	g.learnSecrets(prog.Plan)
-	o.opt.Agents.Mask = g.mask
-	o.opt.BoardOptions.Redact = g.mask.String
-	if o.workdir != "" {
-		if o.opt.Workdir, err = resolveWorkdir(o.workdir); err != nil {
-			fmt.Fprintf(stderr, "runner replay: %v\n", err)
-			return exitUsage
-		}
-	}
-	if o.opt.Out == "" {
-		o.opt.Out = filepath.Join(filepath.Dir(o.recording), "replay-"+board.NewID(time.Now())+".json")
-	}
+	ro := runs.ReplayOptions{Options: o.opt, PlanFile: o.plan, WorkdirPath: o.workdir, Mask: g.mask}
 	if g.view != nil {
-		o.opt.Observer = g.view
+		ro.Observer = g.view
 	}
 	ctx, stop := interruptible(context.Background(), o.opt.Log.Warn)
 	defer stop()
 	start := time.Now()
-	rep, err := replay.Run(ctx, saved, o.opt)
-	if g.view != nil {
-		g.view.close()
-	}
+	rep, err := runs.Replay(ctx, o.recording, ro)
+	g.view.close()
 	if err != nil {
-		fmt.Fprintf(stderr, "runner replay: %v\n", err)
-		if errors.Is(err, replay.ErrUsage) {
-			return exitUsage
-		}
-		return exitFailed
+		return runErr(stderr, "runner replay", err)
 	}
 	defer rep.Board.Close()
+	saved := rep.Recorded
 	code := exitCode(rep.RunErr)
 	if errors.Is(rep.RunErr, engine.ErrEnded) {
 		code = exitOK
@@ -166,7 +130,7 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 		}
 	case rep.Live:
 		if !g.quiet {
-			fmt.Fprintf(stderr, "fork of run %s went live at %s; it %s in %s\n", saved.Run().ID, o.opt.From,
+			fmt.Fprintf(stderr, "fork of run %s went live at %s; it %s in %s\n", saved.ID, o.opt.From,
 				rep.Board.Run().Status, time.Since(start).Round(time.Millisecond))
 		}
 		if rep.RunErr != nil {
@@ -179,7 +143,7 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 				upTo = " up to where it ends, before " + rep.Ended
 			}
 			fmt.Fprintf(stderr, "replay of run %s matched the recording%s: %d steps, %d entries, %d model answers from the recording, in %s\n",
-				saved.Run().ID, upTo, len(rep.Board.Steps()), rep.Board.Len(), rep.Answers, time.Since(start).Round(time.Millisecond))
+				saved.ID, upTo, len(rep.Board.Steps()), rep.Board.Len(), rep.Answers, time.Since(start).Round(time.Millisecond))
 		}
 		if rep.RunErr != nil && rep.Ended == "" {
 			fmt.Fprintf(stderr, "the run failed as recorded: %v\n", rep.RunErr)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/report"
+	"github.com/planrunner/runner/runs"
 )
 
 func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -21,7 +22,7 @@ func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
 	// A run on Temporal that still runs is reported as it stands now.
-	remote, path, err := openRemote(pos[0], g, stderr)
+	remote, path, err := runs.OpenRemote(pos[0], g.mask.Writer(stderr))
 	if err != nil {
 		fmt.Fprintf(stderr, "runner report: %v\n", err)
 		return exitUsage

@@ -6,21 +6,22 @@ import (
 	"io"
 	"sync"
 
-	"github.com/planrunner/runner/engine"
+	"github.com/rs/zerolog"
 )
 
-// showOutput makes r stream its command and test steps' output, each line
+// showOutput is the engine.Runner.Output that streams command and test
+// steps' output, each line
 // prefixed by the step's label: through the live display on the console,
 // as "output" events with JSON logs.
-func showOutput(r *engine.Runner, stderr io.Writer, g *globals) {
+func showOutput(log zerolog.Logger, stderr io.Writer, g *globals) func(label string, visit int, stream string) io.Writer {
 	var mu sync.Mutex // lines of parallel steps do not interleave mid-line
-	r.Output = func(label string, visit int, stream string) io.Writer {
+	return func(label string, visit int, stream string) io.Writer {
 		name := name(label, visit)
 		return &prefixer{emit: func(line string) {
 			mu.Lock()
 			defer mu.Unlock()
 			if g.format(stderr) == "json" {
-				r.Log.Info().Str("step", label).Int("visit", visit).Str("stream", stream).Str("line", line).Msg("output")
+				log.Info().Str("step", label).Int("visit", visit).Str("stream", stream).Str("line", line).Msg("output")
 				return
 			}
 			w := g.mask.Writer(stderr)

@@ -23,6 +23,7 @@ import (
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/mask"
 	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 	rt "github.com/planrunner/runner/temporal"
 	"github.com/rs/zerolog"
@@ -146,54 +147,21 @@ func loggers(stderr io.Writer, format string) (zerolog.Logger, *slog.Logger) {
 		slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
-
-// event is one line of `run --events`: how the default runner shows the
-// same live progress as for an in-process run.
-type event struct {
-	Begin    *begin              `json:"begin,omitempty"`
-	Started  *started            `json:"started,omitempty"`
-	Finished *board.StepRecord   `json:"finished,omitempty"`
-	Waiting  *board.WaitingInput `json:"waiting,omitempty"`
-	Board    string              `json:"board,omitempty"` // with waiting: the run's blackboard.json
-	End      *end                `json:"end,omitempty"`
-}
-
-type begin struct {
-	RunID    string `json:"run_id"`
-	Workflow string `json:"workflow"`
-	Board    string `json:"board"`
-}
-
-type started struct {
-	Label  string `json:"label"`
-	Visit  int    `json:"visit"`
-	Parent string `json:"parent,omitempty"`
-}
-
-type end struct {
-	RunID    string `json:"run_id"`
-	Status   string `json:"status"`
-	Error    string `json:"error,omitempty"`
-	Board    string `json:"board"`
-	Parts    int    `json:"parts"`
-	Workflow string `json:"workflow"`
-}
-
+// eventWriter prints the events of `run --events` (runs.Event), which
+// runner reads to show the same live progress as for an in-process run.
 type eventWriter struct {
 	enc   *json.Encoder
 	board string
 }
 
-func (e eventWriter) Waiting(w board.WaitingInput) { e.enc.Encode(event{Waiting: &w, Board: e.board}) }
+func (e eventWriter) Waiting(w board.WaitingInput) {
+	e.enc.Encode(runs.Event{Waiting: &w, Board: e.board})
+}
 
 func (e eventWriter) StepStarted(label string, visit int, parent string) {
-	e.enc.Encode(event{Started: &started{label, visit, parent}})
+	e.enc.Encode(runs.Event{Started: &runs.EventStarted{Label: label, Visit: visit, Parent: parent}})
 }
-func (e eventWriter) StepFinished(rec board.StepRecord) { e.enc.Encode(event{Finished: &rec}) }
+func (e eventWriter) StepFinished(rec board.StepRecord) { e.enc.Encode(runs.Event{Finished: &rec}) }
 
 // plainView prints one line per finished step.
 type plainView struct {
@@ -223,14 +191,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner run --engine temporal", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := connFlags(fs)
+	// The run is set up as runner sets up a run in its own process
+	// (runs.New): the same plan checks, vars, agents, workdir, run id and
+	// board path.
 	vars := plans.VarArgs{}
+	o := runs.Options{Vars: vars, Agents: plans.AgentOverrides{}, Version: version, WorkdirElsewhere: true}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
 	var reuse stringList
 	fs.Var(&reuse, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
-	agentsFlag := plans.AgentOverrides{}
-	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
-	workdir := fs.String("workdir", "", "directory steps run in (default: the current directory)")
-	out := fs.String("out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
+	fs.Var(o.Agents, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
+	fs.StringVar(&o.Workdir, "workdir", "", "directory steps run in (default: the current directory)")
+	fs.StringVar(&o.Board, "out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
 	events := fs.Bool("events", false, "print progress as JSON lines on stdout (for the runner binary)")
 	quiet := fs.Bool("q", false, "quiet: errors only, no progress")
 	var opt rt.Options
@@ -247,26 +218,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner run: want one plan file, got %d arguments\n", len(pos))
 		return exitUsage
 	}
-	prog, err := engine.Load(pos[0], steps.Registry())
+	o.Plan = pos[0]
+	r, err := runs.New(o)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitUsage
-	}
-	if err := prog.Plan.Override(agentsFlag); err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitUsage
-	}
-	resolved, err := engine.ResolveVars(prog.Plan, vars)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return exitUsage
-	}
-	wd := *workdir
-	if wd == "" {
-		wd, _ = os.Getwd()
-	}
-	if wd, err = filepath.Abs(wd); err != nil {
-		fmt.Fprintln(stderr, err)
 		return exitUsage
 	}
 	_, slogger := loggers(stderr, "console")
@@ -276,62 +231,35 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer tc.Close()
-	now := time.Now().UTC()
-	runID := board.NewID(now)
-	planPath, _ := filepath.Abs(pos[0])
-	path := *out
-	if path == "" {
-		path = filepath.Join(wd, ".runner", "runs", runID, "blackboard.json")
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitFailed
-	}
-	store := rt.Store{Dir: c.blobs}
-	reused, err := rt.PutReused(store, reuse)
-	if err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitUsage
-	}
-	// blackboard.json.remote says where the run lives, so `runner board` and
-	// `runner answer` reach it while it runs.
-	if err := liveboard.WriteRemote(liveboard.Remote{Engine: "temporal", HostPort: c.hostPort, Namespace: c.namespace,
-		TaskQueue: c.queue, Blobs: c.blobs, WorkflowID: rt.WorkflowID(runID), RunID: runID, Board: path}); err != nil {
-		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		return exitFailed
-	}
-	brun := board.Run{ID: runID, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256, PlanSource: string(prog.Plan.Source),
-		Vars: resolved, Workdir: wd, Status: board.StatusRunning, StartedAt: now, RunnerVersion: version, Agents: agentsFlag.Saved()}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	we, err := rt.Start(context.Background(), tc, store, brun, rt.StartOptions{TaskQueue: c.queue, Options: opt, Reuse: reused})
-	if err != nil {
-		fmt.Fprintf(stderr, "runner run: starting the workflow: %v\n", err)
-		return exitFailed
-	}
-	var obs engine.Observer
+	runID, path, start := r.Record.ID, r.Board, time.Now()
+	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse,
+		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.blobs}}
+	wfID := rt.WorkflowID(runID)
 	switch {
 	case *events:
-		json.NewEncoder(stdout).Encode(event{Begin: &begin{RunID: runID, Workflow: we.GetID(), Board: path}})
-		obs = eventWriter{json.NewEncoder(stdout), path}
+		ro.Started = func(id string) {
+			json.NewEncoder(stdout).Encode(runs.Event{Begin: &runs.EventBegin{RunID: runID, Workflow: id, Board: path}})
+		}
+		ro.Observer = eventWriter{json.NewEncoder(stdout), path}
 	case !*quiet:
-		obs = plainView{stderr, path}
+		ro.Observer = plainView{stderr, path}
 	}
-	res, err := rt.Wait(ctx, tc, we, obs, 200*time.Millisecond)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := rt.RunPlan(ctx, tc, rt.Store{Dir: c.blobs}, r, ro)
 	if err != nil {
-		fmt.Fprintf(stderr, "runner run: workflow %s: %v\n", we.GetID(), err)
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		if runs.IsUsage(err) {
+			return exitUsage
+		}
 		return exitFailed
 	}
-	if err := rt.SaveOnce(store, res.Head, path); err != nil {
-		fmt.Fprintf(stderr, "runner run: writing %s: %v\n", path, err)
-		return exitFailed
-	}
-	e := end{RunID: runID, Status: res.Status, Error: res.Error, Board: path, Parts: res.Parts + 1, Workflow: we.GetID()}
+	e := runs.EventEnd{RunID: runID, Status: res.Status, Error: res.Error, Board: path, Parts: res.Parts + 1, Workflow: wfID}
 	if *events {
-		json.NewEncoder(stdout).Encode(event{End: &e})
+		json.NewEncoder(stdout).Encode(runs.Event{End: &e})
 	} else {
 		if !*quiet {
-			fmt.Fprintf(stderr, "run %s %s in %s (workflow %s)\n", runID, res.Status, time.Since(now).Round(time.Millisecond), we.GetID())
+			fmt.Fprintf(stderr, "run %s %s in %s (workflow %s)\n", runID, res.Status, time.Since(start).Round(time.Millisecond), wfID)
 		}
 		if res.Error != "" {
 			fmt.Fprintf(stderr, "error: %s\n", res.Error)
@@ -346,6 +274,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	return exitFailed
 }
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return fmt.Sprint([]string(*l)) }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 // cmdBridge serves the live board of a run on Temporal on a private Unix
 // socket, in the liveboard protocol, for `runner board` and `runner
@@ -384,17 +318,15 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		// what is sent, as runner masks its own writes.
 		var run board.Run
 		if err = b.QueryRun(&run); err == nil {
-			if p, perr := plans.Parse(run.PlanPath, []byte(run.PlanSource)); perr == nil {
-				for _, n := range p.SecretNames() {
-					b.Mask.Add(os.Getenv(n))
-				}
+			if p := runs.SavedPlan(run); p != nil {
+				runs.LearnSecrets(b.Mask, p)
 			}
 		}
 	}
 	if err == nil && !running {
 		err = b.SaveEnded(ctx)
 		if err == nil {
-			json.NewEncoder(stdout).Encode(map[string]bool{"ended": true})
+			json.NewEncoder(stdout).Encode(runs.BridgeHello{Ended: true})
 			cancel()
 			return exitOK
 		}
@@ -416,7 +348,7 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	defer srv.Close()
-	json.NewEncoder(stdout).Encode(map[string]string{"socket": srv.Socket})
+	json.NewEncoder(stdout).Encode(runs.BridgeHello{Socket: srv.Socket})
 	io.Copy(io.Discard, stdin) // until the caller is done (or gone)
 	return exitOK
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package runs
 
 // processAlive cannot tell here: a run that owns the lock is taken as live.
 func processAlive(pid int) bool { return true }

@@ -1,11 +1,9 @@
-package main
+package runs
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/planrunner/runner/agents"
@@ -14,59 +12,48 @@ import (
 	"github.com/planrunner/runner/replay"
 )
 
-// reuseFlags are `runner run --reuse OLD... [--offline]`.
-type reuseFlags struct {
-	from    stringList
+// reuse are the saved runs Options.Reuse names, read.
+type reuse struct {
+	from    []string
 	offline bool
+	prog    *engine.Program
 	runs    []*board.Board
 	u       *agents.Reuse
 }
 
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
-
-// load reads the recordings to reuse and hands them to the agent set.
-func (ru *reuseFlags) load(set *agents.Set, fs *flag.FlagSet, stderr io.Writer) int {
-	if len(ru.from) == 0 {
-		if ru.offline {
-			return usageErr(stderr, fs, "--offline takes step results from the recordings given with --reuse: give at least one")
-		}
-		return exitOK
+// loadReuse reads the recordings to reuse; nil when there are none.
+func loadReuse(from []string, offline bool, prog *engine.Program) (*reuse, error) {
+	if len(from) == 0 {
+		return nil, nil
 	}
-	for _, p := range ru.from {
+	ru := &reuse{from: from, offline: offline, prog: prog}
+	for _, p := range from {
 		b, err := board.Load(p)
 		if err != nil {
-			fmt.Fprintf(stderr, "runner run: --reuse %s: %v\n", p, err)
-			return exitUsage
+			return nil, usage(fmt.Errorf("--reuse %s: %w", p, err))
 		}
 		ru.runs = append(ru.runs, b)
 	}
 	ru.u = agents.NewReuse(ru.runs...)
-	set.SetReuse(ru.u)
-	return exitOK
+	return ru, nil
 }
 
 // script serves command, test and apply_diff results from the reused
-// recordings under --offline.
-func (ru *reuseFlags) script(prog *engine.Program) engine.Script {
-	if !ru.offline || len(ru.runs) == 0 {
+// recordings when offline.
+func (ru *reuse) script() engine.Script {
+	if !ru.offline {
 		return nil
 	}
 	o := &offlineResults{runs: ru.runs, types: map[string]string{}}
-	for _, s := range prog.Plan.AllSteps() {
+	for _, s := range ru.prog.Plan.AllSteps() {
 		o.types[s.Label] = s.Type
 	}
 	return o
 }
 
-// report says, on stderr and in the run's file, how many calls and tokens
-// were reused and how many went live.
-func (ru *reuseFlags) report(b *board.Board, stderr io.Writer, g *globals) {
-	if ru.u == nil {
-		return
-	}
+// save writes in the run's file how many calls and tokens were reused and
+// how many went live, and returns the counts.
+func (ru *reuse) save(b *board.Board, warnings io.Writer) agents.ReuseStats {
 	st := ru.u.Stats()
 	from := make([]string, len(ru.from))
 	for i, p := range ru.from {
@@ -80,12 +67,9 @@ func (ru *reuseFlags) report(b *board.Board, stderr io.Writer, g *globals) {
 		err = b.Save()
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "runner run: saving the reuse counts: %v\n", err)
+		warn(warnings, "warning: saving the reuse counts: %v\n", err)
 	}
-	if !g.quiet {
-		fmt.Fprintf(stderr, "reused %d model calls (%d tokens) from the recording; %d went live (%d tokens)\n",
-			st.ReusedCalls, st.ReusedTokens, st.LiveCalls, st.LiveTokens)
-	}
+	return st
 }
 
 // offlineResults is an engine.Script that only serves local steps' saved

@@ -1,4 +1,4 @@
-package main
+package runs
 
 import (
 	"errors"
@@ -15,10 +15,10 @@ import (
 	"github.com/planrunner/runner/steps"
 )
 
-// ownRun takes the lock of the run at path for a run or resume: no other
+// own takes the lock of the run at path for a run or resume: no other
 // process may run it at the same time. A CLI write holding the lock for a
 // moment is waited for; a live run is refused, naming its process.
-func ownRun(path string) (*board.Lock, error) {
+func own(path string) (*board.Lock, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerRun})
@@ -46,11 +46,11 @@ func ownRun(path string) (*board.Lock, error) {
 	}
 }
 
-// serveRun shares the board of the run this process owns with other
+// serve shares the board of the run this process owns with other
 // processes, and records the socket in the lock file. The returned stop
-// ends the sharing; the lock itself is released by the caller.
-// With the plan's board.markdown, it also keeps that file current.
-func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, stderr io.Writer) (stop func()) {
+// ends the sharing; the lock itself is released by the caller. With the
+// plan's board.markdown, it also keeps that file current.
+func serve(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, warnings io.Writer) (stop func()) {
 	stopMD := func() error { return nil }
 	if md := p.Board.Markdown; md != "" {
 		if !filepath.IsAbs(md) {
@@ -61,7 +61,7 @@ func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, s
 	srv, err := liveboard.Serve(b)
 	if err != nil {
 		// The run goes on; outside processes wait for it to end.
-		fmt.Fprintf(stderr, "warning: not serving the board to other processes: %v\n", err)
+		warn(warnings, "warning: not serving the board to other processes: %v\n", err)
 	} else {
 		lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket})
 		srv.OnWrite(replay.RecordExternal(b)) // a replay makes outside writes again where they came
@@ -72,14 +72,17 @@ func serveRun(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, s
 			return recordAnswer(b, a)
 		})
 	}
+	var once sync.Once
 	return func() {
-		if srv != nil {
-			lock.SetOwner(board.Owner{Kind: board.OwnerRun})
-			srv.Close()
-		}
-		if err := stopMD(); err != nil {
-			fmt.Fprintf(stderr, "warning: board.markdown %s: %v\n", p.Board.Markdown, err)
-		}
+		once.Do(func() {
+			if srv != nil {
+				lock.SetOwner(board.Owner{Kind: board.OwnerRun})
+				srv.Close()
+			}
+			if err := stopMD(); err != nil {
+				warn(warnings, "warning: board.markdown %s: %v\n", p.Board.Markdown, err)
+			}
+		})
 	}
 }
 
@@ -98,11 +101,4 @@ func recordAnswer(b *board.Board, a board.Answer) (liveboard.AnswerReply, error)
 		}
 	}
 	return liveboard.AnswerReply{Label: a.Label, Visit: a.Visit, Already: already}, nil
-}
-
-// savedPlan is the plan a saved run was made from, as far as it reads (a
-// plan with problems still names its agents and secrets).
-func savedPlan(run board.Run) *plans.Plan {
-	p, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
-	return p
 }
