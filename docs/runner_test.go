@@ -35,13 +35,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// goEnv is what the go tool needs to find its build cache and modules
-// when HOME points at a scratch directory: commands the docs run (the
-// flagship example runs `go test`) would otherwise rebuild the standard
-// library from nothing, which takes a minute on a small machine.
+// goEnv is what the go tool needs to find its build cache when HOME points
+// at a scratch directory: commands the docs run (the flagship example runs
+// `go test`) would otherwise rebuild the standard library from nothing,
+// which takes a minute on a small machine. The build cache is the one this
+// `go test` itself uses; the module cache and GOPATH stay in the scratch
+// HOME (the examples need no modules), so no test touches the user's.
 var goEnv = sync.OnceValue(func() []string {
 	var env []string
-	for _, name := range []string{"GOCACHE", "GOMODCACHE", "GOPATH", "GOROOT"} {
+	for _, name := range []string{"GOCACHE", "GOROOT"} {
 		out, err := exec.Command("go", "env", name).Output()
 		if err == nil && strings.TrimSpace(string(out)) != "" {
 			env = append(env, name+"="+strings.TrimSpace(string(out)))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -242,9 +243,10 @@ func TestExamplesRunAndReplayOffline(t *testing.T) {
 	for _, plan := range plans {
 		t.Run(filepath.Base(filepath.Dir(plan)), func(t *testing.T) {
 			wd := t.TempDir()
-			// No API key in the environment; HOME for the Go build cache
-			// (fix-tests runs go test).
-			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+			// No API key in the environment, HOME in scratch; the Go build
+			// cache this go test uses (fix-tests runs go test, which would
+			// otherwise rebuild the standard library).
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "GOCACHE=" + goCache(t)}
 			r := runEnv(t, wd, env, "run", plan, "-q")
 			if r.code != 0 {
 				t.Fatalf("run: exit %d %s", r.code, r.stderr)
@@ -260,4 +262,13 @@ func TestExamplesRunAndReplayOffline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goCache is the build cache of the go command running the tests.
+func goCache(t *testing.T) string {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOCACHE: %v", err)
+	}
+	return strings.TrimSpace(string(out))
 }
