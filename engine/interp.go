@@ -68,9 +68,16 @@ func (a Attempt) Run(ctx context.Context) (Result, error) {
 // records every visit on r.Board; the caller marks the run's end.
 func Drive[C any](c C, r *Runner, d Driver[C], pc int) error {
 	r.init()
-	c, cut := d.WithCancel(c)
-	defer cut(nil)
-	it := &interp[C]{r: r, d: d, cut: cut}
+	it := &interp[C]{r: r, d: d}
+	if r.Script != nil {
+		// Only a replay ends the run from inside (Script.Cut). A context
+		// canceled at the end would cancel what a workflow left pending
+		// (an answered input's timer): commands its old histories lack.
+		var cut func(error)
+		c, cut = d.WithCancel(c)
+		defer cut(nil)
+		it.cut = cut
+	}
 	return it.top(c, pc)
 }
 

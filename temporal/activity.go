@@ -110,7 +110,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	// noticed after HeartbeatTimeout) and bring cancellation to ctx.
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() { defer close(stopped); a.heartbeat(ctx, stop) }()
-	res, stepErr := r.RunOnce(ctx, n, r.BeginVisit(in.Label, in.Visit), in.Visit, in.Attempt)
+	res, stepErr := r.RunAttempt(ctx, n, in.Visit, in.Attempt)
 	close(stop)
 	<-stopped
 
