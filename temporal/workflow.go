@@ -138,15 +138,15 @@ func (w *Workflow) Run(ctx workflow.Context, in Input) (*Output, error) {
 }
 
 type interp struct {
-	store  Store
-	prog   *engine.Program
-	opt    Options
-	in     Input
-	r      *engine.Runner
-	b      *board.Board
-	led    *ledger
-	root   workflow.Context // the workflow's: canceled when the run is interrupted
-	seq    int              // cancellations so far (see cancelNode)
+	store Store
+	prog  *engine.Program
+	opt   Options
+	in    Input
+	r     *engine.Runner
+	b     *board.Board
+	led   *ledger
+	root  workflow.Context // the workflow's: canceled when the run is interrupted
+	seq   int              // cancellations so far (see cancelNode)
 
 	startPC  int
 	parts    int
