@@ -29,9 +29,9 @@ type Driver[C any] interface {
 	Sleep(c C, d time.Duration) error
 	// Parallel runs child(c, i, true) for i from 0 to n-1, starting them
 	// in index order, at most limit at once, and returns when all have
-	// returned. A child that had to wait for a slot and whose c ended
-	// meanwhile is not started: child(c, i, false) is called instead, at
-	// its turn. A child started while c had already ended is started.
+	// returned. A child whose turn comes (a slot is free, the ones before
+	// it started or refused) after c ended is not started:
+	// child(c, i, false) is called instead.
 	Parallel(c C, n, limit int, child func(c C, i int, started bool))
 	// Leaf runs one attempt of a leaf step (see Attempt).
 	Leaf(c C, a Attempt) (Result, error)

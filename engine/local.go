@@ -34,20 +34,12 @@ func (local) Parallel(ctx context.Context, n, limit int, child func(context.Cont
 		started := true
 		select {
 		case sem <- struct{}{}:
-		default:
-			// Only a child that waited for its slot can find the group
-			// canceled meanwhile: one started at once is started in
-			// every engine (a workflow's children run only once the
-			// group yields), whatever a sibling did in between.
-			select {
-			case sem <- struct{}{}:
-				if ctx.Err() != nil {
-					<-sem
-					started = false
-				}
-			case <-ctx.Done():
+			if ctx.Err() != nil {
+				<-sem
 				started = false
 			}
+		case <-ctx.Done():
+			started = false
 		}
 		if !started {
 			child(ctx, i, false)

@@ -136,6 +136,12 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		}
 		a.mu.Unlock()
 	}
+	if ctx.Err() != nil {
+		// Canceled (a sibling's fail_fast, an interrupt): what the step
+		// learned before it stopped goes back with the cancellation, as a
+		// run in one process records it; the workflow knows the cause.
+		return nil, temporal.NewCanceledError(out)
+	}
 	return out, nil
 }
 

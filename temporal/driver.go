@@ -91,19 +91,16 @@ func (it *interp) Sleep(c wctx, d time.Duration) error {
 	return nil
 }
 
-// Parallel runs the children as coroutines. A coroutine runs only when
-// the one that made it yields, so a child started without waiting is
-// started whatever its siblings do: the engine's contract.
+// Parallel runs the children as coroutines, each made once it has its
+// slot: they start in plan order, as in one process.
 func (it *interp) Parallel(c wctx, n, limit int, child func(wctx, int, bool)) {
 	sem := workflow.NewSemaphore(c.ctx, int64(limit))
 	wg := workflow.NewWaitGroup(c.ctx)
 	for i := range n {
-		started := sem.TryAcquire(c.ctx, 1)
-		if !started {
-			if err := sem.Acquire(c.ctx, 1); err == nil {
-				if started = c.ctx.Err() == nil; !started {
-					sem.Release(1)
-				}
+		started := false
+		if err := sem.Acquire(c.ctx, 1); err == nil {
+			if started = c.ctx.Err() == nil; !started {
+				sem.Release(1)
 			}
 		}
 		if !started {
@@ -208,12 +205,23 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	}
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
+	// A step stopped by its context fails with the context's cause, as in
+	// one process; the activity's own context knows only that it was
+	// canceled, so the cause is the workflow's.
+	cause := it.Cause(c)
 	if err != nil {
 		var canceled *temporal.CanceledError
-		if errors.As(err, &canceled) || ctx.Err() != nil {
-			return engine.Result{}, errors.New("canceled")
+		if !errors.As(err, &canceled) && cause == nil {
+			return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
 		}
-		return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
+		out = StepOutput{}
+		if canceled == nil || !canceled.HasDetails() || canceled.Details(&out) != nil {
+			out = StepOutput{} // canceled before it ran: nothing learned
+		}
+		if cause == nil {
+			cause = errors.New("canceled")
+		}
+		out.Error = cause.Error()
 	}
 	for _, e := range out.Entries {
 		if _, err := it.b.Append(e); err != nil {
@@ -228,7 +236,10 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		return res, err
 	}
 	res.Goto, res.Write = out.Goto, out.Write
-	if out.Error != "" {
+	switch {
+	case out.Error != "" && cause != nil:
+		return res, cause
+	case out.Error != "":
 		return res, errors.New(out.Error)
 	}
 	return res, nil
