@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,6 +15,8 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/internal/planfuzz"
+	"github.com/planrunner/runner/steps"
+	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/testsuite"
 )
 
@@ -51,11 +54,46 @@ func TestCrossEngineRandomPlans(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	t.Logf("%d plans; step records by type and status: %v", *crossPlans, crossSeen.counts())
+}
+
+// crossSeen counts the records the plans made, so the log shows what the
+// test covered (canceled children, answered inputs, retries...).
+var crossSeen tally
+
+type tally struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *tally) add(b *board.Board) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	for _, s := range b.Steps() {
+		kind := s.Type
+		if kind == "" {
+			kind = "group"
+		}
+		c.n[kind+":"+s.Status]++
+	}
+}
+
+func (c *tally) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
 }
 
 func crossCase(t *testing.T, n int, seed uint64) {
 	src := planfuzz.Plan(rand.New(rand.NewPCG(seed, uint64(n))), n, planfuzz.Options{Cross: true})
-	want, _ := inProcess(t, src)
+	want, err := inProcessAnswering(t, src)
+	if err != nil {
+		t.Errorf("plan %d (seed %d): in process: %v\n%s", n, seed, err, src)
+		return
+	}
 	got, out, err := runOnSuite(t, src)
 	fail := func(format string, args ...any) {
 		t.Errorf("plan %d (seed %d): "+format+"\n%s", append(append([]any{n, seed}, args...), src)...)
@@ -67,6 +105,7 @@ func crossCase(t *testing.T, n int, seed uint64) {
 	if want.Run().Status != out.Status || want.Run().Error != out.Error {
 		fail("run: in process %s %q, on Temporal %s %q", want.Run().Status, want.Run().Error, out.Status, out.Error)
 	}
+	crossSeen.add(got)
 	ws, we := crossViews(want)
 	gs, ge := crossViews(got)
 	if d := sameSteps(ws, gs); d != "" {
@@ -87,7 +126,33 @@ func runOnSuite(t *testing.T, src string) (*board.Board, *Output, error) {
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)
+	// The questions are answered once the workflow waits: its clock moves
+	// on to a callback only when nothing else is under way.
+	var answerErr error
+	for k := range maxAnswers {
+		env.RegisterDelayedCallback(func() {
+			v, err := env.QueryWorkflow(ProgressName, 0)
+			var p Progress
+			if err == nil {
+				err = v.Get(&p)
+			}
+			if err != nil {
+				answerErr = err
+				return
+			}
+			for _, w := range p.Waiting {
+				a := board.Answer{Label: w.Label, Visit: w.Visit, Answer: planfuzz.Answer(w.Label, w.Visit), By: "tester"}
+				env.UpdateWorkflow(AnswerUpdate, "", &testsuite.TestUpdateCallback{
+					OnReject:   func(e error) { answerErr = e },
+					OnComplete: func(_ any, e error) { answerErr = errors.Join(answerErr, e) },
+				}, a)
+			}
+		}, time.Duration(k+1)*time.Hour)
+	}
 	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir())})
+	if answerErr != nil {
+		return nil, nil, fmt.Errorf("answering: %w", answerErr)
+	}
 	if !env.IsWorkflowCompleted() {
 		return nil, nil, errors.New("the workflow did not complete")
 	}
@@ -146,4 +211,52 @@ func crossViews(b *board.Board) (steps []board.StepRecord, entries []string) {
 	}
 	sort.Strings(entries)
 	return steps, entries
+}
+
+// maxAnswers bounds the questions one run asks (the inputs of a plan,
+// times its loops).
+const maxAnswers = 40
+
+// inProcessAnswering runs src as inProcess does and, each time the run
+// stops waiting for answers, answers them (as runner answer does) and
+// resumes it (as runner resume does).
+func inProcessAnswering(t *testing.T, src string) (*board.Board, error) {
+	dir := t.TempDir()
+	run := newRun(t, src, dir)
+	prog, err := engine.Compile("plan.yaml", []byte(src), steps.Registry())
+	if err != nil {
+		return nil, err
+	}
+	b := board.New(run)
+	runner := func() *engine.Runner {
+		return &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: dir, Vars: run.Vars,
+			Sleep: func(context.Context, time.Duration) error { return nil }}
+	}
+	runner().Run(context.Background())
+	for range maxAnswers {
+		if b.Run().Status != board.StatusWaiting {
+			return b, nil
+		}
+		for _, w := range b.Run().Waiting {
+			a, already, err := steps.Settle(b.Run(), b.Recordings(),
+				board.Answer{Label: w.Label, Visit: w.Visit, Answer: planfuzz.Answer(w.Label, w.Visit), By: "tester"})
+			if err != nil {
+				return nil, err
+			}
+			if !already {
+				if err := b.AddRecording(steps.AnswerRecording(a)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		r := runner()
+		if err := r.Restore(b.Steps()); err != nil {
+			return nil, fmt.Errorf("resume: %w", err)
+		}
+		if err := b.UpdateRun(func(r *board.Run) { r.Status, r.Error, r.FinishedAt = board.StatusRunning, "", nil }); err != nil {
+			return nil, err
+		}
+		r.Run(context.Background())
+	}
+	return nil, errors.New("still waiting after the most answers a plan asks for")
 }

@@ -51,7 +51,7 @@ func counter(label string) string {
 
 // crossLeaf is a top-level step that is not a branch or a group.
 func (g *gen) crossLeaf(label string) string {
-	switch k := g.r.IntN(12); {
+	switch k := g.r.IntN(13); {
 	case k < 3:
 		run := "echo " + label + "-" + g.ref()
 		if g.r.IntN(6) == 0 {
@@ -70,6 +70,13 @@ func (g *gen) crossLeaf(label string) string {
 		return fmt.Sprintf("{label: %s, type: board, op: read, key: %s}", label, g.key())
 	case k == 8:
 		return fmt.Sprintf("{label: %s, type: command, run: \"sleep 30\", timeout: 100ms%s}", label, g.coe())
+	case k == 9:
+		// Answered by the test (Answer), in process by a resume, on
+		// Temporal by an update while the workflow waits. Only at the top
+		// level: in a group, a sibling's failure ends a run in process
+		// before the question is answered, not on Temporal.
+		return fmt.Sprintf("{label: %s, type: input, prompt: %q, form: {properties: {ok: {type: boolean}, note: {type: string}}, required: [ok]}}",
+			label, "Go on after "+g.ref()+"?")
 	default:
 		return fmt.Sprintf("{label: %s, type: llm, agent: bot, prompt: %q%s}", label,
 			"Say something about "+g.ref()+" (key "+g.key()+" = ${{ board('"+g.key()+"') }})", g.coe())
@@ -151,4 +158,9 @@ func (g *gen) crossGroup(label string) {
 	}
 	g.all = append(g.all, kids...)
 	g.keys = append(g.keys, keys...)
+}
+
+// Answer is the answer the cross-engine test gives an input step visit.
+func Answer(label string, visit int) map[string]any {
+	return map[string]any{"ok": visit%2 == 1, "note": fmt.Sprintf("%s#%d", label, visit)}
 }
