@@ -119,7 +119,7 @@ func (it *interp[C]) stopped(c C) *RunError {
 	return &RunError{Status: StatusFailed, Err: cause, Fatal: true}
 }
 
-// nextVisit counts a visit of label and returns its number.
+// nextVisitOf counts a visit of label and returns its number.
 func (r *Runner) nextVisitOf(label string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
