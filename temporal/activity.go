@@ -290,10 +290,18 @@ func (a *Activities) mask(runID string) *mask.Masker {
 	a.mu.Lock()
 	st := a.runs[runID]
 	a.mu.Unlock()
-	if st == nil || st.mask == nil {
+	if st == nil {
 		return mask.New()
 	}
-	return st.mask
+	// Under the run's lock: a parallel sibling's activity may be making
+	// the run's state again (state) meanwhile.
+	st.mu.Lock()
+	m := st.mask
+	st.mu.Unlock()
+	if m == nil {
+		return mask.New()
+	}
+	return m
 }
 
 // goLive tells the run's --reuse on this worker that a call went live.
@@ -301,8 +309,14 @@ func (a *Activities) goLive(runID string) {
 	a.mu.Lock()
 	st := a.runs[runID]
 	a.mu.Unlock()
-	if st != nil && st.reuse != nil {
-		st.reuse.GoLive()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	reuse := st.reuse
+	st.mu.Unlock()
+	if reuse != nil {
+		reuse.GoLive()
 	}
 }
 
