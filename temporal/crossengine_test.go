@@ -127,7 +127,9 @@ func runOnSuite(t *testing.T, src string) (*board.Board, *Output, error) {
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)
 	// The questions are answered once the workflow waits: its clock moves
-	// on to a callback only when nothing else is under way.
+	// on to a callback only when nothing else is under way. A minute
+	// apart: the run's clock stays well inside the plans' TTLs (24h), as
+	// the run in process, answered at once, does.
 	var answerErr error
 	for k := range maxAnswers {
 		env.RegisterDelayedCallback(func() {
@@ -147,7 +149,7 @@ func runOnSuite(t *testing.T, src string) (*board.Board, *Output, error) {
 					OnComplete: func(_ any, e error) { answerErr = errors.Join(answerErr, e) },
 				}, a)
 			}
-		}, time.Duration(k+1)*time.Hour)
+		}, time.Duration(k+1)*time.Minute)
 	}
 	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir())})
 	if answerErr != nil {

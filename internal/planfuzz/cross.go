@@ -88,7 +88,7 @@ func (g *gen) crossLeaf(label string) string {
 func (g *gen) crossWrite(label, key string, cas bool) string {
 	extra := ""
 	if g.r.IntN(3) == 0 {
-		extra = ", ttl: 1h"
+		extra = ", ttl: 24h"
 	}
 	if cas && g.r.IntN(3) == 0 {
 		extra += fmt.Sprintf(", expect_version: %d, continue_on_error: true", g.r.IntN(2))
