@@ -5,78 +5,25 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+	"maps"
 
 	"github.com/planrunner/runner/board"
 )
 
-// The methods in this file let another scheduler drive a plan with the
-// runner's own pieces: the Temporal workflow (module temporal) walks the
-// steps itself, with durable timers and activities, but evaluates `if` and
-// `until`, runs pure steps, and records finished steps exactly as Run does,
-// so its blackboard.json is the one an in-process run writes.
+// What another scheduler (the Temporal workflow, module temporal) needs
+// beside Drive and Driver: its workers run single attempts of steps on a
+// copy of the run's state, and a run that continues in a new process
+// (continue-as-new) carries its visit counts over.
 
-// Prepare readies the runner's expression state; Run does it itself.
+// Prepare readies the runner's expression state; Run and Drive do it
+// themselves.
 func (r *Runner) Prepare() { r.init() }
 
-// Visit is one step visit's view of the clock for its expressions (see
-// Runner.Now); every call below about that visit takes it.
-type Visit struct{ vc *visitClock }
-
-// BeginVisit starts a step visit's clock.
-func (r *Runner) BeginVisit(label string, visit int) Visit {
-	return Visit{r.clockFor(label, visit, false)}
-}
-
-// EvalIf reports whether a step's `if` lets it run (true without one).
-func (r *Runner) EvalIf(n *Node, v Visit) (bool, error) {
-	if n.If == nil {
-		return true, nil
-	}
-	return r.eval.bool(n.If, nil, v.vc)
-}
-
-// CheckUntil applies a step's `retry.until` to a successful attempt. It
-// returns nil when the step is done; else the attempt's error, and whether
-// that error ends the visit at once (the expression itself failed) rather
-// than being retried like any failed attempt.
-func (r *Runner) CheckUntil(n *Node, v Visit, visit, attempt int, res Result) (err error, final bool) {
-	if n.Until == nil {
-		return nil, false
-	}
-	step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
-	ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step}, v.vc)
-	switch {
-	case uerr != nil:
-		return fmt.Errorf("retry.until: %w", uerr), true
-	case !ok:
-		return fmt.Errorf("retry.until (%s) still false after %d attempts", n.Retry.Until.Src, attempt), false
-	}
-	return nil, false
-}
-
-// Record makes a finished visit visible to expressions and durable on the
-// board, with its audit entry and key writes (see Board.FinishStep).
-func (r *Runner) Record(n *Node, rec *board.StepRecord, res Result, v Visit) error {
-	return r.record(n, rec, res, v.vc)
-}
-
-// RunOnce runs one attempt of a leaf step with its timeout, as Run does.
-func (r *Runner) RunOnce(ctx context.Context, n *Node, v Visit, visit, attempt int) (Result, error) {
-	return r.once(ctx, n, visit, attempt, v.vc)
-}
-
-// Backoff is the delay before retry number attempt, jitter drawn from
-// r.Jitter.
-func (r *Runner) Backoff(n *Node, attempt int) time.Duration { return r.backoff(n, attempt) }
-
-// GroupOutput is a parallel group's output: each child's output by label.
-func (r *Runner) GroupOutput(n *Node) map[string]any {
-	out := map[string]any{}
-	for _, c := range n.Children {
-		out[c.Label] = r.eval.get(c.Label)["output"]
-	}
-	return out
+// RunAttempt runs one attempt of a leaf step visit with its timeout, as
+// Run does: the work of a Temporal activity.
+func (r *Runner) RunAttempt(ctx context.Context, n *Node, visit, attempt int) (Result, error) {
+	r.init()
+	return r.once(ctx, n, visit, attempt, r.clockFor(n.Label, visit, false))
 }
 
 // Apply makes a step record from elsewhere (another process that ran the
@@ -94,6 +41,24 @@ func (r *Runner) Apply(rec board.StepRecord) error {
 	return nil
 }
 
+// Counts are the visits of each step so far and the step executions
+// (limits.max_steps): what a run continued elsewhere carries over.
+func (r *Runner) Counts() (visits map[string]int, total int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.visits), r.total.Load()
+}
+
+// SetCounts starts the runner from counts a previous part of the run
+// carried (see Counts).
+func (r *Runner) SetCounts(visits map[string]int, total int64) {
+	r.init()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	maps.Copy(r.visits, visits)
+	r.total.Store(total)
+}
+
 // EncodeResult is a result as blackboard.json saves it: the type's fields
 // and `output`.
 func EncodeResult(res Result) (json.RawMessage, error) { return encodeResult(res) }
@@ -101,17 +66,9 @@ func EncodeResult(res Result) (json.RawMessage, error) { return encodeResult(res
 // DecodeResult reads a saved result back into the step type's struct.
 func DecodeResult(n *Node, raw json.RawMessage) (Result, error) { return decodeResult(n, raw) }
 
-// SiblingFailed is the error a child of a fail_fast group gets when a
-// sibling failed first; a group does not count it as its own failure.
-var SiblingFailed = errSiblingFailed
-
-// NotStartedError is the error saved for a child that fail_fast kept from
-// starting.
-var NotStartedError = "not started: " + errSiblingFailed.Error()
-
-// VisitLimit is the error a visit past the step's max_visits ends the run
+// visitLimit is the error a visit past the step's max_visits ends the run
 // with; nil within it.
-func VisitLimit(n *Node, visit int) error {
+func visitLimit(n *Node, visit int) error {
 	if visit > n.MaxVisits {
 		return &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
 			"visited %d times, past its max_visits of %d (a loop that does not end?)", visit, n.MaxVisits)}
@@ -119,11 +76,11 @@ func VisitLimit(n *Node, visit int) error {
 	return nil
 }
 
-// StepsLimit is the error the total-th step execution ends the run with
+// stepsLimit is the error the total-th step execution ends the run with
 // when it passes limits.max_steps; nil within it. The message leaves out
 // the count: in a parallel group it depends on how the children raced,
 // and a replay must say the same.
-func StepsLimit(p *Program, n *Node, total int64) error {
+func stepsLimit(p *Program, n *Node, total int64) error {
 	if max := p.Plan.Limits.MaxSteps; total > int64(max) {
 		return &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
 			"limits.max_steps %d reached", max)}

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
-	"time"
 
 	"github.com/planrunner/runner/board"
 )
@@ -15,50 +12,41 @@ import (
 var errSiblingFailed = errors.New("canceled: a sibling step failed (fail_fast)")
 
 // group runs a parallel step's children concurrently, at most
-// max_concurrency at a time. With fail_fast, the first failure cancels the
-// siblings through their context, and those not started yet do not start.
-func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) {
+// max_concurrency at a time, started in plan order. With fail_fast, the
+// first failure cancels the siblings through their context, and those
+// not started yet do not start.
+func (it *interp[C]) group(c C, n *Node, visit int) (Result, error) {
+	r := it.r
 	if r.Script != nil {
 		if order, ok := r.Script.Order(n.Label, visit); ok {
-			return r.groupInOrder(ctx, n, order)
+			return it.groupInOrder(c, n, order)
 		}
 	}
-	gctx, cancel := context.WithCancelCause(ctx)
+	gc, cancel := it.d.WithCancel(c)
 	defer cancel(nil)
 	limit := n.MaxConcurrency
 	if limit <= 0 || limit > len(n.Children) {
 		limit = len(n.Children)
 	}
-	sem := make(chan struct{}, limit)
 	errs := make([]error, len(n.Children))
-	var wg sync.WaitGroup
-	for i, c := range n.Children {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Checked first: a child that completed before the run was
-			// resumed is done, not canceled by a sibling's new failure.
-			if _, ok := r.alreadyDone(n.Label, c.Label); ok {
-				return
+	it.d.Parallel(gc, len(n.Children), limit, func(cc C, i int, started bool) {
+		ch := n.Children[i]
+		// Checked first: a child that completed before the run was
+		// resumed is done, not canceled by a sibling's new failure.
+		if _, ok := r.alreadyDone(n.Label, ch.Label); ok {
+			return
+		}
+		if !started {
+			errs[i] = it.notStarted(cc, ch, n.Label)
+			return
+		}
+		if _, err := it.visit(cc, ch, n.Label); err != nil {
+			errs[i] = err
+			if n.FailFast && !isWaiting(err) { // a question is not a failure: siblings go on
+				cancel(errSiblingFailed)
 			}
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-gctx.Done():
-			}
-			if gctx.Err() != nil {
-				errs[i] = r.notStarted(gctx, c, n.Label)
-				return
-			}
-			if _, err := r.visit(gctx, c, n.Label); err != nil {
-				errs[i] = err
-				if n.FailFast && !isWaiting(err) { // a question is not a failure: siblings go on
-					cancel(errSiblingFailed)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+		}
+	})
 	return r.groupResult(n, errs)
 }
 
@@ -66,8 +54,9 @@ func (r *Runner) group(ctx context.Context, n *Node, visit int) (Result, error) 
 // order (children it does not name go last, in plan order). A child the
 // recording shows canceled by a failed sibling's fail_fast is canceled
 // again: run under a canceled context, or recorded as not started.
-func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Result, error) {
-	gctx, cancel := context.WithCancelCause(ctx)
+func (it *interp[C]) groupInOrder(c C, n *Node, order []string) (Result, error) {
+	r := it.r
+	gc, cancel := it.d.WithCancel(c)
 	defer cancel(nil)
 	cancel(errSiblingFailed) // only the children the recording shows canceled see this one
 	pos := map[string]int{}
@@ -75,8 +64,8 @@ func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Res
 		pos[l] = i
 	}
 	index := map[*Node]int{} // errors are kept in plan order, as group() keeps them
-	for i, c := range n.Children {
-		index[c] = i
+	for i, ch := range n.Children {
+		index[ch] = i
 	}
 	kids := append([]*Node(nil), n.Children...)
 	sort.SliceStable(kids, func(i, j int) bool {
@@ -88,30 +77,30 @@ func (r *Runner) groupInOrder(ctx context.Context, n *Node, order []string) (Res
 		return pi < pj
 	})
 	errs := make([]error, len(kids))
-	for _, c := range kids {
-		i := index[c]
-		if _, ok := r.alreadyDone(n.Label, c.Label); ok {
+	for _, ch := range kids {
+		i := index[ch]
+		if _, ok := r.alreadyDone(n.Label, ch.Label); ok {
 			continue
 		}
-		if stop := r.stopped(ctx); stop != nil {
-			if _, _, ok := r.Script.Times(c.Label, r.nextVisit(c.Label)); !ok {
+		if stop := it.stopped(c); stop != nil {
+			if _, _, ok := r.Script.Times(ch.Label, r.nextVisit(ch.Label)); !ok {
 				errs[i] = stop // the run stopped before this child started, as it did when recorded
 				continue
 			}
 		}
-		cctx := ctx
-		switch r.Script.Canceled(c.Label, r.nextVisit(c.Label)) {
+		cc := c
+		switch r.Script.Canceled(ch.Label, r.nextVisit(ch.Label)) {
 		case CanceledNotStarted:
-			if errs[i] = r.notStarted(gctx, c, n.Label); fatal(errs[i]) {
+			if errs[i] = it.notStarted(gc, ch, n.Label); fatal(errs[i]) {
 				return r.groupResult(n, errs)
 			}
 			continue
 		case CanceledRunning:
-			cctx = gctx
+			cc = gc
 		}
 		// After a fatal error the other children still come through
 		// visit, which stops them as the live group's do (unrecorded).
-		if _, err := r.visit(cctx, c, n.Label); err != nil {
+		if _, err := it.visit(cc, ch, n.Label); err != nil {
 			errs[i] = err
 		}
 	}
@@ -152,24 +141,22 @@ func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 
 // notStarted records a child that never ran because its group was
 // canceled before its turn.
-func (r *Runner) notStarted(ctx context.Context, c *Node, parent string) error {
-	if stop := r.stopped(ctx); stop != nil {
+func (it *interp[C]) notStarted(c C, ch *Node, parent string) error {
+	if stop := it.stopped(c); stop != nil {
 		return stop
 	}
-	r.mu.Lock()
-	r.visits[c.Label]++
-	visit := r.visits[c.Label]
-	r.mu.Unlock()
-	now := time.Now().UTC()
+	r := it.r
+	visit := r.nextVisitOf(ch.Label)
+	now := it.d.Now(c)
 	if r.Script != nil {
-		if s, _, ok := r.Script.Times(c.Label, visit); ok {
+		if s, _, ok := r.Script.Times(ch.Label, visit); ok {
 			now = s
 		}
 	}
-	rec := board.StepRecord{Label: c.Label, Visit: visit, Type: c.Type, Parent: parent, Status: StatusCanceled,
+	rec := board.StepRecord{Label: ch.Label, Visit: visit, Type: ch.Type, Parent: parent, Status: StatusCanceled,
 		StartedAt: now, FinishedAt: now, Error: notStartedPrefix + errSiblingFailed.Error()}
-	if err := r.record(c, &rec, Result{}, nil); err != nil {
-		return &RunError{Status: StatusFailed, Label: c.Label, Err: err, Fatal: true}
+	if err := it.record(ch, &rec, Result{}, nil); err != nil {
+		return &RunError{Status: StatusFailed, Label: ch.Label, Err: err, Fatal: true}
 	}
 	return errSiblingFailed
 }

@@ -94,9 +94,8 @@ type Runner struct {
 	runID   string
 	done    map[string]map[string]board.StepRecord // see Restore
 	startPC int
-	clockN  map[visitKey]int        // clock readings per step visit
-	readN   map[visitKey]int        // recorded key reads per step visit
-	cut     context.CancelCauseFunc // ends the run (Script.Cut)
+	clockN  map[visitKey]int // clock readings per step visit
+	readN   map[visitKey]int // recorded key reads per step visit
 
 	agentsOnce sync.Once
 	agentsErr  error
@@ -124,10 +123,7 @@ func (r *Runner) Run(ctx context.Context) error {
 		ctx, cancel = context.WithTimeoutCause(ctx, lim, TimeoutCause(lim))
 		defer cancel()
 	}
-	ctx, r.cut = context.WithCancelCause(ctx)
-	defer r.cut(nil)
-	err := r.runTop(ctx)
-	return r.finishRun(err)
+	return r.finishRun(Drive(ctx, r, local{r}, r.startPC))
 }
 
 // PlanPerms are the agents' board key patterns, as the board enforces
@@ -197,24 +193,6 @@ func (r *Runner) init() {
 	})
 }
 
-// runTop walks the top-level steps, following gotos.
-func (r *Runner) runTop(ctx context.Context) error {
-	steps := r.Prog.Steps
-	for pc := r.startPC; pc < len(steps); {
-		if stop := r.stopped(ctx); stop != nil {
-			return stop
-		}
-		jump, err := r.visit(ctx, steps[pc], "")
-		if err != nil {
-			return err
-		}
-		if pc, err = r.Prog.Next(pc, jump); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // logger is the step's logger, made once per label.
 func (r *Runner) logger(label string) zerolog.Logger {
 	r.mu.Lock()
@@ -244,144 +222,6 @@ func LogStep(log zerolog.Logger, rec board.StepRecord, tolerated bool) {
 		ev = ev.Str("error", rec.Error)
 	}
 	ev.Int("visit", rec.Visit).Str("status", rec.Status).Int64("duration_ms", rec.DurationMS).Msg("step finished")
-}
-
-// stopped reports why the run's context ended, if it did.
-func (r *Runner) stopped(ctx context.Context) *RunError {
-	if ctx.Err() == nil {
-		return nil
-	}
-	cause := context.Cause(ctx)
-	switch {
-	case errors.Is(cause, errSiblingFailed):
-		return nil // the group's business, not the run's
-	case errors.Is(cause, ErrInterrupted) || errors.Is(cause, context.Canceled):
-		return &RunError{Status: StatusInterrupted, Err: ErrInterrupted, Fatal: true}
-	}
-	return &RunError{Status: StatusFailed, Err: cause, Fatal: true}
-}
-
-// visit runs one step (or group) once, records it, and says where to go.
-func (r *Runner) visit(ctx context.Context, n *Node, parent string) (jump string, err error) {
-	r.mu.Lock()
-	r.visits[n.Label]++
-	visit := r.visits[n.Label]
-	r.mu.Unlock()
-	if err := VisitLimit(n, visit); err != nil {
-		return "", err
-	}
-	if err := StepsLimit(r.Prog, n, r.total.Add(1)); err != nil {
-		return "", err
-	}
-	var finish time.Time
-	start := time.Now().UTC()
-	if r.Script != nil {
-		if r.Script.Ends(n.Label, visit) {
-			return "", &RunError{Status: StatusInterrupted, Label: n.Label, Err: ErrEnded, Fatal: true}
-		}
-		if cause := r.Script.Cut(n.Label, visit); cause != nil {
-			r.cut(cause)
-		}
-		if s, f, ok := r.Script.Times(n.Label, visit); ok {
-			start, finish = s, f
-		} else if stop := r.stopped(ctx); stop != nil {
-			return "", stop // the run was stopped before this visit, as recorded: nothing of it is saved
-		}
-	}
-	if r.Observer != nil {
-		r.Observer.StepStarted(n.Label, visit, parent)
-	}
-	log := r.logger(n.Label)
-	log.Debug().Int("visit", visit).Msg("start")
-	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: start}
-	vc := r.clockFor(n.Label, visit, parent != "")
-
-	var res Result
-	var stepErr error
-	status := StatusSucceeded
-	run := true
-	if n.If != nil {
-		ok, err := r.eval.bool(n.If, nil, vc)
-		switch {
-		case err != nil:
-			stepErr, run = fmt.Errorf("if: %w", err), false
-		case !ok:
-			status, run = StatusSkipped, false
-		}
-	}
-	if run {
-		if n.Children != nil {
-			res, stepErr = r.group(ctx, n, visit)
-			if r.Script != nil {
-				if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
-					r.cut(cause)
-				}
-				if stepErr == nil || !errors.Is(stepErr, ErrEnded) {
-					if r.Script.EndsAfter(n.Label, visit) {
-						stepErr = &RunError{Status: StatusInterrupted, Label: n.Label, Err: ErrEnded, Fatal: true}
-					}
-				}
-			}
-		} else {
-			res, stepErr = r.attempts(ctx, n, visit, &rec, log, vc)
-		}
-	}
-	if errors.Is(stepErr, ErrEnded) {
-		return "", stepErr // the recording ends inside: nothing of this visit is saved
-	}
-	if isWaiting(stepErr) {
-		log.Info().Int("visit", visit).Msg("waiting for an answer")
-		return "", waitingErr(n.Label, stepErr) // nothing of this visit is saved: resume asks again
-	}
-	stop := r.stopped(ctx)
-	if stepErr != nil {
-		status = StatusFailed
-		switch {
-		case stop != nil:
-			status = StatusCanceled
-		case !fatal(stepErr) && !errors.Is(stepErr, errSiblingFailed) && errors.Is(context.Cause(ctx), errSiblingFailed):
-			stepErr = fmt.Errorf("%w (%v)", errSiblingFailed, stepErr)
-			status = StatusCanceled
-		case errors.Is(stepErr, errSiblingFailed):
-			status = StatusCanceled // a group whose children were canceled, not failed
-		}
-	}
-	if stepErr == nil && res.Goto != "" && parent != "" {
-		stepErr, status = fmt.Errorf("goto %q inside a parallel group is not allowed", res.Goto), StatusFailed
-	}
-	rec.Status = status
-	rec.FinishedAt = finish
-	if finish.IsZero() {
-		rec.FinishedAt = time.Now().UTC()
-	}
-	rec.DurationMS = rec.FinishedAt.Sub(rec.StartedAt).Milliseconds()
-	rec.Goto = res.Goto
-	if stepErr != nil {
-		rec.Error = stepErr.Error()
-	}
-	if err := r.record(n, &rec, res, vc); err != nil {
-		if !errors.Is(err, board.ErrVersion) && !errors.Is(err, board.ErrDenied) {
-			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
-		}
-		// The step's own compare-and-set lost, or its author may not
-		// write the key: the step failed.
-		stepErr, status = err, StatusFailed
-		rec.Status, rec.Error, res.Write, res.Goto = status, err.Error(), nil, ""
-		if err := r.record(n, &rec, res, vc); err != nil {
-			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
-		}
-	}
-	LogStep(log, rec, n.ContinueOnError)
-	switch {
-	case fatal(stepErr):
-		return "", stepErr
-	case stop != nil && stepErr != nil:
-		stop.Label = n.Label
-		return "", stop
-	case stepErr != nil && !n.ContinueOnError:
-		return "", &RunError{Status: StatusFailed, Label: n.Label, Err: stepErr}
-	}
-	return res.Goto, nil
 }
 
 // record makes a finished visit visible to expressions and durable.
@@ -429,39 +269,6 @@ func orZero(fields any, n *Node) any {
 		return fields
 	}
 	return zeroResult(n)
-}
-
-// attempts runs a leaf step, retrying as its `retry` says.
-func (r *Runner) attempts(ctx context.Context, n *Node, visit int, rec *board.StepRecord, log zerolog.Logger, vc *visitClock) (Result, error) {
-	if r.Script != nil {
-		if saved, ok := r.Script.Result(n.Label, visit); ok {
-			return r.replayed(n, saved, rec)
-		}
-	}
-	for attempt := 1; ; attempt++ {
-		rec.Attempts = attempt
-		res, err := r.once(ctx, n, visit, attempt, vc)
-		rec.Inputs = res.inputs
-		if err == nil && n.Until != nil {
-			step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
-			ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step}, vc)
-			switch {
-			case uerr != nil:
-				return res, fmt.Errorf("retry.until: %w", uerr)
-			case !ok:
-				err = fmt.Errorf("retry.until (%s) still false after %d attempts", n.Retry.Until.Src, attempt)
-			}
-		}
-		if err == nil || n.Retry == nil || attempt > n.Retry.Max || r.stopped(ctx) != nil {
-			return res, err
-		}
-		delay := r.backoff(n, attempt)
-		rec.Delays = append(rec.Delays, delay.Milliseconds())
-		log.Warn().Err(err).Int("visit", visit).Int("attempt", attempt).Int64("backoff_ms", delay.Milliseconds()).Msg("retrying")
-		if err := r.sleep(ctx, delay); err != nil {
-			return res, err
-		}
-	}
 }
 
 // once runs one attempt with the step's timeout, turning a panic in a step

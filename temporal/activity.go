@@ -110,7 +110,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	// noticed after HeartbeatTimeout) and bring cancellation to ctx.
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() { defer close(stopped); a.heartbeat(ctx, stop) }()
-	res, stepErr := r.RunOnce(ctx, n, r.BeginVisit(in.Label, in.Visit), in.Visit, in.Attempt)
+	res, stepErr := r.RunAttempt(ctx, n, in.Visit, in.Attempt)
 	close(stop)
 	<-stopped
 
@@ -135,6 +135,12 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 			st.dirty = true
 		}
 		a.mu.Unlock()
+	}
+	if ctx.Err() != nil {
+		// Canceled (a sibling's fail_fast, an interrupt): what the step
+		// learned before it stopped goes back with the cancellation, as a
+		// run in one process records it; the workflow knows the cause.
+		return nil, temporal.NewCanceledError(out)
 	}
 	return out, nil
 }
@@ -284,10 +290,18 @@ func (a *Activities) mask(runID string) *mask.Masker {
 	a.mu.Lock()
 	st := a.runs[runID]
 	a.mu.Unlock()
-	if st == nil || st.mask == nil {
+	if st == nil {
 		return mask.New()
 	}
-	return st.mask
+	// Under the run's lock: a parallel sibling's activity may be making
+	// the run's state again (state) meanwhile.
+	st.mu.Lock()
+	m := st.mask
+	st.mu.Unlock()
+	if m == nil {
+		return mask.New()
+	}
+	return m
 }
 
 // goLive tells the run's --reuse on this worker that a call went live.
@@ -295,8 +309,14 @@ func (a *Activities) goLive(runID string) {
 	a.mu.Lock()
 	st := a.runs[runID]
 	a.mu.Unlock()
-	if st != nil && st.reuse != nil {
-		st.reuse.GoLive()
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	reuse := st.reuse
+	st.mu.Unlock()
+	if reuse != nil {
+		reuse.GoLive()
 	}
 }
 

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 )
 
 // runWorkflow runs src in the SDK's test environment (activities run for
@@ -242,8 +244,11 @@ steps:
 	if out.Status != "failed" || out.Error != "step group: step bad: exit status 1" {
 		t.Errorf("run: %s %q", out.Status, out.Error)
 	}
-	want := map[string]string{"slow": "failed canceled: a sibling step failed (fail_fast)",
-		"bad": "failed exit status 1", "later": "skipped not started", "group": "failed step bad: exit status 1"}
+	// As in process (SPEC: canceled is stopped by fail_fast or Ctrl-C,
+	// not failed by itself): the running sibling and the one kept from
+	// starting are canceled.
+	want := map[string]string{"slow": "canceled canceled: a sibling step failed (fail_fast)",
+		"bad": "failed exit status 1", "later": "canceled not started", "group": "failed step bad: exit status 1"}
 	for _, s := range b.Steps() {
 		w, ok := want[s.Label]
 		if !ok {
@@ -302,7 +307,7 @@ steps:
 	if out.Status != "interrupted" || b.Run().Status != "interrupted" {
 		t.Errorf("run %s / saved %s, want interrupted", out.Status, b.Run().Status)
 	}
-	if got := runSummary(b); got != "first:succeeded slow:interrupted" {
+	if got := runSummary(b); got != "first:succeeded slow:canceled" {
 		t.Errorf("steps: %s", got)
 	}
 }
@@ -320,12 +325,81 @@ steps:
 	if out.Status != "failed" || out.Error != "step flaky: limits.timeout reached (30s)" {
 		t.Errorf("run: %s %q", out.Status, out.Error)
 	}
-	// As in process: the step the timeout cut is interrupted, the run failed.
-	if got := runSummary(b); got != "flaky:interrupted" {
+	// As in process: the step the timeout cut is canceled, the run failed.
+	if got := runSummary(b); got != "flaky:canceled" {
 		t.Errorf("steps: %s", got)
 	}
 	// Backoffs (capped at max_backoff) were slept as timers until the cut.
 	if s := b.Steps(); len(s) == 1 && (s[0].Attempts < 1 || len(s[0].Delays) != s[0].Attempts) {
 		t.Errorf("flaky: %d attempts, delays %v", s[0].Attempts, s[0].Delays)
+	}
+}
+
+// A run whose history grows past MaxHistoryEvents continues as new at a
+// top-level step: the next part starts from the carried board, step and
+// visit counts, so the loop ends where it would have in one part (the
+// visit numbers go on, max_visits and limits.max_steps count across
+// parts).
+func TestWorkflowContinuesAsNew(t *testing.T) {
+	src := `
+version: 1
+limits: {max_steps: 61}
+steps:
+  - {label: tick, type: command, run: "echo tick", max_visits: 30}
+  - label: again
+    type: branch
+    max_visits: 30
+    cases:
+      - {when: steps.tick.visits < 30, goto: tick}
+  - {label: done, type: command, run: "echo ${{ steps.tick.visits }}"}
+`
+	store := Store{Dir: t.TempDir()}
+	in := Input{Run: newRun(t, src, t.TempDir()), Options: Options{MaxHistoryEvents: 40}}
+	var out Output
+	for part := 0; ; part++ {
+		if part > 20 {
+			t.Fatal("the run did not end in 20 parts")
+		}
+		var s testsuite.WorkflowTestSuite
+		s.SetLogger(quietLogger())
+		env := s.NewTestWorkflowEnvironment()
+		Register(env, &Workflow{Store: store}, &Activities{Store: store})
+		env.SetWorkerOptions(workerOptions)
+		// The suite keeps no history: it is made to look long after ten
+		// steps of each part.
+		started := 0
+		env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+			if started++; started == 10 {
+				env.SetCurrentHistoryLength(1000)
+			}
+		})
+		env.ExecuteWorkflow(WorkflowName, in)
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			in = Input{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if err := env.GetWorkflowResult(&out); err != nil {
+			t.Fatal(err)
+		}
+		break
+	}
+	b, err := LoadBoard(store, out.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "succeeded" || out.Parts < 2 {
+		t.Fatalf("run %s %q in %d parts; want succeeded after continuing as new", out.Status, out.Error, out.Parts)
+	}
+	if n := len(b.Steps()); n != 61 {
+		t.Errorf("%d step records, want 61", n)
+	}
+	if done := stepOf(t, b, "done"); !strings.Contains(string(done.Result), `"output":"30"`) {
+		t.Errorf("done saw %s; want 30 visits of tick", done.Result)
 	}
 }

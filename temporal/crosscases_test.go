@@ -1,0 +1,168 @@
+package temporal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps"
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+)
+
+// The cases where the engines drifted apart before one interpreter drove
+// both: each engine's run must say what the contract says (SPEC, README:
+// a step stopped by fail_fast or Ctrl-C is canceled, not failed), and the
+// two runs must be the same record for record.
+func TestCrossEngineCases(t *testing.T) {
+	tests := []struct {
+		name, src, status, steps, output string
+	}{
+		{"fail_fast cancels the running sibling and keeps the next from starting", `
+version: 1
+steps:
+  - label: group
+    max_concurrency: 2
+    parallel:
+      - {label: slow, type: command, run: "sleep 30"}
+      - {label: bad, type: command, run: "sleep 0.5; exit 1"}
+      - {label: later, type: command, run: "echo never"}
+  - {label: never, type: command, run: "echo never"}
+`, "failed", "bad:failed group:failed later:canceled slow:canceled", ""},
+		{"max_concurrency starts the children in plan order", `
+version: 1
+steps:
+  - label: group
+    max_concurrency: 1
+    parallel:
+      - {label: a, type: command, run: "echo a >> order"}
+      - {label: b, type: command, run: "echo b >> order"}
+      - {label: c, type: command, run: "echo c >> order"}
+      - {label: d, type: command, run: "echo d >> order"}
+      - {label: e, type: command, run: "echo e >> order"}
+  - {label: seen, type: command, run: "tr -d '\\n' < order"}
+`, "succeeded", "a:succeeded b:succeeded c:succeeded d:succeeded e:succeeded group:succeeded seen:succeeded", "abcde"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, _ := inProcess(t, tt.src)
+			got, out, err := runOnSuite(t, tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, b := range map[string]*board.Board{"in process": want, "on Temporal": got} {
+				if b.Run().Status != tt.status {
+					t.Errorf("%s: run %s %q, want %s", name, b.Run().Status, b.Run().Error, tt.status)
+				}
+				if s := sortedSummary(b); s != tt.steps {
+					t.Errorf("%s: steps %s, want %s", name, s, tt.steps)
+				}
+				if tt.output != "" {
+					if rec := lastRecord(b, "seen"); !strings.Contains(string(rec.Result), `"output":"`+tt.output+`"`) {
+						t.Errorf("%s: seen %s, want output %s", name, rec.Result, tt.output)
+					}
+				}
+			}
+			if out.Status != want.Run().Status || out.Error != want.Run().Error {
+				t.Errorf("run: in process %s %q, on Temporal %s %q", want.Run().Status, want.Run().Error, out.Status, out.Error)
+			}
+			ws, we := crossViews(want)
+			gs, ge := crossViews(got)
+			if d := sameSteps(ws, gs); d != "" {
+				t.Errorf("steps differ: %s", d)
+			}
+			if d := firstDiff(we, ge); d != "" {
+				t.Errorf("entries differ: %s", d)
+			}
+		})
+	}
+}
+
+// sortedSummary is runSummary in label order: which sibling a group's
+// record comes after is a race.
+func sortedSummary(b *board.Board) string {
+	list := strings.Fields(runSummary(b))
+	sort.Strings(list)
+	return strings.Join(list, " ")
+}
+
+func lastRecord(b *board.Board, label string) board.StepRecord {
+	var rec board.StepRecord
+	for _, s := range b.Steps() {
+		if s.Label == label {
+			rec = s
+		}
+	}
+	return rec
+}
+
+// A stop (Ctrl-C in process, the workflow canceled on Temporal) during a
+// step: the step is canceled, the run interrupted, on both engines.
+func TestCrossEngineStop(t *testing.T) {
+	src := `
+version: 1
+steps:
+  - {label: first, type: command, run: "echo one"}
+  - {label: slow, type: command, run: "echo started > started; sleep 30"}
+  - {label: never, type: command, run: "echo never"}
+`
+	// In process: the interrupt comes once the slow step has started.
+	dir := t.TempDir()
+	run := newRun(t, src, dir)
+	prog, _ := engine.Compile("plan.yaml", []byte(src), steps.Registry())
+	want := board.New(run)
+	ctx, stop := context.WithCancelCause(context.Background())
+	go func() {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+				stop(engine.ErrInterrupted)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	r := &engine.Runner{Prog: prog, Board: want, Log: zerolog.Nop(), Workdir: dir, Vars: run.Vars}
+	r.Run(ctx)
+
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	store := Store{Dir: t.TempDir()}
+	Register(env, &Workflow{Store: store}, &Activities{Store: store})
+	env.SetTestTimeout(2 * time.Minute)
+	env.SetWorkerOptions(workerOptions)
+	started := 0
+	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
+		if started++; started == 2 {
+			env.RegisterDelayedCallback(env.CancelWorkflow, time.Millisecond)
+		}
+	})
+	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir())})
+	var out Output
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	got, err := LoadBoard(store, out.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]*board.Board{"in process": want, "on Temporal": got} {
+		if b.Run().Status != "interrupted" || b.Run().Error != "step slow: interrupted" {
+			t.Errorf("%s: run %s %q, want interrupted %q", name, b.Run().Status, b.Run().Error, "step slow: interrupted")
+		}
+		if s := runSummary(b); s != "first:succeeded slow:canceled" {
+			t.Errorf("%s: steps %s", name, s)
+		}
+		if rec := lastRecord(b, "slow"); rec.Error != "interrupted" {
+			t.Errorf("%s: slow's error %q, want interrupted", name, rec.Error)
+		}
+	}
+}

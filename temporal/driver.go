@@ -1,0 +1,271 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The workflow is engine.Drive's driver: the engine's interpreter decides
+// every visit, attempt, group and stop as a run in one process does, and
+// this file gives it durable time, coroutines, activities and the
+// workflow's own concerns (continue-as-new, the running set, the ledger).
+
+// wctx is the driver's context: a workflow context and the chain of
+// cancellations above it, which carry their causes as context.Cause does
+// (a workflow context has none).
+type wctx struct {
+	ctx  workflow.Context
+	node *cancelNode
+}
+
+// cancelNode is one WithCancel. A context's cause is that of the first
+// of its ancestors to be canceled (seq orders the cancellations), as a
+// canceled parent cancels its children first in a context.Context.
+type cancelNode struct {
+	parent *cancelNode
+	cause  error
+	seq    int
+}
+
+var _ engine.Driver[wctx] = (*interp)(nil)
+
+// observe notes the workflow's cancellation (an interrupt from outside)
+// on the root node the first time it is seen, so that what was canceled
+// before it keeps its own cause.
+func (it *interp) observe(n *cancelNode) {
+	for ; n != nil; n = n.parent {
+		if n.parent == nil && n.cause == nil && it.root.Err() != nil {
+			it.seq++
+			n.cause, n.seq = engine.ErrInterrupted, it.seq
+		}
+	}
+}
+
+func (it *interp) Cause(c wctx) error {
+	it.observe(c.node)
+	var first *cancelNode
+	for n := c.node; n != nil; n = n.parent {
+		if n.cause != nil && (first == nil || n.seq < first.seq) {
+			first = n
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	return first.cause
+}
+
+func (it *interp) WithCancel(c wctx) (wctx, func(error)) {
+	ctx, cancel := workflow.WithCancel(c.ctx)
+	n := &cancelNode{parent: c.node}
+	return wctx{ctx, n}, func(cause error) {
+		if n.cause == nil {
+			it.observe(n)
+			if cause == nil {
+				cause = context.Canceled
+			}
+			it.seq++
+			n.cause, n.seq = cause, it.seq
+		}
+		cancel()
+	}
+}
+
+func (it *interp) Now(c wctx) time.Time { return workflow.Now(c.ctx).UTC() }
+
+// Sleep is a durable timer.
+func (it *interp) Sleep(c wctx, d time.Duration) error {
+	if err := workflow.Sleep(c.ctx, d); err != nil {
+		if cause := it.Cause(c); cause != nil {
+			return cause
+		}
+		return err
+	}
+	return nil
+}
+
+// Parallel runs the children as coroutines, each made once it has its
+// slot: they start in plan order, as in one process.
+func (it *interp) Parallel(c wctx, n, limit int, child func(wctx, int, bool)) {
+	sem := workflow.NewSemaphore(c.ctx, int64(limit))
+	wg := workflow.NewWaitGroup(c.ctx)
+	for i := range n {
+		started := false
+		if err := sem.Acquire(c.ctx, 1); err == nil {
+			if started = c.ctx.Err() == nil; !started {
+				sem.Release(1)
+			}
+		}
+		if !started {
+			child(c, i, false)
+			continue
+		}
+		wg.Add(1)
+		workflow.Go(c.ctx, func(cc workflow.Context) {
+			defer wg.Done()
+			defer sem.Release(1)
+			child(wctx{cc, c.node}, i, true)
+		})
+	}
+	wait, _ := workflow.NewDisconnectedContext(c.ctx) // every child returns, canceled or not
+	wg.Wait(wait)
+}
+
+// Leaf runs a pure step here, waits here for an input's answer, and
+// sends any other step to a worker as an activity.
+func (it *interp) Leaf(c wctx, a engine.Attempt) (engine.Result, error) {
+	switch a.Sched() {
+	case engine.SchedPure:
+		return a.Run(it.stepContext(c))
+	case engine.SchedWaits:
+		return it.input(c, a)
+	}
+	return it.activity(c, a)
+}
+
+// stepContext is the context a step run in the workflow gets: ended, with
+// c's cause, when c has ended, as a step run in one process finds it.
+func (it *interp) stepContext(c wctx) context.Context {
+	ctx := context.Background()
+	if cause := it.Cause(c); cause != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		cancel(cause)
+	}
+	return ctx
+}
+
+// BeforeTop continues as new at a top-level step boundary when the
+// history grows large.
+func (it *interp) BeforeTop(c wctx, pc int) error {
+	if it.tooLong(c.ctx) {
+		return it.continueAsNew(c.ctx, pc)
+	}
+	return nil
+}
+
+func (it *interp) Visiting(label, parent string, visit int) {
+	key := visitKey(label, visit)
+	it.running[key] = Running{Label: label, Visit: visit, Parent: parent}
+	it.order = append(it.order, key)
+}
+
+func (it *interp) Visited(label string, visit int) {
+	key := visitKey(label, visit)
+	delete(it.running, key)
+	for i, k := range it.order {
+		if k == key {
+			it.order = append(it.order[:i], it.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// Recorded keeps the record as the board keeps it (masked) for the
+// ledger's next flush and the progress query.
+func (it *interp) Recorded(*engine.Node) {
+	rec, _ := it.b.LastStep()
+	it.led.steps = append(it.led.steps, rec)
+	rec.Result = nil
+	it.recs = append(it.recs, rec)
+}
+
+// activity runs one attempt on a worker, the board flushed to the store
+// first so that the worker reads what the step may read.
+func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
+	ctx, n := c.ctx, a.Node
+	head, err := it.led.flush(it.b)
+	if err != nil {
+		panic(err) // the store failed: retry the workflow task
+	}
+	timeout := it.opt.StepTimeout
+	if n.Timeout > 0 {
+		timeout = n.Timeout + time.Minute // the step enforces its own; this is the backstop
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    it.opt.HeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: 30 * time.Second, MaximumAttempts: 20, NonRetryableErrorTypes: []string{errBadInput}},
+	})
+	run := it.in.Run
+	var out StepOutput
+	in := StepInput{PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
+		Head: head, Label: n.Label, Visit: a.Visit, Attempt: a.Attempt, Workdir: run.Workdir, Vars: run.Vars}
+	for _, r := range it.in.Reuse {
+		in.Reuse = append(in.Reuse, r.Blob)
+	}
+	in.ReuseLive = len(in.Reuse) > 0 && it.live
+	err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
+	// A step stopped by its context fails with the context's cause, as in
+	// one process; the activity's own context knows only that it was
+	// canceled, so the cause is the workflow's.
+	cause := it.Cause(c)
+	if err != nil {
+		var canceled *temporal.CanceledError
+		if !errors.As(err, &canceled) && cause == nil {
+			return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
+		}
+		out = StepOutput{}
+		if canceled == nil || !canceled.HasDetails() || canceled.Details(&out) != nil {
+			out = StepOutput{} // canceled before it ran: nothing learned
+		}
+		if cause == nil {
+			cause = errors.New("canceled")
+		}
+		out.Error = cause.Error()
+	}
+	for _, e := range out.Entries {
+		if _, err := it.b.Append(e); err != nil {
+			return engine.Result{}, err
+		}
+	}
+	for _, r := range out.Recordings {
+		it.addRecording(r)
+	}
+	res, err := engine.DecodeResult(n, out.Result)
+	if err != nil {
+		return res, err
+	}
+	res.Goto, res.Write = out.Goto, out.Write
+	switch {
+	case out.Error != "" && cause != nil:
+		return res, cause
+	case out.Error != "":
+		return res, errors.New(out.Error)
+	}
+	return res, nil
+}
+
+// input runs an input step in the workflow: where a run in one process
+// saves and ends as waiting, a run on Temporal waits durably for an
+// answer (the runner.answer update) or the step's timeout, with no worker
+// busy meanwhile.
+func (it *interp) input(c wctx, a engine.Attempt) (engine.Result, error) {
+	ctx, label, visit := c.ctx, a.Node.Label, a.Visit
+	for {
+		res, err := a.Run(it.stepContext(c))
+		if !errors.Is(err, engine.ErrWaiting) {
+			return res, err
+		}
+		key := visitKey(label, visit)
+		answered := func() bool { return it.answered[key] }
+		w, _ := steps.WaitingInput(it.b.Run(), label, visit)
+		if w.Deadline == nil {
+			err = workflow.Await(ctx, answered)
+		} else if left := w.Deadline.Sub(workflow.Now(ctx)); left > 0 {
+			_, err = workflow.AwaitWithTimeout(ctx, left, answered)
+		}
+		if err != nil {
+			return engine.Result{}, errors.New("canceled")
+		}
+	}
+}
