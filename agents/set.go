@@ -163,7 +163,7 @@ type visitKey struct {
 
 // New checks and prepares a plan's agents: it fails, naming the agent and
 // the variable, when an API key is missing, and loads script responses
-// files. cmd/runner calls it before the first step runs.
+// files. runs calls it before the first step runs.
 func New(plan *plans.Plan, opt Options) (*Set, error) {
 	getenv := opt.Getenv
 	if getenv == nil {

@@ -58,7 +58,7 @@ type Runner struct {
 	Workdir string
 	Vars    map[string]any // after --var overrides (see ResolveVars)
 	// Agents is the plan's agent set that llm and coordinate steps call
-	// models through (cmd/runner builds it first, so a missing API key
+	// models through (runs.New builds it first, so a missing API key
 	// stops the run before its first step). nil: built from the plan with
 	// default options when a step first needs it.
 	Agents   *agents.Set

@@ -185,3 +185,6 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 	}
 	return engine.Result{Output: op.Value, Fields: res, Write: &op}, nil
 }
+
+// Sched: the step only reads and writes the board: a workflow runs it inline (every other type touches the world and runs as an activity).
+func (boardType) Sched() engine.Sched { return engine.SchedPure }

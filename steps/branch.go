@@ -197,3 +197,6 @@ func (s *branchStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Re
 	res := BranchResult{Taken: s.def}
 	return engine.Result{Output: s.def, Fields: res, Goto: s.def}, nil
 }
+
+// Sched: the step only reads expressions and the board: a workflow runs it inline (every other type touches the world and runs as an activity).
+func (branchType) Sched() engine.Sched { return engine.SchedPure }

@@ -280,3 +280,6 @@ func (s *inputStep) Describe() string {
 	}
 	return d
 }
+
+// Sched: the step waits for a person's answer: a workflow waits for it durably (every other type touches the world and runs as an activity).
+func (inputType) Sched() engine.Sched { return engine.SchedWaits }
