@@ -39,21 +39,7 @@ func TestCrossEngineRandomPlans(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (go test -run TestCrossEngineRandomPlans -cross-seed %d to repeat)", seed, seed)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4) // the plans mostly wait for processes
-	for n := range *crossPlans {
-		if *crossOnly >= 0 && n != *crossOnly {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			crossCase(t, n, seed)
-		}()
-	}
-	wg.Wait()
+	planfuzz.Each(*crossPlans, *crossOnly, 4, func(n int) { crossCase(t, n, seed) }) // the plans mostly wait for processes
 	t.Logf("%d plans; step records by type and status: %v", *crossPlans, crossSeen.counts())
 }
 

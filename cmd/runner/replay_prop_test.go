@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -82,21 +81,7 @@ func TestReplayRandomPlans(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (go test -run TestReplayRandomPlans -seed %d to repeat)", seed, seed)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 6) // the plans mostly sleep
-	for n := range *propPlans {
-		if *propOnly >= 0 && n != *propOnly {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			propCase(t, n, seed)
-		}()
-	}
-	wg.Wait()
+	planfuzz.Each(*propPlans, *propOnly, 6, func(n int) { propCase(t, n, seed) }) // the plans mostly sleep
 }
 
 // resumeKilled resumes a run whose process was just killed, waiting

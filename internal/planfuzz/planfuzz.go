@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 )
 
 // Options choose what the plans may hold.
@@ -175,4 +176,25 @@ func (g *gen) branch(label string) {
 	if g.r.IntN(6) == 0 {
 		fmt.Fprintf(&g.b, "    default: fail\n")
 	}
+}
+
+// Each calls check for plan numbers 0 to n-1 (only the one numbered only
+// when only >= 0), at most conc at a time, and waits for them: the random
+// plans mostly wait for processes and timers, so they run side by side.
+func Each(n, only, conc int, check func(n int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, conc)
+	for i := range n {
+		if only >= 0 && i != only {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			check(i)
+		}()
+	}
+	wg.Wait()
 }
