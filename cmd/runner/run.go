@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/agents"
-	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/runs"
@@ -120,34 +119,6 @@ func exitCode(err error) int {
 		return exitWaiting
 	}
 	return exitFailed
-}
-
-// multiObserver tells several observers.
-type multiObserver []engine.Observer
-
-func observers(list ...engine.Observer) engine.Observer {
-	var m multiObserver
-	for _, o := range list {
-		if o != nil {
-			m = append(m, o)
-		}
-	}
-	if len(m) == 1 {
-		return m[0]
-	}
-	return m
-}
-
-func (m multiObserver) StepStarted(label string, visit int, parent string) {
-	for _, o := range m {
-		o.StepStarted(label, visit, parent)
-	}
-}
-
-func (m multiObserver) StepFinished(rec board.StepRecord) {
-	for _, o := range m {
-		o.StepFinished(rec)
-	}
 }
 
 func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
