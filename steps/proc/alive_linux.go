@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,7 +59,8 @@ func scan(pgid int, token string, since uint64) (groupRunning bool, escaped []in
 			groupRunning = true
 			continue
 		}
-		if token != "" && st.start >= since && hasToken(pid, token) {
+		// pgrp 0: a kernel thread, whose environment is always empty.
+		if token != "" && st.pgrp != 0 && st.start >= since && hasToken(pid, token) {
 			escaped = append(escaped, pid)
 		}
 	}
@@ -160,9 +162,18 @@ func atoi(f []byte) (int, bool) {
 }
 
 // hasToken reports whether a process's environment holds the token
-// variable (readable for our own user's processes only).
+// variable (readable for our own user's processes only). While a process
+// is in execve, /proc/N/environ reads as empty, not as an error: a daemon
+// caught at `exec sleep` would look token-less and outlive its step, so an
+// empty read is read again for a few milliseconds (only processes started
+// since the step began, with an empty environment, pay for it).
 func hasToken(pid int, token string) bool {
-	env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+	path := "/proc/" + strconv.Itoa(pid) + "/environ"
+	env, err := os.ReadFile(path)
+	for try := 0; err == nil && len(env) == 0 && try < 20; try++ {
+		time.Sleep(250 * time.Microsecond)
+		env, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return false
 	}
