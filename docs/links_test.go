@@ -55,7 +55,9 @@ func TestLinksResolve(t *testing.T) {
 // Nothing in the repository cites a document outside it: the contract
 // lives in docs/spec.md, and comments, testdata and scripts point there.
 func TestNothingCitesOutsideTheRepository(t *testing.T) {
-	outside := []string{"../shared/", "shared/spec", "shared/seeds", "SPEC.md"}
+	// Spelled in pieces, so this file is not itself a citation.
+	const dir = "shared"
+	outside := []string{"../" + dir + "/", dir + "/spec", dir + "/seeds", "SPEC" + ".md"}
 	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
