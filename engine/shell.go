@@ -122,7 +122,12 @@ func planShell(t *Template) (*shellPlan, []shellError) {
 			errs = append(errs, shellError{i, "a ${{ }} right after a backslash: the backslash would quote the value's reference, not the value"})
 		default:
 			sp.slots[k].arith = fd.arith
-			out.WriteString(reference(fd.quote, name))
+			q := fd.quote
+			if q == qBare && fd.arith && fd.inArith {
+				// dash reads no quotes in $(( )); the value is a checked integer
+				q = qDouble
+			}
+			out.WriteString(reference(q, name))
 		}
 		k++
 	}
@@ -165,9 +170,10 @@ func reference(q shellQuote, name string) string {
 }
 
 type shellFound struct {
-	quote  shellQuote
-	arith  bool
-	refuse string
+	quote   shellQuote
+	arith   bool
+	inArith bool // the word is an operand of an arithmetic expression
+	refuse  string
 }
 
 // shellWalker visits the parsed script keeping the path from the root, so
@@ -251,6 +257,11 @@ func (w *shellWalker) classify() *shellFound {
 			fd.quote = qDouble
 		case *syntax.Word:
 			fd.quote = qBare
+			switch st[len(st)-3].(type) {
+			case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.BinaryArithm, *syntax.UnaryArithm,
+				*syntax.ParenArithm, *syntax.LetClause, *syntax.CStyleLoop:
+				fd.inArith = true
+			}
 			if r, ok := st[len(st)-3].(*syntax.Redirect); ok && (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) {
 				if r.Word == p {
 					return refused("a heredoc's delimiter cannot hold ${{ }}")

@@ -611,6 +611,23 @@ var runners = map[string]*runner{
 }
 
 func (w *shellWalker) checkRunner(ws []cword, start, target int, r *runner, name string, depth int) verdict {
+	// flock FILE -c CMD: some take their code option after an operand
+	if r.code != "" || len(r.codeLong) > 0 {
+		end := target
+		if target == input {
+			end = len(ws)
+		}
+		for j := start + 1; j < end; j++ {
+			l := ws[j].lit
+			if !ws[j].static || !strings.HasPrefix(l, "-") {
+				continue
+			}
+			opt, _, _ := strings.Cut(l, "=")
+			if in(r.codeLong, opt) || !strings.HasPrefix(l, "--") && strings.ContainsAny(l[1:], r.code) && r.code != "" {
+				return refuse(name + " " + opt + " runs shell code, so a value there would be code; pass it through the step's env")
+			}
+		}
+	}
 	i := start + 1
 	replace := false
 	asOption := func() verdict {
