@@ -215,6 +215,22 @@ func (w *shellWalker) check(ws []cword, start, target, depth int) verdict {
 			return refuse(name + " " + prev.lit + " takes a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
 		}
 	}
+	if name == "test" || name == "[" || name == "printf" || name == "wait" {
+		// a value could be -v (-R, -p), making the next word a variable
+		// name, whose array subscript bash runs: [ "$a" "$b" ] with
+		// a=-v, b='x[$(cmd)]' runs cmd
+		next := target+1 < len(ws) && !ws[target+1].static
+		prev := target-1 > start && !ws[target-1].static
+		if (name == "printf" || name == "wait") && target > start+2 {
+			next, prev = false, false // past the options
+		}
+		if (name == "printf" || name == "wait") && target == start+2 {
+			next = false
+		}
+		if next || prev {
+			return refuse(name + " reads options such as -v (whose variable name bash expands, running $( ) in an array subscript), and a value here next to a word only known at run time could be one; put a static word (an operator such as =, or --) between them")
+		}
+	}
 	if name == "let" {
 		return verdict{arith: true}
 	}
@@ -537,6 +553,26 @@ func (w *shellWalker) checkInterp(ws []cword, start, target int, sp *langSpec, n
 	for _, j := range operands {
 		if j != target && roles[j] == rOperand && readsInput(ws[j]) && !sp.noInput && !haveProg {
 			fromInput = true
+		}
+	}
+	if target == input && sp == shellSpec && mode && !fromInput {
+		// sh -c 'source /dev/stdin': the script may itself run its input
+		for j, r := range roles {
+			if r != rCode {
+				continue
+			}
+			if !ws[j].static {
+				return refuse(name + " -c runs a script only known when the script runs, which may read its input as code; write the script out")
+			}
+			f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(ws[j].lit), "")
+			if err != nil {
+				return refuse(name + " -c runs a script that does not parse, so whether it reads its input as code cannot be told")
+			}
+			sub := &shellWalker{prefix: w.prefix}
+			sub.declared(f)
+			if v := sub.inputOf(f, 1); v.refuse != "" {
+				return refuse("the script " + name + " -c runs gives its input to a command that reads it as code: " + v.refuse)
+			}
 		}
 	}
 	if target == input {

@@ -123,6 +123,8 @@ func TestShellCodePlacesRefused(t *testing.T) {
 		{"output into >(bash)", `echo "@@" > >(bash)`, "process substitution that reads it as code"},
 		{"tee >(sh)", `echo "@@" | tee >(sh)`, "piped to one that reads it as code"},
 		{"xargs -I into sh -c", `echo "@@" | xargs -I{} sh -c 'echo {}'`, "xargs turns its input into arguments"},
+		{"sh -c script running its input", "sh -c '. /dev/stdin' <<EOF\necho @@\nEOF", "the script sh -c runs gives its input to a command that reads it as code"},
+		{"bash -c script piping its input to python", "bash -ec 'cat | python3' <<EOF\n@@\nEOF", "python3 reads its program from its input"},
 		{"exec <<EOF", "exec <<EOF\n@@\nEOF\nbash", "exec with only redirections"},
 		// the command's name
 		{"value as the command", `@@ --help`, "cannot be the name of the command to run"},
@@ -152,6 +154,9 @@ func TestShellCodePlacesRefused(t *testing.T) {
 		{"declare name", `declare @@`, "cannot be a name here"},
 		{"test -R", `test -R @@`, "test -R takes a variable name"},
 		{"[ -v ]", `[ -v @@ ]`, "[ -v takes a variable name"},
+		{"[ value value ]: the first could be -v", `[ "@@" "$x" ]`, "[ reads options such as -v"},
+		{"test value value", `test "$x" @@`, "test reads options such as -v"},
+		{"printf value value", `printf @@ "$x" %s`, "printf reads options such as -v"},
 		{"replacement", `echo "${x/a/@@}"`, "cannot stand in a ${x/…/…} replacement"},
 	}
 	for _, tt := range tests {
@@ -175,7 +180,7 @@ func TestShellDataPlacesAccepted(t *testing.T) {
 		`cd @@ && ls`, `curl -d "@@" https://example.com`, `mytool --name @@`, `./script.sh @@`,
 		"cat <<EOF\n@@\nEOF", "cat > f <<-EOF\n\t@@\n\tEOF", `cat <<< "@@"`, `echo "@@" | grep -c x`,
 		`echo "@@" | python3 parse.py`, `echo @@ | jq .`, `echo @@ | sed s/a/b/`, `echo @@ | xargs echo`,
-		"while read -r l; do echo \"$l\"; done <<EOF\n@@\nEOF", `x=$(cat <<EOF
+		"while read -r l; do echo \"$l\"; done <<EOF\n@@\nEOF", "sh -c 'cat > f' <<EOF\n@@\nEOF", `x=$(cat <<EOF
 @@
 EOF
 )`,
@@ -185,7 +190,7 @@ EOF
 		`awk -v x=@@ '{print x}' f`, `jq --arg x @@ '.a = $x' f.json`, `sed 's/a/b/' -- @@`,
 		`env X=@@ sh -c 'echo "$X"'`, `timeout 5 mytool @@`, `xargs -0 echo @@`, `find . -name @@ -exec rm {} \;`,
 		`docker build -t @@ .`, `source ./x.sh @@`, `trap 'cleanup' @@`, `diff <(echo @@) f`, `echo "$(printf %s @@)"`,
-		`echo ${x:-@@}`, `: "${x:=@@}"`, `[[ $x == @@ ]]`, `[[ -f @@ ]]`, `test @@ = x`, `case @@ in a) ;; esac`,
+		`echo ${x:-@@}`, `: "${x:=@@}"`, `[[ $x == @@ ]]`, `[[ -f @@ ]]`, `test @@ = x`, `[ "@@" = "$x" ]`, `printf '%s\n' "@@" "@@"`, `case @@ in a) ;; esac`,
 		`for x in @@; do echo "$x"; done`, `printf x > @@`, `# @@`, `declare -A m=([@@]=1)`, `declare -a a=(@@)`,
 	} {
 		if got := loadShellErr(t, run); got != "" {
