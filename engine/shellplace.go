@@ -205,7 +205,11 @@ func (w *shellWalker) check(ws []cword, start, target, depth int) verdict {
 		return w.scan(ws, start, len(ws), target, depth)
 	}
 	if declBuiltins[name] {
-		return checkDecl(ws, start, target, name)
+		v := checkDecl(ws, start, target, name)
+		if n, _, ok := strings.Cut(ws[target].lead, "="); ok && w.isInt(n) {
+			v.arith = true
+		}
+		return v
 	}
 	if flags, ok := nameBuiltins[name]; ok {
 		if flags == nil {
@@ -1112,7 +1116,7 @@ func (w *shellWalker) place(st []syntax.Node, i int, child syntax.Node, fd *shel
 			}
 			f := as.Value.Lit()
 			if strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+") {
-				if strings.Contains(f, "n") {
+				if strings.Contains(f, "n") && a.Variant.Value != "export" { // export -n unexports
 					return a.Variant.Value + " -n makes a variable refer to the name it is given, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
 				}
 				if strings.Contains(f, "i") {
@@ -1236,7 +1240,7 @@ func (w *shellWalker) declared(f *syntax.File) {
 			for _, as := range n.Args {
 				if as.Naked && as.Value != nil {
 					f := as.Value.Lit()
-					if (strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+")) && strings.ContainsAny(f, "in") {
+					if (strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+")) && (strings.Contains(f, "i") || strings.Contains(f, "n") && n.Variant.Value != "export") {
 						attr = true
 					}
 				}
