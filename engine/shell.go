@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 
@@ -99,6 +98,7 @@ func planShell(t *Template) (*shellPlan, []shellError) {
 		f = f2
 	}
 	w := &shellWalker{prefix: prefix, found: make([]*shellFound, len(exprParts))}
+	w.declared(f)
 	syntax.Walk(f, w.visit)
 
 	sp := &shellPlan{slots: make([]shellSlot, len(exprParts))}
@@ -122,7 +122,12 @@ func planShell(t *Template) (*shellPlan, []shellError) {
 			errs = append(errs, shellError{i, "a ${{ }} right after a backslash: the backslash would quote the value's reference, not the value"})
 		default:
 			sp.slots[k].arith = fd.arith
-			out.WriteString(reference(fd.quote, name))
+			q := fd.quote
+			if q == qBare && fd.arith && fd.inArith {
+				// dash reads no quotes in $(( )); the value is a checked integer
+				q = qDouble
+			}
+			out.WriteString(reference(q, name))
 		}
 		k++
 	}
@@ -165,9 +170,10 @@ func reference(q shellQuote, name string) string {
 }
 
 type shellFound struct {
-	quote  shellQuote
-	arith  bool
-	refuse string
+	quote   shellQuote
+	arith   bool
+	inArith bool // the word is an operand of an arithmetic expression
+	refuse  string
 }
 
 // shellWalker visits the parsed script keeping the path from the root, so
@@ -176,6 +182,9 @@ type shellWalker struct {
 	prefix string
 	stack  []syntax.Node
 	found  []*shellFound
+	funcs  map[string]syntax.Node // the script's functions: name → body
+	ints   map[string]bool        // variables declared -i or -n
+	intAll bool                   // a -i or -n declaration whose names cannot be told
 }
 
 func (w *shellWalker) visit(n syntax.Node) bool {
@@ -225,22 +234,8 @@ func (w *shellWalker) placeholders(text string) []int {
 	}
 }
 
-var nameBuiltins = map[string]string{
-	"unset": "", "read": "", "mapfile": "", "readarray": "", "getopts": "", "export": "", "readonly": "",
-	"local": "", "declare": "", "typeset": "", "printf": "-v", "test": "-v", "[": "-v", "wait": "-p",
-}
-
-var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "ash": true, "mksh": true,
-	"busybox": true, "su": true, "runuser": true}
-
-// interpreters run the argument after one of these flags as a program.
-var interpreters = map[string]string{"python": "c", "python2": "c", "python3": "c", "perl": "eE", "ruby": "e",
-	"node": "ep", "nodejs": "ep", "deno": "", "php": "r", "lua": "e", "Rscript": "e", "osascript": "e"}
-
-// codeCommands run all their arguments as shell code.
-var codeCommands = map[string]bool{"eval": true, "alias": true, "watch": true}
-
-// classify says where the node on top of the stack stands.
+// classify says where the node on top of the stack stands: how its
+// reference is quoted, and whether the place is data (see shellplace.go).
 func (w *shellWalker) classify() *shellFound {
 	st := w.stack
 	leaf := st[len(st)-1]
@@ -262,6 +257,11 @@ func (w *shellWalker) classify() *shellFound {
 			fd.quote = qDouble
 		case *syntax.Word:
 			fd.quote = qBare
+			switch st[len(st)-3].(type) {
+			case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.BinaryArithm, *syntax.UnaryArithm,
+				*syntax.ParenArithm, *syntax.LetClause, *syntax.CStyleLoop:
+				fd.inArith = true
+			}
 			if r, ok := st[len(st)-3].(*syntax.Redirect); ok && (r.Op == syntax.Hdoc || r.Op == syntax.DashHdoc) {
 				if r.Word == p {
 					return refused("a heredoc's delimiter cannot hold ${{ }}")
@@ -280,108 +280,20 @@ func (w *shellWalker) classify() *shellFound {
 		default:
 			return refused("a ${{ }} cannot be a name here (" + nodeName(p) + ")")
 		}
+	default:
+		return refused("cannot tell where this ${{ }} stands in the script")
 	}
-	// What encloses it, up to the nearest command substitution (a new
-	// script): arithmetic, or a command that reads its argument as code or
-	// as a name.
+	// Every place from the leaf up to the script must be one known to be
+	// data; a command substitution's output lands where it stands, so the
+	// walk goes on through it.
 	child := leaf
 	for i := len(st) - 2; i >= 0; i-- {
-		switch a := st[i].(type) {
-		case *syntax.CmdSubst, *syntax.ProcSubst:
-			return fd
-		case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause:
-			fd.arith = true
-		case *syntax.ParamExp:
-			if a.Index != nil && syntax.Node(a.Index) == child ||
-				a.Slice != nil && (syntax.Node(a.Slice.Offset) == child || syntax.Node(a.Slice.Length) == child) {
-				fd.arith = true
-			}
-		case *syntax.Assign:
-			if a.Index != nil && syntax.Node(a.Index) == child {
-				fd.arith = true
-			}
-		case *syntax.ArrayElem:
-			if a.Index != nil && syntax.Node(a.Index) == child {
-				fd.arith = true
-			}
-		case *syntax.BinaryTest:
-			switch a.Op {
-			case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
-				fd.arith = true
-			}
-		case *syntax.UnaryTest:
-			if a.Op == syntax.TsVarSet || a.Op == syntax.TsRefVar {
-				return refused("`-v` takes a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
-			}
-		case *syntax.DeclClause:
-			for _, as := range a.Args {
-				if as.Naked && as.Value != nil && strings.HasPrefix(as.Value.Lit(), "-") && strings.Contains(as.Value.Lit(), "n") {
-					return refused(a.Variant.Value + " -n makes a variable refer to the name it is given, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
-				}
-				if as.Naked && as.Value != nil && strings.HasPrefix(as.Value.Lit(), "-") && strings.Contains(as.Value.Lit(), "i") {
-					fd.arith = true
-				}
-				if as.Naked && as.Value != nil && syntax.Node(as.Value) == child && !strings.HasPrefix(as.Value.Lit(), "-") {
-					return refused(a.Variant.Value + " takes variable names here, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
-				}
-			}
-		case *syntax.CallExpr:
-			if msg := w.callRefusal(a, child); msg != "" {
-				return refused(msg)
-			}
-			if len(a.Args) > 0 && a.Args[0].Lit() == "let" && syntax.Node(a.Args[0]) != child {
-				fd.arith = true
-			}
+		if msg := w.place(st, i, child, fd); msg != "" {
+			return refused(msg)
 		}
 		child = st[i]
 	}
 	return fd
-}
-
-// callRefusal is why the argument word arg of call cannot take a value:
-// the command runs it as shell code, or reads it as a variable name.
-func (w *shellWalker) callRefusal(call *syntax.CallExpr, arg syntax.Node) string {
-	idx := -1
-	for i, a := range call.Args {
-		if syntax.Node(a) == arg {
-			idx = i
-		}
-	}
-	if idx <= 0 {
-		return ""
-	}
-	for i := 0; i < idx; i++ {
-		name := path.Base(call.Args[i].Lit())
-		switch {
-		case codeCommands[name]:
-			return name + " runs its arguments as shell code, so a value there would be code; pass it through the step's env and use \"$NAME\" in the script"
-		case interpreters[name] != "" && idx >= i+2:
-			f := call.Args[idx-1].Lit()
-			if strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.ContainsAny(f[len(f)-1:], interpreters[name]) {
-				return name + " " + f + " runs its argument as a program, so a value there would be code; pass the value as an argument after the program, or through the step's env"
-			}
-		case name == "trap" && idx == i+1:
-			return "trap runs its action as shell code, so a value there would be code; pass it through the step's env and use \"$NAME\" in the action"
-		case shells[name]:
-			// `sh -c SCRIPT`: the word after a -c flag is code to that shell.
-			for j := i + 1; j < idx; j++ {
-				f := call.Args[j].Lit()
-				if strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.Contains(f, "c") && j+1 == idx {
-					return name + " -c runs its script argument as shell code, so a value there would be code; pass the value as an argument after the script (sh -c '… \"$1\"' sh VALUE) or through the step's env"
-				}
-			}
-		}
-	}
-	first := path.Base(call.Args[0].Lit())
-	if flag, ok := nameBuiltins[first]; ok {
-		if flag == "" {
-			return first + " takes variable names, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
-		}
-		if call.Args[idx-1].Lit() == flag {
-			return first + " " + flag + " takes a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
-		}
-	}
-	return ""
 }
 
 func refused(msg string) *shellFound { return &shellFound{refuse: msg} }

@@ -63,3 +63,44 @@ func yamlQuote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 	return `"` + r.Replace(s) + `"`
 }
+
+// Issue 21 §3: a test step's command: is judged like a command step's run:
+// the code after bash -c, wherever -c stands among the options, a heredoc
+// fed to an interpreter and for (( )) arithmetic are refused or checked.
+func TestTestCommandCodePlacesRefused(t *testing.T) {
+	for _, tt := range []struct{ command, want string }{
+		{`bash -c -- "echo ${{ steps.c.visits }}"`, "plan.yaml:6:31: command: bash -c runs this argument as shell code"},
+		{`bash -c -e "go test -run ${{ steps.c.visits }}"`, "plan.yaml:6:39: command: bash -c runs this argument as shell code"},
+		{`sh -xc "go test -run ${{ steps.c.visits }}"`, "plan.yaml:6:35: command: sh -xc runs this argument as shell code"},
+		{`python3 -Bc "print(${{ steps.c.visits }})"`, "plan.yaml:6:33: command: python3 -Bc runs this argument as Python code"},
+		{"|\n      bash <<EOF\n      go test -run ${{ steps.c.visits }}\n      EOF", "plan.yaml:8:20: command: this input goes to a command that reads it as code: bash reads its program from its input"},
+	} {
+		got := llmCompileErr(t, "version: 1\nsteps:\n  - label: c\n    type: test\n    framework: generic\n    command: "+tt.command+"\n")
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("command: %s\ngot  %s\nwant %s…", tt.command, got, tt.want)
+		}
+	}
+}
+
+// A test step's command may still take a value as an argument.
+func TestTestCommandValueAsArgument(t *testing.T) {
+	src := `version: 1
+vars: {pattern: "Test$(touch PWNED)"}
+steps:
+  - label: suite
+    type: test
+    framework: generic
+    command: bash -c 'printf "%s" "$1" > got.txt' bash ${{ vars.pattern }}
+`
+	dir := t.TempDir()
+	if _, err := runPlan(t, dir, src, nil, zerolog.Nop()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "got.txt"))
+	if err != nil || string(got) != "Test$(touch PWNED)" {
+		t.Errorf("got %q (%v)", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+		t.Error("the value ran a command")
+	}
+}
