@@ -413,6 +413,9 @@ func (p *planner) applyFile(t *target, f *fileDiff, last, trust bool) (out []out
 
 	c := t.content()
 	pls, fails := placeAll(c, f.hunks, trust)
+	if err := cutShort(t.path, pls, fails); err != nil {
+		return nil, err
+	}
 	for i := range pls {
 		out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &pls[i]})
 	}
