@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -56,9 +57,14 @@ const devNull = "/dev/null"
 // written (see directOK), the second reading is built from the scanner's
 // lines directly and checked the same way, which saves most of the time.
 func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
+	return parseCtx(context.Background(), text, maxHunks)
+}
+
+// parseCtx is parse, stopping when ctx ends.
+func parseCtx(ctx context.Context, text []byte, maxHunks int) ([]*fileDiff, []string, error) {
 	lines, origin, closed := selectDiff(splitDiffLines(text))
 	endNL := len(text) > 0 && text[len(text)-1] == '\n'
-	secs, notes, err := scan(lines, origin, closed, endNL, maxHunks)
+	secs, notes, err := scan(ctx, lines, origin, closed, endNL, maxHunks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -71,6 +77,9 @@ func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
 	errs := make([]error, len(chunks))
 	parallel(len(chunks), func(i int) { outs[i], errs[i] = parseChunk(chunks[i]) })
 	var out []*fileDiff
+	if ctx.Err() != nil {
+		return nil, nil, stopped(ctx, "while reading the diff")
+	}
 	for i := range chunks {
 		if errs[i] != nil {
 			return nil, nil, errs[i]

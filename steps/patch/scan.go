@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -47,12 +48,18 @@ type scanner struct {
 
 // scan reads every file section. lines come from selectDiff; origin,
 // closed and endNL are what selectDiff and the text say about its end.
-func scan(lines []string, origin []int, closed, endNL bool, maxHunks int) ([]*section, []string, error) {
+func scan(ctx context.Context, lines []string, origin []int, closed, endNL bool, maxHunks int) ([]*section, []string, error) {
 	s := &scanner{lines: lines, maxHunks: maxHunks, origin: origin, closed: closed, endNL: endNL}
 	var secs []*section
 	var cur *section
 	consumed := 0 // the line after the last header or hunk read
-	for i := 0; i < len(lines); {
+	for i, polled := 0, 0; i < len(lines); {
+		if i-polled >= 1<<14 {
+			polled = i
+			if ctx.Err() != nil {
+				return nil, nil, stopped(ctx, "while reading the diff")
+			}
+		}
 		l := trimCR(lines[i])
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
