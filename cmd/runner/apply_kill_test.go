@@ -147,6 +147,28 @@ func TestApplySIGTERMLeavesTreeUnchanged(t *testing.T) {
 	}
 }
 
+// TestApplyDeepPathRefused: a diff whose path is 3,000 directories deep
+// once kept runner apply busy for over 10 minutes, deaf to SIGTERM, and
+// left thousands of empty directories. It is refused at once (on the old
+// code this test runs until the test binary's timeout).
+func TestApplyDeepPathRefused(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"x.txt": "x\n"})
+	before := listTree(t, dir, false)
+	p := strings.Repeat("a/", 3000) + "f.txt"
+	pf := filepath.Join(t.TempDir(), "deep.diff")
+	if err := os.WriteFile(pf, []byte("--- /dev/null\n+++ b/"+p+"\n@@ -0,0 +1 @@\n+x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, dir, "apply", "--dir", dir, pf)
+	if r.code != exitFailed || !strings.Contains(r.stderr, "over the limit of 4096") {
+		t.Errorf("exit %d, want %d and a refusal naming the limit; stderr:\n%s", r.code, exitFailed, r.stderr)
+	}
+	if after := listTree(t, dir, false); len(after) != len(before) {
+		t.Errorf("the tree has %d entries after, %d before", len(after), len(before))
+	}
+}
+
 // TestApplyKill9LeavesNoTempFiles: runner apply killed with SIGKILL at
 // random points leaves no temporary file among the tree's files (they
 // are staged under .runner/staging), every file is either as it was or as
@@ -181,17 +203,24 @@ func TestApplyKill9LeavesNoTempFiles(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 
+		bad := 0
 		for p, v := range listTree(t, dir, true) {
 			base := filepath.Base(p)
-			if strings.Contains(base, ".runner-") || strings.HasSuffix(base, ".tmp") {
-				t.Errorf("kill %d: temporary file %s left in the tree", i, p)
+			switch {
+			case strings.Contains(base, ".runner-") || strings.HasSuffix(base, ".tmp"):
+				bad++
+				if bad <= 3 {
+					t.Errorf("kill %d: temporary file %s left in the tree", i, p)
+				}
+			case v != "dir" && v != "-rw-r--r-- "+tree[p] && v != applied[p]:
+				bad++
+				if bad <= 3 {
+					t.Errorf("kill %d: %s is neither as it was nor as the diff makes it", i, p)
+				}
 			}
-			if v == "dir" {
-				continue
-			}
-			if v != "-rw-r--r-- "+tree[p] && v != applied[p] {
-				t.Errorf("kill %d: %s is neither as it was nor as the diff makes it", i, p)
-			}
+		}
+		if bad > 3 {
+			t.Errorf("kill %d: and %d more", i, bad-3)
 		}
 		// The next apply in the tree (here one that changes nothing,
 		// already applied or not) clears what the killed one staged.
