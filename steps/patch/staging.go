@@ -92,22 +92,7 @@ func (t *tree) dropStaging() {
 		st.lock.Close()
 	}
 	removeDirs(t, st.made)
-	for _, d := range []string{StagingRoot, ".runner"} {
-		if !contains(st.made, d) {
-			_ = t.root.Remove(d) // an earlier apply's, now empty (fails when not)
-			break
-		}
-	}
 	st.dir, st.made, st.lock = "", nil, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // mkdirs makes dir and the directories above it that are missing,

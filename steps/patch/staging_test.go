@@ -70,4 +70,13 @@ func TestStagingIsHiddenAndCleaned(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(dir, ".runner")); !os.IsNotExist(err) {
 		t.Errorf(".runner is left behind by an apply without backups: %v", err)
 	}
+	// An empty .runner that was there stays, and only it.
+	dir = twoFileTree(t)
+	must(t, os.Mkdir(filepath.Join(dir, ".runner"), 0o755))
+	if _, err := Apply(context.Background(), dir, []byte(twoFiles), Options{Strip: DetectStrip, NoBackup: true}); err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(filepath.Join(dir, ".runner")); err != nil || len(ents) != 0 {
+		t.Errorf(".runner was there, empty: now %v, %v", ents, err)
+	}
 }

@@ -65,8 +65,11 @@ func (s *scanner) lastHunk(h *scanHunk, sec *section, e int, counts bool, oldCou
 		// A context line is whole if the file has it where the hunk
 		// goes (the placer checks; a text whose trailing newline was
 		// trimmed ends so); a changed line cannot be checked.
-		h.cutAt = s.orig(last)
-		if c := class(trimCR(s.lines[last])); c == '+' || c == '-' {
+		c := class(trimCR(s.lines[last]))
+		if c != '\\' { // a marker's text does not matter
+			h.cutAt = s.orig(last)
+		}
+		if c == '+' || c == '-' {
 			err := refuse(BadDiff, "the diff ends in the middle of a line %s: line %d of your answer (%q) has no newline and no \"\\ No newline at end of file\" after it, so your answer was cut off there; send the whole diff again (if that line is whole, end it with a newline)",
 				where, s.orig(last), clipLine(trimCR(s.lines[last]), 60))
 			err.Truncated = true
