@@ -23,17 +23,28 @@ func bigApply(t *testing.T, n int) (tree map[string]string, diff string) {
 	for i := range n {
 		p := fmt.Sprintf("pkg%02d/file%04d.txt", i%20, i)
 		var b strings.Builder
-		for l := range 400 {
+		for l := range 100 {
 			fmt.Fprintf(&b, "file %d line %d: some text to make the file larger than a line\n", i, l)
 		}
 		tree[p] = b.String()
-		fmt.Fprintf(&d, "--- a/%s\n+++ b/%s\n@@ -200,3 +200,3 @@\n file %d line 199: some text to make the file larger than a line\n-file %d line 200: some text to make the file larger than a line\n+file %d line 200: changed\n file %d line 201: some text to make the file larger than a line\n", p, p, i, i, i, i)
+		fmt.Fprintf(&d, "--- a/%s\n+++ b/%s\n@@ -50,3 +50,3 @@\n file %d line 49: some text to make the file larger than a line\n-file %d line 50: some text to make the file larger than a line\n+file %d line 50: changed\n file %d line 51: some text to make the file larger than a line\n", p, p, i, i, i, i)
 		if i%10 == 0 {
 			q := fmt.Sprintf("new%02d/deeper/made%04d.txt", i%7, i)
 			fmt.Fprintf(&d, "--- /dev/null\n+++ b/%s\n@@ -0,0 +1,2 @@\n+new file %d\n+second line\n", q, i)
 		}
 	}
 	return tree, d.String()
+}
+
+// treeDir is a directory for a test tree, on tmpfs when there is one:
+// an apply's cost is mostly fsync, which proves nothing here.
+func treeDir(t *testing.T) string {
+	t.Helper()
+	if d, err := os.MkdirTemp("/dev/shm", "runner-apply-"); err == nil {
+		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
+	}
+	return t.TempDir()
 }
 
 func writeFiles(t *testing.T, dir string, tree map[string]string) {
@@ -81,17 +92,17 @@ func listTree(t *testing.T, dir string, skipRunner bool) map[string]string {
 }
 
 // TestApplySIGTERMLeavesTreeUnchanged: SIGTERM to runner apply in the
-// middle of a large diff stops it (exit 130) and leaves the directory
+// middle of a 1,000-file diff stops it (exit 130) and leaves the directory
 // exactly as it was, .runner included: no file changed, no directory
 // made, no temporary file, no backup.
 func TestApplySIGTERMLeavesTreeUnchanged(t *testing.T) {
-	tree, diff := bigApply(t, 2000)
+	tree, diff := bigApply(t, 1000)
 	pf := filepath.Join(t.TempDir(), "big.diff")
 	if err := os.WriteFile(pf, []byte(diff), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for attempt := 0; ; attempt++ {
-		dir := t.TempDir()
+		dir := treeDir(t)
 		writeFiles(t, dir, tree)
 		before := listTree(t, dir, false)
 		cmd := exec.Command(binary, "apply", "--dir", dir, pf)
@@ -175,13 +186,13 @@ func TestApplyDeepPathRefused(t *testing.T) {
 // the diff makes it, and the next apply removes what the killed one left
 // under .runner/staging.
 func TestApplyKill9LeavesNoTempFiles(t *testing.T) {
-	tree, diff := bigApply(t, 400)
+	tree, diff := bigApply(t, 300)
 	pf := filepath.Join(t.TempDir(), "big.diff")
 	if err := os.WriteFile(pf, []byte(diff), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// How long a whole apply takes here, to spread the kills over it.
-	dir := t.TempDir()
+	dir := treeDir(t)
 	writeFiles(t, dir, tree)
 	start := time.Now()
 	if out, err := exec.Command(binary, "apply", "--dir", dir, pf).CombinedOutput(); err != nil {
@@ -191,9 +202,9 @@ func TestApplyKill9LeavesNoTempFiles(t *testing.T) {
 	applied := listTree(t, dir, true)
 
 	rng := rand.New(rand.NewPCG(21, 4))
-	const kills = 12
+	const kills = 10
 	for i := range kills {
-		dir := t.TempDir()
+		dir := treeDir(t)
 		writeFiles(t, dir, tree)
 		cmd := exec.Command(binary, "apply", "--dir", dir, pf)
 		if err := cmd.Start(); err != nil {
