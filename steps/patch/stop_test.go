@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -66,8 +67,11 @@ func TestStopsInEveryPhase(t *testing.T) {
 				before := snapshot(t, dir)
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
+				var mu sync.Mutex // the hook runs on the planner's goroutines
 				seen := 0
 				testHook = func(ph, _ string) {
+					mu.Lock()
+					defer mu.Unlock()
 					if ph == phase {
 						if seen++; seen == nth {
 							cancel()
