@@ -55,7 +55,7 @@ func TestAmbiguousAdvice(t *testing.T) {
 	quoted := regexp.MustCompile(`"(@@ [^"]*)"`)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			diff := "--- a/f.go\n+++ b/f.go\n" + tc.before + "@@ ... @@\n" + body
+			diff := inFence("--- a/f.go\n+++ b/f.go\n" + tc.before + "@@ ... @@\n" + body)
 			dir := t.TempDir()
 			writeTree(t, dir, map[string][]byte{"f.go": []byte(tc.file)})
 			_, err := Apply(context.Background(), dir, []byte(diff), detect)

@@ -90,7 +90,10 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	if int64(len(patch)) > opt.MaxBytes {
 		return nil, refuse(BadDiff, "the diff is %d bytes, over the limit of %d", len(patch), opt.MaxBytes)
 	}
-	fds, notes, err := parse(patch, opt.MaxHunks)
+	if testHook != nil {
+		testHook("parse", "")
+	}
+	fds, notes, err := parseCtx(ctx, patch, opt.MaxHunks)
 	if err != nil {
 		return nil, err
 	}
@@ -107,9 +110,16 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 
 	t := newTree(root)
 	defer t.close()
-	pl := &planner{tree: t, opt: opt, detected: map[bool]int{}, stats: map[string]lstatResult{}, state: map[string]*target{}}
+	defer t.dropStaging()
+	if !opt.Check {
+		t.cleanStale()
+	}
+	pl := &planner{ctx: ctx, tree: t, opt: opt, detected: map[bool]int{}, stats: map[string]lstatResult{}, state: map[string]*target{}}
 	if err := pl.plan(fds); err != nil {
 		pl.unstageAll()
+		if ctx.Err() != nil {
+			return nil, stopped(ctx, "while reading the files")
+		}
 		return nil, err
 	}
 	res := pl.result()
@@ -123,11 +133,17 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	}
 	if err := ctx.Err(); err != nil {
 		pl.unstageAll()
-		return nil, fmt.Errorf("patch: stopped before writing: %w", context.Cause(ctx))
+		return nil, stopped(ctx, "before writing")
 	}
 	res.BackupDir, err = pl.write(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// stopped is the error for an apply that ctx ended (Ctrl-C, SIGTERM, a
+// step's timeout): nothing was changed.
+func stopped(ctx context.Context, when string) error {
+	return fmt.Errorf("patch: stopped %s, nothing was changed: %w", when, context.Cause(ctx))
 }

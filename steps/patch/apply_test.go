@@ -34,6 +34,11 @@ type applyCase struct {
 	errHas  string // and the message holds this
 }
 
+// inFence puts a diff in a markdown code block, as a model's answer
+// has it: the closing fence shows that the answer did not stop inside the
+// diff.
+func inFence(diff string) string { return "```diff\n" + diff + "```\n" }
+
 func runApplyCases(t *testing.T, cases []applyCase) {
 	t.Helper()
 	for _, tc := range cases {
@@ -107,11 +112,16 @@ func TestFrontEnd(t *testing.T) {
 			diff: "First:\n```diff\n" + plain + "```\nThen:\n```diff\n--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n```\n"},
 		{name: "unfenced prose around", tree: tree, want: want,
 			diff: "Here you go:\n" + plain + "\nLet me know if it works.\n"},
+		// A last hunk without counts (or with wrong ones) is taken as
+		// whole only when something after it says the answer went on
+		// (here the closing fence); TestTruncated has the rest.
 		{name: "@@ ... @@ header", tree: tree, want: want,
-			diff: strings.Replace(plain, "@@ -4,5 +4,5 @@ import \"fmt\"", "@@ ... @@", 1)},
-		{name: "bare @@ header", tree: tree, want: want, diff: strings.Replace(plain, "@@ -4,5 +4,5 @@ import \"fmt\"", "@@", 1)},
+			diff: inFence(strings.Replace(plain, "@@ -4,5 +4,5 @@ import \"fmt\"", "@@ ... @@", 1))},
+		{name: "bare @@ header", tree: tree, want: want, diff: inFence(strings.Replace(plain, "@@ -4,5 +4,5 @@ import \"fmt\"", "@@", 1))},
 		{name: "wrong line numbers", tree: tree, want: want, diff: strings.Replace(plain, "-4,5 +4,5", "-40,5 +40,5", 1)},
-		{name: "wrong counts", tree: tree, want: want, diff: strings.Replace(plain, "-4,5 +4,5", "-4,2 +4,9", 1)},
+		{name: "wrong counts", tree: tree, want: want, diff: inFence(strings.Replace(plain, "-4,5 +4,5", "-4,2 +4,9", 1))},
+		{name: "wrong counts, another hunk after", tree: tree, want: map[string]string{"main.go": strings.Replace(hello, "return 42", "return 43", 1)},
+			diff: strings.Replace(plain, "-4,5 +4,5", "-4,2 +4,9", 1) + "@@ -9,3 +9,3 @@\n func helper() int {\n-\treturn 42\n+\treturn 43\n }\n"},
 		{name: "blank context lines lost their space", tree: tree, want: want,
 			diff: strings.ReplaceAll(plain, "\n \n", "\n\n")},
 		{name: "context line lost its leading space", tree: tree, want: want,
@@ -129,7 +139,7 @@ func TestFrontEnd(t *testing.T) {
 		{name: "indentation differs", tree: tree, want: map[string]string{"main.go": strings.Replace(goFile, "\tfmt.Println(\"hello\")\n", "    fmt.Println(\"hello, world\")\n", 1)},
 			diff: "--- a/main.go\n+++ b/main.go\n@@ -5,3 +5,3 @@\n func main() {\n-    fmt.Println(\"hello\")\n+    fmt.Println(\"hello, world\")\n }\n"},
 		{name: "context line that is not in the file, dropped (fuzz)", tree: tree, want: want,
-			diff: strings.Replace(plain, " func main() {\n", " // main prints a greeting\n func main() {\n", 1)},
+			diff: inFence(strings.Replace(plain, " func main() {\n", " // main prints a greeting\n func main() {\n", 1))},
 		{name: "git header with index line", tree: tree, want: want,
 			diff: "diff --git a/main.go b/main.go\nindex 1111111..2222222 100644\n" + plain},
 		{name: "quoted names", tree: map[string]string{"sp ace.go": goFile}, want: map[string]string{"sp ace.go": hello},
@@ -149,7 +159,7 @@ func TestFrontEnd(t *testing.T) {
 		// blanks, matches once, so hunk 1 is the place before it.
 		{name: "no numbers, order decides, trailing blanks lost", tree: map[string]string{"f": "a\nb\nc\nx  \ny\nz\na\nb\nc\n"},
 			want: map[string]string{"f": "a\nB\nc\nx  \nY\nz\na\nb\nc\n"},
-			diff: "--- a/f\n+++ b/f\n@@ ... @@\n a\n-b\n+B\n c\n@@ ... @@\n x\n-y\n+Y\n z\n"},
+			diff: inFence("--- a/f\n+++ b/f\n@@ ... @@\n a\n-b\n+B\n c\n@@ ... @@\n x\n-y\n+Y\n z\n")},
 	})
 }
 
@@ -185,7 +195,7 @@ func TestFilesAndEdges(t *testing.T) {
 		{name: "insert without context, by line number", tree: map[string]string{"f": "a\nb\n"}, want: map[string]string{"f": "a\nx\nb\n"},
 			diff: "--- a/f\n+++ b/f\n@@ -1,0 +2 @@\n+x\n"},
 		{name: "insert without context or numbers", tree: map[string]string{"f": "a\nb\n"}, refuse: DoesNotApply, errHas: "no context lines",
-			diff: "--- a/f\n+++ b/f\n@@ ... @@\n+x\n"},
+			diff: inFence("--- a/f\n+++ b/f\n@@ ... @@\n+x\n")},
 		{name: "same file in two sections", tree: map[string]string{"f": "a\nb\nc\nd\ne\nf\ng\nh\n"}, want: map[string]string{"f": "A\nb\nc\nd\ne\nf\ng\nH\n"},
 			diff: "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n--- a/f\n+++ b/f\n@@ -7,2 +7,2 @@\n g\n-h\n+H\n"},
 		{name: "CRLF file with no newline at end", tree: map[string]string{"f": "a\r\nb"}, want: map[string]string{"f": "a\r\nb\r\nc"},
@@ -212,7 +222,7 @@ func TestRefusals(t *testing.T) {
 		{name: "does not match", tree: tree, refuse: DoesNotApply, errHas: "closest part of f",
 			diff: "--- a/f\n+++ b/f\n@@ -3,3 +3,3 @@\n c\n-x\n+X\n e\n"},
 		{name: "ambiguous", tree: map[string]string{"f": "a\nb\nc\na\nb\nc\n"}, refuse: DoesNotApply, errHas: "matches equally well at lines 1, 4",
-			diff: "--- a/f\n+++ b/f\n@@ ... @@\n a\n-b\n+B\n c\n"},
+			diff: inFence("--- a/f\n+++ b/f\n@@ ... @@\n a\n-b\n+B\n c\n")},
 		{name: "partly applied", tree: map[string]string{"f": "A\nb\nc\nd\ne\nf\ng\nh\n"}, refuse: DoesNotApply, errHas: "partly applied",
 			diff: "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n@@ -7,2 +7,2 @@\n g\n-h\n+H\n"},
 		{name: "second file fails", tree: map[string]string{"f": f, "g": "x\n"}, refuse: DoesNotApply, errHas: "These would apply: f hunk 1",

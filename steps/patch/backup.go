@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,7 +37,7 @@ type manifestFile struct {
 // and writes a manifest that Rollback reads. It returns the backup
 // directory, relative to the root, and the directories above it that it
 // had to make (outermost first).
-func writeBackup(t *tree, id string, ts []*target) (dir string, made []string, err error) {
+func writeBackup(ctx context.Context, t *tree, id string, ts []*target) (dir string, made []string, err error) {
 	root := t.root
 	if id == "" {
 		id = time.Now().UTC().Format("20060102-150405.000000000")
@@ -94,9 +95,18 @@ func writeBackup(t *tree, id string, ts []*target) (dir string, made []string, e
 	}
 	errs := make([]error, len(copies))
 	parallel(len(copies), func(i int) {
-		errs[i] = keep(t, dir+"/"+copies[i].path, copies[i])
+		if testHook != nil {
+			testHook("backup", copies[i].path)
+		}
+		if errs[i] = ctx.Err(); errs[i] == nil {
+			errs[i] = keep(t, dir+"/"+copies[i].path, copies[i])
+		}
 	})
 	if err := errors.Join(errs...); err != nil {
+		// Not a backup: take it away again, with the directories made
+		// for it.
+		_ = root.RemoveAll(dir)
+		removeDirs(t, made)
 		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
 	// The copies' names must outlive a crash as much as the files do.
@@ -167,6 +177,8 @@ func Rollback(dir, backupDir string) error {
 	defer root.Close()
 	t := newTree(root)
 	defer t.close()
+	defer t.dropStaging()
+	t.cleanStale()
 	rel := filepath.ToSlash(backupDir)
 	if filepath.IsAbs(backupDir) {
 		absDir, err := filepath.Abs(dir)

@@ -5,8 +5,11 @@
 // model can act on, whenever it cannot tell for sure where a change goes.
 //
 // An apply is all or nothing: every file's new content is computed in
-// memory first, then written through a temporary file and a rename, and the
-// files already written are restored if a later one fails. All file access
+// memory first, then written to a temporary file in the apply's own
+// staging directory (.runner/staging, see staging.go) and renamed into
+// place, and the files already written are restored if a later one fails
+// or the context ends. A diff that an answer cut off at the model's token
+// limit left incomplete is refused (see truncate.go). All file access
 // goes through an os.Root on the target directory, and paths that climb out
 // of it or pass through a symbolic link are refused.
 //

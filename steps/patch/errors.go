@@ -43,6 +43,9 @@ type RefusedError struct {
 	// Ambiguous: every hunk that failed matched in several places equally
 	// well. The diff is not wrong, only short of context to say where.
 	Ambiguous bool
+	// Truncated: the diff stops before its end (an answer cut off at the
+	// model's token limit), or cannot be told from one that does.
+	Truncated bool
 }
 
 func (e *RefusedError) Error() string { return e.Msg }

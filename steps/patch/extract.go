@@ -61,8 +61,12 @@ func fence(l string) (ch byte, n int, info string, ok bool) {
 // markdown code blocks that look like a diff, their contents are the diff
 // (a model may split one diff over several blocks); otherwise the whole
 // text is, and the scanner skips any prose around it.
-func selectDiff(lines []string) []string {
-	var out []string
+//
+// origin gives each selected line's 1-based line in the text (nil when
+// the whole text is selected), and closed
+// tells whether the selection ends at a closing fence: then the answer
+// went on past the diff, so the diff was not cut off inside its last hunk.
+func selectDiff(lines []string) (out []string, origin []int, closed bool) {
 	found := false
 	for i := 0; i < len(lines); i++ {
 		ch, n, _, ok := fence(lines[i])
@@ -81,13 +85,17 @@ func selectDiff(lines []string) []string {
 		if looksLikeDiff(block) {
 			found = true
 			out = append(out, block...)
+			for x := range block {
+				origin = append(origin, i+2+x)
+			}
+			closed = end < len(lines)
 		}
 		i = end
 	}
 	if !found {
-		return lines
+		return lines, nil, false // nil: each line is where it was
 	}
-	return out
+	return out, origin, closed
 }
 
 func looksLikeDiff(lines []string) bool {

@@ -3,7 +3,11 @@
 package patch
 
 import (
+	"errors"
 	"io/fs"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -136,3 +140,52 @@ func unixMode(m fs.FileMode) uint32 {
 	}
 	return u
 }
+
+// lockStaging creates dir's lock file and holds an exclusive lock on it
+// for as long as the returned file is open (the process's life at most).
+func lockStaging(root *os.Root, dir string) (*os.File, error) {
+	f, err := root.OpenFile(dir+"/lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// staleStaging reports whether the staging directory p (named name) was
+// left by an apply that is gone: its lock can be taken, or, made but not
+// yet locked, the process its name gives is dead.
+func staleStaging(root *os.Root, p, name string) bool {
+	f, err := root.OpenFile(p+"/lock", os.O_RDWR, 0)
+	if err != nil {
+		pid, _, ok := strings.Cut(name, "-")
+		n, perr := strconv.Atoi(pid)
+		return ok && perr == nil && n > 0 && unix.Kill(n, 0) == unix.ESRCH
+	}
+	defer f.Close()
+	return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil
+}
+
+// renameAcross moves old to p, which may be in another directory: one
+// renameat(2) between the two directories' handles.
+func (t *tree) renameAcross(old, p string) error {
+	od, ob := split(old)
+	nd, nb := split(p)
+	of, err := t.dirFile(od)
+	if err != nil || of == nil {
+		return t.root.Rename(old, p)
+	}
+	nf, err := t.dirFile(nd)
+	if err != nil || nf == nil {
+		return t.root.Rename(old, p)
+	}
+	if err := unix.Renameat(int(of.Fd()), ob, int(nf.Fd()), nb); err != nil {
+		return &os.LinkError{Op: "rename", Old: old, New: p, Err: err}
+	}
+	return nil
+}
+
+func isCrossDevice(err error) bool { return errors.Is(err, unix.EXDEV) }

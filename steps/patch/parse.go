@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -35,6 +36,10 @@ type hunk struct {
 	oldNoEOL         bool // the old side's last line has no newline
 	newNoEOL         bool
 	old, new         []string // the sides, once computed
+	// cutAt, when not 0, is the answer's line that ends this hunk without
+	// a newline: a context line that may be cut short (see lastHunk), so
+	// the hunk must be placed with that line matched.
+	cutAt int
 }
 
 type op struct {
@@ -52,7 +57,14 @@ const devNull = "/dev/null"
 // written (see directOK), the second reading is built from the scanner's
 // lines directly and checked the same way, which saves most of the time.
 func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
-	secs, notes, err := scan(selectDiff(splitDiffLines(text)), maxHunks)
+	return parseCtx(context.Background(), text, maxHunks)
+}
+
+// parseCtx is parse, stopping when ctx ends.
+func parseCtx(ctx context.Context, text []byte, maxHunks int) ([]*fileDiff, []string, error) {
+	lines, origin, closed := selectDiff(splitDiffLines(text))
+	endNL := len(text) > 0 && text[len(text)-1] == '\n'
+	secs, notes, err := scan(ctx, lines, origin, closed, endNL, maxHunks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -65,6 +77,9 @@ func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
 	errs := make([]error, len(chunks))
 	parallel(len(chunks), func(i int) { outs[i], errs[i] = parseChunk(chunks[i]) })
 	var out []*fileDiff
+	if ctx.Err() != nil {
+		return nil, nil, stopped(ctx, "while reading the diff")
+	}
 	for i := range chunks {
 		if errs[i] != nil {
 			return nil, nil, errs[i]
@@ -159,7 +174,7 @@ func convert(sec *section, fd *diff.FileDiff) (*fileDiff, error) {
 		if !sameBody(h, sh) {
 			return nil, refuse(BadDiff, "line %d: cannot read hunk %q consistently", sh.line, sh.header)
 		}
-		h.num, h.line, h.header, h.hasHint = i+1, sh.line, sh.header, sh.hasHint
+		h.num, h.line, h.header, h.hasHint, h.cutAt = i+1, sh.line, sh.header, sh.hasHint, sh.cutAt
 		h.oldHint = hintPos(sh.oldStart, sh.nOld)
 		h.newHint = hintPos(sh.newStart, sh.nNew)
 		f.hunks = append(f.hunks, h)
@@ -403,7 +418,7 @@ func parseDirect(secs []*section) ([]*fileDiff, error) {
 			if !sameBody(h, sh) || !sameCounts(h, sh) {
 				return nil, refuse(BadDiff, "line %d: cannot read hunk %q consistently", sh.line, sh.header)
 			}
-			h.num, h.line, h.header, h.hasHint = k+1, sh.line, sh.header, sh.hasHint
+			h.num, h.line, h.header, h.hasHint, h.cutAt = k+1, sh.line, sh.header, sh.hasHint, sh.cutAt
 			h.oldHint = hintPos(sh.oldStart, sh.nOld)
 			h.newHint = hintPos(sh.newStart, sh.nNew)
 			f.hunks = append(f.hunks, h)

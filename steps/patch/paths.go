@@ -22,13 +22,38 @@ func checkName(name string) error {
 	case path.IsAbs(name) || (len(name) >= 2 && name[1] == ':' && isLetter(name[0])):
 		return refuse(Unsafe, "file name %q is absolute; the diff may only name files inside the directory", name)
 	}
-	for _, c := range strings.Split(name, "/") {
+	if len(name) > maxPathBytes {
+		return refuse(Unsafe, "file name %q is %d bytes long, over the limit of %d (PATH_MAX)", clipLine(name, 80), len(name), maxPathBytes)
+	}
+	depth := 0
+	for c := range strings.SplitSeq(name, "/") {
 		if c == ".." {
-			return refuse(Unsafe, "file name %q goes up a directory (\"..\"); the diff may only name files inside the directory", name)
+			return refuse(Unsafe, "file name %q goes up a directory (\"..\"); the diff may only name files inside the directory", clipLine(name, 200))
 		}
+		if len(c) > maxNameBytes {
+			return refuse(Unsafe, "file name %q has a component of %d bytes, over the limit of %d (NAME_MAX)", clipLine(name, 80), len(c), maxNameBytes)
+		}
+		if c != "" && c != "." {
+			depth++
+		}
+	}
+	if depth-1 > maxDepth+1 { // one more for a/ or b/; checkTarget holds the stripped path to maxDepth
+		return refuse(Unsafe, "file name %q is %d directories deep, over the limit of %d", clipLine(name, 80), depth-1, maxDepth)
 	}
 	return nil
 }
+
+// Limits on the names a diff may use. Linux refuses a path over PATH_MAX
+// (4096 bytes with its NUL) and a name over NAME_MAX (255 bytes), so no
+// file past them can be in a repository; depth has no such limit, but a
+// tree deeper than 128 directories is hard to find, and each level is a
+// directory to check, make and perhaps remove again (3,000 levels kept an
+// apply busy for minutes).
+const (
+	maxPathBytes = 4096
+	maxNameBytes = 255
+	maxDepth     = 128 // directories above the file
+)
 
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
@@ -50,7 +75,12 @@ func strip(name string, n int) (string, bool) {
 
 // checkTarget refuses stripped paths the diff must not touch: the
 // repository's own data and our backups.
-func checkTarget(p string) error { return checkComponents(p) }
+func checkTarget(p string) error {
+	if n := strings.Count(p, "/"); n > maxDepth {
+		return refuse(Unsafe, "file name %q is %d directories deep, over the limit of %d", clipLine(p, 80), n, maxDepth)
+	}
+	return checkComponents(p)
+}
 
 // lstatWalk looks at p from the top Root, component by component,
 // without following any link: every directory on the way must be a real

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"hash/maphash"
 	"io/fs"
@@ -138,6 +139,7 @@ func (o *outcome) hunk() *hunk {
 }
 
 type planner struct {
+	ctx      context.Context // checked before each file: an apply stops when it ends
 	tree     *tree
 	opt      Options
 	detected map[bool]int // strip level found for files with (true) and without a/ b/
@@ -160,6 +162,9 @@ func (p *planner) plan(fds []*fileDiff) error {
 		for i, f := range fds {
 			if f.created != (pass == 1) {
 				continue
+			}
+			if p.ctx.Err() != nil {
+				return p.ctx.Err()
 			}
 			var err error
 			if paths[i], err = p.resolve(f); err != nil {
@@ -190,6 +195,12 @@ func (p *planner) plan(fds []*fileDiff) error {
 	var broken atomic.Bool
 	parallel(n, func(i int) {
 		t := p.order[i]
+		if testHook != nil {
+			testHook("plan", t.path)
+		}
+		if errs[i] = p.ctx.Err(); errs[i] != nil {
+			return
+		}
 		if errs[i] = p.read(t); errs[i] != nil {
 			return
 		}
@@ -215,6 +226,9 @@ func (p *planner) plan(fds []*fileDiff) error {
 	if !p.trust {
 		parallel(n, func(i int) {
 			t := p.order[i]
+			if errs[i] = p.ctx.Err(); errs[i] != nil {
+				return
+			}
 			if trusted[i] {
 				unstage(p.tree, []*target{t})
 				t.reset()
@@ -267,6 +281,9 @@ func (p *planner) settle(t *target, ks []int, outs [][]outcome) error {
 		}
 		if testHook != nil {
 			testHook("stage", t.path)
+		}
+		if err := p.ctx.Err(); err != nil {
+			return err
 		}
 		if err := stageOne(p.tree, t); err != nil {
 			return fmt.Errorf("patch: %s: %w", t.path, err)
@@ -413,6 +430,9 @@ func (p *planner) applyFile(t *target, f *fileDiff, last, trust bool) (out []out
 
 	c := t.content()
 	pls, fails := placeAll(c, f.hunks, trust)
+	if err := cutShort(t.path, pls, fails); err != nil {
+		return nil, err
+	}
 	for i := range pls {
 		out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &pls[i]})
 	}

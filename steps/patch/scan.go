@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ type scanHunk struct {
 	oldStart, newStart int
 	body               []string // canonical body lines; `\` is a no-newline marker
 	nOld, nNew         int      // counted from the body
+	cutAt              int      // see hunk.cutAt
 }
 
 type scanner struct {
@@ -36,14 +38,28 @@ type scanner struct {
 	maxHunks int
 	nhunks   int
 	notes    []string
+
+	// What the end of the text says (see selectDiff): origin maps a line
+	// to the answer's own numbering; closed: a closing fence ends the
+	// selection; endNL: the text ends with a newline.
+	origin        []int
+	closed, endNL bool
 }
 
-// scan reads every file section. lines come from selectDiff.
-func scan(lines []string, maxHunks int) ([]*section, []string, error) {
-	s := &scanner{lines: lines, maxHunks: maxHunks}
+// scan reads every file section. lines come from selectDiff; origin,
+// closed and endNL are what selectDiff and the text say about its end.
+func scan(ctx context.Context, lines []string, origin []int, closed, endNL bool, maxHunks int) ([]*section, []string, error) {
+	s := &scanner{lines: lines, maxHunks: maxHunks, origin: origin, closed: closed, endNL: endNL}
 	var secs []*section
 	var cur *section
-	for i := 0; i < len(lines); {
+	consumed := 0 // the line after the last header or hunk read
+	for i, polled := 0, 0; i < len(lines); {
+		if i-polled >= 1<<14 {
+			polled = i
+			if ctx.Err() != nil {
+				return nil, nil, stopped(ctx, "while reading the diff")
+			}
+		}
 		l := trimCR(lines[i])
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
@@ -54,6 +70,11 @@ func scan(lines []string, maxHunks int) ([]*section, []string, error) {
 				i++
 			}
 			if !s.fileHeaderAt(i) {
+				if s.endsAt(i) || s.headerCut(i) {
+					if err := s.cutHeader(sec, l); err != nil {
+						return nil, nil, err
+					}
+				}
 				// A mode change, or a new or deleted empty file: git
 				// writes no "---"/"+++" lines, the names are on the
 				// "diff --git" line.
@@ -73,6 +94,7 @@ func scan(lines []string, maxHunks int) ([]*section, []string, error) {
 					}
 					secs = append(secs, sec)
 					cur = nil
+					consumed = i
 					continue
 				}
 				return nil, nil, refuse(BadDiff, "line %d: %q has no \"---\" and \"+++\" lines after it, so it is a rename, a copy or a binary file; only changes to text written as hunks, mode changes and new or deleted empty files are supported", sec.line, l)
@@ -81,28 +103,37 @@ func scan(lines []string, maxHunks int) ([]*section, []string, error) {
 			i += 2
 			secs = append(secs, sec)
 			cur = sec
+			consumed = i
 		case s.fileHeaderAt(i):
 			cur = &section{line: i + 1, oldName: headerName(l[4:]), newName: headerName(trimCR(lines[i+1])[4:])}
 			secs = append(secs, cur)
 			i += 2
+			consumed = i
 		case strings.HasPrefix(l, "@@"):
 			if cur == nil {
 				return nil, nil, refuse(BadDiff, "line %d: hunk %q comes before any file header; start each file's changes with \"--- a/PATH\" and \"+++ b/PATH\" lines", i+1, l)
 			}
-			h, next, err := s.hunk(i)
+			h, next, err := s.hunk(i, cur)
 			if err != nil {
 				return nil, nil, err
 			}
 			cur.hunks = append(cur.hunks, h)
 			i = next
+			consumed = i
 		case strings.HasPrefix(l, "Binary files ") || l == "GIT binary patch":
 			return nil, nil, refuse(BadDiff, "line %d: binary diffs are not supported", i+1)
 		default:
 			i++ // prose between or around the diff
 		}
 	}
+	if err := s.cutTail(consumed); err != nil {
+		return nil, nil, err
+	}
 	for _, sec := range secs {
 		if len(sec.hunks) == 0 && !sec.headerOnly {
+			if sec == secs[len(secs)-1] && s.endsAt(consumed) {
+				return nil, nil, s.cutOff("after the file header of %s (line %d), which has no hunks", sec.newName, s.orig(sec.line-1))
+			}
 			return nil, nil, refuse(BadDiff, "line %d: the file header for %s has no hunks (\"@@ ... @@\" followed by lines)", sec.line, sec.newName)
 		}
 		if sec.oldName == "" || sec.newName == "" {
@@ -168,7 +199,7 @@ func isDiffLine(c byte) bool { return c == ' ' || c == '-' || c == '+' || c == '
 
 // hunk scans the hunk whose header is at line i and returns the index of
 // the first line after it.
-func (s *scanner) hunk(i int) (*scanHunk, int, error) {
+func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 	s.nhunks++
 	if s.nhunks > s.maxHunks {
 		return nil, 0, refuse(BadDiff, "the diff has more than %d hunks, the limit", s.maxHunks)
@@ -257,6 +288,12 @@ func (s *scanner) hunk(i int) (*scanHunk, int, error) {
 		case '+':
 			h.nNew++
 			changes++
+		}
+	}
+	if k == len(lines) && !s.closed {
+		// The hunk runs to the end of the answer: see that it is whole.
+		if err := s.lastHunk(h, sec, e, counts, oldCount, newCount); err != nil {
+			return nil, 0, err
 		}
 	}
 	if changes == 0 {

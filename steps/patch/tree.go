@@ -22,6 +22,7 @@ type tree struct {
 	mu    sync.Mutex
 	dirs  map[string]*os.Root // "" is the top
 	files map[string]*os.File // directories opened as files, for linkat
+	stage staging             // this apply's temporary files (staging.go)
 }
 
 // maxOpenDirs bounds the directories kept open (each may take two
@@ -318,15 +319,18 @@ func (t *tree) writeTemp(tmp string, data []byte, mode fs.FileMode) error {
 	return err
 }
 
-// writeAtomic replaces p with data: a temporary file in the same directory,
-// synced, then renamed over p. A rename replaces a link rather than writing
-// through it, and readers never see half a file.
+// writeAtomic replaces p with data: a temporary file in the staging
+// directory, synced, then renamed over p. A rename replaces a link rather
+// than writing through it, and readers never see half a file.
 func (t *tree) writeAtomic(p string, data []byte, mode fs.FileMode) error {
-	tmp := tempName(p)
+	tmp, err := t.tempPath()
+	if err != nil {
+		return err
+	}
 	if err := t.writeTemp(tmp, data, mode); err != nil {
 		return err
 	}
-	if err := t.rename(tmp, p); err != nil {
+	if err := t.commitRename(tmp, p, mode); err != nil {
 		_ = t.remove(tmp)
 		return err
 	}

@@ -28,6 +28,7 @@ type trial struct {
 	want    map[string][]byte
 	already bool   // the diff is already applied: expect AlreadyApplied and no change
 	refuse  bool   // only a refusal that leaves the tree as it was is right
+	cut     bool   // the diff was cut off: a refusal or the whole right result will do
 	skip    bool   // the variant does not fit this diff: not counted
 	invalid string // the trial could not be made: the test is broken
 }
@@ -62,11 +63,18 @@ var variants = []variant{
 		d := mapHeaders(shift(rng, c.diff), func(os, oc, ns, nc int, _ string) string { return header(os, oc, ns, nc, "") })
 		return trial{tree: files(c, orig), diff: d, opt: detect, want: files(c, edited)}
 	}},
+	// The counts of a diff's last hunk, which runs to the end of the
+	// answer, are what shows it was not cut off: they are left right here
+	// and only the fenced variant below (the closing fence shows the
+	// answer went on) gets them wrong too.
 	{"wrong counts", true, func(rng *rand.Rand, c *corpusCase) trial {
-		return trial{tree: files(c, orig), diff: wrongCounts(rng, c.diff), opt: detect, want: files(c, edited)}
+		return trial{tree: files(c, orig), diff: wrongCounts(rng, c.diff, false), opt: detect, want: files(c, edited)}
+	}},
+	{"wrong counts, fenced", true, func(rng *rand.Rand, c *corpusCase) trial {
+		return trial{tree: files(c, orig), diff: fenced(wrongCounts(rng, c.diff, true)), opt: detect, want: files(c, edited)}
 	}},
 	{"@@ ... @@ headers", false, func(rng *rand.Rand, c *corpusCase) trial {
-		return trial{tree: files(c, orig), diff: noNumbers(rng, c.diff), opt: detect, want: files(c, edited)}
+		return trial{tree: files(c, orig), diff: fenced(noNumbers(rng, c.diff)), opt: detect, want: files(c, edited)}
 	}},
 	{"trailing ws stripped", true, func(_ *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: stripOldWS(c.decoDiff),
@@ -93,7 +101,7 @@ var variants = []variant{
 		return trial{tree: files(c, edited), diff: c.diff, opt: o, want: files(c, orig)}
 	}},
 	{"all of the above", false, func(rng *rand.Rand, c *corpusCase) trial {
-		d := fenced(noPrefix(stripOldWS(wrongCounts(rng, shift(rng, c.decoDiff)))))
+		d := fenced(noPrefix(stripOldWS(wrongCounts(rng, shift(rng, c.decoDiff), true))))
 		return trial{tree: files(c, func(f caseFile) []byte { return f.deco }), diff: d, opt: detect,
 			want: files(c, func(f caseFile) []byte { return f.decoEdit })}
 	}},
@@ -168,8 +176,14 @@ func shift(rng *rand.Rand, diff []byte) []byte {
 	})
 }
 
-func wrongCounts(rng *rand.Rand, diff []byte) []byte {
+// wrongCounts puts every hunk's counts off by a few lines; the last
+// hunk's too when last is true.
+func wrongCounts(rng *rand.Rand, diff []byte, last bool) []byte {
+	n, final := 0, strings.Count("\n"+string(diff), "\n@@")
 	return mapHeaders(diff, func(os, oc, ns, nc int, rest string) string {
+		if n++; n == final && !last {
+			return header(os, oc, ns, nc, rest)
+		}
 		bump := func(x int) int {
 			d := rng.IntN(7) - 3
 			if d == 0 {
@@ -272,7 +286,7 @@ func sameTree(a, b map[string][]byte) bool {
 	return maps.EqualFunc(a, b, bytes.Equal)
 }
 
-type tally struct{ n, right, refused, ambiguous, needless, wrong int }
+type tally struct{ n, right, refused, ambiguous, needless, cutoff, wrong int }
 
 // partlyApplied is the tree with some of the diff's hunks applied and
 // others not, made without the placer: each chosen hunk goes at its
@@ -343,6 +357,16 @@ func (tr trial) run(t testing.TB, dir string) (string, string) {
 		return "right", err.Error()
 	case tr.refuse:
 		return "wrong", fmt.Sprintf("a partly applied diff was not refused: err=%v result=%+v\n%s", err, res, firstDiff(got, tr.tree))
+	case tr.cut && err != nil && sameTree(got, tr.tree):
+		var re *RefusedError
+		if errors.As(err, &re) && re.Truncated {
+			return "cut off", err.Error()
+		}
+		return "refused", err.Error()
+	case tr.cut && err == nil && sameTree(got, tr.want):
+		return "right", "" // the cut lost nothing that changes the result
+	case tr.cut:
+		return "wrong", fmt.Sprintf("a diff cut off was applied: err=%v result=%+v\n%s", err, res, firstDiff(got, tr.want))
 	case err != nil && sameTree(got, tr.tree):
 		var re *RefusedError
 		if errors.As(err, &re) && re.Ambiguous {
@@ -472,25 +496,40 @@ func TestCorpus(t *testing.T) {
 			tl.refused++
 		case "needless":
 			tl.needless++
+		case "cut off":
+			tl.cutoff++
 		default:
 			tl.wrong++
 		}
 		tl.n++
-		if v := variants[j.vi]; results[i] != "right" && (results[i] != "ambiguous" || len(examples[v.name]) < 3) {
+		if v := variants[j.vi]; results[i] != "right" && ((results[i] != "ambiguous" && results[i] != "cut off") || len(examples[v.name]) < 3) {
 			examples[v.name] = append(examples[v.name], fmt.Sprintf("case %d (%s): %s: %s\n--- diff:\n%s",
 				j.ci, results[i], strings.Join(paths(&cases[j.ci]), " "), details[i], clipText(string(j.tr.diff), 40)))
 		}
 	}
 
 	t.Logf("corpus: %d diffs, %d files, %d hunks, from %s", len(cases), nfiles, hunks, runtime.Version())
-	t.Logf("%-22s %6s %6s %9s %8s %8s %6s %8s %10s", "variant", "diffs", "right", "ambiguous", "needless", "refused", "wrong", "right %", "right+amb %")
+	t.Logf("%-30s %6s %6s %9s %8s %8s %7s %6s %8s %10s", "variant", "diffs", "right", "ambiguous", "needless", "refused", "cut off", "wrong", "right %", "right+amb %")
 	for vi, v := range variants {
 		tl := tallies[vi]
 		pct := func(x int) float64 { return 100 * float64(x) / float64(max(tl.n, 1)) }
-		t.Logf("%-22s %6d %6d %9d %8d %8d %6d %7.1f%% %9.1f%%", v.name, tl.n, tl.right, tl.ambiguous, tl.needless, tl.refused, tl.wrong, pct(tl.right), pct(tl.right+tl.ambiguous))
+		t.Logf("%-30s %6d %6d %9d %8d %8d %7d %6d %7.1f%% %9.1f%%", v.name, tl.n, tl.right, tl.ambiguous, tl.needless, tl.refused, tl.cutoff, tl.wrong, pct(tl.right), pct(tl.right+tl.ambiguous))
 	}
 	for vi, v := range variants {
 		tl := tallies[vi]
+		if cutKinds[v.name] {
+			// A diff cut off has no right result to reach: the goal is
+			// that none is applied wrongly.
+			if tl.wrong > 0 {
+				t.Errorf("%s: %d wrong results", v.name, tl.wrong)
+			}
+			if tl.wrong > 0 || testing.Verbose() {
+				for _, e := range examples[v.name] {
+					t.Logf("%s: %s", v.name, e)
+				}
+			}
+			continue
+		}
 		ok := tl.right
 		if !v.located {
 			ok += tl.ambiguous

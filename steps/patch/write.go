@@ -2,8 +2,6 @@ package patch
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,8 +38,11 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	var made []string // directories the backup made
 	if !p.opt.NoBackup {
 		var err error
-		if backup, made, err = writeBackup(p.tree, p.opt.BackupID, ts); err != nil {
+		if backup, made, err = writeBackup(ctx, p.tree, p.opt.BackupID, ts); err != nil {
 			p.unstageAll()
+			if ctx.Err() != nil {
+				return "", stopped(ctx, "while keeping the backup")
+			}
 			return "", err
 		}
 	}
@@ -53,9 +54,12 @@ func (p *planner) write(ctx context.Context) (string, error) {
 			removeDirs(p.tree, made)
 		}
 	}
-	if err := stage(p.tree, ts); err != nil {
+	if err := stage(ctx, p.tree, ts); err != nil {
 		p.unstageAll()
 		drop()
+		if ctx.Err() != nil {
+			return "", stopped(ctx, "while writing the new contents")
+		}
 		return "", err
 	}
 	var done []*target
@@ -100,8 +104,8 @@ func (p *planner) write(ctx context.Context) (string, error) {
 var testHook func(phase, path string)
 
 // stage writes each new content not written yet to a synced temporary
-// file beside its target (tg.tmp; none for deletions).
-func stage(t *tree, ts []*target) error {
+// file in the staging directory (tg.tmp; none for deletions).
+func stage(ctx context.Context, t *tree, ts []*target) error {
 	var todo []*target
 	for _, tg := range ts {
 		if tg.tmp != "" {
@@ -109,6 +113,9 @@ func stage(t *tree, ts []*target) error {
 		}
 		if testHook != nil {
 			testHook("stage", tg.path)
+		}
+		if err := ctx.Err(); err != nil {
+			return unstage(t, ts, err)
 		}
 		if err := checkStill(t, tg); err != nil {
 			return unstage(t, ts, fmt.Errorf("patch: %s: %w", tg.path, err))
@@ -124,7 +131,11 @@ func stage(t *tree, ts []*target) error {
 		todo = append(todo, tg)
 	}
 	errs := make([]error, len(todo))
-	parallel(len(todo), func(i int) { errs[i] = stageOne(t, todo[i]) })
+	parallel(len(todo), func(i int) {
+		if errs[i] = ctx.Err(); errs[i] == nil {
+			errs[i] = stageOne(t, todo[i])
+		}
+	})
 	for i, err := range errs {
 		if err != nil {
 			return unstage(t, ts, fmt.Errorf("patch: %s: %w", todo[i].path, err))
@@ -137,10 +148,13 @@ func stage(t *tree, ts []*target) error {
 // that no more than a few new files are in memory at once.
 var bufs = sync.Pool{New: func() any { return new([]byte) }}
 
-// stageOne writes tg's new content to a new temporary file, tg.tmp.
+// stageOne writes tg's new content to a new temporary file, tg.tmp, in
+// the staging directory.
 func stageOne(t *tree, tg *target) error {
-	tmp := tempName(tg.path)
-	var err error
+	tmp, err := t.tempPath()
+	if err != nil {
+		return err
+	}
 	if tg.pend == nil {
 		err = t.writeTemp(tmp, tg.data, tg.mode)
 	} else {
@@ -202,7 +216,7 @@ func commit(t *tree, tg *target) error {
 	if !tg.exists {
 		err = t.remove(tg.path)
 	} else {
-		err = t.rename(tg.tmp, tg.path)
+		err = t.commitRename(tg.tmp, tg.path, tg.mode)
 		if err == nil {
 			tg.tmp = ""
 		}
@@ -237,16 +251,6 @@ func parallel(n int, f func(i int)) {
 	}
 	close(next)
 	wg.Wait()
-}
-
-func tempName(p string) string {
-	dir, base := split(p)
-	if dir != "" {
-		dir += "/"
-	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	return dir + "." + base + ".runner-" + hex.EncodeToString(rnd[:]) + ".tmp"
 }
 
 // restore puts targets back as they were, last first, and removes the
