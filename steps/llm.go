@@ -352,6 +352,13 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 			continue
 		}
 		out, perr := s.parse(resp.Text)
+		if perr == nil && s.output == "diff" && resp.FinishReason == "length" {
+			// A diff cut at the token limit may end exactly where a
+			// hunk's counts are met, or in the middle of a second
+			// file: nothing in the text shows it, so the provider's word
+			// is taken.
+			out, perr = nil, errors.New("your answer was cut off at the token limit, so the diff may be incomplete; send a shorter diff (only the hunks that change something)")
+		}
 		if perr == nil {
 			return out, nil
 		}
@@ -466,6 +473,16 @@ func extractDiff(text string) (string, error) {
 		}
 	}
 	if len(parts) > 0 {
+		// A block opened after the last closed one and never closed is
+		// the answer cut off there: taking only the closed blocks would
+		// apply part of the change.
+		locs := fenceRE().FindAllStringIndex(text, -1)
+		rest := text[locs[len(locs)-1][1]:]
+		if i := strings.Index(rest, "```"); i >= 0 {
+			if _, err := diffIn(rest[i:]); err == nil || !strings.HasPrefix(err.Error(), "no unified diff") {
+				return "", errors.New("a ``` block of the answer is never closed: your answer was cut off in it; send the whole diff again")
+			}
+		}
 		return strings.Join(parts, ""), nil
 	}
 	d, err := diffIn(text)

@@ -478,6 +478,9 @@ func TestExtractDiff(t *testing.T) {
 			diff + "--- a/y\n+++ b/y\n@@ -2 +2 @@\n-c\n+d\n", ""},
 		{"--- x\n+++ x\n@@ ... @@\n ctx\nlost its space\n-a\n+b\n\nHope this helps.", "--- x\n+++ x\n@@ ... @@\n ctx\nlost its space\n-a\n+b\n", ""},
 		{"I think you should change a to b.", "", "no unified diff found"},
+		// Cut off in a second block: the first alone is part of the change.
+		{"```diff\n" + diff + "```\nAnd y:\n```diff\n--- a/y\n+++ b/y\n@@ -1,3 +1,3 @@\n a\n-c", "", "never closed: your answer was cut off"},
+		{"```diff\n" + diff + "```\nRun:\n```sh\ngo test ./...\n", diff, ""},
 		{"--- a/x\n+++ b/x\nchanged a to b", "", "no @@"},
 		{"--- a/x\n+++ b/x\n@@ -1 +1 @@\n a\n", "", "changes nothing"},
 	}
