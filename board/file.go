@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/planrunner/runner/readlimit"
 )
 
 // Format is the value of the "format" field of blackboard.json.
@@ -94,7 +96,7 @@ func OpenAppend(path string, opt Options) (*Board, error) {
 
 // Load reads a saved run, folding in its journal, into an in-memory board.
 func Load(path string) (*Board, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSaved(path)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +108,44 @@ func Load(path string) (*Board, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// readSaved reads a saved run's file, up to the board's size limit. Only
+// a regular file is read: a FIFO would block the open for good, and a
+// device (/dev/zero) never ends.
+func readSaved(path string) ([]byte, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
+	return readlimit.File(path, readlimit.Board)
+}
+
+// checkRegular refuses what is not a regular file, without opening it.
+func checkRegular(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s): a saved run is one", path, kind(fi.Mode()))
+	}
+	return nil
+}
+
+func kind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
 }
 
 // Parse reads a blackboard.json held in memory (a live run's board served
@@ -144,6 +184,11 @@ func (b *Board) Encode() ([]byte, error) {
 // foldJournal applies the journal's records that the file does not hold. A
 // torn last line (the process was killed mid-write) is ignored.
 func (b *Board) foldJournal(path string) error {
+	if err := checkRegular(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -152,7 +197,7 @@ func (b *Board) foldJournal(path string) error {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
+	r := bufio.NewReaderSize(readlimit.NewReader(f, path, readlimit.Board), 1<<20)
 	base, prev := b.journalN, int64(-1) // the file's watermark; the last record's number
 	for lineNo := 1; ; lineNo++ {
 		line, err := r.ReadBytes('\n')

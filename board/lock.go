@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/planrunner/runner/readlimit"
 )
 
 // One writer at a time: the process that changes a saved run holds an OS
@@ -109,7 +111,7 @@ func (l *Lock) Unlock() error {
 // the lock last; only a failed TryLock says that someone holds it now.
 func ReadOwner(path string) (Owner, error) {
 	var o Owner
-	data, err := os.ReadFile(LockPath(path))
+	data, err := readlimit.File(LockPath(path), readlimit.Small)
 	if err != nil {
 		return o, err
 	}

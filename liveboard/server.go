@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/readlimit"
 )
 
 // maxSocketPath is the longest socket path every Unix takes (sun_path is
@@ -217,9 +218,8 @@ type errorReply struct {
 
 func (s *Server) write(w http.ResponseWriter, r *http.Request) {
 	var q WriteRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
-	if err := dec.Decode(&q); err != nil {
-		replyErr(w, fmt.Errorf("bad request body: %w", err))
+	if err := decodeBody(w, r, &q, readlimit.Request); err != nil {
+		replyErr(w, err)
 		return
 	}
 	if err := q.Check(); err != nil {
@@ -248,8 +248,8 @@ func (q WriteRequest) Check() error {
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	var a board.Answer
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20)).Decode(&a); err != nil {
-		replyErr(w, fmt.Errorf("bad request body: %w", err))
+	if err := decodeBody(w, r, &a, readlimit.Answer); err != nil {
+		replyErr(w, err)
 		return
 	}
 	rep, err := s.src.Answer(a)
@@ -258,6 +258,21 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply(w, http.StatusOK, rep)
+}
+
+// decodeBody reads a request's JSON body into v, refusing one larger than
+// limit (readlimit.Limit applied) with an error that says so.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	limit = readlimit.Limit(limit)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &readlimit.TooLargeError{Name: "the request body", Limit: limit}
+		}
+		return fmt.Errorf("bad request body: %w", err)
+	}
+	return nil
 }
 
 // ReadReply is the answer to a read.

@@ -17,6 +17,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/readlimit"
 	"github.com/planrunner/runner/runs"
 )
 
@@ -282,10 +283,14 @@ func optArg(args []string) string {
 // socket; on a run no one owns, the lock is held for the whole batch (one
 // load of the board, not one per put). It stops at the first failure.
 func boardPutLines(a liveboard.Access, agent, topic string, stdin io.Reader, stdout, stderr io.Writer) int {
-	dec := json.NewDecoder(stdin)
+	// Each record is bounded as the socket bounds a write; the stream is
+	// not (a producer may pipe puts for as long as it likes).
+	lr := readlimit.NewReader(stdin, "a record on standard input", readlimit.Request)
+	dec := json.NewDecoder(lr)
 	for n := 1; ; n++ {
 		var q liveboard.WriteRequest
 		err := dec.Decode(&q)
+		lr.Mark(dec.InputOffset())
 		if err == io.EOF {
 			return exitOK
 		}

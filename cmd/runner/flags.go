@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/planrunner/runner/mask"
 	"github.com/rs/zerolog"
@@ -47,6 +48,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
+		if err := nonNegative(fs); err != nil {
+			return nil, err
+		}
 		rest := fs.Args()
 		if len(rest) == 0 {
 			return pos, nil
@@ -57,6 +61,47 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// nonNegative refuses a negative number given to any numeric flag (a
+// count, a seq, a version, a duration, -p): none of them has a meaning
+// below 0, and taken as given, some ran forever (`watch --count -5`).
+// Flags left at their default (-1 for "not given") are not checked.
+func nonNegative(fs *flag.FlagSet) error {
+	var bad *flag.Flag
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok || bad != nil {
+			return
+		}
+		switch v := g.Get().(type) {
+		case int:
+			bad = ifTrue(v < 0, f)
+		case int64:
+			bad = ifTrue(v < 0, f)
+		case float64:
+			bad = ifTrue(v < 0, f)
+		case time.Duration:
+			bad = ifTrue(v < 0, f)
+		}
+	})
+	if bad == nil {
+		return nil
+	}
+	dash := "--"
+	if len(bad.Name) == 1 {
+		dash = "-"
+	}
+	err := fmt.Errorf("%s%s %s: want 0 or more", dash, bad.Name, bad.Value)
+	fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
+	return err
+}
+
+func ifTrue(c bool, f *flag.Flag) *flag.Flag {
+	if c {
+		return f
+	}
+	return nil
 }
 
 // usageErr prints a usage problem and returns exit code 2.
