@@ -1,0 +1,158 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/readlimit"
+)
+
+// runIn runs the binary in dir with extra environment and stdin. The
+// context only keeps a hung command from hanging the test run: a command
+// that needs it fails its row ("killed").
+func runIn(t *testing.T, dir string, env []string, stdin io.Reader, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+const tinyPlan = `version: 1
+name: tiny
+agents:
+  bot: {provider: script, responses: [ok]}
+steps:
+  - label: note
+    type: board
+    op: write
+    key: note
+    value: hello
+`
+
+// tinyRun runs tinyPlan in dir and returns its blackboard.json.
+func tinyRun(t *testing.T, dir string) (plan, bb string) {
+	t.Helper()
+	plan = filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(plan, []byte(tinyPlan), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bb = filepath.Join(dir, "bb.json")
+	if r := runIn(t, dir, nil, nil, "run", "-q", plan, "--out", bb); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	return plan, bb
+}
+
+// TestEveryReadIsBounded gives every command that reads a file or a
+// stream an input past its limit: /dev/zero (which never ends), a FIFO
+// (which blocks an open for good), or a regular file or stdin larger
+// than the limit, lowered to 1 MiB with RUNNER_READ_LIMIT_MB. Each must
+// stop with an error naming the input and the limit, never grow or hang.
+func TestEveryReadIsBounded(t *testing.T) {
+	dir := t.TempDir()
+	_, bb := tinyRun(t, dir)
+	big := strings.Repeat("# padding line of a big file\n", 40_000) // 1.1 MiB
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	bigPlan := write("big.yaml", tinyPlan+big)
+	write("answers.yaml", "note:\n  - ok\n"+big)
+	respPlan := write("resp.yaml", strings.Replace(tinyPlan, "responses: [ok]", "responses: answers.yaml", 1))
+	bigBoard := write("bigbb.json", strings.Replace(mustRead(t, bb), "\n", "\n"+strings.Repeat(" ", 1<<20), 1))
+	// A valid file with a journal past the limit.
+	jbb := write("jbb.json", mustRead(t, bb))
+	write("jbb.json.journal", `{"n": 1, "run": {"id": "`+strings.Repeat("x", 1<<20+10)+`"}}`+"\n")
+	bigDiff := write("big.patch", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"+big)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The plan a failed run names, grown past the limit since: resume
+	// reads it to see whether it changed.
+	failPlan := write("fail.yaml", tinyPlan+"  - label: broken\n    type: command\n    run: exit 1\n")
+	failBB := filepath.Join(dir, "fail.json")
+	if r := runIn(t, dir, nil, nil, "run", "-q", failPlan, "--out", failBB); r.code != 1 {
+		t.Fatalf("run fail.yaml: %d %s", r.code, r.stderr)
+	}
+	planGrew := func() { write("fail.yaml", tinyPlan+big) }
+
+	low := []string{readlimit.EnvVar + "=1"}
+	for _, c := range []struct {
+		name  string
+		env   []string
+		stdin string
+		setup func()
+		args  []string
+		want  string // in stderr
+	}{
+		{name: "validate /dev/zero", args: []string{"validate", "/dev/zero"}, want: "/dev/zero is larger than 16 MiB"},
+		{name: "run /dev/zero", args: []string{"run", "/dev/zero"}, want: "/dev/zero is larger than 16 MiB"},
+		{name: "graph /dev/zero", args: []string{"graph", "/dev/zero"}, want: "/dev/zero is larger than 16 MiB"},
+		{name: "validate big plan", env: low, args: []string{"validate", bigPlan}, want: bigPlan + " is larger than 1 MiB"},
+		{name: "run, big responses file", env: low, args: []string{"run", respPlan}, want: "answers.yaml is larger than 1 MiB"},
+		{name: "run --dry-run big plan", env: low, args: []string{"run", "--dry-run", bigPlan}, want: "larger than 1 MiB"},
+		{name: "report /dev/zero", args: []string{"report", "/dev/zero"}, want: "/dev/zero is not a regular file (a character device)"},
+		{name: "report fifo", args: []string{"report", fifo}, want: "is not a regular file (a named pipe)"},
+		{name: "report big board", env: low, args: []string{"report", bigBoard}, want: bigBoard + " is larger than 1 MiB"},
+		{name: "report big journal", env: low, args: []string{"report", jbb}, want: "jbb.json.journal is larger than 1 MiB"},
+		{name: "board show /dev/zero", args: []string{"board", "/dev/zero", "show"}, want: "not a regular file"},
+		{name: "board put fifo", args: []string{"board", fifo, "put", "k", "v"}, want: "not a regular file (a named pipe)"},
+		{name: "board get big board", env: low, args: []string{"board", bigBoard, "get", "note"}, want: "larger than 1 MiB"},
+		{name: "board put - big record", env: low, stdin: `{"key": "k", "value": "` + strings.Repeat("v", 1<<20) + `"}`,
+			args: []string{"board", bb, "put", "-"}, want: "a record on standard input is larger than 1 MiB"},
+		{name: "resume /dev/zero", args: []string{"resume", "/dev/zero"}, want: "not a regular file"},
+		{name: "resume big board", env: low, args: []string{"resume", bigBoard}, want: "larger than 1 MiB"},
+		{name: "resume, plan grew", env: low, setup: planGrew, args: []string{"resume", failBB, "--force"}, want: failPlan + " is larger than 1 MiB"},
+		{name: "replay /dev/zero", args: []string{"replay", "/dev/zero", "--offline"}, want: "not a regular file"},
+		{name: "replay --plan /dev/zero", args: []string{"replay", bb, "--offline", "--plan", "/dev/zero"}, want: "/dev/zero is larger than 16 MiB"},
+		{name: "answer /dev/zero", args: []string{"answer", "/dev/zero", "--step", "x", "--json", "{}"}, want: "not a regular file"},
+		{name: "run --reuse /dev/zero", args: []string{"run", "--reuse", "/dev/zero", respPlan}, want: "not a regular file"},
+		{name: "apply /dev/zero", args: []string{"apply", "--check", "/dev/zero"}, want: "/dev/zero is larger than 64 MiB"},
+		{name: "apply big diff", env: low, args: []string{"apply", "--check", bigDiff}, want: "big.patch is larger than 1 MiB"},
+		{name: "apply - big stdin", env: low, stdin: mustRead(t, bigDiff), args: []string{"apply", "--check", "-"}, want: "the diff on standard input is larger than 1 MiB"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.setup != nil {
+				c.setup()
+			}
+			r := runIn(t, dir, c.env, strings.NewReader(c.stdin), c.args...)
+			if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+				t.Fatalf("exit %d, stderr %q; want an error with %q", r.code, r.stderr, c.want)
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
