@@ -31,6 +31,14 @@ type File struct {
 	hasRun bool // the file has a "run" object (see check)
 }
 
+// FileMode is the mode of a run's files (blackboard.json, its journal and
+// lock): a board holds model answers, outputs and the plan, which are the
+// user's alone. Private whatever the umask.
+const FileMode os.FileMode = 0o600
+
+// DirMode is the mode of a run's directory.
+const DirMode os.FileMode = 0o700
+
 // JournalPath is where the journal of a blackboard file lives.
 func JournalPath(path string) string { return path + ".journal" }
 
@@ -119,6 +127,11 @@ func readSaved(path string) ([]byte, error) {
 	}
 	return readlimit.File(path, readlimit.Board)
 }
+
+// CheckSaved refuses, without opening it, a path that cannot be a saved
+// run: anything but a regular file (a FIFO would block for good, a device
+// never ends).
+func CheckSaved(path string) error { return checkRegular(path) }
 
 // checkRegular refuses what is not a regular file, without opening it.
 func checkRegular(path string) error {
@@ -266,7 +279,7 @@ func (b *Board) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("board: encoding %s: %w", j.file, err)
 	}
-	if err := WriteFileAtomic(j.file, data, 0o644); err != nil {
+	if err := WriteFileAtomic(j.file, data, FileMode); err != nil {
 		return err
 	}
 	return j.truncate()

@@ -58,7 +58,7 @@ func LockPath(path string) string { return path + ".lock" }
 // an *OwnedError naming that process.
 func TryLock(path string, o Owner) (*Lock, error) {
 	lp := LockPath(path)
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return nil, err
 	}

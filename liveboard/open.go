@@ -44,7 +44,7 @@ type Options struct {
 // one owns it, Open takes the lock (Close releases it). A run that owns
 // the lock but does not serve (yet) is waited for, up to o.Wait.
 func Open(path string, o Options) (Access, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := board.CheckSaved(path); err != nil {
 		return nil, err
 	}
 	if o.Wait == 0 {

@@ -33,12 +33,15 @@ import (
 const maxSocketPath = 103
 
 // SocketPath is where the board of the blackboard file at path is served:
-// beside it, or, when that path is too long for a Unix socket, in a fresh
-// private directory under the system's temp dir (the owner records where,
-// in the lock file).
+// beside it when its directory is private to this user (a run's own
+// directory is), else in a fresh private directory (0700) under the
+// system's temp dir, as when the path beside it is too long for a Unix
+// socket (the owner records where, in the lock file). Either way the
+// socket is in a directory no other user can enter from the moment it
+// is made: its own mode, set after Listen, is then no race.
 func SocketPath(path string) (sock string, private bool, err error) {
 	sock = path + ".sock"
-	if len(sock) <= maxSocketPath {
+	if len(sock) <= maxSocketPath && privateDir(filepath.Dir(sock)) {
 		return sock, false, nil
 	}
 	sum := sha256.Sum256([]byte(path))
