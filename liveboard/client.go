@@ -65,6 +65,9 @@ func sameFile(a, b string) bool {
 
 // Write puts or deletes a key.
 func (c *Client) Write(q WriteRequest) (board.Entry, error) {
+	if err := q.Check(); err != nil {
+		return board.Entry{}, err
+	}
 	var e board.Entry
 	err := c.call(context.Background(), http.MethodPost, "/v1/write", q, &e)
 	return e, err

@@ -237,13 +237,27 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, e)
 }
 
-// Check refuses a request no board takes: an empty key, a TTL out of
-// range.
+// Check refuses a request no board takes: a key board.CheckKey refuses
+// (empty, NUL, control characters, invalid UTF-8), a negative
+// expect_version, an agent name reserved for runner itself, a TTL out of
+// range. Every way in checks it: the socket, the CLI on a run no one
+// owns, a client before it sends.
 func (q WriteRequest) Check() error {
-	if strings.TrimSpace(q.Key) == "" {
-		return errors.New("the key is empty")
+	if err := board.CheckKey(q.Key); err != nil {
+		return err
 	}
-	if q.TTL < 0 || q.TTL > 1e9 {
+	if q.ExpectVersion != nil && *q.ExpectVersion < 0 {
+		return fmt.Errorf("expect_version %d: want 0 or more (0: the key must not exist), or leave it out", *q.ExpectVersion)
+	}
+	if err := board.CheckOutsideAuthor(q.Agent); err != nil {
+		return err
+	}
+	if q.Topic != "" {
+		if err := board.CheckKey(q.Topic); err != nil {
+			return fmt.Errorf("topic: %s", strings.Replace(err.Error(), "the key", "it", 1))
+		}
+	}
+	if q.TTL < 0 || q.TTL > 1e9 || q.TTL != q.TTL {
 		return fmt.Errorf("ttl %v s is out of range", q.TTL)
 	}
 	return nil
@@ -286,6 +300,10 @@ type ReadReply struct {
 
 func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := board.CheckOutsideAuthor(q.Get("agent")); err != nil {
+		replyErr(w, err)
+		return
+	}
 	e, ok, err := s.src.Read(q.Get("agent"), q.Get("key"))
 	if err != nil {
 		replyErr(w, err)
@@ -302,6 +320,10 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 // agent may read.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := board.CheckOutsideAuthor(q.Get("agent")); err != nil {
+		replyErr(w, err)
+		return
+	}
 	es, err := s.src.Live(q.Get("prefix"), q.Get("agent"))
 	if err != nil {
 		replyErr(w, err)

@@ -170,6 +170,10 @@ func (c *boardCall) write(q liveboard.WriteRequest, done string) int {
 	if c.f.expect >= 0 {
 		q.ExpectVersion = &c.f.expect
 	}
+	if err := q.Check(); err != nil { // bad usage: before the board is touched
+		fmt.Fprintf(c.stderr, "runner board: %v\n", err)
+		return exitUsage
+	}
 	e, err := c.a.Write(q)
 	if err != nil {
 		return c.fail(err)
@@ -307,6 +311,10 @@ func boardPutLines(a liveboard.Access, agent, topic string, stdin io.Reader, std
 		}
 		if q.Topic == "" {
 			q.Topic = topic
+		}
+		if err := q.Check(); err != nil {
+			fmt.Fprintf(stderr, "runner board: stdin record %d: %v\n", n, err)
+			return exitUsage
 		}
 		e, err := a.Write(q)
 		if err != nil {

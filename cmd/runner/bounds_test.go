@@ -156,3 +156,44 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// A key holding a secret is refused with an error that shows it masked,
+// wherever the key comes from: a board step of the plan, a step's write:
+// key, and `runner board put` on the saved run (which learns the plan's
+// secrets from this environment). Before, it was stored as k-***: a read
+// of 'k-' + secret missed, and two such keys collided.
+func TestSecretInKeyRefused(t *testing.T) {
+	const secret = "tok-5ecret-9f3a1c"
+	env := []string{"DEPLOY_TOKEN=" + secret}
+	for _, c := range []struct{ name, step string }{
+		{"board step", `
+  - label: put
+    type: board
+    op: write
+    key: "k-${{ secrets.DEPLOY_TOKEN }}"
+    value: x`},
+		{"write: key", `
+  - label: put
+    type: command
+    run: echo hi
+    write: {key: "k-${{ secrets.DEPLOY_TOKEN }}"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			plan := filepath.Join(dir, "plan.yaml")
+			os.WriteFile(plan, []byte("version: 1\nname: s\nsecrets: [DEPLOY_TOKEN]\nsteps:"+c.step+"\n"), 0o600)
+			bb := filepath.Join(dir, "bb.json")
+			r := runIn(t, dir, env, nil, "run", plan, "--out", bb, "--log-format", "json")
+			if r.code != 1 || !strings.Contains(r.stderr, `k-*** holds a secret`) && !strings.Contains(r.stderr, `\"k-***\" holds a secret`) {
+				t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+			}
+			if strings.Contains(r.stderr+r.stdout+mustRead(t, bb), secret) {
+				t.Fatal("the secret was printed or saved")
+			}
+			r = runIn(t, dir, env, nil, "board", bb, "put", "k-"+secret, "v")
+			if r.code == 0 || !strings.Contains(r.stderr, `key "k-***" holds a secret`) || strings.Contains(r.stderr, secret) {
+				t.Fatalf("board put: exit %d, stderr %s", r.code, r.stderr)
+			}
+		})
+	}
+}
