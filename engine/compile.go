@@ -87,6 +87,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		}
 		if s.Write != nil && s.Write.KeyNode != nil {
 			n.WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, p.scope)
+			CheckKeyTemplate(r, s.Write.KeyNode, n.WriteKey, "write.key")
 		}
 		switch {
 		case s.Parallel != nil:

@@ -197,3 +197,39 @@ func TestSecretInKeyRefused(t *testing.T) {
 		})
 	}
 }
+
+// A literal key a plan gives (a board step's key, a step's write: key)
+// that the board would refuse is refused by validate, at its line and
+// column; a key made by ${{ }} is checked by the board when it is written.
+func TestValidateRefusesBadLiteralKeys(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte(`version: 1
+name: k
+steps:
+  - label: a
+    type: board
+    op: write
+    key: "a\u0000b"
+    value: 1
+  - label: b
+    type: command
+    run: echo
+    write: {key: "x\ny"}
+  - label: c
+    type: board
+    op: write
+    key: "fine-${{ 'x' }}"
+    value: 1
+`), 0o600)
+	r := runIn(t, dir, nil, nil, "validate", plan)
+	for _, want := range []string{
+		"plan.yaml:7:10: key: the key holds a control character, NUL (U+0000), at byte 1",
+		`plan.yaml:12:18: write.key: the key holds a control character, a newline (\n), at byte 1`,
+		"2 problem(s)",
+	} {
+		if r.code != 2 || !strings.Contains(r.stderr, want) {
+			t.Errorf("exit %d, stderr %s; want %q", r.code, r.stderr, want)
+		}
+	}
+}
