@@ -135,30 +135,12 @@ func CheckSaved(path string) error { return checkRegular(path) }
 
 // checkRegular refuses what is not a regular file, without opening it.
 func checkRegular(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
+	err := readlimit.CheckRegular(path)
+	var pe *os.PathError
+	if err != nil && !errors.As(err, &pe) { // not a stat error: the kind of file
+		return fmt.Errorf("%w: a saved run is one", err)
 	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file (%s): a saved run is one", path, kind(fi.Mode()))
-	}
-	return nil
-}
-
-func kind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	case m&os.ModeCharDevice != 0:
-		return "a character device"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	}
-	return "mode " + m.String()
+	return err
 }
 
 // Parse reads a blackboard.json held in memory (a live run's board served

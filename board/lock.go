@@ -111,7 +111,7 @@ func (l *Lock) Unlock() error {
 // the lock last; only a failed TryLock says that someone holds it now.
 func ReadOwner(path string) (Owner, error) {
 	var o Owner
-	data, err := readlimit.File(LockPath(path), readlimit.Small)
+	data, err := readlimit.Regular(LockPath(path), readlimit.Small)
 	if err != nil {
 		return o, err
 	}

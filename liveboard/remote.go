@@ -66,7 +66,7 @@ func FindRemote(path string) (*Remote, error) {
 		path = filepath.Join(path, "blackboard.json")
 	}
 	rp := RemotePath(path)
-	data, err := readlimit.File(rp, readlimit.Small)
+	data, err := readlimit.Regular(rp, readlimit.Small)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

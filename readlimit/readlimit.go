@@ -100,6 +100,44 @@ func File(path string, limit int64) ([]byte, error) {
 	return readAll(f, path, limit, limit)
 }
 
+// Regular is File for an input that must be a regular file (a saved
+// run, a lock's record): anything else is refused before it is opened,
+// so a FIFO does not block the open and a device is not read.
+func Regular(path string, limit int64) ([]byte, error) {
+	if err := CheckRegular(path); err != nil {
+		return nil, err
+	}
+	return File(path, limit)
+}
+
+// CheckRegular refuses, without opening it, what is not a regular file.
+func CheckRegular(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s)", path, kind(fi.Mode()))
+	}
+	return nil
+}
+
+func kind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
+
 // All reads r to its end, up to limit bytes (Limit(limit) is applied);
 // name says what r is in the error.
 func All(r io.Reader, name string, limit int64) ([]byte, error) {

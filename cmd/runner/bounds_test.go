@@ -101,6 +101,12 @@ func TestEveryReadIsBounded(t *testing.T) {
 	}
 	planGrew := func() { write("fail.yaml", tinyPlan+big) }
 
+	// A run whose remote record (a run on Temporal) is a FIFO: reading it
+	// must not block.
+	fbb := write("fbb.json", mustRead(t, bb))
+	if err := syscall.Mkfifo(fbb+".remote", 0o600); err != nil {
+		t.Fatal(err)
+	}
 	low := []string{readlimit.EnvVar + "=1"}
 	for _, c := range []struct {
 		name  string
@@ -120,6 +126,7 @@ func TestEveryReadIsBounded(t *testing.T) {
 		{name: "report fifo", args: []string{"report", fifo}, want: "is not a regular file (a named pipe)"},
 		{name: "report big board", env: low, args: []string{"report", bigBoard}, want: bigBoard + " is larger than 1 MiB"},
 		{name: "report big journal", env: low, args: []string{"report", jbb}, want: "jbb.json.journal is larger than 1 MiB"},
+		{name: "report, remote record a fifo", args: []string{"report", fbb}, want: "fbb.json.remote is not a regular file (a named pipe)"},
 		{name: "board show /dev/zero", args: []string{"board", "/dev/zero", "show"}, want: "not a regular file"},
 		{name: "board put fifo", args: []string{"board", fifo, "put", "k", "v"}, want: "not a regular file (a named pipe)"},
 		{name: "board get big board", env: low, args: []string{"board", bigBoard, "get", "note"}, want: "larger than 1 MiB"},
