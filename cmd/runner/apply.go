@@ -38,7 +38,8 @@ func pFlag(a string) (string, bool) {
 func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("apply", stderr)
 	dir := fs.String("dir", ".", "the directory the diff's paths are relative to")
-	strip := fs.Int("p", patch.DetectStrip, "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
+	var strip int64
+	newOptInt(fs, &strip, "p", "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
 	check := fs.Bool("check", false, "only check that the diff applies; change nothing")
 	reverse := fs.Bool("reverse", false, "apply the diff backwards (undo it)")
 	undo := fs.String("undo", "", "put the files back from `BACKUP_DIR` (as printed after `backup:`, or a step's backup_dir), instead of applying a diff")
@@ -76,9 +77,6 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one PATCH file, or - to read the diff from standard input")
 	}
-	if *strip < patch.DetectStrip {
-		return usageErr(stderr, fs, "-p %d: want 0 or more", *strip)
-	}
 	data, err := readPatch(pos[0], stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner apply: %v\n", err)
@@ -89,7 +87,7 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// had written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: *strip, Check: *check, Reverse: *reverse, MaxBytes: readlimit.Limit(readlimit.Diff)})
+	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: int(strip), Check: *check, Reverse: *reverse, MaxBytes: readlimit.Limit(readlimit.Diff)})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintf(stderr, "runner apply: interrupted: %v\n", err)

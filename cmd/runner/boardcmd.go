@@ -90,11 +90,11 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	fs.Var(&f.ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
 	fs.StringVar(&f.agent, "agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
 	fs.StringVar(&f.topic, "topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch: only this topic")
-	fs.Int64Var(&f.expect, "expect-version", -1, "put/delete: only if the key's version is N (0: the key must not exist)")
+	newOptInt(fs, &f.expect, "expect-version", "put/delete: only if the key's version is `N` (0: the key must not exist)")
 	fs.StringVar(&f.format, "format", "md", "show: md or json")
 	fs.StringVar(&f.prefix, "prefix", "", "watch: only keys starting with this")
 	fs.IntVar(&f.count, "count", 0, "watch: stop after this many lines (0: until the run ends or Ctrl-C)")
-	fs.Int64Var(&f.since, "since", -1, "watch: start after this entry seq (default: changes from now on)")
+	newOptInt(fs, &f.since, "since", "watch: start after the entry numbered `SEQ` (default: changes from now on)")
 	fs.BoolVar(&f.asJSON, "json", false, "get: print the whole entry as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -152,8 +152,6 @@ func checkBoardArgs(name string, rest []string, f *boardFlags) (boardOp, error) 
 		return op, fmt.Errorf("%s takes %s argument(s), got %d", name, argCount(op.min, op.max), len(rest))
 	case name == "show" && f.format != "md" && f.format != "json":
 		return op, fmt.Errorf("--format %q: want md or json", f.format)
-	case f.expect < -1:
-		return op, fmt.Errorf("--expect-version %d: want 0 or more", f.expect)
 	}
 	return op, nil
 }

@@ -240,3 +240,33 @@ steps:
 		}
 	}
 }
+
+// A negative number given to a numeric flag is bad usage (exit 2) saying
+// which flag, for every command: `watch --count -5` and `--since -1` ran
+// forever.
+func TestNegativeFlagsRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, bb := tinyRun(t, dir)
+	n := load(t, bb).Len()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"board", bb, "watch", "--count", "-5"}, "--count -5: want 0 or more"},
+		{[]string{"board", bb, "watch", "--since", "-1"}, "--since -1: want 0 or more"},
+		{[]string{"board", bb, "watch", "--since=-3", "--count", "1"}, "--since -3: want 0 or more"},
+		{[]string{"board", bb, "put", "k", "v", "--expect-version", "-5"}, "--expect-version -5: want 0 or more"},
+		{[]string{"board", bb, "delete", "k", "--expect-version=-1"}, "--expect-version -1: want 0 or more"},
+		{[]string{"apply", "-p", "-1", "--check", "-"}, "-p -1: want 0 or more"},
+		{[]string{"run", "plan.yaml", "--heartbeat-timeout", "-1s"}, "--heartbeat-timeout -1s: want 0 or more"},
+		{[]string{"run", "plan.yaml", "--max-history-events", "-1"}, "--max-history-events -1: want 0 or more"},
+	} {
+		r := runIn(t, dir, nil, strings.NewReader(""), c.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
+		}
+	}
+	if b := load(t, bb); b.Len() != n {
+		t.Errorf("the board changed: %d entries, was %d", b.Len(), n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,41 +69,63 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 // below 0, and taken as given, some ran forever (`watch --count -5`).
 // Flags left at their default (-1 for "not given") are not checked.
 func nonNegative(fs *flag.FlagSet) error {
-	var bad *flag.Flag
+	var err error
 	fs.Visit(func(f *flag.Flag) {
 		g, ok := f.Value.(flag.Getter)
-		if !ok || bad != nil {
+		if !ok || err != nil {
 			return
 		}
+		neg := false
 		switch v := g.Get().(type) {
 		case int:
-			bad = ifTrue(v < 0, f)
+			neg = v < 0
 		case int64:
-			bad = ifTrue(v < 0, f)
+			neg = v < 0
 		case float64:
-			bad = ifTrue(v < 0, f)
+			neg = v < 0
 		case time.Duration:
-			bad = ifTrue(v < 0, f)
+			neg = v < 0
+		}
+		if neg {
+			dash := "--"
+			if len(f.Name) == 1 {
+				dash = "-"
+			}
+			err = fmt.Errorf("%s%s %v: want 0 or more", dash, f.Name, g.Get())
 		}
 	})
-	if bad == nil {
-		return nil
+	if err != nil {
+		fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
 	}
-	dash := "--"
-	if len(bad.Name) == 1 {
-		dash = "-"
-	}
-	err := fmt.Errorf("%s%s %s: want 0 or more", dash, bad.Name, bad.Value)
-	fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
 	return err
 }
 
-func ifTrue(c bool, f *flag.Flag) *flag.Flag {
-	if c {
-		return f
+// optInt is a number flag that may be left out (then -1): its help shows
+// no default, as -1 is not a value one may give.
+type optInt struct{ p *int64 }
+
+func newOptInt(fs *flag.FlagSet, p *int64, name, usage string) {
+	*p = -1
+	fs.Var(optInt{p}, name, usage)
+}
+
+func (o optInt) String() string {
+	if o.p == nil || *o.p < 0 {
+		return ""
 	}
+	return strconv.FormatInt(*o.p, 10)
+}
+
+func (o optInt) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("want a whole number")
+	}
+	*o.p = n
 	return nil
 }
+
+func (o optInt) Get() any { return *o.p }
 
 // usageErr prints a usage problem and returns exit code 2.
 func usageErr(stderr io.Writer, fs *flag.FlagSet, format string, args ...any) int {
