@@ -104,11 +104,15 @@ func (b *Board) Write(op WriteOp) (Entry, error) {
 	if op.Key == "" {
 		return Entry{}, errors.New("board: write needs a key")
 	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	// The key first: the errors below print it.
+	if err := b.checkKeyLocked(op.Key); err != nil {
+		return Entry{}, err
+	}
 	if err := op.checkTTL(); err != nil {
 		return Entry{}, err
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if err := b.allowedLocked(op.Author, "write", op.Key); err != nil {
 		return Entry{}, err
 	}
@@ -181,6 +185,14 @@ func (b *Board) writeLocked(e Entry, expect int64) (Entry, error) {
 // prepareLocked checks a compare-and-set and numbers e, without changing
 // the board: indexLocked does that once the entry is in the journal.
 func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, error) {
+	if e.Key != "" {
+		if err := b.checkKeyLocked(e.Key); err != nil {
+			return Entry{}, err
+		}
+	}
+	if expect < -1 {
+		return Entry{}, fmt.Errorf("board: key %q: expected version %d: want 0 or more (or none)", b.maskLocked(e.Key), expect)
+	}
 	b.redactEntry(&e)
 	if e.Key != "" {
 		cur := b.liveVersionLocked(e.Key, now)
@@ -510,6 +522,9 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	}
 	b.pending = append(b.pending[:0], &first)
 	for _, kv := range kvs {
+		if err := b.checkKeyLocked(kv.Key); err != nil {
+			return err // before the errors below, which print the key
+		}
 		if err := b.allowedLocked(kv.Author, "write", kv.Key); err != nil {
 			return err
 		}

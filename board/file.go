@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/planrunner/runner/readlimit"
 )
 
 // Format is the value of the "format" field of blackboard.json.
@@ -28,6 +30,14 @@ type File struct {
 
 	hasRun bool // the file has a "run" object (see check)
 }
+
+// FileMode is the mode of a run's files (blackboard.json, its journal and
+// lock): a board holds model answers, outputs and the plan, which are the
+// user's alone. Private whatever the umask.
+const FileMode os.FileMode = 0o600
+
+// DirMode is the mode of a run's directory.
+const DirMode os.FileMode = 0o700
 
 // JournalPath is where the journal of a blackboard file lives.
 func JournalPath(path string) string { return path + ".journal" }
@@ -94,7 +104,7 @@ func OpenAppend(path string, opt Options) (*Board, error) {
 
 // Load reads a saved run, folding in its journal, into an in-memory board.
 func Load(path string) (*Board, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSaved(path)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +116,31 @@ func Load(path string) (*Board, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// readSaved reads a saved run's file, up to the board's size limit. Only
+// a regular file is read: a FIFO would block the open for good, and a
+// device (/dev/zero) never ends.
+func readSaved(path string) ([]byte, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
+	return readlimit.File(path, readlimit.Board)
+}
+
+// CheckSaved refuses, without opening it, a path that cannot be a saved
+// run: anything but a regular file (a FIFO would block for good, a device
+// never ends).
+func CheckSaved(path string) error { return checkRegular(path) }
+
+// checkRegular refuses what is not a regular file, without opening it.
+func checkRegular(path string) error {
+	err := readlimit.CheckRegular(path)
+	var pe *os.PathError
+	if err != nil && !errors.As(err, &pe) { // not a stat error: the kind of file
+		return fmt.Errorf("%w: a saved run is one", err)
+	}
+	return err
 }
 
 // Parse reads a blackboard.json held in memory (a live run's board served
@@ -144,6 +179,11 @@ func (b *Board) Encode() ([]byte, error) {
 // foldJournal applies the journal's records that the file does not hold. A
 // torn last line (the process was killed mid-write) is ignored.
 func (b *Board) foldJournal(path string) error {
+	if err := checkRegular(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -152,7 +192,7 @@ func (b *Board) foldJournal(path string) error {
 		return err
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
+	r := bufio.NewReaderSize(readlimit.NewReader(f, path, readlimit.Board), 1<<20)
 	base, prev := b.journalN, int64(-1) // the file's watermark; the last record's number
 	for lineNo := 1; ; lineNo++ {
 		line, err := r.ReadBytes('\n')
@@ -221,7 +261,7 @@ func (b *Board) saveLocked() error {
 	if err != nil {
 		return fmt.Errorf("board: encoding %s: %w", j.file, err)
 	}
-	if err := WriteFileAtomic(j.file, data, 0o644); err != nil {
+	if err := WriteFileAtomic(j.file, data, FileMode); err != nil {
 		return err
 	}
 	return j.truncate()

@@ -30,7 +30,7 @@ type journal struct {
 
 func (j *journal) append(rec *record) error {
 	if j.f == nil {
-		f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, FileMode)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/planrunner/runner/readlimit"
 )
 
 // One writer at a time: the process that changes a saved run holds an OS
@@ -56,7 +58,7 @@ func LockPath(path string) string { return path + ".lock" }
 // an *OwnedError naming that process.
 func TryLock(path string, o Owner) (*Lock, error) {
 	lp := LockPath(path)
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, FileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +111,7 @@ func (l *Lock) Unlock() error {
 // the lock last; only a failed TryLock says that someone holds it now.
 func ReadOwner(path string) (Owner, error) {
 	var o Owner
-	data, err := os.ReadFile(LockPath(path))
+	data, err := readlimit.Regular(LockPath(path), readlimit.Small)
 	if err != nil {
 		return o, err
 	}

@@ -136,3 +136,11 @@ func redactValue(v any, f Redact) any {
 	}
 	return v
 }
+
+// maskLocked is s masked, for an error message.
+func (b *Board) maskLocked(s string) string {
+	if b.redact == nil {
+		return s
+	}
+	return b.redact(s)
+}

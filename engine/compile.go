@@ -2,11 +2,11 @@ package engine
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"sync"
 
 	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/readlimit"
 )
 
 // Program is a plan checked and compiled against the registered step
@@ -38,7 +38,7 @@ func (p *Program) Node(label string) *Node { return p.nodes[label] }
 
 // Load reads a plan file and compiles it.
 func Load(path string, reg *Registry) (*Program, error) {
-	src, err := os.ReadFile(path)
+	src, err := readlimit.File(path, readlimit.Plan)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +87,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		}
 		if s.Write != nil && s.Write.KeyNode != nil {
 			n.WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, p.scope)
+			CheckKeyTemplate(r, s.Write.KeyNode, n.WriteKey, "write.key")
 		}
 		switch {
 		case s.Parallel != nil:

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
 	"gopkg.in/yaml.v3"
 )
@@ -206,6 +208,28 @@ func (d *Decoder) Template(key string) *Template {
 		return nil
 	}
 	return d.TemplateAt(n, key)
+}
+
+// KeyTemplate reads a board key (a template): one without ${{ }} is
+// checked as the board will check it (board.CheckKey), so `validate`
+// refuses it at its line and column rather than the run at the step.
+func (d *Decoder) KeyTemplate(key string) *Template {
+	t := d.Template(key)
+	CheckKeyTemplate(d.r, d.Node(key), t, key)
+	return t
+}
+
+// CheckKeyTemplate reports at n a literal key template the board would
+// refuse.
+func CheckKeyTemplate(r *plans.Reporter, n *yaml.Node, t *Template, field string) {
+	if t == nil || n == nil {
+		return
+	}
+	if lit, ok := t.Literal(); ok {
+		if err := board.CheckKey(lit); err != nil {
+			r.At(n, "%s: %s", field, strings.TrimSuffix(err.Error(), ": "+board.ErrBadKey.Error()))
+		}
+	}
 }
 
 // TemplateAt compiles the string at n as a template.

@@ -169,6 +169,19 @@ func exprErrorColumn(err error) int {
 	return 0
 }
 
+// Literal is the template's text when it holds no ${{ }}: what it
+// renders to is known when the plan loads.
+func (t *Template) Literal() (string, bool) {
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.expr != nil {
+			return "", false
+		}
+		b.WriteString(p.lit)
+	}
+	return b.String(), true
+}
+
 // Render evaluates every part and joins them as text.
 func (t *Template) Render(env map[string]any) (string, error) {
 	return t.render(env)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/readlimit"
 )
 
 // Client talks to the process serving a live board.
@@ -64,6 +65,9 @@ func sameFile(a, b string) bool {
 
 // Write puts or deletes a key.
 func (c *Client) Write(q WriteRequest) (board.Entry, error) {
+	if err := q.Check(); err != nil {
+		return board.Entry{}, err
+	}
 	var e board.Entry
 	err := c.call(context.Background(), http.MethodPost, "/v1/write", q, &e)
 	return e, err
@@ -93,7 +97,7 @@ func (c *Client) Board() (*board.Board, error) {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	data, err := readlimit.All(resp.Body, "the board served on "+c.Socket, readlimit.Board)
 	if err != nil {
 		return nil, err
 	}
@@ -117,12 +121,16 @@ func (c *Client) Watch(ctx context.Context, f Filter, fn func(Change) error) err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(resp.Body)
+		data, _ := readlimit.All(resp.Body, "the answer of "+c.Socket, readlimit.Small)
 		return replyError(resp.StatusCode, data)
 	}
-	r := bufio.NewReaderSize(resp.Body, 64<<10)
+	lr := readlimit.NewReader(resp.Body, "a line of the watch from "+c.Socket, readlimit.Board)
+	r := bufio.NewReaderSize(lr, 64<<10)
+	var off int64
 	for {
 		line, err := r.ReadBytes('\n')
+		off += int64(len(line))
+		lr.Mark(off) // each line is bounded, not the stream
 		if len(line) > 0 && line[len(line)-1] == '\n' {
 			var ch Change
 			if jerr := json.Unmarshal(line, &ch); jerr != nil {
@@ -172,7 +180,9 @@ func (c *Client) call(ctx context.Context, method, path string, body, out any) e
 		return err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
+	// A live entry holds at most a write's worth; a list of them, up to a
+	// board's.
+	data, err := readlimit.All(resp.Body, "the answer of "+c.Socket, readlimit.Board)
 	if err != nil {
 		return err
 	}

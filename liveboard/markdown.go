@@ -18,7 +18,7 @@ func KeepMarkdown(b *board.Board, path string, every time.Duration) (stop func()
 		if err := b.Markdown(&buf); err != nil {
 			return err
 		}
-		return board.WriteFileAtomic(path, buf.Bytes(), 0o644)
+		return board.WriteFileAtomic(path, buf.Bytes(), board.FileMode)
 	}
 	go func() {
 		var err error

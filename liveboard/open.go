@@ -44,7 +44,7 @@ type Options struct {
 // one owns it, Open takes the lock (Close releases it). A run that owns
 // the lock but does not serve (yet) is waited for, up to o.Wait.
 func Open(path string, o Options) (Access, error) {
-	if _, err := os.Stat(path); err != nil {
+	if err := board.CheckSaved(path); err != nil {
 		return nil, err
 	}
 	if o.Wait == 0 {
@@ -111,12 +111,21 @@ func (l *local) Write(q WriteRequest) (board.Entry, error) {
 	if l.lock == nil {
 		return board.Entry{}, errors.New("board: opened read-only")
 	}
+	if err := q.Check(); err != nil {
+		return board.Entry{}, err
+	}
 	return l.b.Write(q.Op(board.ViaCLI))
 }
 func (l *local) Read(agent, key string) (board.Entry, bool, error) {
+	if err := board.CheckOutsideAuthor(agent); err != nil {
+		return board.Entry{}, false, err
+	}
 	return l.b.ReadAs(agent, key)
 }
 func (l *local) Live(prefix, agent string) ([]board.Entry, error) {
+	if err := board.CheckOutsideAuthor(agent); err != nil {
+		return nil, err
+	}
 	return Live(l.b, prefix, agent), nil
 }
 func (l *local) Board() (*board.Board, error) { return l.b, nil }

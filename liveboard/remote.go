@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/planrunner/runner/readlimit"
 )
 
 // RemotePath is the file written beside the blackboard.json of a run that
@@ -64,7 +66,7 @@ func FindRemote(path string) (*Remote, error) {
 		path = filepath.Join(path, "blackboard.json")
 	}
 	rp := RemotePath(path)
-	data, err := os.ReadFile(rp)
+	data, err := readlimit.Regular(rp, readlimit.Small)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/readlimit"
 )
 
 // maxSocketPath is the longest socket path every Unix takes (sun_path is
@@ -32,12 +33,15 @@ import (
 const maxSocketPath = 103
 
 // SocketPath is where the board of the blackboard file at path is served:
-// beside it, or, when that path is too long for a Unix socket, in a fresh
-// private directory under the system's temp dir (the owner records where,
-// in the lock file).
+// beside it when its directory is private to this user (a run's own
+// directory is), else in a fresh private directory (0700) under the
+// system's temp dir, as when the path beside it is too long for a Unix
+// socket (the owner records where, in the lock file). Either way the
+// socket is in a directory no other user can enter from the moment it
+// is made: its own mode, set after Listen, is then no race.
 func SocketPath(path string) (sock string, private bool, err error) {
 	sock = path + ".sock"
-	if len(sock) <= maxSocketPath {
+	if len(sock) <= maxSocketPath && privateDir(filepath.Dir(sock)) {
 		return sock, false, nil
 	}
 	sum := sha256.Sum256([]byte(path))
@@ -217,9 +221,8 @@ type errorReply struct {
 
 func (s *Server) write(w http.ResponseWriter, r *http.Request) {
 	var q WriteRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20))
-	if err := dec.Decode(&q); err != nil {
-		replyErr(w, fmt.Errorf("bad request body: %w", err))
+	if err := decodeBody(w, r, &q, readlimit.Request); err != nil {
+		replyErr(w, err)
 		return
 	}
 	if err := q.Check(); err != nil {
@@ -234,13 +237,27 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, e)
 }
 
-// Check refuses a request no board takes: an empty key, a TTL out of
-// range.
+// Check refuses a request no board takes: a key board.CheckKey refuses
+// (empty, NUL, control characters, invalid UTF-8), a negative
+// expect_version, an agent name reserved for runner itself, a TTL out of
+// range. Every way in checks it: the socket, the CLI on a run no one
+// owns, a client before it sends.
 func (q WriteRequest) Check() error {
-	if strings.TrimSpace(q.Key) == "" {
-		return errors.New("the key is empty")
+	if err := board.CheckKey(q.Key); err != nil {
+		return err
 	}
-	if q.TTL < 0 || q.TTL > 1e9 {
+	if q.ExpectVersion != nil && *q.ExpectVersion < 0 {
+		return fmt.Errorf("expect_version %d: want 0 or more (0: the key must not exist), or leave it out", *q.ExpectVersion)
+	}
+	if err := board.CheckOutsideAuthor(q.Agent); err != nil {
+		return err
+	}
+	if q.Topic != "" {
+		if err := board.CheckKey(q.Topic); err != nil {
+			return fmt.Errorf("topic: %s", strings.Replace(err.Error(), "the key", "it", 1))
+		}
+	}
+	if q.TTL < 0 || q.TTL > 1e9 || q.TTL != q.TTL {
 		return fmt.Errorf("ttl %v s is out of range", q.TTL)
 	}
 	return nil
@@ -248,8 +265,8 @@ func (q WriteRequest) Check() error {
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	var a board.Answer
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20)).Decode(&a); err != nil {
-		replyErr(w, fmt.Errorf("bad request body: %w", err))
+	if err := decodeBody(w, r, &a, readlimit.Answer); err != nil {
+		replyErr(w, err)
 		return
 	}
 	rep, err := s.src.Answer(a)
@@ -260,6 +277,21 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, rep)
 }
 
+// decodeBody reads a request's JSON body into v, refusing one larger than
+// limit (readlimit.Limit applied) with an error that says so.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	limit = readlimit.Limit(limit)
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &readlimit.TooLargeError{Name: "the request body", Limit: limit}
+		}
+		return fmt.Errorf("bad request body: %w", err)
+	}
+	return nil
+}
+
 // ReadReply is the answer to a read.
 type ReadReply struct {
 	Found bool         `json:"found"`
@@ -268,6 +300,10 @@ type ReadReply struct {
 
 func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := board.CheckOutsideAuthor(q.Get("agent")); err != nil {
+		replyErr(w, err)
+		return
+	}
 	e, ok, err := s.src.Read(q.Get("agent"), q.Get("key"))
 	if err != nil {
 		replyErr(w, err)
@@ -284,6 +320,10 @@ func (s *Server) read(w http.ResponseWriter, r *http.Request) {
 // agent may read.
 func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if err := board.CheckOutsideAuthor(q.Get("agent")); err != nil {
+		replyErr(w, err)
+		return
+	}
 	es, err := s.src.Live(q.Get("prefix"), q.Get("agent"))
 	if err != nil {
 		replyErr(w, err)

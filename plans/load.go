@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/planrunner/runner/readlimit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -23,7 +23,7 @@ var Providers = []string{"openai", "anthropic", "script"}
 
 // Load reads and checks the plan at path.
 func Load(path string) (*Plan, error) {
-	src, err := os.ReadFile(path)
+	src, err := readlimit.File(path, readlimit.Plan)
 	if err != nil {
 		return nil, err
 	}

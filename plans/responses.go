@@ -1,9 +1,9 @@
 package plans
 
 import (
-	"os"
 	"path/filepath"
 
+	"github.com/planrunner/runner/readlimit"
 	"gopkg.in/yaml.v3"
 )
 
@@ -94,7 +94,7 @@ func LoadResponsesFile(planPath, file string) ([]Response, error) {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join(filepath.Dir(planPath), file)
 	}
-	src, err := os.ReadFile(file)
+	src, err := readlimit.File(file, readlimit.Responses)
 	if err != nil {
 		return nil, err
 	}

@@ -3,13 +3,13 @@ package runs
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/mask"
+	"github.com/planrunner/runner/readlimit"
 	"github.com/planrunner/runner/replay"
 	"github.com/planrunner/runner/steps"
 )
@@ -46,7 +46,7 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, 
 	}
 	planPath, src := saved.Run().PlanPath, []byte(saved.Run().PlanSource)
 	if o.PlanFile != "" {
-		if src, err = os.ReadFile(o.PlanFile); err != nil {
+		if src, err = readlimit.File(o.PlanFile, readlimit.Plan); err != nil {
 			return nil, usage(err)
 		}
 		planPath, _ = filepath.Abs(o.PlanFile)

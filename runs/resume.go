@@ -13,6 +13,7 @@ import (
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/mask"
+	"github.com/planrunner/runner/readlimit"
 	"github.com/planrunner/runner/steps"
 	"github.com/rs/zerolog"
 )
@@ -118,7 +119,10 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 // resumePlanSource returns the plan to go on with: the saved one, unless
 // the plan file changed, which is refused without force.
 func resumePlanSource(run board.Run, force bool) ([]byte, string, error) {
-	src, err := os.ReadFile(run.PlanPath)
+	src, err := readlimit.File(run.PlanPath, readlimit.Plan)
+	if errors.Is(err, readlimit.ErrTooLarge) {
+		return nil, "", err
+	}
 	if err != nil {
 		return []byte(run.PlanSource), fmt.Sprintf("plan %s not found; resuming with the plan saved in the run", run.PlanPath), nil
 	}

@@ -256,7 +256,7 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	if ru != nil {
 		set.SetReuse(ru.u)
 	}
-	if err := os.MkdirAll(filepath.Dir(r.Board), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(r.Board), board.DirMode); err != nil {
 		return nil, err
 	}
 	lock, err := own(r.Board)

@@ -87,7 +87,7 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 		return s
 	}
 	if d.Required("key") {
-		s.key = d.Template("key")
+		s.key = d.KeyTemplate("key")
 	}
 	s.value = d.Template("value")
 	s.ttl = d.Duration("ttl")

@@ -86,7 +86,7 @@ type RunOptions struct {
 // the options (a ReuseFiles file that is not a saved run) is a
 // runs.UsageError.
 func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o RunOptions) (*Output, error) {
-	if err := os.MkdirAll(filepath.Dir(r.Board), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(r.Board), board.DirMode); err != nil {
 		return nil, err
 	}
 	reused, err := PutReused(store, o.ReuseFiles)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/readlimit"
 	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 )
@@ -173,6 +174,8 @@ func splitVisit(s string) (string, int, error) {
 func ask(form *steps.Form, w board.WaitingInput, stdin io.Reader, stderr io.Writer) (map[string]any, error) {
 	fmt.Fprintf(stderr, "%s asks: %s\n", name(w.Label, w.Visit), strings.TrimSpace(w.Prompt))
 	in := bufio.NewScanner(stdin)
+	limit := readlimit.Limit(readlimit.Answer)
+	in.Buffer(make([]byte, 0, 4096), int(limit))
 	answer := map[string]any{}
 	required := map[string]bool{}
 	for _, r := range form.Required {
@@ -190,6 +193,9 @@ func ask(form *steps.Form, w board.WaitingInput, stdin io.Reader, stderr io.Writ
 			}
 			fmt.Fprintf(stderr, "%s (%s%s): ", f.Name, hint, opt)
 			if !in.Scan() {
+				if errors.Is(in.Err(), bufio.ErrTooLong) {
+					return nil, &readlimit.TooLargeError{Name: "a line on standard input", Limit: limit}
+				}
 				return nil, errors.New("no answer: standard input ended")
 			}
 			text := strings.TrimSpace(in.Text())

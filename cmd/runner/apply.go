@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/planrunner/runner/readlimit"
 	"github.com/planrunner/runner/steps/patch"
 )
 
@@ -37,7 +38,8 @@ func pFlag(a string) (string, bool) {
 func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("apply", stderr)
 	dir := fs.String("dir", ".", "the directory the diff's paths are relative to")
-	strip := fs.Int("p", patch.DetectStrip, "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
+	var strip int64
+	newOptInt(fs, &strip, "p", "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
 	check := fs.Bool("check", false, "only check that the diff applies; change nothing")
 	reverse := fs.Bool("reverse", false, "apply the diff backwards (undo it)")
 	undo := fs.String("undo", "", "put the files back from `BACKUP_DIR` (as printed after `backup:`, or a step's backup_dir), instead of applying a diff")
@@ -75,9 +77,6 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one PATCH file, or - to read the diff from standard input")
 	}
-	if *strip < patch.DetectStrip {
-		return usageErr(stderr, fs, "-p %d: want 0 or more", *strip)
-	}
 	data, err := readPatch(pos[0], stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner apply: %v\n", err)
@@ -88,7 +87,7 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// had written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: *strip, Check: *check, Reverse: *reverse})
+	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: int(strip), Check: *check, Reverse: *reverse, MaxBytes: readlimit.Limit(readlimit.Diff)})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintf(stderr, "runner apply: interrupted: %v\n", err)
@@ -130,34 +129,14 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// readPatch reads the diff from a file, or from stdin for "-", up to one
-// byte past the size Apply accepts (so that it can say it is too big).
+// readPatch reads the diff from a file, or from stdin for "-", up to the
+// size Apply accepts.
 func readPatch(name string, stdin io.Reader) ([]byte, error) {
-	r := stdin
 	if name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		// A file's size is known: read it into one buffer of that size
-		// rather than one that doubles as it fills (twice the memory).
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() <= patch.DefaultMaxBytes {
-			b := make([]byte, fi.Size()+1)
-			n, err := io.ReadFull(f, b)
-			if err == io.ErrUnexpectedEOF || err == io.EOF {
-				return b[:n], nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			// It grew meanwhile: read the rest as any stream.
-			rest, err := io.ReadAll(io.LimitReader(f, patch.DefaultMaxBytes+1-int64(n)))
-			return append(b[:n], rest...), err
-		}
-		r = f
-	} else if r == nil {
+		return readlimit.File(name, readlimit.Diff)
+	}
+	if stdin == nil {
 		return nil, errors.New("no standard input")
 	}
-	return io.ReadAll(io.LimitReader(r, patch.DefaultMaxBytes+1))
+	return readlimit.All(stdin, "the diff on standard input", readlimit.Diff)
 }

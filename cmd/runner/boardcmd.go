@@ -17,6 +17,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/readlimit"
 	"github.com/planrunner/runner/runs"
 )
 
@@ -89,11 +90,11 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	fs.Var(&f.ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
 	fs.StringVar(&f.agent, "agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
 	fs.StringVar(&f.topic, "topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch: only this topic")
-	fs.Int64Var(&f.expect, "expect-version", -1, "put/delete: only if the key's version is N (0: the key must not exist)")
+	newOptInt(fs, &f.expect, "expect-version", "put/delete: only if the key's version is `N` (0: the key must not exist)")
 	fs.StringVar(&f.format, "format", "md", "show: md or json")
 	fs.StringVar(&f.prefix, "prefix", "", "watch: only keys starting with this")
 	fs.IntVar(&f.count, "count", 0, "watch: stop after this many lines (0: until the run ends or Ctrl-C)")
-	fs.Int64Var(&f.since, "since", -1, "watch: start after this entry seq (default: changes from now on)")
+	newOptInt(fs, &f.since, "since", "watch: start after the entry numbered `SEQ` (default: changes from now on)")
 	fs.BoolVar(&f.asJSON, "json", false, "get: print the whole entry as JSON")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -151,8 +152,6 @@ func checkBoardArgs(name string, rest []string, f *boardFlags) (boardOp, error) 
 		return op, fmt.Errorf("%s takes %s argument(s), got %d", name, argCount(op.min, op.max), len(rest))
 	case name == "show" && f.format != "md" && f.format != "json":
 		return op, fmt.Errorf("--format %q: want md or json", f.format)
-	case f.expect < -1:
-		return op, fmt.Errorf("--expect-version %d: want 0 or more", f.expect)
 	}
 	return op, nil
 }
@@ -168,6 +167,10 @@ func (c *boardCall) write(q liveboard.WriteRequest, done string) int {
 	q.TTL, q.Agent, q.Topic = c.f.ttl.Seconds(), c.f.agent, c.f.topic
 	if c.f.expect >= 0 {
 		q.ExpectVersion = &c.f.expect
+	}
+	if err := q.Check(); err != nil { // bad usage: before the board is touched
+		fmt.Fprintf(c.stderr, "runner board: %v\n", err)
+		return exitUsage
 	}
 	e, err := c.a.Write(q)
 	if err != nil {
@@ -282,10 +285,14 @@ func optArg(args []string) string {
 // socket; on a run no one owns, the lock is held for the whole batch (one
 // load of the board, not one per put). It stops at the first failure.
 func boardPutLines(a liveboard.Access, agent, topic string, stdin io.Reader, stdout, stderr io.Writer) int {
-	dec := json.NewDecoder(stdin)
+	// Each record is bounded as the socket bounds a write; the stream is
+	// not (a producer may pipe puts for as long as it likes).
+	lr := readlimit.NewReader(stdin, "a record on standard input", readlimit.Request)
+	dec := json.NewDecoder(lr)
 	for n := 1; ; n++ {
 		var q liveboard.WriteRequest
 		err := dec.Decode(&q)
+		lr.Mark(dec.InputOffset())
 		if err == io.EOF {
 			return exitOK
 		}
@@ -302,6 +309,10 @@ func boardPutLines(a liveboard.Access, agent, topic string, stdin io.Reader, std
 		}
 		if q.Topic == "" {
 			q.Topic = topic
+		}
+		if err := q.Check(); err != nil {
+			fmt.Fprintf(stderr, "runner board: stdin record %d: %v\n", n, err)
+			return exitUsage
 		}
 		e, err := a.Write(q)
 		if err != nil {

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/planrunner/runner/mask"
 	"github.com/rs/zerolog"
@@ -47,6 +49,9 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
+		if err := nonNegative(fs); err != nil {
+			return nil, err
+		}
 		rest := fs.Args()
 		if len(rest) == 0 {
 			return pos, nil
@@ -58,6 +63,69 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		args = rest[1:]
 	}
 }
+
+// nonNegative refuses a negative number given to any numeric flag (a
+// count, a seq, a version, a duration, -p): none of them has a meaning
+// below 0, and taken as given, some ran forever (`watch --count -5`).
+// Flags left at their default (-1 for "not given") are not checked.
+func nonNegative(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok || err != nil {
+			return
+		}
+		neg := false
+		switch v := g.Get().(type) {
+		case int:
+			neg = v < 0
+		case int64:
+			neg = v < 0
+		case float64:
+			neg = v < 0
+		case time.Duration:
+			neg = v < 0
+		}
+		if neg {
+			dash := "--"
+			if len(f.Name) == 1 {
+				dash = "-"
+			}
+			err = fmt.Errorf("%s%s %v: want 0 or more", dash, f.Name, g.Get())
+		}
+	})
+	if err != nil {
+		fmt.Fprintf(fs.Output(), "%s: %v\n", fs.Name(), err)
+	}
+	return err
+}
+
+// optInt is a number flag that may be left out (then -1): its help shows
+// no default, as -1 is not a value one may give.
+type optInt struct{ p *int64 }
+
+func newOptInt(fs *flag.FlagSet, p *int64, name, usage string) {
+	*p = -1
+	fs.Var(optInt{p}, name, usage)
+}
+
+func (o optInt) String() string {
+	if o.p == nil || *o.p < 0 {
+		return ""
+	}
+	return strconv.FormatInt(*o.p, 10)
+}
+
+func (o optInt) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("want a whole number")
+	}
+	*o.p = n
+	return nil
+}
+
+func (o optInt) Get() any { return *o.p }
 
 // usageErr prints a usage problem and returns exit code 2.
 func usageErr(stderr io.Writer, fs *flag.FlagSet, format string, args ...any) int {

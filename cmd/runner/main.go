@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/planrunner/runner/steps/proc"
 )
@@ -49,7 +51,19 @@ func main() {
 	// to runner, not PID 1: steps/proc ends them with their step and reaps
 	// them.
 	proc.BecomeSubreaper()
+	survivePipes()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// survivePipes keeps runner alive when its output goes nowhere: `runner
+// run plan.yaml | head -1` once head exits, a dropped ssh session. Go ends
+// a process whose write to stdout or stderr meets a closed pipe (EPIPE)
+// with SIGPIPE, unless SIGPIPE is handled: with it handled the write only
+// fails, the run goes on and saves its board. Handled, not ignored: an
+// ignored signal stays ignored in the commands steps run, a handled one
+// is back to its default there.
+func survivePipes() {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

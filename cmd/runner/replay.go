@@ -157,7 +157,9 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 func interruptible(ctx context.Context, warn func() *zerolog.Event) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// SIGHUP: the terminal or ssh session went away; stop as for Ctrl-C,
+	// saved and resumable, rather than die mid-step.
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		if _, ok := <-sigs; !ok {
 			return

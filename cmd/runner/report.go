@@ -74,7 +74,7 @@ func writeReport(b *board.Board, boardPath, out string) (string, error) {
 		tmp.Close()
 		return "", err
 	}
-	if err := tmp.Chmod(0o644); err != nil {
+	if err := tmp.Chmod(board.FileMode); err != nil {
 		tmp.Close()
 		return "", err
 	}
