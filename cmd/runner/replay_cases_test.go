@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/planrunner/runner/board"
 )
 
 // recordAndReplay runs plan (its source) in a fresh workdir, optionally
@@ -353,4 +355,62 @@ steps:
 		t.Fatalf("resume: exit %d, want 1 (b fails again)\n%s", r.code, r.stderr)
 	}
 	replayMatches(t, bb)
+}
+
+// A step that fails before it makes its usual result (a dir that does not
+// exist, a diff file that cannot be read, a script with a NUL byte, an
+// environment that cannot be passed) saves a result with no fields; with
+// continue_on_error the run goes on and succeeds. An offline replay serves
+// that result and must match it, as must a replay in the same workdir that
+// runs the steps again; and the next step sees the same zero fields.
+func TestReplayStepsThatFailBeforeStarting(t *testing.T) {
+	tests := []struct{ name, step string }{
+		{"command dir missing", `{label: s, type: command, run: "echo hi", dir: nosuch, continue_on_error: true}`},
+		{"command dir is a file", `{label: s, type: command, run: "echo hi", dir: plan.yaml, continue_on_error: true}`},
+		{"command dir from an expression", `{label: s, type: command, run: "echo hi", dir: '${{ "no" + "such" }}', continue_on_error: true}`},
+		{"command with a NUL byte in its script", `{label: s, type: command, run: 'echo ${{ vars.nul }}', continue_on_error: true}`},
+		{"command whose env cannot be passed", `{label: s, type: command, run: "echo hi", env: {X: '${{ vars.nul }}'}, continue_on_error: true}`},
+		{"command with retries", `{label: s, type: command, run: "echo hi", dir: nosuch, retry: {max: 2, backoff: 1ms}, continue_on_error: true}`},
+		{"command with a timeout", `{label: s, type: command, run: "echo hi", dir: nosuch, timeout: 1m, continue_on_error: true}`},
+		{"test dir missing", `{label: s, type: test, framework: go, dir: nosuch, continue_on_error: true}`},
+		{"test with a NUL byte in its command", `{label: s, type: test, framework: generic, command: 'echo ${{ vars.nul }}', continue_on_error: true}`},
+		{"apply_diff diff_file missing", `{label: s, type: apply_diff, diff_file: nosuch.diff, continue_on_error: true}`},
+		{"apply_diff dir missing", `{label: s, type: apply_diff, dir: nosuch, diff: "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n", continue_on_error: true}`},
+		{"board key empty", `{label: s, type: board, op: write, key: '${{ "" }}', value: x, continue_on_error: true}`},
+		{"in a parallel group", `{label: g, parallel: [{label: s, type: command, run: "echo hi", dir: nosuch, continue_on_error: true}, {label: t, type: command, run: "echo t"}]}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := "version: 1\nname: early\nvars: {nul: \"a\\0b\"}\nsteps:\n  - " + tc.step + "\n" +
+				"  - {label: after, type: command, run: 'echo \"${{ steps.s.status }} ${{ steps.s.output }} ${{ steps.s.error != \"\" }}\"'}\n"
+			wd := t.TempDir()
+			plan := filepath.Join(wd, "plan.yaml")
+			os.WriteFile(plan, []byte(src), 0o644)
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			r := runEnv(t, wd, env, "run", plan, "-q")
+			if r.code != 0 {
+				t.Fatalf("run: exit %d, want 0: %s", r.code, r.stderr)
+			}
+			recorded := blackboardPath(t, r.stdout)
+			b, err := board.Load(recorded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var failed bool
+			for _, s := range b.Steps() {
+				failed = failed || s.Label == "s" && s.Status == "failed" && s.Error != ""
+				if s.Label == "after" && !strings.Contains(string(s.Result), "failed  true") {
+					t.Errorf("the next step saw: %s", s.Result)
+				}
+			}
+			if !failed {
+				t.Fatalf("step s did not fail: %+v", b.Steps())
+			}
+			for _, mode := range [][]string{{"--offline"}, {"--workdir", wd}} {
+				out := filepath.Join(t.TempDir(), "replay.json")
+				r := runEnv(t, t.TempDir(), env, append([]string{"replay", recorded, "--out", out}, mode...)...)
+				wantMatch(t, r, 0)
+			}
+		})
+	}
 }
