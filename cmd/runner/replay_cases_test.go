@@ -414,3 +414,119 @@ func TestReplayStepsThatFailBeforeStarting(t *testing.T) {
 		})
 	}
 }
+
+// `runner board FILE put/delete` on the saved file of a run no process
+// owns (finished, as the README suggests, or failed and later resumed) is
+// recorded like a write on the live board: an offline replay makes the
+// write again where it came, matches (exit 0) and says where it was.
+func TestReplayWritesOnTheSavedFile(t *testing.T) {
+	src := `version: 1
+name: after
+steps:
+  - {label: w, type: board, op: write, key: a, value: one}
+  - {label: flaky, type: command, run: "if [ -f ok ]; then echo fixed; else touch ok; exit 1; fi"}
+  - {label: last, type: command, run: 'echo ${{ board("note") }}'}
+`
+	tests := []struct {
+		name   string
+		resume bool // the run fails first; the writes come before the resume
+		where  string
+	}{
+		{"after the run ended", false, "after the run ended (succeeded)"},
+		{"before a resume", true, "after the run stopped (failed), before it was resumed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			plan := filepath.Join(wd, "plan.yaml")
+			os.WriteFile(plan, []byte(src), 0o644)
+			if !tc.resume {
+				os.WriteFile(filepath.Join(wd, "ok"), nil, 0o644)
+			}
+			r := runEnv(t, wd, env, "run", plan, "-q")
+			if want := map[bool]int{false: 0, true: 1}[tc.resume]; r.code != want {
+				t.Fatalf("run: exit %d, want %d: %s", r.code, want, r.stderr)
+			}
+			bb := blackboardPath(t, r.stdout)
+			for _, args := range [][]string{
+				{"put", "note", "hello"},
+				{"put", "a", "two", "--ttl", "1h"}, // overwrites the step's key: a conflict entry too
+				{"delete", "a"},
+				{"put", "-"},
+			} {
+				cmd := exec.Command(binary, append([]string{"board", bb}, args...)...)
+				cmd.Dir, cmd.Env = wd, env
+				cmd.Stdin = strings.NewReader(`{"key": "j", "value": {"n": 1}}` + "\n")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("board %v: %v %s", args, err, out)
+				}
+			}
+			if tc.resume {
+				if r := runEnv(t, wd, env, "resume", bb, "-q"); r.code != 0 {
+					t.Fatalf("resume: exit %d %s", r.code, r.stderr)
+				}
+				b, _ := board.Load(bb)
+				if s, _ := b.LastStep(); s.Label != "last" || !strings.Contains(string(s.Result), "hello") {
+					t.Fatalf("the resumed run did not read the write: %+v", s)
+				}
+			}
+			r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--out", filepath.Join(t.TempDir(), "r.json"))
+			wantMatch(t, r, 0)
+			if want := "outside writes made again: note, a, delete a, j " + tc.where; !strings.Contains(r.stderr, want) {
+				t.Errorf("the summary does not say %q:\n%s", want, r.stderr)
+			}
+			r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--json", "--out", filepath.Join(t.TempDir(), "r.json"))
+			var out replayOutcome
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || !out.Matched || len(out.Outside) != 4 || out.Outside[0].Where != tc.where {
+				t.Errorf("--json: exit %d %s", r.code, r.stdout)
+			}
+		})
+	}
+}
+
+// A file saved before such writes were recorded still replays: a write
+// `runner board put` made after the run's last step is found by its
+// meta.via and made again at the end. And when the boards differ for
+// another reason, the divergence names the outside writes and where.
+func TestReplayOutsideWritesOfOldFilesAndDivergence(t *testing.T) {
+	src := "version: 1\nname: old\nsteps:\n  - {label: w, type: board, op: write, key: a, value: one}\n  - {label: last, type: command, run: echo last}\n"
+	wd := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(src), 0o644)
+	r := runEnv(t, wd, env, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	bb := blackboardPath(t, r.stdout)
+	// What `runner board put` wrote before it recorded its writes.
+	b, err := board.OpenAppend(bb, board.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"note", "hello"}, {"a", "two"}} {
+		if _, err := b.Write(board.WriteOp{Key: kv[0], Value: kv[1], Author: "cli", Role: "user",
+			Meta: map[string]any{"via": board.ViaCLI}, ExpectVersion: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--out", filepath.Join(t.TempDir(), "r.json"))
+	wantMatch(t, r, 0)
+	if want := "outside writes made again: note, a after the run ended (succeeded; not recorded, found by its meta.via)"; !strings.Contains(r.stderr, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, r.stderr)
+	}
+
+	// A changed plan whose steps all match but which writes another key.
+	if r := runEnv(t, wd, env, "board", bb, "put", "later", "x"); r.code != 0 {
+		t.Fatalf("put: %s", r.stderr)
+	}
+	changed := filepath.Join(wd, "changed.yaml")
+	os.WriteFile(changed, []byte(strings.Replace(src, "run: echo last}", "run: echo last, write: {key: extra}}", 1)), 0o644)
+	r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--plan", changed, "--out", filepath.Join(t.TempDir(), "r.json"))
+	want := "every step matched, but the board's entries differ; outside writes made again: note, a after the run ended (succeeded; not recorded, found by its meta.via); later after the run ended (succeeded)"
+	if r.code != exitDiverged || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit %d, want %d saying %q:\n%s", r.code, exitDiverged, want, r.stderr)
+	}
+}
