@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -362,56 +363,85 @@ steps:
 // environment that cannot be passed) saves a result with no fields; with
 // continue_on_error the run goes on and succeeds. An offline replay serves
 // that result and must match it, as must a replay in the same workdir that
-// runs the steps again; and the next step sees the same zero fields.
+// runs the steps again; and the next step sees the same zero fields. The
+// cases are steps of one plan (one run, two replays: a divergence names
+// the step, and so the case).
 func TestReplayStepsThatFailBeforeStarting(t *testing.T) {
 	tests := []struct{ name, step string }{
-		{"command dir missing", `{label: s, type: command, run: "echo hi", dir: nosuch, continue_on_error: true}`},
-		{"command dir is a file", `{label: s, type: command, run: "echo hi", dir: plan.yaml, continue_on_error: true}`},
-		{"command dir from an expression", `{label: s, type: command, run: "echo hi", dir: '${{ "no" + "such" }}', continue_on_error: true}`},
-		{"command with a NUL byte in its script", `{label: s, type: command, run: 'echo ${{ vars.nul }}', continue_on_error: true}`},
-		{"command whose env cannot be passed", `{label: s, type: command, run: "echo hi", env: {X: '${{ vars.nul }}'}, continue_on_error: true}`},
-		{"command with retries", `{label: s, type: command, run: "echo hi", dir: nosuch, retry: {max: 2, backoff: 1ms}, continue_on_error: true}`},
-		{"command with a timeout", `{label: s, type: command, run: "echo hi", dir: nosuch, timeout: 1m, continue_on_error: true}`},
-		{"test dir missing", `{label: s, type: test, framework: go, dir: nosuch, continue_on_error: true}`},
-		{"test with a NUL byte in its command", `{label: s, type: test, framework: generic, command: 'echo ${{ vars.nul }}', continue_on_error: true}`},
-		{"apply_diff diff_file missing", `{label: s, type: apply_diff, diff_file: nosuch.diff, continue_on_error: true}`},
-		{"apply_diff dir missing", `{label: s, type: apply_diff, dir: nosuch, diff: "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n", continue_on_error: true}`},
-		{"board key empty", `{label: s, type: board, op: write, key: '${{ "" }}', value: x, continue_on_error: true}`},
-		{"in a parallel group", `{label: g, parallel: [{label: s, type: command, run: "echo hi", dir: nosuch, continue_on_error: true}, {label: t, type: command, run: "echo t"}]}`},
+		{"command dir missing", `{type: command, run: "echo hi", dir: nosuch}`},
+		{"command dir is a file", `{type: command, run: "echo hi", dir: plan.yaml}`},
+		{"command dir from an expression", `{type: command, run: "echo hi", dir: '${{ "no" + "such" }}'}`},
+		{"command with a NUL byte in its script", `{type: command, run: 'echo ${{ vars.nul }}'}`},
+		{"command whose env cannot be passed", `{type: command, run: "echo hi", env: {X: '${{ vars.nul }}'}}`},
+		{"command with retries", `{type: command, run: "echo hi", dir: nosuch, retry: {max: 2, backoff: 1ms}}`},
+		{"command with a timeout", `{type: command, run: "echo hi", dir: nosuch, timeout: 1m}`},
+		{"test dir missing", `{type: test, framework: go, dir: nosuch}`},
+		{"test with a NUL byte in its command", `{type: test, framework: generic, command: 'echo ${{ vars.nul }}'}`},
+		{"apply_diff diff_file missing", `{type: apply_diff, diff_file: nosuch.diff}`},
+		{"apply_diff dir missing", `{type: apply_diff, dir: nosuch, diff: "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n"}`},
+		{"board key empty", `{type: board, op: write, key: '${{ "" }}', value: x}`},
+		{"in a parallel group", `{parallel: [{label: INNER, type: command, run: "echo hi", dir: nosuch, continue_on_error: true}, {label: INNER_ok, type: command, run: "echo t"}]}`},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			src := "version: 1\nname: early\nvars: {nul: \"a\\0b\"}\nsteps:\n  - " + tc.step + "\n" +
-				"  - {label: after, type: command, run: 'echo \"${{ steps.s.status }} ${{ steps.s.output }} ${{ steps.s.error != \"\" }}\"'}\n"
-			wd := t.TempDir()
-			plan := filepath.Join(wd, "plan.yaml")
-			os.WriteFile(plan, []byte(src), 0o644)
-			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-			r := runEnv(t, wd, env, "run", plan, "-q")
-			if r.code != 0 {
-				t.Fatalf("run: exit %d, want 0: %s", r.code, r.stderr)
-			}
-			recorded := blackboardPath(t, r.stdout)
-			b, err := board.Load(recorded)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var failed bool
-			for _, s := range b.Steps() {
-				failed = failed || s.Label == "s" && s.Status == "failed" && s.Error != ""
-				if s.Label == "after" && !strings.Contains(string(s.Result), "failed  true") {
-					t.Errorf("the next step saw: %s", s.Result)
+	src := "version: 1\nname: early\nvars: {nul: \"a\\0b\"}\nsteps:\n"
+	label := map[string]string{} // the step that fails -> its case
+	for i, tc := range tests {
+		s, inner := fmt.Sprintf("s%d", i), fmt.Sprintf("s%d_in", i)
+		step := strings.ReplaceAll(tc.step, "INNER", inner)
+		if strings.Contains(tc.step, "INNER") {
+			label[inner] = tc.name
+			step = strings.Replace(step, "{", "{label: "+s+", ", 1)
+		} else {
+			label[s] = tc.name
+			step = strings.Replace(step, "{", "{label: "+s+", continue_on_error: true, ", 1)
+		}
+		src += "  - " + step + "\n"
+	}
+	// The next step sees each failure as the engine shows it: failed, no
+	// output, an error.
+	var after []string
+	for s := range label {
+		after = append(after, fmt.Sprintf(`%s=${{ steps.%s.status }}/${{ steps.%s.output }}/${{ steps.%s.error != "" }}`, s, s, s, s))
+	}
+	sort.Strings(after)
+	src += "  - {label: after, type: command, run: 'echo \"" + strings.Join(after, " ") + "\"'}\n"
+
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(src), 0o644)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	r := runEnv(t, wd, env, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d, want 0: %s\n%s", r.code, r.stderr, src)
+	}
+	recorded := blackboardPath(t, r.stdout)
+	b, err := board.Load(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range b.Steps() {
+		if name, ok := label[s.Label]; ok && (s.Status != "failed" || s.Error == "") {
+			t.Errorf("%s: step %s %s, want failed with an error", name, s.Label, s.Status)
+		}
+		if s.Label == "after" {
+			for l := range label {
+				if !strings.Contains(string(s.Result), l+"=failed//true") {
+					t.Errorf("%s: the next step saw: %s", label[l], s.Result)
 				}
 			}
-			if !failed {
-				t.Fatalf("step s did not fail: %+v", b.Steps())
+		}
+	}
+	for _, mode := range [][]string{{"--offline"}, {"--workdir", wd}} {
+		out := filepath.Join(t.TempDir(), "replay.json")
+		r := runEnv(t, t.TempDir(), env, append([]string{"replay", recorded, "--out", out}, mode...)...)
+		if r.code != 0 || strings.Contains(r.stderr, "diverged") {
+			which := ""
+			for l, name := range label {
+				if strings.Contains(r.stderr, "at step "+l+" ") {
+					which = name + ": "
+				}
 			}
-			for _, mode := range [][]string{{"--offline"}, {"--workdir", wd}} {
-				out := filepath.Join(t.TempDir(), "replay.json")
-				r := runEnv(t, t.TempDir(), env, append([]string{"replay", recorded, "--out", out}, mode...)...)
-				wantMatch(t, r, 0)
-			}
-		})
+			t.Errorf("%sreplay %v: exit %d, want 0 without a divergence:\n%s", which, mode, r.code, r.stderr)
+		}
 	}
 }
 
