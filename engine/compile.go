@@ -59,6 +59,7 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 	r := &plans.Reporter{File: path, List: list}
 	prog := &Program{Plan: plan, nodes: map[string]*Node{}, scope: newScope(scopeType(plan, reg))}
 	prog.env = compilePlanEnv(r, plan, prog.scope)
+	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
 	// A run needs neither the YAML tree nor the expression types: every
 	// position is in the problems already reported. Keeping them cost

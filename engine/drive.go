@@ -37,7 +37,7 @@ func (r *Runner) Apply(rec board.StepRecord) error {
 	if err != nil {
 		return err
 	}
-	r.eval.set(rec.Label, stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)))
+	r.eval.set(rec.Label, withTimedOut(stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)), res))
 	return nil
 }
 

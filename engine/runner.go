@@ -70,6 +70,14 @@ type Runner struct {
 	// Secrets are the values of the plan's secret variables
 	// (plans.Plan.SecretNames); nil: read from runner's environment.
 	Secrets map[string]string
+	// SecretEval, when set, decides every evaluation of an expression
+	// that reads a secret (secrets.NAME, or a plan env value made from
+	// one): eval runs it against the secret values it is given. The
+	// Temporal workflow, which must take the same branch whichever worker
+	// replays its history, runs eval once with its worker's values inside
+	// a side effect and keeps only the outcome; the expression sees
+	// Secrets otherwise.
+	SecretEval func(eval func(secrets map[string]string) (any, error)) (any, error)
 	// Sleep waits between retries; nil: a real timer.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// Jitter returns a number in [0,1) for retry backoff; nil: math/rand.
@@ -172,7 +180,7 @@ func (r *Runner) init() {
 	env, envView, err := r.stepEnv(map[string]any{"vars": vars, "secrets": secrets, "run": runView})
 	r.env, r.initErr = env, err
 	b := r.Board
-	r.eval = newEvaluator(r.Prog, map[string]any{
+	base := map[string]any{
 		"vars":    vars,
 		"env":     envView,
 		"secrets": secrets,
@@ -190,7 +198,11 @@ func (r *Runner) init() {
 		"conflicts": func(key string) []any {
 			return entryViews(b.Conflicts(key))
 		},
-	})
+	}
+	if r.SecretEval != nil {
+		base[secretEvalName] = r.secretEvalFor()
+	}
+	r.eval = newEvaluator(r.Prog, base)
 }
 
 // logger is the step's logger, made once per label.

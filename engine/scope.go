@@ -50,6 +50,9 @@ type Scope struct {
 	types  types.Map
 	nature nature.Nature
 	conf   [2]*conf.Config // for any value, for booleans; built on first use
+	// secretEnv are the plan's env names whose value is made from a
+	// secret: reading env.NAME reads a secret (see Expr.secret).
+	secretEnv map[string]bool
 }
 
 // config is the compiler configuration for this scope, built once:
@@ -130,7 +133,7 @@ func (s *Scope) with(name string, t types.Type) *Scope {
 	}
 	td.Fields[name] = t.Nature()
 	nt.TypeData = &td
-	return &Scope{types: m, nature: nt}
+	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv}
 }
 
 // stepType is the type of steps.<label>, or Any when there is none.

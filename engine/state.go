@@ -194,6 +194,13 @@ func decodeResult(n *Node, raw json.RawMessage) (Result, error) {
 		}
 	}
 	res.TimedOut = string(m["timed_out"]) == "true"
+	if !hasFields(m) {
+		// A step that failed before making its usual result (a dir that
+		// does not exist, a diff_file that cannot be read) saved no fields:
+		// left nil, the result encodes again as it was saved, so a replay
+		// serving it matches, and expressions see the type's zero values.
+		return res, nil
+	}
 	if f := zeroResult(n); f != nil {
 		if err := json.Unmarshal(raw, f); err != nil {
 			return res, fmt.Errorf("step %s: saved result does not fit type %s: %w", n.Label, n.Type, err)
@@ -201,6 +208,17 @@ func decodeResult(n *Node, raw json.RawMessage) (Result, error) {
 		res.Fields = f
 	}
 	return res, nil
+}
+
+// hasFields reports whether a saved result holds more than what
+// encodeResult writes for a result without fields.
+func hasFields(m map[string]json.RawMessage) bool {
+	for k := range m {
+		if k != "output" && k != "timed_out" {
+			return true
+		}
+	}
+	return false
 }
 
 // entryView is an entry as `entries(section)` gives it to expressions.

@@ -25,6 +25,9 @@ import (
 type Expr struct {
 	Src  string
 	prog *vm.Program
+	// secret: it reads a secret (secrets.NAME, or a plan env value made
+	// from one), so Runner.SecretEval decides it (see Eval).
+	secret bool
 }
 
 // Template is a string with ${{ expr }} parts, compiled.
@@ -60,15 +63,26 @@ func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
 			return nil, err
 		}
 	}
+	secret := readsSecrets(&tree.Node, scope.secretEnv)
 	prog, err := compiler.Compile(tree, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Src: src, prog: prog}, nil
+	return &Expr{Src: src, prog: prog, secret: secret}, nil
 }
 
-// Eval runs the expression.
+// Eval runs the expression. One that reads a secret is handed to the
+// evaluation's secretEval when it has one (Runner.SecretEval).
 func (e *Expr) Eval(env map[string]any) (any, error) {
+	if e.secret {
+		if f, ok := env[secretEvalName].(secretEval); ok {
+			return f(e, env)
+		}
+	}
+	return e.run(env)
+}
+
+func (e *Expr) run(env map[string]any) (any, error) {
 	v, err := expr.Run(e.prog, env)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Src, err)

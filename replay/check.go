@@ -164,7 +164,18 @@ func (c *checker) verdict(runErr error, replayed *board.Board) *Divergence {
 	if c.s.seg != len(c.s.segs)-1 || !c.s.cur().complete() {
 		return nil
 	}
-	return boardDivergence(c.s.rec, replayed)
+	d := boardDivergence(c.s.rec, replayed)
+	if d != nil && c.ext != nil {
+		// Writes from outside are the usual suspects: say which were made
+		// again and where, and which the replay never got to.
+		if done := Describe(c.ext.done); done != "" {
+			d.Message += "; outside writes made again: " + done
+		}
+		if left := Describe(c.ext.pending()); left != "" {
+			d.Message += "; outside writes not made again: " + left
+		}
+	}
+	return d
 }
 
 // promptDivergence shows a changed model request as a diff of its prompt.

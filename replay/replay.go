@@ -70,6 +70,9 @@ type Report struct {
 	Ended string
 	// Answers is the number of model answers served from the recording.
 	Answers int
+	// Outside are the writes from outside the run (the live board, or
+	// `runner board FILE put` on its saved file) the replay made again.
+	Outside []OutsideWrite
 }
 
 // Matched reports whether the replay matched its recording.
@@ -139,7 +142,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		b = board.New(run)
 	}
 	b.SetClock(sc.now)
-	chk.b, chk.ext = b, newExternals(rec.Recordings())
+	chk.b, chk.ext = b, newExternals(rec)
 	chk.ext.apply(b, 0)
 
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -202,6 +205,13 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		}
 	}
 	rep.RunErr, rep.Live = runErr, sc.live()
+	if !chk.stopped() && !sc.live() {
+		var ad *agents.Divergence
+		if !errors.As(runErr, &ad) {
+			chk.ext.applyEnd(b) // the writes made on the saved file after the run ended
+		}
+	}
+	rep.Outside = chk.ext.done
 	rep.Divergence = chk.verdict(runErr, b)
 	for _, r := range b.Recordings() {
 		if r.Kind == agents.KindLLM {

@@ -73,6 +73,10 @@ steps:
       - {label: later, type: command, run: "echo never"}
   - {label: never, type: command, run: "echo never"}
 `,
+	// Branches on a secret: recorded with DEPLOY_TOKEN set to
+	// recordedSecret, replayed with it unset and set otherwise
+	// (TestReplaySecretsHistoryInAnyEnvironment).
+	"secrets": secretsPlan,
 	// Updates while the run waits at an input: an outside write, refused
 	// answers, the answer.
 	"live": `
@@ -184,6 +188,7 @@ func recordAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	t.Setenv("DEPLOY_TOKEN", recordedSecret) // the worker's environment, for the secrets history
 	for name, src := range historyPlans {
 		// A history is recorded once: the workflow of today must replay
 		// the histories of runs started by the workflow of yesterday.

@@ -1,11 +1,14 @@
 package temporal
 
 import (
+	"errors"
 	"os"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/mask"
 	"github.com/planrunner/runner/plans"
+	"go.temporal.io/sdk/workflow"
 )
 
 // secretMask masks the plan's secrets (its `secrets:`, the providers'
@@ -36,5 +39,47 @@ func (o *StepOutput) masked(m *mask.Masker) {
 		w.Key, w.Section, w.Topic = m.String(w.Key), m.String(w.Section), m.String(w.Topic)
 		w.Value = board.RedactValue(w.Value, m.String)
 		o.Write = &w
+	}
+}
+
+// secretsDecided is the workflow version from which an expression that
+// reads a secret is decided once, in a side effect (decideSecrets).
+// Histories of runs started before it replay as they were recorded.
+const secretsDecided = "secrets-decided-in-side-effects"
+
+// secretOutcome is what the history keeps of an expression that read a
+// secret: its value masked (a boolean for an if or a when), or its error.
+type secretOutcome struct {
+	Value any    `json:",omitempty"`
+	Err   string `json:",omitempty"`
+}
+
+// decideSecrets makes the workflow's expressions that read a secret (an
+// if or when on secrets.X, a board value made from one) deterministic: the
+// worker that first runs the workflow task evaluates each one with the
+// secrets its environment holds, inside a side effect, and the history
+// keeps the outcome with every secret masked, never the values. Any worker
+// that replays the history, whatever its environment, takes the recorded
+// outcome, so the same history takes the same branches. The workflow
+// itself sees no secret (engine.Runner.Secrets is empty).
+func decideSecrets(ctx workflow.Context, r *engine.Runner, p *plans.Plan) {
+	r.Secrets = map[string]string{}
+	r.SecretEval = func(eval func(map[string]string) (any, error)) (any, error) {
+		var out secretOutcome
+		err := workflow.SideEffect(ctx, func(workflow.Context) any {
+			m := secretMask(p)
+			v, err := eval(engine.EnvSecrets(p))
+			if err != nil {
+				return secretOutcome{Err: m.String(err.Error())}
+			}
+			return secretOutcome{Value: board.RedactValue(v, m.String)}
+		}).Get(&out)
+		switch {
+		case err != nil:
+			return nil, err
+		case out.Err != "":
+			return nil, errors.New(out.Err)
+		}
+		return out.Value, nil
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planrunner/runner/board"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -80,7 +82,8 @@ steps:
     env: {T: "${{ secrets.DEPLOY_TOKEN }}", K: "${{ secrets.OPENAI_API_KEY }}"}
     run: 'echo token=$T; echo key=$K >&2; echo "$T" | base64; exit 3'
     continue_on_error: true
-  - {label: shout, type: board, op: write, key: said, value: "${{ secrets.DEPLOY_TOKEN }}"}
+  # decided in the workflow, once: only the outcome is in the history
+  - {label: shout, type: board, op: write, key: said, value: "${{ secrets.DEPLOY_TOKEN }}", if: 'secrets.DEPLOY_TOKEN != ""'}
   # fails the run, in the workflow, with the secret in its error
   - {label: denied, type: board, op: write, key: "k-${{ secrets.DEPLOY_TOKEN }}", value: 1, author: bot}
 `)
@@ -155,4 +158,101 @@ func payloadsDecoded(data []byte) []byte {
 	}
 	walk(v)
 	return out
+}
+
+// recordedSecret is DEPLOY_TOKEN as the secrets history was recorded.
+const recordedSecret = "tok-4242-recorded"
+
+// secretsPlan takes its branches on a secret: an if, a branch's when, a
+// board value and an if over a plan env value made from it.
+const secretsPlan = `
+version: 1
+secrets: [DEPLOY_TOKEN]
+env: {AUTH: "Bearer ${{ secrets.DEPLOY_TOKEN }}"}
+steps:
+  - {label: deploy, type: command, run: "echo deploying", if: 'secrets.DEPLOY_TOKEN != ""'}
+  - label: pick
+    type: branch
+    cases:
+      - {when: 'secrets.DEPLOY_TOKEN == "tok-4242-recorded"', goto: known}
+    default: fail
+  - {label: skipped, type: command, run: "echo never"}
+  - {label: known, type: board, op: write, key: auth, value: '${{ env.AUTH }} (${{ len(secrets.DEPLOY_TOKEN) }})'}
+  - {label: after, type: command, run: "echo ${{ board('auth') }}", if: 'len(env.AUTH) > 7'}
+`
+
+// The workflow decides an if or a when on a secret as a local run does,
+// and what it keeps of the secret is masked.
+func TestWorkflowSecretsDecidedOnce(t *testing.T) {
+	t.Setenv("DEPLOY_TOKEN", recordedSecret)
+	b, out := runWorkflow(t, secretsPlan, Options{})
+	if out.Status != "succeeded" {
+		t.Fatalf("run %s: %s", out.Status, out.Error)
+	}
+	got := map[string]string{}
+	for _, s := range b.Steps() {
+		got[s.Label] = s.Status + " " + s.Goto
+	}
+	want := map[string]string{"deploy": "succeeded ", "pick": "succeeded known", "known": "succeeded ", "after": "succeeded "}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("step %s: %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if _, ran := got["skipped"]; ran {
+		t.Errorf("the branch did not jump: %v", got)
+	}
+	if e, ok := b.Get("auth"); !ok || e.Content != "Bearer *** (17)" {
+		t.Errorf("auth = %v, want the secret masked", e.Content)
+	}
+	local, err := inProcess(t, secretsPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameSteps(withoutResults(local.Steps(), "known", "after"), withoutResults(b.Steps(), "known", "after")); d != "" {
+		t.Errorf("the workflow and a local run differ: %s", d)
+	}
+}
+
+// withoutResults leaves out the results of the named steps (a local run
+// without a mask keeps the secret in them).
+func withoutResults(recs []board.StepRecord, labels ...string) []board.StepRecord {
+	out := append([]board.StepRecord(nil), recs...)
+	for i := range out {
+		for _, l := range labels {
+			if out[i].Label == l {
+				out[i].Result = nil
+			}
+		}
+	}
+	return out
+}
+
+// The same history replays, and takes the same branches, whatever the
+// environment of the worker that replays it: the secret unset, set to
+// another value, or as recorded. Before, the workflow read secrets.X from
+// its worker's environment, so a worker without it skipped a step the
+// history ran (a nondeterminism error). The history holds no secret.
+func TestReplaySecretsHistoryInAnyEnvironment(t *testing.T) {
+	const file = "testdata/histories/secrets.json"
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (record it with go test -run TestReplayHistories -record-histories)", err)
+	}
+	if bytes.Contains(data, []byte(recordedSecret)) || bytes.Contains(data, []byte(base64.StdEncoding.EncodeToString([]byte(recordedSecret)))) {
+		t.Fatalf("%s holds the secret", file)
+	}
+	for _, env := range []struct{ name, value string }{{"unset", ""}, {"another value", "tok-other"}, {"as recorded", recordedSecret}} {
+		t.Run(env.name, func(t *testing.T) {
+			t.Setenv("DEPLOY_TOKEN", env.value)
+			if env.value == "" {
+				os.Unsetenv("DEPLOY_TOKEN")
+			}
+			r := newReplayer(t)
+			Register(r, &Workflow{Store: Store{Dir: t.TempDir()}}, nil)
+			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), file); err != nil {
+				t.Fatalf("replaying %s with DEPLOY_TOKEN %s: %v", file, env.name, err)
+			}
+		})
+	}
 }

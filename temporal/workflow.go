@@ -194,6 +194,11 @@ func (it *interp) start(ctx workflow.Context) error {
 	rng := rand.New(rand.NewPCG(seed, uint64(total)))
 	it.r = &engine.Runner{Prog: it.prog, Board: it.b, Log: zerolog.Nop(), Workdir: run.Workdir, Vars: vars,
 		Jitter: rng.Float64, Clock: func() time.Time { return workflow.Now(ctx).UTC() }}
+	if workflow.GetVersion(ctx, secretsDecided, workflow.DefaultVersion, 1) >= 1 {
+		// Expressions on secrets are decided once, recorded: not from the
+		// environment of whichever worker runs the workflow task.
+		decideSecrets(ctx, it.r, it.prog.Plan)
+	}
 	it.r.Prepare()
 	for _, rec := range it.b.Recordings() { // once: a continued run's
 		it.live = it.live || agents.WentLive(rec)

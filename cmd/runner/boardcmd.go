@@ -18,6 +18,7 @@ import (
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/readlimit"
+	"github.com/planrunner/runner/replay"
 	"github.com/planrunner/runner/runs"
 )
 
@@ -139,7 +140,31 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 		}
 	}
 	defer a.Close()
+	if _, live := a.(*liveboard.Client); !live && remote == nil && op.write {
+		a = afterRun{a} // the saved file of a run no process owns
+	}
 	return op.run(&boardCall{a: a, f: f, stdin: stdin, stdout: out, stderr: stderr}, rest)
+}
+
+// afterRun records each write made on the saved file of a run no process
+// owns (it has ended, or stopped before a resume), as the live board's
+// owner records the writes it takes, so that `runner replay` makes it
+// again where it came and still matches the recording.
+type afterRun struct{ liveboard.Access }
+
+func (a afterRun) Write(q liveboard.WriteRequest) (board.Entry, error) {
+	e, err := a.Access.Write(q)
+	if err != nil {
+		return e, err
+	}
+	b, err := a.Board()
+	if err == nil {
+		err = replay.RecordAfterRun(b, e)
+	}
+	if err != nil {
+		return e, fmt.Errorf("%s was written (version %d), but recording the write for replay failed: %w", e.Key, e.Version, err)
+	}
+	return e, nil
 }
 
 // checkBoardArgs finds operation name and checks its arguments and flags.

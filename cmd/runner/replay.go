@@ -87,6 +87,8 @@ type replayOutcome struct {
 	Ended      string             `json:"ended,omitempty"`
 	Live       bool               `json:"live,omitempty"`
 	Divergence *replay.Divergence `json:"divergence,omitempty"`
+	// Outside are the writes from outside the run made again, and where.
+	Outside []replay.OutsideWrite `json:"outside,omitempty"`
 }
 
 func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
@@ -113,7 +115,7 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 	}
 	if o.json {
 		out := replayOutcome{Recording: o.recording, Blackboard: rep.Board.Path(), Matched: rep.Matched(),
-			Status: rep.Board.Run().Status, Ended: rep.Ended, Live: rep.Live, Divergence: rep.Divergence}
+			Status: rep.Board.Run().Status, Ended: rep.Ended, Live: rep.Live, Divergence: rep.Divergence, Outside: rep.Outside}
 		if rep.RunErr != nil {
 			out.Error = rep.RunErr.Error()
 		}
@@ -144,6 +146,9 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(stderr, "replay of run %s matched the recording%s: %d steps, %d entries, %d model answers from the recording, in %s\n",
 				saved.ID, upTo, len(rep.Board.Steps()), rep.Board.Len(), rep.Answers, time.Since(start).Round(time.Millisecond))
+			if len(rep.Outside) > 0 {
+				fmt.Fprintf(stderr, "outside writes made again: %s\n", replay.Describe(rep.Outside))
+			}
 		}
 		if rep.RunErr != nil && rep.Ended == "" {
 			fmt.Fprintf(stderr, "the run failed as recorded: %v\n", rep.RunErr)

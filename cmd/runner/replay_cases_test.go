@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/planrunner/runner/board"
 )
 
 // recordAndReplay runs plan (its source) in a fresh workdir, optionally
@@ -353,4 +356,207 @@ steps:
 		t.Fatalf("resume: exit %d, want 1 (b fails again)\n%s", r.code, r.stderr)
 	}
 	replayMatches(t, bb)
+}
+
+// A step that fails before it makes its usual result (a dir that does not
+// exist, a diff file that cannot be read, a script with a NUL byte, an
+// environment that cannot be passed) saves a result with no fields; with
+// continue_on_error the run goes on and succeeds. An offline replay serves
+// that result and must match it, as must a replay in the same workdir that
+// runs the steps again; and the next step sees the same zero fields. The
+// cases are steps of one plan (one run, two replays: a divergence names
+// the step, and so the case).
+func TestReplayStepsThatFailBeforeStarting(t *testing.T) {
+	tests := []struct{ name, step string }{
+		{"command dir missing", `{type: command, run: "echo hi", dir: nosuch}`},
+		{"command dir is a file", `{type: command, run: "echo hi", dir: plan.yaml}`},
+		{"command dir from an expression", `{type: command, run: "echo hi", dir: '${{ "no" + "such" }}'}`},
+		{"command with a NUL byte in its script", `{type: command, run: 'echo ${{ vars.nul }}'}`},
+		{"command whose env cannot be passed", `{type: command, run: "echo hi", env: {X: '${{ vars.nul }}'}}`},
+		{"command with retries", `{type: command, run: "echo hi", dir: nosuch, retry: {max: 2, backoff: 1ms}}`},
+		{"command with a timeout", `{type: command, run: "echo hi", dir: nosuch, timeout: 1m}`},
+		{"test dir missing", `{type: test, framework: go, dir: nosuch}`},
+		{"test with a NUL byte in its command", `{type: test, framework: generic, command: 'echo ${{ vars.nul }}'}`},
+		{"apply_diff diff_file missing", `{type: apply_diff, diff_file: nosuch.diff}`},
+		{"apply_diff dir missing", `{type: apply_diff, dir: nosuch, diff: "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n"}`},
+		{"board key empty", `{type: board, op: write, key: '${{ "" }}', value: x}`},
+		{"in a parallel group", `{parallel: [{label: INNER, type: command, run: "echo hi", dir: nosuch, continue_on_error: true}, {label: INNER_ok, type: command, run: "echo t"}]}`},
+	}
+	src := "version: 1\nname: early\nvars: {nul: \"a\\0b\"}\nsteps:\n"
+	label := map[string]string{} // the step that fails -> its case
+	for i, tc := range tests {
+		s, inner := fmt.Sprintf("s%d", i), fmt.Sprintf("s%d_in", i)
+		step := strings.ReplaceAll(tc.step, "INNER", inner)
+		if strings.Contains(tc.step, "INNER") {
+			label[inner] = tc.name
+			step = strings.Replace(step, "{", "{label: "+s+", ", 1)
+		} else {
+			label[s] = tc.name
+			step = strings.Replace(step, "{", "{label: "+s+", continue_on_error: true, ", 1)
+		}
+		src += "  - " + step + "\n"
+	}
+	// The next step sees each failure as the engine shows it: failed, no
+	// output, an error.
+	var after []string
+	for s := range label {
+		after = append(after, fmt.Sprintf(`%s=${{ steps.%s.status }}/${{ steps.%s.output }}/${{ steps.%s.error != "" }}`, s, s, s, s))
+	}
+	sort.Strings(after)
+	src += "  - {label: after, type: command, run: 'echo \"" + strings.Join(after, " ") + "\"'}\n"
+
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(src), 0o644)
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	r := runEnv(t, wd, env, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d, want 0: %s\n%s", r.code, r.stderr, src)
+	}
+	recorded := blackboardPath(t, r.stdout)
+	b, err := board.Load(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range b.Steps() {
+		if name, ok := label[s.Label]; ok && (s.Status != "failed" || s.Error == "") {
+			t.Errorf("%s: step %s %s, want failed with an error", name, s.Label, s.Status)
+		}
+		if s.Label == "after" {
+			for l := range label {
+				if !strings.Contains(string(s.Result), l+"=failed//true") {
+					t.Errorf("%s: the next step saw: %s", label[l], s.Result)
+				}
+			}
+		}
+	}
+	for _, mode := range [][]string{{"--offline"}, {"--workdir", wd}} {
+		out := filepath.Join(t.TempDir(), "replay.json")
+		r := runEnv(t, t.TempDir(), env, append([]string{"replay", recorded, "--out", out}, mode...)...)
+		if r.code != 0 || strings.Contains(r.stderr, "diverged") {
+			which := ""
+			for l, name := range label {
+				if strings.Contains(r.stderr, "at step "+l+" ") {
+					which = name + ": "
+				}
+			}
+			t.Errorf("%sreplay %v: exit %d, want 0 without a divergence:\n%s", which, mode, r.code, r.stderr)
+		}
+	}
+}
+
+// `runner board FILE put/delete` on the saved file of a run no process
+// owns (finished, as the README suggests, or failed and later resumed) is
+// recorded like a write on the live board: an offline replay makes the
+// write again where it came, matches (exit 0) and says where it was.
+func TestReplayWritesOnTheSavedFile(t *testing.T) {
+	src := `version: 1
+name: after
+steps:
+  - {label: w, type: board, op: write, key: a, value: one}
+  - {label: flaky, type: command, run: "if [ -f ok ]; then echo fixed; else touch ok; exit 1; fi"}
+  - {label: last, type: command, run: 'echo ${{ board("note") }}'}
+`
+	tests := []struct {
+		name   string
+		resume bool // the run fails first; the writes come before the resume
+		where  string
+	}{
+		{"after the run ended", false, "after the run ended (succeeded)"},
+		{"before a resume", true, "after the run stopped (failed), before it was resumed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			plan := filepath.Join(wd, "plan.yaml")
+			os.WriteFile(plan, []byte(src), 0o644)
+			if !tc.resume {
+				os.WriteFile(filepath.Join(wd, "ok"), nil, 0o644)
+			}
+			r := runEnv(t, wd, env, "run", plan, "-q")
+			if want := map[bool]int{false: 0, true: 1}[tc.resume]; r.code != want {
+				t.Fatalf("run: exit %d, want %d: %s", r.code, want, r.stderr)
+			}
+			bb := blackboardPath(t, r.stdout)
+			for _, args := range [][]string{
+				{"put", "note", "hello"},
+				{"put", "a", "two", "--ttl", "1h"}, // overwrites the step's key: a conflict entry too
+				{"delete", "a"},
+				{"put", "-"},
+			} {
+				cmd := exec.Command(binary, append([]string{"board", bb}, args...)...)
+				cmd.Dir, cmd.Env = wd, env
+				cmd.Stdin = strings.NewReader(`{"key": "j", "value": {"n": 1}}` + "\n")
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("board %v: %v %s", args, err, out)
+				}
+			}
+			if tc.resume {
+				if r := runEnv(t, wd, env, "resume", bb, "-q"); r.code != 0 {
+					t.Fatalf("resume: exit %d %s", r.code, r.stderr)
+				}
+				b, _ := board.Load(bb)
+				if s, _ := b.LastStep(); s.Label != "last" || !strings.Contains(string(s.Result), "hello") {
+					t.Fatalf("the resumed run did not read the write: %+v", s)
+				}
+			}
+			r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--out", filepath.Join(t.TempDir(), "r.json"))
+			wantMatch(t, r, 0)
+			if want := "outside writes made again: note, a, delete a, j " + tc.where; !strings.Contains(r.stderr, want) {
+				t.Errorf("the summary does not say %q:\n%s", want, r.stderr)
+			}
+			r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--json", "--out", filepath.Join(t.TempDir(), "r.json"))
+			var out replayOutcome
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || !out.Matched || len(out.Outside) != 4 || out.Outside[0].Where != tc.where {
+				t.Errorf("--json: exit %d %s", r.code, r.stdout)
+			}
+		})
+	}
+}
+
+// A file saved before such writes were recorded still replays: a write
+// `runner board put` made after the run's last step is found by its
+// meta.via and made again at the end. And when the boards differ for
+// another reason, the divergence names the outside writes and where.
+func TestReplayOutsideWritesOfOldFilesAndDivergence(t *testing.T) {
+	src := "version: 1\nname: old\nsteps:\n  - {label: w, type: board, op: write, key: a, value: one}\n  - {label: last, type: command, run: echo last}\n"
+	wd := t.TempDir()
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(src), 0o644)
+	r := runEnv(t, wd, env, "run", plan, "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	bb := blackboardPath(t, r.stdout)
+	// What `runner board put` wrote before it recorded its writes.
+	b, err := board.OpenAppend(bb, board.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range [][2]string{{"note", "hello"}, {"a", "two"}} {
+		if _, err := b.Write(board.WriteOp{Key: kv[0], Value: kv[1], Author: "cli", Role: "user",
+			Meta: map[string]any{"via": board.ViaCLI}, ExpectVersion: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--out", filepath.Join(t.TempDir(), "r.json"))
+	wantMatch(t, r, 0)
+	if want := "outside writes made again: note, a after the run ended (succeeded; not recorded, found by its meta.via)"; !strings.Contains(r.stderr, want) {
+		t.Errorf("the summary does not say %q:\n%s", want, r.stderr)
+	}
+
+	// A changed plan whose steps all match but which writes another key.
+	if r := runEnv(t, wd, env, "board", bb, "put", "later", "x"); r.code != 0 {
+		t.Fatalf("put: %s", r.stderr)
+	}
+	changed := filepath.Join(wd, "changed.yaml")
+	os.WriteFile(changed, []byte(strings.Replace(src, "run: echo last}", "run: echo last, write: {key: extra}}", 1)), 0o644)
+	r = runEnv(t, t.TempDir(), env, "replay", bb, "--offline", "--plan", changed, "--out", filepath.Join(t.TempDir(), "r.json"))
+	want := "every step matched, but the board's entries differ; outside writes made again: note, a after the run ended (succeeded; not recorded, found by its meta.via); later after the run ended (succeeded)"
+	if r.code != exitDiverged || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit %d, want %d saying %q:\n%s", r.code, exitDiverged, want, r.stderr)
+	}
 }

@@ -234,8 +234,11 @@ func repoRoot() string {
 	return p
 }
 
-// Every example runs with no key, and replays offline to an equal board.
-func TestExamplesRunAndReplayOffline(t *testing.T) {
+// Every example runs with no key, and replays to an equal board: offline,
+// and with --workdir (its command, test and apply_diff steps run again for
+// real) both in the checkout it ran in and in a fresh one, as a CI check of
+// a recorded run would.
+func TestExamplesRunAndReplay(t *testing.T) {
 	plans, _ := filepath.Glob(filepath.Join(repoRoot(), "examples/*/plan.yaml"))
 	if len(plans) < 3 {
 		t.Fatalf("found %d example plans", len(plans))
@@ -252,13 +255,22 @@ func TestExamplesRunAndReplayOffline(t *testing.T) {
 				t.Fatalf("run: exit %d %s", r.code, r.stderr)
 			}
 			recorded := blackboardPath(t, r.stdout)
-			out := filepath.Join(wd, "replay.json")
-			r = runEnv(t, t.TempDir(), env, "replay", recorded, "--offline", "--out", out)
-			if r.code != 0 {
-				t.Fatalf("replay: exit %d %s", r.code, r.stderr)
-			}
-			if a, b := normalBoard(t, recorded), normalBoard(t, out); a != b {
-				t.Errorf("replayed board differs:\n%s", replay.UnifiedDiff("recorded", "replayed", a, b))
+			for _, mode := range []struct {
+				name string
+				args []string
+			}{
+				{"offline", []string{"--offline"}},
+				{"workdir where it ran", []string{"--workdir", wd}},
+				{"workdir elsewhere", []string{"--workdir", t.TempDir()}},
+			} {
+				out := filepath.Join(t.TempDir(), "replay.json")
+				r = runEnv(t, t.TempDir(), env, append([]string{"replay", recorded, "--out", out}, mode.args...)...)
+				if r.code != 0 {
+					t.Fatalf("replay %s: exit %d %s", mode.name, r.code, r.stderr)
+				}
+				if a, b := normalBoard(t, recorded), normalBoard(t, out); a != b {
+					t.Errorf("replay %s: the board differs:\n%s", mode.name, replay.UnifiedDiff("recorded", "replayed", a, b))
+				}
 			}
 		})
 	}
