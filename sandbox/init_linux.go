@@ -167,7 +167,9 @@ func mountPoints() ([]string, error) {
 			out = append(out, mp)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return strings.Count(out[i], "/") < strings.Count(out[j], "/") || (strings.Count(out[i], "/") == strings.Count(out[j], "/") && out[i] < out[j]) })
+	sort.Slice(out, func(i, j int) bool {
+		return strings.Count(out[i], "/") < strings.Count(out[j], "/") || (strings.Count(out[i], "/") == strings.Count(out[j], "/") && out[i] < out[j])
+	})
 	return out, sc.Err()
 }
 

@@ -38,8 +38,8 @@ type config struct {
 // Sandbox is one sandboxed process: Wrap it, start the command, call
 // Started, wait for it, call Finish, then Close.
 type Sandbox struct {
-	report         Report
-	tmp            string
+	report          Report
+	tmp             string
 	status, statusW *os.File
 }
 
