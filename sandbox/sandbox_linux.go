@@ -55,7 +55,7 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 		mode = "optional"
 	}
 	s := &Sandbox{report: Report{Mode: mode, Network: p.Network}}
-	abi := landlockABI()
+	abi := kernelLandlock()
 	if err := probe(); err != nil {
 		if p.Optional {
 			s.report.Missing = err.Error()
@@ -231,6 +231,9 @@ func setEnv(env []string, k, v string) []string {
 	}
 	return append(out, k+"="+v)
 }
+
+// kernelLandlock is landlockABI; tests stand in a kernel without Landlock.
+var kernelLandlock = landlockABI
 
 // landlockABI is the Landlock ABI version of the running kernel (0: none).
 func landlockABI() int {

@@ -367,3 +367,73 @@ func setuidID(t *testing.T) string {
 }
 
 var _ = fmt.Sprint
+
+// A kernel that cannot make the namespaces is an error naming what is
+// missing, or with Optional an unconfined run that its report says was
+// unconfined. The test runs itself in a user namespace whose own limit
+// of nested user namespaces is 0 (user.max_user_namespaces is per
+// namespace), which is what a kernel with them disabled looks like.
+func TestKernelWithoutUserNamespaces(t *testing.T) {
+	if os.Getenv("SANDBOX_NO_USERNS") == "1" {
+		if err := os.WriteFile("/proc/sys/user/max_user_namespaces", []byte("0"), 0); err != nil {
+			t.Fatalf("limiting user namespaces: %v", err)
+		}
+		_, err := Wrap(exec.Command("true"), Policy{})
+		if err == nil || !strings.Contains(err.Error(), "user namespaces are disabled (sysctl user.max_user_namespaces is 0)") {
+			t.Errorf("strict: got %v, want an error naming user namespaces", err)
+		}
+		cmd := exec.Command("/bin/sh", "-c", "echo ran")
+		s, err := Wrap(cmd, Policy{Optional: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		out, err := cmd.Output()
+		rep := s.Report()
+		if err != nil || string(out) != "ran\n" || rep.Active || rep.Mode != "optional" || !strings.Contains(rep.Missing, "user namespaces are disabled") {
+			t.Errorf("optional: %q %v, report %+v", out, err, rep)
+		}
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run", "^TestKernelWithoutUserNamespaces$", "-test.v")
+	cmd.Env = append(os.Environ(), "SANDBOX_NO_USERNS=1")
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}}}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestKernelWithoutUserNamespaces") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}
+
+// Narrowing reads needs Landlock: on a kernel without it that is an error
+// saying so (or, optional, an unconfined run that says why).
+func TestReadWithoutLandlock(t *testing.T) {
+	old := kernelLandlock
+	kernelLandlock = func() int { return 0 }
+	defer func() { kernelLandlock = old }()
+	dir := t.TempDir()
+	_, err := Wrap(exec.Command("true"), Policy{Read: []string{dir}})
+	if err == nil || !strings.Contains(err.Error(), "needs Landlock, which this kernel lacks") {
+		t.Errorf("strict: got %v", err)
+	}
+	s, err := Wrap(exec.Command("true"), Policy{Read: []string{dir}, Optional: true})
+	if err != nil || s.Report().Active || !strings.Contains(s.Report().Missing, "Landlock") {
+		t.Errorf("optional: %v %+v", err, s.Report())
+	}
+	// Without read narrowing, the namespaces alone confine: no error, and
+	// writes outside are still refused.
+	outside := t.TempDir()
+	out, _, code := run(t, Policy{Write: []string{dir}}, dir, `echo x > "$OUT/f" || echo refused; echo x > inside && echo wrote`, "OUT="+outside)
+	if code != 0 || out != "refused\nwrote\n" {
+		t.Errorf("without Landlock: %q (exit %d)", out, code)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Errorf("without Landlock a write outside went through")
+	}
+}

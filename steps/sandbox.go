@@ -87,6 +87,7 @@ func decodeSandbox(d *engine.Decoder) *sandboxSpec {
 			for _, c := range plans.StringList(r, f.Value, "sandbox.caches") {
 				if c != "go" {
 					d.Errorf(f.Value, "sandbox.caches: unknown cache %q (known: go; give others' paths in sandbox.write)%s", c, plans.Suggest(c, []string{"go"}))
+					continue
 				}
 				sb.goCaches = true
 			}
