@@ -112,6 +112,21 @@ func setUp(cfg *config) error {
 			return &errHelper{"bind-mounting " + w + " writable", err}
 		}
 	}
+	// Runner's own files inside them stay read-only; a socket is covered
+	// (connecting to one needs no writable file system).
+	for _, r := range cfg.ReadOnly {
+		if err := unix.Mount(r, r, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return &errHelper{"bind-mounting " + r + " read-only", err}
+		}
+		if err := remount(r, true); err != nil {
+			return err
+		}
+	}
+	for _, h := range cfg.Hide {
+		if err := unix.Mount("/dev/null", h, "", unix.MS_BIND, ""); err != nil {
+			return &errHelper{"hiding " + h, err}
+		}
+	}
 	points, err := mountPoints()
 	if err != nil {
 		return err
@@ -347,6 +362,11 @@ func dropPrivileges(cfg *config) error {
 	}
 	if cfg.Landlock > 0 {
 		if err := landlock(cfg); err != nil {
+			return err
+		}
+	}
+	if !cfg.Network {
+		if _, err := denyUnixSockets(); err != nil {
 			return err
 		}
 	}

@@ -68,7 +68,9 @@ func landlock(cfg *config) error {
 		access uint64
 	}{
 		{read, llRead},
-		{[]string{"/dev"}, dev},
+		// /dev holds only the harmless devices; /proc is the sandbox's
+		// own (a process writes its own /proc/self files, such as mem).
+		{[]string{"/dev", "/proc"}, dev},
 		{cfg.Write, all},
 	}
 	for _, r := range rules {

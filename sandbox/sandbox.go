@@ -38,6 +38,13 @@ type Policy struct {
 	// private temporary directory: its workdir, the run's directory, the
 	// build caches.
 	Write []string
+	// ReadOnly are paths inside writable ones that stay read-only (runner's
+	// own files: other runs, this run's board and journal).
+	ReadOnly []string
+	// Hide are files replaced by an empty one in the sandbox: a Unix
+	// socket (runner's live board), which a read-only mount does not keep
+	// a process from connecting to.
+	Hide []string
 	// Read, when not nil, narrows reading to these paths (absolute), the
 	// writable ones and the system's directories (/usr, /bin, /lib, /etc,
 	// ...); it needs Landlock. nil: the whole file system reads.
@@ -54,6 +61,8 @@ type Report struct {
 	// (0: none; the kernel lacks it).
 	Landlock int  `json:"landlock,omitempty"`
 	Network  bool `json:"network"`
+	// Seccomp: a seccomp filter refuses Unix sockets (without network).
+	Seccomp bool `json:"seccomp,omitempty"`
 	// Write and Read are the paths the policy opened (Read empty: all).
 	Write []string `json:"write,omitempty"`
 	Read  []string `json:"read,omitempty"`

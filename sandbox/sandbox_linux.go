@@ -28,6 +28,8 @@ type config struct {
 	Dir      string   `json:"dir"`
 	Write    []string `json:"write"`
 	Read     []string `json:"read,omitempty"` // nil: everything
+	ReadOnly []string `json:"read_only,omitempty"`
+	Hide     []string `json:"hide,omitempty"`
 	Network  bool     `json:"network"`
 	Landlock int      `json:"landlock"`
 	Probe    bool     `json:"probe,omitempty"` // set up, report, exit without running anything
@@ -94,7 +96,8 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 		}
 		read = append(read, dir)
 	}
-	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, Path: cmd.Path, Args: cmd.Args}
+	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, Path: cmd.Path, Args: cmd.Args,
+		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide)}
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		s.Close()
@@ -121,6 +124,7 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 	namespaces(cmd.SysProcAttr, p.Network)
 	s.report.Active = true
 	s.report.Landlock = abi
+	s.report.Seccomp = !p.Network && auditArch != 0
 	s.report.Write = p.Write
 	s.report.Read = p.Read
 	return s, nil
@@ -220,6 +224,18 @@ func cleanPaths(paths []string, what string) ([]string, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// existing keeps the paths that exist (runner's files that a run has not
+// made yet need no protection).
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil && filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
 }
 
 func setEnv(env []string, k, v string) []string {

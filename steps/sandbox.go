@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/sandbox"
@@ -106,8 +107,20 @@ func (sb *sandboxSpec) policy(sc *engine.StepContext, dir string, env []string) 
 	}
 	p := &sandbox.Policy{Optional: sb.optional, Network: sb.network}
 	p.Write = append(p.Write, sc.Workdir, dir)
+	// Runner's own files stay out of reach: other runs' boards under the
+	// workdir's .runner, this run's board, journal and lock (read-only),
+	// and its live board's socket (hidden: a read-only file system does
+	// not keep a process from connecting to a socket). The run's
+	// directory itself is writable (a plan's scratch copy lives there).
+	p.ReadOnly = append(p.ReadOnly, filepath.Join(sc.Workdir, ".runner"))
 	if sc.Board != nil && sc.Board.Path() != "" {
-		p.Write = append(p.Write, filepath.Dir(sc.Board.Path()))
+		bb := sc.Board.Path()
+		p.Write = append(p.Write, filepath.Dir(bb))
+		p.ReadOnly = append(p.ReadOnly, bb, board.JournalPath(bb), board.LockPath(bb))
+		p.Hide = append(p.Hide, bb+".sock")
+		if o, err := board.ReadOwner(bb); err == nil && o.Socket != "" {
+			p.Hide = append(p.Hide, o.Socket) // a private one, for a long path
+		}
 	}
 	home, _ := os.UserHomeDir()
 	if v := envValue(env, "HOME"); v != "" {
