@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -390,5 +389,3 @@ func lastCap() int {
 	}
 	return n
 }
-
-var _ = syscall.Getpid

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -317,5 +316,3 @@ type errHelper struct {
 
 func (e *errHelper) Error() string { return e.what + ": " + e.err.Error() }
 func (e *errHelper) Unwrap() error { return e.err }
-
-var _ = errors.New

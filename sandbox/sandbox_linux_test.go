@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"bytes"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -387,8 +386,6 @@ func setuidID(t *testing.T) string {
 	}
 	return p
 }
-
-var _ = fmt.Sprint
 
 // A kernel that cannot make the namespaces is an error naming what is
 // missing, or with Optional an unconfined run that its report says was

@@ -6,12 +6,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Classic BPF opcodes (linux/filter.h).
+// Classic BPF opcodes (linux/filter.h); BPF_LD, BPF_W and BPF_K are 0.
 const (
-	bpfLdWAbs = 0x00 | 0x00 | 0x20 // BPF_LD | BPF_W | BPF_ABS
-	bpfJeqK   = 0x05 | 0x10 | 0x00 // BPF_JMP | BPF_JEQ | BPF_K
-	bpfJgeK   = 0x05 | 0x30 | 0x00 // BPF_JMP | BPF_JGE | BPF_K
-	bpfRetK   = 0x06 | 0x00        // BPF_RET | BPF_K
+	bpfLdWAbs = 0x20        // BPF_LD | BPF_W | BPF_ABS
+	bpfJeqK   = 0x05 | 0x10 // BPF_JMP | BPF_JEQ | BPF_K
+	bpfJgeK   = 0x05 | 0x30 // BPF_JMP | BPF_JGE | BPF_K
+	bpfRetK   = 0x06        // BPF_RET | BPF_K
 )
 
 // denyUnixSockets installs a seccomp filter on this thread (inherited by
