@@ -19,9 +19,10 @@ const (
 // network namespace cuts a process off the host's TCP/IP, but not off
 // its named Unix sockets, which are files: the Docker or containerd
 // socket, an ssh or gpg agent, D-Bus, another run's live board. A
-// read-only mount does not stop a connect(2), and Landlock governs them
-// only from ABI 9. socketpair(2), which joins two ends of the process's
-// own, stays allowed. Syscalls of another architecture (32-bit programs,
+// read-only mount does not stop a connect(2), and Landlock up to ABI 7
+// (Linux 6.18's) does not govern them. socketpair(2), which joins two ends of the process's
+// own, stays allowed; io_uring, which makes sockets without socket(2),
+// does not. Syscalls of another architecture (32-bit programs,
 // x32), which could reach socket by other numbers, are refused. It
 // returns false where the architecture is not known here.
 func denyUnixSockets() (bool, error) {
@@ -31,9 +32,11 @@ func denyUnixSockets() (bool, error) {
 	deny := uint32(unix.SECCOMP_RET_ERRNO | uint32(unix.EACCES))
 	prog := []unix.SockFilter{
 		{Code: bpfLdWAbs, K: 4}, // seccomp_data.arch
-		{Code: bpfJeqK, K: auditArch, Jt: 0, Jf: 6},
+		{Code: bpfJeqK, K: auditArch, Jt: 0, Jf: 7},
 		{Code: bpfLdWAbs, K: 0},                      // seccomp_data.nr
-		{Code: bpfJgeK, K: 0x40000000, Jt: 4, Jf: 0}, // the x32 ABI's numbers
+		{Code: bpfJgeK, K: 0x40000000, Jt: 5, Jf: 0}, // the x32 ABI's numbers
+		// io_uring makes sockets without socket(2) (IORING_OP_SOCKET).
+		{Code: bpfJeqK, K: unix.SYS_IO_URING_SETUP, Jt: 4, Jf: 0},
 		{Code: bpfJeqK, K: unix.SYS_SOCKET, Jt: 0, Jf: 2},
 		{Code: bpfLdWAbs, K: 16}, // seccomp_data.args[0], low half (little-endian)
 		{Code: bpfJeqK, K: unix.AF_UNIX, Jt: 1, Jf: 0},
