@@ -42,6 +42,12 @@ func helperMain(arg string) {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		os.Exit(125)
 	}
+	// Signals for which init has no handler are not delivered to it; with
+	// handlers, a SIGTERM to the step's process group does not end the
+	// helper before its command, and one that comes before the command
+	// exists is kept for it. Handlers do not survive the command's execve.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2)
 	var cfg config
 	if err := json.Unmarshal([]byte(arg), &cfg); err != nil {
 		fail(fmt.Errorf("helper's configuration: %w", err))
@@ -59,20 +65,25 @@ func helperMain(arg string) {
 		fmt.Fprintln(status, "ok")
 		os.Exit(0)
 	}
-	// Signals for which init has no handler are not delivered to it; with
-	// handlers, a SIGTERM to the step's process group does not end the
-	// helper before its command. The command gets it as a member of the
-	// group; handlers do not survive its execve.
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, unix.SIGTERM, unix.SIGINT, unix.SIGHUP, unix.SIGQUIT, unix.SIGUSR1, unix.SIGUSR2, unix.SIGPIPE)
-	go func() {
-		for range sigs {
-		}
-	}()
 	p, err := os.StartProcess(cfg.Path, cfg.Args, &os.ProcAttr{Env: os.Environ(), Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 	if err != nil {
 		fail(fmt.Errorf("starting %s: %w", cfg.Path, err))
 	}
+	// A signal to the step's group that came while the sandbox was being
+	// set up (a timeout) is the command's: it did not exist to get it.
+	// Later ones reach it directly, as a member of the group.
+	for pending := true; pending; {
+		select {
+		case sig := <-sigs:
+			p.Signal(sig)
+		default:
+			pending = false
+		}
+	}
+	go func() {
+		for range sigs {
+		}
+	}()
 	// As init, reap every orphan; the command's status is the answer.
 	for {
 		var ws unix.WaitStatus
