@@ -17,10 +17,11 @@ import (
 // The `sandbox:` field of command and test steps (package sandbox).
 var sandboxField = engine.Field{Name: "sandbox", Kind: engine.KindOther,
 	Schema: `{"oneOf": [{"enum": ["strict", "optional"]}, {"type": "object", "additionalProperties": false, "properties": {` +
-		`"mode": {"enum": ["strict", "optional"]}, "network": {"type": "boolean"}, ` +
-		`"read": {"type": "array", "items": {"type": "string", "minLength": 1}}, ` +
-		`"write": {"type": "array", "items": {"type": "string", "minLength": 1}}, ` +
-		`"caches": {"type": "array", "items": {"enum": ["go"]}}}}]}`,
+		`"mode": {"enum": ["strict", "optional"], "description": "strict: a kernel that cannot confine the step is an error; optional: the step then runs unconfined, and its result says so.", "examples": ["optional"]}, ` +
+		`"network": {"type": "boolean", "description": "true: the host's network (and Unix sockets); default false: only the sandbox's own loopback.", "examples": [true]}, ` +
+		`"read": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Only these paths (with the system's and the writable ones) can be read; needs Landlock. Absent: everything reads.", "examples": [["~/.pyenv", "/srv/data"]]}, ` +
+		`"write": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "More writable paths: absolute, ~/..., or relative to the workdir; made if missing.", "examples": [["~/.cache/pip", "out"]]}, ` +
+		`"caches": {"type": "array", "items": {"enum": ["go"]}, "description": "Build caches to open, found by asking the tool: go (GOCACHE and GOMODCACHE).", "examples": [["go"]]}}}]}`,
 	Doc: "Run confined: write only the workdir, the step's dir, the run's directory, a private TMPDIR and `write` paths; " +
 		"read everything, or only `read` paths and the system's; no network unless `network: true`; no other process " +
 		"visible; no privileges to gain. `caches: [go]` opens Go's build and module caches. A kernel that cannot " +
