@@ -77,6 +77,7 @@ type stepView struct {
 	Test     *testView
 	Command  *commandView
 	Extra    string // the result as JSON, for types without a view
+	Sandbox  string // how a command or test step was confined
 	Open     bool
 	Left     float64
 	Width    float64
@@ -315,6 +316,7 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 	case "command":
 		s.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
 	}
+	s.Sandbox = sandboxLine(res["sandbox"])
 	if s.Test == nil && s.Command == nil && res != nil {
 		extra := map[string]any{}
 		for k, x := range res {
@@ -328,6 +330,26 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 		}
 	}
 	return s
+}
+
+// sandboxLine says how a step was confined (its result's sandbox field,
+// package sandbox's Report), or "" for a step without one.
+func sandboxLine(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if m["active"] != true {
+		return fmt.Sprintf("sandbox %s: NOT confined: %v", text(m["mode"]), text(m["missing"]))
+	}
+	line := fmt.Sprintf("sandbox %s: namespaces", text(m["mode"]))
+	if abi, ok := m["landlock"].(float64); ok && abi > 0 {
+		line += fmt.Sprintf(", Landlock ABI %d", int(abi))
+	}
+	if m["network"] == true {
+		return line + ", network"
+	}
+	return line + ", no network"
 }
 
 // shown are the result fields the page shows in their own place.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/sandbox"
 	"github.com/planrunner/runner/steps/proc"
 )
 
@@ -26,6 +27,8 @@ type CommandResult struct {
 	StderrDropped int64  `json:"stderr_dropped,omitempty"`
 	Signal        string `json:"signal,omitempty"`
 	TimedOut      bool   `json:"timed_out,omitempty"`
+	// Sandbox says how the script was confined (a step with sandbox:).
+	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
 }
 
 type commandStep struct {
@@ -34,6 +37,7 @@ type commandStep struct {
 	env            []engine.EnvTemplate
 	maxOutput      int
 	keepBackground bool
+	sandbox        *sandboxSpec
 }
 
 func (commandType) Name() string           { return "command" }
@@ -59,6 +63,7 @@ var commandSpec = engine.TypeSpec{
 		{Name: "keep_background", Kind: engine.KindBool, Default: false,
 			Doc:      "true: processes the script leaves running are not ended with the step.",
 			Examples: []any{true}},
+		sandboxField,
 	},
 	Example: `- label: vet
   type: command
@@ -73,6 +78,7 @@ var commandSpec = engine.TypeSpec{
 		{Name: "stderr_dropped", Doc: "Bytes cut from the middle of stderr by max_output."},
 		{Name: "signal", Doc: "The signal that ended the script, if one did."},
 		{Name: "timed_out", Doc: "The step's timeout ended the script."},
+		{Name: "sandbox", Doc: "How the script was confined: mode, active, landlock (ABI), network, write, read, missing."},
 	},
 }
 
@@ -85,6 +91,10 @@ func (commandType) Decode(d *engine.Decoder) engine.Step {
 	s.env = d.Env("env")
 	s.keepBackground = d.Bool("keep_background", false)
 	s.maxOutput = d.Int("max_output", 0)
+	s.sandbox = decodeSandbox(d)
+	if s.sandbox != nil && s.keepBackground {
+		d.Errorf(d.Node("keep_background"), "keep_background cannot be used with sandbox: a sandboxed step's processes end with it (its own PID namespace)")
+	}
 	if s.maxOutput < 0 {
 		d.Errorf(d.Node("max_output"), "max_output must be a positive number of bytes")
 	}
@@ -102,17 +112,23 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 		return engine.Result{}, err
 	}
 	env = append(env, script.Env...)
-	// Processes the script leaves behind are ended with it, unless
-	// keep_background says they are services for later steps.
-	pr, err := proc.Run(ctx, proc.Spec{Script: script.Script, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground,
-		Stdout: sc.Output("stdout"), Stderr: sc.Output("stderr")})
+	policy, err := s.sandbox.policy(sc, dir, env)
 	if err != nil {
 		return engine.Result{}, err
 	}
+	// Processes the script leaves behind are ended with it, unless
+	// keep_background says they are services for later steps.
+	pr, err := proc.Run(ctx, proc.Spec{Script: script.Script, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground,
+		Stdout: sc.Output("stdout"), Stderr: sc.Output("stderr"), Sandbox: policy})
+	if err != nil {
+		return engine.Result{}, err
+	}
+	warnUnconfined(sc, pr.Sandbox)
 	res := CommandResult{ExitCode: pr.ExitCode, Stdout: pr.Stdout.Text, Stderr: pr.Stderr.Text,
 		StdoutDropped: pr.Stdout.Dropped, StderrDropped: pr.Stderr.Dropped, Signal: pr.Signal,
 		// Its own timeout, or the step's (the engine's deadline on ctx).
-		TimedOut: pr.TimedOut || (pr.Canceled && errors.Is(ctx.Err(), context.DeadlineExceeded))}
+		TimedOut: pr.TimedOut || (pr.Canceled && errors.Is(ctx.Err(), context.DeadlineExceeded)),
+		Sandbox:  pr.Sandbox}
 	out := engine.Result{Output: strings.TrimSpace(pr.Stdout.Text), Fields: res}
 	switch {
 	case ctx.Err() != nil:
@@ -128,7 +144,7 @@ func (s *commandStep) Describe() string {
 	if s.run == nil {
 		return ""
 	}
-	return "run: " + strings.TrimSpace(s.run.Src)
+	return "run: " + strings.TrimSpace(s.run.Src) + s.sandbox.describe()
 }
 
 // stepDirEnv resolves a step's dir (relative to the workdir) and builds its

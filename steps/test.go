@@ -30,6 +30,7 @@ type testStep struct {
 	framework string
 	dir       *engine.Template
 	env       []engine.EnvTemplate
+	sandbox   *sandboxSpec
 }
 
 func (testType) Name() string           { return "test" }
@@ -49,6 +50,7 @@ var testSpec = engine.TypeSpec{
 			Doc: "Where the tests run, relative to the workdir.", Examples: []any{"backend"}},
 		{Name: "env", Kind: engine.KindEnv,
 			Doc: "Extra environment for the test run.", Examples: []any{map[string]any{"GOFLAGS": "-count=1"}}},
+		sandboxField,
 	},
 	Example: `- label: test
   type: test
@@ -67,6 +69,7 @@ var testSpec = engine.TypeSpec{
 		{Name: "framework", Doc: "The framework the results were read as."},
 		{Name: "command", Doc: "The command that ran."},
 		{Name: "duration_ms", Doc: "The suite's own run time (expressions see the step's duration_ms)."},
+		{Name: "sandbox", Doc: "How the suite was confined: mode, active, landlock (ABI), network, write, read, missing."},
 	},
 }
 
@@ -79,6 +82,7 @@ func (testType) Decode(d *engine.Decoder) engine.Step {
 	}
 	s.dir = d.Template("dir")
 	s.env = d.Env("env")
+	s.sandbox = decodeSandbox(d)
 	return s
 }
 
@@ -95,11 +99,16 @@ func (s *testStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resu
 		return engine.Result{}, err
 	}
 	env = append(env, command.Env...)
-	res, err := testrun.Run(ctx, testrun.Options{Command: command.Script, Framework: s.framework, Dir: dir, Env: env,
-		Echo: echoTo(sc.Output("stdout"), sc.Output("stderr"))})
+	policy, err := s.sandbox.policy(sc, dir, env)
 	if err != nil {
 		return engine.Result{}, err
 	}
+	res, err := testrun.Run(ctx, testrun.Options{Command: command.Script, Framework: s.framework, Dir: dir, Env: env,
+		Echo: echoTo(sc.Output("stdout"), sc.Output("stderr")), Sandbox: policy})
+	if err != nil {
+		return engine.Result{}, err
+	}
+	warnUnconfined(sc, res.Sandbox)
 	if res.Output != "" {
 		sc.Log.Debug().Str("outcome", res.Outcome).Msg(res.Output)
 	}
@@ -167,5 +176,5 @@ func (s *testStep) Describe() string {
 	if s.command != nil {
 		d += ": " + headLine(s.command.Src)
 	}
-	return d
+	return d + s.sandbox.describe()
 }

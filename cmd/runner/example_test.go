@@ -57,6 +57,19 @@ func checkFixTestsRun(t *testing.T, path string) *board.Board {
 	if len(tests) != 2 || tests[0].Status != "failed" || tests[1].Status != "succeeded" {
 		t.Fatalf("test visits: %+v", tests)
 	}
+	// The model's code ran confined, and the result says so.
+	for _, v := range tests {
+		var res struct {
+			Sandbox *struct {
+				Mode            string
+				Active, Network bool
+			}
+		}
+		json.Unmarshal(v.Result, &res)
+		if res.Sandbox == nil || !res.Sandbox.Active || res.Sandbox.Network || res.Sandbox.Mode != "strict" {
+			t.Errorf("test visit %d: sandbox %+v, want strict, active, no network", v.Visit, res.Sandbox)
+		}
+	}
 	if !strings.Contains(tests[0].Error, "Mean([2 4 6]) = 3.3333333333333335, want 4") {
 		t.Errorf("first test run's error does not name the failure: %s", tests[0].Error)
 	}

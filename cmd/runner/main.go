@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/planrunner/runner/harden"
 	"github.com/planrunner/runner/steps/proc"
 )
 
@@ -47,6 +48,17 @@ func init() {
 }
 
 func main() {
+	// Before anything reads the environment: runner's API keys leave the
+	// environment block /proc/<runner>/environ shows, and runner becomes
+	// non-dumpable, so a step (a child, often of the same user) can reach
+	// them neither there nor through /proc/<runner>/mem, ptrace or a core
+	// dump (docs/safety.md, "Secrets").
+	if err := harden.ScrubEnv(); err != nil {
+		fmt.Fprintf(os.Stderr, "runner: warning: %v\n", err)
+	}
+	if err := harden.Process(); err != nil {
+		fmt.Fprintf(os.Stderr, "runner: warning: %v\n", err)
+	}
 	// Processes a step leaves behind (daemons that setsid) are reparented
 	// to runner, not PID 1: steps/proc ends them with their step and reaps
 	// them.

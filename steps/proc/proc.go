@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/planrunner/runner/sandbox"
 )
 
 // Defaults for the zero values of Spec.
@@ -41,6 +43,12 @@ type Spec struct {
 	// process exits on its own. By default they are ended like on a
 	// timeout, so a step never leaks a server or a stray `sleep &`.
 	KeepBackground bool
+	// Sandbox, when set, runs the process confined (package sandbox): it
+	// writes only its directory, the run's and a private temporary one,
+	// sees no other process, has no network unless allowed and cannot
+	// gain privileges. Its processes end with it whatever KeepBackground
+	// says (its PID namespace ends with its first process).
+	Sandbox *sandbox.Policy
 }
 
 // Output is what was kept of one stream.
@@ -59,6 +67,7 @@ type Result struct {
 	Canceled       bool // ctx was done before the process exited
 	Duration       time.Duration
 	Pid            int
+	Sandbox        *sandbox.Report // how Spec.Sandbox confined it
 }
 
 // Run starts the process and waits for it and its whole process group. The
@@ -97,6 +106,14 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	// keep Wait from returning after the process is gone.
 	cmd.WaitDelay = s.Grace
 	setGroup(cmd)
+	var sb *sandbox.Sandbox
+	if s.Sandbox != nil {
+		var err error
+		if sb, err = sandbox.Wrap(cmd, *s.Sandbox); err != nil {
+			return nil, err
+		}
+		defer sb.Close()
+	}
 
 	stdout, stderr := newCapture(s.MaxOutput, s.Stdout), newCapture(s.MaxOutput, s.Stderr)
 	// Our own pipes rather than exec's: cmd.Wait then returns as soon as the
@@ -122,6 +139,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	startMu.Unlock()
 	outW.Close()
 	errW.Close()
+	if sb != nil {
+		sb.Started()
+	}
 	if err != nil {
 		outR.Close()
 		errR.Close()
@@ -187,6 +207,19 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState)
 	if res.ExitCode == -1 && res.Signal == "" && waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		return nil, waitErr
+	}
+	if sb != nil {
+		rep := sb.Report()
+		res.Sandbox = &rep
+		if rep.Active {
+			// The helper passes on its command's status: as its PID
+			// namespace's init it cannot die of the command's signal.
+			code, sig, err := sb.Finish(cmd.ProcessState)
+			if err != nil {
+				return nil, err
+			}
+			res.ExitCode, res.Signal = code, sig
+		}
 	}
 	res.TimedOut, res.Canceled = timedOut.Load(), canceled.Load()
 	res.Stdout, res.Stderr = stdout.output(), stderr.output()

@@ -1,5 +1,7 @@
 package testrun
 
+import "github.com/planrunner/runner/sandbox"
+
 // Outcomes, one word each, as a plan branches on them.
 const (
 	Passed          = "passed"
@@ -33,6 +35,8 @@ type Result struct {
 	Framework   string       `json:"framework"`
 	Command     string       `json:"command"`
 	DurationMS  int64        `json:"duration_ms"`
+	// Sandbox says how the suite was confined (a step with sandbox:).
+	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
 
 	// Output is the end of what the runner printed (stdout then stderr),
 	// for a log; it is not part of the plan's result.

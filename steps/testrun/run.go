@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planrunner/runner/sandbox"
 	"github.com/planrunner/runner/steps/proc"
 )
 
@@ -27,6 +28,8 @@ type Options struct {
 	Grace     time.Duration // SIGTERM→SIGKILL; 0: proc's default
 	// MaxSummaryFailures is how many failures the summary spells out; 0: 5.
 	MaxSummaryFailures int
+	// Sandbox, when set, runs the suite confined (see proc.Spec.Sandbox).
+	Sandbox *sandbox.Policy
 	// Echo, when set, is given every line the suite prints as it comes
 	// (stream "stdout" or "stderr"), for a live view.
 	Echo func(stream, line string)
@@ -92,10 +95,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	outW := &lineWriter{fn: func(l string) { tail.add(l); p.stdout(l); echo("stdout", l) }}
 	errW := &lineWriter{fn: func(l string) { tail.add(l); p.stderr(l); echo("stderr", l) }}
+	var policy *sandbox.Policy
+	if o.Sandbox != nil {
+		// The runner's report (junit.xml, report.json) is written to tmp.
+		p := *o.Sandbox
+		p.Write = append(p.Write[:len(p.Write):len(p.Write)], tmp)
+		policy = &p
+	}
 	pr, err := proc.Run(ctx, proc.Spec{Script: script, Dir: o.Dir, Env: env,
-		Timeout: o.Timeout, Grace: o.Grace, Stdout: outW, Stderr: errW})
+		Timeout: o.Timeout, Grace: o.Grace, Stdout: outW, Stderr: errW, Sandbox: policy})
 	if err != nil {
 		return nil, err
+	}
+	if pr.Sandbox != nil {
+		rep := *pr.Sandbox
+		rep.Write = o.Sandbox.Write // what the plan opened, not runner's own report directory
+		res.Sandbox = &rep
 	}
 	outW.flush()
 	errW.flush()

@@ -1,0 +1,75 @@
+// Package sandbox confines a process that runs code runner did not write
+// (a model's diff under test, a script a model chose), the way coding
+// agents confine theirs, with the kernel's own mechanisms:
+//
+//   - user, mount, PID, network, IPC and UTS namespaces: the process sees
+//     its own processes only (a fresh /proc), no network but its own
+//     loopback (unless Policy.Network), and a file system mounted
+//     read-only except the paths it may write;
+//   - a minimal /dev (null, zero, full, random, urandom, tty, a private
+//     /dev/shm and /dev/pts);
+//   - no_new_privs, every capability dropped (bounding and ambient sets
+//     included) and securebits that keep uid 0 from regaining them, so
+//     setuid binaries and file capabilities grant nothing;
+//   - Landlock where the kernel has it: the same write rules again,
+//     reads narrowed to Policy.Read when given, and (ABI 6) no signals or
+//     abstract Unix sockets outside the sandbox.
+//
+// runner re-executes itself (/proc/self/exe) as the sandbox's first
+// process: that process sets the sandbox up inside the new namespaces,
+// starts the command and stays as its init, reaping orphans and passing
+// on the command's exit status. The hook is this package's init, so any
+// binary that links the package, test binaries included, can start
+// sandboxed processes.
+package sandbox
+
+import "errors"
+
+// Policy says what a sandboxed process may do beyond the defaults.
+type Policy struct {
+	// Optional runs the process unconfined (and says so in the Report)
+	// where the kernel lacks what the sandbox takes; otherwise that is an
+	// error naming what is missing.
+	Optional bool
+	// Network keeps the host's network; without it the process has only
+	// a loopback interface of its own.
+	Network bool
+	// Write are the paths (absolute) the process may write besides the
+	// private temporary directory: its workdir, the run's directory, the
+	// build caches.
+	Write []string
+	// ReadOnly are paths inside writable ones that stay read-only (runner's
+	// own files: other runs, this run's board and journal).
+	ReadOnly []string
+	// Hide are files replaced by an empty one in the sandbox: a Unix
+	// socket (runner's live board), which a read-only mount does not keep
+	// a process from connecting to.
+	Hide []string
+	// Read, when not nil, narrows reading to these paths (absolute), the
+	// writable ones and the system's directories (/usr, /bin, /lib, /etc,
+	// ...); it needs Landlock. nil: the whole file system reads.
+	Read []string
+}
+
+// Report is what a step's result records of its sandbox.
+type Report struct {
+	// Mode is strict (confinement or an error) or optional.
+	Mode string `json:"mode"`
+	// Active: the process ran confined.
+	Active bool `json:"active"`
+	// Landlock is the Landlock ABI applied on top of the namespaces
+	// (0: none; the kernel lacks it).
+	Landlock int  `json:"landlock,omitempty"`
+	Network  bool `json:"network"`
+	// Seccomp: a seccomp filter refuses Unix sockets (without network).
+	Seccomp bool `json:"seccomp,omitempty"`
+	// Write and Read are the paths the policy opened (Read empty: all).
+	Write []string `json:"write,omitempty"`
+	Read  []string `json:"read,omitempty"`
+	// Missing is, when Active is false, what the kernel lacked.
+	Missing string `json:"missing,omitempty"`
+}
+
+// ErrUnavailable is wrapped by the errors of a kernel that cannot give a
+// sandbox; the message says what is missing.
+var ErrUnavailable = errors.New("the kernel cannot sandbox this step")

@@ -1,0 +1,318 @@
+package sandbox
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// The helper is recognised by its argv[0] and argv[1] (see init_linux.go).
+const (
+	helperArg0 = "runner-sandbox"
+	helperArg1 = "--runner-sandbox-init-v1"
+)
+
+// config is what the helper is told, as JSON in its argv[2].
+type config struct {
+	Dir      string   `json:"dir"`
+	Write    []string `json:"write"`
+	Read     []string `json:"read,omitempty"` // nil: everything
+	ReadOnly []string `json:"read_only,omitempty"`
+	Hide     []string `json:"hide,omitempty"`
+	Network  bool     `json:"network"`
+	Landlock int      `json:"landlock"`
+	Probe    bool     `json:"probe,omitempty"` // set up, report, exit without running anything
+	Path     string   `json:"path,omitempty"`
+	Args     []string `json:"args,omitempty"`
+}
+
+// Sandbox is one sandboxed process: Wrap it, start the command, call
+// Started, wait for it, call Finish, then Close.
+type Sandbox struct {
+	report          Report
+	tmp             string
+	status, statusW *os.File
+}
+
+// Wrap turns cmd (Path, Args, Dir, Env, SysProcAttr already set) into the
+// same command run inside a sandbox: cmd now starts runner's helper in new
+// namespaces, which runs the original command confined. With
+// Policy.Optional on a kernel that cannot sandbox, cmd is left as it is
+// and the Report says so; without it, that is an error saying what is
+// missing.
+func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
+	mode := "strict"
+	if p.Optional {
+		mode = "optional"
+	}
+	s := &Sandbox{report: Report{Mode: mode, Network: p.Network}}
+	abi := kernelLandlock()
+	if err := probe(); err != nil {
+		if p.Optional {
+			s.report.Missing = err.Error()
+			s.report.Network = true
+			return s, nil
+		}
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	if p.Read != nil && abi == 0 {
+		if p.Optional {
+			s.report.Missing = "Landlock, which narrowing reads (sandbox read:) needs"
+			s.report.Network = true
+			return s, nil
+		}
+		return nil, fmt.Errorf("sandbox: %w: read: narrowing what a step reads needs Landlock, which this kernel lacks (Linux 5.13+ with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list)", ErrUnavailable)
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	tmp, err := os.MkdirTemp("", "runner-sandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: private temporary directory: %w", err)
+	}
+	s.tmp = tmp
+	write, err := cleanPaths(append([]string{tmp}, p.Write...), "write")
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	var read []string
+	if p.Read != nil {
+		if read, err = cleanPaths(p.Read, "read"); err != nil {
+			s.Close()
+			return nil, err
+		}
+		read = append(read, dir)
+	}
+	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, Path: cmd.Path, Args: cmd.Args,
+		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide)}
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.status, s.statusW, err = os.Pipe(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = setEnv(env, "TMPDIR", tmp)
+	env = setEnv(env, "TMP", tmp)
+	env = setEnv(env, "TEMP", tmp)
+	cmd.Env = env
+	cmd.Path = "/proc/self/exe"
+	cmd.Args = []string{helperArg0, helperArg1, string(js)}
+	cmd.ExtraFiles = []*os.File{s.statusW} // fd 3
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	namespaces(cmd.SysProcAttr, p.Network)
+	s.report.Active = true
+	s.report.Landlock = abi
+	s.report.Seccomp = !p.Network && auditArch != 0
+	s.report.Write = p.Write
+	s.report.Read = p.Read
+	return s, nil
+}
+
+// namespaces asks for the sandbox's namespaces, with the caller's uid and
+// gid mapped to themselves, and (for a user other than root, whose
+// capabilities execve would drop) the capabilities the helper needs to
+// set up kept across its execve as ambient ones. The helper drops them all
+// before it runs the command.
+func namespaces(a *syscall.SysProcAttr, network bool) {
+	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+	if !network {
+		a.Cloneflags |= unix.CLONE_NEWNET
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	if uid != 0 {
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
+	}
+	// The sandbox dies with runner, whatever kills runner.
+	a.Pdeathsig = syscall.SIGKILL
+}
+
+// Report says how the process runs.
+func (s *Sandbox) Report() Report { return s.report }
+
+// Started closes runner's copy of the helper's status pipe, once the
+// command has started (or failed to).
+func (s *Sandbox) Started() {
+	if s.statusW != nil {
+		s.statusW.Close()
+		s.statusW = nil
+	}
+}
+
+// Finish reads what the helper said once the process is gone: the
+// command's own exit status (the helper, its PID namespace's init, cannot
+// die of the command's signal), or why the sandbox could not be set up.
+// A helper killed before it said anything (a timeout's SIGKILL) is
+// reported with its own status.
+func (s *Sandbox) Finish(ps *os.ProcessState) (code int, signal string, err error) {
+	s.Started()
+	msg, _ := io.ReadAll(io.LimitReader(s.status, 64<<10))
+	code, signal = -1, ""
+	if ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			signal = unix.SignalName(ws.Signal())
+		} else {
+			code = ps.ExitCode()
+		}
+	}
+	line := string(bytes.TrimSpace(msg))
+	if i := strings.LastIndexByte(line, '\n'); i >= 0 {
+		line = line[i+1:]
+	}
+	switch kind, rest, _ := strings.Cut(line, " "); kind {
+	case "exit":
+		n, _ := strconv.Atoi(rest)
+		return n, "", nil
+	case "signal":
+		n, _ := strconv.Atoi(rest)
+		return -1, unix.SignalName(syscall.Signal(n)), nil
+	case "error":
+		return -1, "", fmt.Errorf("sandbox: %s", rest)
+	}
+	return code, signal, nil
+}
+
+// Close removes the private temporary directory.
+func (s *Sandbox) Close() {
+	s.Started()
+	if s.status != nil {
+		s.status.Close()
+	}
+	if s.tmp != "" {
+		os.RemoveAll(s.tmp)
+	}
+}
+
+// cleanPaths checks that each path is absolute and makes it canonical
+// (symbolic links resolved: a bind mount or a Landlock rule follows them,
+// and the report should name what was opened). A path that does not exist
+// is an error: writing it could only fail.
+func cleanPaths(paths []string, what string) ([]string, error) {
+	var out []string
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("sandbox: %s: %q is not an absolute path", what, p)
+		}
+		r, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %s: %w", what, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// existing keeps the paths that exist (runner's files that a run has not
+// made yet need no protection).
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Lstat(p); err == nil && filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
+}
+
+func setEnv(env []string, k, v string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, k+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, k+"="+v)
+}
+
+// kernelLandlock is landlockABI; tests stand in a kernel without Landlock.
+var kernelLandlock = landlockABI
+
+// landlockABI is the Landlock ABI version of the running kernel (0: none).
+func landlockABI() int {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
+// probe sets a sandbox up once, running nothing in it, and says what
+// failed. Its answer is kept: the kernel does not change under a run.
+func probe() error {
+	probeOnce.Do(func() { probeErr = runProbe() })
+	return probeErr
+}
+
+func runProbe() error {
+	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return fmt.Errorf("%w: user namespaces are disabled (sysctl user.max_user_namespaces is 0)", ErrUnavailable)
+	}
+	tmp, err := os.MkdirTemp("", "runner-sandbox-probe-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	js, _ := json.Marshal(config{Dir: tmp, Write: []string{tmp}, Landlock: landlockABI(), Probe: true})
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{helperArg0, helperArg1, string(js)}, Dir: tmp,
+		ExtraFiles: []*os.File{w}, SysProcAttr: &syscall.SysProcAttr{}}
+	namespaces(cmd.SysProcAttr, false)
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return fmt.Errorf("%w: cannot create user, mount, PID and network namespaces: %v "+
+			"(are unprivileged user namespaces allowed? sysctl kernel.unprivileged_userns_clone, "+
+			"user.max_user_namespaces, kernel.apparmor_restrict_unprivileged_userns; inside a container, its seccomp profile)", ErrUnavailable, err)
+	}
+	msg, _ := io.ReadAll(r)
+	werr := cmd.Wait()
+	line := strings.TrimSpace(string(msg))
+	if rest, ok := strings.CutPrefix(line, "error "); ok {
+		return fmt.Errorf("%w: %s", ErrUnavailable, rest)
+	}
+	if line != "ok" {
+		return fmt.Errorf("%w: the sandbox's helper ended without setting up (%v; said %q)", ErrUnavailable, werr, line)
+	}
+	return nil
+}
+
+// errHelper is returned by helper steps; it names the step that failed.
+type errHelper struct {
+	what string
+	err  error
+}
+
+func (e *errHelper) Error() string { return e.what + ": " + e.err.Error() }
+func (e *errHelper) Unwrap() error { return e.err }
