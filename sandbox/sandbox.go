@@ -64,8 +64,13 @@ type Report struct {
 	// Seccomp: a seccomp filter refuses Unix sockets (without network).
 	Seccomp bool `json:"seccomp,omitempty"`
 	// Write and Read are the paths the policy opened (Read empty: all).
+	// A step's result keeps the plan's own paths as written (see
+	// steps), not where they were on the host, so a replay elsewhere
+	// records the same sandbox.
 	Write []string `json:"write,omitempty"`
 	Read  []string `json:"read,omitempty"`
+	// Caches are the build caches the plan opened by name (go).
+	Caches []string `json:"caches,omitempty"`
 	// Missing is, when Active is false, what the kernel lacked.
 	Missing string `json:"missing,omitempty"`
 }

@@ -128,7 +128,7 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 		StdoutDropped: pr.Stdout.Dropped, StderrDropped: pr.Stderr.Dropped, Signal: pr.Signal,
 		// Its own timeout, or the step's (the engine's deadline on ctx).
 		TimedOut: pr.TimedOut || (pr.Canceled && errors.Is(ctx.Err(), context.DeadlineExceeded)),
-		Sandbox:  pr.Sandbox}
+		Sandbox:  s.sandbox.recorded(pr.Sandbox)}
 	out := engine.Result{Output: strings.TrimSpace(pr.Stdout.Text), Fields: res}
 	switch {
 	case ctx.Err() != nil:

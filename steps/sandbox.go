@@ -182,6 +182,22 @@ func (sb *sandboxSpec) policy(sc *engine.StepContext, dir string, env []string) 
 	return p, nil
 }
 
+// recorded is what a step's result keeps of its sandbox: how it was
+// confined, and the paths as the plan gives them. The host's paths (the
+// workdir, the run's directory, the caches) differ from run to replay and
+// from machine to machine; the rule that opens them is the same.
+func (sb *sandboxSpec) recorded(r *sandbox.Report) *sandbox.Report {
+	if sb == nil || r == nil {
+		return r
+	}
+	c := *r
+	c.Write, c.Read, c.Caches = sb.write, sb.read, nil
+	if sb.goCaches {
+		c.Caches = []string{"go"}
+	}
+	return &c
+}
+
 func dedupe(list []string) []string {
 	seen := map[string]bool{}
 	out := list[:0]

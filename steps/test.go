@@ -109,6 +109,7 @@ func (s *testStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resu
 		return engine.Result{}, err
 	}
 	warnUnconfined(sc, res.Sandbox)
+	res.Sandbox = s.sandbox.recorded(res.Sandbox)
 	if res.Output != "" {
 		sc.Log.Debug().Str("outcome", res.Outcome).Msg(res.Output)
 	}
