@@ -165,13 +165,16 @@ func atoi(f []byte) (int, bool) {
 // variable (readable for our own user's processes only). While a process
 // is in execve, /proc/N/environ reads as empty, not as an error: a daemon
 // caught at `exec sleep` would look token-less and outlive its step, so an
-// empty read is read again for a few milliseconds (only processes started
-// since the step began, with an empty environment, pay for it).
+// empty read is read again for up to 250 ms (only processes started since
+// the step began, with an empty environment, pay for it). A few
+// milliseconds were not enough on a loaded machine: a CI run with the
+// test packages building beside it saw a `setsid -f` daemon escape.
 func hasToken(pid int, token string) bool {
 	path := "/proc/" + strconv.Itoa(pid) + "/environ"
 	env, err := os.ReadFile(path)
-	for try := 0; err == nil && len(env) == 0 && try < 20; try++ {
-		time.Sleep(250 * time.Microsecond)
+	for wait, waited := 250*time.Microsecond, time.Duration(0); err == nil && len(env) == 0 && waited < 250*time.Millisecond; wait = min(2*wait, 20*time.Millisecond) {
+		time.Sleep(wait)
+		waited += wait
 		env, err = os.ReadFile(path)
 	}
 	if err != nil {
