@@ -265,3 +265,57 @@ func recordedCost(a *Agent, resp *Response) (float64, bool) {
 
 // roundUSD keeps costs readable and stable: to a millionth of a dollar.
 func roundUSD(x float64) float64 { return math.Round(x*1e6) / 1e6 }
+
+// RunUsage is what a run's model calls used, summed from its recordings
+// alone (no plan): `runner runs` shows it for every saved run.
+type RunUsage struct {
+	Calls        int     `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	// PriceKnown is false when some call carried no cost and its model
+	// has no known price (that call counts as 0).
+	PriceKnown bool `json:"price_known"`
+}
+
+// RecordedUsage sums the model calls among recs: each call's cost as
+// recorded, else at its model's price.
+func RecordedUsage(recs []board.Recording) RunUsage {
+	u := RunUsage{PriceKnown: true}
+	for _, r := range recs {
+		if r.Kind != KindLLM {
+			continue
+		}
+		resp, err := decodeResponse(r.Response)
+		if err != nil {
+			continue
+		}
+		u.Calls++
+		u.InputTokens += resp.Usage.InputTokens
+		u.OutputTokens += resp.Usage.OutputTokens
+		switch p, ok := lookupPrice(resp.Model); {
+		case resp.CostUSD > 0:
+			u.CostUSD += resp.CostUSD
+		case ok || resp.Model == "script":
+			u.CostUSD += p.Cost(resp.Usage)
+		default:
+			u.PriceKnown = false
+		}
+	}
+	u.CostUSD = roundUSD(u.CostUSD)
+	return u
+}
+
+// FormatUSD is how runner writes a cost everywhere: whole cents from a
+// dollar up, else two significant digits, so a cost that is not zero
+// never reads as $0.0000.
+func FormatUSD(x float64) string {
+	if x == 0 || x >= 1 || x <= -1 {
+		return fmt.Sprintf("$%.2f", x)
+	}
+	digits := 2
+	for v := math.Abs(x); v < 0.1 && digits < 9; v *= 10 {
+		digits++
+	}
+	return fmt.Sprintf("$%.*f", digits, x)
+}

@@ -2,6 +2,7 @@ package board
 
 import (
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -27,4 +28,21 @@ func NewID(t time.Time) string {
 		}
 	}
 	return string(b[:])
+}
+
+// IDTime is the creation time a NewID id carries (to the millisecond); ok
+// is false for a string that is not such an id.
+func IDTime(id string) (time.Time, bool) {
+	if len(id) != 26 {
+		return time.Time{}, false
+	}
+	var ms uint64
+	for i := 0; i < 10; i++ {
+		d := strings.IndexByte(crockford, id[i])
+		if d < 0 || i == 0 && d > 7 {
+			return time.Time{}, false
+		}
+		ms = ms<<5 | uint64(d)
+	}
+	return time.UnixMilli(int64(ms)).UTC(), true
 }

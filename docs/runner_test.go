@@ -110,7 +110,7 @@ func help(t *testing.T, args ...string) string {
 	return h
 }
 
-var commandLine = regexp.MustCompile(`(?m)^\s+runner ([a-z][a-z-]*)`)
+var commandLine = regexp.MustCompile(`(?m)^  ([a-z][a-z-]*)  `)
 
 // commands lists the commands `runner help` names, in its order.
 func commands(t *testing.T) []string {
@@ -162,7 +162,7 @@ func subcommands(t *testing.T, cmd string) []string {
 	return out
 }
 
-var flagLine = regexp.MustCompile(`(?m)^  -([A-Za-z0-9][A-Za-z0-9-]*)( [A-Za-z_]+)?(\t|$)`)
+var flagLine = regexp.MustCompile(`(?m)^  --?([A-Za-z0-9][A-Za-z0-9-]*)( [A-Za-z_]+)?(\t|$)`)
 
 // flags are the flags a help text lists, each with whether it takes a
 // value (Go's flag package prints "-name type" for those).

@@ -169,9 +169,9 @@ func (f *Form) Parse(name, text string) (any, error) {
 	var v any = text
 	switch fd.Type {
 	case "boolean":
-		b, err := strconv.ParseBool(strings.TrimSpace(text))
-		if err != nil {
-			return nil, fmt.Errorf("field %q: want true or false, got %q", name, text)
+		b, ok := parseYesNo(text)
+		if !ok {
+			return nil, fmt.Errorf("field %q: want true or false (yes, no, y, n), got %q", name, text)
 		}
 		v = b
 	case "number", "integer":
@@ -308,4 +308,18 @@ func article(t string) string {
 		return "an integer"
 	}
 	return "a " + t
+}
+
+// parseYesNo reads a person's boolean: what strconv.ParseBool takes, and
+// yes, no, y and n in any case.
+func parseYesNo(text string) (bool, bool) {
+	t := strings.ToLower(strings.TrimSpace(text))
+	switch t {
+	case "yes", "y":
+		return true, true
+	case "no", "n":
+		return false, true
+	}
+	b, err := strconv.ParseBool(t)
+	return b, err == nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/user"
 	"strconv"
 	"strings"
 
@@ -29,7 +30,7 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	jsonFlag := fs.String("json", "", "the answer, a JSON object of the form's fields")
 	var sets stringList
 	fs.Var(&sets, "set", "one field of the answer, FIELD=VALUE, read as the form's type says (repeatable)")
-	by := fs.String("by", os.Getenv("USER"), "who answers (recorded with the answer)")
+	by := fs.String("by", whoAnswers(), "who answers (recorded with the answer; default: your login name)")
 	resume := fs.Bool("resume", false, "resume the run once the answer is recorded")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -51,6 +52,9 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "runner answer: "+format+"\n", a...)
 		return code
+	}
+	if pos[0], err = runs.Resolve(pos[0], "."); err != nil {
+		return usageErr(stderr, fs, "%v", err)
 	}
 	q, err := runs.OpenQuestion(pos[0], label, visit, g.mask, g.mask.Writer(stderr))
 	if err != nil {
@@ -182,8 +186,14 @@ func ask(form *steps.Form, w board.WaitingInput, stdin io.Reader, stderr io.Writ
 		required[r] = true
 	}
 	for _, f := range form.Fields {
+		if d := strings.TrimSpace(f.Description); d != "" {
+			fmt.Fprintf(stderr, "  %s: %s\n", f.Name, d)
+		}
 		for {
 			hint := f.Type
+			if f.Type == "boolean" {
+				hint = "yes or no"
+			}
 			if len(f.Enum) > 0 {
 				hint = "one of " + mustJSON(f.Enum)
 			}
@@ -257,4 +267,18 @@ func answerCommand(quotedPath string, w board.WaitingInput) string {
 		example = b.String()
 	}
 	return fmt.Sprintf("runner answer %s --step %s --json %s", quotedPath, steps.VisitName(w.Label, w.Visit), engine.ShellQuote(example))
+}
+
+// whoAnswers is the login name an answer is recorded under by default:
+// $USER, else $LOGNAME, else the user database's name for this uid.
+func whoAnswers() string {
+	for _, v := range []string{"USER", "LOGNAME"} {
+		if n := os.Getenv(v); n != "" {
+			return n
+		}
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }

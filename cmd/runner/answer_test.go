@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -241,4 +242,65 @@ func TestAnswerWhileTheRunStillRuns(t *testing.T) {
 	if r := runCLI(t, wd, "replay", bb, "--offline", "-q"); r.code != 0 {
 		t.Errorf("offline replay: exit %d\n%s", r.code, r.stderr)
 	}
+}
+
+// A person answers a boolean as people do (yes, no, y, n in any case),
+// and without $USER the answer is still recorded under the login name.
+func TestAnswerTakesYesAndNoAndALoginName(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		text string
+		want bool
+	}{{"yes", true}, {"Y", true}, {"no", false}, {"N", false}, {"true", true}} {
+		wd := t.TempDir()
+		bb := filepath.Join(wd, "bb.json")
+		if r := runCLI(t, wd, "run", testdata("review.yaml"), "--out", bb, "-q"); r.code != 4 {
+			t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+		}
+		cmd := exec.Command(binary, "answer", bb, "--step", "review", "--set", "approve="+c.text)
+		cmd.Dir = wd
+		cmd.Env = withoutEnv(os.Environ(), "USER", "LOGNAME")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("answer approve=%s: %v\n%s", c.text, err, out)
+		}
+		b, err := board.Load(bb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []board.Answer
+		for _, rec := range b.Recordings() {
+			var a board.Answer
+			if rec.Kind == "input" && rec.Label == "review" && json.Unmarshal(rec.Response, &a) == nil {
+				got = append(got, a)
+			}
+		}
+		if len(got) != 1 || got[0].Answer["approve"] != c.want || got[0].By != me.Username {
+			t.Errorf("approve=%s: recorded %+v; want approve %v by %q", c.text, got, c.want, me.Username)
+		}
+	}
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	runCLI(t, wd, "run", testdata("review.yaml"), "--out", bb, "-q")
+	if r := runCLI(t, wd, "answer", bb, "--step", "review", "--set", "approve=maybe"); r.code != 2 || !strings.Contains(r.stderr, "yes, no") {
+		t.Errorf("approve=maybe: exit %d %q; want 2 saying what is taken", r.code, r.stderr)
+	}
+}
+
+func withoutEnv(env []string, names ...string) []string {
+	var out []string
+	for _, kv := range env {
+		keep := true
+		for _, n := range names {
+			if strings.HasPrefix(kv, n+"=") {
+				keep = false
+			}
+		}
+		if keep {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -46,10 +46,10 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-")
 		fmt.Fprintln(stderr, "       runner apply [--dir DIR] --undo BACKUP_DIR")
-		fmt.Fprintln(stderr, "Applies a unified diff (prose and markdown fences around it are fine), all or nothing.")
-		fmt.Fprintln(stderr, "Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.")
+		fmt.Fprint(stderr, wrap("Applies a unified diff (prose and markdown fences around it are fine), all or nothing.", "", helpWidth))
+		fmt.Fprint(stderr, wrap("Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.", "  ", helpWidth))
 		fmt.Fprintln(stderr, "\nExamples:\n  "+strings.Join(examples["apply"], "\n  ")+"\n\nFlags:")
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	for i, a := range args {
 		if n, ok := pFlag(a); ok {

@@ -105,6 +105,9 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 		return usageErr(stderr, fs, "usage: runner %s", boardUsage)
 	}
 	path, name, rest := pos[0], pos[1], pos[2:]
+	if path, err = runs.Resolve(path, "."); err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
 	op, err := checkBoardArgs(name, rest, f)
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)

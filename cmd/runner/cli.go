@@ -27,6 +27,7 @@ var examples = map[string][]string{
 	"version":    {"runner version"},
 	"completion": {"runner completion fish > ~/.config/fish/completions/runner.fish", "source <(runner completion bash)"},
 	"worker":     {"runner worker --temporal localhost:7233"},
+	"runs":       {"runner runs", "runner runs --status failed --json", "runner report latest"},
 	"answer":     {"runner answer bb.json --step approve --json '{\"ok\": true}'"},
 }
 
@@ -41,7 +42,7 @@ func commandUsage(fs *flag.FlagSet, name string) func() {
 				usageLine, summary = c.usage, c.summary
 			}
 		}
-		fmt.Fprintf(w, "Usage: runner %s\n", usageLine)
+		fmt.Fprint(w, wrap("Usage: runner "+usageLine, "    ", helpWidth))
 		if summary != "" {
 			fmt.Fprintf(w, "\n%s.\n", strings.ToUpper(summary[:1])+summary[1:])
 		}
@@ -52,8 +53,54 @@ func commandUsage(fs *flag.FlagSet, name string) func() {
 			}
 		}
 		fmt.Fprintln(w, "\nFlags (before or after the arguments):")
-		fs.PrintDefaults()
+		printFlags(w, fs)
 	}
+}
+
+// helpWidth is what help is wrapped to: it fits an 80-column terminal.
+const helpWidth = 80
+
+// printFlags is flag.PrintDefaults wrapped to helpWidth: each flag on its
+// own line, what it does indented below it.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		arg, text := flag.UnquoteUsage(f)
+		dash := "--"
+		if len(f.Name) == 1 {
+			dash = "-"
+		}
+		line := "  " + dash + f.Name
+		if arg != "" {
+			line += " " + arg
+		}
+		switch f.DefValue {
+		case "", "0", "false", "[]", "0s", "-1":
+		default:
+			text += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprint(w, wrap("      "+text, "      ", helpWidth))
+	})
+}
+
+// wrap breaks text at spaces into lines of at most width columns (a word
+// longer than that stays whole), indenting every line after the first.
+func wrap(text, indent string, width int) string {
+	var b strings.Builder
+	line := ""
+	for _, word := range strings.Fields(text) {
+		switch {
+		case line == "":
+			line = strings.Repeat(" ", len(text)-len(strings.TrimLeft(text, " "))) + word
+		case len(line)+1+len(word) > width:
+			b.WriteString(line + "\n")
+			line = indent + word
+		default:
+			line += " " + word
+		}
+	}
+	b.WriteString(line + "\n")
+	return b.String()
 }
 
 // globalFlags are the flags every command takes; given before the
@@ -133,7 +180,7 @@ func flagNames(name string) []string {
 		c.run([]string{"-h"}, strings.NewReader(""), io.Discard, &buf)
 		seen := map[string]bool{}
 		var out []string
-		for _, m := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(buf.String(), -1) {
+		for _, m := range regexp.MustCompile(`(?m)^  --?(\S+)`).FindAllStringSubmatch(buf.String(), -1) {
 			f := "--" + m[1]
 			if len(m[1]) == 1 {
 				f = "-" + m[1]

@@ -56,7 +56,7 @@ steps:
 		t.Errorf("%d calls to the overloaded server (want 1 + 5 retries), %d to the fallback", overloaded.Load(), answered.Load())
 	}
 	// gpt-4o-mini: 1000 input tokens at $0.15/M, 200 output at $0.60/M.
-	if !strings.Contains(r.stderr, "agent backup: 1 calls, 1000 input + 200 output tokens, $0.000270\n") || strings.Contains(r.stderr, "  agent primary:") {
+	if !strings.Contains(r.stderr, "agent backup: 1 calls, 1000 input + 200 output tokens, $0.00027\n") || strings.Contains(r.stderr, "  agent primary:") {
 		t.Errorf("run summary:\n%s", r.stderr)
 	}
 	recorded := blackboardPath(t, r.stdout)

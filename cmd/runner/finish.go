@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/report"
@@ -127,7 +128,7 @@ func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed 
 	for _, t := range tokens {
 		cost := ""
 		if t.CostUSD > 0 {
-			cost = fmt.Sprintf(", $%.4f", t.CostUSD)
+			cost = ", " + agents.FormatUSD(t.CostUSD)
 		}
 		fmt.Fprintf(w, "tokens: %s %d in, %d out (%d calls%s)\n", t.Model, t.InputTokens, t.OutputTokens, t.Calls, cost)
 	}

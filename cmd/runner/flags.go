@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/mask"
+	"github.com/planrunner/runner/plans"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 )
@@ -43,10 +44,12 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 
 // parse parses flags and positional arguments in any order, as users of
 // `runner run plan.yaml --var x=1` expect.
+// A mistake in a flag gets one line saying what is wrong (with the flag
+// it was probably meant to be) and one of usage, not the whole help.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := quietParse(fs, args); err != nil {
 			return nil, err
 		}
 		if err := nonNegative(fs); err != nil {
@@ -62,6 +65,40 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// quietParse is fs.Parse with its error said briefly; --help still
+// prints the whole help.
+func quietParse(fs *flag.FlagSet, args []string) error {
+	out, full := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = full
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		full()
+	default:
+		msg := err.Error()
+		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+			var names []string
+			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+			msg = "unknown flag " + dashed(name) + strings.Replace(plans.Suggest(name, names), `"`, `"`+dashed(""), 1)
+		}
+		fmt.Fprintf(out, "%s: %s\n", fs.Name(), msg)
+		fmt.Fprintf(out, "`%s --help` shows its usage and flags\n", fs.Name())
+	}
+	return err
+}
+
+// dashed is a flag's name as users type it: -q, --log-format.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // nonNegative refuses a negative number given to any numeric flag (a

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/planrunner/runner/harden"
+	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/steps/proc"
 )
 
@@ -34,7 +35,8 @@ func init() {
 		{"run", "run PLAN [--var k=v]... [--agent NAME.FIELD=V]... [--report] [--workdir DIR] [--out FILE] [--dry-run] [--sync] [--engine temporal --temporal HOST:PORT]", "run a plan", cmdRun},
 		{"validate", "validate PLAN...", "check plans; print every problem as file:line:col: message", cmdValidate},
 		{"replay", "replay BLACKBOARD [--plan PLAN] [--workdir DIR | --offline] [--from LABEL[#VISIT]] [--agent NAME.model=M]", "re-run a saved run with model answers from its recording", cmdReplay},
-		{"resume", "resume BLACKBOARD [--force] [--report]", "continue an interrupted or failed run after its last completed step", cmdResume},
+		{"resume", "resume BLACKBOARD [--force] [--report]", "continue an interrupted or failed run from where it stopped", cmdResume},
+		{"runs", "runs [--dir DIR] [--json] [--status S] [--plan P]", "list the runs saved under a directory", cmdRuns},
 		{"answer", answerUsage, "answer an input step a run waits at (then resume)", cmdAnswer},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
@@ -99,16 +101,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return c.run(args[1:], stdin, stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stderr, "runner: unknown command %q\n\n", args[0])
-	usage(stderr)
+	var names []string
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	fmt.Fprintf(stderr, "runner: unknown command %q%s\n", args[0], plans.Suggest(args[0], names))
+	fmt.Fprintln(stderr, "Usage: runner COMMAND [ARGS] [flags]; `runner --help` lists the commands")
 	return exitUsage
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "runner: run declarative workflow plans\n\nUsage:")
+	fmt.Fprint(w, "runner: run declarative workflow plans\n\nUsage: runner COMMAND [ARGS] [flags]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  runner %-70s %s\n", c.usage, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
+	fmt.Fprintln(w, "\nRun `runner COMMAND --help` for a command's arguments and flags.")
 	fmt.Fprintln(w, "\nGlobal flags: --log-format console|json, --log-level debug|info|warn|error, -q")
-	fmt.Fprintln(w, "Exit codes: 0 succeeded, 1 plan failed, 2 bad usage or invalid plan, 3 replay diverged, 4 waiting for an answer, 130 interrupted")
+	fmt.Fprintln(w, "Exit codes: 0 succeeded, 1 plan failed, 2 bad usage or invalid plan,\n  3 replay diverged, 4 waiting for an answer, 130 interrupted")
 }

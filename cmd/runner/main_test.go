@@ -128,7 +128,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "nothere.yaml"}, "no such file"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		// --force did nothing for years; it is refused like any unknown flag.
-		{[]string{"board", "bb.json", "show", "--force"}, "flag provided but not defined: -force"},
+		{[]string{"board", "bb.json", "show", "--force"}, "unknown flag --force"},
+		{[]string{"run", "loops.yaml", "--reprot"}, `unknown flag --reprot (did you mean "--report"?)`},
+		{[]string{"rnu"}, `unknown command "rnu" (did you mean "run"?)`},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, "testdata", tt.args...)
@@ -383,5 +385,31 @@ func TestReadmePlanIsValid(t *testing.T) {
 	os.WriteFile(p, []byte(plan), 0o644)
 	if r := runCLI(t, t.TempDir(), "validate", p); r.code != 0 {
 		t.Fatalf("README plan: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// Help fits an 80-column terminal, and a mistake gets a short answer,
+// not the whole help.
+func TestHelpFits80Columns(t *testing.T) {
+	pages := [][]string{{"--help"}}
+	for _, c := range commands {
+		pages = append(pages, []string{c.name, "--help"})
+	}
+	for _, args := range pages {
+		r := runCLI(t, "testdata", args...)
+		if r.code != 0 || r.stdout+r.stderr == "" {
+			t.Errorf("runner %v: exit %d", args, r.code)
+		}
+		for _, line := range strings.Split(r.stdout+r.stderr, "\n") {
+			if n := len([]rune(line)); n > 80 {
+				t.Errorf("runner %v: a line of %d columns: %q", args, n, line)
+			}
+		}
+	}
+	for _, args := range [][]string{{"rnu"}, {"run", "loops.yaml", "--reprot"}, {"board", "bb.json", "show", "--force"}} {
+		r := runCLI(t, "testdata", args...)
+		if lines := strings.Count(r.stderr, "\n"); r.code != 2 || lines > 2 {
+			t.Errorf("runner %v: exit %d, %d lines:\n%s", args, r.code, lines, r.stderr)
+		}
 	}
 }

@@ -45,6 +45,9 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
+	if pos[0], err = runs.Resolve(pos[0], "."); err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
 	o.recording, o.opt.Models = pos[0], models
 	switch {
 	case o.workdir == "" && !o.offline:

@@ -21,6 +21,9 @@ func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
+	if pos[0], err = runs.Resolve(pos[0], "."); err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
 	// A run on Temporal that still runs is reported as it stands now.
 	remote, path, err := runs.OpenRemote(pos[0], g.mask.Writer(stderr))
 	if err != nil {

@@ -23,6 +23,9 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
+	if pos[0], err = runs.Resolve(pos[0], "."); err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
 	r, err := runs.Reopen(pos[0], o)
 	if err != nil {
 		return resumeErr(stderr, fs.Name(), err)

@@ -77,6 +77,12 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 	if g.output {
 		env.Output = showOutput(log.With().Str("run", r.Record.ID).Logger(), stderr, g)
 	}
+	// Said at the start, not only at the end: a live run can be found
+	// (`runner board PATH watch`, `runner runs`) while it runs.
+	log.Info().Str("run", r.Record.ID).Str("blackboard", r.Board).Msg("run started")
+	if g.view != nil && !g.quiet { // the display shows no info events
+		fmt.Fprintf(g.view, "run %s → %s\n", r.Record.ID, r.Board)
+	}
 	ctx, stop := interruptible(context.Background(), log.Warn)
 	defer stop()
 	start := time.Now()
@@ -137,10 +143,7 @@ func (g *globals) learnSecrets(p *plans.Plan) { runs.LearnSecrets(g.mask, p) }
 // printSpend shows what each agent's model calls used and cost.
 func printSpend(w io.Writer, spend []agents.AgentSpend) {
 	for _, sp := range spend {
-		cost := fmt.Sprintf("$%.4f", sp.CostUSD)
-		if sp.CostUSD < 0.01 {
-			cost = fmt.Sprintf("$%.6f", sp.CostUSD) // a cheap model's call costs millionths
-		}
+		cost := agents.FormatUSD(sp.CostUSD)
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}
