@@ -21,13 +21,13 @@ func (o AgentOverrides) Set(s string) error {
 	k, v, ok := strings.Cut(s, "=")
 	name, field, ok2 := strings.Cut(k, ".")
 	if !ok || !ok2 || name == "" || v == "" {
-		return fmt.Errorf("want NAME.FIELD=VALUE (FIELD one of %s), got %q", strings.Join(overridable, ", "), s)
+		return fmt.Errorf("want NAME.FIELD=VALUE (FIELD one of %s)", strings.Join(overridable, ", "))
 	}
 	if !slices.Contains(overridable, field) {
-		return fmt.Errorf("%q: cannot set agent field %q (one of %s)", s, field, strings.Join(overridable, ", "))
+		return fmt.Errorf("cannot set agent field %q%s (one of %s)", field, Suggest(field, overridable), strings.Join(overridable, ", "))
 	}
 	if field == "provider" && !slices.Contains(Providers, v) {
-		return fmt.Errorf("%q: unknown provider %q (one of %s)", s, v, strings.Join(Providers, ", "))
+		return fmt.Errorf("unknown provider %q%s (one of %s)", v, Suggest(v, Providers), strings.Join(Providers, ", "))
 	}
 	if o[name] == nil {
 		o[name] = map[string]string{}
@@ -50,7 +50,7 @@ func (p *Plan) Override(o map[string]map[string]string) error {
 	for _, name := range names {
 		a := p.Agent(name)
 		if a == nil {
-			return fmt.Errorf("--agent %s: the plan has no agent %q (agents: %s)", name, name, strings.Join(p.AgentNames(), ", "))
+			return fmt.Errorf("--agent %s: the plan has no agent %q%s (agents: %s)", name, name, Suggest(name, p.AgentNames()), strings.Join(p.AgentNames(), ", "))
 		}
 		f := o[name]
 		if v, ok := f["provider"]; ok {

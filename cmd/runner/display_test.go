@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -19,7 +20,7 @@ import (
 
 // openPTY opens a pseudo-terminal pair through /dev/ptmx, as a terminal
 // emulator does (x/sys/unix; no pty library needed).
-func openPTY(t *testing.T) (master, slave *os.File) {
+func openPTY(t *testing.T, cols uint16) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
 	if err != nil {
@@ -36,7 +37,7 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 160})
+	unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: cols})
 	return m, s
 }
 
@@ -44,7 +45,12 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // what the terminal received, and stdout.
 func runOnTerminal(t *testing.T, dir string, env []string, args ...string) (screen, stdout string, code int) {
 	t.Helper()
-	m, s := openPTY(t)
+	return runOnTerminalOf(t, 160, dir, env, args...)
+}
+
+func runOnTerminalOf(t *testing.T, cols uint16, dir string, env []string, args ...string) (screen, stdout string, code int) {
+	t.Helper()
+	m, s := openPTY(t, cols)
 	defer m.Close()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir, cmd.Stderr, cmd.Env = dir, s, append(os.Environ(), env...)
@@ -67,33 +73,78 @@ func runOnTerminal(t *testing.T, dir string, env []string, args ...string) (scre
 	return raw.String(), out.String(), code
 }
 
-// settle plays terminal output the way a screen shows it: the live block
-// is erased with "cursor up N, clear to end", so only permanent lines stay.
-func settle(raw string) string {
-	raw = strings.ReplaceAll(raw, "\r\n", "\n")
-	var lines []string
-	var cur []byte
-	erase := regexp.MustCompile(`^\x1b\[(\d+)A\x1b\[J`)
-	for i := 0; i < len(raw); {
-		if m := erase.FindStringSubmatch(raw[i:]); m != nil {
-			var n int
-			fmt.Sscan(m[1], &n)
-			lines = lines[:max(0, len(lines)-n)]
-			i += len(m[0])
+// settle plays terminal output the way a screen of 160 columns shows it.
+func settle(raw string) string { return screen(raw, 160) }
+
+// screen plays terminal output on a screen width columns wide, as a
+// terminal does: text wraps at the right edge (a row that wrapped is two
+// rows), "\r" goes back to the first column, "ESC[nA" moves up n rows,
+// "ESC[J" clears from the cursor down, colours are dropped. It returns the
+// rows left, a wrapped line joined again.
+func screen(raw string, width int) string {
+	type row struct {
+		text []rune
+		cont bool // the rest of the row above, wrapped
+	}
+	rows := []row{{}}
+	r, c := 0, 0
+	seq := regexp.MustCompile(`^\x1b\[(\d*)([A-Za-z])`)
+	rs := []rune(raw)
+	for i := 0; i < len(rs); {
+		if rs[i] == 0x1b {
+			m := seq.FindStringSubmatch(string(rs[i:min(len(rs), i+16)]))
+			if m == nil {
+				i++
+				continue
+			}
+			n := 1
+			if m[1] != "" {
+				fmt.Sscan(m[1], &n)
+			}
+			switch m[2] {
+			case "A":
+				r = max(0, r-n)
+			case "J":
+				if c < len(rows[r].text) {
+					rows[r].text = rows[r].text[:c]
+				}
+				rows = rows[:r+1]
+			}
+			i += len([]rune(m[0]))
 			continue
 		}
-		if raw[i] == '\n' {
-			lines = append(lines, string(cur))
-			cur = cur[:0]
-		} else {
-			cur = append(cur, raw[i])
+		switch ch := rs[i]; ch {
+		case '\r':
+			c = 0
+		case '\n':
+			r++
+			if r == len(rows) {
+				rows = append(rows, row{})
+			}
+		default:
+			if c == width { // the right edge: the rest goes on the next row
+				r, c = r+1, 0
+				if r == len(rows) {
+					rows = append(rows, row{cont: true})
+				}
+			}
+			for len(rows[r].text) <= c {
+				rows[r].text = append(rows[r].text, ' ')
+			}
+			rows[r].text[c] = ch
+			c++
 		}
 		i++
 	}
-	if len(cur) > 0 {
-		lines = append(lines, string(cur))
+	var lines []string
+	for _, w := range rows {
+		if w.cont && len(lines) > 0 {
+			lines[len(lines)-1] += string(w.text)
+			continue
+		}
+		lines = append(lines, string(w.text))
 	}
-	return strings.Join(lines, "\n") + "\n"
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n") + "\n"
 }
 
 // finalErrorShown reports whether stderr ends a failed run saying why: the
@@ -135,6 +186,32 @@ func TestLiveDisplayOnTerminal(t *testing.T) {
 	raw, _, _ = runOnTerminal(t, wd, []string{"NO_COLOR="}, "run", testdata("display.yaml"))
 	if !strings.Contains(raw, "\x1b[32m✓\x1b[0m hello") || !strings.Contains(raw, "\x1b[33m⊘\x1b[0m slow") {
 		t.Errorf("no colours on a terminal: %q", raw)
+	}
+}
+
+// On a terminal narrower than the running steps' lines, the live block
+// leaves nothing behind: each redraw erases what the last one drew.
+func TestLiveDisplayOnANarrowTerminal(t *testing.T) {
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(`version: 1
+name: narrow
+steps:
+  - label: a_label_far_too_long_for_a_narrow_terminal
+    parallel:
+      - {label: another_child_label_that_wraps_on_its_own, type: command, run: "sleep 1"}
+      - {label: short, type: command, run: "sleep 1"}
+`), 0o644)
+	raw, _, code := runOnTerminalOf(t, 30, wd, []string{"NO_COLOR=1"}, "run", plan)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, raw)
+	}
+	got := screen(raw, 30)
+	if strings.ContainsAny(got, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+		t.Errorf("stale live-block lines left on a 30-column terminal:\n%s", got)
+	}
+	if !strings.Contains(got, "✓ another_child_label_that_wraps_on_its_own") {
+		t.Errorf("the finished child's line is missing:\n%s", got)
 	}
 }
 
@@ -203,5 +280,42 @@ func TestShowOutput(t *testing.T) {
 	}
 	if strings.Contains(r.stderr, `test | {"`) {
 		t.Errorf("go test -json events shown raw")
+	}
+}
+
+// syncBuffer is a bytes.Buffer the display's ticker and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Ctrl-C on a terminal echoes ^C where the cursor is, under the live
+// block; the warning printed then starts on a clean line, with no spinner
+// glyph left at its start.
+func TestCtrlCLeavesNoSpinnerOnTheWarning(t *testing.T) {
+	var term syncBuffer
+	p := newProgress(&term, true)
+	p.StepStarted("build", 1, "")
+	term.Write([]byte("^C")) // the terminal's echo
+	p.Write([]byte("WRN interrupted: finishing the running steps\n"))
+	p.close()
+	got := screen(term.String(), 80)
+	if !strings.Contains(got, "\nWRN interrupted") && !strings.HasPrefix(got, "WRN interrupted") {
+		t.Errorf("the warning does not start its line:\n%q", got)
+	}
+	if strings.ContainsAny(got, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
+		t.Errorf("a spinner glyph is left on screen:\n%q", got)
 	}
 }

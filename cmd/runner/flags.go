@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -87,11 +89,18 @@ func quietParse(fs *flag.FlagSet, args []string) error {
 			fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 			msg = "unknown flag " + dashed(name) + strings.Replace(plans.Suggest(name, names), `"`, `"`+dashed(""), 1)
 		}
+		if m := invalidValue.FindStringSubmatch(msg); m != nil {
+			msg = dashed(m[2]) + " " + m[1] + ": " + m[3]
+		}
 		fmt.Fprintf(out, "%s: %s\n", fs.Name(), msg)
 		fmt.Fprintf(out, "`%s --help` shows its usage and flags\n", fs.Name())
 	}
 	return err
 }
+
+// invalidValue is the flag package's message for a value its flag
+// refused, said again as `--name "value": why`.
+var invalidValue = regexp.MustCompile(`^invalid value (".*") for flag -(\S+): (.*)$`)
 
 // dashed is a flag's name as users type it: -q, --log-format.
 func dashed(name string) string {
@@ -201,6 +210,7 @@ func (g *globals) format(stderr io.Writer) string {
 // says what the step logs would.
 func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error) {
 	tty := isTerminal(stderr)
+	rawStderr := stderr
 	format := g.format(stderr)
 	stderr = g.mask.Writer(stderr)
 	var w io.Writer
@@ -213,6 +223,15 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 			// Log lines go through the display, which keeps its live
 			// block of running steps below them.
 			g.view = newProgress(stderr, tty)
+			if f, ok := rawStderr.(*os.File); ok && tty {
+				g.view.width = func() int {
+					w, _, err := term.GetSize(int(f.Fd()))
+					if err != nil {
+						return 0
+					}
+					return w
+				}
+			}
 			out = g.view
 		}
 		w = zerolog.ConsoleWriter{Out: out, NoColor: !tty || noColor(), TimeFormat: "15:04:05"}

@@ -131,6 +131,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"board", "bb.json", "show", "--force"}, "unknown flag --force"},
 		{[]string{"run", "loops.yaml", "--reprot"}, `unknown flag --reprot (did you mean "--report"?)`},
 		{[]string{"rnu"}, `unknown command "rnu" (did you mean "run"?)`},
+		{[]string{"run", "loops.yaml", "--agent", "coder.modle=x"}, `--agent "coder.modle=x": cannot set agent field "modle" (did you mean "model"?)`},
+		{[]string{"run", "loops.yaml", "--agent", "coder.provider=opnai"}, `unknown provider "opnai" (did you mean "openai"?)`},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, "testdata", tt.args...)

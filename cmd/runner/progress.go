@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
@@ -34,6 +35,7 @@ type progressView struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 	closed  bool
+	width   func() int // the terminal's columns (0: unknown)
 }
 
 type runningStep struct {
@@ -48,7 +50,7 @@ func noColor() bool { return os.Getenv("NO_COLOR") != "" }
 func newProgress(w io.Writer, live bool) *progressView {
 	p := &progressView{w: w, live: live, color: live && !noColor(),
 		pos: map[string]int{}, tolerop: map[string]bool{}, running: map[string]runningStep{},
-		held: map[string][]board.StepRecord{}, done: make(chan struct{})}
+		held: map[string][]board.StepRecord{}, done: make(chan struct{}), width: func() int { return 0 }}
 	if live {
 		p.wg.Add(1)
 		go p.loop()
@@ -133,7 +135,7 @@ func (p *progressView) redraw(finished []string) {
 	}
 	var b strings.Builder
 	if p.drawn > 0 {
-		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", p.drawn)
+		b.WriteString(eraseBlock(p.drawn))
 	}
 	for _, l := range finished {
 		b.WriteString(l + "\n")
@@ -162,8 +164,9 @@ func (p *progressView) redraw(finished []string) {
 	if len(rows) > maxRows {
 		rows = append(rows[:maxRows-1], fmt.Sprintf("  … and %d more lines", len(rows)-maxRows+1))
 	}
+	width := p.width()
 	for _, r := range rows {
-		b.WriteString(r + "\n")
+		b.WriteString(fit(r, width) + "\n")
 	}
 	p.drawn = len(rows)
 	io.WriteString(p.w, b.String())
@@ -182,6 +185,23 @@ func (p *progressView) sortedRunning(parent string) []runningStep {
 	return out
 }
 
+// eraseBlock takes the cursor back to the first line of a live block of
+// n lines and clears from there down. The carriage return first: a
+// terminal that echoed ^C moved the cursor right, and clearing from there
+// would leave the spinner on the line the warning is printed on.
+func eraseBlock(n int) string { return fmt.Sprintf("\r\x1b[%dA\x1b[J", n) }
+
+// fit cuts a live-block row to the terminal's width: a row that wrapped
+// would take two lines while the redraw erases one, leaving a stale line
+// on screen at every frame.
+func fit(row string, width int) string {
+	if width <= 0 || utf8.RuneCountInString(row) < width {
+		return row
+	}
+	r := []rune(row)
+	return string(r[:width-2]) + "…"
+}
+
 func since(t time.Time) string { return time.Since(t).Round(100 * time.Millisecond).String() }
 
 // Write prints a log line above the live block (the logger writes here).
@@ -192,7 +212,7 @@ func (p *progressView) Write(b []byte) (int, error) {
 		return p.w.Write(b)
 	}
 	if p.drawn > 0 {
-		fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.drawn)
+		io.WriteString(p.w, eraseBlock(p.drawn))
 		p.drawn = 0
 	}
 	n, err := p.w.Write(b)
@@ -212,7 +232,7 @@ func (p *progressView) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.live && p.drawn > 0 {
-		fmt.Fprintf(p.w, "\x1b[%dA\x1b[J", p.drawn)
+		io.WriteString(p.w, eraseBlock(p.drawn))
 		p.drawn = 0
 	}
 	// Children of a group that never finished (Ctrl-C) are shown too.
