@@ -176,11 +176,9 @@ func flagNames(name string) []string {
 		if c.name != name || name == "completion" {
 			continue
 		}
-		var buf bytes.Buffer
-		c.run([]string{"-h"}, strings.NewReader(""), io.Discard, &buf)
 		seen := map[string]bool{}
 		var out []string
-		for _, m := range regexp.MustCompile(`(?m)^  --?(\S+)`).FindAllStringSubmatch(buf.String(), -1) {
+		for _, m := range regexp.MustCompile(`(?m)^  --?(\S+)`).FindAllStringSubmatch(helpOf(name), -1) {
 			f := "--" + m[1]
 			if len(m[1]) == 1 {
 				f = "-" + m[1]
@@ -196,6 +194,18 @@ func flagNames(name string) []string {
 	return nil
 }
 
+// helpOf is what `runner NAME --help` prints.
+func helpOf(name string) string {
+	for _, c := range commands {
+		if c.name == name && name != "completion" {
+			var buf bytes.Buffer
+			c.run([]string{"-h"}, strings.NewReader(""), io.Discard, &buf)
+			return buf.String()
+		}
+	}
+	return ""
+}
+
 func cmdCompletion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, _ := newFlags("completion", stderr)
 	pos, err := parse(fs, args)
@@ -205,74 +215,74 @@ func cmdCompletion(args []string, stdin io.Reader, stdout, stderr io.Writer) int
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one shell: bash, zsh or fish")
 	}
-	var names []string
-	for _, c := range commands {
-		names = append(names, c.name)
-	}
-	perCmd := map[string][]string{}
-	for _, n := range names {
-		perCmd[n] = flagNames(n)
-	}
-	switch pos[0] {
-	case "bash":
-		bashCompletion(stdout, names, perCmd)
-	case "zsh":
-		fmt.Fprintln(stdout, "#compdef runner\nautoload -U +X bashcompinit && bashcompinit")
-		bashCompletion(stdout, names, perCmd)
-	case "fish":
-		fishCompletion(stdout, names, perCmd)
-	default:
+	script, ok := completionScripts[pos[0]]
+	if !ok {
 		return usageErr(stderr, fs, "unknown shell %q: want bash, zsh or fish", pos[0])
 	}
+	fmt.Fprint(stdout, script)
 	return exitOK
 }
 
-func bashCompletion(w io.Writer, names []string, perCmd map[string][]string) {
-	fmt.Fprintf(w, `# runner completion for bash (and zsh through bashcompinit).
-# source <(runner completion bash)
+// completionScripts ask `runner __complete` (complete.go) for the
+// candidates, so every shell completes the same things: commands,
+// flags, run ids, board operations and keys, step labels, agent fields,
+// and file names only where a file is expected.
+var completionScripts = map[string]string{
+	"bash": `# runner completion for bash: source <(runner completion bash)
 _runner() {
-  local cur=${COMP_WORDS[COMP_CWORD]} cmd="" i
-  for ((i=1; i<COMP_CWORD; i++)); do
-    case ${COMP_WORDS[i]} in -*) ;; *) cmd=${COMP_WORDS[i]}; break;; esac
-  done
-  if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "%s --log-format --log-level -q --help --version" -- "$cur"))
-    return
+  local line=${COMP_LINE:0:COMP_POINT} files=0 word desc
+  local -a words
+  read -ra words <<< "$line"
+  [[ $line == *[[:space:]] ]] && words+=("")
+  local cur=${words[${#words[@]}-1]}
+  COMPREPLY=()
+  while IFS=$'\t' read -r word desc; do
+    if [[ $word == :files ]]; then files=1; continue; fi
+    COMPREPLY+=("$word")
+  done < <(runner __complete "${words[@]:1}" 2>/dev/null)
+  if ((files)); then
+    compopt -o filenames 2>/dev/null
+    local f
+    while IFS= read -r f; do COMPREPLY+=("$f"); done < <(compgen -f -- "$cur")
   fi
-  local flags=""
-  case $cmd in
-`, strings.Join(names, " "))
-	for _, n := range names {
-		fmt.Fprintf(w, "    %s) flags=%q;;\n", n, strings.Join(perCmd[n], " "))
-	}
-	fmt.Fprint(w, `  esac
-  case ${COMP_WORDS[COMP_CWORD-1]} in
-    --log-format) COMPREPLY=($(compgen -W "console json" -- "$cur")); return;;
-    --log-level) COMPREPLY=($(compgen -W "debug info warn error" -- "$cur")); return;;
-    --format) COMPREPLY=($(compgen -W "mermaid dot md json" -- "$cur")); return;;
-  esac
-  if [[ $cmd == completion ]]; then COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")); return; fi
-  if [[ $cur == -* ]]; then COMPREPLY=($(compgen -W "$flags" -- "$cur")); return; fi
-  COMPREPLY=($(compgen -f -- "$cur"))
+  # bash splits words at : and =; complete only what follows the last one.
+  local pre=${cur%"${cur##*[:=]}"}
+  [[ -n $pre ]] && COMPREPLY=("${COMPREPLY[@]#"$pre"}")
+  [[ ${#COMPREPLY[@]} == 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
+  return 0
 }
-complete -o filenames -F _runner runner
-`)
+complete -F _runner runner
+`,
+	"zsh": `#compdef runner
+# runner completion for zsh: source <(runner completion zsh), or save it
+# as _runner in a directory of $fpath.
+_runner() {
+  local -a cands
+  local line out files=0
+  out=$(runner __complete "${(@)words[2,CURRENT-1]}" "${words[CURRENT]}" 2>/dev/null)
+  for line in ${(f)out}; do
+    if [[ $line == :files ]]; then files=1; continue; fi
+    cands+=("${${line%%$'\t'*}//:/\\:}:${line#*$'\t'}")
+  done
+  (( ${#cands} )) && _describe -t values runner cands
+  (( files )) && _files
+  return 0
 }
-
-func fishCompletion(w io.Writer, names []string, perCmd map[string][]string) {
-	fmt.Fprintln(w, "# runner completion for fish: runner completion fish > ~/.config/fish/completions/runner.fish")
-	fmt.Fprintf(w, "complete -c runner -n '__fish_use_subcommand' -f -a '%s'\n", strings.Join(names, " "))
-	fmt.Fprintln(w, "complete -c runner -l log-format -x -a 'console json'")
-	fmt.Fprintln(w, "complete -c runner -l log-level -x -a 'debug info warn error'")
-	fmt.Fprintln(w, "complete -c runner -s q")
-	fmt.Fprintln(w, "complete -c runner -n '__fish_seen_subcommand_from completion' -f -a 'bash zsh fish'")
-	for _, n := range names {
-		for _, f := range perCmd[n] {
-			if strings.HasPrefix(f, "--") {
-				fmt.Fprintf(w, "complete -c runner -n '__fish_seen_subcommand_from %s' -l %s\n", n, f[2:])
-			} else {
-				fmt.Fprintf(w, "complete -c runner -n '__fish_seen_subcommand_from %s' -s %s\n", n, f[1:])
-			}
-		}
-	}
+if [[ $funcstack[1] == _runner ]]; then _runner "$@"; else compdef _runner runner; fi
+`,
+	"fish": `# runner completion for fish: runner completion fish > ~/.config/fish/completions/runner.fish
+function __runner_complete
+  set -l tokens (commandline -opc)
+  set -e tokens[1]
+  set -l cur (commandline -ct)
+  runner __complete $tokens $cur 2>/dev/null | while read -l line
+    if test "$line" = ":files"
+      __fish_complete_path $cur
+    else
+      echo $line
+    end
+  end
+end
+complete -c runner -f -a '(__runner_complete)'
+`,
 }

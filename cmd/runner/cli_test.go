@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/zip"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -45,33 +46,75 @@ func TestGlobalFlagsBeforeCommand(t *testing.T) {
 	}
 }
 
-// The completion scripts name every command and its flags; bash parses
-// the bash one.
+// Completion, as bash does it: commands, flags, run ids and latest,
+// board operations and keys, step labels, agent fields, and file names
+// only where a file is expected. zsh and fish ask the same helper.
 func TestCompletion(t *testing.T) {
-	for _, sh := range []string{"bash", "zsh", "fish"} {
-		r := runCLI(t, t.TempDir(), "completion", sh)
-		if r.code != 0 {
-			t.Fatalf("%s: exit %d %s", sh, r.code, r.stderr)
+	wd := t.TempDir()
+	os.WriteFile(filepath.Join(wd, "plan.yaml"), []byte("version: 1\nname: c\nagents:\n  coder: {provider: script, responses: [\"ok\"]}\nsteps:\n  - {label: ask, type: llm, agent: coder, prompt: hi}\n  - {label: save, type: command, run: \"true\"}\n"), 0o644)
+	if r := runCLI(t, wd, "run", "plan.yaml", "-q"); r.code != 0 {
+		t.Fatalf("run: %d %s", r.code, r.stderr)
+	}
+	if r := runCLI(t, wd, "board", "latest", "put", "task:q4", `"x"`); r.code != 0 {
+		t.Fatalf("put: %d %s", r.code, r.stderr)
+	}
+	list := runCLI(t, wd, "runs", "--json")
+	var runsList []struct{ ID string }
+	json.Unmarshal([]byte(list.stdout), &runsList)
+	if len(runsList) != 1 {
+		t.Fatalf("runs: %s", list.stdout)
+	}
+	id := runsList[0].ID
+
+	bin := t.TempDir()
+	os.Symlink(binary, filepath.Join(bin, "runner"))
+	script := runCLI(t, wd, "completion", "bash").stdout
+	cases := []struct{ line, want string }{
+		{"runner rep", "replay report"},
+		{"runner report ", "latest " + id + " .runner plan.yaml"},
+		{"runner board " + id[:6], id},
+		{"runner board latest ", "put get delete list snapshot show watch conflicts"},
+		{"runner board latest get task:", "q4"},
+		{"runner replay latest --from ", "ask save"},
+		{"runner run plan.yaml --agent coder.m", "coder.model="},
+		{"runner run plan.yaml --re", "--report --reuse"},
+		{"runner run plan.yaml --log-format ", "console json"},
+		{"runner run pl", "plan.yaml"},
+		{"runner completion ", "bash zsh fish"},
+		{"runner version ", ""},
+	}
+	var prog strings.Builder
+	prog.WriteString(script)
+	for _, c := range cases {
+		fmt.Fprintf(&prog, "COMP_LINE=%q; COMP_POINT=${#COMP_LINE}; _runner; echo \"${COMPREPLY[*]}\"\n", c.line)
+	}
+	cmd := exec.Command("bash", "-c", prog.String())
+	cmd.Dir, cmd.Env = wd, append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	for i, c := range cases {
+		if i >= len(got) || got[i] != c.want {
+			t.Errorf("%q completes to %q, want %q", c.line, at(got, i), c.want)
 		}
-		for _, want := range []string{"report", "completion", "validate"} {
-			if !strings.Contains(r.stdout, want) {
-				t.Errorf("%s completion lacks %s", sh, want)
-			}
-		}
-		if sh == "bash" {
-			if !strings.Contains(r.stdout, `run) flags="--agent`) {
-				t.Errorf("bash completion lacks run's flags:\n%s", r.stdout)
-			}
-			f := filepath.Join(t.TempDir(), "c.bash")
-			os.WriteFile(f, []byte(r.stdout), 0o644)
-			if out, err := exec.Command("bash", "-n", f).CombinedOutput(); err != nil {
-				t.Errorf("bash -n: %v %s", err, out)
-			}
+	}
+	for _, sh := range []string{"zsh", "fish"} {
+		if r := runCLI(t, wd, "completion", sh); r.code != 0 || !strings.Contains(r.stdout, "runner __complete") {
+			t.Errorf("%s: exit %d %s", sh, r.code, r.stdout)
 		}
 	}
 	if r := runCLI(t, t.TempDir(), "completion", "tcsh"); r.code != 2 {
 		t.Errorf("unknown shell: exit %d", r.code)
 	}
+}
+
+func at(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return "(nothing)"
 }
 
 // `go install …@v1.2.3` from a module proxy gives a binary that says

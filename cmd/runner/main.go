@@ -96,6 +96,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if args[0] == "--version" {
 		return cmdVersion(nil, stdin, stdout, stderr)
 	}
+	if args[0] == "__complete" { // the completion scripts' helper, not in the help
+		return completeCommand(args[1:], stdin, stdout, stderr)
+	}
 	for _, c := range commands {
 		if c.name == args[0] {
 			return c.run(args[1:], stdin, stdout, stderr)
