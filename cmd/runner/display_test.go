@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/planrunner/runner/mask"
 	"golang.org/x/sys/unix"
 )
 
@@ -317,5 +318,23 @@ func TestCtrlCLeavesNoSpinnerOnTheWarning(t *testing.T) {
 	}
 	if strings.ContainsAny(got, "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏") {
 		t.Errorf("a spinner glyph is left on screen:\n%q", got)
+	}
+}
+
+// A warning inside the live display reads like the display's own lines:
+// a mark, no clock, no level code.
+func TestWarningsInTheDisplayUseItsStyle(t *testing.T) {
+	var out syncBuffer
+	g := &globals{mask: mask.New(), logFormat: "console"}
+	log, err := g.logger(&out, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Warn().Str("step", "build").Msg("interrupted: finishing the running steps")
+	g.view.close()
+	got := out.String()
+	if !strings.HasPrefix(got, "! interrupted: finishing the running steps") || strings.Contains(got, "WRN") ||
+		regexp.MustCompile(`\d\d:\d\d:\d\d`).MatchString(got) {
+		t.Errorf("warning in the display: %q", got)
 	}
 }

@@ -234,7 +234,14 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 			}
 			out = g.view
 		}
-		w = zerolog.ConsoleWriter{Out: out, NoColor: !tty || noColor(), TimeFormat: "15:04:05"}
+		cw := zerolog.ConsoleWriter{Out: out, NoColor: !tty || noColor(), TimeFormat: "15:04:05"}
+		if progress {
+			// Inside the display a warning reads like its other lines: a
+			// mark, no clock, no level code.
+			cw.PartsExclude = []string{zerolog.TimestampFieldName}
+			cw.FormatLevel = displayLevel(!cw.NoColor)
+		}
+		w = cw
 		if progress {
 			w = dropStepEvents{w} // the display shows each step once
 		}
@@ -278,3 +285,21 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// displayLevel marks a log line in the live display as its step lines
+// are marked: ! for a warning, ✗ for an error.
+func displayLevel(color bool) zerolog.Formatter {
+	return func(i any) string {
+		mark, code := "·", "90"
+		switch i {
+		case "warn":
+			mark, code = "!", "33"
+		case "error", "fatal", "panic":
+			mark, code = "✗", "31"
+		}
+		if !color {
+			return mark
+		}
+		return "\x1b[" + code + "m" + mark + "\x1b[0m"
+	}
+}
