@@ -1,6 +1,7 @@
 package plans
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/planrunner/runner/readlimit"
@@ -92,12 +93,22 @@ func parseResponse(r *Reporter, n *yaml.Node, what string) (Response, bool) {
 // resolved relative to the plan's directory.
 func LoadResponsesFile(planPath, file string) ([]Response, error) {
 	if !filepath.IsAbs(file) {
-		file = filepath.Join(filepath.Dir(planPath), file)
+		dir, _ := filepath.Abs(filepath.Dir(planPath))
+		file = filepath.Join(dir, file)
+		src, err := readlimit.File(file, readlimit.Responses)
+		if err != nil {
+			return nil, fmt.Errorf("%w (a responses file is relative to the plan's directory, %s)", err, dir)
+		}
+		return parseResponsesFile(file, src)
 	}
 	src, err := readlimit.File(file, readlimit.Responses)
 	if err != nil {
 		return nil, err
 	}
+	return parseResponsesFile(file, src)
+}
+
+func parseResponsesFile(file string, src []byte) ([]Response, error) {
 	r := &Reporter{File: file}
 	doc, yerr := parseYAML(file, src)
 	if yerr != nil {

@@ -148,12 +148,14 @@ func (s *applyDiffStep) text(sc *engine.StepContext) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("diff_file: %w", err)
 	}
+	rule := ""
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(sc.Workdir, p)
+		rule = fmt.Sprintf(" (a diff_file is relative to the workdir, %s)", sc.Workdir)
 	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("diff_file: %w", err)
+		return nil, fmt.Errorf("diff_file: %w%s", err, rule)
 	}
 	defer f.Close()
 	// Read one byte past the limit, so that Apply reports the size.

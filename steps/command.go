@@ -156,10 +156,14 @@ func stepDirEnv(sc *engine.StepContext, dirT *engine.Template, envT []engine.Env
 		if err != nil {
 			return "", nil, fmt.Errorf("dir: %w", err)
 		}
+		given := d
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(sc.Workdir, d)
 		}
 		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			if given != d {
+				return "", nil, fmt.Errorf("dir %s: %s is not a directory (a step's dir is relative to the workdir, %s)", given, d, sc.Workdir)
+			}
 			return "", nil, fmt.Errorf("dir %s: not a directory", d)
 		}
 		dir = d

@@ -415,3 +415,22 @@ func TestHelpFits80Columns(t *testing.T) {
 		}
 	}
 }
+
+// A relative path that names nothing says where it was looked for and by
+// which rule: a step's dir against the workdir, a responses file against
+// the plan's directory.
+func TestRelativePathErrorsNameTheRule(t *testing.T) {
+	wd := t.TempDir()
+	os.MkdirAll(filepath.Join(wd, "sub"), 0o755)
+	os.WriteFile(filepath.Join(wd, "sub", "dir.yaml"), []byte("version: 1\nname: r\nsteps:\n  - {label: a, type: command, dir: nodir, run: pwd}\n"), 0o644)
+	os.WriteFile(filepath.Join(wd, "sub", "resp.yaml"), []byte("version: 1\nname: r\nagents:\n  bot: {provider: script, responses: answers.yaml}\nsteps:\n  - {label: b, type: llm, agent: bot, prompt: hi}\n"), 0o644)
+	for _, c := range []struct{ plan, want string }{
+		{"sub/dir.yaml", filepath.Join(wd, "nodir") + " is not a directory (a step's dir is relative to the workdir, " + wd + ")"},
+		{"sub/resp.yaml", filepath.Join(wd, "sub", "answers.yaml") + ": no such file or directory (a responses file is relative to the plan's directory, " + filepath.Join(wd, "sub") + ")"},
+	} {
+		r := runCLI(t, wd, "run", c.plan, "--log-format", "json")
+		if r.code == 0 || !strings.Contains(strings.ReplaceAll(r.stderr, `\"`, `"`), c.want) {
+			t.Errorf("run %s: exit %d; want it to say %q:\n%s", c.plan, r.code, c.want, r.stderr)
+		}
+	}
+}
