@@ -41,7 +41,9 @@ var (
 		return regexp.MustCompile(`^test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored;`)
 	})
 	genJest   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Tests:\s+(.*\d+ total)`) })
-	genVitest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*Tests\s+(\d+ \w+(?: \| \d+ \w+)*) \((\d+)\)\s*$`) })
+	genVitest = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^\s*Tests\s+(\d+ \w+(?: \| \d+ \w+)*) \((\d+)\)\s*$`)
+	})
 	// node --test, tap-parser: "# tests 3", "# pass 2", "# fail 1", "# skipped 0"
 	genTAPCount = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^# (tests|pass|fail|skip|skipped|todo) (\d+)$`) })
 	genMocha    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+(\d+) (passing|failing|pending)\b`) })
@@ -53,7 +55,9 @@ var (
 		return regexp.MustCompile(`(?:Passed|Failed)!\s+- Failed:\s+(\d+), Passed:\s+(\d+), Skipped:\s+(\d+), Total:\s+(\d+)`)
 	})
 	genCtest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`tests passed, (\d+) tests? failed out of (\d+)`) })
-	genMaven = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`Tests run: (\d+), Failures: \d+, Errors: \d+, Skipped: \d+`) })
+	genMaven = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`Tests run: (\d+), Failures: \d+, Errors: \d+, Skipped: \d+`)
+	})
 	// the runners' own "nothing to run"
 	genNothing = []string{"No tests found", "No test files found", "NO TESTS RAN", "No tests executed!",
 		"No tests were found!!!", "No test is available in", "[no test files]", "[no tests to run]", "collected 0 items"}
