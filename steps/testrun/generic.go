@@ -49,7 +49,7 @@ var (
 	genMocha    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+(\d+) (passing|failing|pending)\b`) })
 	// rspec "3 examples, 1 failure, 1 pending"; ExUnit "1 doctest, 3 tests, 1 failure"
 	genExamples = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`^(?:\d+ doctests?, )?(\d+) (?:examples?|tests?), (\d+) failures?(?:, (\d+) (?:pending|skipped|excluded))?`)
+		return regexp.MustCompile(`^(?:(\d+) doctests?, )?(\d+) (?:examples?|tests?), (\d+) failures?(?:, (\d+) (?:pending|skipped|excluded))?`)
 	})
 	genDotnet = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?:Passed|Failed)!\s+- Failed:\s+(\d+), Passed:\s+(\d+), Skipped:\s+(\d+), Total:\s+(\d+)`)
@@ -152,8 +152,8 @@ func (g *genericParser) line(l string) {
 		}
 	case strings.Contains(t, " failure"):
 		if m := genExamples().FindStringSubmatch(t); m != nil {
-			total, failed := atoi(m[1]), atoi(m[2])
-			skipped := atoi(m[3])
+			total, failed := atoi(m[1])+atoi(m[2]), atoi(m[3])
+			skipped := atoi(m[4])
 			g.add(Counts{Passed: max(0, total-failed-skipped), Failed: failed, Skipped: skipped})
 		}
 	case strings.Contains(t, "Total:"):

@@ -531,6 +531,11 @@ func TestGenericLive(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a run of no test is no_tests", func(t *testing.T) {
+		need(t, "python3", "apt-get install python3, which .ci/install does")
+		res, _ := run(t, Options{Dir: dir, Framework: "generic", Command: "python3 -m unittest discover -s ."})
+		check(t, res, expect{outcome: NoTests})
+	})
 	t.Run("failure output is in the summary", func(t *testing.T) {
 		res, _ := run(t, Options{Dir: dir, Command: "echo 'something broke' >&2; exit 1"})
 		if !strings.Contains(res.Summary, "something broke") {
@@ -600,6 +605,130 @@ func TestLargeOutput(t *testing.T) {
 			}
 			if after.HeapInuse > 64<<20 {
 				t.Errorf("heap in use %d MiB after a 200 MB output", after.HeapInuse>>20)
+			}
+		})
+	}
+}
+
+// unittestFiles is a project whose tests use Python's unittest: one
+// passing test, one failing assertion, an exception in the code under
+// test, a module that does not import and one with a syntax error, each
+// suite in its own directory.
+var unittestFiles = map[string]string{
+	"calc.py":            "def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n    return a / b\n",
+	"pass/test_calc.py":  "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    @unittest.skip('later')\n    def test_later(self):\n        pass\n",
+	"fail/test_calc.py":  "import unittest\nfrom calc import add, div\n\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n\n    def test_add(self):\n        total = add(2, 2)\n        self.assertEqual(total, 5)\n",
+	"raise/test_calc.py": "import unittest\nfrom calc import div\n\n\nclass T(unittest.TestCase):\n    def test_div(self):\n        div(1, 0)\n",
+	"broken/test_bad.py": "import unittest\nimport no_such_module\n",
+	"syntax/test_syn.py": "import unittest\n\n\ndef f(:\n    pass\n",
+	"mixed/test_a.py":    "import unittest\nimport no_such_module\n",
+	"mixed/test_b.py":    "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_b(self):\n        self.assertTrue(False, 'b is wrong')\n",
+	"empty/README":       "no tests here\n",
+	"pass/__init__.py":   "", "fail/__init__.py": "", "raise/__init__.py": "", "broken/__init__.py": "",
+	"syntax/__init__.py": "", "mixed/__init__.py": "", "empty/__init__.py": "", "hang/__init__.py": "",
+	"hang/test_hang.py": "import os, subprocess, time, unittest\n\n\nclass T(unittest.TestCase):\n    def test_hang(self):\n        child = subprocess.Popen(['sleep', '300'])\n        with open(os.environ['PIDS'], 'a') as f:\n            f.write(f'{os.getpid()} {child.pid}\\n')\n        time.sleep(300)\n",
+}
+
+// unittestCases are what each directory of unittestFiles gives, whichever
+// runner of unittest's family runs it.
+var unittestCases = []struct {
+	dir  string
+	want expect
+}{
+	{"pass", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
+	{"fail", expect{outcome: Failed, counts: &Counts{Total: 2, Passed: 1, Failed: 1},
+		file: "fail/test_calc.py", line: 11, kind: KindFail, message: "AssertionError: 4 != 5"}},
+	{"raise", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
+		file: "raise/test_calc.py", line: 7, kind: KindPanic, message: "ZeroDivisionError: division by zero"}},
+	{"broken", expect{outcome: CollectionError, counts: &Counts{Errors: 1},
+		file: "broken/test_bad.py", line: 2, kind: KindError, message: "No module named 'no_such_module'"}},
+	{"syntax", expect{outcome: CollectionError, counts: &Counts{Errors: 1},
+		file: "syntax/test_syn.py", line: 4, kind: KindError, message: "SyntaxError"}},
+	// a module that does not import hides nothing of the others
+	{"mixed", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1, Errors: 1}}},
+	{"empty", expect{outcome: NoTests, counts: &Counts{}}},
+}
+
+func TestUnittestLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	need(t, "python3", "apt-get install python3, which .ci/install does")
+	dir := project(t, unittestFiles)
+	for _, tt := range unittestCases {
+		t.Run(tt.dir, func(t *testing.T) {
+			// auto: the command says unittest, though test_*.py files
+			// alone would say pytest
+			res, _ := run(t, Options{Dir: dir, Command: "python3 -m unittest discover -t . -s " + tt.dir})
+			check(t, res, tt.want)
+			if res.Framework != "unittest" {
+				t.Errorf("framework %q detected, want unittest", res.Framework)
+			}
+		})
+	}
+	t.Run("failures are in the summary", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: "python3 -m unittest discover -t . -s mixed"})
+		for _, want := range []string{"FAILED: 1 of 1 test failed, 1 error", "mixed/test_b.py:6", "AssertionError: False is not true : b is wrong",
+			"mixed/test_a.py:2", "No module named 'no_such_module'"} {
+			if !strings.Contains(res.Summary, want) {
+				t.Errorf("summary lacks %q:\n%s", want, res.Summary)
+			}
+		}
+	})
+	t.Run("detected with the default command in a project pytest is not for", func(t *testing.T) {
+		d := project(t, map[string]string{"test_one.py": "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(1 + 1, 3)\n"})
+		res, _ := run(t, Options{Dir: d, Framework: "unittest"})
+		check(t, res, expect{outcome: Failed, file: "test_one.py", line: 6, message: "AssertionError: 2 != 3"})
+		if res.Command != "python3 -m unittest" {
+			t.Errorf("command %q", res.Command)
+		}
+	})
+	t.Run("usage error", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: "python3 -m unittest --no-such-flag"})
+		check(t, res, expect{outcome: Error})
+		if !strings.Contains(res.Summary, "unrecognized arguments: --no-such-flag") {
+			t.Errorf("summary does not say what is wrong: %q", res.Summary)
+		}
+	})
+	t.Run("under pytest's framework, run by a script", func(t *testing.T) {
+		// a project detected as pytest's whose test command runs unittest
+		res, _ := run(t, Options{Dir: dir, Framework: "pytest", Command: "sh -c 'python3 -m unittest discover -t . -s fail'"})
+		check(t, res, unittestCases[1].want)
+	})
+	t.Run("verbose, hangs past the timeout", func(t *testing.T) {
+		res := runHang(t, "unittest", 4*time.Second, Options{Dir: dir, Command: "python3 -m unittest discover -v -t . -s hang"})
+		if len(res.Failures) == 0 || res.Failures[0].Kind != KindTimeout || !strings.HasPrefix(res.Failures[0].ID, "test_hang (") {
+			t.Errorf("failures %+v, want test_hang as a timeout", res.Failures)
+		}
+	})
+}
+
+// TestNose2AndDjangoLive runs the same suites with nose2 and with
+// Django's test runner, which print unittest's text.
+func TestNose2AndDjangoLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	nose2 := ""
+	for _, bin := range []string{"nose2", "nose2-3"} {
+		if p, err := exec.LookPath(bin); err == nil {
+			nose2 = p
+			break
+		}
+	}
+	testtool.Need(t, "nose2", nose2 != "", "apt-get install python3-nose2, which .ci/install does")
+	django := testtool.LookPath(t, "django-admin", "apt-get install python3-django, which .ci/install does")
+	files := map[string]string{"settings.py": "SECRET_KEY = 'test'\nINSTALLED_APPS = []\nDATABASES = {}\n"}
+	for name, content := range unittestFiles {
+		files[name] = content
+	}
+	dir := project(t, files)
+	for _, tt := range unittestCases {
+		t.Run("nose2/"+tt.dir, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Framework: "unittest", Command: nose2 + " -t . -s " + tt.dir})
+			check(t, res, tt.want)
+		})
+		t.Run("django/"+tt.dir, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Command: "PYTHONPATH=. " + django + " test --settings=settings " + tt.dir})
+			check(t, res, tt.want)
+			if res.Framework != "unittest" {
+				t.Errorf("framework %q detected, want unittest", res.Framework)
 			}
 		})
 	}

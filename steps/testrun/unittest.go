@@ -69,6 +69,7 @@ type unittestParser struct {
 	dash    bool // a utSep2 line inside a block, kept until the next line says what it was
 	ran     bool // a "Ran N tests" line was seen
 	last    string
+	usage   string // argparse's "prog: error: ..." (unittest, nose2, Django)
 	// from the summary lines, over every run the command made
 	sumRun, sumFailures, sumErrors, sumSkipped, sumXfail, sumUnexpected int
 	blocks                                                              []utBlock
@@ -143,6 +144,9 @@ func (p *unittestParser) line(l string) {
 			}
 		}
 		return
+	}
+	if strings.Contains(l, ": error: ") && p.usage == "" {
+		p.usage = clip(strings.TrimSpace(l), maxLineLen)
 	}
 	if m := utStarted().FindStringSubmatch(l); m != nil {
 		p.last = m[1]
@@ -365,5 +369,8 @@ func (p *unittestParser) finish(exitCode int, killed bool) *report {
 		p.rep.fail(Failure{ID: p.last, Kind: KindTimeout, Message: "still running when the run timed out"})
 	}
 	c.Total = c.Passed + c.Failed + c.Skipped
+	if !p.ran && exitCode == 2 && p.usage != "" {
+		p.rep.toolError = p.usage // argparse's exit status for bad usage
+	}
 	return &p.rep
 }
