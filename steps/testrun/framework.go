@@ -65,6 +65,11 @@ type framework struct {
 	// into tmp: flags in the command, or variables in env.
 	prepare func(cmd, tmp string, env []string) (string, []string)
 	parser  func(dir, tmp string) parser
+	// rewrite, when set, changes what the command does (cargo's
+	// --no-fail-fast, vitest's run instead of watch mode). Unlike
+	// prepare's report flags, this is part of the command the result
+	// records: a user rerunning it gets the same run.
+	rewrite func(cmd string) string
 }
 
 func lookup(name string) *framework {

@@ -316,7 +316,7 @@ func TestCargoLive(t *testing.T) {
 	}{
 		{"passing tests", dir, "cargo test pass_", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
 		{"failing assertion", dir, "cargo test fail_", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
-			file: "src/lib.rs", line: 20, kind: KindFail, message: "assertion"}},
+			file: "src/lib.rs", line: 46, kind: KindFail, message: "assertion"}},
 		{"build error", broken, "cargo test", expect{outcome: BuildFailed, file: "src/lib.rs", line: 2, message: "cannot find value `missing`"}},
 		{"no tests matched", dir, "cargo test no_such_test_name", expect{outcome: NoTests}},
 	}
@@ -327,8 +327,30 @@ func TestCargoLive(t *testing.T) {
 			if res.Framework != "cargo" {
 				t.Errorf("framework %q detected, want cargo", res.Framework)
 			}
+			// the command as it ran, so rerunning it gives the same run
+			if !strings.Contains(res.Command, "cargo test --no-fail-fast") {
+				t.Errorf("recorded command %q lacks --no-fail-fast", res.Command)
+			}
 		})
 	}
+	t.Run("doc-tests at their source lines", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: env("cargo test --doc")})
+		check(t, res, expect{outcome: Failed, counts: &Counts{Total: 4, Failed: 4}})
+		want := map[string]int{
+			"src/lib.rs - add (line 1)":      5,  // the second assert_eq! of the example
+			"src/lib.rs - hidden (line 11)":  14, // after two hidden lines
+			"src/lib.rs - main (line 18)":    21, // an example with its own fn main
+			"src/lib.rs - nothing (line 26)": 27, // does not compile: rustc's place
+		}
+		for _, f := range res.Failures {
+			if f.File != "src/lib.rs" || f.Line != want[f.ID] {
+				t.Errorf("%s at %s:%d, want src/lib.rs:%d (%s)", f.ID, f.File, f.Line, want[f.ID], f.Message)
+			}
+		}
+		if len(res.Failures) != len(want) {
+			t.Errorf("%d failures, want %d", len(res.Failures), len(want))
+		}
+	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		res := runHang(t, "cargo", 4*time.Second, Options{Dir: dir, Command: env("cargo test hang_ -- --test-threads=1")})
 		if len(res.Failures) == 0 || res.Failures[0].ID != "tests::hang_forever" {
@@ -337,9 +359,35 @@ func TestCargoLive(t *testing.T) {
 	})
 }
 
-const cargoLib = `pub fn add(a: i32, b: i32) -> i32 {
+const cargoLib = `/// ` + "```" + `
+/// let x = calc::add(1, 2);
+///
+/// assert_eq!(x, 3);
+/// assert_eq!(x, 4);
+/// ` + "```" + `
+pub fn add(a: i32, b: i32) -> i32 {
     a + b
 }
+
+/// ` + "```" + `
+/// # let z = 1;
+/// # let w = 2;
+/// assert!(z + w == 7);
+/// ` + "```" + `
+pub fn hidden() {}
+
+/// ` + "```" + `
+/// fn main() {
+///     let x = calc::add(1, 2);
+///     assert_eq!(x, 5);
+/// }
+/// ` + "```" + `
+pub fn main() {}
+
+/// ` + "```" + `
+/// let y: i32 = "x";
+/// ` + "```" + `
+pub fn nothing() {}
 
 #[cfg(test)]
 mod tests {

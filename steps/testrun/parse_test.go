@@ -49,7 +49,8 @@ func TestParsers(t *testing.T) {
 		{"unittest", "django", 1, false, ""}, // manage.py test
 		{"cargo", "failures", 101, false, ""},
 		{"cargo", "build", 101, false, ""},
-		{"cargo", "old", 101, false, ""}, // Rust < 1.73 (Debian 12's), the message before the place
+		{"cargo", "old", 101, false, ""},              // Rust < 1.73 (Debian 12's), the message before the place
+		{"cargo", "doctest", 101, false, "cargo/doc"}, // doc-tests: a panic in the library, a failed assert, one that does not compile
 		{"jest", "mixed", 1, false, ""},
 		{"vitest", "mixed", 1, false, ""},
 		{"tap", "node", 1, false, ""},

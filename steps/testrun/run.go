@@ -64,6 +64,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		res.Command = cmd
 	}
+	if fw.rewrite != nil {
+		res.Command = fw.rewrite(res.Command)
+	}
 
 	tmp, err := os.MkdirTemp("", "runner-test-")
 	if err != nil {

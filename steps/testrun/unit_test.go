@@ -92,6 +92,32 @@ func TestPrepareCommand(t *testing.T) {
 	})
 }
 
+// TestRecordedCommand: what changes what runs (cargo's --no-fail-fast,
+// vitest's run) is in the command the result records; report flags are not.
+func TestRecordedCommand(t *testing.T) {
+	tests := []struct{ fw, cmd, want string }{
+		{"cargo", "cargo test", "cargo test --no-fail-fast"},
+		{"cargo", "cd core && cargo +stable test -p x", "cd core && cargo +stable test --no-fail-fast -p x"},
+		{"cargo", "cargo test --no-fail-fast", "cargo test --no-fail-fast"},
+		{"vitest", "npx --no -- vitest", "npx --no -- vitest run"},
+		{"vitest", "vitest watch src", "vitest run src"},
+		{"vitest", "vitest run", "vitest run"},
+		{"vitest", "npm test", "npm test"},
+		{"go", "go test ./...", "go test ./..."},
+		{"jest", "npx jest", "npx jest"},
+	}
+	for _, tt := range tests {
+		fw := lookup(tt.fw)
+		got := tt.cmd
+		if fw.rewrite != nil {
+			got = fw.rewrite(got)
+		}
+		if got != tt.want {
+			t.Errorf("%s: %q recorded as %q, want %q", tt.fw, tt.cmd, got, tt.want)
+		}
+	}
+}
+
 func TestMissingTool(t *testing.T) {
 	tests := []struct {
 		name   string
