@@ -39,6 +39,9 @@ func TestParsers(t *testing.T) {
 		{"go", "timeout", 1, false, "go/proj"},
 		{"go", "plain", 1, false, "go/proj"},
 		{"go", "killed", -1, true, "go/proj"}, // stopped by the step's timeout; "a/b" is one subtest's name
+		// testify, quicktest and gotest.tools, whose report is under the log line
+		{"go", "asserts", 1, false, "go/asserts"},
+		{"go", "asserts-plain", 1, false, "go/asserts"}, // the same without -json
 		{"pytest", "failures", 1, false, ""},
 		{"pytest", "collection", 2, false, ""},
 		{"unittest", "failures", 1, false, ""}, // python -m unittest: a module that does not import, subtests, a docstring
