@@ -254,6 +254,14 @@ func TestPytestLive(t *testing.T) {
 		"hang/test_hang.py":    "import os, subprocess, time\n\n\ndef test_hang():\n    child = subprocess.Popen(['sleep', '300'])\n    with open(os.environ['PIDS'], 'a') as f:\n        f.write(f'{os.getpid()} {child.pid}\\n')\n    time.sleep(300)\n",
 		"empty/README":         "no tests here\n",
 		"conftest.py":          "",
+		// a module the test imports has a syntax error
+		"syntax/test_imp.py": "from badmod import f\n\n\ndef test_x():\n    pass\n",
+		"syntax/badmod.py":   "import os\n\n\ndef f(:\n    pass\n",
+		// an exception raised while handling another
+		"chained/test_chain.py": "def load():\n    return {}['key']\n\n\ndef test_chain():\n    try:\n        load()\n    except KeyError as e:\n        raise ValueError('bad config') from e\n",
+		// a file that does not load and a failing test in another
+		"mixed/test_a.py": "import no_such_module\n",
+		"mixed/test_b.py": "def test_b():\n    assert 1 + 1 == 3\n",
 	}
 	dir := project(t, files)
 	tests := []struct {
@@ -267,6 +275,11 @@ func TestPytestLive(t *testing.T) {
 		{"collection error", "broken", expect{outcome: CollectionError, file: "broken/test_bad.py", line: 1, kind: KindError, message: "No module named 'no_such_module'"}},
 		{"no tests", "empty", expect{outcome: NoTests}},
 		{"usage error", "--no-such-flag", expect{outcome: Error}},
+		// the place of the syntax error, not the test file's import line
+		{"syntax error in an imported module", "syntax", expect{outcome: CollectionError, file: "syntax/badmod.py", line: 4, kind: KindError, message: "SyntaxError"}},
+		{"chained exception", "chained", expect{outcome: Failed, file: "chained/test_chain.py", line: 9, kind: KindPanic, message: "ValueError: bad config"}},
+		// a file that does not load hides no other file's failure
+		{"collection error beside a failure", "mixed --continue-on-collection-errors", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1, Errors: 1}}},
 	}
 	cmd, _ := pytestCommand(dir)
 	for _, tt := range tests {
@@ -275,6 +288,17 @@ func TestPytestLive(t *testing.T) {
 			check(t, res, tt.want)
 		})
 	}
+	t.Run("the summary keeps the syntax error", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: cmd + " syntax"})
+		for _, want := range []string{"syntax/badmod.py:4", "SyntaxError: invalid syntax", "def f(:"} {
+			if !strings.Contains(res.Summary, want) {
+				t.Errorf("summary lacks %q:\n%s", want, res.Summary)
+			}
+		}
+		if strings.Contains(res.Summary, "_pytest") || strings.Contains(res.Summary, "importlib") {
+			t.Errorf("summary shows pytest's own frames:\n%s", res.Summary)
+		}
+	})
 	t.Run("detected with the default command", func(t *testing.T) {
 		d := project(t, map[string]string{"test_one.py": "def test_one():\n    assert 1 + 1 == 2\n"})
 		res, _ := run(t, Options{Dir: d, Framework: "auto"})
@@ -498,6 +522,10 @@ func TestVitestLive(t *testing.T) {
 		"pass/sum.test.js":   imports + "import { sum } from '../sum.js';\ntest('adds', () => {\n  expect(sum(1, 2)).toBe(3);\n});\ntest.skip('later', () => {});\n",
 		"fail/sum.test.js":   imports + "import { sum } from '../sum.js';\ndescribe('sum', () => {\n  test('adds wrong', () => {\n    expect(sum(2, 2)).toBe(5);\n  });\n});\n",
 		"broken/bad.test.js": imports + "import { x } from './nosuch.js';\ntest('x', () => {});\n",
+		// a spec file holding only data, beside failing tests
+		"data/cases.spec.js": "export const cases = [[1, 2, 3], [2, 2, 5]];\n",
+		"data/sum.test.js": imports + "import { sum } from '../sum.js';\nimport { cases } from './cases.spec.js';\n" +
+			"for (const [a, b, want] of cases) {\n  test(`${a}+${b}`, () => {\n    expect(sum(a, b)).toBe(want);\n  });\n}\n",
 		"hang/hang.test.js": imports + "import { spawn } from 'node:child_process';\nimport fs from 'node:fs';\n" +
 			"test('hangs', async () => {\n  const child = spawn('sleep', ['300']);\n" +
 			"  fs.appendFileSync(process.env.PIDS, process.pid + ' ' + child.pid + '\\n');\n  await new Promise(() => {});\n}, 600000);\n",
@@ -511,6 +539,8 @@ func TestVitestLive(t *testing.T) {
 		{"failing assertion", "fail", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
 			file: "fail/sum.test.js", line: 5, kind: KindFail, message: "expected 4 to be 5"}},
 		{"file that does not load", "broken", expect{outcome: CollectionError, file: "broken/bad.test.js", kind: KindError, message: "nosuch.js"}},
+		// the data-only file is an error, the failing test still a failure
+		{"data-only spec file beside failures", "data", expect{outcome: Failed, counts: &Counts{Total: 2, Passed: 1, Failed: 1, Errors: 1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
