@@ -79,6 +79,10 @@ type coordinateStep struct {
 	maxRounds   int
 	prompt      *engine.Template
 	view        agents.ViewLimits
+	// the plan's own instructions for the coordinator and the decider, in
+	// place of the built-in ones (seed 002's coordinator_instructions,
+	// decider_instructions)
+	coordInstr, deciderInstr *engine.Template
 }
 
 // doneWord is the old plain-text way for a coordinator to end the rounds,
@@ -119,6 +123,14 @@ var coordinateSpec = engine.TypeSpec{
 			Examples: []any{"round_robin"}},
 		{Name: "view", Kind: engine.KindMapping, Schema: viewSchema,
 			Doc: "Limits on the board view each turn sees.", Examples: []any{map[string]any{"entries": 20}}},
+		{Name: "coordinator_instructions", Kind: engine.KindTemplate,
+			Doc: "Replaces the coordinator's built-in instructions; {agents} in it stands for the list of agents. " +
+				"The agents (when {agents} is absent), the JSON answer format (when the text does not name terminate), " +
+				"the round and the board are still added, so the decision can be read.",
+			Examples: []any{"You lead a design review. Pick the agent whose expertise the board lacks most.\nAgents:\n{agents}"}},
+		{Name: "decider_instructions", Kind: engine.KindTemplate,
+			Doc:      "Replaces the decider's built-in instructions; the board is still added after them.",
+			Examples: []any{"Write the final plan as a numbered list; name who proposed each step."}},
 	},
 	Example: `- label: design
   type: coordinate
@@ -182,6 +194,18 @@ func (coordinateType) Decode(d *engine.Decoder) engine.Step {
 	}
 	if n := d.Node("view"); n != nil {
 		s.view = decodeView(d, n)
+	}
+	if n := d.Node("coordinator_instructions"); n != nil {
+		s.coordInstr = d.Template("coordinator_instructions")
+		if s.mode != modeCoordinator {
+			d.Errorf(n, "coordinator_instructions needs a coordinator agent (mode %s has none)", s.mode)
+		}
+	}
+	if n := d.Node("decider_instructions"); n != nil {
+		s.deciderInstr = d.Template("decider_instructions")
+		if d.Node("decider") == nil {
+			d.Errorf(n, "decider_instructions needs a decider agent")
+		}
 	}
 	return s
 }
@@ -373,21 +397,22 @@ func (r *rounds) coordinate(round int) (Decision, error) {
 		}
 		fmt.Fprintf(&list, "  - %s: %s\n", name, desc)
 	}
-	prompt := fmt.Sprintf(`You coordinate a team of specialist agents on a shared problem.
-Read the blackboard state below and decide:
-- Should we terminate now? (Has a satisfactory answer been written?)
-- If continuing, which agent should contribute next?
-- What specific instruction should that agent receive?
-Available agents:
-%s
-Output JSON exactly:
-{"terminate": <bool>, "next_agent": <str|null>, "instruction": <str|null>}
-If terminating, set next_agent and instruction to null.
-
-Round %d of at most %d.
-
-Blackboard state:
-%s`, list.String(), round, s.maxRounds, r.view(s.coordinator))
+	instr := defaultCoordinatorInstructions
+	if s.coordInstr != nil {
+		custom, err := r.sc.Eval(s.coordInstr)
+		if err != nil {
+			return Decision{}, fmt.Errorf("coordinator_instructions: %w", err)
+		}
+		instr = strings.TrimRight(custom, "\n") + "\n"
+		if !strings.Contains(instr, "{agents}") {
+			instr += "Available agents:\n{agents}"
+		}
+		if !strings.Contains(instr, "terminate") { // the answer must stay readable
+			instr += decisionFormat
+		}
+	}
+	prompt := strings.Replace(instr, "{agents}", strings.TrimRight(list.String(), "\n"), 1) +
+		fmt.Sprintf("\n\nRound %d of at most %d.\n\nBlackboard state:\n%s", round, s.maxRounds, r.view(s.coordinator))
 	answer, err := r.ask(s.coordinator, prompt)
 	if err != nil {
 		return Decision{}, fmt.Errorf("round %d, coordinator %s: %w", round, s.coordinator, err)
@@ -396,6 +421,21 @@ Blackboard state:
 	d.Round, d.By = round, s.coordinator
 	return d, nil
 }
+
+// decisionFormat is how a coordinator answers; parseDecision reads it.
+const decisionFormat = `
+Output JSON exactly:
+{"terminate": <bool>, "next_agent": <str|null>, "instruction": <str|null>}
+If terminating, set next_agent and instruction to null.`
+
+// defaultCoordinatorInstructions are seed 002's; {agents} is the list.
+const defaultCoordinatorInstructions = `You coordinate a team of specialist agents on a shared problem.
+Read the blackboard state below and decide:
+- Should we terminate now? (Has a satisfactory answer been written?)
+- If continuing, which agent should contribute next?
+- What specific instruction should that agent receive?
+Available agents:
+{agents}` + decisionFormat
 
 // parseDecision reads a coordinator's answer: the coordinator's JSON object (docs/plans.md), found
 // alone, in a ``` fence or inside prose; or, tolerated, an answer that is
@@ -516,9 +556,17 @@ func cutAnswer(text string) (string, bool) {
 func (r *rounds) decide() (string, error) {
 	s := r.s
 	if s.decider != "" {
-		prompt := fmt.Sprintf("You synthesize the final answer from a multi-agent blackboard discussion. "+
-			"Read the blackboard state below and produce the best answer you can. Cite specific contributions "+
-			"when useful; acknowledge dissent if it matters.\n\nFull blackboard state:\n%s", r.view(s.decider))
+		instr := "You synthesize the final answer from a multi-agent blackboard discussion. " +
+			"Read the blackboard state below and produce the best answer you can. Cite specific contributions " +
+			"when useful; acknowledge dissent if it matters."
+		if s.deciderInstr != nil {
+			custom, err := r.sc.Eval(s.deciderInstr)
+			if err != nil {
+				return "", fmt.Errorf("decider_instructions: %w", err)
+			}
+			instr = strings.TrimRight(custom, "\n")
+		}
+		prompt := fmt.Sprintf("%s\n\nFull blackboard state:\n%s", instr, r.view(s.decider))
 		out, err := r.ask(s.decider, prompt)
 		if err != nil {
 			return "", fmt.Errorf("decider %s: %w", s.decider, err)

@@ -358,3 +358,85 @@ func TestParseDecision(t *testing.T) {
 		}
 	}
 }
+
+// TestCoordinatorInstructions: the plan's coordinator_instructions and
+// decider_instructions replace the built-in ones in the requests the
+// models receive (seed 002), with the agents, the answer format and the
+// board still there, so the decision is read as before.
+func TestCoordinatorInstructions(t *testing.T) {
+	src := `version: 1
+vars: {product: billing}
+agents:
+  alice: {provider: script, system: "Writes plans.", responses: {team: [a1]}}
+  bob: {provider: script, system: "Finds risks.", responses: {team: [b1]}}
+  boss:
+    provider: script
+    responses:
+      team:
+        - '{"terminate": false, "next_agent": "bob", "instruction": "risks"}'
+        - '{"terminate": true, "next_agent": null, "instruction": null}'
+  judge: {provider: script, responses: {team: [final]}}
+steps:
+  - label: team
+    type: coordinate
+    agents: [alice, bob]
+    coordinator: boss
+    decider: judge
+    prompt: Plan the release
+    coordinator_instructions: |
+      You chair the ${{ vars.product }} review. Pick whoever is missing.
+      Team:
+      {agents}
+    decider_instructions: Summarise as three bullet points for the ${{ vars.product }} team.
+`
+	b, err := llmRunPlan(t, src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := llmSaved(t, b, "team"); res["output"] != "final" {
+		t.Errorf("output %v", res["output"])
+	}
+	coord := request(t, b, "boss", 1)
+	for _, s := range []string{"You chair the billing review. Pick whoever is missing.\nTeam:\n  - alice: Writes plans.\n  - bob: Finds risks.",
+		`Output JSON exactly:` + "\n" + `{"terminate": <bool>`, "Round 1 of at most 6.", "[problem] user: Plan the release"} {
+		if !strings.Contains(coord, s) {
+			t.Errorf("the coordinator's request lacks %q:\n%s", s, coord)
+		}
+	}
+	if strings.Contains(coord, "You coordinate a team") {
+		t.Errorf("the built-in instructions are still there:\n%s", coord)
+	}
+	judge := request(t, b, "judge", 1)
+	if !strings.HasPrefix(judge, "Summarise as three bullet points for the billing team.\n\nFull blackboard state:\n") ||
+		!strings.Contains(judge, "[contribution] bob: b1") {
+		t.Errorf("the decider's request:\n%s", judge)
+	}
+	if strings.Contains(judge, "You synthesize") {
+		t.Errorf("the built-in decider instructions are still there:\n%s", judge)
+	}
+
+	// Without {agents}, the list is added after the instructions.
+	b, err = llmRunPlan(t, strings.Replace(src, "      Team:\n      {agents}\n", "", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if coord := request(t, b, "boss", 1); !strings.Contains(coord, "Pick whoever is missing.\nAvailable agents:\n  - alice: Writes plans.") {
+		t.Errorf("the coordinator's request without {agents}:\n%s", coord)
+	}
+}
+
+func TestCoordinatorInstructionsNeedTheirAgent(t *testing.T) {
+	msg := llmCompileErr(t, `version: 1
+agents:
+  alice: {provider: script, responses: [x]}
+steps:
+  - {label: team, type: coordinate, agents: [alice], prompt: p, coordinator_instructions: "Pick"}
+  - {label: t2, type: coordinate, agents: [alice], prompt: p, decider_instructions: "Sum up"}
+`)
+	for _, want := range []string{`plan.yaml:5:91: coordinator_instructions needs a coordinator agent (mode round_robin has none)`,
+		`plan.yaml:6:85: decider_instructions needs a decider agent`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("missing %q in:\n%s", want, msg)
+		}
+	}
+}

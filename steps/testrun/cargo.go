@@ -14,22 +14,26 @@ var cargoFramework = &framework{
 		}
 		return "cargo test", ""
 	},
-	prepare: func(cmd, _ string, env []string) (string, []string) {
-		// Without it cargo stops at the first failing test binary, and the
-		// integration tests' failures would stay unknown.
-		if !strings.Contains(cmd, "--no-fail-fast") {
-			if out, ok := insertAfterCargoTest(cmd); ok {
-				cmd = out
-			}
-		}
-		return cmd, env
-	},
-	parser: func(string, string) parser { return &cargoParser{sections: map[string]*lines{}} },
+	prepare: func(cmd, _ string, env []string) (string, []string) { return cargoRewrite(cmd), env },
+	rewrite: cargoRewrite,
+	parser:  func(dir, _ string) parser { return &cargoParser{dir: dir, sections: map[string]*lines{}} },
 }
 
 var cargoTestCmd = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`(?:^|[\s;&|(/])cargo\s+(?:\+\S+\s+)?test(?:$|[\s;&|)])`)
 })
+
+// cargoRewrite adds --no-fail-fast: without it cargo stops at the first
+// failing test binary, and the integration tests' and doc-tests' failures
+// would stay unknown.
+func cargoRewrite(cmd string) string {
+	if !strings.Contains(cmd, "--no-fail-fast") {
+		if out, ok := insertAfterCargoTest(cmd); ok {
+			return out
+		}
+	}
+	return cmd
+}
 
 func insertAfterCargoTest(cmd string) (string, bool) {
 	loc := cargoTestCmd().FindStringIndex(cmd)
@@ -67,6 +71,7 @@ var (
 )
 
 type cargoParser struct {
+	dir      string // the run's; a doc-test's file is read from it
 	rep      report
 	failed   []string // failed tests, in order
 	running  map[string]bool
@@ -185,7 +190,9 @@ func (p *cargoParser) endDiag() {
 func (p *cargoParser) finish(exitCode int, killed bool) *report {
 	p.endDiag()
 	for _, name := range p.failed {
-		p.rep.fail(cargoFailure(name, p.sections[name]))
+		f := cargoFailure(name, p.sections[name])
+		docTestPlace(p.dir, name, &f, p.sections[name])
+		p.rep.fail(f)
 	}
 	if killed {
 		for name := range p.running {

@@ -5,11 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 )
 
 // Frameworks lists the names a plan may give, besides "auto".
-var Frameworks = []string{"go", "pytest", "cargo", "jest", "vitest", "tap", "generic"}
+var Frameworks = []string{"go", "pytest", "unittest", "cargo", "jest", "vitest", "tap", "generic"}
 
 // report is what a parser made of a run.
 type report struct {
@@ -63,6 +65,11 @@ type framework struct {
 	// into tmp: flags in the command, or variables in env.
 	prepare func(cmd, tmp string, env []string) (string, []string)
 	parser  func(dir, tmp string) parser
+	// rewrite, when set, changes what the command does (cargo's
+	// --no-fail-fast, vitest's run instead of watch mode). Unlike
+	// prepare's report flags, this is part of the command the result
+	// records: a user rerunning it gets the same run.
+	rewrite func(cmd string) string
 }
 
 func lookup(name string) *framework {
@@ -71,6 +78,8 @@ func lookup(name string) *framework {
 		return goFramework
 	case "pytest":
 		return pytestFramework
+	case "unittest":
+		return unittestFramework
 	case "cargo":
 		return cargoFramework
 	case "jest":
@@ -83,6 +92,50 @@ func lookup(name string) *framework {
 		return genericFramework
 	}
 	return nil
+}
+
+var (
+	djangoTest = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[\s/;&|(])(?:manage\.py|django-admin)\s+test(?:$|[\s;&|)])`)
+	})
+)
+
+// DetectCommand names the framework a test command runs, when it names
+// exactly one runner: ` + "`python -m unittest`" + `, nose2, Django's manage.py
+// test, pytest, go test, cargo test, jest, vitest. A command that names
+// none (make test, npm test) or several returns "", and the project's
+// files decide (Detect).
+func DetectCommand(cmd string) string {
+	found := map[string]bool{}
+	for _, w := range []string{"unittest", "nose2", "nose2-3"} {
+		if containsWord(cmd, w) {
+			found["unittest"] = true
+		}
+	}
+	if djangoTest().MatchString(cmd) {
+		found["unittest"] = true
+	}
+	if containsWord(cmd, "pytest") || containsWord(cmd, "py.test") || containsWord(cmd, "pytest-3") {
+		found["pytest"] = true
+	}
+	if goTestCmd().MatchString(cmd) {
+		found["go"] = true
+	}
+	if cargoTestCmd().MatchString(cmd) {
+		found["cargo"] = true
+	}
+	for _, w := range []string{"jest", "vitest"} {
+		if containsWord(cmd, w) {
+			found[w] = true
+		}
+	}
+	if len(found) != 1 {
+		return ""
+	}
+	for name := range found {
+		return name
+	}
+	return ""
 }
 
 // Detect names the framework of the project in dir from its files: go.mod,

@@ -99,6 +99,9 @@ type goTest struct {
 	logFile    string // first "file.go:N: msg" line
 	logLine    int
 	logMsg     string
+	logInd     int      // the log line's indentation
+	logCont    []string // the lines under it: an assertion library's report
+	logDone    bool
 	panicMsg   string
 	frame      string // first stack frame inside the module, once a panic began
 	frameLn    int
@@ -242,10 +245,13 @@ func (p *goParser) scanPanic(pkg *goPkg, t *goTest, l string) {
 func (p *goParser) testOutput(pkg *goPkg, t *goTest, l string) {
 	t.out.add(l)
 	p.scanPanic(pkg, t, l)
-	if t.logFile == "" && t.panicMsg == "" {
+	switch {
+	case t.logFile == "" && t.panicMsg == "":
 		if m := goLogLine().FindStringSubmatch(l); m != nil {
-			t.logFile, t.logLine, t.logMsg = m[1], atoi(m[2]), m[3]
+			t.logFile, t.logLine, t.logMsg, t.logInd = m[1], atoi(m[2]), m[3], indentOf(l)
 		}
+	case t.logFile != "" && !t.logDone:
+		t.logCont, t.logDone = continuation(t.logCont, l, t.logInd)
 	}
 	if t.frame == "" && (t.panicMsg != "" || pkg.timedOut) {
 		if m := goFrame().FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
@@ -278,8 +284,12 @@ func (p *goParser) testFailed(pkg *goPkg, t *goTest, kind string, force bool) {
 		f.Kind, f.Message = KindPanic, t.panicMsg
 		f.File, f.Line = p.dir.rel(t.frame), t.frameLn
 	case t.logFile != "":
-		f.Message = t.logMsg
 		f.File, f.Line = p.dir.file(pkg.path, t.logFile), t.logLine
+		msg, file, line := assertMessage(t.logMsg, t.logCont)
+		f.Message = clip(msg, maxLineLen)
+		if file != "" && p.dir.inside(file) {
+			f.File, f.Line = p.dir.rel(file), line
+		}
 	}
 	if f.File == "" && t.logFile != "" {
 		f.File, f.Line = p.dir.file(pkg.path, t.logFile), t.logLine
@@ -431,6 +441,9 @@ type goPlain struct {
 	seen    bool
 	cur     *Failure // a failure whose output is being read
 	indent  int
+	logInd  int      // the indentation of the failure's first log line
+	logCont []string // the lines under it
+	logDone bool
 	panic   bool // reading a panic's trace, up to the package line
 	buf     lines
 	pending []int // failures waiting for their package's name
@@ -465,8 +478,11 @@ func (g *goPlain) line(p *goParser, l string) {
 			g.buf.add(l)
 			if g.cur.File == "" {
 				if m := goLogLine().FindStringSubmatch(l); m != nil {
-					g.cur.File, g.cur.Line, g.cur.Message = m[1], atoi(m[2]), clip(m[3], maxLineLen)
+					g.cur.File, g.cur.Line, g.cur.Message = m[1], atoi(m[2]), m[3]
+					g.logInd = indentOf(l)
 				}
+			} else if !g.logDone {
+				g.logCont, g.logDone = continuation(g.logCont, l, g.logInd)
 			}
 			return
 		}
@@ -516,6 +532,14 @@ func (g *goPlain) verdict(p *goParser, m []string) {
 
 func (g *goPlain) close(p *goParser) {
 	f := *g.cur
+	if f.File != "" && f.Kind != KindPanic {
+		msg, file, line := assertMessage(f.Message, g.logCont)
+		f.Message = clip(msg, maxLineLen)
+		if file != "" && p.dir.inside(file) {
+			f.File, f.Line = p.dir.rel(file), line
+		}
+	}
+	g.logCont, g.logDone = nil, false
 	f.Excerpt = excerpt(p.dir.trimStack(g.buf.all()), nil)
 	if f.Message == "" {
 		f.Message = firstLine(f.Excerpt)

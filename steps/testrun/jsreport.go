@@ -29,25 +29,34 @@ var vitestFramework = &framework{
 		// Both reporters: the JSON one for us, the default one for the log
 		// and for a run cut short before the JSON was written.
 		flags := "--reporter=default --reporter=json --outputFile.json=" + shellQuote(filepath.Join(tmp, "report.json"))
+		cmd = vitestRun(cmd)
 		if i := wordAt(cmd, "vitest"); i >= 0 {
-			rest := strings.TrimLeft(cmd[i:], " \t")
-			switch {
-			case strings.HasPrefix(rest, "run"):
-				i += strings.Index(cmd[i:], "run") + len("run")
-			case strings.HasPrefix(rest, "watch") || strings.HasPrefix(rest, "dev"):
-				// never watch mode: it would wait for changes forever
-				j := i + strings.Index(cmd[i:], rest[:1])
-				word := strings.Fields(rest)[0]
-				cmd = cmd[:j] + "run" + cmd[j+len(word):]
-				i = j + len("run")
-			default:
-				flags = "run " + flags
-			}
+			i += strings.Index(cmd[i:], "run") + len("run")
 			return cmd[:i] + " " + flags + cmd[i:], env
 		}
 		return appendToTestScript(cmd, flags), env
 	},
-	parser: func(dir, tmp string) parser { return newJSParser(dir, filepath.Join(tmp, "report.json")) },
+	rewrite: vitestRun,
+	parser:  func(dir, tmp string) parser { return newJSParser(dir, filepath.Join(tmp, "report.json")) },
+}
+
+// vitestRun makes `vitest` run once: `vitest` alone and `vitest watch`
+// (or dev) would wait for changes forever.
+func vitestRun(cmd string) string {
+	i := wordAt(cmd, "vitest")
+	if i < 0 {
+		return cmd
+	}
+	rest := strings.TrimLeft(cmd[i:], " \t")
+	switch {
+	case rest == "run" || strings.HasPrefix(rest, "run ") || strings.HasPrefix(rest, "run\t"):
+		return cmd
+	case strings.HasPrefix(rest, "watch") || strings.HasPrefix(rest, "dev"):
+		j := i + strings.Index(cmd[i:], rest[:1])
+		word := strings.Fields(rest)[0]
+		return cmd[:j] + "run" + cmd[j+len(word):]
+	}
+	return cmd[:i] + " run" + cmd[i:]
 }
 
 // nodeCommand runs the project's own copy of a runner. `npx --no` never

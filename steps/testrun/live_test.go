@@ -254,6 +254,14 @@ func TestPytestLive(t *testing.T) {
 		"hang/test_hang.py":    "import os, subprocess, time\n\n\ndef test_hang():\n    child = subprocess.Popen(['sleep', '300'])\n    with open(os.environ['PIDS'], 'a') as f:\n        f.write(f'{os.getpid()} {child.pid}\\n')\n    time.sleep(300)\n",
 		"empty/README":         "no tests here\n",
 		"conftest.py":          "",
+		// a module the test imports has a syntax error
+		"syntax/test_imp.py": "from badmod import f\n\n\ndef test_x():\n    pass\n",
+		"syntax/badmod.py":   "import os\n\n\ndef f(:\n    pass\n",
+		// an exception raised while handling another
+		"chained/test_chain.py": "def load():\n    return {}['key']\n\n\ndef test_chain():\n    try:\n        load()\n    except KeyError as e:\n        raise ValueError('bad config') from e\n",
+		// a file that does not load and a failing test in another
+		"mixed/test_a.py": "import no_such_module\n",
+		"mixed/test_b.py": "def test_b():\n    assert 1 + 1 == 3\n",
 	}
 	dir := project(t, files)
 	tests := []struct {
@@ -267,6 +275,11 @@ func TestPytestLive(t *testing.T) {
 		{"collection error", "broken", expect{outcome: CollectionError, file: "broken/test_bad.py", line: 1, kind: KindError, message: "No module named 'no_such_module'"}},
 		{"no tests", "empty", expect{outcome: NoTests}},
 		{"usage error", "--no-such-flag", expect{outcome: Error}},
+		// the place of the syntax error, not the test file's import line
+		{"syntax error in an imported module", "syntax", expect{outcome: CollectionError, file: "syntax/badmod.py", line: 4, kind: KindError, message: "SyntaxError"}},
+		{"chained exception", "chained", expect{outcome: Failed, file: "chained/test_chain.py", line: 9, kind: KindPanic, message: "ValueError: bad config"}},
+		// a file that does not load hides no other file's failure
+		{"collection error beside a failure", "mixed --continue-on-collection-errors", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1, Errors: 1}}},
 	}
 	cmd, _ := pytestCommand(dir)
 	for _, tt := range tests {
@@ -275,6 +288,17 @@ func TestPytestLive(t *testing.T) {
 			check(t, res, tt.want)
 		})
 	}
+	t.Run("the summary keeps the syntax error", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: cmd + " syntax"})
+		for _, want := range []string{"syntax/badmod.py:4", "SyntaxError: invalid syntax", "def f(:"} {
+			if !strings.Contains(res.Summary, want) {
+				t.Errorf("summary lacks %q:\n%s", want, res.Summary)
+			}
+		}
+		if strings.Contains(res.Summary, "_pytest") || strings.Contains(res.Summary, "importlib") {
+			t.Errorf("summary shows pytest's own frames:\n%s", res.Summary)
+		}
+	})
 	t.Run("detected with the default command", func(t *testing.T) {
 		d := project(t, map[string]string{"test_one.py": "def test_one():\n    assert 1 + 1 == 2\n"})
 		res, _ := run(t, Options{Dir: d, Framework: "auto"})
@@ -316,7 +340,7 @@ func TestCargoLive(t *testing.T) {
 	}{
 		{"passing tests", dir, "cargo test pass_", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
 		{"failing assertion", dir, "cargo test fail_", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
-			file: "src/lib.rs", line: 20, kind: KindFail, message: "assertion"}},
+			file: "src/lib.rs", line: 46, kind: KindFail, message: "assertion"}},
 		{"build error", broken, "cargo test", expect{outcome: BuildFailed, file: "src/lib.rs", line: 2, message: "cannot find value `missing`"}},
 		{"no tests matched", dir, "cargo test no_such_test_name", expect{outcome: NoTests}},
 	}
@@ -327,8 +351,30 @@ func TestCargoLive(t *testing.T) {
 			if res.Framework != "cargo" {
 				t.Errorf("framework %q detected, want cargo", res.Framework)
 			}
+			// the command as it ran, so rerunning it gives the same run
+			if !strings.Contains(res.Command, "cargo test --no-fail-fast") {
+				t.Errorf("recorded command %q lacks --no-fail-fast", res.Command)
+			}
 		})
 	}
+	t.Run("doc-tests at their source lines", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: env("cargo test --doc")})
+		check(t, res, expect{outcome: Failed, counts: &Counts{Total: 4, Failed: 4}})
+		want := map[string]int{
+			"src/lib.rs - add (line 1)":      5,  // the second assert_eq! of the example
+			"src/lib.rs - hidden (line 11)":  14, // after two hidden lines
+			"src/lib.rs - main (line 18)":    21, // an example with its own fn main
+			"src/lib.rs - nothing (line 26)": 27, // does not compile: rustc's place
+		}
+		for _, f := range res.Failures {
+			if f.File != "src/lib.rs" || f.Line != want[f.ID] {
+				t.Errorf("%s at %s:%d, want src/lib.rs:%d (%s)", f.ID, f.File, f.Line, want[f.ID], f.Message)
+			}
+		}
+		if len(res.Failures) != len(want) {
+			t.Errorf("%d failures, want %d", len(res.Failures), len(want))
+		}
+	})
 	t.Run("hangs past the timeout", func(t *testing.T) {
 		res := runHang(t, "cargo", 4*time.Second, Options{Dir: dir, Command: env("cargo test hang_ -- --test-threads=1")})
 		if len(res.Failures) == 0 || res.Failures[0].ID != "tests::hang_forever" {
@@ -337,9 +383,35 @@ func TestCargoLive(t *testing.T) {
 	})
 }
 
-const cargoLib = `pub fn add(a: i32, b: i32) -> i32 {
+const cargoLib = `/// ` + "```" + `
+/// let x = calc::add(1, 2);
+///
+/// assert_eq!(x, 3);
+/// assert_eq!(x, 4);
+/// ` + "```" + `
+pub fn add(a: i32, b: i32) -> i32 {
     a + b
 }
+
+/// ` + "```" + `
+/// # let z = 1;
+/// # let w = 2;
+/// assert!(z + w == 7);
+/// ` + "```" + `
+pub fn hidden() {}
+
+/// ` + "```" + `
+/// fn main() {
+///     let x = calc::add(1, 2);
+///     assert_eq!(x, 5);
+/// }
+/// ` + "```" + `
+pub fn main() {}
+
+/// ` + "```" + `
+/// let y: i32 = "x";
+/// ` + "```" + `
+pub fn nothing() {}
 
 #[cfg(test)]
 mod tests {
@@ -450,6 +522,10 @@ func TestVitestLive(t *testing.T) {
 		"pass/sum.test.js":   imports + "import { sum } from '../sum.js';\ntest('adds', () => {\n  expect(sum(1, 2)).toBe(3);\n});\ntest.skip('later', () => {});\n",
 		"fail/sum.test.js":   imports + "import { sum } from '../sum.js';\ndescribe('sum', () => {\n  test('adds wrong', () => {\n    expect(sum(2, 2)).toBe(5);\n  });\n});\n",
 		"broken/bad.test.js": imports + "import { x } from './nosuch.js';\ntest('x', () => {});\n",
+		// a spec file holding only data, beside failing tests
+		"data/cases.spec.js": "export const cases = [[1, 2, 3], [2, 2, 5]];\n",
+		"data/sum.test.js": imports + "import { sum } from '../sum.js';\nimport { cases } from './cases.spec.js';\n" +
+			"for (const [a, b, want] of cases) {\n  test(`${a}+${b}`, () => {\n    expect(sum(a, b)).toBe(want);\n  });\n}\n",
 		"hang/hang.test.js": imports + "import { spawn } from 'node:child_process';\nimport fs from 'node:fs';\n" +
 			"test('hangs', async () => {\n  const child = spawn('sleep', ['300']);\n" +
 			"  fs.appendFileSync(process.env.PIDS, process.pid + ' ' + child.pid + '\\n');\n  await new Promise(() => {});\n}, 600000);\n",
@@ -463,6 +539,8 @@ func TestVitestLive(t *testing.T) {
 		{"failing assertion", "fail", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
 			file: "fail/sum.test.js", line: 5, kind: KindFail, message: "expected 4 to be 5"}},
 		{"file that does not load", "broken", expect{outcome: CollectionError, file: "broken/bad.test.js", kind: KindError, message: "nosuch.js"}},
+		// the data-only file is an error, the failing test still a failure
+		{"data-only spec file beside failures", "data", expect{outcome: Failed, counts: &Counts{Total: 2, Passed: 1, Failed: 1, Errors: 1}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -531,6 +609,11 @@ func TestGenericLive(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a run of no test is no_tests", func(t *testing.T) {
+		need(t, "python3", "apt-get install python3, which .ci/install does")
+		res, _ := run(t, Options{Dir: dir, Framework: "generic", Command: "python3 -m unittest discover -s ."})
+		check(t, res, expect{outcome: NoTests})
+	})
 	t.Run("failure output is in the summary", func(t *testing.T) {
 		res, _ := run(t, Options{Dir: dir, Command: "echo 'something broke' >&2; exit 1"})
 		if !strings.Contains(res.Summary, "something broke") {
@@ -600,6 +683,130 @@ func TestLargeOutput(t *testing.T) {
 			}
 			if after.HeapInuse > 64<<20 {
 				t.Errorf("heap in use %d MiB after a 200 MB output", after.HeapInuse>>20)
+			}
+		})
+	}
+}
+
+// unittestFiles is a project whose tests use Python's unittest: one
+// passing test, one failing assertion, an exception in the code under
+// test, a module that does not import and one with a syntax error, each
+// suite in its own directory.
+var unittestFiles = map[string]string{
+	"calc.py":            "def add(a, b):\n    return a + b\n\n\ndef div(a, b):\n    return a / b\n",
+	"pass/test_calc.py":  "import unittest\nfrom calc import add\n\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n\n    @unittest.skip('later')\n    def test_later(self):\n        pass\n",
+	"fail/test_calc.py":  "import unittest\nfrom calc import add, div\n\n\nclass T(unittest.TestCase):\n    def test_ok(self):\n        pass\n\n    def test_add(self):\n        total = add(2, 2)\n        self.assertEqual(total, 5)\n",
+	"raise/test_calc.py": "import unittest\nfrom calc import div\n\n\nclass T(unittest.TestCase):\n    def test_div(self):\n        div(1, 0)\n",
+	"broken/test_bad.py": "import unittest\nimport no_such_module\n",
+	"syntax/test_syn.py": "import unittest\n\n\ndef f(:\n    pass\n",
+	"mixed/test_a.py":    "import unittest\nimport no_such_module\n",
+	"mixed/test_b.py":    "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_b(self):\n        self.assertTrue(False, 'b is wrong')\n",
+	"empty/README":       "no tests here\n",
+	"pass/__init__.py":   "", "fail/__init__.py": "", "raise/__init__.py": "", "broken/__init__.py": "",
+	"syntax/__init__.py": "", "mixed/__init__.py": "", "empty/__init__.py": "", "hang/__init__.py": "",
+	"hang/test_hang.py": "import os, subprocess, time, unittest\n\n\nclass T(unittest.TestCase):\n    def test_hang(self):\n        child = subprocess.Popen(['sleep', '300'])\n        with open(os.environ['PIDS'], 'a') as f:\n            f.write(f'{os.getpid()} {child.pid}\\n')\n        time.sleep(300)\n",
+}
+
+// unittestCases are what each directory of unittestFiles gives, whichever
+// runner of unittest's family runs it.
+var unittestCases = []struct {
+	dir  string
+	want expect
+}{
+	{"pass", expect{outcome: Passed, counts: &Counts{Total: 2, Passed: 1, Skipped: 1}}},
+	{"fail", expect{outcome: Failed, counts: &Counts{Total: 2, Passed: 1, Failed: 1},
+		file: "fail/test_calc.py", line: 11, kind: KindFail, message: "AssertionError: 4 != 5"}},
+	{"raise", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1},
+		file: "raise/test_calc.py", line: 7, kind: KindPanic, message: "ZeroDivisionError: division by zero"}},
+	{"broken", expect{outcome: CollectionError, counts: &Counts{Errors: 1},
+		file: "broken/test_bad.py", line: 2, kind: KindError, message: "No module named 'no_such_module'"}},
+	{"syntax", expect{outcome: CollectionError, counts: &Counts{Errors: 1},
+		file: "syntax/test_syn.py", line: 4, kind: KindError, message: "SyntaxError"}},
+	// a module that does not import hides nothing of the others
+	{"mixed", expect{outcome: Failed, counts: &Counts{Total: 1, Failed: 1, Errors: 1}}},
+	{"empty", expect{outcome: NoTests, counts: &Counts{}}},
+}
+
+func TestUnittestLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	need(t, "python3", "apt-get install python3, which .ci/install does")
+	dir := project(t, unittestFiles)
+	for _, tt := range unittestCases {
+		t.Run(tt.dir, func(t *testing.T) {
+			// auto: the command says unittest, though test_*.py files
+			// alone would say pytest
+			res, _ := run(t, Options{Dir: dir, Command: "python3 -m unittest discover -t . -s " + tt.dir})
+			check(t, res, tt.want)
+			if res.Framework != "unittest" {
+				t.Errorf("framework %q detected, want unittest", res.Framework)
+			}
+		})
+	}
+	t.Run("failures are in the summary", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: "python3 -m unittest discover -t . -s mixed"})
+		for _, want := range []string{"FAILED: 1 of 1 test failed, 1 error", "mixed/test_b.py:6", "AssertionError: False is not true : b is wrong",
+			"mixed/test_a.py:2", "No module named 'no_such_module'"} {
+			if !strings.Contains(res.Summary, want) {
+				t.Errorf("summary lacks %q:\n%s", want, res.Summary)
+			}
+		}
+	})
+	t.Run("detected with the default command in a project pytest is not for", func(t *testing.T) {
+		d := project(t, map[string]string{"test_one.py": "import unittest\n\n\nclass T(unittest.TestCase):\n    def test_one(self):\n        self.assertEqual(1 + 1, 3)\n"})
+		res, _ := run(t, Options{Dir: d, Framework: "unittest"})
+		check(t, res, expect{outcome: Failed, file: "test_one.py", line: 6, message: "AssertionError: 2 != 3"})
+		if res.Command != "python3 -m unittest" {
+			t.Errorf("command %q", res.Command)
+		}
+	})
+	t.Run("usage error", func(t *testing.T) {
+		res, _ := run(t, Options{Dir: dir, Command: "python3 -m unittest --no-such-flag"})
+		check(t, res, expect{outcome: Error})
+		if !strings.Contains(res.Summary, "unrecognized arguments: --no-such-flag") {
+			t.Errorf("summary does not say what is wrong: %q", res.Summary)
+		}
+	})
+	t.Run("under pytest's framework, run by a script", func(t *testing.T) {
+		// a project detected as pytest's whose test command runs unittest
+		res, _ := run(t, Options{Dir: dir, Framework: "pytest", Command: "sh -c 'python3 -m unittest discover -t . -s fail'"})
+		check(t, res, unittestCases[1].want)
+	})
+	t.Run("verbose, hangs past the timeout", func(t *testing.T) {
+		res := runHang(t, "unittest", 4*time.Second, Options{Dir: dir, Command: "python3 -m unittest discover -v -t . -s hang"})
+		if len(res.Failures) == 0 || res.Failures[0].Kind != KindTimeout || !strings.HasPrefix(res.Failures[0].ID, "test_hang (") {
+			t.Errorf("failures %+v, want test_hang as a timeout", res.Failures)
+		}
+	})
+}
+
+// TestNose2AndDjangoLive runs the same suites with nose2 and with
+// Django's test runner, which print unittest's text.
+func TestNose2AndDjangoLive(t *testing.T) {
+	t.Parallel() // mostly waiting on other processes
+	nose2 := ""
+	for _, bin := range []string{"nose2", "nose2-3"} {
+		if p, err := exec.LookPath(bin); err == nil {
+			nose2 = p
+			break
+		}
+	}
+	testtool.Need(t, "nose2", nose2 != "", "apt-get install python3-nose2, which .ci/install does")
+	django := testtool.LookPath(t, "django-admin", "apt-get install python3-django, which .ci/install does")
+	files := map[string]string{"settings.py": "SECRET_KEY = 'test'\nINSTALLED_APPS = []\nDATABASES = {}\n"}
+	for name, content := range unittestFiles {
+		files[name] = content
+	}
+	dir := project(t, files)
+	for _, tt := range unittestCases {
+		t.Run("nose2/"+tt.dir, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Framework: "unittest", Command: nose2 + " -t . -s " + tt.dir})
+			check(t, res, tt.want)
+		})
+		t.Run("django/"+tt.dir, func(t *testing.T) {
+			res, _ := run(t, Options{Dir: dir, Command: "PYTHONPATH=. " + django + " test --settings=settings " + tt.dir})
+			check(t, res, tt.want)
+			if res.Framework != "unittest" {
+				t.Errorf("framework %q detected, want unittest", res.Framework)
 			}
 		})
 	}

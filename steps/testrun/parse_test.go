@@ -39,11 +39,21 @@ func TestParsers(t *testing.T) {
 		{"go", "timeout", 1, false, "go/proj"},
 		{"go", "plain", 1, false, "go/proj"},
 		{"go", "killed", -1, true, "go/proj"}, // stopped by the step's timeout; "a/b" is one subtest's name
+		// testify, quicktest and gotest.tools, whose report is under the log line
+		{"go", "asserts", 1, false, "go/asserts"},
+		{"go", "asserts-plain", 1, false, "go/asserts"}, // the same without -json
 		{"pytest", "failures", 1, false, ""},
 		{"pytest", "collection", 2, false, ""},
+		{"unittest", "failures", 1, false, ""}, // python -m unittest: a module that does not import, subtests, a docstring
+		{"unittest", "verbose", 1, false, ""},
+		{"unittest", "syntax", 1, false, ""}, // a test module with a syntax error
+		{"unittest", "empty", 0, false, ""},  // Ran 0 tests, OK: no_tests
+		{"unittest", "nose2", 1, false, ""},
+		{"unittest", "django", 1, false, ""}, // manage.py test
 		{"cargo", "failures", 101, false, ""},
 		{"cargo", "build", 101, false, ""},
-		{"cargo", "old", 101, false, ""}, // Rust < 1.73 (Debian 12's), the message before the place
+		{"cargo", "old", 101, false, ""},              // Rust < 1.73 (Debian 12's), the message before the place
+		{"cargo", "doctest", 101, false, "cargo/doc"}, // doc-tests: a panic in the library, a failed assert, one that does not compile
 		{"jest", "mixed", 1, false, ""},
 		{"vitest", "mixed", 1, false, ""},
 		{"tap", "node", 1, false, ""},

@@ -21,7 +21,7 @@ var pytestFramework = &framework{
 		return cmd, setEnv(env, "PYTEST_ADDOPTS", opts)
 	},
 	parser: func(dir, tmp string) parser {
-		return &pytestParser{dir: dir, xml: filepath.Join(tmp, "junit.xml")}
+		return &pytestParser{dir: dir, xml: filepath.Join(tmp, "junit.xml"), text: newUnittestParser(dir)}
 	},
 }
 
@@ -53,17 +53,24 @@ func pytestCommand(dir string) (string, string) {
 type pytestParser struct {
 	dir, xml string
 	out      tailLines
+	// A Python project detected as pytest's may run its tests with
+	// unittest (make test, a script): no JUnit report then, but unittest's
+	// text.
+	text *unittestParser
 }
 
-func (p *pytestParser) stdout(l string) { p.out.add(l) }
-func (p *pytestParser) stderr(l string) { p.out.add(l) }
+func (p *pytestParser) stdout(l string) { p.out.add(l); p.text.line(l) }
+func (p *pytestParser) stderr(l string) { p.out.add(l); p.text.line(l) }
 
 func (p *pytestParser) finish(exitCode int, killed bool) *report {
+	if _, err := os.Stat(p.xml); err != nil && p.text.ran {
+		return p.text.finish(exitCode, killed)
+	}
 	rep := &report{}
 	if cases, err := readJunit(p.xml); err == nil {
 		rep.structured = true
 		for _, c := range cases {
-			pytestCase(rep, c)
+			pytestCase(rep, c, p.dir)
 		}
 	}
 	switch exitCode {
@@ -105,7 +112,7 @@ var (
 	pyExcLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^E\s+(.+)$`) })
 )
 
-func pytestCase(rep *report, c junitCase) {
+func pytestCase(rep *report, c junitCase, dir string) {
 	c.File = filepath.ToSlash(c.File)
 	id := c.Name
 	if c.File != "" {
@@ -121,7 +128,7 @@ func pytestCase(rep *report, c junitCase) {
 	case len(c.Errors) > 0:
 		e := c.Errors[0]
 		rep.counts.Errors++
-		f := pytestFailure(id, c, e, KindError)
+		f := pytestFailure(dir, id, c, e, KindError)
 		if e.Message == "collection failure" || c.Classname == "" {
 			rep.collection = true
 			f.ID = c.File
@@ -135,7 +142,7 @@ func pytestCase(rep *report, c junitCase) {
 	case len(c.Failures) > 0:
 		rep.counts.Failed++
 		rep.counts.Total++
-		rep.fail(pytestFailure(id, c, c.Failures[0], KindFail))
+		rep.fail(pytestFailure(dir, id, c, c.Failures[0], KindFail))
 	case c.Skipped != nil:
 		rep.counts.Skipped++
 		rep.counts.Total++
@@ -145,19 +152,37 @@ func pytestCase(rep *report, c junitCase) {
 	}
 }
 
-func pytestFailure(id string, c junitCase, m junitMessage, kind string) Failure {
+func pytestFailure(dir, id string, c junitCase, m junitMessage, kind string) Failure {
 	f := Failure{ID: id, Kind: kind, File: c.File}
 	text := strings.Split(strings.TrimRight(m.Text, "\n"), "\n")
-	// The traceback entry in the test's own file is where to look; the last
-	// entry is where the exception was raised.
-	var ownLine, lastFile, exc string
-	var lastLine int
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	inside := func(file string) bool {
+		return !filepath.IsAbs(file) && !strings.HasPrefix(file, "<") || strings.HasPrefix(file, abs+"/")
+	}
+	rel := func(file string) string {
+		if r, err := filepath.Rel(abs, file); err == nil && filepath.IsAbs(file) && !strings.HasPrefix(r, "..") {
+			return filepath.ToSlash(r)
+		}
+		return file
+	}
+	// The traceback entry in the test's own file is where to look for a
+	// failed test; the innermost entry in the project is where a module
+	// that did not load went wrong (an import of a module with a syntax
+	// error fails at the test file's import line, which is no help).
+	var ownLine, lastFile, innerFile, exc string
+	var lastLine, innerLine int
 	for _, l := range text {
 		lm := pyLocation().FindStringSubmatch(strings.TrimSpace(l))
 		if lm == nil {
 			continue
 		}
 		lastFile, lastLine = lm[1], atoi(lm[2])
+		if inside(lm[1]) {
+			innerFile, innerLine = rel(lm[1]), atoi(lm[2])
+		}
 		if lm[1] == c.File {
 			ownLine = lm[2]
 		}
@@ -165,11 +190,47 @@ func pytestFailure(id string, c junitCase, m junitMessage, kind string) Failure 
 			exc = lm[3]
 		}
 	}
+	// The exception: the last block of "E" lines, at its outermost
+	// indentation. A SyntaxError shows its own frame first, indented
+	// deeper: `E     File "/p/calc.py", line 2`, the code, a caret, then
+	// `E   SyntaxError: invalid syntax`; that frame is the innermost place.
+	var block []string
+	prevE := false
+	for _, l := range text {
+		em := pyExcLine().FindStringSubmatch(l)
+		if em == nil {
+			prevE = false
+			continue
+		}
+		if !prevE {
+			block = block[:0]
+		}
+		prevE = true
+		block = append(block, l)
+	}
+	minInd := -1
+	for _, l := range block {
+		body := strings.TrimPrefix(l, "E")
+		if strings.TrimSpace(body) == "" {
+			continue
+		}
+		if fm := pyFrame().FindStringSubmatch(body); fm != nil {
+			if inside(fm[1]) {
+				innerFile, innerLine = rel(fm[1]), atoi(fm[2])
+			}
+			continue
+		}
+		if ind := indentOf(body); minInd < 0 || ind < minInd {
+			minInd, f.Message = ind, clip(strings.TrimSpace(body), maxLineLen)
+		}
+	}
 	// An exception other than a failed assert ended the test.
 	if kind == KindFail && exc != "" && exc != "AssertionError" && exc != "Failed" {
 		f.Kind = KindPanic
 	}
 	switch {
+	case kind == KindError && innerFile != "":
+		f.File, f.Line = innerFile, innerLine
 	case ownLine != "":
 		f.Line = atoi(ownLine)
 	case lastFile != "":
@@ -177,18 +238,21 @@ func pytestFailure(id string, c junitCase, m junitMessage, kind string) Failure 
 	case c.Line != "":
 		f.Line = atoi(c.Line) + 1 // xunit1's line is 0-based, at the def
 	}
-	for _, l := range text {
-		if em := pyExcLine().FindStringSubmatch(l); em != nil {
-			f.Message = clip(strings.TrimSpace(em[1]), maxLineLen)
-			break
-		}
-	}
 	if f.Message == "" {
 		f.Message = firstLine(m.Message)
 	}
 	if f.Message == "" {
 		f.Message = firstLine(m.Text)
 	}
-	f.Excerpt = excerpt(text, nil)
+	// pytest's and importlib's own entries say nothing about the project.
+	skip := false
+	f.Excerpt = excerpt(text, func(l string) bool {
+		if l != "" && l[0] != ' ' && l[0] != 'E' {
+			lm := pyLocation().FindStringSubmatch(strings.TrimSpace(l))
+			skip = lm != nil && !inside(lm[1]) || strings.HasPrefix(l, "<frozen ")
+			return skip
+		}
+		return skip && strings.HasPrefix(l, " ")
+	})
 	return f
 }

@@ -41,7 +41,11 @@ type Options struct {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	name := o.Framework
 	if name == "" || name == "auto" {
-		name = Detect(o.Dir)
+		// The command says best what runs (python -m unittest in a
+		// project pytest would be detected for); else the project's files.
+		if name = DetectCommand(o.Command); name == "" {
+			name = Detect(o.Dir)
+		}
 	}
 	fw := lookup(name)
 	if fw == nil {
@@ -59,6 +63,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			return res, nil
 		}
 		res.Command = cmd
+	}
+	if fw.rewrite != nil {
+		res.Command = fw.rewrite(res.Command)
 	}
 
 	tmp, err := os.MkdirTemp("", "runner-test-")
@@ -163,7 +170,9 @@ func decide(res *Result, rep *report, fw *framework, canceled bool) (string, str
 	switch {
 	case rep.buildFailed || len(rep.buildErrors) > 0:
 		return BuildFailed, ""
-	case rep.collection:
+	case rep.collection && c.Failed == 0:
+		// A file that did not load hides nothing: with tests of other
+		// files failing, the run failed and both are in the failures.
 		return CollectionError, ""
 	case rep.ownTimeout:
 		return Timeout, ""

@@ -87,6 +87,9 @@ func headline(res *Result, detail string, timeout time.Duration) string {
 	cmd := "`" + clip(res.Command, 120) + "`"
 	switch res.Outcome {
 	case Passed:
+		if c.Total == 0 { // a command whose tests were not counted
+			return fmt.Sprintf("PASSED: %s exited with status 0.", cmd)
+		}
 		return fmt.Sprintf("PASSED: %s passed%s (%s).", plural(c.Passed, "test"), skipped(c), cmd)
 	case Failed:
 		if c.Failed+c.Errors == 0 {

@@ -92,6 +92,32 @@ func TestPrepareCommand(t *testing.T) {
 	})
 }
 
+// TestRecordedCommand: what changes what runs (cargo's --no-fail-fast,
+// vitest's run) is in the command the result records; report flags are not.
+func TestRecordedCommand(t *testing.T) {
+	tests := []struct{ fw, cmd, want string }{
+		{"cargo", "cargo test", "cargo test --no-fail-fast"},
+		{"cargo", "cd core && cargo +stable test -p x", "cd core && cargo +stable test --no-fail-fast -p x"},
+		{"cargo", "cargo test --no-fail-fast", "cargo test --no-fail-fast"},
+		{"vitest", "npx --no -- vitest", "npx --no -- vitest run"},
+		{"vitest", "vitest watch src", "vitest run src"},
+		{"vitest", "vitest run", "vitest run"},
+		{"vitest", "npm test", "npm test"},
+		{"go", "go test ./...", "go test ./..."},
+		{"jest", "npx jest", "npx jest"},
+	}
+	for _, tt := range tests {
+		fw := lookup(tt.fw)
+		got := tt.cmd
+		if fw.rewrite != nil {
+			got = fw.rewrite(got)
+		}
+		if got != tt.want {
+			t.Errorf("%s: %q recorded as %q, want %q", tt.fw, tt.cmd, got, tt.want)
+		}
+	}
+}
+
 func TestMissingTool(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -168,5 +194,87 @@ func TestSummaryIsBounded(t *testing.T) {
 	}
 	if !strings.HasPrefix(s, "FAILED: 300 of 500 tests failed (200 passed).") || !strings.Contains(s, "and 29") {
 		t.Errorf("summary:\n%s", s)
+	}
+}
+
+// TestGenericSummaries: under the generic framework the closing lines of
+// common runners still count, so a command that ran no test (or skipped
+// them all) is no_tests, as under every other framework, and not a pass.
+func TestGenericSummaries(t *testing.T) {
+	tests := []struct {
+		name   string
+		exit   int
+		output string
+		want   string
+		passed int
+	}{
+		{"unittest ran nothing", 0, "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK", NoTests, 0},
+		{"unittest 3.12 ran nothing", 5, "Ran 0 tests in 0.000s\n\nNO TESTS RAN", NoTests, 0},
+		{"unittest all skipped", 0, "Ran 2 tests in 0.001s\n\nOK (skipped=2)", NoTests, 0},
+		{"unittest passed", 0, "..\nRan 2 tests in 0.001s\n\nOK", Passed, 2},
+		{"unittest failed", 1, "Ran 3 tests in 0.001s\n\nFAILED (failures=1, errors=1)", Failed, 1},
+		{"pytest ran nothing", 5, "collected 0 items\n\n============================ no tests ran in 0.01s =============================", NoTests, 0},
+		{"pytest -q passed", 0, "..\n2 passed in 0.03s", Passed, 2},
+		{"pytest all skipped", 0, "======================== 2 skipped in 0.01s ========================", NoTests, 0},
+		{"libtest ran nothing", 0, "running 0 tests\n\ntest result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s", NoTests, 0},
+		{"libtest, two binaries", 0, "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured\ntest result: ok. 3 passed; 0 failed; 0 ignored; 0 measured", Passed, 3},
+		{"jest found nothing", 1, "No tests found, exiting with code 1\nRun with `--passWithNoTests` to exit with code 0", NoTests, 0},
+		{"jest passWithNoTests", 0, "No tests found, exiting with code 0", NoTests, 0},
+		{"jest passed", 0, "Tests:       1 skipped, 2 passed, 3 total", Passed, 2},
+		{"vitest found nothing", 1, "No test files found, exiting with code 1", NoTests, 0},
+		{"vitest passed", 0, " Test Files  1 passed (1)\n      Tests  2 passed | 1 skipped (3)", Passed, 2},
+		{"go, no test files", 0, "?   \texample.com/a\t[no test files]", NoTests, 0},
+		{"go, no tests to run", 0, "testing: warning: no tests to run\nPASS\nok  \texample.com/a\t0.002s [no tests to run]", NoTests, 0},
+		{"go, some packages without tests", 0, "?   \texample.com/a\t[no test files]\nok  \texample.com/b\t0.002s", Passed, 0},
+		{"TAP plan of nothing", 0, "TAP version 13\n1..0 # no tests", NoTests, 0},
+		{"node --test ran nothing", 0, "# tests 0\n# suites 0\n# pass 0\n# fail 0", NoTests, 0},
+		{"mocha ran nothing", 0, "\n  0 passing (1ms)\n", NoTests, 0},
+		{"mocha passed", 0, "\n  4 passing (8ms)\n  1 pending\n", Passed, 4},
+		{"rspec ran nothing", 0, "Finished in 0.0001 seconds\n0 examples, 0 failures", NoTests, 0},
+		{"ExUnit", 1, "1 doctest, 3 tests, 1 failure", Failed, 3},
+		{"phpunit", 0, "No tests executed!", NoTests, 0},
+		{"ctest", 8, "No tests were found!!!", NoTests, 0},
+		{"dotnet", 0, "Passed!  - Failed:     0, Passed:     0, Skipped:     0, Total:     0", NoTests, 0},
+		{"maven", 0, "[INFO] Tests run: 0, Failures: 0, Errors: 0, Skipped: 0", NoTests, 0},
+		{"nothing recognised, exit 0", 0, "all good", Passed, 0},
+		{"nothing recognised, exit 1", 1, "something broke", Failed, 0},
+		{"a failure the command ignored", 0, "Ran 2 tests in 0.1s\n\nFAILED (failures=1)\n(ignored)", Passed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := genericFramework.parser("", "")
+			feed(tt.output, p.stdout)
+			res := &Result{Framework: "generic", Command: "make test", ExitCode: tt.exit, Output: tt.output}
+			res.conclude(p.finish(tt.exit, false), genericFramework, false, 0, 0)
+			if res.Outcome != tt.want || res.Counts.Passed != tt.passed {
+				t.Errorf("outcome %s, %d passed; want %s, %d passed\n%s", res.Outcome, res.Counts.Passed, tt.want, tt.passed, res.Summary)
+			}
+		})
+	}
+}
+
+func TestDetectCommand(t *testing.T) {
+	tests := []struct{ cmd, want string }{
+		{"python3 -m unittest discover -s tests", "unittest"},
+		{".venv/bin/python -m unittest -v", "unittest"},
+		{"nose2 -v", "unittest"},
+		{"nose2-3", "unittest"},
+		{"python manage.py test app", "unittest"},
+		{"cd web && django-admin test --settings=s", "unittest"},
+		{"python3 -m pytest -x", "pytest"},
+		{"pytest", "pytest"},
+		{"go test ./...", "go"},
+		{"cargo +nightly test", "cargo"},
+		{"npx --no -- jest src", "jest"},
+		{"npx vitest run", "vitest"},
+		{"make test", ""},
+		{"npm test", ""},
+		{"go test ./... && pytest", ""}, // two runners: the project decides
+		{"python3 -m unittester", ""},
+	}
+	for _, tt := range tests {
+		if got := DetectCommand(tt.cmd); got != tt.want {
+			t.Errorf("DetectCommand(%q) = %q, want %q", tt.cmd, got, tt.want)
+		}
 	}
 }

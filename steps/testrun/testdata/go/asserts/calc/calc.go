@@ -1,0 +1,3 @@
+package calc
+
+func Add(a, b int) int { return a + b }
