@@ -102,6 +102,22 @@ func OpenAppend(path string, opt Options) (*Board, error) {
 	return b, nil
 }
 
+// Attach continues the run b was loaded from (by Load, from path) as
+// Open does, without reading the file a second time: further changes go
+// to path's journal. As with OpenAppend, the journal is folded into the
+// file only when its last line is torn or it has grown past 4 MiB, so
+// resuming a large run does not rewrite its file before the first step.
+func (b *Board) Attach(path string, opt Options) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	b.redact = opt.Redact
+	if fi, err := os.Stat(b.journal.path); b.torn || (err == nil && fi.Size() > 4<<20) {
+		return b.saveLocked()
+	}
+	return nil
+}
+
 // Load reads a saved run, folding in its journal, into an in-memory board.
 func Load(path string) (*Board, error) {
 	data, err := readSaved(path)

@@ -3,6 +3,7 @@ package engine
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -46,66 +47,71 @@ type langSpec struct {
 var (
 	shellSpec = &langSpec{mode: "c", stdinFlag: "s", arg: "oO", argLong: []string{"--rcfile", "--init-file"}, plus: true,
 		what: "shell", hint: `pass the value as an argument after the script (sh -c '… "$1"' sh ${{ … }}) or through the step's env`}
-	interps = map[string]*langSpec{
-		"fish": {code: "cC", codeLong: []string{"--command", "--init-command"}, what: "fish", hint: "pass the value as an argument after the script or through the step's env"},
-		"csh":  {code: "c", what: "csh", hint: "pass the value through the step's env"},
-		"tcsh": {code: "c", what: "csh", hint: "pass the value through the step's env"},
-		"perl": {code: "eE", prog: "Mm", arg: "I", what: "Perl", hint: "pass the value as an argument after the program (perl -e '… $ARGV[0]' ${{ … }}) or through the step's env ($ENV{NAME})"},
-		"ruby": {code: "e", prog: "r", arg: "ICE", what: "Ruby", hint: "pass the value as an argument after the program (ruby -e '… ARGV[0]' ${{ … }}) or through the step's env"},
-		"node": {code: "ep", codeLong: []string{"--eval", "--print"}, prog: "r", progLong: []string{"--require", "--import", "--loader", "--experimental-loader"},
-			arg: "C", argLong: []string{"--conditions", "--inspect-port", "--title"}, what: "JavaScript",
-			hint: "pass the value as an argument after the program (node -e '… process.argv[1]' ${{ … }}) or through the step's env"},
-		"php":       {code: "rBRE", prog: "fd", arg: "cz", what: "PHP", hint: "pass the value as an argument after the program or through the step's env"},
-		"lua":       {code: "e", prog: "l", what: "Lua", hint: "pass the value as an argument after the program or through the step's env"},
-		"luajit":    {code: "e", prog: "lj", what: "Lua", hint: "pass the value as an argument after the program or through the step's env"},
-		"Rscript":   {code: "e", what: "R", hint: "pass the value as an argument after the program (commandArgs()) or through the step's env"},
-		"R":         {code: "e", progLong: []string{"--file"}, what: "R", hint: "pass the value through the step's env"},
-		"julia":     {code: "eE", codeLong: []string{"--eval", "--print"}, prog: "L", progLong: []string{"--load"}, what: "Julia", hint: "pass the value as an argument after the program (ARGS) or through the step's env"},
-		"tclsh":     {what: "Tcl", hint: "pass the value as an argument after the script or through the step's env"},
-		"wish":      {what: "Tcl", hint: "pass the value as an argument after the script or through the step's env"},
-		"expect":    {code: "c", prog: "f", what: "Expect", hint: "pass the value as an argument after the script or through the step's env"},
-		"osascript": {code: "e", what: "AppleScript", hint: "pass the value as an argument after the script or through the step's env"},
-		"awk": {code: "e", codeLong: []string{"--source"}, prog: "fiEl", progLong: []string{"--file", "--include", "--exec", "--load"},
-			data: "vF", dataLong: map[string]int{"--assign": 1, "--field-separator": 1}, arg: "W", text: true, noInput: true, what: "awk",
-			hint: "pass the value as a variable: awk -v name=${{ … }} '… name …'"},
-		"sed": {code: "e", codeLong: []string{"--expression"}, prog: "f", progLong: []string{"--file"}, arg: "l", argLong: []string{"--line-length"},
-			text: true, noInput: true, permute: true, what: "sed",
-			hint: "sed has no way to take a value as data inside its script (its e and w commands run and write); use awk -v name=${{ … }}, or put file names after --"},
-		"jq": {prog: "f", progLong: []string{"--from-file"}, arg: "L", argLong: []string{"--indent", "--tab"},
-			dataLong: map[string]int{"--arg": 2, "--argjson": 2, "--slurpfile": 2, "--rawfile": 2},
-			text:     true, noInput: true, permute: true, what: "jq",
-			hint: "pass the value with jq --arg name ${{ … }} '… $name …' (--argjson for JSON), and file names after --"},
-	}
-	interpPattern = regexp.MustCompile(`^(?:(python|pypy|ipython|jython|micropython)[0-9.]*|(perl|ruby|php|lua|tclsh|node|nodejs)[0-9.]*|(gawk|mawk|nawk|busybox-awk)|(gsed))$`)
+	// interps, interpPattern and runners are built on first use: a
+	// command step's check needs them, runner version and most commands
+	// do not (start-up, docs/benchmarks.md).
+	interps = sync.OnceValue(func() map[string]*langSpec {
+		m := map[string]*langSpec{
+			"fish": {code: "cC", codeLong: []string{"--command", "--init-command"}, what: "fish", hint: "pass the value as an argument after the script or through the step's env"},
+			"csh":  {code: "c", what: "csh", hint: "pass the value through the step's env"},
+			"tcsh": {code: "c", what: "csh", hint: "pass the value through the step's env"},
+			"perl": {code: "eE", prog: "Mm", arg: "I", what: "Perl", hint: "pass the value as an argument after the program (perl -e '… $ARGV[0]' ${{ … }}) or through the step's env ($ENV{NAME})"},
+			"ruby": {code: "e", prog: "r", arg: "ICE", what: "Ruby", hint: "pass the value as an argument after the program (ruby -e '… ARGV[0]' ${{ … }}) or through the step's env"},
+			"node": {code: "ep", codeLong: []string{"--eval", "--print"}, prog: "r", progLong: []string{"--require", "--import", "--loader", "--experimental-loader"},
+				arg: "C", argLong: []string{"--conditions", "--inspect-port", "--title"}, what: "JavaScript",
+				hint: "pass the value as an argument after the program (node -e '… process.argv[1]' ${{ … }}) or through the step's env"},
+			"php":       {code: "rBRE", prog: "fd", arg: "cz", what: "PHP", hint: "pass the value as an argument after the program or through the step's env"},
+			"lua":       {code: "e", prog: "l", what: "Lua", hint: "pass the value as an argument after the program or through the step's env"},
+			"luajit":    {code: "e", prog: "lj", what: "Lua", hint: "pass the value as an argument after the program or through the step's env"},
+			"Rscript":   {code: "e", what: "R", hint: "pass the value as an argument after the program (commandArgs()) or through the step's env"},
+			"R":         {code: "e", progLong: []string{"--file"}, what: "R", hint: "pass the value through the step's env"},
+			"julia":     {code: "eE", codeLong: []string{"--eval", "--print"}, prog: "L", progLong: []string{"--load"}, what: "Julia", hint: "pass the value as an argument after the program (ARGS) or through the step's env"},
+			"tclsh":     {what: "Tcl", hint: "pass the value as an argument after the script or through the step's env"},
+			"wish":      {what: "Tcl", hint: "pass the value as an argument after the script or through the step's env"},
+			"expect":    {code: "c", prog: "f", what: "Expect", hint: "pass the value as an argument after the script or through the step's env"},
+			"osascript": {code: "e", what: "AppleScript", hint: "pass the value as an argument after the script or through the step's env"},
+			"awk": {code: "e", codeLong: []string{"--source"}, prog: "fiEl", progLong: []string{"--file", "--include", "--exec", "--load"},
+				data: "vF", dataLong: map[string]int{"--assign": 1, "--field-separator": 1}, arg: "W", text: true, noInput: true, what: "awk",
+				hint: "pass the value as a variable: awk -v name=${{ … }} '… name …'"},
+			"sed": {code: "e", codeLong: []string{"--expression"}, prog: "f", progLong: []string{"--file"}, arg: "l", argLong: []string{"--line-length"},
+				text: true, noInput: true, permute: true, what: "sed",
+				hint: "sed has no way to take a value as data inside its script (its e and w commands run and write); use awk -v name=${{ … }}, or put file names after --"},
+			"jq": {prog: "f", progLong: []string{"--from-file"}, arg: "L", argLong: []string{"--indent", "--tab"},
+				dataLong: map[string]int{"--arg": 2, "--argjson": 2, "--slurpfile": 2, "--rawfile": 2},
+				text:     true, noInput: true, permute: true, what: "jq",
+				hint: "pass the value with jq --arg name ${{ … }} '… $name …' (--argjson for JSON), and file names after --"},
+		}
+		m["python"] = &langSpec{code: "c", prog: "m", arg: "WX", argLong: []string{"--check-hash-based-pycs"}, progEnds: true, what: "Python",
+			hint: "pass the value as an argument after the program (python3 -c '… sys.argv[1]' ${{ … }}) or through the step's env (os.environ)"}
+		for _, sh := range []string{"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "pdksh", "ash", "yash", "posh", "rbash"} {
+			m[sh] = shellSpec
+		}
+		return m
+	})
+	interpPattern = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^(?:(python|pypy|ipython|jython|micropython)[0-9.]*|(perl|ruby|php|lua|tclsh|node|nodejs)[0-9.]*|(gawk|mawk|nawk|busybox-awk)|(gsed))$`)
+	})
 )
-
-func init() {
-	interps["python"] = &langSpec{code: "c", prog: "m", arg: "WX", argLong: []string{"--check-hash-based-pycs"}, progEnds: true, what: "Python",
-		hint: "pass the value as an argument after the program (python3 -c '… sys.argv[1]' ${{ … }}) or through the step's env (os.environ)"}
-	for _, s := range []string{"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "pdksh", "ash", "yash", "posh", "rbash"} {
-		interps[s] = shellSpec
-	}
-}
 
 // interpreterSpec is how the named program reads its program, or nil.
 func interpreterSpec(name string) *langSpec {
-	if s := interps[name]; s != nil {
+	if s := interps()[name]; s != nil {
 		return s
 	}
-	m := interpPattern.FindStringSubmatch(name)
+	m := interpPattern().FindStringSubmatch(name)
 	switch {
 	case m == nil:
 		return nil
 	case m[1] != "":
-		return interps["python"]
+		return interps()["python"]
 	case m[2] == "nodejs":
-		return interps["node"]
+		return interps()["node"]
 	case m[2] != "":
-		return interps[m[2]]
+		return interps()[m[2]]
 	case m[3] != "":
-		return interps["awk"]
+		return interps()["awk"]
 	case m[4] != "":
-		return interps["sed"]
+		return interps()["sed"]
 	}
 	return nil
 }
@@ -337,34 +343,36 @@ type runner struct {
 	items    bool   // its input becomes arguments of the command (xargs)
 }
 
-var runners = map[string]*runner{
-	"env":       {arg: "uC", argLong: []string{"--unset", "--chdir"}, assigns: true, code: "S", codeLong: []string{"--split-string"}},
-	"xargs":     {arg: "adEILnPs", argLong: []string{"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, items: true},
-	"timeout":   {arg: "sk", argLong: []string{"--signal", "--kill-after"}, operands: 1},
-	"nice":      {arg: "n", argLong: []string{"--adjustment"}},
-	"nohup":     {},
-	"sudo":      {arg: "ugCDhprtUTR", argLong: []string{"--user", "--group", "--close-from", "--chdir", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout", "--chroot"}, shell: "si", codeLong: []string{"--shell", "--login"}},
-	"doas":      {arg: "uC", shell: "s"},
-	"command":   {},
-	"builtin":   {},
-	"exec":      {arg: "a"},
-	"stdbuf":    {arg: "ioe", argLong: []string{"--input", "--output", "--error"}},
-	"time":      {arg: "fo", argLong: []string{"--format", "--output"}},
-	"setsid":    {},
-	"chroot":    {argLong: []string{"--userspec", "--groups"}, operands: 1},
-	"ionice":    {arg: "cnp", argLong: []string{"--class", "--classdata", "--pid"}},
-	"taskset":   {operands: 1},
-	"chrt":      {operands: 1},
-	"flock":     {arg: "wE", argLong: []string{"--timeout", "--conflict-exit-code"}, operands: 1, code: "c", codeLong: []string{"--command"}},
-	"unbuffer":  {},
-	"busybox":   {},
-	"fakeroot":  {},
-	"eatmydata": {},
-	"nocache":   {},
-	"faketime":  {operands: 1},
-	"script":    {code: "c", codeLong: []string{"--command"}, arg: "EIOT", argLong: []string{"--echo", "--log-in", "--log-out", "--log-timing"}},
-	"sg":        {operands: 1, shell: "c"},
-}
+var runners = sync.OnceValue(func() map[string]*runner {
+	return map[string]*runner{
+		"env":       {arg: "uC", argLong: []string{"--unset", "--chdir"}, assigns: true, code: "S", codeLong: []string{"--split-string"}},
+		"xargs":     {arg: "adEILnPs", argLong: []string{"--arg-file", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, items: true},
+		"timeout":   {arg: "sk", argLong: []string{"--signal", "--kill-after"}, operands: 1},
+		"nice":      {arg: "n", argLong: []string{"--adjustment"}},
+		"nohup":     {},
+		"sudo":      {arg: "ugCDhprtUTR", argLong: []string{"--user", "--group", "--close-from", "--chdir", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout", "--chroot"}, shell: "si", codeLong: []string{"--shell", "--login"}},
+		"doas":      {arg: "uC", shell: "s"},
+		"command":   {},
+		"builtin":   {},
+		"exec":      {arg: "a"},
+		"stdbuf":    {arg: "ioe", argLong: []string{"--input", "--output", "--error"}},
+		"time":      {arg: "fo", argLong: []string{"--format", "--output"}},
+		"setsid":    {},
+		"chroot":    {argLong: []string{"--userspec", "--groups"}, operands: 1},
+		"ionice":    {arg: "cnp", argLong: []string{"--class", "--classdata", "--pid"}},
+		"taskset":   {operands: 1},
+		"chrt":      {operands: 1},
+		"flock":     {arg: "wE", argLong: []string{"--timeout", "--conflict-exit-code"}, operands: 1, code: "c", codeLong: []string{"--command"}},
+		"unbuffer":  {},
+		"busybox":   {},
+		"fakeroot":  {},
+		"eatmydata": {},
+		"nocache":   {},
+		"faketime":  {operands: 1},
+		"script":    {code: "c", codeLong: []string{"--command"}, arg: "EIOT", argLong: []string{"--echo", "--log-in", "--log-out", "--log-timing"}},
+		"sg":        {operands: 1, shell: "c"},
+	}
+})
 
 func (w *shellWalker) checkRunner(ws []cword, start, target int, r *runner, name string, depth int) verdict {
 	// flock FILE -c CMD: some take their code option after an operand

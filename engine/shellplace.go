@@ -151,8 +151,8 @@ func (w *shellWalker) check(ws []cword, start, target, depth int) verdict {
 		}
 	}
 	switch {
-	case runners[name] != nil:
-		return w.checkRunner(ws, start, target, runners[name], name, depth)
+	case runners()[name] != nil:
+		return w.checkRunner(ws, start, target, runners()[name], name, depth)
 	case interpreterSpec(name) != nil:
 		return w.checkInterp(ws, start, target, interpreterSpec(name), name)
 	case codeCommands[name] != "":
@@ -252,7 +252,7 @@ func (w *shellWalker) scan(ws []cword, start, end, target, depth int) verdict {
 			continue
 		}
 		n := path.Base(ws[j].lit)
-		if runners[n] != nil || interpreterSpec(n) != nil || codeCommands[n] != "" {
+		if runners()[n] != nil || interpreterSpec(n) != nil || codeCommands[n] != "" {
 			if v := w.check(ws, j, target, depth+1); v.refuse != "" {
 				v.refuse += " (if " + n + " is not a command run here, put the value in a variable first and pass \"$NAME\")"
 				return v

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func Parse(path string, src []byte) (*Plan, error) {
 	sum := sha256.Sum256(src)
 	p := &Plan{Path: path, Source: src, SHA256: hex.EncodeToString(sum[:]), labels: map[string]*Step{}}
 	r := &Reporter{File: path}
-	doc, yerr := parseYAML(path, src)
+	doc, dec, yerr := parseYAMLStream(path, src)
 	if yerr != nil {
 		r.List = append(r.List, yerr)
 		return p, r.Err()
@@ -52,8 +53,10 @@ func Parse(path string, src []byte) (*Plan, error) {
 		return p, r.Err()
 	}
 	if doc.Kind == yaml.DocumentNode && len(bytes.TrimSpace(src)) > 0 {
-		if n := countDocuments(src); n > 1 {
-			r.AtPos(secondDocument(src), 1, "the file holds %d YAML documents (a second one starts here); a plan is one", n)
+		if n, broken := moreDocuments(dec); n > 0 {
+			r.AtPos(secondDocument(src), 1, "the file holds %d YAML documents (a second one starts here); a plan is one", n+1)
+		} else if broken {
+			r.AtPos(secondDocument(src), 1, "the file holds more than one YAML document (a second one starts here, and is not valid YAML); a plan is one")
 		}
 	}
 	fields := Fields(r, root, "the plan")
@@ -102,13 +105,18 @@ func Parse(path string, src []byte) (*Plan, error) {
 	return p, r.Err()
 }
 
-func countDocuments(src []byte) int {
-	dec := yaml.NewDecoder(bytes.NewReader(src))
-	n := 0
+// moreDocuments counts the documents dec holds after the first, already
+// decoded one; broken is whether one of them is not valid YAML (it counts
+// as a second document all the same: a plan file holds one).
+func moreDocuments(dec *yaml.Decoder) (n int, broken bool) {
 	for {
 		var d yaml.Node
-		if err := dec.Decode(&d); err != nil {
-			return n
+		err := dec.Decode(&d)
+		if err == io.EOF {
+			return n, false
+		}
+		if err != nil {
+			return n, true
 		}
 		n++
 	}

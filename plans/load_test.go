@@ -22,6 +22,9 @@ func TestParseReportsProblemsWithPositions(t *testing.T) {
 		{"bad var name", "version: 1\nvars: {my-var: 1}\nsteps: [{label: a, type: x}]\n", []string{`p.yaml:2:8: var name "my-var" must be letters`}},
 		{"limits", "version: 1\nlimits: {max_steps: 0, timeout: soon, max_tokns: 5}\nsteps: [{label: a, type: x}]\n",
 			[]string{"p.yaml:2:21: limits.max_steps must be at least 1", `p.yaml:2:33: limits.timeout: "soon" is not a duration`, `p.yaml:2:39: unknown field "max_tokns" in limits (did you mean "max_tokens"?)`}},
+		{"two documents", "version: 1\nsteps: [{label: a, type: x}]\n---\nname: other\n", []string{"p.yaml:3:1: the file holds 2 YAML documents (a second one starts here); a plan is one"}},
+		{"three documents", "---\nversion: 1\nsteps: [{label: a, type: x}]\n---\na: 1\n---\nb: 2\n", []string{"p.yaml:4:1: the file holds 3 YAML documents"}},
+		{"broken second document", "version: 1\nsteps: [{label: a, type: x}]\n---\nname: [unclosed\n", []string{"p.yaml:3:1: the file holds more than one YAML document (a second one starts here, and is not valid YAML)"}},
 		{"agents", `version: 1
 agents:
   a: {provider: opnai, model: m}

@@ -67,7 +67,7 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 	if err != nil {
 		return fail(usage(err))
 	}
-	r.Record = saved.Run()
+	r.Record, r.saved = saved.Run(), saved
 	if r.Record.Status == board.StatusSucceeded {
 		return fail(fmt.Errorf("run %s %w", r.Record.ID, ErrSucceeded))
 	}
@@ -86,8 +86,17 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 }
 
 func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolog.Logger, set *agents.Set) (*Result, error) {
-	b, err := board.Open(r.Board, board.Options{Sync: env.Sync, Redact: m.String})
-	if err != nil {
+	// The board Reopen loaded goes on: reading (and rewriting) the whole
+	// file again cost more than the step left to run (a 100k-step run).
+	opt := board.Options{Sync: env.Sync, Redact: m.String}
+	b := r.saved
+	r.saved = nil
+	if b == nil { // not from Reopen
+		var err error
+		if b, err = board.Open(r.Board, opt); err != nil {
+			return nil, err
+		}
+	} else if err := b.Attach(r.Board, opt); err != nil {
 		return nil, err
 	}
 	defer b.Close()

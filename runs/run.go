@@ -122,8 +122,9 @@ type Run struct {
 
 	opts   Options
 	resume bool
-	src    []byte      // Reopen: the plan source it goes on with
-	lock   *board.Lock // Reopen: held until Execute ends
+	src    []byte       // Reopen: the plan source it goes on with
+	lock   *board.Lock  // Reopen: held until Execute ends
+	saved  *board.Board // Reopen: the run as loaded, continued by Execute
 }
 
 // Result is how a run ended.
@@ -223,6 +224,7 @@ func Workdir(dir string) (string, error) {
 
 // Close lets go of a Run that will not be executed.
 func (r *Run) Close() {
+	r.saved = nil
 	if r.lock != nil {
 		r.lock.Unlock()
 		r.lock = nil

@@ -35,6 +35,7 @@ type applyDiffStep struct {
 	diffFile *engine.Template
 	dir      *engine.Template
 	backup   bool
+	keep     int
 	check    bool
 	strip    int
 	reverse  bool
@@ -57,6 +58,8 @@ var applyDiffSpec = engine.TypeSpec{
 			Doc: "The directory the diff's paths are relative to (default the workdir).", Examples: []any{"backend"}},
 		{Name: "backup", Kind: engine.KindBool, Default: true,
 			Doc: "Keep copies of every touched file under .runner/backups (default true).", Examples: []any{true}},
+		{Name: "keep_backups", Kind: engine.KindInt, Default: patch.DefaultKeepBackups, Schema: `{"minimum": 0}`,
+			Doc: "How many backups under .runner/backups to keep, the newest: after writing its own, the step removes older ones (0: keep them all). Backups in use by an apply or an undo are never removed.", Examples: []any{50}},
 		{Name: "check", Kind: engine.KindBool, Default: false,
 			Doc: "true: only check that the diff applies.", Examples: []any{true}},
 		{Name: "strip", Kind: engine.KindInt, Schema: `{"minimum": 0}`,
@@ -86,6 +89,9 @@ func (applyDiffType) Decode(d *engine.Decoder) engine.Step {
 	}
 	s.dir = d.Template("dir")
 	s.backup = d.Bool("backup", true)
+	if s.keep = d.Int("keep_backups", patch.DefaultKeepBackups); s.keep < 0 {
+		d.Errorf(d.Node("keep_backups"), "keep_backups must be 0 (keep every backup) or more")
+	}
 	s.check = d.Bool("check", false)
 	s.reverse = d.Bool("reverse", false)
 	if d.Has("strip") {
@@ -118,11 +124,15 @@ func (s *applyDiffStep) Run(ctx context.Context, sc *engine.StepContext) (engine
 		return engine.Result{}, err
 	}
 	opt := patch.Options{
-		Strip:    s.strip,
-		Reverse:  s.reverse,
-		Check:    s.check,
-		NoBackup: !s.backup,
-		BackupID: fmt.Sprintf("%s/%s-%d", sc.RunID, sc.Label, sc.Visit),
+		Strip:       s.strip,
+		Reverse:     s.reverse,
+		Check:       s.check,
+		NoBackup:    !s.backup,
+		BackupID:    fmt.Sprintf("%s/%s-%d", sc.RunID, sc.Label, sc.Visit),
+		KeepBackups: s.keep,
+	}
+	if s.keep == 0 {
+		opt.KeepBackups = patch.KeepAllBackups
 	}
 	res, err := patch.Apply(ctx, dir, text, opt)
 	if err != nil {

@@ -192,12 +192,64 @@ steps:
 	}
 }
 
+// TestApplyDiffStepKeepsBackupsBounded: a step applying and undoing in a
+// loop keeps its keep_backups newest backups, pruning the older ones.
+func TestApplyDiffStepKeepsBackupsBounded(t *testing.T) {
+	dir := applyWorkdir(t)
+	diff := "--- add.go\n+++ add.go\n@@ -4 +4 @@\n-\treturn a - b\n+\treturn a + b\n"
+	if err := os.WriteFile(filepath.Join(dir, "fix.diff"), []byte(diff), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b, err := applyPlan(t, dir, `
+version: 1
+steps:
+  - label: fix
+    type: apply_diff
+    diff_file: fix.diff
+    dir: pkg
+    keep_backups: 3
+    max_visits: 5
+  - label: undo
+    type: apply_diff
+    diff_file: fix.diff
+    dir: pkg
+    reverse: true
+    keep_backups: 3
+    max_visits: 5
+  - label: again
+    type: branch
+    cases:
+      - when: steps.fix.visits < 5
+        goto: fix
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo, _ := applyVisits(t, b, "undo")
+	if len(undo) != 5 {
+		t.Fatalf("%d visits of undo", len(undo))
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, "pkg", ".runner", "backups", "run1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := "fix-5 undo-4 undo-5"; strings.Join(names, " ") != want {
+		t.Errorf("backups kept: %v, want %s", names, want)
+	}
+}
+
 func TestApplyDiffStepDecode(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{"", "needs exactly one of diff and diff_file"},
 		{"\n    diff: x\n    diff_file: y", "needs exactly one of diff and diff_file"},
 		{"\n    diff: x\n    strip: -1", "strip must be 0 or more"},
 		{"\n    diff: x\n    backup: maybe", "backup"},
+		{"\n    diff: x\n    keep_backups: -1", "keep_backups must be 0 (keep every backup) or more"},
+		{"\n    diff: x\n    keep_backups: many", "keep_backups"},
 		{"\n    diff: x\n    reverse_it: true", `unknown field "reverse_it"`},
 	} {
 		_, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - label: a\n    type: apply_diff"+tc.body+"\n"), Registry())

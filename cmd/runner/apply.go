@@ -42,9 +42,10 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	newOptInt(fs, &strip, "p", "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
 	check := fs.Bool("check", false, "only check that the diff applies; change nothing")
 	reverse := fs.Bool("reverse", false, "apply the diff backwards (undo it)")
+	keep := fs.Int("keep-backups", patch.DefaultKeepBackups, "keep the newest `N` backups under DIR/.runner/backups, removing older ones after an apply that makes one (0: keep them all)")
 	undo := fs.String("undo", "", "put the files back from `BACKUP_DIR` (as printed after `backup:`, or a step's backup_dir), instead of applying a diff")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-")
+		fmt.Fprintln(stderr, "Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] [--keep-backups N] PATCH|-")
 		fmt.Fprintln(stderr, "       runner apply [--dir DIR] --undo BACKUP_DIR")
 		fmt.Fprint(stderr, wrap("Applies a unified diff (prose and markdown fences around it are fine), all or nothing.", "", helpWidth))
 		fmt.Fprint(stderr, wrap("Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.", "  ", helpWidth))
@@ -74,6 +75,9 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "restored the files of %s\n", *undo)
 		return exitOK
 	}
+	if *keep < 0 {
+		return usageErr(stderr, fs, "--keep-backups %d: want 0 (keep every backup) or more", *keep)
+	}
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one PATCH file, or - to read the diff from standard input")
 	}
@@ -87,7 +91,8 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// had written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: int(strip), Check: *check, Reverse: *reverse, MaxBytes: readlimit.Limit(readlimit.Diff)})
+	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: int(strip), Check: *check, Reverse: *reverse, MaxBytes: readlimit.Limit(readlimit.Diff),
+		KeepBackups: keepBackups(*keep)})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintf(stderr, "runner apply: interrupted: %v\n", err)
@@ -139,4 +144,13 @@ func readPatch(name string, stdin io.Reader) ([]byte, error) {
 		return nil, errors.New("no standard input")
 	}
 	return readlimit.All(stdin, "the diff on standard input", readlimit.Diff)
+}
+
+// keepBackups is patch.Options.KeepBackups for a count where 0 keeps
+// every backup.
+func keepBackups(n int) int {
+	if n == 0 {
+		return patch.KeepAllBackups
+	}
+	return n
 }

@@ -178,3 +178,66 @@ func TestPFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyKeepsBackupsBounded: runner apply keeps the newest
+// --keep-backups backups (20 by default), --undo restores a kept one and
+// says a pruned one was pruned; 0 keeps them all.
+func TestApplyKeepsBackupsBounded(t *testing.T) {
+	count := func(dir string) int {
+		ents, err := os.ReadDir(filepath.Join(dir, ".runner", "backups"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	for _, tc := range []struct {
+		name string
+		flag []string
+		want int
+	}{
+		{"default", nil, 20},
+		{"keep 2", []string{"--keep-backups", "2"}, 2},
+		{"keep all", []string{"--keep-backups", "0"}, 24},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, pf := applySetup(t)
+			var backups []string
+			for i := 0; i < 24; i++ {
+				args := append([]string{"--dir", dir}, tc.flag...)
+				if i%2 == 1 {
+					args = append(args, "--reverse")
+				}
+				code, out, errs := applyRun(t, "", append(args, pf)...)
+				_, b, ok := strings.Cut(out, "backup: ")
+				if code != exitOK || !ok {
+					t.Fatalf("apply %d: %d %q %q", i, code, out, errs)
+				}
+				backups = append(backups, strings.TrimSpace(b))
+			}
+			if n := count(dir); n != tc.want {
+				t.Fatalf("%d backups, want %d", n, tc.want)
+			}
+			// The newest kept backup was made by a forward apply's reverse:
+			// undoing it gives the changed file back.
+			last := backups[len(backups)-1]
+			if code, out, errs := applyRun(t, "", "--dir", dir, "--undo", last); code != exitOK || !strings.Contains(applyContent(t, dir), "return 2") {
+				t.Fatalf("undo of the newest: %d %q %q", code, out, errs)
+			}
+			first := backups[0]
+			code, _, errs := applyRun(t, "", "--dir", dir, "--undo", first)
+			if tc.want == len(backups) {
+				if code != exitOK {
+					t.Fatalf("undo of the first with every backup kept: %d %q", code, errs)
+				}
+				return
+			}
+			if code != exitFailed || !strings.Contains(errs, "no backup at "+first+": it was pruned") {
+				t.Fatalf("undo of a pruned backup: %d %q", code, errs)
+			}
+		})
+	}
+	dir, pf := applySetup(t)
+	if code, _, errs := applyRun(t, "", "--dir", dir, "--keep-backups", "-1", pf); code != exitUsage || !strings.Contains(errs, "--keep-backups -1") {
+		t.Errorf("--keep-backups -1: %d %q", code, errs)
+	}
+}

@@ -24,8 +24,12 @@ type Options struct {
 	Check    bool   // compute everything, write nothing
 	NoBackup bool   // do not keep copies under .runner/backups
 	BackupID string // backup directory name under .runner/backups; "" = a timestamp
-	MaxBytes int64  // refuse larger diffs; 0 = DefaultMaxBytes
-	MaxHunks int    // refuse diffs with more hunks; 0 = DefaultMaxHunks
+	// KeepBackups is how many backups under .runner/backups an apply that
+	// made one keeps, the newest; it prunes the older ones (prune.go).
+	// 0 = DefaultKeepBackups; KeepAllBackups (negative) = no pruning.
+	KeepBackups int
+	MaxBytes    int64 // refuse larger diffs; 0 = DefaultMaxBytes
+	MaxHunks    int   // refuse diffs with more hunks; 0 = DefaultMaxHunks
 }
 
 // Result describes an apply (or, with Check, what it would do).
@@ -138,6 +142,9 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	res.BackupDir, err = pl.write(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if res.BackupDir != "" {
+		res.Messages = append(res.Messages, pruneBackups(t, opt.KeepBackups, res.BackupDir)...)
 	}
 	return res, nil
 }

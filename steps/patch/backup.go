@@ -47,30 +47,44 @@ func writeBackup(ctx context.Context, t *tree, id string, ts []*target) (dir str
 	}
 	id, _ = strip(id, 0)
 	base := BackupRoot + "/" + id
-	// Never overwrite an earlier backup.
-	dir = base
-	for n := 2; ; n++ {
-		exists, err := dirExists(root, dir)
-		if err != nil {
-			return "", nil, fmt.Errorf("patch: backup: %w", err)
-		}
-		if !exists {
-			break
-		}
-		dir = fmt.Sprintf("%s-%d", base, n)
-	}
-	parts := strings.Split(dir, "/")
+	parts := strings.Split(base, "/")
 	for i := range parts[:len(parts)-1] {
 		sub := strings.Join(parts[:i+1], "/")
 		if exists, _ := dirExists(root, sub); !exists {
 			made = append(made, sub)
 		}
 	}
-	if err := root.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, fmt.Errorf("patch: backup: %w", err)
+	// Never overwrite an earlier backup, nor share one with an apply
+	// running at the same time: the backup's own directory is claimed by
+	// a Mkdir that fails when it exists (a check first, then a MkdirAll,
+	// once let two applies write into one backup). Another apply pruning
+	// the last backup of a run removes the run's directory, which may be
+	// between our two mkdirs: try again then.
+	dir = base
+	for n, tries := 2, 0; ; {
+		if err := root.MkdirAll(dirOf(base), 0o755); err != nil {
+			return "", nil, fmt.Errorf("patch: backup: %w", err)
+		}
+		err := root.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			dir = fmt.Sprintf("%s-%d", base, n)
+			n++
+		case errors.Is(err, fs.ErrNotExist) && tries < 3:
+			tries++
+		default:
+			return "", nil, fmt.Errorf("patch: backup: %w", err)
+		}
 	}
 	// MkdirAll follows links; make sure none was put in the way meanwhile.
 	if _, err := dirExists(root, dir); err != nil {
+		return "", nil, fmt.Errorf("patch: backup: %w", err)
+	}
+	// In use until the apply returns: not to be pruned by another.
+	if t.inUse, err = lockDir(root, dir, false, true); err != nil {
 		return "", nil, fmt.Errorf("patch: backup: %w", err)
 	}
 	m := manifest{Version: 1, Created: time.Now().UTC()}
@@ -194,8 +208,29 @@ func Rollback(dir, backupDir string) error {
 	if err := checkName(rel); err != nil {
 		return fmt.Errorf("patch: backup directory %q: %w", backupDir, err)
 	}
+	// Held while restoring, so that no apply prunes the backup midway.
+	lock, err := lockDir(root, rel, false, true)
+	if err == nil {
+		t.inUse = lock
+		// Pruning renames a backup away before removing it: one renamed
+		// between our open and our lock is no longer at its name.
+		fi, ferr := lock.Stat()
+		now, lerr := root.Lstat(rel)
+		if ferr != nil || lerr != nil || !os.SameFile(fi, now) {
+			err = fs.ErrNotExist
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("patch: no backup at %s: it was pruned, or never made (an apply keeps the last %d backups unless told otherwise; runner apply --keep-backups, apply_diff's keep_backups)", rel, DefaultKeepBackups)
+	}
+	if err != nil {
+		return fmt.Errorf("patch: backup: %w", err)
+	}
 	b, err := t.readRegular(rel + "/" + manifestName)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("patch: %s is not a whole backup (no %s in it): it was left by an apply that stopped before changing anything", rel, manifestName)
+		}
 		return fmt.Errorf("patch: backup: %w", err)
 	}
 	var m manifest

@@ -143,12 +143,21 @@ func unixMode(m fs.FileMode) uint32 {
 
 // lockStaging creates dir's lock file and holds an exclusive lock on it
 // for as long as the returned file is open (the process's life at most).
+// The file gets its name only once locked: another apply that found
+// "lock" between its creation and the flock could take the lock itself,
+// judge the directory stale, and remove it under the apply that made it
+// (seen with concurrent applies in one directory). Until the rename,
+// staleStaging goes by the process in the directory's name.
 func lockStaging(root *os.Root, dir string) (*os.File, error) {
-	f, err := root.OpenFile(dir+"/lock", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := root.OpenFile(dir+"/lock.new", os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := root.Rename(dir+"/lock.new", dir+"/lock"); err != nil {
 		f.Close()
 		return nil, err
 	}

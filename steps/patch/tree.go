@@ -23,6 +23,10 @@ type tree struct {
 	dirs  map[string]*os.Root // "" is the top
 	files map[string]*os.File // directories opened as files, for linkat
 	stage staging             // this apply's temporary files (staging.go)
+	// inUse holds a shared lock on the backup this apply made or this
+	// rollback reads, so that no other apply prunes it meanwhile
+	// (prune.go).
+	inUse *os.File
 }
 
 // maxOpenDirs bounds the directories kept open (each may take two
@@ -47,6 +51,10 @@ func (t *tree) close() {
 		f.Close()
 	}
 	t.dirs, t.files = map[string]*os.Root{"": t.root}, nil
+	if t.inUse != nil {
+		t.inUse.Close()
+		t.inUse = nil
+	}
 }
 
 // dirFile returns directory d opened as a file, or nil when it does not

@@ -1,0 +1,52 @@
+package plans
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// bigPlan is a plan of n command steps.
+func bigPlan(n int) []byte {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: big\nsteps:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  - label: s%d\n    type: command\n    run: echo %d\n", i, i)
+	}
+	return []byte(b.String())
+}
+
+func TestParseDecodesTheYAMLOnce(t *testing.T) {
+	src := bigPlan(300)
+	yamlAllocs := testing.AllocsPerRun(5, func() {
+		var n yaml.Node
+		if err := yaml.Unmarshal(src, &n); err != nil {
+			t.Fatal(err)
+		}
+	})
+	parseAllocs := testing.AllocsPerRun(5, func() {
+		if _, err := Parse("p.yaml", src); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("yaml.Unmarshal %.0f allocations, Parse %.0f", yamlAllocs, parseAllocs)
+	if parseAllocs > 1.6*yamlAllocs {
+		t.Errorf("Parse made %.0f allocations, %.2f× one decode of the YAML (%.0f): is the plan decoded twice?", parseAllocs, parseAllocs/yamlAllocs, yamlAllocs)
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		src := bigPlan(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse("p.yaml", src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
