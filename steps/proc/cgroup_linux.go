@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,9 +24,6 @@ import (
 // (cgroup.events), not every process of the host. Where cgroups cannot be
 // written (no cgroup v2, an unprivileged user without delegation), the
 // process group, the token and /proc are used instead (see scan).
-
-// noCgroup makes every step use the fallback (tests of that path).
-var noCgroup atomic.Bool
 
 var cgroupParent struct {
 	once sync.Once

@@ -21,6 +21,9 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// noCgroup makes every step use the fallback (tests of that path).
+var noCgroup atomic.Bool
+
 // noCgroupLog logs once why steps are not tracked by cgroup.
 var noCgroupLog sync.Once
 

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,4 +219,35 @@ func TestBackgroundAfterExit(t *testing.T) {
 			t.Errorf("took %v", took)
 		}
 	})
+}
+
+// What one command step's process costs, start to end: `sh -c true` run,
+// waited for, its cgroup (or group) checked empty and its orphans reaped.
+// Compare with BenchmarkShTrue, the same process started by os/exec alone.
+//
+//	go test -run XXX -bench 'CommandStep|ShTrue' -benchtime 2000x ./steps/proc/
+func BenchmarkCommandStep(b *testing.B) {
+	for _, fallback := range []bool{false, true} {
+		name := "cgroup"
+		if fallback {
+			name = "fallback"
+		}
+		b.Run(name, func(b *testing.B) {
+			noCgroup.Store(fallback)
+			defer noCgroup.Store(false)
+			for b.Loop() {
+				if _, err := Run(context.Background(), Spec{Script: "true"}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkShTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
