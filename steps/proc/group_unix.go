@@ -97,8 +97,10 @@ func groupAlive(g *group) bool {
 			}
 			return true
 		}
-		// A member between leaving the cgroup and becoming a zombie.
-		return unix.Kill(-pgid, 0) == nil
+		// Not kill(-pgid, 0): it finds zombies, which a parent other
+		// than runner (PID 1 where runner is no subreaper) may leave for
+		// long. Those signalled are held by their pidfds until gone.
+		return false
 	}
 	err := unix.Kill(-pgid, 0)
 	if errors.Is(err, unix.ESRCH) && !escapesPossible() {
