@@ -119,7 +119,7 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 	// Processes the script leaves behind are ended with it, unless
 	// keep_background says they are services for later steps.
 	pr, err := proc.Run(ctx, proc.Spec{Script: script.Script, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground,
-		Stdout: sc.Output("stdout"), Stderr: sc.Output("stderr"), Sandbox: policy})
+		Stdout: sc.Output("stdout"), Stderr: sc.Output("stderr"), Sandbox: policy, Log: &sc.Log})
 	if err != nil {
 		return engine.Result{}, err
 	}

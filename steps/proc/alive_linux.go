@@ -2,9 +2,11 @@ package proc
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -197,17 +199,156 @@ func startTime(pid int) uint64 {
 // reapOrphans waits for the zombies reparented to this process: children
 // of a subreaper that are not ones it started itself. exec's own children
 // (in the registry, or in runner's process group like a plain
-// exec.Command) are left to their Wait.
+// exec.Command) are left to their Wait. The kernel says which child is a
+// zombie (waitid with WNOWAIT); only when one of those others stands first
+// (a parallel step's process about to be waited for) are this process's
+// children listed (/proc/self/task/*/children) to look past it.
 func reapOrphans() {
 	startMu.Lock()
 	defer startMu.Unlock()
+	self, ourGroup := os.Getpid(), unix.Getpgrp()
+	for {
+		pid := peekZombie(unix.P_ALL, 0)
+		if pid <= 0 {
+			return
+		}
+		if !orphan(pid, ourGroup) {
+			break
+		}
+		reap(pid)
+	}
+	pids, ok := children(self)
+	if !ok {
+		reapOrphansScan(self, ourGroup)
+		return
+	}
+	for _, pid := range pids {
+		if orphan(pid, ourGroup) {
+			reap(pid) // WNOHANG: a running one is left alone
+		}
+	}
+}
+
+// reapGroup reaps the zombies of the step's process group that are this
+// process's children (the main process's orphans), so the group can be
+// seen empty. The main process itself is left to its Wait.
+func reapGroup(pgid int) {
+	startMu.Lock()
+	defer startMu.Unlock()
+	ourGroup := unix.Getpgrp()
+	for {
+		pid := peekZombie(unix.P_PGID, pgid)
+		if pid <= 0 || !orphan(pid, ourGroup) {
+			return
+		}
+		reap(pid)
+	}
+}
+
+// orphan: a child of this process that nobody else will wait for.
+func orphan(pid, ourGroup int) bool {
+	if _, mine := started.Load(pid); mine {
+		return false
+	}
+	pg, err := unix.Getpgid(pid)
+	return err == nil && pg != ourGroup
+}
+
+func reap(pid int) {
+	var ws unix.WaitStatus
+	unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+}
+
+// peekZombie is a zombie child of this process matching idtype/id, left
+// waitable (WNOWAIT); 0 when there is none.
+func peekZombie(idtype, id int) int {
+	var info [128]byte // siginfo_t
+	_, _, errno := unix.Syscall6(unix.SYS_WAITID, uintptr(idtype), uintptr(id), uintptr(unsafe.Pointer(&info[0])),
+		unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, 0, 0)
+	if errno != 0 {
+		return 0
+	}
+	// si_pid follows si_signo, si_errno, si_code and, on 64-bit systems,
+	// the padding that aligns the union.
+	off := 12
+	if unsafe.Sizeof(uintptr(0)) == 8 {
+		off = 16
+	}
+	return int(*(*int32)(unsafe.Pointer(&info[off])))
+}
+
+// children lists this process's children (every thread's); false when
+// the kernel does not say (CONFIG_PROC_CHILDREN).
+func children(self int) ([]int, bool) {
+	d, err := os.Open("/proc/self/task")
+	if err != nil {
+		return nil, false
+	}
+	tids, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return nil, false
+	}
+	var pids []int
+	var buf [4096]byte
+	for _, tid := range tids {
+		fd, err := unix.Open("/proc/self/task/"+tid+"/children", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				if _, err := os.Stat("/proc/self/task/" + tid); err == nil {
+					return nil, false // no children files in this kernel
+				}
+			}
+			continue // the thread is gone
+		}
+		for {
+			n, err := unix.Read(fd, buf[:])
+			if err != nil || n <= 0 {
+				break
+			}
+			for _, f := range bytes.Fields(buf[:n]) {
+				if pid, ok := atoi(f); ok {
+					pids = append(pids, pid)
+				}
+			}
+			if n < len(buf) {
+				break
+			}
+		}
+		unix.Close(fd)
+	}
+	return pids, true
+}
+
+// escapesPossible: a process may have left the step's process group and
+// live on outside it, so /proc must be looked through (the fallback
+// without cgroups). After the step's first process is gone, every process
+// of the step still running is in its group or descends from an orphan
+// runner inherited as subreaper; runner having no orphan child proves
+// nothing escaped. Without the children files, anything may have.
+func escapesPossible() bool {
+	pids, ok := children(os.Getpid())
+	if !ok {
+		return true
+	}
+	ourGroup := unix.Getpgrp()
+	for _, pid := range pids {
+		if orphan(pid, ourGroup) {
+			return true
+		}
+	}
+	return false
+}
+
+// reapOrphansScan is reapOrphans through /proc, for kernels without the
+// children files.
+func reapOrphansScan(self, ourGroup int) {
 	d, err := os.Open("/proc")
 	if err != nil {
 		return
 	}
 	defer d.Close()
 	names, _ := d.Readdirnames(-1)
-	self, ourGroup := os.Getpid(), unix.Getpgrp()
 	for _, name := range names {
 		pid, err := strconv.Atoi(name)
 		if err != nil {
@@ -220,7 +361,51 @@ func reapOrphans() {
 		if _, mine := started.Load(pid); mine {
 			continue
 		}
-		var ws unix.WaitStatus
-		unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+		reap(pid)
+	}
+}
+
+// pidfds hold the processes a stop signalled, so it waits for each to be
+// gone for good: a process being killed leaves its cgroup, and loses the
+// environment that carries its token, before it has finished exiting.
+// Seen as gone then, it was still there (not yet a zombie) when Run
+// returned, and became a zombie after the orphans were reaped.
+type pidfds map[int]int
+
+// track opens a pidfd for pid (once).
+func (p pidfds) track(pid int) {
+	if _, ok := p[pid]; ok {
+		return
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		p[pid] = -1 // gone already (or no pidfds: the kernel's answer stands)
+		return
+	}
+	p[pid] = fd
+}
+
+// pending: a tracked process has not finished exiting.
+func (p pidfds) pending() bool {
+	for pid, fd := range p {
+		if fd < 0 {
+			continue
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, 0); err == nil && n == 0 {
+			return true
+		}
+		unix.Close(fd)
+		p[pid] = -1
+	}
+	return false
+}
+
+func (p pidfds) close() {
+	for pid, fd := range p {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		delete(p, pid)
 	}
 }

@@ -14,10 +14,18 @@ import (
 	"os/exec"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/planrunner/runner/sandbox"
+	"github.com/rs/zerolog"
 )
+
+// noCgroup makes every step use the fallback (tests of that path).
+var noCgroup atomic.Bool
+
+// noCgroupLog logs once why steps are not tracked by cgroup.
+var noCgroupLog sync.Once
 
 // Defaults for the zero values of Spec.
 const (
@@ -43,6 +51,8 @@ type Spec struct {
 	// process exits on its own. By default they are ended like on a
 	// timeout, so a step never leaks a server or a stray `sleep &`.
 	KeepBackground bool
+	// Log, when set, gets debug messages (how processes are tracked).
+	Log *zerolog.Logger
 	// Sandbox, when set, runs the process confined (package sandbox): it
 	// writes only its directory, the run's and a private temporary one,
 	// sees no other process, has no network unless allowed and cannot
@@ -106,6 +116,18 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	// keep Wait from returning after the process is gone.
 	cmd.WaitDelay = s.Grace
 	setGroup(cmd)
+	// The step's own cgroup, where the kernel lets runner make one: the
+	// process is cloned into it, and all it starts stays there.
+	cg, why := newStepCgroup(token)
+	if cg == nil && s.Log != nil {
+		noCgroupLog.Do(func() {
+			s.Log.Debug().Str("why", why).Msg("steps' processes are tracked by process group and /proc, not by cgroup")
+		})
+	}
+	if cg != nil {
+		defer func() { cg.close() }()
+	}
+	intoCgroup(cmd, cg)
 	var sb *sandbox.Sandbox
 	if s.Sandbox != nil {
 		var err error
@@ -161,7 +183,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		}()
 	}
 
-	g := newGroup(cmd, s.Grace, token)
+	g := newGroup(cmd, s.Grace, token, cg)
 	g.since = startTime(cmd.Process.Pid)
 	var timedOut, canceled atomic.Bool
 	exited := make(chan struct{})
@@ -249,13 +271,19 @@ type group struct {
 	cmd   *exec.Cmd
 	grace time.Duration
 	token string
-	since uint64 // the step's first process's start time (ticks)
-	once  sync.Once
-	done  chan struct{}
+	since uint64      // the step's first process's start time (ticks)
+	cg    *stepCgroup // the step's cgroup; nil: its group, token and /proc
+	// Set by the one goroutine that stops the group (under once):
+	sig  syscall.Signal         // the stop's signal so far (0: not stopping)
+	sent map[int]syscall.Signal // what each process was sent
+	fds  pidfds                 // the processes signalled, until they are gone
+	once sync.Once
+	done chan struct{}
 }
 
-func newGroup(cmd *exec.Cmd, grace time.Duration, token string) *group {
-	return &group{cmd: cmd, grace: grace, token: token, done: make(chan struct{})}
+func newGroup(cmd *exec.Cmd, grace time.Duration, token string, cg *stepCgroup) *group {
+	return &group{cmd: cmd, grace: grace, token: token, cg: cg, done: make(chan struct{}),
+		sent: map[int]syscall.Signal{}, fds: pidfds{}}
 }
 
 // stop sends SIGTERM to the group, SIGKILL to what is left after the grace
@@ -263,6 +291,7 @@ func newGroup(cmd *exec.Cmd, grace time.Duration, token string) *group {
 func (g *group) stop() {
 	g.once.Do(func() {
 		defer close(g.done)
+		defer g.fds.close()
 		if !groupAlive(g) {
 			return
 		}
