@@ -39,6 +39,10 @@ type Board struct {
 	changed    chan struct{}     // closed at the next change (nil: nobody waits)
 	redact     Redact            // masks secrets in what enters the board; nil: none
 	torn       bool              // the journal loaded ended in a torn line
+	// blobsKnown are the keys of the large strings the file and journal
+	// hold (blob.go): a journal line refers to these without repeating them.
+	blobsKnown map[string]bool
+	loadBlobs  *blobTable // while loading: the values of the file and journal
 }
 
 type keyState struct {
