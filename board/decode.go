@@ -53,7 +53,7 @@ func decodeFile(data []byte) (*File, error) {
 			after = append(rest, after[i+j+len("\n }"):]...)
 		}
 	}
-	rest := make([]byte, 0, len(data)-len(body))
+	rest := make([]byte, 0, start+len(after)+32)
 	rest = append(rest, data[:start]...)
 	rest = append(rest, "\n \"entries\": []"...)
 	rest = append(rest, after...)
