@@ -2,6 +2,7 @@ package board
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -213,12 +214,55 @@ func appendJSON(b []byte, v any, x *blobSink) ([]byte, error) {
 		return append(b, "null"...), nil
 	case string:
 		return x.str(b, v), nil
+	case map[string]any:
+		return appendMap(b, v, x)
+	case map[string]string:
+		return appendMap(b, v, x)
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, e, x); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		return b, err
 	}
 	return x.raw(b, data)
+}
+
+// appendMap encodes a map as encoding/json does (keys sorted), its values
+// through appendJSON: a large string in it is not copied into a JSON
+// text of its own first.
+func appendMap[V any](b []byte, m map[string]V, x *blobSink) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendJSON(b, m[k], x); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 func appendTime(b []byte, t time.Time) []byte {
