@@ -43,6 +43,7 @@ type Board struct {
 	// hold (blob.go): a journal line refers to these without repeating them.
 	blobsKnown map[string]bool
 	loadBlobs  *blobTable // while loading: the values of the file and journal
+	readOnly   bool       // LoadForRead: writes refused
 }
 
 type keyState struct {
@@ -301,7 +302,7 @@ func (b *Board) Get(key string) (Entry, bool) {
 	if e.Deleted || e.Expired(b.now()) {
 		return Entry{}, false
 	}
-	return *e, true
+	return e.loaded(), true
 }
 
 // GetAt is Get with the clock given by the caller and read only when the
@@ -313,7 +314,7 @@ func (b *Board) GetAt(key string, now func() time.Time) (Entry, bool) {
 	ks := b.keys[key]
 	var e Entry
 	if ks != nil {
-		e = *b.entries[ks.latest]
+		e = b.entries[ks.latest].loaded()
 	}
 	b.mu.RUnlock()
 	if ks == nil || e.Deleted || (e.TTL != nil && e.Expired(now())) {
@@ -329,7 +330,7 @@ func (b *Board) KeyVersion(key string, v int64) (Entry, bool) {
 	defer b.mu.RUnlock()
 	for _, i := range b.byKey[key] {
 		if e := b.entries[i]; e.Version == v {
-			return *e, true
+			return e.loaded(), true
 		}
 	}
 	return Entry{}, false
@@ -448,7 +449,7 @@ func (b *Board) Query(f Filter) []Entry {
 			break
 		}
 		if match(e) {
-			out = append(out, *e)
+			out = append(out, e.loaded())
 			if f.Limit > 0 && len(out) == f.Limit {
 				break
 			}

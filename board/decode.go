@@ -13,7 +13,7 @@ import (
 // per line; those lines are decoded on every core at once, which loads a
 // 100k-entry board about twice as fast on two cores. A file in any other
 // layout (reformatted by hand, say) is decoded whole, the plain way.
-func decodeFile(data []byte) (*File, error) {
+func decodeFile(data []byte, lazy bool) (*File, error) {
 	start := bytes.Index(data, []byte("\n \"entries\": [\n"))
 	var end int
 	if start >= 0 {
@@ -89,6 +89,20 @@ func decodeFile(data []byte) (*File, error) {
 			defer wg.Done()
 			for i := w; i < len(lines); i += workers {
 				line := bytes.TrimSuffix(bytes.TrimSpace(lines[i]), []byte(","))
+				if lazy {
+					var h entryHead
+					if err := json.Unmarshal(line, &h); err != nil {
+						errs[w] = fmt.Errorf("entry %d: %w", i+1, err)
+						return
+					}
+					e, err := h.entry(line, f.table)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					f.Entries[i] = &entryIn{Entry: e}
+					continue
+				}
 				e := &entryIn{Entry: new(Entry)}
 				if err := json.Unmarshal(line, e); err != nil {
 					errs[w] = fmt.Errorf("entry %d: %w", i+1, err)

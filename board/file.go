@@ -160,8 +160,11 @@ func Parse(data []byte) (*Board, error) {
 }
 
 // parse is Parse keeping the file's blob table, for its journal's lines.
-func parse(data []byte) (*Board, error) {
-	f, err := decodeFile(data)
+func parse(data []byte) (*Board, error) { return parseFile(data, false) }
+
+// parseFile is parse, with entries decoded lazily (see lazy.go) or not.
+func parseFile(data []byte, lazy bool) (*Board, error) {
+	f, err := decodeFile(data, lazy)
 	if err != nil {
 		return nil, fmt.Errorf("not a blackboard file: %w", syntaxPos(data, err))
 	}
@@ -354,7 +357,14 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 		w.WriteByte(']')
 	}
 	list("steps", len(b.steps), func(s []byte, x *blobSink, i int) ([]byte, error) { return appendStep(s, &b.steps[i], x) })
-	list("entries", len(b.entries), func(s []byte, x *blobSink, i int) ([]byte, error) { return appendEntry(s, b.entries[i], x) })
+	list("entries", len(b.entries), func(s []byte, x *blobSink, i int) ([]byte, error) {
+		e := b.entries[i]
+		if e.lazy != nil {
+			full := e.loaded()
+			e = &full
+		}
+		return appendEntry(s, e, x)
+	})
 	list("recordings", len(b.recordings), func(s []byte, x *blobSink, i int) ([]byte, error) {
 		return appendRecording(s, &b.recordings[i], x)
 	})

@@ -2,6 +2,7 @@ package board
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -112,6 +113,9 @@ func (j *journal) close() error {
 
 // logLocked numbers rec and appends it to the journal, if there is one.
 func (b *Board) logLocked(rec record) error {
+	if b.readOnly {
+		return errors.New("board: loaded for reading only (LoadForRead): not written")
+	}
 	if b.journal == nil {
 		return nil
 	}
