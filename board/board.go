@@ -39,6 +39,11 @@ type Board struct {
 	changed    chan struct{}     // closed at the next change (nil: nobody waits)
 	redact     Redact            // masks secrets in what enters the board; nil: none
 	torn       bool              // the journal loaded ended in a torn line
+	// blobsKnown are the keys of the large strings the file and journal
+	// hold (blob.go): a journal line refers to these without repeating them.
+	blobsKnown map[string]bool
+	loadBlobs  *blobTable // while loading: the values of the file and journal
+	readOnly   bool       // LoadForRead: writes refused
 }
 
 type keyState struct {
@@ -297,7 +302,7 @@ func (b *Board) Get(key string) (Entry, bool) {
 	if e.Deleted || e.Expired(b.now()) {
 		return Entry{}, false
 	}
-	return *e, true
+	return e.loaded(), true
 }
 
 // GetAt is Get with the clock given by the caller and read only when the
@@ -309,7 +314,7 @@ func (b *Board) GetAt(key string, now func() time.Time) (Entry, bool) {
 	ks := b.keys[key]
 	var e Entry
 	if ks != nil {
-		e = *b.entries[ks.latest]
+		e = b.entries[ks.latest].loaded()
 	}
 	b.mu.RUnlock()
 	if ks == nil || e.Deleted || (e.TTL != nil && e.Expired(now())) {
@@ -325,7 +330,7 @@ func (b *Board) KeyVersion(key string, v int64) (Entry, bool) {
 	defer b.mu.RUnlock()
 	for _, i := range b.byKey[key] {
 		if e := b.entries[i]; e.Version == v {
-			return *e, true
+			return e.loaded(), true
 		}
 	}
 	return Entry{}, false
@@ -444,7 +449,7 @@ func (b *Board) Query(f Filter) []Entry {
 			break
 		}
 		if match(e) {
-			out = append(out, *e)
+			out = append(out, e.loaded())
 			if f.Limit > 0 && len(out) == f.Limit {
 				break
 			}

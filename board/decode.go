@@ -13,7 +13,7 @@ import (
 // per line; those lines are decoded on every core at once, which loads a
 // 100k-entry board about twice as fast on two cores. A file in any other
 // layout (reformatted by hand, say) is decoded whole, the plain way.
-func decodeFile(data []byte) (*File, error) {
+func decodeFile(data []byte, lazy bool) (*File, error) {
 	start := bytes.Index(data, []byte("\n \"entries\": [\n"))
 	var end int
 	if start >= 0 {
@@ -22,22 +22,64 @@ func decodeFile(data []byte) (*File, error) {
 	if start < 0 || end < 0 {
 		var f File
 		err := json.Unmarshal(data, &f)
-		f.hasRun = err == nil && hasRun(data)
-		return &f, err
+		if err != nil {
+			return &f, err
+		}
+		f.hasRun = hasRun(data)
+		if f.table, err = blobsOf(f.Blobs); err != nil {
+			return nil, err
+		}
+		for _, e := range f.Entries {
+			if e == nil {
+				continue // check says so
+			}
+			if err := f.table.resolveEntry(e.get(), e.Refs); err != nil {
+				return nil, err
+			}
+		}
+		return &f, nil
 	}
 	end += start
 	body := data[start+len("\n \"entries\": [\n") : end]
-	rest := make([]byte, 0, len(data)-len(body))
+	after := data[end+len("\n ]"):]
+	// The blobs (large strings) are read in place, line by line: through
+	// json.Unmarshal each would be copied once more.
+	var blobLines []byte
+	if i := bytes.Index(after, []byte(",\n \"blobs\": {\n")); i >= 0 {
+		if j := bytes.Index(after[i:], []byte("\n },\n \"journal_n\":")); j >= 0 {
+			blobLines = after[i+len(",\n \"blobs\": {\n") : i+j]
+			rest := make([]byte, 0, len(after)-len(blobLines))
+			rest = append(rest, after[:i]...)
+			after = append(rest, after[i+j+len("\n }"):]...)
+		}
+	}
+	rest := make([]byte, 0, start+len(after)+32)
 	rest = append(rest, data[:start]...)
 	rest = append(rest, "\n \"entries\": []"...)
-	rest = append(rest, data[end+len("\n ]"):]...)
+	rest = append(rest, after...)
 	var f File
 	if err := json.Unmarshal(rest, &f); err != nil {
 		return nil, err
 	}
 	f.hasRun = hasRun(rest)
+	if blobLines != nil {
+		if f.Blobs == nil {
+			f.Blobs = map[string]json.RawMessage{}
+		}
+		for i, line := range bytes.Split(blobLines, []byte("\n")) {
+			k, v, ok := blobLine(line)
+			if !ok {
+				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
+			}
+			f.Blobs[k] = v
+		}
+	}
+	var err error
+	if f.table, err = blobsOf(f.Blobs); err != nil {
+		return nil, err
+	}
 	lines := bytes.Split(body, []byte("\n"))
-	f.Entries = make([]*Entry, len(lines))
+	f.Entries = make([]*entryIn, len(lines))
 	workers := min(runtime.GOMAXPROCS(0), 8)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -47,9 +89,27 @@ func decodeFile(data []byte) (*File, error) {
 			defer wg.Done()
 			for i := w; i < len(lines); i += workers {
 				line := bytes.TrimSuffix(bytes.TrimSpace(lines[i]), []byte(","))
-				e := new(Entry)
+				if lazy {
+					var h entryHead
+					if err := json.Unmarshal(line, &h); err != nil {
+						errs[w] = fmt.Errorf("entry %d: %w", i+1, err)
+						return
+					}
+					e, err := h.entry(line, f.table)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					f.Entries[i] = &entryIn{Entry: e}
+					continue
+				}
+				e := &entryIn{Entry: new(Entry)}
 				if err := json.Unmarshal(line, e); err != nil {
 					errs[w] = fmt.Errorf("entry %d: %w", i+1, err)
+					return
+				}
+				if err := f.table.resolveEntry(e.Entry, e.Refs); err != nil {
+					errs[w] = err
 					return
 				}
 				f.Entries[i] = e
@@ -63,6 +123,37 @@ func decodeFile(data []byte) (*File, error) {
 		}
 	}
 	return &f, nil
+}
+
+// blobLine splits a line of the blobs table as runner writes it:
+// `  "sha256:<hex>": "<text>",`.
+func blobLine(line []byte) (string, []byte, bool) {
+	line = bytes.TrimSuffix(bytes.TrimSpace(line), []byte(","))
+	if len(line) < 2 || line[0] != '"' {
+		return "", nil, false
+	}
+	i := bytes.IndexByte(line[1:], '"')
+	if i < 0 {
+		return "", nil, false
+	}
+	key := string(line[1 : 1+i])
+	v := bytes.TrimSpace(line[2+i:])
+	if len(v) == 0 || v[0] != ':' {
+		return "", nil, false
+	}
+	return key, bytes.TrimSpace(v[1:]), true
+}
+
+// blobsOf checks a file's blobs: each a JSON string whose text hashes to
+// its key.
+func blobsOf(blobs map[string]json.RawMessage) (*blobTable, error) {
+	t := newBlobTable()
+	for k, v := range blobs {
+		if err := t.put(k, v); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // check reports what makes a decoded file unusable as a saved run, in
@@ -80,8 +171,8 @@ func (f *File) check() error {
 			return fmt.Errorf("entries[%d] is null", i)
 		}
 	}
-	for i, s := range f.Steps {
-		if s.Label == "" {
+	for i := range f.Steps {
+		if f.Steps[i].get().Label == "" {
 			return fmt.Errorf("steps[%d] has no label", i)
 		}
 	}

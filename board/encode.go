@@ -2,6 +2,7 @@ package board
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -13,14 +14,14 @@ import (
 // several times faster. The output is the same JSON (tests check that it
 // decodes to equal values).
 
-func appendRecord(buf []byte, rec *record) ([]byte, error) {
-	buf = append(buf, `{"n":`...)
-	buf = strconv.AppendInt(buf, rec.N, 10)
+// appendRecord appends a journal record's fields after its number
+// (",\"entries\":[...]..."), its large strings moved to x (nil: none).
+func appendRecord(buf []byte, rec *record, x *blobSink) ([]byte, error) {
 	var err error
 	switch {
 	case rec.Entry != nil:
 		buf = append(buf, `,"entry":`...)
-		buf, err = appendEntry(buf, rec.Entry)
+		buf, err = withBlobs(buf, x, func(b []byte, x *blobSink) ([]byte, error) { return appendEntry(b, rec.Entry, x) })
 	case rec.Step != nil || len(rec.Entries) > 0:
 		if len(rec.Entries) > 0 {
 			buf = append(buf, `,"entries":[`...)
@@ -28,7 +29,7 @@ func appendRecord(buf []byte, rec *record) ([]byte, error) {
 				if i > 0 {
 					buf = append(buf, ',')
 				}
-				if buf, err = appendEntry(buf, e); err != nil {
+				if buf, err = withBlobs(buf, x, func(b []byte, x *blobSink) ([]byte, error) { return appendEntry(b, e, x) }); err != nil {
 					return buf, err
 				}
 			}
@@ -36,17 +37,81 @@ func appendRecord(buf []byte, rec *record) ([]byte, error) {
 		}
 		if rec.Step != nil {
 			buf = append(buf, `,"step":`...)
-			buf, err = appendStep(buf, rec.Step)
+			buf, err = withBlobs(buf, x, func(b []byte, x *blobSink) ([]byte, error) { return appendStep(b, rec.Step, x) })
 		}
-	default:
+	case rec.Rec != nil:
+		buf = append(buf, `,"rec":`...)
+		buf, err = withBlobs(buf, x, func(b []byte, x *blobSink) ([]byte, error) { return appendRecording(b, rec.Rec, x) })
+	case rec.Run != nil:
 		var data []byte
-		data, err = json.Marshal(rec)
-		return append(buf[:0], data...), err
+		data, err = json.Marshal(rec.Run)
+		buf = append(buf, `,"run":`...)
+		buf = append(buf, data...)
 	}
-	return append(buf, '}'), err
+	return buf, err
 }
 
-func appendEntry(b []byte, e *Entry) ([]byte, error) {
+// withBlobs encodes one record (an entry, a step, a recording) through x
+// and adds its "blob_refs"; a record whose own text holds a string equal
+// to one of its keys is encoded again whole (see blobSink.end).
+func withBlobs(b []byte, x *blobSink, enc func([]byte, *blobSink) ([]byte, error)) ([]byte, error) {
+	if x == nil {
+		return enc(b, nil)
+	}
+	start := len(b)
+	x.begin()
+	b, err := enc(b, x)
+	if err != nil {
+		return b, err
+	}
+	rec, ok := x.end(b[start:])
+	if !ok {
+		return enc(b[:start], nil)
+	}
+	return append(b[:start], rec...), nil
+}
+
+// appendRecording encodes r as encoding/json does.
+func appendRecording(b []byte, r *Recording, x *blobSink) ([]byte, error) {
+	b = append(b, `{"label":`...)
+	b = appendString(b, r.Label)
+	b = append(b, `,"visit":`...)
+	b = strconv.AppendInt(b, int64(r.Visit), 10)
+	b = appendField(b, "kind", r.Kind)
+	if r.Call != 0 {
+		b = append(b, `,"call":`...)
+		b = strconv.AppendInt(b, int64(r.Call), 10)
+	}
+	if r.Agent != "" {
+		b = appendField(b, "agent", r.Agent)
+	}
+	b = appendField(b, "request_sha256", r.RequestSHA256)
+	var err error
+	if len(r.Request) > 0 {
+		b = append(b, `,"request":`...)
+		if b, err = appendRaw(b, r.Request, x, "request"); err != nil {
+			return b, err
+		}
+	}
+	b = append(b, `,"response":`...)
+	if b, err = appendRaw(b, r.Response, x, "response"); err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendRaw appends a raw JSON field, checked: null when empty.
+func appendRaw(b, raw []byte, x *blobSink, what string) ([]byte, error) {
+	if len(raw) == 0 {
+		return append(b, "null"...), nil
+	}
+	if !json.Valid(raw) {
+		return b, &json.UnsupportedValueError{Str: what + " is not valid JSON"}
+	}
+	return x.raw(b, raw)
+}
+
+func appendEntry(b []byte, e *Entry, x *blobSink) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = appendString(b, e.ID)
 	b = append(b, `,"seq":`...)
@@ -63,11 +128,11 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	}
 	b = append(b, `,"content":`...)
 	var err error
-	if b, err = appendJSON(b, e.Content); err != nil {
+	if b, err = appendJSON(b, e.Content, x); err != nil {
 		return b, err
 	}
 	b = append(b, `,"meta":`...)
-	if b, err = appendJSON(b, e.Meta); err != nil {
+	if b, err = appendJSON(b, e.Meta, x); err != nil {
 		return b, err
 	}
 	b = append(b, `,"ts":`...)
@@ -84,7 +149,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendStep(b []byte, s *StepRecord) ([]byte, error) {
+func appendStep(b []byte, s *StepRecord, x *blobSink) ([]byte, error) {
 	b = append(b, `{"label":`...)
 	b = appendString(b, s.Label)
 	b = append(b, `,"visit":`...)
@@ -110,14 +175,12 @@ func appendStep(b []byte, s *StepRecord) ([]byte, error) {
 		b = appendField(b, "goto", s.Goto)
 	}
 	b = append(b, `,"result":`...)
-	if len(s.Result) == 0 {
-		b = append(b, "null"...)
-	} else if json.Valid(s.Result) {
-		b = append(b, s.Result...)
-	} else {
-		return b, &json.UnsupportedValueError{Str: "step result is not valid JSON"}
+	var err error
+	if b, err = appendRaw(b, s.Result, x, "step result"); err != nil {
+		return b, err
 	}
-	b = appendField(b, "error", s.Error)
+	b = append(b, `,"error":`...)
+	b = x.str(b, s.Error)
 	if len(s.Delays) > 0 {
 		b = append(b, `,"retry_delays_ms":[`...)
 		for i, d := range s.Delays {
@@ -130,8 +193,7 @@ func appendStep(b []byte, s *StepRecord) ([]byte, error) {
 	}
 	if len(s.Inputs) > 0 {
 		b = append(b, `,"inputs":`...)
-		var err error
-		if b, err = appendJSON(b, s.Inputs); err != nil {
+		if b, err = appendJSON(b, s.Inputs, x); err != nil {
 			return b, err
 		}
 	}
@@ -146,15 +208,61 @@ func appendField(b []byte, name, value string) []byte {
 }
 
 // appendJSON encodes free-form values; plain strings skip reflection.
-func appendJSON(b []byte, v any) ([]byte, error) {
-	switch x := v.(type) {
+func appendJSON(b []byte, v any, x *blobSink) ([]byte, error) {
+	switch v := v.(type) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendString(b, x), nil
+		return x.str(b, v), nil
+	case map[string]any:
+		return appendMap(b, v, x)
+	case map[string]string:
+		return appendMap(b, v, x)
+	case []any:
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, e, x); err != nil {
+				return b, err
+			}
+		}
+		return append(b, ']'), nil
 	}
 	data, err := json.Marshal(v)
-	return append(b, data...), err
+	if err != nil {
+		return b, err
+	}
+	return x.raw(b, data)
+}
+
+// appendMap encodes a map as encoding/json does (keys sorted), its values
+// through appendJSON: a large string in it is not copied into a JSON
+// text of its own first.
+func appendMap[V any](b []byte, m map[string]V, x *blobSink) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, k)
+		b = append(b, ':')
+		var err error
+		if b, err = appendJSON(b, m[k], x); err != nil {
+			return b, err
+		}
+	}
+	return append(b, '}'), nil
 }
 
 func appendTime(b []byte, t time.Time) []byte {

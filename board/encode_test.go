@@ -19,7 +19,7 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		{Seq: 2, Content: nil, Meta: nil, TS: ts},
 	}
 	for _, e := range entries {
-		b, err := appendEntry(nil, &e)
+		b, err := appendEntry(nil, &e, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func TestEncodersMatchEncodingJSON(t *testing.T) {
 		{Label: "y", Visit: 1, Status: "succeeded"},
 	}
 	for _, s := range steps {
-		b, err := appendStep(nil, &s)
+		b, err := appendStep(nil, &s, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,6 +32,8 @@ type Entry struct {
 	TTL     *float64       `json:"ttl_s"`
 	// Deleted marks a key's tombstone: the key reads as absent after it.
 	Deleted bool `json:"deleted,omitempty"`
+
+	lazy *lazyEntry // content and meta not decoded yet (LoadForRead)
 }
 
 // Expired reports whether a keyed entry's TTL has run out at now.

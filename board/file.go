@@ -18,17 +18,21 @@ const Format = "runner.blackboard/v1"
 
 // File is blackboard.json (docs/spec.md §3).
 type File struct {
-	Format     string       `json:"format"`
-	Run        Run          `json:"run"`
-	Steps      []StepRecord `json:"steps"`
-	Entries    []*Entry     `json:"entries"`
-	Recordings []Recording  `json:"recordings"`
+	Format     string     `json:"format"`
+	Run        Run        `json:"run"`
+	Steps      []stepIn   `json:"steps"`
+	Entries    []*entryIn `json:"entries"`
+	Recordings []recIn    `json:"recordings"`
+	// Blobs are the large strings, stored once (see blob.go): key ->
+	// the value's JSON string.
+	Blobs map[string]json.RawMessage `json:"blobs,omitempty"`
 	// JournalN is how many journal records the file already holds; on load,
 	// journal records numbered at or below it are skipped, so a crash
 	// between writing the file and truncating the journal duplicates nothing.
 	JournalN int64 `json:"journal_n"`
 
-	hasRun bool // the file has a "run" object (see check)
+	hasRun bool       // the file has a "run" object (see check)
+	table  *blobTable // Blobs, checked
 }
 
 // FileMode is the mode of a run's files (blackboard.json, its journal and
@@ -124,13 +128,14 @@ func Load(path string) (*Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := Parse(data)
+	b, err := parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := b.foldJournal(JournalPath(path)); err != nil {
 		return nil, err
 	}
+	b.loadBlobs = nil // the values are in the records now; the keys stay known
 	return b, nil
 }
 
@@ -162,7 +167,20 @@ func checkRegular(path string) error {
 // Parse reads a blackboard.json held in memory (a live run's board served
 // over its socket, say), without a journal.
 func Parse(data []byte) (*Board, error) {
-	f, err := decodeFile(data)
+	b, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	b.loadBlobs = nil
+	return b, nil
+}
+
+// parse is Parse keeping the file's blob table, for its journal's lines.
+func parse(data []byte) (*Board, error) { return parseFile(data, false) }
+
+// parseFile is parse, with entries decoded lazily (see lazy.go) or not.
+func parseFile(data []byte, lazy bool) (*Board, error) {
+	f, err := decodeFile(data, lazy)
 	if err != nil {
 		return nil, fmt.Errorf("not a blackboard file: %w", syntaxPos(data, err))
 	}
@@ -177,11 +195,28 @@ func Parse(data []byte) (*Board, error) {
 		if e.Seq != int64(len(b.entries))+1 {
 			return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, len(b.entries)+1)
 		}
-		b.indexLocked(e)
+		b.indexLocked(e.Entry)
 	}
-	b.steps = f.Steps
-	b.recordings = f.Recordings
+	b.steps = make([]StepRecord, len(f.Steps))
+	for i, s := range f.Steps {
+		if err := f.table.resolveStep(s.StepRecord, s.Refs); err != nil {
+			return nil, err
+		}
+		b.steps[i] = *s.StepRecord
+	}
+	b.recordings = make([]Recording, len(f.Recordings))
+	for i, r := range f.Recordings {
+		if err := f.table.resolveRec(r.get(), r.Refs); err != nil {
+			return nil, err
+		}
+		b.recordings[i] = *r.Recording
+	}
 	b.journalN = f.JournalN
+	b.loadBlobs = f.table
+	b.blobsKnown = make(map[string]bool, len(f.table.lit))
+	for k := range f.table.lit {
+		b.blobsKnown[k] = true
+	}
 	return b, nil
 }
 
@@ -189,7 +224,15 @@ func Parse(data []byte) (*Board, error) {
 func (b *Board) Encode() ([]byte, error) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.encodeLocked()
+	var buf bytes.Buffer
+	w := bufio.NewWriterSize(&buf, 64<<10)
+	if _, err := b.encodeLocked(w); err != nil {
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // foldJournal applies the journal's records that the file does not hold. A
@@ -219,13 +262,17 @@ func (b *Board) foldJournal(path string) error {
 		if err != nil {
 			return err
 		}
-		var rec record
-		if err := json.Unmarshal(line, &rec); err != nil {
+		var in recordIn
+		if err := json.Unmarshal(line, &in); err != nil {
 			if _, peekErr := r.Peek(1); peekErr == io.EOF {
 				b.torn = true
 				return nil
 			}
 			return fmt.Errorf("%s:%d: corrupt journal record: %w", path, lineNo, err)
+		}
+		rec, err := b.resolveRecord(&in)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
 		}
 		if err := b.checkNumber(&rec, prev, base); err != nil {
 			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
@@ -273,76 +320,88 @@ func (b *Board) saveLocked() error {
 	if j == nil {
 		return errors.New("board: not backed by a file")
 	}
-	data, err := b.encodeLocked()
+	// Streamed to the file: a whole encoded copy of a board holding a
+	// large value would double the peak.
+	var known map[string]bool
+	err := writeAtomic(j.file, FileMode, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 256<<10)
+		var err error
+		if known, err = b.encodeLocked(w); err != nil {
+			return fmt.Errorf("board: encoding %s: %w", j.file, err)
+		}
+		return w.Flush()
+	})
 	if err != nil {
-		return fmt.Errorf("board: encoding %s: %w", j.file, err)
-	}
-	if err := WriteFileAtomic(j.file, data, FileMode); err != nil {
 		return err
 	}
+	b.blobsKnown = known
 	return j.truncate()
 }
 
 // encodeLocked writes the file with one step, entry or recording per line:
 // readable and diffable, and much cheaper than indenting every value.
-func (b *Board) encodeLocked() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(256 * (len(b.entries) + len(b.steps) + 16))
+// Large strings are written once, in "blobs" (see blob.go), whose keys it
+// returns.
+func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	put := func(v any) error {
 		data, err := json.Marshal(v)
-		buf.Write(data)
+		w.Write(data)
 		return err
 	}
-	buf.WriteString("{\n \"format\": ")
+	w.WriteString("{\n \"format\": ")
 	put(Format)
-	buf.WriteString(",\n \"run\": ")
+	w.WriteString(",\n \"run\": ")
 	if err := put(b.run); err != nil {
 		return nil, err
 	}
-	list := func(name string, n int, item func(i int) any) error {
-		fmt.Fprintf(&buf, ",\n %q: [", name)
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			buf.WriteString("\n  ")
-			if err := put(item(i)); err != nil {
-				return err
-			}
-		}
-		if n > 0 {
-			buf.WriteString("\n ")
-		}
-		buf.WriteByte(']')
-		return nil
-	}
+	x := newBlobSink(nil)
 	var err error
 	var scratch []byte
-	fast := func(name string, n int, enc func(b []byte, i int) ([]byte, error)) {
-		fmt.Fprintf(&buf, ",\n %q: [", name)
+	list := func(name string, n int, enc func(b []byte, x *blobSink, i int) ([]byte, error)) {
+		fmt.Fprintf(w, ",\n %q: [", name)
 		for i := 0; i < n && err == nil; i++ {
 			if i > 0 {
-				buf.WriteByte(',')
+				w.WriteByte(',')
 			}
-			buf.WriteString("\n  ")
-			scratch, err = enc(scratch[:0], i)
-			buf.Write(scratch)
+			w.WriteString("\n  ")
+			scratch, err = withBlobs(scratch[:0], x, func(s []byte, x *blobSink) ([]byte, error) { return enc(s, x, i) })
+			w.Write(scratch)
 		}
 		if n > 0 {
-			buf.WriteString("\n ")
+			w.WriteString("\n ")
 		}
-		buf.WriteByte(']')
+		w.WriteByte(']')
 	}
-	fast("steps", len(b.steps), func(s []byte, i int) ([]byte, error) { return appendStep(s, &b.steps[i]) })
-	fast("entries", len(b.entries), func(s []byte, i int) ([]byte, error) { return appendEntry(s, b.entries[i]) })
+	list("steps", len(b.steps), func(s []byte, x *blobSink, i int) ([]byte, error) { return appendStep(s, &b.steps[i], x) })
+	list("entries", len(b.entries), func(s []byte, x *blobSink, i int) ([]byte, error) {
+		e := b.entries[i]
+		if e.lazy != nil {
+			full := e.loaded()
+			e = &full
+		}
+		return appendEntry(s, e, x)
+	})
+	list("recordings", len(b.recordings), func(s []byte, x *blobSink, i int) ([]byte, error) {
+		return appendRecording(s, &b.recordings[i], x)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := list("recordings", len(b.recordings), func(i int) any { return &b.recordings[i] }); err != nil {
-		return nil, err
+	if len(x.table) > 0 {
+		w.WriteString(",\n \"blobs\": {")
+		for i := range x.table {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString("\n  \"" + x.table[i].key + "\": ")
+			if scratch, err = x.table[i].writeTo(w, scratch); err != nil {
+				return nil, err
+			}
+		}
+		w.WriteString("\n }")
 	}
-	fmt.Fprintf(&buf, ",\n \"journal_n\": %d\n}\n", b.journalN)
-	return buf.Bytes(), nil
+	fmt.Fprintf(w, ",\n \"journal_n\": %d\n}\n", b.journalN)
+	return x.have, nil
 }
 
 // Path is the blackboard.json path, or "" for an in-memory board.
@@ -367,6 +426,14 @@ func (b *Board) Close() error {
 // directory, fsync, rename, fsync of the directory. Readers see the old file
 // or the new one, never half of one.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic is WriteFileAtomic with the content written by write.
+func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -378,7 +445,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 		os.Remove(name)
 		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
+	if err := write(tmp); err != nil {
 		return fail(err)
 	}
 	if err := tmp.Chmod(perm); err != nil {

@@ -1,8 +1,11 @@
 package board
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"os"
+	"strconv"
 )
 
 // record is one journal line. A finished step is one line holding its step
@@ -28,7 +31,11 @@ type journal struct {
 	buf  []byte
 }
 
-func (j *journal) append(rec *record) error {
+// append writes rec as one line. Its large strings that neither the file
+// nor an earlier line holds go into the line's "blobs" (known: the keys
+// they hold, updated once the line is written), so a value is journaled
+// once however many records hold it.
+func (j *journal) append(rec *record, known map[string]bool) error {
 	if j.f == nil {
 		f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, FileMode)
 		if err != nil {
@@ -36,13 +43,45 @@ func (j *journal) append(rec *record) error {
 		}
 		j.f = f
 	}
-	line, err := appendRecord(j.buf[:0], rec)
+	x := newBlobSink(known)
+	body := strconv.AppendInt(append(j.buf[:0], `{"n":`...), rec.N, 10)
+	cut := len(body) // where the blobs go, if any
+	body, err := appendRecord(body, rec, x)
 	if err != nil {
 		return err
 	}
-	j.buf = append(line, '\n')
-	if _, err := j.f.Write(j.buf); err != nil {
-		return err
+	body = append(body, '}', '\n')
+	j.buf = body
+	if len(x.table) == 0 {
+		// One write(2): a killed process leaves at most a torn last line.
+		if _, err := j.f.Write(body); err != nil {
+			return err
+		}
+	} else {
+		// The blobs go between the head and the rest, streamed: a torn
+		// line is still only the last (it has no newline), and the
+		// values are not copied into one buffer first.
+		w := bufio.NewWriterSize(j.f, 64<<10)
+		w.Write(body[:cut])
+		w.WriteString(`,"blobs":{`)
+		var scratch []byte
+		for i := range x.table {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString(`"` + x.table[i].key + `":`)
+			if scratch, err = x.table[i].writeTo(w, scratch); err != nil {
+				return err
+			}
+		}
+		w.WriteByte('}')
+		w.Write(body[cut:])
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		for _, bl := range x.table {
+			known[bl.key] = true
+		}
 	}
 	if j.sync {
 		return j.f.Sync()
@@ -74,11 +113,17 @@ func (j *journal) close() error {
 
 // logLocked numbers rec and appends it to the journal, if there is one.
 func (b *Board) logLocked(rec record) error {
+	if b.readOnly {
+		return errors.New("board: loaded for reading only (LoadForRead): not written")
+	}
 	if b.journal == nil {
 		return nil
 	}
 	rec.N = b.journalN + 1
-	if err := b.journal.append(&rec); err != nil {
+	if b.blobsKnown == nil {
+		b.blobsKnown = map[string]bool{}
+	}
+	if err := b.journal.append(&rec, b.blobsKnown); err != nil {
 		return err
 	}
 	b.journalN = rec.N

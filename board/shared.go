@@ -89,7 +89,7 @@ func (b *Board) ReadAsAt(author, key string, now func() time.Time) (Entry, bool,
 	if author != "" {
 		b.seen[seenKey{author, key}] = ks.version
 	}
-	e := *b.entries[ks.latest]
+	e := b.entries[ks.latest].loaded()
 	if now == nil {
 		now = b.now
 	}

@@ -181,7 +181,7 @@ func TestChanged(t *testing.T) {
 
 func TestTopicEncoded(t *testing.T) {
 	e := &Entry{ID: "x", Seq: 1, Key: "task:a", Topic: "task", Content: "v"}
-	data, err := appendEntry(nil, e)
+	data, err := appendEntry(nil, e, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,14 @@ func Open(path string, o Options) (Access, error) {
 	for {
 		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
 		if err == nil {
-			b, err := board.OpenAppend(path, board.Options{Redact: o.Redact})
+			var b *board.Board
+			if o.ReadOnly {
+				// A read decodes the values it hands out only: a get
+				// on a 100 MB board no longer builds every entry.
+				b, err = board.LoadForRead(path)
+			} else {
+				b, err = board.OpenAppend(path, board.Options{Redact: o.Redact})
+			}
 			if err != nil {
 				l.Unlock()
 				return nil, err
@@ -75,7 +82,7 @@ func Open(path string, o Options) (Access, error) {
 				// A run in a directory this user may not write (someone
 				// else's, a read-only mount) is still readable; no one
 				// can be writing it through us.
-				b, lerr := board.Load(path)
+				b, lerr := board.LoadForRead(path)
 				if lerr != nil {
 					return nil, lerr
 				}

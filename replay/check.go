@@ -1,9 +1,11 @@
 package replay
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -228,8 +230,36 @@ func normalResult(raw json.RawMessage) string {
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
 		return string(raw)
 	}
-	out, _ := json.MarshalIndent(dropNoise(v), "", "  ")
+	out, _ := json.MarshalIndent(digestLong(dropNoise(v)), "", "  ")
 	return string(out) + "\n"
+}
+
+// longText is the length from which a string is compared, and shown in
+// a diff, by its SHA-256: a 50 MiB answer was otherwise copied into the
+// pretty form of both results and into every entry's normal form, and
+// the replay's peak grew by several times the answer.
+const longText = 4 << 10
+
+// digestLong replaces the long strings of a decoded value by their
+// length and digest: equal exactly when the strings are.
+func digestLong(v any) any {
+	switch x := v.(type) {
+	case string:
+		if len(x) >= longText {
+			h := sha256.New()
+			io.WriteString(h, x)
+			return fmt.Sprintf("[%d bytes, sha256:%x]", len(x), h.Sum(nil))
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = digestLong(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = digestLong(e)
+		}
+	}
+	return v
 }
 
 var noiseKeys = map[string]bool{
@@ -278,10 +308,13 @@ func normalEntries(es []board.Entry) []string {
 
 func normalEntry(e board.Entry) string {
 	e.ID, e.Seq = "", 0
+	if c, ok := e.Content.(string); ok {
+		e.Content = digestLong(c) // the common large value, not copied
+	}
 	data, _ := json.Marshal(e)
 	var v map[string]any
 	json.Unmarshal(data, &v)
 	delete(v, "ts")
-	out, _ := json.Marshal(dropNoise(v))
+	out, _ := json.Marshal(digestLong(dropNoise(v)))
 	return string(out)
 }
