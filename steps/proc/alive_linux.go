@@ -212,10 +212,9 @@ func reapOrphans() {
 		if pid <= 0 {
 			return
 		}
-		if !orphan(pid, ourGroup) {
+		if !orphan(pid, ourGroup) || !reap(pid) {
 			break
 		}
-		reap(pid)
 	}
 	pids, ok := children(self)
 	if !ok {
@@ -238,10 +237,9 @@ func reapGroup(pgid int) {
 	ourGroup := unix.Getpgrp()
 	for {
 		pid := peekZombie(unix.P_PGID, pgid)
-		if pid <= 0 || !orphan(pid, ourGroup) {
+		if pid <= 0 || !orphan(pid, ourGroup) || !reap(pid) {
 			return
 		}
-		reap(pid)
 	}
 }
 
@@ -254,9 +252,12 @@ func orphan(pid, ourGroup int) bool {
 	return err == nil && pg != ourGroup
 }
 
-func reap(pid int) {
+// reap waits for pid if it has ended (WNOHANG); false when it did not
+// (a loop over the zombies stops rather than spin).
+func reap(pid int) bool {
 	var ws unix.WaitStatus
-	unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	got, err := unix.Wait4(pid, &ws, unix.WNOHANG, nil)
+	return err == nil && got == pid
 }
 
 // peekZombie is a zombie child of this process matching idtype/id, left
