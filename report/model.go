@@ -79,6 +79,8 @@ type stepView struct {
 	Extra    string // the result as JSON, for types without a view
 	Sandbox  string // how a command or test step was confined
 	Open     bool
+	Cost     float64 // the sum of its calls' costs
+	HasCost  bool    // some call's cost is known
 	Left     float64
 	Width    float64
 }
@@ -93,6 +95,8 @@ type callView struct {
 	ToolCalls    []toolCallView
 	Usage        string
 	FinishReason string
+	Cost         float64 // recorded, else at the model's price
+	HasCost      bool    // false: neither is known
 }
 
 type messageView struct {
@@ -296,6 +300,12 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 		}
 	}
 	s.Calls = calls[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
+	for _, c := range s.Calls {
+		if c.HasCost {
+			s.Cost += c.Cost
+			s.HasCost = true
+		}
+	}
 	if n := len(s.Calls); n > 0 {
 		// The prompt is the first call's last message, the output the
 		// last call's answer (or the diff cut out of it): show them once.
@@ -490,9 +500,8 @@ type recResponse struct {
 		Input  int `json:"input_tokens"`
 		Output int `json:"output_tokens"`
 	} `json:"usage"`
-	FinishReason string   `json:"finish_reason"`
-	Model        string   `json:"model"`
-	CostUSD      *float64 `json:"cost_usd"`
+	FinishReason string `json:"finish_reason"`
+	Model        string `json:"model"`
 }
 
 // usage sums tokens (and cost, where the answers carry one) per model,
@@ -528,14 +537,15 @@ func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, m
 		total.Input += resp.Usage.Input
 		total.Output += resp.Usage.Output
 		total.Total += resp.Usage.Input + resp.Usage.Output
-		if resp.CostUSD != nil {
-			m.Cost += *resp.CostUSD
+		cost, known := agents.RecordingCost(r)
+		if known {
+			m.Cost += cost
+			total.Cost += cost
 			m.HasCost, total.HasCost, anyCost = true, true, true
-			total.Cost += *resp.CostUSD
 		}
 		c := callView{Call: r.Call, Agent: r.Agent, Model: model, System: req.System, Answer: resp.Text,
 			FinishReason: resp.FinishReason, ToolCalls: toolCalls(resp.ToolCalls),
-			Usage: fmt.Sprintf("%d in, %d out", resp.Usage.Input, resp.Usage.Output)}
+			Usage: fmt.Sprintf("%d in, %d out", resp.Usage.Input, resp.Usage.Output), Cost: cost, HasCost: known}
 		for _, msg := range req.Messages {
 			c.Messages = append(c.Messages, messageView{Role: msg.Role, Content: msg.Content, ToolCalls: toolCalls(msg.ToolCalls), IsError: msg.IsError})
 		}

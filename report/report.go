@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 )
 
@@ -23,7 +24,7 @@ var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
 		"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
 		"css": func() template.CSS { return template.CSS(css) },
-		"usd": func(f float64) string { return fmt.Sprintf("$%.4f", f) },
+		"usd": agents.FormatUSD,
 		"add": func(a, b int) int { return a + b },
 	}).Parse(pageSource))
 })

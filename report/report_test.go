@@ -103,7 +103,7 @@ func TestReportRunStates(t *testing.T) {
 			},
 			[]string{`<dd id="lineage">replay of <code>/runs/r1/blackboard.json</code></dd>`,
 				`<td><code>plan/status</code></td><td class="n">2</td><td>coder</td>`,
-				`<tr data-model="m1-2024"><td>m1-2024</td><td class="n">1</td><td class="n">10</td><td class="n">4</td><td class="n">14</td><td class="n">$0.5000</td></tr>`,
+				`<tr data-model="m1-2024"><td>m1-2024</td><td class="n">1</td><td class="n">10</td><td class="n">4</td><td class="n">14</td><td class="n">$0.50</td></tr>`,
 				`<tr data-model="m2"><td>m2</td><td class="n">1</td><td class="n">1</td><td class="n">2</td><td class="n">3</td><td class="n">—</td></tr>`,
 				`tool call <code>board_read</code> <code>{&#34;key&#34;:&#34;x&#34;}</code>`, `topic plans`, `<p id="topics"><code>plans</code> (1)</p>`},
 			nil},
