@@ -198,7 +198,11 @@ func build(b *board.Board, now time.Time) *view {
 		s := stepOf(i, rec, plan, calls)
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
-		counts[s.Status]++
+		if s.Tolerate {
+			counts["tolerated"]++ // the run went on: not a failure of the run
+		} else {
+			counts[s.Status]++
+		}
 		ran[rec.Label] = true
 		key := fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
 		if seen[key] {
@@ -209,9 +213,15 @@ func build(b *board.Board, now time.Time) *view {
 			byParent[rec.Parent] = append(byParent[rec.Parent], s)
 		}
 	}
-	for _, st := range []string{"succeeded", "failed", "canceled", "skipped", "interrupted"} {
-		if counts[st] > 0 {
-			v.Counts = append(v.Counts, kv{st, fmt.Sprint(counts[st])})
+	for _, st := range []string{"succeeded", "failed", "tolerated", "canceled", "skipped", "interrupted"} {
+		switch n := counts[st]; {
+		case n == 0:
+		case st != "tolerated":
+			v.Counts = append(v.Counts, kv{st, fmt.Sprint(n)})
+		case n == 1:
+			v.Counts = append(v.Counts, kv{"failure tolerated", "1"})
+		default:
+			v.Counts = append(v.Counts, kv{"failures tolerated", fmt.Sprint(n)})
 		}
 	}
 	v.Timeline = timeline(v.Steps, byParent)
