@@ -39,6 +39,7 @@ type view struct {
 	Topics     []kv
 	Generated  string
 	Resumed    bool
+	Waiting    []waitView
 }
 
 type kv struct{ K, V string }
@@ -78,6 +79,7 @@ type stepView struct {
 	Command  *commandView
 	Extra    string // the result as JSON, for types without a view
 	Sandbox  string // how a command or test step was confined
+	Input    *answerView
 	Open     bool
 	Cost     float64 // the sum of its calls' costs
 	HasCost  bool    // some call's cost is known
@@ -155,7 +157,8 @@ type entryView struct {
 }
 
 // build turns a board into what the page shows.
-func build(b *board.Board, now time.Time) *view {
+func build(b *board.Board, opt Options) *view {
+	now := opt.Now
 	run := b.Run()
 	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339)}
 	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
@@ -187,7 +190,9 @@ func build(b *board.Board, now time.Time) *view {
 	}
 
 	calls := map[string][]callView{}
-	v.Models, v.TotalUsage, v.AnyCost = usage(b.Recordings(), calls)
+	recs := b.Recordings()
+	v.Models, v.TotalUsage, v.AnyCost = usage(recs, calls)
+	v.Waiting = waiting(run, opt.BoardPath, now)
 
 	// Steps, in the order they finished (the saved order).
 	seen := map[string]bool{}
@@ -195,7 +200,7 @@ func build(b *board.Board, now time.Time) *view {
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
 	for i, rec := range steps {
-		s := stepOf(i, rec, plan, calls)
+		s := stepOf(i, rec, plan, calls, recs)
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
@@ -282,12 +287,10 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView) *stepView {
+func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, recs []board.Recording) *stepView {
 	s := &stepView{ID: fmt.Sprintf("s%d", i), Rec: rec, Name: rec.Label, Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
-	if rec.Visit > 1 {
-		s.Name = fmt.Sprintf("%s #%d", rec.Label, rec.Visit)
-	}
+	s.Name = visitName(rec.Label, rec.Visit)
 	if plan != nil && rec.Status == "failed" {
 		if ps := plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
 			s.Tolerate = true
@@ -333,11 +336,15 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 		}
 	case "test":
 		s.Test = testOf(res)
+	case "input":
+		s.Input = answered(rec, res, plan, recs)
+		s.Open = true
+		s.Output = "" // the answer, shown as such
 	case "command":
 		s.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
 	}
 	s.Sandbox = sandboxLine(res["sandbox"])
-	if s.Test == nil && s.Command == nil && res != nil {
+	if s.Test == nil && s.Command == nil && s.Input == nil && res != nil {
 		extra := map[string]any{}
 		for k, x := range res {
 			if !shown[k] {
@@ -350,6 +357,15 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 		}
 	}
 	return s
+}
+
+// visitName is how the page names a visit: the label, with " #visit"
+// after the first.
+func visitName(label string, visit int) string {
+	if visit > 1 {
+		return fmt.Sprintf("%s #%d", label, visit)
+	}
+	return label
 }
 
 // sandboxLine says how a step was confined (its result's sandbox field,
