@@ -199,8 +199,9 @@ func build(b *board.Board, opt Options) *view {
 	counts := map[string]int{}
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
+	ids := anchors(steps)
 	for i, rec := range steps {
-		s := stepOf(i, rec, plan, calls, recs)
+		s := stepOf(ids[i], rec, plan, calls, recs)
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
@@ -255,6 +256,29 @@ func build(b *board.Board, opt Options) *view {
 	return v
 }
 
+// anchors are the steps' element ids, stable across reports of the same
+// run so that a link to one can be shared: step-LABEL-VISIT (a label is
+// [a-z][a-z0-9_]*, so the dashes are unambiguous). A visit that ran more
+// than once (interrupted, then run again on resume) keeps the plain id
+// for its last run; its earlier runs are step-LABEL-VISIT-earlierN.
+func anchors(steps []board.StepRecord) []string {
+	runs := map[string]int{}
+	for _, r := range steps {
+		runs[fmt.Sprintf("step-%s-%d", r.Label, r.Visit)]++
+	}
+	seen := map[string]int{}
+	ids := make([]string, len(steps))
+	for i, r := range steps {
+		id := fmt.Sprintf("step-%s-%d", r.Label, r.Visit)
+		seen[id]++
+		if seen[id] < runs[id] {
+			id = fmt.Sprintf("%s-earlier%d", id, seen[id])
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
 // timeline orders the top-level visits by start, each group's children
 // (of that visit: those that started inside it) beside it.
 func timeline(steps []*stepView, byParent map[string][]*stepView) []row {
@@ -287,8 +311,8 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, recs []board.Recording) *stepView {
-	s := &stepView{ID: fmt.Sprintf("s%d", i), Rec: rec, Name: rec.Label, Status: rec.Status,
+func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, recs []board.Recording) *stepView {
+	s := &stepView{ID: id, Rec: rec, Name: rec.Label, Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
 	s.Name = visitName(rec.Label, rec.Visit)
 	if plan != nil && rec.Status == "failed" {
