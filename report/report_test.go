@@ -73,7 +73,7 @@ func TestReportRunStates(t *testing.T) {
 			nil,
 			[]string{`id="run-status">failed</span>`, `<pre class="err" id="run-error">step last: exit status 1</pre>`,
 				`<div class="kids" data-group="checks"><div class="kid" data-label="vet"`, // children beside their group
-				`data-label="lint" data-visit="1" data-status="failed"><a href="#step-lint-1">lint</a> <span class="badge tolerated"`,
+				`data-label="lint" data-visit="1" data-status="failed" data-type="command"><a href="#step-lint-1">lint</a> <span class="badge tolerated"`,
 				`<a href="#step-b-1">b</a><span><span class="badge tolerated"`,
 				`data-label="last" data-visit="1" data-type="command" data-status="failed" open>`, "3.0s"},
 			[]string{"never-ran"}},
