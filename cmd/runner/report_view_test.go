@@ -170,13 +170,13 @@ steps:
 	d := openDevtools(t, "file://"+page)
 
 	visible := `JSON.stringify([...document.querySelectorAll('#steps > .step, #timeline .row, #timeline .kid')]
-		.filter(e => getComputedStyle(e).display !== 'none').map(e => e.dataset.label))`
+		.filter(e => getComputedStyle(e).display !== 'none').map(e => e.dataset.label).sort())` // parallel children finish in any order
 	for _, c := range []struct{ filter, want string }{
-		{"all", `["ask","flaky","checks","vet","lint","approve","ask","flaky","vet","lint","checks","approve"]`},
-		{"failed", `["flaky","lint","flaky","lint"]`},
+		{"all", `["approve","approve","ask","ask","checks","checks","flaky","flaky","lint","lint","vet","vet"]`},
+		{"failed", `["flaky","flaky","lint","lint"]`},
 		{"llm", `["ask","ask"]`},
 		{"input", `["approve","approve"]`},
-		{"all", `["ask","flaky","checks","vet","lint","approve","ask","flaky","vet","lint","checks","approve"]`},
+		{"all", `["approve","approve","ask","ask","checks","checks","flaky","flaky","lint","lint","vet","vet"]`},
 	} {
 		// A reader's click on the filter's label.
 		d.eval(`document.querySelector('label[for="f-` + c.filter + `"]').click()`)
@@ -206,9 +206,16 @@ steps:
 	if got := d.eval(columns); got != "4" {
 		t.Errorf("a wide timeline row has %s columns, want 4", got)
 	}
+	// Every parallel child has a bar of its own.
+	if got := d.eval(`[...document.querySelectorAll('#timeline .kid')].map(k => k.querySelector('.track > span').getBoundingClientRect().width > 0).join()`); got != `"true,true"` {
+		t.Errorf("the parallel children's bars are drawn: %s", got)
+	}
 	d.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}, nil)
 	if got := d.eval(columns); got != "3" {
 		t.Errorf("on a phone a timeline row has %s columns, want 3 (its bar below)", got)
+	}
+	if got := d.eval(strings.Replace(columns, "#timeline .row", "#timeline .kid", 1)); got != "3" {
+		t.Errorf("on a phone a parallel child's row has %s columns, want 3 (its bar below)", got)
 	}
 	if got := d.eval(`document.documentElement.scrollWidth`); got != "390" {
 		t.Errorf("on a phone 390 px wide the page is %s px wide", got)
