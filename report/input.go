@@ -68,8 +68,12 @@ func waiting(run board.Run, boardPath string, now time.Time) []waitView {
 			for _, f := range form.Fields {
 				fv := fieldView{Name: f.Name, Type: f.Type, Description: strings.TrimSpace(f.Description), Required: req[f.Name]}
 				if len(f.Enum) > 0 {
-					data, _ := json.Marshal(f.Enum)
-					fv.Enum = string(data)
+					// As written: the page escapes it, JSON need not.
+					var buf strings.Builder
+					enc := json.NewEncoder(&buf)
+					enc.SetEscapeHTML(false)
+					enc.Encode(f.Enum)
+					fv.Enum = strings.TrimSpace(buf.String())
 				}
 				wv.Fields = append(wv.Fields, fv)
 			}
