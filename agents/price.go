@@ -293,17 +293,40 @@ func RecordedUsage(recs []board.Recording) RunUsage {
 		u.Calls++
 		u.InputTokens += resp.Usage.InputTokens
 		u.OutputTokens += resp.Usage.OutputTokens
-		switch p, ok := lookupPrice(resp.Model); {
-		case resp.CostUSD > 0:
-			u.CostUSD += resp.CostUSD
-		case ok || resp.Model == "script":
-			u.CostUSD += p.Cost(resp.Usage)
-		default:
+		if cost, ok := responseCost(resp); ok {
+			u.CostUSD += cost
+		} else {
 			u.PriceKnown = false
 		}
 	}
 	u.CostUSD = roundUSD(u.CostUSD)
 	return u
+}
+
+// RecordingCost is what one recorded model call (a KindLLM recording)
+// cost, read from the recording alone (no plan): its cost_usd as
+// recorded, else at its model's built-in price; ok is false when neither
+// is known or r is not a model call. The report shows it per call.
+func RecordingCost(r board.Recording) (float64, bool) {
+	if r.Kind != KindLLM {
+		return 0, false
+	}
+	resp, err := decodeResponse(r.Response)
+	if err != nil {
+		return 0, false
+	}
+	return responseCost(resp)
+}
+
+// responseCost is RecordedUsage's rule for one answer.
+func responseCost(resp *Response) (float64, bool) {
+	switch p, ok := lookupPrice(resp.Model); {
+	case resp.CostUSD > 0:
+		return resp.CostUSD, true
+	case ok || resp.Model == "script":
+		return p.Cost(resp.Usage), true
+	}
+	return 0, false
 }
 
 // FormatUSD is how runner writes a cost everywhere: whole cents from a

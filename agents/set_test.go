@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -404,6 +405,28 @@ func TestFormatUSD(t *testing.T) {
 	} {
 		if got := FormatUSD(c.in); got != c.want {
 			t.Errorf("FormatUSD(%v) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A recorded call's cost: as recorded, else at its model's price; not
+// known for an unknown model or a recording that is not a model call.
+func TestRecordingCost(t *testing.T) {
+	cases := []struct {
+		kind, resp string
+		want       float64
+		ok         bool
+	}{
+		{KindLLM, `{"model":"m1","cost_usd":0.25,"usage":{"input_tokens":1}}`, 0.25, true},
+		{KindLLM, `{"model":"gpt-4o-mini","usage":{"input_tokens":1000000}}`, 0.15, true},
+		{KindLLM, `{"model":"m-unknown","usage":{"input_tokens":1000000}}`, 0, false},
+		{"input", `{"answer":{}}`, 0, false},
+		{KindLLM, `not json`, 0, false},
+	}
+	for _, c := range cases {
+		got, ok := RecordingCost(board.Recording{Kind: c.kind, Response: json.RawMessage(c.resp)})
+		if ok != c.ok || math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("RecordingCost(%s) = %v, %v; want %v, %v", c.resp, got, ok, c.want, c.ok)
 		}
 	}
 }

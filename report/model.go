@@ -39,6 +39,7 @@ type view struct {
 	Topics     []kv
 	Generated  string
 	Resumed    bool
+	Waiting    []waitView
 }
 
 type kv struct{ K, V string }
@@ -78,7 +79,10 @@ type stepView struct {
 	Command  *commandView
 	Extra    string // the result as JSON, for types without a view
 	Sandbox  string // how a command or test step was confined
+	Input    *answerView
 	Open     bool
+	Cost     float64 // the sum of its calls' costs
+	HasCost  bool    // some call's cost is known
 	Left     float64
 	Width    float64
 }
@@ -93,6 +97,8 @@ type callView struct {
 	ToolCalls    []toolCallView
 	Usage        string
 	FinishReason string
+	Cost         float64 // recorded, else at the model's price
+	HasCost      bool    // false: neither is known
 }
 
 type messageView struct {
@@ -151,7 +157,8 @@ type entryView struct {
 }
 
 // build turns a board into what the page shows.
-func build(b *board.Board, now time.Time) *view {
+func build(b *board.Board, opt Options) *view {
+	now := opt.Now
 	run := b.Run()
 	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339)}
 	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
@@ -183,18 +190,25 @@ func build(b *board.Board, now time.Time) *view {
 	}
 
 	calls := map[string][]callView{}
-	v.Models, v.TotalUsage, v.AnyCost = usage(b.Recordings(), calls)
+	recs := b.Recordings()
+	v.Models, v.TotalUsage, v.AnyCost = usage(recs, calls)
+	v.Waiting = waiting(run, opt.BoardPath, now)
 
 	// Steps, in the order they finished (the saved order).
 	seen := map[string]bool{}
 	counts := map[string]int{}
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
+	ids := anchors(steps)
 	for i, rec := range steps {
-		s := stepOf(i, rec, plan, calls)
+		s := stepOf(ids[i], rec, plan, calls, recs)
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
-		counts[s.Status]++
+		if s.Tolerate {
+			counts["tolerated"]++ // the run went on: not a failure of the run
+		} else {
+			counts[s.Status]++
+		}
 		ran[rec.Label] = true
 		key := fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
 		if seen[key] {
@@ -205,9 +219,15 @@ func build(b *board.Board, now time.Time) *view {
 			byParent[rec.Parent] = append(byParent[rec.Parent], s)
 		}
 	}
-	for _, st := range []string{"succeeded", "failed", "canceled", "skipped", "interrupted"} {
-		if counts[st] > 0 {
-			v.Counts = append(v.Counts, kv{st, fmt.Sprint(counts[st])})
+	for _, st := range []string{"succeeded", "failed", "tolerated", "canceled", "skipped", "interrupted"} {
+		switch n := counts[st]; {
+		case n == 0:
+		case st != "tolerated":
+			v.Counts = append(v.Counts, kv{st, fmt.Sprint(n)})
+		case n == 1:
+			v.Counts = append(v.Counts, kv{"failure tolerated", "1"})
+		default:
+			v.Counts = append(v.Counts, kv{"failures tolerated", fmt.Sprint(n)})
 		}
 	}
 	v.Timeline = timeline(v.Steps, byParent)
@@ -234,6 +254,29 @@ func build(b *board.Board, now time.Time) *view {
 	}
 	v.board(b, now)
 	return v
+}
+
+// anchors are the steps' element ids, stable across reports of the same
+// run so that a link to one can be shared: step-LABEL-VISIT (a label is
+// [a-z][a-z0-9_]*, so the dashes are unambiguous). A visit that ran more
+// than once (interrupted, then run again on resume) keeps the plain id
+// for its last run; its earlier runs are step-LABEL-VISIT-earlierN.
+func anchors(steps []board.StepRecord) []string {
+	runs := map[string]int{}
+	for _, r := range steps {
+		runs[fmt.Sprintf("step-%s-%d", r.Label, r.Visit)]++
+	}
+	seen := map[string]int{}
+	ids := make([]string, len(steps))
+	for i, r := range steps {
+		id := fmt.Sprintf("step-%s-%d", r.Label, r.Visit)
+		seen[id]++
+		if seen[id] < runs[id] {
+			id = fmt.Sprintf("%s-earlier%d", id, seen[id])
+		}
+		ids[i] = id
+	}
+	return ids
 }
 
 // timeline orders the top-level visits by start, each group's children
@@ -268,12 +311,10 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView) *stepView {
-	s := &stepView{ID: fmt.Sprintf("s%d", i), Rec: rec, Name: rec.Label, Status: rec.Status,
+func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, recs []board.Recording) *stepView {
+	s := &stepView{ID: id, Rec: rec, Name: rec.Label, Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
-	if rec.Visit > 1 {
-		s.Name = fmt.Sprintf("%s #%d", rec.Label, rec.Visit)
-	}
+	s.Name = visitName(rec.Label, rec.Visit)
 	if plan != nil && rec.Status == "failed" {
 		if ps := plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
 			s.Tolerate = true
@@ -296,6 +337,12 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 		}
 	}
 	s.Calls = calls[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
+	for _, c := range s.Calls {
+		if c.HasCost {
+			s.Cost += c.Cost
+			s.HasCost = true
+		}
+	}
 	if n := len(s.Calls); n > 0 {
 		// The prompt is the first call's last message, the output the
 		// last call's answer (or the diff cut out of it): show them once.
@@ -313,11 +360,15 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 		}
 	case "test":
 		s.Test = testOf(res)
+	case "input":
+		s.Input = answered(rec, res, plan, recs)
+		s.Open = true
+		s.Output = "" // the answer, shown as such
 	case "command":
 		s.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
 	}
 	s.Sandbox = sandboxLine(res["sandbox"])
-	if s.Test == nil && s.Command == nil && res != nil {
+	if s.Test == nil && s.Command == nil && s.Input == nil && res != nil {
 		extra := map[string]any{}
 		for k, x := range res {
 			if !shown[k] {
@@ -330,6 +381,15 @@ func stepOf(i int, rec board.StepRecord, plan *plans.Plan, calls map[string][]ca
 		}
 	}
 	return s
+}
+
+// visitName is how the page names a visit: the label, with " #visit"
+// after the first.
+func visitName(label string, visit int) string {
+	if visit > 1 {
+		return fmt.Sprintf("%s #%d", label, visit)
+	}
+	return label
 }
 
 // sandboxLine says how a step was confined (its result's sandbox field,
@@ -490,9 +550,8 @@ type recResponse struct {
 		Input  int `json:"input_tokens"`
 		Output int `json:"output_tokens"`
 	} `json:"usage"`
-	FinishReason string   `json:"finish_reason"`
-	Model        string   `json:"model"`
-	CostUSD      *float64 `json:"cost_usd"`
+	FinishReason string `json:"finish_reason"`
+	Model        string `json:"model"`
 }
 
 // usage sums tokens (and cost, where the answers carry one) per model,
@@ -528,14 +587,15 @@ func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, m
 		total.Input += resp.Usage.Input
 		total.Output += resp.Usage.Output
 		total.Total += resp.Usage.Input + resp.Usage.Output
-		if resp.CostUSD != nil {
-			m.Cost += *resp.CostUSD
+		cost, known := agents.RecordingCost(r)
+		if known {
+			m.Cost += cost
+			total.Cost += cost
 			m.HasCost, total.HasCost, anyCost = true, true, true
-			total.Cost += *resp.CostUSD
 		}
 		c := callView{Call: r.Call, Agent: r.Agent, Model: model, System: req.System, Answer: resp.Text,
 			FinishReason: resp.FinishReason, ToolCalls: toolCalls(resp.ToolCalls),
-			Usage: fmt.Sprintf("%d in, %d out", resp.Usage.Input, resp.Usage.Output)}
+			Usage: fmt.Sprintf("%d in, %d out", resp.Usage.Input, resp.Usage.Output), Cost: cost, HasCost: known}
 		for _, msg := range req.Messages {
 			c.Messages = append(c.Messages, messageView{Role: msg.Role, Content: msg.Content, ToolCalls: toolCalls(msg.ToolCalls), IsError: msg.IsError})
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 )
 
@@ -23,21 +24,40 @@ var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
 		"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
 		"css": func() template.CSS { return template.CSS(css) },
-		"usd": func(f float64) string { return fmt.Sprintf("$%.4f", f) },
+		"usd": agents.FormatUSD,
 		"add": func(a, b int) int { return a + b },
 	}).Parse(pageSource))
 })
 
+// Options say what the page cannot learn from the board.
+type Options struct {
+	// BoardPath is where the run is saved; a waiting input's `runner
+	// answer` line names it ("" : the run's id, which runner finds under
+	// the directory it is started in).
+	BoardPath string
+	// Now is the time the page says it was made, and against which TTLs
+	// and waits are shown (zero: the time it is written).
+	Now time.Time
+}
+
 // Write renders the run saved in b as one HTML page.
 func Write(w io.Writer, b *board.Board) error {
-	return WriteAt(w, b, time.Now())
+	return WriteWith(w, b, Options{})
 }
 
 // WriteAt is Write with the time the page says it was made (and against
 // which TTLs are shown), for reproducible output.
 func WriteAt(w io.Writer, b *board.Board, now time.Time) error {
+	return WriteWith(w, b, Options{Now: now})
+}
+
+// WriteWith is Write with its options.
+func WriteWith(w io.Writer, b *board.Board, opt Options) error {
+	if opt.Now.IsZero() {
+		opt.Now = time.Now()
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	if err := page().Execute(bw, build(b, now)); err != nil {
+	if err := page().Execute(bw, build(b, opt)); err != nil {
 		return err
 	}
 	return bw.Flush()

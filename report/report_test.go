@@ -73,8 +73,11 @@ func TestReportRunStates(t *testing.T) {
 			nil,
 			[]string{`id="run-status">failed</span>`, `<pre class="err" id="run-error">step last: exit status 1</pre>`,
 				`<div class="kids" data-group="checks"><div class="kid" data-label="vet"`, // children beside their group
-				`data-label="lint" data-visit="1" data-status="failed"><a href="#s2">lint</a> <span class="badge tolerated"`,
-				`<a href="#s4">b</a><span><span class="badge tolerated"`,
+				// each child its own bar, on the run's scale (3 s): vet ran 20–70 ms, lint 20–50 ms
+				`<a href="#step-vet-1">vet</a><span><span class="badge succeeded">succeeded</span></span><span class="meta">50ms</span><div class="track"><span class="succeeded" style="left:0.67%;width:1.67%"></span></div></div>`,
+				`<div class="track"><span class="tolerated" style="left:0.67%;width:1.00%"></span></div></div>`,
+				`data-label="lint" data-visit="1" data-status="failed" data-type="command"><a href="#step-lint-1">lint</a><span><span class="badge tolerated"`,
+				`<a href="#step-b-1">b</a><span><span class="badge tolerated"`,
 				`data-label="last" data-visit="1" data-type="command" data-status="failed" open>`, "3.0s"},
 			[]string{"never-ran"}},
 		{"interrupted, never finished", board.Run{ID: "r2", Status: "running"},
@@ -103,7 +106,7 @@ func TestReportRunStates(t *testing.T) {
 			},
 			[]string{`<dd id="lineage">replay of <code>/runs/r1/blackboard.json</code></dd>`,
 				`<td><code>plan/status</code></td><td class="n">2</td><td>coder</td>`,
-				`<tr data-model="m1-2024"><td>m1-2024</td><td class="n">1</td><td class="n">10</td><td class="n">4</td><td class="n">14</td><td class="n">$0.5000</td></tr>`,
+				`<tr data-model="m1-2024"><td>m1-2024</td><td class="n">1</td><td class="n">10</td><td class="n">4</td><td class="n">14</td><td class="n">$0.50</td></tr>`,
 				`<tr data-model="m2"><td>m2</td><td class="n">1</td><td class="n">1</td><td class="n">2</td><td class="n">3</td><td class="n">—</td></tr>`,
 				`tool call <code>board_read</code> <code>{&#34;key&#34;:&#34;x&#34;}</code>`, `topic plans`, `<p id="topics"><code>plans</code> (1)</p>`},
 			nil},

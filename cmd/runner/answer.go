@@ -239,36 +239,6 @@ func orNull(err error) any {
 	return err
 }
 
-// answerCommand is the line that answers a waiting input, with an
-// example answer made from its form.
-func answerCommand(quotedPath string, w board.WaitingInput) string {
-	example := "{}"
-	if form, err := steps.ParseForm(w.Form); err == nil {
-		var b strings.Builder
-		b.WriteByte('{')
-		for i, f := range form.Fields {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			var v any
-			switch {
-			case len(f.Enum) > 0:
-				v = f.Enum[0]
-			case f.Type == "boolean":
-				v = true
-			case f.Type == "number" || f.Type == "integer":
-				v = 0
-			default:
-				v = "..."
-			}
-			fmt.Fprintf(&b, "%s: %s", mustJSON(f.Name), mustJSON(v))
-		}
-		b.WriteByte('}')
-		example = b.String()
-	}
-	return fmt.Sprintf("runner answer %s --step %s --json %s", quotedPath, steps.VisitName(w.Label, w.Visit), engine.ShellQuote(example))
-}
-
 // whoAnswers is the login name an answer is recorded under by default:
 // $USER, else $LOGNAME, else the user database's name for this uid.
 func whoAnswers() string {

@@ -201,7 +201,7 @@ func nextCommands(path, status, reportPath string, waiting []board.WaitingInput)
 	var out []string
 	if status == board.StatusWaiting {
 		for _, w := range waiting {
-			out = append(out, answerCommand(q, w))
+			out = append(out, runs.AnswerCommand(q, w))
 		}
 	}
 	if status != board.StatusSucceeded {

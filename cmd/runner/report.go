@@ -42,7 +42,10 @@ func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if *out == "-" {
-		if err := report.Write(stdout, b); err != nil {
+		if abs, err := filepath.Abs(path); err == nil && remote == nil {
+			path = abs
+		}
+		if err := report.WriteWith(stdout, b, report.Options{BoardPath: path}); err != nil {
 			fmt.Fprintf(stderr, "runner report: %v\n", err)
 			return exitFailed
 		}
@@ -68,12 +71,15 @@ func writeReport(b *board.Board, boardPath, out string) (string, error) {
 	if out == "" {
 		out = reportPath(boardPath)
 	}
+	if abs, err := filepath.Abs(boardPath); err == nil {
+		boardPath = abs // the report's answer lines work from any directory
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(out), ".report-*.html")
 	if err != nil {
 		return "", err
 	}
 	defer os.Remove(tmp.Name())
-	if err := report.Write(tmp, b); err != nil {
+	if err := report.WriteWith(tmp, b, report.Options{BoardPath: boardPath}); err != nil {
 		tmp.Close()
 		return "", err
 	}

@@ -63,7 +63,7 @@ func renderDOM(t *testing.T, page string) string {
 // section is the DOM of the step visit's details element.
 func section(t *testing.T, dom, label string, visit int) string {
 	t.Helper()
-	re := regexp.MustCompile(fmt.Sprintf(`(?s)<details class="step" id="s\d+" data-label="%s" data-visit="%d".*?</details>\s*(<details class="step"|<h2>)`, label, visit))
+	re := regexp.MustCompile(fmt.Sprintf(`(?s)<details class="step" id="step-%[1]s-%[2]d(?:-earlier\d+)?" data-label="%[1]s" data-visit="%[2]d".*?</details>\s*(<details class="step"|</div>\s*<h2>)`, label, visit))
 	m := re.FindString(dom)
 	if m == "" {
 		t.Fatalf("no section for %s #%d in the DOM", label, visit)
@@ -152,7 +152,7 @@ func TestReportOfFlagshipRunInChromium(t *testing.T) {
 	if in == 0 || out == 0 {
 		t.Fatalf("no tokens in the run: %d %d", in, out)
 	}
-	row := fmt.Sprintf(`<tr data-model="gpt-4o-mini"><td>gpt-4o-mini</td><td class="n">2</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td></tr>`, in, out, in+out)
+	row := fmt.Sprintf(`<tr data-model="gpt-4o-mini"><td>gpt-4o-mini</td><td class="n">2</td><td class="n">%d</td><td class="n">%d</td><td class="n">%d</td>`, in, out, in+out)
 	if !strings.Contains(dom, row) {
 		t.Errorf("tokens table lacks %s", row)
 	}
@@ -200,13 +200,17 @@ steps:
       @@ -1 +1 @@
       -<script>old</script>
       +%[1]s
+  - label: human
+    type: input
+    prompt: "%[1]s"
+    form: {type: object, properties: {"x": {type: string, description: "%[1]s", enum: ["%[1]s"]}}}
 `, strings.ReplaceAll(evil, `"`, `\"`), evil)
 	if err := os.WriteFile(plan, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(wd, "x.txt"), []byte("<script>old</script>\n"), 0o644)
 	r := runCLI(t, wd, "run", plan, "--var", "note="+evil, "-q")
-	if r.code != 0 {
+	if r.code != 4 { // waits at the input
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}
 	bb := blackboardPath(t, r.stdout)
@@ -226,6 +230,13 @@ steps:
 	// The text is there, as text.
 	if n := strings.Count(dom, "&lt;script&gt;document.title=\"pwned\"&lt;/script&gt;"); n < 5 {
 		t.Errorf("the hostile text shows %d times as text, want it in the title, vars, model answer, output, board", n)
+	}
+	waiting := dom[strings.Index(dom, `<section id="waiting">`):strings.Index(dom, "<h2>Timeline</h2>")]
+	if n := strings.Count(waiting, "&lt;script&gt;document.title=\"pwned\"&lt;/script&gt;"); n < 2 {
+		t.Errorf("the waiting input's question and field description show the hostile text %d times as text, want 2:\n%s", n, waiting)
+	}
+	if !strings.Contains(waiting, `one of <code>["&lt;/pre&gt;&lt;/details&gt;&lt;/main&gt;&lt;script&gt;document.title=\"pwned\"`) {
+		t.Errorf("the field's choice is not shown as text (JSON):\n%s", waiting)
 	}
 	for _, want := range []string{"&lt;svg onload=alert(1)&gt;", "m&lt;script&gt;x&lt;/script&gt;"} {
 		if !strings.Contains(dom, want) {

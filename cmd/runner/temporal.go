@@ -99,7 +99,7 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 			engine.LogStep(log.With().Str("step", ev.Finished.Label).Logger(), *ev.Finished, tolerated[ev.Finished.Label])
 		case ev.Waiting != nil && g.format(stderr) == "json":
 			log.Warn().Str("step", ev.Waiting.Label).Int("visit", ev.Waiting.Visit).Str("prompt", ev.Waiting.Prompt).
-				Strs("next", []string{answerCommand(engine.ShellQuote(ev.Board), *ev.Waiting)}).Msg("waiting for an answer")
+				Strs("next", []string{runs.AnswerCommand(engine.ShellQuote(ev.Board), *ev.Waiting)}).Msg("waiting for an answer")
 		case ev.Waiting != nil && !g.quiet:
 			// The run waits on Temporal, with no process of ours needed:
 			// say how to answer, as a run in one process does when it stops.
@@ -108,7 +108,7 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 				w = g.view // above the live block
 			}
 			fmt.Fprintf(g.mask.Writer(w), "%s waits for an answer: %s\n  %s\n", steps.VisitName(ev.Waiting.Label, ev.Waiting.Visit),
-				strings.TrimSpace(ev.Waiting.Prompt), answerCommand(engine.ShellQuote(ev.Board), *ev.Waiting))
+				strings.TrimSpace(ev.Waiting.Prompt), runs.AnswerCommand(engine.ShellQuote(ev.Board), *ev.Waiting))
 		}
 	})
 	g.view.close()

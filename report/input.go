@@ -1,0 +1,127 @@
+package report
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/steps"
+	"gopkg.in/yaml.v3"
+)
+
+// waitView is an input the run waits at: what it asks, its form, and
+// the line that answers it.
+type waitView struct {
+	Label    string
+	Visit    int
+	Name     string
+	Prompt   string
+	Fields   []fieldView
+	Since    string
+	Waiting  string // how long it has waited, at the time the page was made
+	Deadline string
+	Command  string
+}
+
+type fieldView struct {
+	Name, Type, Description, Enum string
+	Required                      bool
+}
+
+// answerView is an input that was answered: its question, the answer,
+// who gave it and how long the run waited for it.
+type answerView struct {
+	Question string
+	// FromPlan: the question is the plan's prompt as written (the
+	// answered visit's rendered prompt is not recorded).
+	FromPlan bool
+	Answer   string
+	By       string
+	Default  bool // the timeout passed and the input took its default
+	Waited   string
+}
+
+// waiting builds the waiting inputs of run; boardPath names the run in
+// their answer lines ("" : its id).
+func waiting(run board.Run, boardPath string, now time.Time) []waitView {
+	who := boardPath
+	if who == "" {
+		who = run.ID
+	}
+	var out []waitView
+	for _, w := range run.Waiting {
+		wv := waitView{Label: w.Label, Visit: w.Visit, Name: visitName(w.Label, w.Visit), Prompt: strings.TrimSpace(w.Prompt),
+			Since: w.Since.UTC().Format("2006-01-02 15:04:05 MST"), Waiting: dur(now.Sub(w.Since)),
+			Command: runs.AnswerCommand(engine.ShellQuote(who), w)}
+		if w.Deadline != nil {
+			wv.Deadline = w.Deadline.UTC().Format("2006-01-02 15:04:05 MST")
+		}
+		if form, err := steps.ParseForm(w.Form); err == nil {
+			req := map[string]bool{}
+			for _, r := range form.Required {
+				req[r] = true
+			}
+			for _, f := range form.Fields {
+				fv := fieldView{Name: f.Name, Type: f.Type, Description: strings.TrimSpace(f.Description), Required: req[f.Name]}
+				if len(f.Enum) > 0 {
+					// As written: the page escapes it, JSON need not.
+					var buf strings.Builder
+					enc := json.NewEncoder(&buf)
+					enc.SetEscapeHTML(false)
+					enc.Encode(f.Enum)
+					fv.Enum = strings.TrimSpace(buf.String())
+				}
+				wv.Fields = append(wv.Fields, fv)
+			}
+		}
+		out = append(out, wv)
+	}
+	return out
+}
+
+// answered is the view of an input step's visit: the recorded prompt
+// (an input of the record) or else the plan's, the answer, who answered,
+// and how long the run waited: from the visit's first clock reading (when
+// it began to wait) to the visit's end.
+func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, recs []board.Recording) *answerView {
+	a := &answerView{Question: strings.TrimSpace(rec.Inputs["prompt"])}
+	if a.Question == "" && plan != nil {
+		if ps := plan.Lookup(rec.Label); ps != nil {
+			a.Question = strings.TrimSpace(field(ps.Node, "prompt"))
+			a.FromPlan = strings.Contains(a.Question, "${{") // else it is the question asked
+		}
+	}
+	if res != nil {
+		a.Answer = text(res["answer"])
+		a.By = text(res["by"])
+		a.Default = res["default"] == true
+	}
+	for _, r := range recs {
+		if r.Kind != engine.KindClock || r.Label != rec.Label || r.Visit != rec.Visit {
+			continue
+		}
+		var since time.Time
+		if json.Unmarshal(r.Response, &since) == nil && !since.IsZero() && !rec.FinishedAt.Before(since) {
+			a.Waited = dur(rec.FinishedAt.Sub(since))
+		}
+		break
+	}
+	return a
+}
+
+// field is the scalar value of key in a step's YAML mapping.
+func field(n *yaml.Node, key string) string {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key && n.Content[i+1].Kind == yaml.ScalarNode {
+			return n.Content[i+1].Value
+		}
+	}
+	return ""
+}
