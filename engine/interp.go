@@ -161,6 +161,7 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 	log.Debug().Int("visit", visit).Msg("start")
 	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: start}
 	vc := r.clockFor(n.Label, visit, parent != "")
+	vc.item = n.item
 
 	var res Result
 	var stepErr error
@@ -176,7 +177,9 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 		}
 	}
 	if run {
-		if n.Children != nil {
+		if n.Each != nil {
+			res, stepErr = it.forEach(c, n, visit, vc)
+		} else if n.Children != nil {
 			res, stepErr = it.group(c, n, visit)
 			if r.Script != nil {
 				if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
@@ -213,7 +216,11 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 		}
 	}
 	if stepErr == nil && res.Goto != "" && parent != "" {
-		stepErr, status = fmt.Errorf("goto %q inside a parallel group is not allowed", res.Goto), StatusFailed
+		where := "inside a parallel group"
+		if n.item != nil {
+			where = "in a for_each item"
+		}
+		stepErr, status = fmt.Errorf("goto %q %s is not allowed", res.Goto, where), StatusFailed
 	}
 	rec.Status = status
 	rec.FinishedAt = finish

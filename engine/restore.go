@@ -43,7 +43,7 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		if err != nil {
 			return err
 		}
-		r.eval.set(rec.Label, withTimedOut(stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)), res))
+		r.setView(n, r.viewOf(n, *rec, res))
 		if n.Children != nil {
 			delete(pending, n.Label) // the group finished: its children are history
 		}

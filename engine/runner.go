@@ -269,7 +269,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 	if err := r.Board.FinishStep(*rec, entry, kvs...); err != nil {
 		return err
 	}
-	r.eval.set(n.Label, withTimedOut(stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)), res))
+	r.setView(n, r.viewOf(n, *rec, res))
 	if r.Observer != nil {
 		r.Observer.StepFinished(*rec)
 	}

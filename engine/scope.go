@@ -160,18 +160,23 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 	}
 	steps := types.Map{}
 	byType := map[string]types.Map{}
+	eachOf := map[string]types.Map{}
 	for _, s := range p.AllSteps() {
 		if s.Label == "" {
 			continue
 		}
 		st, ok := byType[s.Type]
 		if !ok {
-			var t Type
-			if s.Type != "" {
-				t, _ = reg.Lookup(s.Type)
-			}
-			st = stepStateType(t)
+			st = stepStateType(reg.lookupType(s.Type))
 			byType[s.Type] = st
+		}
+		if s.ForEach != nil {
+			et, ok := eachOf[s.Type]
+			if !ok {
+				et = eachStateType(st)
+				eachOf[s.Type] = et
+			}
+			st = et
 		}
 		steps[s.Label] = st
 	}

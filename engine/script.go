@@ -191,6 +191,7 @@ type visitClock struct {
 	now   func() time.Time
 	board func(key string) any
 	read  func(author, key string) (KeyRead, error)
+	item  *itemOf // the item and index of a for_each item's visit
 }
 
 // KeyRead is what a step's key read found.

@@ -14,7 +14,7 @@ import (
 // CommonStepFields are the fields every step may have; any other field
 // belongs to the step's type.
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
-	"max_visits", "write", "parallel", "max_concurrency", "fail_fast"}
+	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each"}
 
 var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps"}
 
@@ -272,15 +272,27 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			}
 		case "fail_fast":
 			s.FailFast, _ = Bool(r, f.Value, "fail_fast")
+		case "for_each":
+			s.ForEach = expr(r, f.Value, "for_each")
+			if s.ForEach == nil {
+				s.ForEach = &Expr{Node: Resolve(f.Value)} // reported; still a for_each for what follows
+			}
 		}
+	}
+	if v := has["for_each"]; v != nil && has["parallel"] != nil {
+		// Each item of a group would run every child once: the children's
+		// visits would need an item of their own. Not built yet.
+		r.At(v, "for_each applies to a step with a type, not to a parallel group (put for_each on the step inside the group)")
 	}
 	if has["parallel"] == nil {
 		if has["type"] == nil {
 			r.At(n, "step %q is missing required field \"type\" (or \"parallel\" for a group)", s.Label)
 		}
-		for _, k := range []string{"max_concurrency", "fail_fast"} {
-			if v := has[k]; v != nil {
-				r.At(v, "%s applies only to a parallel group", k)
+		if has["for_each"] == nil {
+			for _, k := range []string{"max_concurrency", "fail_fast"} {
+				if v := has[k]; v != nil {
+					r.At(v, "%s applies only to a parallel group or a for_each step", k)
+				}
 			}
 		}
 	}

@@ -76,7 +76,10 @@ type Step struct {
 	MaxVisits       int
 	Write           *Write
 
-	Parallel       []*Step
+	Parallel []*Step
+	// ForEach runs the step once per item of the list it gives (item and
+	// index in scope); MaxConcurrency and FailFast apply to the items.
+	ForEach        *Expr
 	MaxConcurrency int  // 0: all at once
 	FailFast       bool // default true
 	Parent         *Step
@@ -244,6 +247,9 @@ func (p *Plan) DropNodes() {
 		}
 		if s.Write != nil {
 			s.Write.KeyNode = nil
+		}
+		if s.ForEach != nil {
+			s.ForEach.Node = nil
 		}
 	}
 }

@@ -50,6 +50,7 @@ type script struct {
 	segs    []*segment
 	clock   map[clockKey]time.Time
 	reads   map[clockKey]engine.ReadSeen
+	items   map[visitKey]json.RawMessage // for_each lists (engine.ItemsScript)
 	offline bool
 	types   map[string]string // label -> step type
 	timeout time.Duration     // the plan's limits.timeout
@@ -72,7 +73,8 @@ type clockKey struct {
 }
 
 func newScript(rec *board.Board, types map[string]string, timeout time.Duration, offline bool, fk *fork) *script {
-	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, offline: offline, types: types, timeout: timeout, fork: fk}
+	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, items: map[visitKey]json.RawMessage{},
+		offline: offline, types: types, timeout: timeout, fork: fk}
 	run := rec.Run()
 	steps := rec.Steps()
 	start := 0
@@ -90,6 +92,10 @@ func newScript(rec *board.Board, types map[string]string, timeout time.Duration,
 			k := clockKey{r.Label, r.Visit, r.Call}
 			if _, dup := s.reads[k]; !dup && json.Unmarshal(r.Response, &seen) == nil {
 				s.reads[k] = seen
+			}
+		case engine.KindItems:
+			if k := (visitKey{r.Label, r.Visit}); s.items[k] == nil {
+				s.items[k] = r.Response
 			}
 		case engine.KindResume:
 			var m engine.ResumeMark
@@ -142,8 +148,17 @@ func (s *script) record(label string, visit int) (board.StepRecord, bool) {
 	return r, ok
 }
 
+// Items is the item list a for_each visit had (engine.ItemsScript).
+func (s *script) Items(label string, visit int) (json.RawMessage, bool) {
+	if s.live() {
+		return nil, false
+	}
+	raw, ok := s.items[visitKey{label, visit}]
+	return raw, ok
+}
+
 func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
-	if t := s.types[label]; s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
+	if t := s.types[engine.BaseLabel(label)]; s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
 		return board.StepRecord{}, false
 	}
 	r, ok := s.record(label, visit)
