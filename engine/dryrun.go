@@ -43,6 +43,12 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 				kind += fmt.Sprintf(", at most %d at once", n.MaxConcurrency)
 			}
 		}
+		if n.ForEach != nil {
+			kind += ", for_each " + n.ForEach.Src
+			if n.MaxConcurrency > 0 {
+				kind += fmt.Sprintf(", at most %d at once", n.MaxConcurrency)
+			}
+		}
 		fmt.Fprintf(w, "%s%d. %s (%s)", pad, i+1, n.Label, kind)
 		if n.If != nil {
 			fmt.Fprintf(w, " if %s", n.If.Src)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -126,7 +127,9 @@ func (p *Program) eachScope() *Scope {
 func eachStateType(item types.Map) types.Map {
 	it := types.Map{"index": types.Int, "item": types.Any}
 	for k, v := range item {
-		it[k] = v
+		if k != "duration_ms" { // see eachResult
+			it[k] = v
+		}
 	}
 	m := types.Map{
 		"results": types.Array(it),
@@ -262,6 +265,10 @@ func eachResult(kids []*Node, errs []error) (Result, error) {
 		if v == nil { // never ran: the run stopped first
 			v = withItem(stateView(StatusPending, nil, "", 0, 0, nil), k.item)
 		}
+		// Its time is in the item's own record; here it would make equal
+		// runs (two engines, a replay) differ.
+		v = maps.Clone(v)
+		delete(v, "duration_ms")
 		res.Results[i], outputs[i] = v, v["output"]
 		switch v["status"] {
 		case StatusSucceeded:

@@ -50,6 +50,29 @@ steps:
       - {label: e, type: command, run: "echo e >> order"}
   - {label: seen, type: command, run: "tr -d '\\n' < order"}
 `, "succeeded", "a:succeeded b:succeeded c:succeeded d:succeeded e:succeeded group:succeeded seen:succeeded", "abcde"},
+		{"for_each runs its items as children, in order, results in input order", `
+version: 1
+steps:
+  - {label: list, type: board, op: write, key: names, value: "${{ split('x,y,z,w', ',') }}"}
+  - label: each
+    type: command
+    for_each: 'board("names")'
+    max_concurrency: 2
+    run: "echo ${{ index }}${{ item }} >> order; echo ${{ item }}"
+  - {label: pure, type: board, for_each: 'steps.each.outputs', op: write, key: "seen/${{ index }}", value: "${{ item }}"}
+  - {label: seen, type: command, run: "echo ${{ join(steps.each.outputs, '') }}${{ steps.pure.counts.succeeded }}"}
+`, "succeeded", "each:succeeded each[0]:succeeded each[1]:succeeded each[2]:succeeded each[3]:succeeded list:succeeded " +
+			"pure:succeeded pure[0]:succeeded pure[1]:succeeded pure[2]:succeeded pure[3]:succeeded seen:succeeded", "xyzw4"},
+		{"a failed item cancels the items not started", `
+version: 1
+steps:
+  - label: each
+    type: command
+    for_each: '[0, 1, 2]'
+    max_concurrency: 1
+    run: "exit ${{ 1 - index }}"
+  - {label: never, type: command, run: "echo never"}
+`, "failed", "each:failed each[0]:failed each[1]:canceled each[2]:canceled", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

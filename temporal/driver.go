@@ -200,6 +200,9 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	var out StepOutput
 	in := StepInput{PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
 		Head: head, Label: n.Label, Visit: a.Visit, Attempt: a.Attempt, Workdir: run.Workdir, Vars: run.Vars}
+	if _, item, ok := n.ItemOf(); ok {
+		in.Item = item
+	}
 	for _, r := range it.in.Reuse {
 		in.Reuse = append(in.Reuse, r.Blob)
 	}

@@ -61,6 +61,12 @@ func nodeText(n *engine.Node) string {
 	if n.Children != nil {
 		text = n.Label + " (parallel)"
 	}
+	if n.ForEach != nil {
+		text += "\n⇉ for_each " + n.ForEach.Src
+		if n.MaxConcurrency > 0 {
+			text += fmt.Sprintf(", %d at once", n.MaxConcurrency)
+		}
+	}
 	if n.If != nil {
 		text += "\nif " + n.If.Src
 	}
