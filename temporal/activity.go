@@ -30,7 +30,7 @@ type StepInput struct {
 	// Item is the value of a for_each item's visit (Label is LABEL[i]).
 	Item    any `json:",omitempty"`
 	Workdir string
-	Vars       map[string]any
+	Vars    map[string]any
 	// Reuse names the blackboard.json blobs of runs given to --reuse;
 	// ReuseLive says a call of the run already went live.
 	Reuse     []string `json:",omitempty"`
