@@ -279,6 +279,9 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			}
 		}
 	}
+	if has["for_each"] != nil && has["max_concurrency"] == nil {
+		s.MaxConcurrency = DefaultForEachConcurrency
+	}
 	if v := has["for_each"]; v != nil && has["parallel"] != nil {
 		// Each item of a group would run every child once: the children's
 		// visits would need an item of their own. Not built yet.

@@ -53,6 +53,11 @@ type Limits struct {
 // DefaultMaxSteps is limits.max_steps when the plan does not say.
 const DefaultMaxSteps = 1000
 
+// DefaultForEachConcurrency is a for_each step's max_concurrency when it
+// does not say: a list of 10,000 files must not start 10,000 processes at
+// once (and 10,000 visits at once cost half again the memory of a few).
+const DefaultForEachConcurrency = 8
+
 // DefaultMaxVisits is a step's max_visits when it does not say.
 const DefaultMaxVisits = 10
 
