@@ -68,6 +68,9 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		case KindRead:
 			k := visitKey{rec.Label, rec.Visit}
 			r.readN[k] = max(r.readN[k], rec.Call)
+		case KindWorkspace:
+			k := visitKey{rec.Label, rec.Visit}
+			r.wsN[k] = max(r.wsN[k], rec.Call)
 		case KindResume:
 			resumes++
 		}

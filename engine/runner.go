@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +89,10 @@ type Runner struct {
 	// own speed, ends the run where the recording says the timeout fired
 	// (Script.Cut) instead.
 	Untimed bool
+	// Workspace, when set, runs each read of the workdir by files() and
+	// read_file() (a Temporal workflow keeps the answer in its history);
+	// nil: read here.
+	Workspace func(read func() (json.RawMessage, error)) (json.RawMessage, error)
 	// Clock, when set, is the time step visits read (a Temporal workflow's
 	// deterministic clock); nil: the system clock.
 	Clock func() time.Time
@@ -104,6 +109,7 @@ type Runner struct {
 	startPC int
 	clockN  map[visitKey]int // clock readings per step visit
 	readN   map[visitKey]int // recorded key reads per step visit
+	wsN     map[visitKey]int // workspace calls per step visit
 
 	agentsOnce sync.Once
 	agentsErr  error
@@ -154,7 +160,7 @@ func (r *Runner) init() {
 		r.visits = map[string]int{}
 	}
 	if r.clockN == nil {
-		r.clockN, r.readN = map[visitKey]int{}, map[visitKey]int{}
+		r.clockN, r.readN, r.wsN = map[visitKey]int{}, map[visitKey]int{}, map[visitKey]int{}
 	}
 	r.logs = map[string]zerolog.Logger{}
 	if r.Workdir == "" {
@@ -191,7 +197,9 @@ func (r *Runner) init() {
 			}
 			return nil
 		},
-		"now": func() time.Time { return time.Now().UTC() }, // each visit reads its own clock (clockFor)
+		"now":       func() time.Time { return time.Now().UTC() }, // each visit reads its own clock (clockFor)
+		"files":     outsideStep["files"],
+		"read_file": outsideStep["read_file"],
 		"entries": func(section string) []any {
 			return entryViews(b.Query(board.Filter{Section: section}))
 		},

@@ -180,7 +180,7 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		}
 		steps[s.Label] = st
 	}
-	return types.Map{
+	m := types.Map{
 		"vars":    vars,
 		"env":     env,
 		"secrets": secretsType(p),
@@ -195,6 +195,10 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		// now() replaces expr's builtin: it reads the step visit's recorded clock.
 		"now": types.TypeOf(func() time.Time { return time.Time{} }),
 	}
+	for k, v := range workspaceTypes {
+		m[k] = v
+	}
+	return m
 }
 
 // valueType is the expression type of a YAML value.

@@ -66,6 +66,7 @@ func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[st
 	}
 	if vc != nil {
 		env["now"], env["board"] = vc.now, vc.board
+		env["files"], env["read_file"] = vc.files, vc.readFile
 		if vc.item != nil {
 			env["item"], env["index"] = vc.item.value, vc.item.index
 		}

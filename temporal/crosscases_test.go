@@ -63,6 +63,13 @@ steps:
   - {label: seen, type: command, run: "echo ${{ join(steps.each.outputs, '') }}${{ steps.pure.counts.succeeded }}"}
 `, "succeeded", "each:succeeded each[0]:succeeded each[1]:succeeded each[2]:succeeded each[3]:succeeded list:succeeded " +
 			"pure:succeeded pure[0]:succeeded pure[1]:succeeded pure[2]:succeeded pure[3]:succeeded seen:succeeded", "xyzw4"},
+		{"files() and read_file() give a for_each its list and its items' text", `
+version: 1
+steps:
+  - {label: make, type: command, run: "mkdir -p in/sub && echo A > in/a.txt && echo B > in/sub/b.txt"}
+  - {label: each, type: board, for_each: 'files("in/**/*.txt")', op: write, key: "f/${{ index }}", value: "${{ item }}:${{ trim(read_file(item)) }}"}
+  - {label: seen, type: command, run: "echo ${{ join(steps.each.outputs, ',') }}"}
+`, "succeeded", "each:succeeded each[0]:succeeded each[1]:succeeded make:succeeded seen:succeeded", "in/a.txt:A,in/sub/b.txt:B"},
 		{"a failed item cancels the items not started", `
 version: 1
 steps:

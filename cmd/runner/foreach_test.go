@@ -130,3 +130,48 @@ func withoutResumeMarks(t *testing.T, normal string) string {
 	out, _ := json.MarshalIndent(v, "", " ")
 	return string(out)
 }
+
+// files() and read_file() are recorded: a replay gives what the run saw
+// even after the files changed or went (offline, and with --workdir in
+// an empty directory), and a changed plan that reads another pattern
+// stops saying what the recording read there.
+func TestWorkspaceFunctionsReplay(t *testing.T) {
+	wd := t.TempDir()
+	os.MkdirAll(filepath.Join(wd, "src/deep"), 0o755)
+	os.WriteFile(filepath.Join(wd, "src/a.go"), []byte("package a"), 0o644)
+	os.WriteFile(filepath.Join(wd, "src/deep/b.go"), []byte("package b"), 0o644)
+	plan := filepath.Join(wd, "plan.yaml")
+	src := `version: 1
+steps:
+  - label: each
+    type: board
+    for_each: files("src/**/*.go")
+    op: write
+    key: "seen/${{ index }}"
+    value: "${{ item }}: ${{ read_file(item) }}"
+`
+	os.WriteFile(plan, []byte(src), 0o644)
+	out := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", plan, "--out", out, "-q"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	os.RemoveAll(filepath.Join(wd, "src"))
+	for _, args := range [][]string{{"--offline"}, {"--workdir", t.TempDir()}} {
+		rout := filepath.Join(t.TempDir(), "replay.json")
+		if r := runCLI(t, t.TempDir(), append([]string{"replay", out, "--out", rout, "-q"}, args...)...); r.code != 0 {
+			t.Fatalf("replay %v: exit %d: %s%s", args, r.code, r.stdout, r.stderr)
+		}
+		if a, b := normalBoard(t, out), normalBoard(t, rout); a != b {
+			t.Errorf("replay %v: the board differs:\n%s", args, replay.UnifiedDiff("recorded", "replayed", a, b))
+		}
+		if !strings.Contains(normalBoard(t, rout), "src/deep/b.go: package b") {
+			t.Errorf("replay %v lost what read_file gave", args)
+		}
+	}
+	changed := filepath.Join(wd, "changed.yaml")
+	os.WriteFile(changed, []byte(strings.Replace(src, "src/**/*.go", "src/*.go", 1)), 0o644)
+	r := runCLI(t, t.TempDir(), "replay", out, "--offline", "--plan", changed, "--out", filepath.Join(t.TempDir(), "r.json"))
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, `the recording has files("src/**/*.go") here, not files("src/*.go")`) {
+		t.Errorf("changed pattern: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
