@@ -175,3 +175,35 @@ steps:
 		t.Errorf("changed pattern: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// examples/summarize-files fans out over the files it lists, one model
+// call per file, and the overview gets the summaries in file order; its
+// replays are TestExamplesRunAndReplay's.
+func TestSummarizeFilesExample(t *testing.T) {
+	wd := t.TempDir()
+	r := runCLI(t, wd, "run", filepath.Join(repoRoot(), "examples/summarize-files/plan.yaml"), "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	b, err := board.Load(blackboardPath(t, r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts, overview string
+	for _, s := range b.Steps() {
+		if s.Parent == "summarize" {
+			prompts += s.Label + " " + strings.SplitN(string(s.Inputs["prompt"]), "\n", 2)[0] + "\n"
+		}
+		if s.Label == "overview" {
+			overview = string(s.Inputs["prompt"])
+		}
+	}
+	for _, want := range []string{"summarize[0] File 1: alpha.md", "summarize[1] File 2: beta.md", "summarize[2] File 3: gamma.md"} {
+		if !strings.Contains(prompts, want) {
+			t.Errorf("prompts lack %q:\n%s", want, prompts)
+		}
+	}
+	if !strings.Contains(overview, "3 notes, in file order:\nReleases are tagged") || !strings.Contains(overview, "meanwhile.\nThe pager") {
+		t.Errorf("overview prompt:\n%s", overview)
+	}
+}
