@@ -32,6 +32,7 @@ type Node struct {
 	Until    *Expr
 	WriteKey *Template
 	Children []*Node
+	Seq      []*Node // a sequence's steps (see sequence.go)
 	// Each is a for_each step's list (see foreach.go); item is set on
 	// the nodes of its items.
 	Each *Expr
@@ -125,6 +126,8 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		switch {
 		case s.Parallel != nil:
 			n.Children = p.compileSteps(r, reg, s.Parallel)
+		case s.Sequence:
+			n.Seq = p.compileSteps(r, reg, s.Steps)
 		case s.Type != "":
 			t, ok := reg.Lookup(s.Type)
 			if !ok {

@@ -43,6 +43,9 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 				kind += fmt.Sprintf(", at most %d at once", n.MaxConcurrency)
 			}
 		}
+		if n.Seq != nil {
+			kind = fmt.Sprintf("sequence, %d steps in order", len(n.Seq))
+		}
 		if n.ForEach != nil {
 			kind += ", for_each " + n.ForEach.Src
 			if n.MaxConcurrency > 0 {
@@ -71,5 +74,6 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 			}
 		}
 		dryRunSteps(w, n.Children, depth+1)
+		dryRunSteps(w, n.Seq, depth+1)
 	}
 }

@@ -179,8 +179,12 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 	if run {
 		if n.Each != nil {
 			res, stepErr = it.forEach(c, n, visit, vc)
-		} else if n.Children != nil {
-			res, stepErr = it.group(c, n, visit)
+		} else if n.Children != nil || n.Seq != nil {
+			if n.Seq != nil {
+				res, stepErr = it.sequence(c, n, visit)
+			} else {
+				res, stepErr = it.group(c, n, visit)
+			}
 			if r.Script != nil {
 				if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
 					it.cut(cause)
@@ -215,7 +219,7 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 			status = StatusCanceled // a group whose children were canceled, not failed
 		}
 	}
-	if stepErr == nil && res.Goto != "" && parent != "" {
+	if stepErr == nil && res.Goto != "" && parent != "" && !n.inSequence() {
 		where := "inside a parallel group"
 		if n.item != nil {
 			where = "in a for_each item"

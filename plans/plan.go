@@ -82,6 +82,10 @@ type Step struct {
 	Write           *Write
 
 	Parallel []*Step
+	// Steps, for a child of a parallel group, make it a sequence: these
+	// steps run in order, a goto staying among them (Sequence is set).
+	Steps    []*Step
+	Sequence bool
 	// ForEach runs the step once per item of the list it gives (item and
 	// index in scope); MaxConcurrency and FailFast apply to the items.
 	ForEach        *Expr
@@ -193,6 +197,7 @@ func (p *Plan) Labels() []string {
 		for _, s := range steps {
 			out = append(out, s.Label)
 			walk(s.Parallel)
+			walk(s.Steps)
 		}
 	}
 	walk(p.Steps)
@@ -207,6 +212,7 @@ func (p *Plan) AllSteps() []*Step {
 		for _, s := range steps {
 			out = append(out, s)
 			walk(s.Parallel)
+			walk(s.Steps)
 		}
 	}
 	walk(p.Steps)

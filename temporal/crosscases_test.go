@@ -70,6 +70,22 @@ steps:
   - {label: each, type: board, for_each: 'files("in/**/*.txt")', op: write, key: "f/${{ index }}", value: "${{ item }}:${{ trim(read_file(item)) }}"}
   - {label: seen, type: command, run: "echo ${{ join(steps.each.outputs, ',') }}"}
 `, "succeeded", "each:succeeded each[0]:succeeded each[1]:succeeded make:succeeded seen:succeeded", "in/a.txt:A,in/sub/b.txt:B"},
+		{"a sequence in a group runs in order, its branch looping within it", `
+version: 1
+steps:
+  - label: group
+    parallel:
+      - label: seq
+        steps:
+          - {label: read, type: command, run: "echo r >> log; wc -l < log | tr -d ' '"}
+          - label: again
+            type: branch
+            cases:
+              - {when: 'steps.read.output != "3"', goto: read}
+          - {label: use, type: command, run: "echo used${{ steps.read.output }}"}
+      - {label: other, type: command, run: "echo o"}
+  - {label: seen, type: command, run: "echo ${{ steps.use.output }}"}
+`, "succeeded", "again:succeeded again:succeeded again:succeeded group:succeeded other:succeeded read:succeeded read:succeeded read:succeeded seen:succeeded seq:succeeded use:succeeded", "used3"},
 		{"a failed item cancels the items not started", `
 version: 1
 steps:

@@ -61,6 +61,12 @@ func nodeText(n *engine.Node) string {
 	if n.Children != nil {
 		text = n.Label + " (parallel)"
 	}
+	if n.Seq != nil {
+		text = n.Label + " (sequence)"
+		for i, c := range n.Seq {
+			text += fmt.Sprintf("\n%d. %s (%s)", i+1, c.Label, c.Type)
+		}
+	}
 	if n.ForEach != nil {
 		text += "\n⇉ for_each " + n.ForEach.Src
 		if n.MaxConcurrency > 0 {
