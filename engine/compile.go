@@ -33,6 +33,7 @@ type Node struct {
 	WriteKey *Template
 	Children []*Node
 	Seq      []*Node // a sequence's steps (see sequence.go)
+	dag      *dag    // a group whose children have needs (needs.go)
 	// Each is a for_each step's list (see foreach.go); item is set on
 	// the nodes of its items.
 	Each *Expr
@@ -126,6 +127,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		switch {
 		case s.Parallel != nil:
 			n.Children = p.compileSteps(r, reg, s.Parallel)
+			n.dag = compileNeeds(n.Children)
 		case s.Sequence:
 			n.Seq = p.compileSteps(r, reg, s.Steps)
 		case s.Type != "":

@@ -53,6 +53,9 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 			}
 		}
 		fmt.Fprintf(w, "%s%d. %s (%s)", pad, i+1, n.Label, kind)
+		if len(n.Needs) > 0 {
+			fmt.Fprintf(w, " needs %s", strings.Join(n.Needs, ", "))
+		}
 		if n.If != nil {
 			fmt.Fprintf(w, " if %s", n.If.Src)
 		}

@@ -38,7 +38,17 @@ func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 	if limit <= 0 || limit > len(kids) {
 		limit = len(kids)
 	}
-	it.d.Parallel(gc, len(kids), limit, func(cc C, i int, started bool) {
+	g := n.dagOf(kids)
+	var done []bool // with needs: which children have returned (read in Await's ready)
+	if g != nil {
+		done = make([]bool, len(kids))
+	}
+	it.d.Parallel(gc, len(kids), limit, func(cc C, k int, started bool) {
+		i := k
+		if g != nil {
+			i = g.order[k]
+			defer it.markDone(done, i)
+		}
 		ch := kids[i]
 		// Checked first: a child that completed before the run was
 		// resumed is done, not canceled by a sibling's new failure.
@@ -49,6 +59,20 @@ func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 			errs[i] = it.notStarted(cc, ch, n.Label)
 			return
 		}
+		if g != nil && len(g.needs[i]) > 0 {
+			it.d.Await(cc, func() bool {
+				for _, j := range g.needs[i] {
+					if !it.isDone(done, j) {
+						return false
+					}
+				}
+				return true
+			})
+			if why := r.unmet(ch, kids, g.needs[i]); why != "" {
+				errs[i] = it.skipForNeeds(cc, ch, n.Label, why)
+				return
+			}
+		}
 		if _, err := it.visit(cc, ch, n.Label); err != nil {
 			errs[i] = err
 			if n.FailFast && !isWaiting(err) { // a question is not a failure: siblings go on
@@ -58,6 +82,25 @@ func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 	})
 	return errs
 }
+
+// dagOf is n's dag when kids are its children (not a for_each's items).
+func (n *Node) dagOf(kids []*Node) *dag {
+	if n.dag == nil || len(kids) != len(n.Children) || n.Each != nil {
+		return nil
+	}
+	return n.dag
+}
+
+// markDone and isDone keep which children of a dag returned; under the
+// runner's wait lock, as local.Await reads them there (on Temporal the
+// coroutines take turns and the lock is free).
+func (it *interp[C]) markDone(done []bool, i int) {
+	it.r.waitMu.Lock()
+	done[i] = true
+	it.r.waitMu.Unlock()
+}
+
+func (it *interp[C]) isDone(done []bool, i int) bool { return done[i] } // called with waitMu held (local) or in a coroutine (Temporal)
 
 // resumedDone reports whether child ch of n completed before the run was
 // resumed; an item's state is then taken from its record.
@@ -116,6 +159,14 @@ func (it *interp[C]) inOrder(c C, n *Node, kids []*Node, order []string) []error
 			continue
 		case CanceledRunning:
 			cc = gc
+		}
+		if g := n.dagOf(kids); g != nil && len(g.needs[i]) > 0 {
+			if why := r.unmet(ch, kids, g.needs[i]); why != "" {
+				if errs[i] = it.skipForNeeds(c, ch, n.Label, why); fatal(errs[i]) {
+					return errs
+				}
+				continue
+			}
 		}
 		// After a fatal error the other children still come through
 		// visit, which stops them as the live group's do (unrecorded).

@@ -33,6 +33,10 @@ type Driver[C any] interface {
 	// it started or refused) after c ended is not started:
 	// child(c, i, false) is called instead.
 	Parallel(c C, n, limit int, child func(c C, i int, started bool))
+	// Await returns once ready() holds, whether or not c has ended; ready
+	// may change when a child of Parallel returns. (A group's child
+	// waiting for the siblings it needs.)
+	Await(c C, ready func() bool)
 	// Leaf runs one attempt of a leaf step (see Attempt).
 	Leaf(c C, a Attempt) (Result, error)
 	// BeforeTop is asked before each top-level step; an error ends the

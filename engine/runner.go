@@ -111,6 +111,9 @@ type Runner struct {
 	readN   map[visitKey]int // recorded key reads per step visit
 	wsN     map[visitKey]int // workspace calls per step visit
 
+	waitMu   sync.Mutex // with waitCond: children waiting for their needs (local.Await)
+	waitCond *sync.Cond
+
 	agentsOnce sync.Once
 	agentsErr  error
 }
@@ -159,6 +162,7 @@ func (r *Runner) init() {
 	if r.visits == nil {
 		r.visits = map[string]int{}
 	}
+	r.waitCond = sync.NewCond(&r.waitMu)
 	if r.clockN == nil {
 		r.clockN, r.readN, r.wsN = map[visitKey]int{}, map[visitKey]int{}, map[visitKey]int{}
 	}
@@ -211,6 +215,13 @@ func (r *Runner) init() {
 		base[secretEvalName] = r.secretEvalFor()
 	}
 	r.eval = newEvaluator(r.Prog, base)
+}
+
+// wake tells children waiting for their needs that one has returned.
+func (r *Runner) wake() {
+	r.waitMu.Lock()
+	r.waitCond.Broadcast()
+	r.waitMu.Unlock()
 }
 
 // logger is the step's logger, made once per label.

@@ -14,7 +14,7 @@ import (
 // CommonStepFields are the fields every step may have; any other field
 // belongs to the step's type.
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
-	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each", "steps"}
+	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each", "steps", "needs"}
 
 var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps"}
 
@@ -206,6 +206,9 @@ func parseSteps(r *Reporter, p *Plan, n *yaml.Node, parent *Step) []*Step {
 			out = append(out, s)
 		}
 	}
+	if parent != nil && !parent.Sequence {
+		checkNeeds(r, out)
+	}
 	return out
 }
 
@@ -289,6 +292,12 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 				}
 			}
 			s.Steps = parseSteps(r, p, f.Value, s)
+		case "needs":
+			s.NeedsNode = Resolve(f.Value)
+			s.Needs = StringList(r, f.Value, "needs")
+			if parent == nil || parent.Sequence {
+				r.At(f.KeyN, "needs applies to a child of a parallel group (it names siblings it waits for)")
+			}
 		case "for_each":
 			s.ForEach = expr(r, f.Value, "for_each")
 			if s.ForEach == nil {

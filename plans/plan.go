@@ -86,6 +86,10 @@ type Step struct {
 	// steps run in order, a goto staying among them (Sequence is set).
 	Steps    []*Step
 	Sequence bool
+	// Needs, on a child of a parallel group, are the siblings it waits
+	// for: the group is then a DAG (see checkNeeds).
+	Needs     []string
+	NeedsNode *yaml.Node
 	// ForEach runs the step once per item of the list it gives (item and
 	// index in scope); MaxConcurrency and FailFast apply to the items.
 	ForEach        *Expr
@@ -262,5 +266,6 @@ func (p *Plan) DropNodes() {
 		if s.ForEach != nil {
 			s.ForEach.Node = nil
 		}
+		s.NeedsNode = nil
 	}
 }

@@ -86,6 +86,18 @@ steps:
       - {label: other, type: command, run: "echo o"}
   - {label: seen, type: command, run: "echo ${{ steps.use.output }}"}
 `, "succeeded", "again:succeeded again:succeeded again:succeeded group:succeeded other:succeeded read:succeeded read:succeeded read:succeeded seen:succeeded seq:succeeded use:succeeded", "used3"},
+		{"needs: a DAG in a group, a failed need skipping its dependant", `
+version: 1
+steps:
+  - label: group
+    fail_fast: false
+    parallel:
+      - {label: report, type: command, needs: [build, lint], run: "echo ${{ steps.build.output }}${{ steps.lint.output }}"}
+      - {label: build, type: command, run: "sleep 0.2; echo b"}
+      - {label: lint, type: command, needs: build, run: "echo l"}
+      - {label: bad, type: command, run: "exit 1"}
+      - {label: after_bad, type: command, needs: [bad], run: "echo never"}
+`, "failed", "after_bad:skipped bad:failed build:succeeded group:failed lint:succeeded report:succeeded", ""},
 		{"a failed item cancels the items not started", `
 version: 1
 steps:

@@ -73,6 +73,9 @@ func nodeText(n *engine.Node) string {
 			text += fmt.Sprintf(", %d at once", n.MaxConcurrency)
 		}
 	}
+	if len(n.Needs) > 0 {
+		text += "\n⇠ needs " + strings.Join(n.Needs, ", ")
+	}
 	if n.If != nil {
 		text += "\nif " + n.If.Src
 	}
