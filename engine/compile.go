@@ -20,6 +20,7 @@ type Program struct {
 
 	indexOnce sync.Once
 	topIndex  map[string]int // top-level label -> position, for Next
+	itemScope *Scope         // see eachScope
 }
 
 // Node is one compiled step.
@@ -31,10 +32,27 @@ type Node struct {
 	Until    *Expr
 	WriteKey *Template
 	Children []*Node
+	Seq      []*Node // a sequence's steps (see sequence.go)
+	dag      *dag    // a group whose children have needs (needs.go)
+	// Each is a for_each step's list (see foreach.go); item is set on
+	// the nodes of its items.
+	Each *Expr
+	item *itemOf
 }
 
-// Node returns the compiled step with label.
-func (p *Program) Node(label string) *Node { return p.nodes[label] }
+// Node returns the compiled step with label; for LABEL[i], item i of
+// for_each step LABEL, without its value (see WithItem).
+func (p *Program) Node(label string) *Node {
+	if n, ok := p.nodes[label]; ok {
+		return n
+	}
+	if l, i, ok := SplitItemLabel(label); ok {
+		if n := p.nodes[l]; n != nil && n.Each != nil {
+			return n.itemNode(i, nil)
+		}
+	}
+	return nil
+}
 
 // Load reads a plan file and compiles it.
 func Load(path string, reg *Registry) (*Program, error) {
@@ -82,17 +100,36 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		if s.If != nil {
 			n.If = compileBoolAt(r, p.Plan.Source, s.If, "if", p.scope)
 		}
+		// A for_each step's own fields see item and index; its if and its
+		// list are decided once, before the items.
+		own := p.scope
+		if s.ForEach != nil {
+			if s.ForEach.Src != "" {
+				n.Each = compileValueAt(r, p.Plan.Source, s.ForEach, "for_each", p.scope)
+			}
+			if n.Each == nil {
+				n.Each = &Expr{} // reported; still a for_each for what follows
+			}
+			own = p.eachScope()
+		}
 		if s.Retry != nil && s.Retry.Until != nil {
-			scope := p.scope.with("step", p.scope.stepType(s.Label))
+			stepT := p.scope.stepType(s.Label)
+			if s.ForEach != nil {
+				stepT = stepStateType(reg.lookupType(s.Type))
+			}
+			scope := own.with("step", stepT)
 			n.Until = compileBoolAt(r, p.Plan.Source, s.Retry.Until, "retry.until", scope)
 		}
 		if s.Write != nil && s.Write.KeyNode != nil {
-			n.WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, p.scope)
+			n.WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, own)
 			CheckKeyTemplate(r, s.Write.KeyNode, n.WriteKey, "write.key")
 		}
 		switch {
 		case s.Parallel != nil:
 			n.Children = p.compileSteps(r, reg, s.Parallel)
+			n.dag = compileNeeds(n.Children)
+		case s.Sequence:
+			n.Seq = p.compileSteps(r, reg, s.Steps)
 		case s.Type != "":
 			t, ok := reg.Lookup(s.Type)
 			if !ok {
@@ -100,7 +137,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 				continue
 			}
 			n.Kind = t
-			d := newDecoder(p.Plan, s, r, p.scope)
+			d := newDecoder(p.Plan, s, r, own)
 			d.spec = SpecOf(t)
 			n.Impl = t.Decode(d)
 			d.finish()

@@ -377,6 +377,23 @@ func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, sc
 	return e
 }
 
+// compileValueAt compiles a bare expression giving any value (for_each).
+// A ${{ }} wrapper is accepted too.
+func compileValueAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, scope *Scope) *Expr {
+	code, off := x.Src, 0
+	if t := trimWrapper(code); t != code {
+		off = len(code) - len(trimLeftWrapper(code))
+		code = t
+	}
+	e, err := compileExpr(code, scope, false)
+	if err != nil {
+		line, col := scalarPos(src, x.Node, off+max(exprErrorColumn(err), 0))
+		r.AtPos(line, col, "%s: %s", what, exprMessage(err, scope))
+		return nil
+	}
+	return e
+}
+
 // TypeFields lists the fields step type typ reads beside the common ones,
 // as its Decode asks for them: what a tool such as the plan's JSON Schema
 // must allow for the type, so the two cannot drift apart.

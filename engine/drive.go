@@ -23,7 +23,9 @@ func (r *Runner) Prepare() { r.init() }
 // Run does: the work of a Temporal activity.
 func (r *Runner) RunAttempt(ctx context.Context, n *Node, visit, attempt int) (Result, error) {
 	r.init()
-	return r.once(ctx, n, visit, attempt, r.clockFor(n.Label, visit, false))
+	vc := r.clockFor(n.Label, visit, n.item != nil)
+	vc.item = n.item
+	return r.once(ctx, n, visit, attempt, vc)
 }
 
 // Apply makes a step record from elsewhere (another process that ran the
@@ -37,7 +39,7 @@ func (r *Runner) Apply(rec board.StepRecord) error {
 	if err != nil {
 		return err
 	}
-	r.eval.set(rec.Label, withTimedOut(stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)), res))
+	r.setView(n, r.viewOf(n, rec, res))
 	return nil
 }
 

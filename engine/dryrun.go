@@ -43,7 +43,19 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 				kind += fmt.Sprintf(", at most %d at once", n.MaxConcurrency)
 			}
 		}
+		if n.Seq != nil {
+			kind = fmt.Sprintf("sequence, %d steps in order", len(n.Seq))
+		}
+		if n.ForEach != nil {
+			kind += ", for_each " + n.ForEach.Src
+			if n.MaxConcurrency > 0 {
+				kind += fmt.Sprintf(", at most %d at once", n.MaxConcurrency)
+			}
+		}
 		fmt.Fprintf(w, "%s%d. %s (%s)", pad, i+1, n.Label, kind)
+		if len(n.Needs) > 0 {
+			fmt.Fprintf(w, " needs %s", strings.Join(n.Needs, ", "))
+		}
 		if n.If != nil {
 			fmt.Fprintf(w, " if %s", n.If.Src)
 		}
@@ -65,5 +77,6 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 			}
 		}
 		dryRunSteps(w, n.Children, depth+1)
+		dryRunSteps(w, n.Seq, depth+1)
 	}
 }

@@ -16,29 +16,62 @@ var errSiblingFailed = errors.New("canceled: a sibling step failed (fail_fast)")
 // first failure cancels the siblings through their context, and those
 // not started yet do not start.
 func (it *interp[C]) group(c C, n *Node, visit int) (Result, error) {
+	return it.r.groupResult(n, it.children(c, n, visit, n.Children))
+}
+
+// children runs kids, a group's children or a for_each step's items, and
+// returns their errors in kids' order.
+func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 	r := it.r
 	if r.Script != nil {
 		if order, ok := r.Script.Order(n.Label, visit); ok {
-			return it.groupInOrder(c, n, order)
+			return it.inOrder(c, n, kids, order)
 		}
+	}
+	errs := make([]error, len(kids))
+	if len(kids) == 0 {
+		return errs
 	}
 	gc, cancel := it.d.WithCancel(c)
 	defer cancel(nil)
 	limit := n.MaxConcurrency
-	if limit <= 0 || limit > len(n.Children) {
-		limit = len(n.Children)
+	if limit <= 0 || limit > len(kids) {
+		limit = len(kids)
 	}
-	errs := make([]error, len(n.Children))
-	it.d.Parallel(gc, len(n.Children), limit, func(cc C, i int, started bool) {
-		ch := n.Children[i]
+	g := n.dagOf(kids)
+	var done []bool // with needs: which children have returned (read in Await's ready)
+	if g != nil {
+		done = make([]bool, len(kids))
+	}
+	it.d.Parallel(gc, len(kids), limit, func(cc C, k int, started bool) {
+		i := k
+		if g != nil {
+			i = g.order[k]
+			defer it.markDone(done, i)
+		}
+		ch := kids[i]
 		// Checked first: a child that completed before the run was
 		// resumed is done, not canceled by a sibling's new failure.
-		if _, ok := r.alreadyDone(n.Label, ch.Label); ok {
+		if r.resumedDone(n, ch) {
 			return
 		}
 		if !started {
 			errs[i] = it.notStarted(cc, ch, n.Label)
 			return
+		}
+		if g != nil && len(g.needs[i]) > 0 {
+			it.d.Await(cc, func() bool {
+				for _, j := range g.needs[i] {
+					if !it.isDone(done, j) {
+						return false
+					}
+				}
+				return true
+			})
+			if why := r.unmet(ch, kids, g.needs[i]); why != "" {
+				errs[i] = it.skipForNeeds(cc, ch, n.Label, why)
+				return
+			}
 		}
 		if _, err := it.visit(cc, ch, n.Label); err != nil {
 			errs[i] = err
@@ -47,39 +80,68 @@ func (it *interp[C]) group(c C, n *Node, visit int) (Result, error) {
 			}
 		}
 	})
-	return r.groupResult(n, errs)
+	return errs
 }
 
-// groupInOrder runs a group's children one after another in the given
-// order (children it does not name go last, in plan order). A child the
-// recording shows canceled by a failed sibling's fail_fast is canceled
-// again: run under a canceled context, or recorded as not started.
-func (it *interp[C]) groupInOrder(c C, n *Node, order []string) (Result, error) {
+// dagOf is n's dag when kids are its children (not a for_each's items).
+func (n *Node) dagOf(kids []*Node) *dag {
+	if n.dag == nil || len(kids) != len(n.Children) || n.Each != nil {
+		return nil
+	}
+	return n.dag
+}
+
+// markDone and isDone keep which children of a dag returned; under the
+// runner's wait lock, as local.Await reads them there (on Temporal the
+// coroutines take turns and the lock is free).
+func (it *interp[C]) markDone(done []bool, i int) {
+	it.r.waitMu.Lock()
+	done[i] = true
+	it.r.waitMu.Unlock()
+}
+
+func (it *interp[C]) isDone(done []bool, i int) bool { return done[i] } // called with waitMu held (local) or in a coroutine (Temporal)
+
+// resumedDone reports whether child ch of n completed before the run was
+// resumed; an item's state is then taken from its record.
+func (r *Runner) resumedDone(n, ch *Node) bool {
+	rec, ok := r.alreadyDone(n.Label, ch.Label)
+	if ok && ch.item != nil {
+		ch.item.view = r.recordView(ch, rec)
+	}
+	return ok
+}
+
+// inOrder runs kids one after another in the given order (children it
+// does not name go last, in plan order). A child the recording shows
+// canceled by a failed sibling's fail_fast is canceled again: run under a
+// canceled context, or recorded as not started.
+func (it *interp[C]) inOrder(c C, n *Node, kids []*Node, order []string) []error {
 	r := it.r
 	gc, cancel := it.d.WithCancel(c)
 	defer cancel(nil)
 	cancel(errSiblingFailed) // only the children the recording shows canceled see this one
-	pos := map[string]int{}
+	pos := make(map[string]int, len(order))
 	for i, l := range order {
 		pos[l] = i
 	}
-	index := map[*Node]int{} // errors are kept in plan order, as group() keeps them
-	for i, ch := range n.Children {
+	index := make(map[*Node]int, len(kids)) // errors are kept in plan order, as children() keeps them
+	for i, ch := range kids {
 		index[ch] = i
 	}
-	kids := append([]*Node(nil), n.Children...)
-	sort.SliceStable(kids, func(i, j int) bool {
-		pi, oki := pos[kids[i].Label]
-		pj, okj := pos[kids[j].Label]
+	sorted := append([]*Node(nil), kids...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		pi, oki := pos[sorted[i].Label]
+		pj, okj := pos[sorted[j].Label]
 		if oki != okj {
 			return oki
 		}
 		return pi < pj
 	})
 	errs := make([]error, len(kids))
-	for _, ch := range kids {
+	for _, ch := range sorted {
 		i := index[ch]
-		if _, ok := r.alreadyDone(n.Label, ch.Label); ok {
+		if r.resumedDone(n, ch) {
 			continue
 		}
 		if stop := it.stopped(c); stop != nil {
@@ -92,11 +154,19 @@ func (it *interp[C]) groupInOrder(c C, n *Node, order []string) (Result, error) 
 		switch r.Script.Canceled(ch.Label, r.nextVisit(ch.Label)) {
 		case CanceledNotStarted:
 			if errs[i] = it.notStarted(gc, ch, n.Label); fatal(errs[i]) {
-				return r.groupResult(n, errs)
+				return errs
 			}
 			continue
 		case CanceledRunning:
 			cc = gc
+		}
+		if g := n.dagOf(kids); g != nil && len(g.needs[i]) > 0 {
+			if why := r.unmet(ch, kids, g.needs[i]); why != "" {
+				if errs[i] = it.skipForNeeds(c, ch, n.Label, why); fatal(errs[i]) {
+					return errs
+				}
+				continue
+			}
 		}
 		// After a fatal error the other children still come through
 		// visit, which stops them as the live group's do (unrecorded).
@@ -104,7 +174,7 @@ func (it *interp[C]) groupInOrder(c C, n *Node, order []string) (Result, error) 
 			errs[i] = err
 		}
 	}
-	return r.groupResult(n, errs)
+	return errs
 }
 
 // groupResult is a group's outcome from its children's errors.

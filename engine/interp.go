@@ -33,6 +33,10 @@ type Driver[C any] interface {
 	// it started or refused) after c ended is not started:
 	// child(c, i, false) is called instead.
 	Parallel(c C, n, limit int, child func(c C, i int, started bool))
+	// Await returns once ready() holds, whether or not c has ended; ready
+	// may change when a child of Parallel returns. (A group's child
+	// waiting for the siblings it needs.)
+	Await(c C, ready func() bool)
 	// Leaf runs one attempt of a leaf step (see Attempt).
 	Leaf(c C, a Attempt) (Result, error)
 	// BeforeTop is asked before each top-level step; an error ends the
@@ -161,6 +165,7 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 	log.Debug().Int("visit", visit).Msg("start")
 	rec := board.StepRecord{Label: n.Label, Visit: visit, Type: n.Type, Parent: parent, StartedAt: start}
 	vc := r.clockFor(n.Label, visit, parent != "")
+	vc.item = n.item
 
 	var res Result
 	var stepErr error
@@ -176,8 +181,14 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 		}
 	}
 	if run {
-		if n.Children != nil {
-			res, stepErr = it.group(c, n, visit)
+		if n.Each != nil {
+			res, stepErr = it.forEach(c, n, visit, vc)
+		} else if n.Children != nil || n.Seq != nil {
+			if n.Seq != nil {
+				res, stepErr = it.sequence(c, n, visit)
+			} else {
+				res, stepErr = it.group(c, n, visit)
+			}
 			if r.Script != nil {
 				if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
 					it.cut(cause)
@@ -212,8 +223,12 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 			status = StatusCanceled // a group whose children were canceled, not failed
 		}
 	}
-	if stepErr == nil && res.Goto != "" && parent != "" {
-		stepErr, status = fmt.Errorf("goto %q inside a parallel group is not allowed", res.Goto), StatusFailed
+	if stepErr == nil && res.Goto != "" && parent != "" && !n.inSequence() {
+		where := "inside a parallel group"
+		if n.item != nil {
+			where = "in a for_each item"
+		}
+		stepErr, status = fmt.Errorf("goto %q %s is not allowed", res.Goto, where), StatusFailed
 	}
 	rec.Status = status
 	rec.FinishedAt = finish

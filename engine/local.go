@@ -27,7 +27,17 @@ func (local) Now(context.Context) time.Time { return time.Now().UTC() }
 
 func (d local) Sleep(ctx context.Context, dur time.Duration) error { return d.r.sleep(ctx, dur) }
 
-func (local) Parallel(ctx context.Context, n, limit int, child func(context.Context, int, bool)) {
+// Await waits on the runner's condition, broadcast when a child of
+// Parallel returns.
+func (d local) Await(_ context.Context, ready func() bool) {
+	d.r.waitMu.Lock()
+	defer d.r.waitMu.Unlock()
+	for !ready() {
+		d.r.waitCond.Wait()
+	}
+}
+
+func (d local) Parallel(ctx context.Context, n, limit int, child func(context.Context, int, bool)) {
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -43,12 +53,14 @@ func (local) Parallel(ctx context.Context, n, limit int, child func(context.Cont
 		}
 		if !started {
 			child(ctx, i, false)
+			d.r.wake()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer d.r.wake()
 			child(ctx, i, true)
 		}()
 	}

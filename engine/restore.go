@@ -43,8 +43,8 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		if err != nil {
 			return err
 		}
-		r.eval.set(rec.Label, withTimedOut(stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)), res))
-		if n.Children != nil {
+		r.setView(n, r.viewOf(n, *rec, res))
+		if n.Children != nil || n.Seq != nil || n.Each != nil {
 			delete(pending, n.Label) // the group finished: its children are history
 		}
 		if rec.Parent != "" {
@@ -68,6 +68,9 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		case KindRead:
 			k := visitKey{rec.Label, rec.Visit}
 			r.readN[k] = max(r.readN[k], rec.Call)
+		case KindWorkspace:
+			k := visitKey{rec.Label, rec.Visit}
+			r.wsN[k] = max(r.wsN[k], rec.Call)
 		case KindResume:
 			resumes++
 		}

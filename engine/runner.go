@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +89,10 @@ type Runner struct {
 	// own speed, ends the run where the recording says the timeout fired
 	// (Script.Cut) instead.
 	Untimed bool
+	// Workspace, when set, runs each read of the workdir by files() and
+	// read_file() (a Temporal workflow keeps the answer in its history);
+	// nil: read here.
+	Workspace func(read func() (json.RawMessage, error)) (json.RawMessage, error)
 	// Clock, when set, is the time step visits read (a Temporal workflow's
 	// deterministic clock); nil: the system clock.
 	Clock func() time.Time
@@ -104,6 +109,10 @@ type Runner struct {
 	startPC int
 	clockN  map[visitKey]int // clock readings per step visit
 	readN   map[visitKey]int // recorded key reads per step visit
+	wsN     map[visitKey]int // workspace calls per step visit
+
+	waitMu   sync.Mutex // with waitCond: children waiting for their needs (local.Await)
+	waitCond *sync.Cond
 
 	agentsOnce sync.Once
 	agentsErr  error
@@ -153,8 +162,9 @@ func (r *Runner) init() {
 	if r.visits == nil {
 		r.visits = map[string]int{}
 	}
+	r.waitCond = sync.NewCond(&r.waitMu)
 	if r.clockN == nil {
-		r.clockN, r.readN = map[visitKey]int{}, map[visitKey]int{}
+		r.clockN, r.readN, r.wsN = map[visitKey]int{}, map[visitKey]int{}, map[visitKey]int{}
 	}
 	r.logs = map[string]zerolog.Logger{}
 	if r.Workdir == "" {
@@ -191,7 +201,9 @@ func (r *Runner) init() {
 			}
 			return nil
 		},
-		"now": func() time.Time { return time.Now().UTC() }, // each visit reads its own clock (clockFor)
+		"now":       func() time.Time { return time.Now().UTC() }, // each visit reads its own clock (clockFor)
+		"files":     outsideStep["files"],
+		"read_file": outsideStep["read_file"],
 		"entries": func(section string) []any {
 			return entryViews(b.Query(board.Filter{Section: section}))
 		},
@@ -203,6 +215,13 @@ func (r *Runner) init() {
 		base[secretEvalName] = r.secretEvalFor()
 	}
 	r.eval = newEvaluator(r.Prog, base)
+}
+
+// wake tells children waiting for their needs that one has returned.
+func (r *Runner) wake() {
+	r.waitMu.Lock()
+	r.waitCond.Broadcast()
+	r.waitMu.Unlock()
 }
 
 // logger is the step's logger, made once per label.
@@ -269,7 +288,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 	if err := r.Board.FinishStep(*rec, entry, kvs...); err != nil {
 		return err
 	}
-	r.eval.set(n.Label, withTimedOut(stateView(rec.Status, res.Output, rec.Error, rec.Visit, rec.DurationMS, orZero(res.Fields, n)), res))
+	r.setView(n, r.viewOf(n, *rec, res))
 	if r.Observer != nil {
 		r.Observer.StepFinished(*rec)
 	}

@@ -160,22 +160,27 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 	}
 	steps := types.Map{}
 	byType := map[string]types.Map{}
+	eachOf := map[string]types.Map{}
 	for _, s := range p.AllSteps() {
 		if s.Label == "" {
 			continue
 		}
 		st, ok := byType[s.Type]
 		if !ok {
-			var t Type
-			if s.Type != "" {
-				t, _ = reg.Lookup(s.Type)
-			}
-			st = stepStateType(t)
+			st = stepStateType(reg.lookupType(s.Type))
 			byType[s.Type] = st
+		}
+		if s.ForEach != nil {
+			et, ok := eachOf[s.Type]
+			if !ok {
+				et = eachStateType(st)
+				eachOf[s.Type] = et
+			}
+			st = et
 		}
 		steps[s.Label] = st
 	}
-	return types.Map{
+	m := types.Map{
 		"vars":    vars,
 		"env":     env,
 		"secrets": secretsType(p),
@@ -190,6 +195,10 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 		// now() replaces expr's builtin: it reads the step visit's recorded clock.
 		"now": types.TypeOf(func() time.Time { return time.Time{} }),
 	}
+	for k, v := range workspaceTypes {
+		m[k] = v
+	}
+	return m
 }
 
 // valueType is the expression type of a YAML value.

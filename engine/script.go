@@ -191,6 +191,10 @@ type visitClock struct {
 	now   func() time.Time
 	board func(key string) any
 	read  func(author, key string) (KeyRead, error)
+	item  *itemOf // the item and index of a for_each item's visit
+	// files and read_file, recorded (workspace.go)
+	files    func(string) ([]any, error)
+	readFile func(string) (string, error)
 }
 
 // KeyRead is what a step's key read found.
@@ -208,6 +212,7 @@ func (r *Runner) clockFor(label string, visit int, inGroup bool) *visitClock {
 	vc.read = func(author, key string) (KeyRead, error) {
 		return r.read(label, visit, inGroup, author, key, vc.now)
 	}
+	r.workspaceFuncs(label, visit, vc)
 	vc.board = func(key string) any {
 		if kr, _ := vc.read("", key); kr.Found {
 			return kr.Entry.Content

@@ -45,6 +45,9 @@ func newEvaluator(prog *Program, base map[string]any) *evaluator {
 }
 
 func zeroResult(n *Node) any {
+	if n != nil && n.Each != nil {
+		return &EachResult{}
+	}
 	if n == nil || n.Kind == nil {
 		return nil
 	}
@@ -63,6 +66,10 @@ func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[st
 	}
 	if vc != nil {
 		env["now"], env["board"] = vc.now, vc.board
+		env["files"], env["read_file"] = vc.files, vc.readFile
+		if vc.item != nil {
+			env["item"], env["index"] = vc.item.value, vc.item.index
+		}
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()

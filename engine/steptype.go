@@ -239,3 +239,12 @@ func indirect(t reflect.Type) reflect.Type {
 	}
 	return t
 }
+
+// lookupType is the type named name, nil for none (a group's "").
+func (r *Registry) lookupType(name string) Type {
+	if name == "" {
+		return nil
+	}
+	t, _ := r.Lookup(name)
+	return t
+}

@@ -31,7 +31,7 @@ func Reference(reg *engine.Registry) ([]byte, error) {
 
 	step := doc.obj("$defs").obj("step")
 	b.WriteString("## Common step fields\n\n")
-	b.WriteString("Every step may have these; a step has either a `type` (and the fields of its type, below) or `parallel`.\n\n")
+	b.WriteString("Every step may have these; a step has either a `type` (and the fields of its type, below) or `parallel`; a child of a group may have `steps` instead (a sequence).\n\n")
 	keyTable(&b, step, step.get("required"))
 	fmt.Fprintf(&b, "Every step's result, read in expressions as `steps.<label>.<field>`, has %s, and the fields of its type.\n\n",
 		codeList(engine.CommonResultNames()))

@@ -15,7 +15,7 @@ import (
 // CommonStepFields are the fields every step may have; any other field
 // belongs to the step's type.
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
-	"max_visits", "write", "parallel", "max_concurrency", "fail_fast"}
+	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each", "steps", "needs"}
 
 var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps"}
 
@@ -196,6 +196,9 @@ func parseSteps(r *Reporter, p *Plan, n *yaml.Node, parent *Step) []*Step {
 	what := "steps"
 	if parent != nil {
 		what = parent.Label + ".parallel"
+		if parent.Sequence {
+			what = parent.Label + ".steps"
+		}
 	}
 	if n == nil || n.Kind != yaml.SequenceNode {
 		r.At(n, "%s must be a list of steps, got %s", what, KindName(n))
@@ -210,6 +213,9 @@ func parseSteps(r *Reporter, p *Plan, n *yaml.Node, parent *Step) []*Step {
 			s.Index = i
 			out = append(out, s)
 		}
+	}
+	if parent != nil && !parent.Sequence {
+		checkNeeds(r, out)
 	}
 	return out
 }
@@ -280,15 +286,50 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			}
 		case "fail_fast":
 			s.FailFast, _ = Bool(r, f.Value, "fail_fast")
+		case "steps":
+			s.Sequence = true
+			switch {
+			case parent == nil || parent.Sequence:
+				r.At(f.KeyN, "steps: (a sequence) is for a child of a parallel group; here the steps run in order already")
+			case has["type"] != nil || has["parallel"] != nil || has["for_each"] != nil:
+				r.At(f.KeyN, "a step has one of type, parallel or steps")
+			}
+			for _, k := range []string{"retry", "timeout", "write"} {
+				if v := has[k]; v != nil {
+					r.At(v, "%s applies to a step with a type, not to a sequence", k)
+				}
+			}
+			s.Steps = parseSteps(r, p, f.Value, s)
+		case "needs":
+			s.NeedsNode = Resolve(f.Value)
+			s.Needs = StringList(r, f.Value, "needs")
+			if parent == nil || parent.Sequence {
+				r.At(f.KeyN, "needs applies to a child of a parallel group (it names siblings it waits for)")
+			}
+		case "for_each":
+			s.ForEach = expr(r, f.Value, "for_each")
+			if s.ForEach == nil {
+				s.ForEach = &Expr{Node: Resolve(f.Value)} // reported; still a for_each for what follows
+			}
 		}
 	}
-	if has["parallel"] == nil {
+	if has["for_each"] != nil && has["max_concurrency"] == nil {
+		s.MaxConcurrency = DefaultForEachConcurrency
+	}
+	if v := has["for_each"]; v != nil && has["parallel"] != nil {
+		// Each item of a group would run every child once: the children's
+		// visits would need an item of their own. Not built yet.
+		r.At(v, "for_each applies to a step with a type, not to a parallel group (put for_each on the step inside the group)")
+	}
+	if has["parallel"] == nil && has["steps"] == nil {
 		if has["type"] == nil {
-			r.At(n, "step %q is missing required field \"type\" (or \"parallel\" for a group)", s.Label)
+			r.At(n, "step %q is missing required field \"type\" (or \"parallel\" for a group, \"steps\" for a sequence inside one)", s.Label)
 		}
-		for _, k := range []string{"max_concurrency", "fail_fast"} {
-			if v := has[k]; v != nil {
-				r.At(v, "%s applies only to a parallel group", k)
+		if has["for_each"] == nil {
+			for _, k := range []string{"max_concurrency", "fail_fast"} {
+				if v := has[k]; v != nil {
+					r.At(v, "%s applies only to a parallel group or a for_each step", k)
+				}
 			}
 		}
 	}

@@ -62,7 +62,7 @@ steps:
   - {label: g, parallel: []}
 `, []string{`p.yaml:3:5: step is missing required field "label"`,
 			`p.yaml:4:16: a step has either type or parallel, not both`,
-			`p.yaml:5:42: max_concurrency applies only to a parallel group`,
+			`p.yaml:5:42: max_concurrency applies only to a parallel group or a for_each step`,
 			`p.yaml:6:32: retry is missing required field "max"`,
 			`p.yaml:7:13: label "end" is reserved for goto`,
 			`p.yaml:8:41: unknown field "untill" in retry (did you mean "until"?)`,

@@ -53,6 +53,11 @@ type Limits struct {
 // DefaultMaxSteps is limits.max_steps when the plan does not say.
 const DefaultMaxSteps = 1000
 
+// DefaultForEachConcurrency is a for_each step's max_concurrency when it
+// does not say: a list of 10,000 files must not start 10,000 processes at
+// once (and 10,000 visits at once cost half again the memory of a few).
+const DefaultForEachConcurrency = 8
+
 // DefaultMaxVisits is a step's max_visits when it does not say.
 const DefaultMaxVisits = 10
 
@@ -76,7 +81,18 @@ type Step struct {
 	MaxVisits       int
 	Write           *Write
 
-	Parallel       []*Step
+	Parallel []*Step
+	// Steps, for a child of a parallel group, make it a sequence: these
+	// steps run in order, a goto staying among them (Sequence is set).
+	Steps    []*Step
+	Sequence bool
+	// Needs, on a child of a parallel group, are the siblings it waits
+	// for: the group is then a DAG (see checkNeeds).
+	Needs     []string
+	NeedsNode *yaml.Node
+	// ForEach runs the step once per item of the list it gives (item and
+	// index in scope); MaxConcurrency and FailFast apply to the items.
+	ForEach        *Expr
 	MaxConcurrency int  // 0: all at once
 	FailFast       bool // default true
 	Parent         *Step
@@ -185,6 +201,7 @@ func (p *Plan) Labels() []string {
 		for _, s := range steps {
 			out = append(out, s.Label)
 			walk(s.Parallel)
+			walk(s.Steps)
 		}
 	}
 	walk(p.Steps)
@@ -199,6 +216,7 @@ func (p *Plan) AllSteps() []*Step {
 		for _, s := range steps {
 			out = append(out, s)
 			walk(s.Parallel)
+			walk(s.Steps)
 		}
 	}
 	walk(p.Steps)
@@ -245,5 +263,9 @@ func (p *Plan) DropNodes() {
 		if s.Write != nil {
 			s.Write.KeyNode = nil
 		}
+		if s.ForEach != nil {
+			s.ForEach.Node = nil
+		}
+		s.NeedsNode = nil
 	}
 }

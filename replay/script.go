@@ -50,6 +50,8 @@ type script struct {
 	segs    []*segment
 	clock   map[clockKey]time.Time
 	reads   map[clockKey]engine.ReadSeen
+	items   map[visitKey]json.RawMessage // for_each lists (engine.ItemsScript)
+	ws      map[clockKey]board.Recording // files() and read_file() (engine.WorkspaceScript)
 	offline bool
 	types   map[string]string // label -> step type
 	timeout time.Duration     // the plan's limits.timeout
@@ -72,7 +74,8 @@ type clockKey struct {
 }
 
 func newScript(rec *board.Board, types map[string]string, timeout time.Duration, offline bool, fk *fork) *script {
-	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, offline: offline, types: types, timeout: timeout, fork: fk}
+	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, items: map[visitKey]json.RawMessage{}, ws: map[clockKey]board.Recording{},
+		offline: offline, types: types, timeout: timeout, fork: fk}
 	run := rec.Run()
 	steps := rec.Steps()
 	start := 0
@@ -90,6 +93,14 @@ func newScript(rec *board.Board, types map[string]string, timeout time.Duration,
 			k := clockKey{r.Label, r.Visit, r.Call}
 			if _, dup := s.reads[k]; !dup && json.Unmarshal(r.Response, &seen) == nil {
 				s.reads[k] = seen
+			}
+		case engine.KindWorkspace:
+			if k := (clockKey{r.Label, r.Visit, r.Call}); s.ws[k].Kind == "" {
+				s.ws[k] = r
+			}
+		case engine.KindItems:
+			if k := (visitKey{r.Label, r.Visit}); s.items[k] == nil {
+				s.items[k] = r.Response
 			}
 		case engine.KindResume:
 			var m engine.ResumeMark
@@ -142,8 +153,27 @@ func (s *script) record(label string, visit int) (board.StepRecord, bool) {
 	return r, ok
 }
 
+// Items is the item list a for_each visit had (engine.ItemsScript).
+func (s *script) Items(label string, visit int) (json.RawMessage, bool) {
+	if s.live() {
+		return nil, false
+	}
+	raw, ok := s.items[visitKey{label, visit}]
+	return raw, ok
+}
+
+// Workspace is the recorded answer of a files() or read_file() call
+// (engine.WorkspaceScript).
+func (s *script) Workspace(label string, visit, call int) (board.Recording, bool) {
+	if s.live() {
+		return board.Recording{}, false
+	}
+	r, ok := s.ws[clockKey{label, visit, call}]
+	return r, ok
+}
+
 func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
-	if t := s.types[label]; s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
+	if t := s.types[engine.BaseLabel(label)]; s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
 		return board.StepRecord{}, false
 	}
 	r, ok := s.record(label, visit)

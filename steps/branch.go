@@ -38,7 +38,7 @@ func (branchType) Spec() *engine.TypeSpec { return &branchSpec }
 var branchSpec = engine.TypeSpec{
 	Doc: "Jumps: it tries its cases in order and goes to the goto of the first whose when holds, " +
 		"else to its default, else on to the next step. Loops are branches back; each step's max_visits bounds them. " +
-		"A branch is a top-level step (goto cannot leave a parallel group).",
+		"A branch is a top-level step, or a step of a sequence (steps: inside a parallel group), whose goto reaches only the sequence's own steps.",
 	Fields: []engine.Field{
 		{Name: "cases", Kind: engine.KindList,
 			Schema: `{"items": {"type": "object", "additionalProperties": false, "required": ["when", "goto"],
@@ -46,7 +46,7 @@ var branchSpec = engine.TypeSpec{
 					"when": {"$ref": "#/$defs/expr", "description": "An expression.",
 						"examples": ["steps.generate.visits < vars.max_attempts"]},
 					"goto": {"type": "string",
-						"description": "A top-level label, end (finish, succeeded) or fail (finish, failed).",
+						"description": "A top-level label (in a sequence: one of its steps), end (finish, succeeded) or fail (finish, failed).",
 						"examples": ["generate"]}}}}`,
 			Doc:      "Tried in order; the first whose when holds jumps to its goto.",
 			Examples: []any{[]any{map[string]any{"when": "steps.test.passed", "goto": "end"}}}},
@@ -74,8 +74,8 @@ var branchSpec = engine.TypeSpec{
 
 func (branchType) Decode(d *engine.Decoder) engine.Step {
 	s := &branchStep{}
-	if d.Step.Parent != nil {
-		d.Errorf(d.Step.TypeNode, "a branch cannot be inside parallel group %q: goto leaves the group", d.Step.Parent.Label)
+	if d.Step.Parent != nil && !d.Step.Parent.Sequence {
+		d.Errorf(d.Step.TypeNode, "a branch cannot be inside parallel group %q: goto leaves the group (put it in a sequence, steps:, inside the group)", d.Step.Parent.Label)
 	}
 	casesN := d.Node("cases")
 	defN := d.Node("default")
@@ -136,6 +136,18 @@ func gotoTarget(d *engine.Decoder, n *yaml.Node, what string) string {
 		return dest
 	}
 	target := d.Plan.Lookup(dest)
+	if seq := d.Step.Parent; seq != nil && seq.Sequence {
+		// In a sequence, a goto stays among its steps.
+		if target == nil || target.Parent != seq {
+			var labels []string
+			for _, s := range seq.Steps {
+				labels = append(labels, s.Label)
+			}
+			d.Errorf(n, "%s: no step labeled %q in sequence %s (a goto in a sequence reaches its own steps, end or fail)%s",
+				what, dest, seq.Label, plans.Suggest(dest, append([]string{"end", "fail"}, labels...)))
+		}
+		return dest
+	}
 	switch {
 	case target == nil:
 		cands := append([]string{"end", "fail"}, topLabels(d.Plan)...)

@@ -27,8 +27,10 @@ type StepInput struct {
 	Label      string
 	Visit      int
 	Attempt    int
-	Workdir    string
-	Vars       map[string]any
+	// Item is the value of a for_each item's visit (Label is LABEL[i]).
+	Item    any `json:",omitempty"`
+	Workdir string
+	Vars    map[string]any
 	// Reuse names the blackboard.json blobs of runs given to --reuse;
 	// ReuseLive says a call of the run already went live.
 	Reuse     []string `json:",omitempty"`
@@ -92,6 +94,9 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 	}
 	n := prog.Node(in.Label)
+	if n != nil {
+		n = n.WithItem(in.Item)
+	}
 	if n == nil || n.Kind == nil {
 		err := fmt.Errorf("step %q is not a leaf step of plan %s", in.Label, in.PlanPath)
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)

@@ -50,6 +50,64 @@ steps:
       - {label: e, type: command, run: "echo e >> order"}
   - {label: seen, type: command, run: "tr -d '\\n' < order"}
 `, "succeeded", "a:succeeded b:succeeded c:succeeded d:succeeded e:succeeded group:succeeded seen:succeeded", "abcde"},
+		{"for_each runs its items as children, in order, results in input order", `
+version: 1
+steps:
+  - {label: list, type: board, op: write, key: names, value: "${{ split('x,y,z,w', ',') }}"}
+  - label: each
+    type: command
+    for_each: 'board("names")'
+    max_concurrency: 2
+    run: "echo ${{ index }}${{ item }} >> order; echo ${{ item }}"
+  - {label: pure, type: board, for_each: 'steps.each.outputs', op: write, key: "seen/${{ index }}", value: "${{ item }}"}
+  - {label: seen, type: command, run: "echo ${{ join(steps.each.outputs, '') }}${{ steps.pure.counts.succeeded }}"}
+`, "succeeded", "each:succeeded each[0]:succeeded each[1]:succeeded each[2]:succeeded each[3]:succeeded list:succeeded " +
+			"pure:succeeded pure[0]:succeeded pure[1]:succeeded pure[2]:succeeded pure[3]:succeeded seen:succeeded", "xyzw4"},
+		{"files() and read_file() give a for_each its list and its items' text", `
+version: 1
+steps:
+  - {label: make, type: command, run: "mkdir -p in/sub && echo A > in/a.txt && echo B > in/sub/b.txt"}
+  - {label: each, type: board, for_each: 'files("in/**/*.txt")', op: write, key: "f/${{ index }}", value: "${{ item }}:${{ trim(read_file(item)) }}"}
+  - {label: seen, type: command, run: "echo ${{ join(steps.each.outputs, ',') }}"}
+`, "succeeded", "each:succeeded each[0]:succeeded each[1]:succeeded make:succeeded seen:succeeded", "in/a.txt:A,in/sub/b.txt:B"},
+		{"a sequence in a group runs in order, its branch looping within it", `
+version: 1
+steps:
+  - label: group
+    parallel:
+      - label: seq
+        steps:
+          - {label: read, type: command, run: "echo r >> log; wc -l < log | tr -d ' '"}
+          - label: again
+            type: branch
+            cases:
+              - {when: 'steps.read.output != "3"', goto: read}
+          - {label: use, type: command, run: "echo used${{ steps.read.output }}"}
+      - {label: other, type: command, run: "echo o"}
+  - {label: seen, type: command, run: "echo ${{ steps.use.output }}"}
+`, "succeeded", "again:succeeded again:succeeded again:succeeded group:succeeded other:succeeded read:succeeded read:succeeded read:succeeded seen:succeeded seq:succeeded use:succeeded", "used3"},
+		{"needs: a DAG in a group, a failed need skipping its dependant", `
+version: 1
+steps:
+  - label: group
+    fail_fast: false
+    parallel:
+      - {label: report, type: command, needs: [build, lint], run: "echo ${{ steps.build.output }}${{ steps.lint.output }}"}
+      - {label: build, type: command, run: "sleep 0.2; echo b"}
+      - {label: lint, type: command, needs: build, run: "echo l"}
+      - {label: bad, type: command, run: "exit 1"}
+      - {label: after_bad, type: command, needs: [bad], run: "echo never"}
+`, "failed", "after_bad:skipped bad:failed build:succeeded group:failed lint:succeeded report:succeeded", ""},
+		{"a failed item cancels the items not started", `
+version: 1
+steps:
+  - label: each
+    type: command
+    for_each: '[0, 1, 2]'
+    max_concurrency: 1
+    run: "exit ${{ 1 - index }}"
+  - {label: never, type: command, run: "echo never"}
+`, "failed", "each:failed each[0]:failed each[1]:canceled each[2]:canceled", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

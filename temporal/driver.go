@@ -118,6 +118,14 @@ func (it *interp) Parallel(c wctx, n, limit int, child func(wctx, int, bool)) {
 	wg.Wait(wait)
 }
 
+// Await waits in the coroutine until ready holds, a canceled workflow
+// context notwithstanding (a child waits for its needs to return, as in
+// one process).
+func (it *interp) Await(c wctx, ready func() bool) {
+	wait, _ := workflow.NewDisconnectedContext(c.ctx)
+	_ = workflow.Await(wait, ready)
+}
+
 // Leaf runs a pure step here, waits here for an input's answer, and
 // sends any other step to a worker as an activity.
 func (it *interp) Leaf(c wctx, a engine.Attempt) (engine.Result, error) {
@@ -200,6 +208,9 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	var out StepOutput
 	in := StepInput{PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
 		Head: head, Label: n.Label, Visit: a.Visit, Attempt: a.Attempt, Workdir: run.Workdir, Vars: run.Vars}
+	if _, item, ok := n.ItemOf(); ok {
+		in.Item = item
+	}
 	for _, r := range it.in.Reuse {
 		in.Reuse = append(in.Reuse, r.Blob)
 	}

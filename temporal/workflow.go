@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -198,6 +199,19 @@ func (it *interp) start(ctx workflow.Context) error {
 		// Expressions on secrets are decided once, recorded: not from the
 		// environment of whichever worker runs the workflow task.
 		decideSecrets(ctx, it.r, it.prog.Plan)
+	}
+	// files() and read_file() in the workflow (a for_each list, an if)
+	// read the worker's workdir once; the history keeps what they gave.
+	it.r.Workspace = func(read func() (json.RawMessage, error)) (json.RawMessage, error) {
+		var raw json.RawMessage
+		err := workflow.SideEffect(ctx, func(workflow.Context) any {
+			out, err := read()
+			if err != nil {
+				out, _ = json.Marshal(engine.WorkspaceAnswer{Error: err.Error()})
+			}
+			return out
+		}).Get(&raw)
+		return raw, err
 	}
 	it.r.Prepare()
 	for _, rec := range it.b.Recordings() { // once: a continued run's

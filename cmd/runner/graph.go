@@ -61,6 +61,21 @@ func nodeText(n *engine.Node) string {
 	if n.Children != nil {
 		text = n.Label + " (parallel)"
 	}
+	if n.Seq != nil {
+		text = n.Label + " (sequence)"
+		for i, c := range n.Seq {
+			text += fmt.Sprintf("\n%d. %s (%s)", i+1, c.Label, c.Type)
+		}
+	}
+	if n.ForEach != nil {
+		text += "\n⇉ for_each " + n.ForEach.Src
+		if n.MaxConcurrency > 0 {
+			text += fmt.Sprintf(", %d at once", n.MaxConcurrency)
+		}
+	}
+	if len(n.Needs) > 0 {
+		text += "\n⇠ needs " + strings.Join(n.Needs, ", ")
+	}
 	if n.If != nil {
 		text += "\nif " + n.If.Src
 	}

@@ -161,6 +161,19 @@ func (g *gen) step(i int) {
 			kids = append(kids, c)
 		}
 		g.all = append(g.all, kids...)
+	case k == 4:
+		// A for_each: its items are a group's children, so the leaf is
+		// one a group may hold.
+		leaf := strings.TrimSuffix(g.leaf(label, true), "}")
+		list := []string{`'[1, 2, 3]'`, `'["a", "b"]'`, `'[]'`, `'split("x,y,z,w", ",")'`}[g.r.IntN(4)]
+		opts := ""
+		if g.r.IntN(2) == 0 {
+			opts += ", fail_fast: false"
+		}
+		if g.r.IntN(2) == 0 {
+			opts += fmt.Sprintf(", max_concurrency: %d", 1+g.r.IntN(2))
+		}
+		fmt.Fprintf(&g.b, "  - %s, for_each: %s%s}\n", leaf, list, opts)
 	default:
 		fmt.Fprintf(&g.b, "  - %s\n", g.leaf(label, false))
 	}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/replay"
+)
+
+// fanOutPlan is a 200-item for_each of command steps, each a little slow,
+// then a step reading the results in order.
+const fanOutPlan = `version: 1
+name: fan-out
+limits: {max_steps: 1000}
+steps:
+  - label: each
+    type: command
+    for_each: '%s'
+    max_concurrency: 4
+    run: sleep 0.01; echo "item ${{ item }} at ${{ index }}"
+  - label: last
+    type: command
+    run: echo "${{ steps.each.counts.succeeded }} ${{ steps.each.outputs[199] }}"
+`
+
+// A 200-item fan-out killed with SIGKILL in the middle and resumed runs
+// only the items that had not finished: every item succeeds exactly once,
+// the results stay in input order, an offline replay of the resumed run
+// matches, and a replay with a changed item list says where it differs.
+func TestKillForEachThenResume(t *testing.T) {
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(fmt.Sprintf(fanOutPlan, "1..200")), 0o644)
+	out := filepath.Join(wd, "bb.json")
+	cmd := exec.Command(binary, "run", plan, "--out", out, "-q")
+	cmd.Dir = wd
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	before := 0
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if b, err := board.Load(out); err == nil {
+			if before = len(b.Steps()); before >= 20 {
+				break
+			}
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	killed, err := board.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = len(killed.Steps())
+	if killed.Run().Status != "running" || before < 20 || before >= 200 {
+		t.Fatalf("killed with %d records, status %s: not in the middle of the fan-out", before, killed.Run().Status)
+	}
+	if r := runCLI(t, wd, "resume", out, "-q"); r.code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	b, err := board.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Run().Status != "succeeded" {
+		t.Fatalf("status %s: %s", b.Run().Status, b.Run().Error)
+	}
+	ran := map[string]int{}
+	for _, s := range b.Steps() {
+		if s.Parent == "each" && s.Status == "succeeded" {
+			ran[s.Label]++
+		}
+	}
+	for i := range 200 {
+		if l := fmt.Sprintf("each[%d]", i); ran[l] != 1 {
+			t.Errorf("%s succeeded %d times, want once", l, ran[l])
+		}
+	}
+	// The resume ran only what the kill left: no record of a finished item again.
+	if got := len(b.Steps()) - before; got > 200-before+2+4 {
+		t.Errorf("the resume made %d records for %d unfinished items", got, 200-before)
+	}
+	last := b.Steps()[len(b.Steps())-1]
+	if !strings.Contains(string(last.Result), `"output":"200 item 200 at 199"`) {
+		t.Errorf("last: %s", last.Result)
+	}
+
+	// An offline replay of the killed and resumed run matches.
+	rout := filepath.Join(t.TempDir(), "replay.json")
+	if r := runCLI(t, t.TempDir(), "replay", out, "--offline", "--out", rout, "-q"); r.code != 0 {
+		t.Fatalf("replay: exit %d: %s", r.code, r.stderr)
+	}
+	if a, b := withoutResumeMarks(t, normalBoard(t, out)), withoutResumeMarks(t, normalBoard(t, rout)); a != b {
+		t.Errorf("the replay's board differs:\n%s", replay.UnifiedDiff("recorded", "replayed", a, b))
+	}
+
+	// The same plan over another list diverges at the step, saying how.
+	changed := filepath.Join(wd, "changed.yaml")
+	os.WriteFile(changed, []byte(fmt.Sprintf(fanOutPlan, "1..199")), 0o644)
+	r := runCLI(t, t.TempDir(), "replay", out, "--offline", "--plan", changed, "--out", filepath.Join(t.TempDir(), "r.json"))
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "the item list differs from the recording: recorded 200 items, now 199") {
+		t.Errorf("changed list: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// withoutResumeMarks drops the resume recordings from a normalised board:
+// a replay marks the end of a killed part as interrupted (the recording
+// ends there) where the killed process left it running, for any plan.
+func withoutResumeMarks(t *testing.T, normal string) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(normal), &v); err != nil {
+		t.Fatal(err)
+	}
+	var keep []any
+	for _, r := range v["recordings"].([]any) {
+		if r.(map[string]any)["kind"] != "resume" {
+			keep = append(keep, r)
+		}
+	}
+	v["recordings"] = keep
+	out, _ := json.MarshalIndent(v, "", " ")
+	return string(out)
+}
+
+// files() and read_file() are recorded: a replay gives what the run saw
+// even after the files changed or went (offline, and with --workdir in
+// an empty directory), and a changed plan that reads another pattern
+// stops saying what the recording read there.
+func TestWorkspaceFunctionsReplay(t *testing.T) {
+	wd := t.TempDir()
+	os.MkdirAll(filepath.Join(wd, "src/deep"), 0o755)
+	os.WriteFile(filepath.Join(wd, "src/a.go"), []byte("package a"), 0o644)
+	os.WriteFile(filepath.Join(wd, "src/deep/b.go"), []byte("package b"), 0o644)
+	plan := filepath.Join(wd, "plan.yaml")
+	src := `version: 1
+steps:
+  - label: each
+    type: board
+    for_each: files("src/**/*.go")
+    op: write
+    key: "seen/${{ index }}"
+    value: "${{ item }}: ${{ read_file(item) }}"
+`
+	os.WriteFile(plan, []byte(src), 0o644)
+	out := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", plan, "--out", out, "-q"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	os.RemoveAll(filepath.Join(wd, "src"))
+	for _, args := range [][]string{{"--offline"}, {"--workdir", t.TempDir()}} {
+		rout := filepath.Join(t.TempDir(), "replay.json")
+		if r := runCLI(t, t.TempDir(), append([]string{"replay", out, "--out", rout, "-q"}, args...)...); r.code != 0 {
+			t.Fatalf("replay %v: exit %d: %s%s", args, r.code, r.stdout, r.stderr)
+		}
+		if a, b := normalBoard(t, out), normalBoard(t, rout); a != b {
+			t.Errorf("replay %v: the board differs:\n%s", args, replay.UnifiedDiff("recorded", "replayed", a, b))
+		}
+		if !strings.Contains(normalBoard(t, rout), "src/deep/b.go: package b") {
+			t.Errorf("replay %v lost what read_file gave", args)
+		}
+	}
+	changed := filepath.Join(wd, "changed.yaml")
+	os.WriteFile(changed, []byte(strings.Replace(src, "src/**/*.go", "src/*.go", 1)), 0o644)
+	r := runCLI(t, t.TempDir(), "replay", out, "--offline", "--plan", changed, "--out", filepath.Join(t.TempDir(), "r.json"))
+	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, `the recording has files("src/**/*.go") here, not files("src/*.go")`) {
+		t.Errorf("changed pattern: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// examples/summarize-files fans out over the files it lists, one model
+// call per file, and the overview gets the summaries in file order; its
+// replays are TestExamplesRunAndReplay's.
+func TestSummarizeFilesExample(t *testing.T) {
+	wd := t.TempDir()
+	r := runCLI(t, wd, "run", filepath.Join(repoRoot(), "examples/summarize-files/plan.yaml"), "-q")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	b, err := board.Load(blackboardPath(t, r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prompts, overview string
+	for _, s := range b.Steps() {
+		if s.Parent == "summarize" {
+			prompts += s.Label + " " + strings.SplitN(string(s.Inputs["prompt"]), "\n", 2)[0] + "\n"
+		}
+		if s.Label == "overview" {
+			overview = string(s.Inputs["prompt"])
+		}
+	}
+	for _, want := range []string{"summarize[0] File 1: alpha.md", "summarize[1] File 2: beta.md", "summarize[2] File 3: gamma.md"} {
+		if !strings.Contains(prompts, want) {
+			t.Errorf("prompts lack %q:\n%s", want, prompts)
+		}
+	}
+	if !strings.Contains(overview, "3 notes, in file order:\nReleases are tagged") || !strings.Contains(overview, "meanwhile.\nThe pager") {
+		t.Errorf("overview prompt:\n%s", overview)
+	}
+}

@@ -1,0 +1,68 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// A sequence is a child of a parallel group made of steps run in order
+// (`steps:`), so one branch of a fan-out can read, then summarise. Its
+// steps are its children (Parent: the sequence); a goto among them stays
+// among them: end finishes the sequence, fail fails it.
+
+// sequence runs a sequence visit's steps in order, following gotos within
+// it. Steps that completed before the run was resumed are not run again:
+// the walk goes on from them as they went.
+func (it *interp[C]) sequence(c C, n *Node, visit int) (Result, error) {
+	r := it.r
+	var err error
+	for pc := 0; pc < len(n.Seq); {
+		if stop := it.stopped(c); stop != nil {
+			err = stop
+			break
+		}
+		if errors.Is(it.d.Cause(c), errSiblingFailed) {
+			err = errSiblingFailed // a step of another branch failed: the rest does not start
+			break
+		}
+		ch := n.Seq[pc]
+		var jump string
+		if rec, ok := r.alreadyDone(n.Label, ch.Label); ok {
+			jump = rec.Goto
+		} else if jump, err = it.visit(c, ch, n.Label); err != nil {
+			break
+		}
+		if pc, err = n.seqNext(pc, jump); err != nil {
+			break
+		}
+	}
+	outputs := make(map[string]any, len(n.Seq))
+	for _, ch := range n.Seq {
+		outputs[ch.Label] = r.eval.get(ch.Label)["output"]
+	}
+	return Result{Output: outputs}, err
+}
+
+// seqNext is where a sequence goes after its step pc returned jump.
+func (n *Node) seqNext(pc int, jump string) (int, error) {
+	switch jump {
+	case "":
+		return pc + 1, nil
+	case "end":
+		return len(n.Seq), nil
+	case "fail":
+		return 0, &RunError{Status: StatusFailed, Label: n.Seq[pc].Label, Err: errors.New("the branch chose fail")}
+	}
+	for i, ch := range n.Seq {
+		if ch.Label == jump {
+			return i, nil
+		}
+	}
+	return 0, &RunError{Status: StatusFailed, Label: n.Seq[pc].Label, Err: fmt.Errorf("goto %q: no such step in sequence %s", jump, n.Label)}
+}
+
+// inSequence reports whether n is a step of a sequence (a goto may stay
+// in it).
+func (n *Node) inSequence() bool {
+	return n.item == nil && n.Step.Parent != nil && n.Step.Parent.Sequence
+}
