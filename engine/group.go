@@ -212,6 +212,15 @@ func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 // notStarted records a child that never ran because its group was
 // canceled before its turn.
 func (it *interp[C]) notStarted(c C, ch *Node, parent string) error {
+	if err := it.recordUnrun(c, ch, parent, StatusCanceled, notStartedPrefix+errSiblingFailed.Error()); err != nil {
+		return err
+	}
+	return errSiblingFailed
+}
+
+// recordUnrun records a child that did not run: its visit, at the time
+// (the recorded one in a replay), with status and why.
+func (it *interp[C]) recordUnrun(c C, ch *Node, parent, status, why string) error {
 	if stop := it.stopped(c); stop != nil {
 		return stop
 	}
@@ -223,12 +232,12 @@ func (it *interp[C]) notStarted(c C, ch *Node, parent string) error {
 			now = s
 		}
 	}
-	rec := board.StepRecord{Label: ch.Label, Visit: visit, Type: ch.Type, Parent: parent, Status: StatusCanceled,
-		StartedAt: now, FinishedAt: now, Error: notStartedPrefix + errSiblingFailed.Error()}
+	rec := board.StepRecord{Label: ch.Label, Visit: visit, Type: ch.Type, Parent: parent, Status: status,
+		StartedAt: now, FinishedAt: now, Error: why}
 	if err := it.record(ch, &rec, Result{}, nil); err != nil {
 		return &RunError{Status: StatusFailed, Label: ch.Label, Err: err, Fatal: true}
 	}
-	return errSiblingFailed
+	return nil
 }
 
 // fatal reports whether err ends the whole run whatever continue_on_error

@@ -2,8 +2,6 @@ package engine
 
 import (
 	"fmt"
-
-	"github.com/planrunner/runner/board"
 )
 
 // needs: a group whose children name siblings they wait for is a DAG.
@@ -90,21 +88,5 @@ func (r *Runner) unmet(ch *Node, kids []*Node, needs []int) string {
 
 // skipForNeeds records a child skipped because a need did not succeed.
 func (it *interp[C]) skipForNeeds(c C, ch *Node, parent, reason string) error {
-	if stop := it.stopped(c); stop != nil {
-		return stop
-	}
-	r := it.r
-	visit := r.nextVisitOf(ch.Label)
-	now := it.d.Now(c)
-	if r.Script != nil {
-		if s, _, ok := r.Script.Times(ch.Label, visit); ok {
-			now = s
-		}
-	}
-	rec := board.StepRecord{Label: ch.Label, Visit: visit, Type: ch.Type, Parent: parent, Status: StatusSkipped,
-		StartedAt: now, FinishedAt: now, Error: "skipped: " + reason}
-	if err := it.record(ch, &rec, Result{}, nil); err != nil {
-		return &RunError{Status: StatusFailed, Label: ch.Label, Err: err, Fatal: true}
-	}
-	return nil
+	return it.recordUnrun(c, ch, parent, StatusSkipped, "skipped: "+reason)
 }
