@@ -13,17 +13,44 @@ import (
 // answers (keyed by its label) first, in order, then the unlabeled list in
 // order.
 type script struct {
-	agent     *Agent
+	agent *Agent
+
+	mu        sync.Mutex
+	load      func() ([]plans.Response, error) // the answers, read on first use; nil once read
+	loadErr   error
 	byLabel   map[string][]plans.Response
 	unlabeled []plans.Response
-
-	mu   sync.Mutex
-	next map[string]int // next answer per label
-	free int            // next unlabeled answer
+	next      map[string]int // next answer per label
+	free      int            // next unlabeled answer
 }
 
-func newScript(a *Agent, responses []plans.Response) *script {
-	s := &script{agent: a, byLabel: map[string][]plans.Response{}}
+// newScript makes a script agent whose answers load gives. A run reads
+// them at once (a broken responses file is an error before the first
+// step); a replay only when the live part of a fork asks, so replaying
+// a recording neither needs the file nor holds its answers.
+func newScript(a *Agent, load func() ([]plans.Response, error), eager bool) (*script, error) {
+	s := &script{agent: a, load: load, byLabel: map[string][]plans.Response{}}
+	s.reset()
+	if eager {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err := s.loadLocked(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *script) loadLocked() error {
+	if s.load == nil {
+		return s.loadErr
+	}
+	responses, err := s.load()
+	s.load = nil
+	if err != nil {
+		s.loadErr = err
+		return err
+	}
 	for _, r := range responses {
 		if r.Label == "" {
 			s.unlabeled = append(s.unlabeled, r)
@@ -31,8 +58,7 @@ func newScript(a *Agent, responses []plans.Response) *script {
 			s.byLabel[r.Label] = append(s.byLabel[r.Label], r)
 		}
 	}
-	s.reset()
-	return s
+	return nil
 }
 
 func (s *script) reset() {
@@ -42,22 +68,28 @@ func (s *script) reset() {
 }
 
 // take hands out the answer for the next call of step label.
-func (s *script) take(label string) (plans.Response, bool) {
+func (s *script) take(label string) (plans.Response, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return plans.Response{}, false, err
+	}
 	if i := s.next[label]; i < len(s.byLabel[label]) {
 		s.next[label]++
-		return s.byLabel[label][i], true
+		return s.byLabel[label][i], true, nil
 	}
 	if s.free < len(s.unlabeled) {
 		s.free++
-		return s.unlabeled[s.free-1], true
+		return s.unlabeled[s.free-1], true, nil
 	}
-	return plans.Response{}, false
+	return plans.Response{}, false, nil
 }
 
 func (s *script) complete(_ context.Context, c *callInfo, req *Request) (*Response, int, error) {
-	r, ok := s.take(c.label)
+	r, ok, err := s.take(c.label)
+	if err != nil {
+		return nil, 0, err
+	}
 	if !ok {
 		return nil, 0, fmt.Errorf("script agent %s has no answer left for step %s (call %d of visit %d): %d answers for %s and %d unlabeled ones were all used",
 			s.agent.Name, c.label, c.call, c.visit, len(s.byLabel[c.label]), c.label, len(s.unlabeled))

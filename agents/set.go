@@ -213,14 +213,17 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 func newProvider(plan *plans.Plan, a *Agent, t *transport, getenv func(string) string, replay bool, m *mask.Masker) (provider, error) {
 	switch a.Provider {
 	case "script":
-		responses := a.Spec.Responses
+		load := func() ([]plans.Response, error) { return a.Spec.Responses, nil }
 		if f := a.Spec.ResponsesFile; f != "" {
-			var err error
-			if responses, err = plans.LoadResponsesFile(plan.Path, f); err != nil {
-				return nil, fmt.Errorf("agent %s: responses file %s: %w", a.Name, f, err)
+			load = func() ([]plans.Response, error) {
+				responses, err := plans.LoadResponsesFile(plan.Path, f)
+				if err != nil {
+					return nil, fmt.Errorf("agent %s: responses file %s: %w", a.Name, f, err)
+				}
+				return responses, nil
 			}
 		}
-		return newScript(a, responses), nil
+		return newScript(a, load, !replay)
 	case "openai", "anthropic":
 	default:
 		return nil, fmt.Errorf("agent %s: unknown provider %q (one of openai, anthropic, script)", a.Name, a.Provider)

@@ -284,3 +284,23 @@ func goCache(t *testing.T) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// An offline replay takes every answer from the recording: the script
+// agent's responses file may be gone (or changed) since the run.
+func TestReplayNeedsNoResponsesFile(t *testing.T) {
+	wd := t.TempDir()
+	os.WriteFile(filepath.Join(wd, "answers.json"), []byte(`["hello"]`), 0o644)
+	os.WriteFile(filepath.Join(wd, "plan.yaml"), []byte("version: 1\nname: g\nagents:\n  bot: {provider: script, responses: answers.json}\nsteps:\n  - {label: ask, type: llm, agent: bot, prompt: hi}\n"), 0o644)
+	bb := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", "plan.yaml", "-q", "--out", bb); r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	os.Remove(filepath.Join(wd, "answers.json"))
+	if r := runCLI(t, wd, "replay", bb, "--offline", "-q"); r.code != 0 {
+		t.Errorf("replay without the responses file: exit %d %s", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(wd, "answers.json"), []byte(`["something else"]`), 0o644)
+	if r := runCLI(t, wd, "replay", bb, "--offline", "-q"); r.code != 0 {
+		t.Errorf("replay with a changed responses file: exit %d %s", r.code, r.stderr)
+	}
+}
