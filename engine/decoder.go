@@ -267,7 +267,7 @@ func (d *Decoder) ShellTemplate(key string) *Template {
 	t.field = key
 	sp, errs := planShell(t)
 	for _, e := range errs {
-		line, col := scalarPos(d.Plan.Source, n, t.parts[e.part].off)
+		line, col := scalarPos(d.Plan.Source, n, t.parts[e.part].off+e.at)
 		d.r.AtPos(line, col, "%s: %s", key, e.msg)
 	}
 	if len(errs) > 0 {

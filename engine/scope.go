@@ -40,6 +40,9 @@ func stepStateType(t Type) types.Map {
 	for k, v := range commonStateTypes {
 		m[k] = v
 	}
+	if ot, ok := t.(OutputTyper); ok {
+		m["output"] = goType(reflect.TypeOf(ot.OutputType()))
+	}
 	return m
 }
 

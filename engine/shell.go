@@ -53,6 +53,7 @@ func shellEnvName(i int) string { return "RUNNER_EXPR_" + strconv.Itoa(i+1) }
 type shellError struct {
 	part int // index into the template's parts
 	msg  string
+	at   int // bytes into the part where the problem is
 }
 
 // planShell finds where each ${{ }} of t stands in the script and builds
@@ -80,9 +81,6 @@ func planShell(t *Template) (*shellPlan, []shellError) {
 		fmt.Fprintf(&b, "%s%dX", prefix, len(exprParts))
 		exprParts = append(exprParts, i)
 	}
-	if len(exprParts) == 0 {
-		return &shellPlan{script: t.Src}, nil
-	}
 	src := b.String()
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
 	if err != nil {
@@ -90,12 +88,22 @@ func planShell(t *Template) (*shellPlan, []shellError) {
 		if err2 != nil {
 			msg := err.Error()
 			var pe syntax.ParseError
+			at := 0
 			if errors.As(err, &pe) {
 				msg = fmt.Sprintf("line %d: %s", pe.Pos.Line(), pe.Text)
+				at = int(pe.Pos.Offset())
 			}
-			return nil, []shellError{{exprParts[0], "the script does not parse as shell (" + msg + "), so where its ${{ }} values would land cannot be told"}}
+			if len(exprParts) == 0 {
+				// A script that cannot run is found at load, not after the
+				// paid steps before it.
+				return nil, []shellError{{0, "the script does not parse as shell (" + msg + ")", at}}
+			}
+			return nil, []shellError{{exprParts[0], "the script does not parse as shell (" + msg + "), so where its ${{ }} values would land cannot be told", 0}}
 		}
 		f = f2
+	}
+	if len(exprParts) == 0 {
+		return &shellPlan{script: t.Src}, nil
 	}
 	w := &shellWalker{prefix: prefix, found: make([]*shellFound, len(exprParts))}
 	w.declared(f)
@@ -115,11 +123,11 @@ func planShell(t *Template) (*shellPlan, []shellError) {
 		sp.slots[k] = shellSlot{name: name}
 		switch {
 		case fd == nil:
-			errs = append(errs, shellError{i, "cannot tell where this ${{ }} stands in the script"})
+			errs = append(errs, shellError{part: i, msg: "cannot tell where this ${{ }} stands in the script"})
 		case fd.refuse != "":
-			errs = append(errs, shellError{i, fd.refuse})
+			errs = append(errs, shellError{part: i, msg: fd.refuse})
 		case fd.quote != qSingle && fd.quote != qComment && escaped(t.parts[:i]):
-			errs = append(errs, shellError{i, "a ${{ }} right after a backslash: the backslash would quote the value's reference, not the value"})
+			errs = append(errs, shellError{part: i, msg: "a ${{ }} right after a backslash: the backslash would quote the value's reference, not the value"})
 		default:
 			sp.slots[k].arith = fd.arith
 			q := fd.quote

@@ -32,6 +32,14 @@ type Type interface {
 	Decode(d *Decoder) Step
 }
 
+// OutputTyper is a Type whose steps' output always has one Go type (a
+// zero value of it: "" for text). Expressions on steps.<label>.output of
+// such a step are then checked at load: `if: steps.build.output` is refused
+// before any step runs, not when it is reached.
+type OutputTyper interface {
+	OutputType() any
+}
+
 // A Step is one decoded step of a plan, ready to run any number of times.
 type Step interface {
 	// Run performs the step. The returned Result's Fields must be a value

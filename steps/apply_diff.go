@@ -41,7 +41,10 @@ type applyDiffStep struct {
 	reverse  bool
 }
 
-func (applyDiffType) Name() string           { return "apply_diff" }
+func (applyDiffType) Name() string { return "apply_diff" }
+
+// OutputType: the output is text (one line on what happened).
+func (applyDiffType) OutputType() any        { return "" }
 func (applyDiffType) Result() any            { return ApplyDiffResult{} }
 func (applyDiffType) Spec() *engine.TypeSpec { return &applyDiffSpec }
 

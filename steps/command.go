@@ -40,7 +40,10 @@ type commandStep struct {
 	sandbox        *sandboxSpec
 }
 
-func (commandType) Name() string           { return "command" }
+func (commandType) Name() string { return "command" }
+
+// OutputType: the output is text (its standard output, trimmed).
+func (commandType) OutputType() any        { return "" }
 func (commandType) Result() any            { return CommandResult{} }
 func (commandType) Spec() *engine.TypeSpec { return &commandSpec }
 

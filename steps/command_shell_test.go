@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/planrunner/runner/engine"
 	"github.com/rs/zerolog"
 )
 
@@ -102,5 +103,25 @@ steps:
 	}
 	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
 		t.Error("the value ran a command")
+	}
+}
+
+// What cannot work is found by validate, before the paid steps before it:
+// a script that does not parse, and a condition on a text output.
+func TestLoadFindsBrokenScriptsAndConditions(t *testing.T) {
+	for _, tt := range []struct{ steps, want string }{
+		{`{label: c, type: command, run: "echo $(( 1 + )"}`, "plan.yaml:3:48: run: the script does not parse as shell (line 1: `+` must be followed by an expression)"},
+		{`{label: c, type: test, framework: generic, command: "go test ./... \"unterminated"}`, "command: the script does not parse as shell (line 1: reached EOF without closing quote"},
+		{"{label: c, type: command, run: \"true\"}\n  - {label: d, if: steps.c.output, type: command, run: \"true\"}", "plan.yaml:4:20: if: expected bool, but got string"},
+		{"{label: c, type: test, framework: generic, command: \"true\"}\n  - {label: d, type: branch, cases: [{when: steps.c.output, goto: c}]}", "when: expected bool, but got string"},
+	} {
+		got := llmCompileErr(t, "version: 1\nsteps:\n  - "+tt.steps+"\n")
+		if !strings.Contains(got, tt.want) {
+			t.Errorf("%s\ngot  %s\nwant %s…", tt.steps, got, tt.want)
+		}
+	}
+	// A text output compared, or a command's output taken apart, still loads.
+	if _, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - {label: c, type: command, run: \"echo ok\"}\n  - {label: d, if: 'steps.c.output == \"ok\" && len(split(steps.c.output, \"\\n\")) > 0', type: command, run: \"true\"}\n"), Registry()); err != nil {
+		t.Errorf("a comparison on a text output: %v", err)
 	}
 }

@@ -33,7 +33,10 @@ type testStep struct {
 	sandbox   *sandboxSpec
 }
 
-func (testType) Name() string           { return "test" }
+func (testType) Name() string { return "test" }
+
+// OutputType: the output is text (the summary).
+func (testType) OutputType() any        { return "" }
 func (testType) Result() any            { return TestResult{} }
 func (testType) Spec() *engine.TypeSpec { return &testSpec }
 
