@@ -129,6 +129,17 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
+	if (name == "put" || name == "write") && !fileExists(path) && !fileExists(liveboard.RemotePath(path)) {
+		// Seed 001: a board is started by its first write, no plan needed.
+		created, err := board.CreateStandalone(path, board.Run{RunnerVersion: version})
+		if err != nil {
+			fmt.Fprintf(stderr, "runner board: %v\n", err)
+			return exitUsage
+		}
+		if created {
+			fmt.Fprintf(stderr, "runner board: made a new board, %s\n", pos[0])
+		}
+	}
 	// On a run no one owns, the saved plan's key patterns apply, and its
 	// secrets (from this environment) are masked in what is written.
 	opts := liveboard.Options{Redact: g.mask.String, Now: now, ReadOnly: !op.write, Perms: func(run board.Run) map[string]board.Perms {
@@ -561,6 +572,13 @@ func argCount(min, max int) string {
 		return strconv.Itoa(min)
 	}
 	return fmt.Sprintf("%d to %d", min, max)
+}
+
+// fileExists reports whether path names something (Lstat: a dangling
+// link is something, not a place for a new board).
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 func orDash(s string) string {
