@@ -403,8 +403,14 @@ func (b *Board) keysAt(prefix string, now time.Time) []KeyInfo {
 // Filter selects entries; empty fields match everything.
 type Filter struct {
 	Section, Role, Author, Label, Key string
-	AfterSeq                          int64 // only entries with a larger seq
-	Limit                             int   // the newest Limit matches; 0: all
+	// Topic is the channel an entry was published on (Entry.Topic).
+	Topic    string
+	AfterSeq int64 // only entries with a larger seq
+	// Since and Until bound an entry's time: at or after Since, before
+	// Until (a half-open interval, so consecutive windows do not overlap);
+	// zero: unbounded.
+	Since, Until time.Time
+	Limit        int // the newest Limit matches; 0: all
 }
 
 // Query returns the matching entries, oldest first. It uses the index of the
@@ -431,7 +437,8 @@ func (b *Board) Query(f Filter) []Entry {
 	match := func(e *Entry) bool {
 		return (f.Section == "" || e.Section == f.Section) && (f.Role == "" || e.Role == f.Role) &&
 			(f.Author == "" || e.Author == f.Author) && (f.Label == "" || e.Label == f.Label) &&
-			(f.Key == "" || e.Key == f.Key) && e.Seq > f.AfterSeq
+			(f.Key == "" || e.Key == f.Key) && (f.Topic == "" || e.Topic == f.Topic) && e.Seq > f.AfterSeq &&
+			(f.Since.IsZero() || !e.TS.Before(f.Since)) && (f.Until.IsZero() || e.TS.Before(f.Until))
 	}
 	var out []Entry
 	n := len(b.entries)
@@ -459,6 +466,24 @@ func (b *Board) Query(f Filter) []Entry {
 		out[i], out[j] = out[j], out[i]
 	}
 	return out
+}
+
+// EntryByID returns the entry with the given id (Entry.ID); ok is false
+// when the board has none.
+func (b *Board) EntryByID(id string) (Entry, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	if id == "" {
+		return Entry{}, false
+	}
+	// Ids are unique and rarely asked for: a scan, newest first, instead
+	// of an index every board would pay for.
+	for i := len(b.entries) - 1; i >= 0; i-- {
+		if e := b.entries[i]; e.ID == id {
+			return e.loaded(), true
+		}
+	}
+	return Entry{}, false
 }
 
 // Len is the number of entries.

@@ -23,7 +23,7 @@ import (
 	"github.com/planrunner/runner/runs"
 )
 
-const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY]"
+const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
 
 // boardFlags are the flags of `runner board`, one set for every
 // operation (a flag an operation does not use is ignored, as before).
@@ -37,6 +37,10 @@ type boardFlags struct {
 	count  int
 	since  int64
 	asJSON bool
+	// entries: the filters (--topic and --since are shared with watch;
+	// --since is a time here when given as one).
+	section, role, author, label string
+	sinceTime, until             time.Time
 }
 
 // boardOp is one operation of `runner board FILE OP ARGS...`: how many
@@ -51,8 +55,14 @@ type boardOp struct {
 // start, so other commands pay nothing for it).
 func boardOpNamed(name string) (boardOp, bool) {
 	switch name {
-	case "put":
+	case "put", "write": // write and read: seed 001's names
 		return boardOp{1, 2, true, boardPut}, true
+	case "read":
+		return boardOp{1, 1, false, boardGet}, true
+	case "entries":
+		return boardOp{0, 0, false, boardEntries}, true
+	case "entry":
+		return boardOp{1, 1, false, boardEntry}, true
 	case "delete":
 		return boardOp{1, 1, true, boardDelete}, true
 	case "get":
@@ -91,13 +101,19 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	f := &boardFlags{}
 	fs.Var(&f.ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
 	fs.StringVar(&f.agent, "agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
-	fs.StringVar(&f.topic, "topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch: only this topic")
+	fs.StringVar(&f.topic, "topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch, entries: only this topic")
 	newOptInt(fs, &f.expect, "expect-version", "put/delete: only if the key's version is `N` (0: the key must not exist)")
 	fs.StringVar(&f.format, "format", "md", "show: md or json")
 	fs.StringVar(&f.prefix, "prefix", "", "watch: only keys starting with this")
 	fs.IntVar(&f.count, "count", 0, "watch: stop after this many lines (0: until the run ends or Ctrl-C)")
-	newOptInt(fs, &f.since, "since", "watch: start after the entry numbered `SEQ` (default: changes from now on)")
-	fs.BoolVar(&f.asJSON, "json", false, "get: print the whole entry as JSON")
+	f.since = -1
+	fs.Var(sinceFlag{&f.since, &f.sinceTime}, "since", "watch, entries: start after the entry numbered `SEQ` (watch default: changes from now on); entries: or at an RFC 3339 time")
+	fs.Var(timeFlag{&f.until}, "until", "entries: only entries written before this RFC 3339 `TIME`")
+	fs.StringVar(&f.section, "section", "", "entries: only this section")
+	fs.StringVar(&f.role, "role", "", "entries: only this role")
+	fs.StringVar(&f.author, "author", "", "entries: only entries written by this author")
+	fs.StringVar(&f.label, "label", "", "entries: only entries of this step label")
+	fs.BoolVar(&f.asJSON, "json", false, "get: print the whole entry as JSON; list: one JSON line per key")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -112,6 +128,17 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	op, err := checkBoardArgs(name, rest, f)
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
+	}
+	if (name == "put" || name == "write") && !fileExists(path) && !fileExists(liveboard.RemotePath(path)) {
+		// Seed 001: a board is started by its first write, no plan needed.
+		created, err := board.CreateStandalone(path, board.Run{RunnerVersion: version})
+		if err != nil {
+			fmt.Fprintf(stderr, "runner board: %v\n", err)
+			return exitUsage
+		}
+		if created {
+			fmt.Fprintf(stderr, "runner board: made a new board, %s\n", pos[0])
+		}
 	}
 	// On a run no one owns, the saved plan's key patterns apply, and its
 	// secrets (from this environment) are masked in what is written.
@@ -185,10 +212,14 @@ func checkBoardArgs(name string, rest []string, f *boardFlags) (boardOp, error) 
 	switch {
 	case !ok:
 		return op, fmt.Errorf("unknown operation %q; usage: runner %s", name, boardUsage)
-	case len(rest) < op.min || len(rest) > op.max || (name == "put" && len(rest) == 1 && rest[0] != "-"):
+	case len(rest) < op.min || len(rest) > op.max || ((name == "put" || name == "write") && len(rest) == 1 && rest[0] != "-"):
 		return op, fmt.Errorf("%s takes %s argument(s), got %d", name, argCount(op.min, op.max), len(rest))
 	case name == "show" && f.format != "md" && f.format != "json":
 		return op, fmt.Errorf("--format %q: want md or json", f.format)
+	case name == "watch" && !f.sinceTime.IsZero():
+		return op, errors.New("watch --since takes an entry's seq, not a time")
+	case !f.sinceTime.IsZero() && !f.until.IsZero() && !f.until.After(f.sinceTime):
+		return op, fmt.Errorf("--until %s is not after --since %s: no entry can match", f.until.Format(time.RFC3339Nano), f.sinceTime.Format(time.RFC3339Nano))
 	}
 	return op, nil
 }
@@ -253,6 +284,13 @@ func boardList(c *boardCall, args []string) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	if c.f.asJSON {
+		for _, e := range live {
+			line, _ := json.Marshal(seedEntry(e))
+			fmt.Fprintln(c.stdout, string(line))
+		}
+		return exitOK
+	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVERSION\tAUTHOR\tTOPIC\tWRITTEN\tEXPIRES")
 	for _, e := range live {
@@ -305,6 +343,44 @@ func boardConflicts(c *boardCall, args []string) int {
 		line, _ := json.Marshal(map[string]any{"seq": e.Seq, "ts": e.TS, "conflict": e.Content})
 		fmt.Fprintln(c.stdout, string(line))
 	}
+	return exitOK
+}
+
+// boardEntries is `entries`: the board's entries (every record, not only
+// the live keys) that match the filters, one JSON line each, oldest first.
+func boardEntries(c *boardCall, args []string) int {
+	b, err := c.a.Board()
+	if err != nil {
+		return c.fail(err)
+	}
+	q := board.Filter{Section: c.f.section, Role: c.f.role, Author: c.f.author, Label: c.f.label,
+		Topic: c.f.topic, Since: c.f.sinceTime, Until: c.f.until}
+	if c.f.since > 0 {
+		q.AfterSeq = c.f.since
+	}
+	for _, e := range b.Query(q) {
+		line, err := json.Marshal(e)
+		if err != nil {
+			return c.fail(fmt.Errorf("entry %d: %w", e.Seq, err))
+		}
+		fmt.Fprintln(c.stdout, string(line))
+	}
+	return exitOK
+}
+
+// boardEntry is `entry ID`: the entry with that id as JSON; an id the
+// board does not hold is an error (unlike a missing key, an id names one
+// record that was written, so its absence is a mistake in the id).
+func boardEntry(c *boardCall, args []string) int {
+	b, err := c.a.Board()
+	if err != nil {
+		return c.fail(err)
+	}
+	e, ok := b.EntryByID(args[0])
+	if !ok {
+		return c.fail(fmt.Errorf("no entry has id %q", args[0]))
+	}
+	writeJSON(c.stdout, e)
 	return exitOK
 }
 
@@ -439,11 +515,70 @@ func (t *ttlFlag) Set(s string) error {
 	return nil
 }
 
+// sinceFlag is --since: an entry's seq (a whole number) or an RFC 3339
+// time (entries only).
+type sinceFlag struct {
+	seq *int64
+	t   *time.Time
+}
+
+func (s sinceFlag) String() string {
+	if s.t != nil && !s.t.IsZero() {
+		return s.t.Format(time.RFC3339Nano)
+	}
+	if s.seq == nil || *s.seq < 0 {
+		return ""
+	}
+	return strconv.FormatInt(*s.seq, 10)
+}
+
+func (s sinceFlag) Set(v string) error {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return errors.New("want a seq (0 or more) or an RFC 3339 time")
+		}
+		*s.seq = n
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return errors.New("want a seq (a whole number) or an RFC 3339 time (2026-02-04T10:00:00Z)")
+	}
+	*s.t = t
+	return nil
+}
+
+// timeFlag is an RFC 3339 time.
+type timeFlag struct{ t *time.Time }
+
+func (f timeFlag) String() string {
+	if f.t == nil || f.t.IsZero() {
+		return ""
+	}
+	return f.t.Format(time.RFC3339Nano)
+}
+
+func (f timeFlag) Set(v string) error {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return errors.New("want an RFC 3339 time (2026-02-04T10:00:00Z)")
+	}
+	*f.t = t
+	return nil
+}
+
 func argCount(min, max int) string {
 	if min == max {
 		return strconv.Itoa(min)
 	}
 	return fmt.Sprintf("%d to %d", min, max)
+}
+
+// fileExists reports whether path names something (Lstat: a dangling
+// link is something, not a place for a new board).
+func fileExists(path string) bool {
+	_, err := os.Lstat(path)
+	return !errors.Is(err, os.ErrNotExist)
 }
 
 func orDash(s string) string {
