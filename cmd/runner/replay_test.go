@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -85,9 +86,31 @@ func normalBoard(t *testing.T, path string) string {
 	delete(v, "journal_n")
 	for _, e := range v["entries"].([]any) {
 		delete(e.(map[string]any), "id")
+		delete(e.(map[string]any), "seq")
+	}
+	// Parallel children (a group's, a for_each's items) append their
+	// entries and model calls as they go, so two runs may interleave them
+	// differently: compare each step visit's own in order, and the visits
+	// in a canonical order.
+	for _, k := range []string{"entries", "recordings"} {
+		if list, ok := v[k].([]any); ok {
+			sort.SliceStable(list, func(i, j int) bool { return visitOf(list[i]) < visitOf(list[j]) })
+		}
 	}
 	out, _ := json.MarshalIndent(dropTimes(v), "", " ")
 	return string(out)
+}
+
+// visitOf is the step visit an entry or recording belongs to, as a
+// sortable key ("" for the run's own).
+func visitOf(x any) string {
+	m, _ := x.(map[string]any)
+	label, _ := m["label"].(string)
+	visit := m["visit"]
+	if meta, ok := m["meta"].(map[string]any); ok && visit == nil {
+		visit = meta["visit"]
+	}
+	return fmt.Sprintf("%s#%v", label, visit)
 }
 
 var timeKeys = map[string]bool{"duration_ms": true, "started_at": true, "finished_at": true, "ts": true, "id": true}
