@@ -45,7 +45,7 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	keep := fs.Int("keep-backups", patch.DefaultKeepBackups, "keep the newest `N` backups under DIR/.runner/backups, removing older ones after an apply that makes one (0: keep them all)")
 	undo := fs.String("undo", "", "put the files back from `BACKUP_DIR` (as printed after `backup:`, or a step's backup_dir), instead of applying a diff")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] [--keep-backups N] PATCH|-")
+		fmt.Fprint(stderr, wrap("Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] [--keep-backups N] PATCH|-", "    ", helpWidth))
 		fmt.Fprintln(stderr, "       runner apply [--dir DIR] --undo BACKUP_DIR")
 		fmt.Fprint(stderr, wrap("Applies a unified diff (prose and markdown fences around it are fine), all or nothing.", "", helpWidth))
 		fmt.Fprint(stderr, wrap("Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.", "  ", helpWidth))
