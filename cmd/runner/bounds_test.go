@@ -253,8 +253,8 @@ func TestNegativeFlagsRefused(t *testing.T) {
 		want string
 	}{
 		{[]string{"board", bb, "watch", "--count", "-5"}, "--count -5: want 0 or more"},
-		{[]string{"board", bb, "watch", "--since", "-1"}, "--since -1: want 0 or more"},
-		{[]string{"board", bb, "watch", "--since=-3", "--count", "1"}, "--since -3: want 0 or more"},
+		{[]string{"board", bb, "watch", "--since", "-1"}, `--since "-1": want a seq (0 or more) or an RFC 3339 time`},
+		{[]string{"board", bb, "watch", "--since=-3", "--count", "1"}, `--since "-3": want a seq (0 or more) or an RFC 3339 time`},
 		{[]string{"board", bb, "put", "k", "v", "--expect-version", "-5"}, "--expect-version -5: want 0 or more"},
 		{[]string{"board", bb, "delete", "k", "--expect-version=-1"}, "--expect-version -1: want 0 or more"},
 		{[]string{"apply", "-p", "-1", "--check", "-"}, "-p -1: want 0 or more"},
