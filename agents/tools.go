@@ -27,11 +27,13 @@ var BoardTools = []Tool{
 		Name: "board_write",
 		Description: "Write a value to a key on the shared blackboard. ttl (a duration such as \"10m\", or seconds) makes it expire. " +
 			"expect_version makes the write conditional: it succeeds only if the key's current version equals it (0: the key must not exist yet). " +
-			"topic publishes the write on a topic channel (default: the key's prefix before ':', if any).",
+			"topic publishes the write on a topic channel (default: the key's prefix before ':', if any). " +
+			"handoff: true takes the key over from its current author knowingly (you pick up their task): no conflict is recorded.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"},"value":{"description":"any JSON value"},` +
 			`"topic":{"type":"string","description":"the topic channel to publish on"},` +
 			`"ttl":{"type":["string","number"],"description":"expiry, e.g. \"10m\" or 600"},` +
-			`"expect_version":{"type":"integer","minimum":0,"description":"compare-and-set: the version the key must have"}},"required":["key","value"],"additionalProperties":false}`),
+			`"expect_version":{"type":"integer","minimum":0,"description":"compare-and-set: the version the key must have"},` +
+			`"handoff":{"type":"boolean","description":"take the key over from its current author knowingly"}},"required":["key","value"],"additionalProperties":false}`),
 	},
 	{
 		Name:        "board_list",
@@ -107,7 +109,11 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 		if err := ss.seesTopic(key, e.Topic); err != nil {
 			return nil, err // written between the two reads
 		}
-		return withTopic(map[string]any{"key": key, "found": true, "value": e.Content, "version": e.Version, "author": e.Author}, e.Topic), nil
+		out := withTopic(map[string]any{"key": key, "found": true, "value": e.Content, "version": e.Version, "author": e.Author}, e.Topic)
+		if c, ok := openConflict(ss.board, key); ok {
+			out["conflict"] = c
+		}
+		return out, nil
 
 	case "board_write":
 		key, err := keyArg(args)
@@ -132,6 +138,11 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 		if v, ok := args["topic"]; ok && v != nil {
 			if op.Topic, ok = v.(string); !ok {
 				return nil, fmt.Errorf("topic must be a string, got %v", v)
+			}
+		}
+		if v, ok := args["handoff"]; ok && v != nil {
+			if op.Handoff, ok = v.(bool); !ok {
+				return nil, fmt.Errorf("handoff must be true or false, got %v", v)
 			}
 		}
 		if v, ok := args["expect_version"]; ok && v != nil {

@@ -203,7 +203,16 @@ func (l lazyLines) newest(n, budget int) ([]string, int, int) {
 		if l.own != "" {
 			line = clipLine(fmt.Sprintf("%s: %s", strings.TrimPrefix(e.Key, l.own), text(e.Content)), l.cap)
 		} else {
-			line = clipLine(fmt.Sprintf("%s (%s, v%d): %s", e.Key, e.Author, e.Version, text(e.Content)), l.cap)
+			line = fmt.Sprintf("%s (%s, v%d): %s", e.Key, e.Author, e.Version, text(e.Content))
+			if c, ok := openConflict(l.b, e.Key); ok {
+				// Both sides share the line's budget, so a long value
+				// cannot push the other out of view.
+				half := max(l.cap/2, 64)
+				line = clipLine(line, half) + " " + clipLine(fmt.Sprintf("[CONFLICT: this write replaced %s's v%v without reading it: %s]",
+					c["overwritten_author"], c["overwritten_version"], text(c["overwritten_value"])), half)
+			} else {
+				line = clipLine(line, l.cap)
+			}
 		}
 		if size+len(line)+1 > budget {
 			full = true
@@ -215,6 +224,32 @@ func (l lazyLines) newest(n, budget int) ([]string, int, int) {
 	}
 	slices.Reverse(kept)
 	return kept, size, left
+}
+
+// openConflict describes the conflict behind key's live value, if there is
+// one (board.OpenConflict): the value the live one replaced unseen, and
+// its author, so the agent that resolves it sees both sides without plan
+// wiring (seed 003's debate protocol). It is what board_read returns under
+// "conflict".
+func openConflict(b *board.Board, key string) (map[string]any, bool) {
+	if b == nil {
+		return nil, false
+	}
+	c, ok := b.OpenConflict(key)
+	if !ok {
+		return nil, false
+	}
+	content, _ := c.Content.(map[string]any)
+	over, _ := content["overwritten"].(map[string]any)
+	written, _ := content["written"].(map[string]any)
+	return map[string]any{
+		"written_by":          written["author"],
+		"overwritten_author":  over["author"],
+		"overwritten_version": over["version"],
+		"overwritten_value":   over["value"],
+		"note": "the live value was written without reading the value it replaced; " +
+			"read both, then write the resolution",
+	}, true
 }
 
 // Subscribed reports whether an agent with the given topics sees an entry

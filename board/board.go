@@ -35,6 +35,7 @@ type Board struct {
 	journalN   int64    // journal records written so far (the file's watermark)
 	now        func() time.Time
 	seen       map[seenKey]int64 // the key's version an author last read or wrote
+	conflictAt map[string]int    // a key's newest conflict entry (index in entries)
 	perms      map[string]Perms  // per-author key patterns (nil: anyone, any key)
 	changed    chan struct{}     // closed at the next change (nil: nobody waits)
 	redact     Redact            // masks secrets in what enters the board; nil: none
@@ -54,15 +55,16 @@ type keyState struct {
 // New returns an empty in-memory board.
 func New(run Run) *Board {
 	return &Board{
-		run:       run,
-		bySection: map[string][]int{},
-		byAuthor:  map[string][]int{},
-		byLabel:   map[string][]int{},
-		byRole:    map[string][]int{},
-		byKey:     map[string][]int{},
-		keys:      map[string]*keyState{},
-		seen:      map[seenKey]int64{},
-		now:       time.Now,
+		run:        run,
+		bySection:  map[string][]int{},
+		byAuthor:   map[string][]int{},
+		byLabel:    map[string][]int{},
+		byRole:     map[string][]int{},
+		byKey:      map[string][]int{},
+		keys:       map[string]*keyState{},
+		seen:       map[seenKey]int64{},
+		conflictAt: map[string]int{},
+		now:        time.Now,
 	}
 }
 
@@ -78,7 +80,7 @@ func (b *Board) SetClock(now func() time.Time) {
 func (b *Board) Append(e Entry) (Entry, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.writeLocked(e, -1)
+	return b.writeLocked(e, -1, false)
 }
 
 // WriteOp is a key-value write or delete.
@@ -98,6 +100,12 @@ type WriteOp struct {
 	// key's current version equals it (0: the key must not exist). -1: any.
 	ExpectVersion int64
 	Delete        bool
+	// Handoff says the writer takes the key over knowingly (seed 001's
+	// task hand-off: another agent picks up task:X), so overwriting another
+	// author's value it has not read in this process is not a lost update.
+	// The entry records whom it took the key from (meta.handoff) instead
+	// of a conflict.
+	Handoff bool
 }
 
 // Write performs a key-value write (or delete) as one appended entry. A
@@ -121,7 +129,7 @@ func (b *Board) Write(op WriteOp) (Entry, error) {
 	if err := b.allowedLocked(op.Author, "write", op.Key); err != nil {
 		return Entry{}, err
 	}
-	return b.writeLocked(op.entry(), op.ExpectVersion)
+	return b.writeLocked(op.entry(), op.ExpectVersion, op.Handoff)
 }
 
 // checkTTL refuses a negative TTL (one that overflowed, too): taken as
@@ -160,14 +168,14 @@ func KeyTopic(key string) string {
 
 // writeLocked appends e, with the conflict it causes if any, as one
 // journal record.
-func (b *Board) writeLocked(e Entry, expect int64) (Entry, error) {
+func (b *Board) writeLocked(e Entry, expect int64, handoff bool) (Entry, error) {
 	defer func() { b.pending = b.pending[:0] }()
 	now := b.now().UTC()
 	e, err := b.prepareLocked(e, expect, now)
 	if err != nil {
 		return Entry{}, err
 	}
-	c := b.conflictLocked(&e, expect, now)
+	c := b.conflictLocked(&e, expect, handoff, now)
 	rec := record{Entry: &e}
 	if c != nil {
 		b.pending = append(b.pending[:0], &e)
@@ -259,6 +267,9 @@ func (b *Board) indexLocked(e *Entry) {
 	}
 	if e.Role != "" {
 		b.byRole[e.Role] = append(b.byRole[e.Role], i)
+	}
+	if e.Section == ConflictSection {
+		b.indexConflictLocked(e, i)
 	}
 	if e.Key != "" {
 		b.byKey[e.Key] = append(b.byKey[e.Key], i)
@@ -565,7 +576,7 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 		if err != nil {
 			return err
 		}
-		c := b.conflictLocked(&next, kv.ExpectVersion, now)
+		c := b.conflictLocked(&next, kv.ExpectVersion, kv.Handoff, now)
 		b.pending = append(b.pending, &next)
 		if c != nil {
 			if *c, err = b.prepareLocked(*c, -1, now); err != nil {

@@ -105,8 +105,10 @@ func (b *Board) ReadAsAt(author, key string, now func() time.Time) (Entry, bool,
 // after the version this writer last read or wrote (or named in its
 // compare-and-set, expect), and holds a different value (compared as
 // canonical JSON). The write still happens: the entry records both sides
-// so the plan (or a person) can resolve it.
-func (b *Board) conflictLocked(e *Entry, expect int64, now time.Time) *Entry {
+// so the plan (or a person) can resolve it. A hand-off (see
+// WriteOp.Handoff) is no conflict: e records in meta.handoff whom it took
+// the key from.
+func (b *Board) conflictLocked(e *Entry, expect int64, handoff bool, now time.Time) *Entry {
 	if e.Key == "" || e.Deleted || e.Author == "" {
 		return nil
 	}
@@ -119,15 +121,80 @@ func (b *Board) conflictLocked(e *Entry, expect int64, now time.Time) *Entry {
 	if cur == nil || cur.Deleted || cur.Expired(now) || cur.Author == "" || cur.Author == e.Author {
 		return nil
 	}
-	if cur.Version <= max(b.seen[seenKey{e.Author, e.Key}], expect) || sameJSON(cur.Content, e.Content) {
+	if handoff {
+		meta := make(map[string]any, len(e.Meta)+1)
+		for k, v := range e.Meta {
+			meta[k] = v
+		}
+		meta["handoff"] = map[string]any{"from": cur.Author, "version": cur.Version}
+		e.Meta = meta
+		return nil
+	}
+	if cur.Version <= max(b.seen[seenKey{e.Author, e.Key}], expect) {
+		return nil
+	}
+	full := cur.loaded()
+	if sameJSON(full.Content, e.Content) {
 		return nil
 	}
 	side := func(x *Entry) map[string]any {
 		return map[string]any{"author": x.Author, "value": x.Content, "version": x.Version, "label": x.Label}
 	}
 	return &Entry{Section: ConflictSection, Role: "conflict", Author: e.Author, Label: e.Label, Topic: e.Topic,
-		Content: map[string]any{"key": e.Key, "written": side(e), "overwritten": side(cur)},
+		Content: map[string]any{"key": e.Key, "written": side(e), "overwritten": side(&full)},
 		Meta:    map[string]any{"key": e.Key}}
+}
+
+// indexConflictLocked remembers conflict entry e (at index i) as its
+// key's newest, for OpenConflict.
+func (b *Board) indexConflictLocked(e *Entry, i int) {
+	meta := e.Meta
+	if e.lazy != nil { // conflicts are few: decoding them here is cheap
+		meta = e.loaded().Meta
+	}
+	if k, ok := meta["key"].(string); ok && k != "" {
+		b.conflictAt[k] = i
+	}
+}
+
+// OpenConflict is the conflict behind key's live value, if there is one:
+// the newest conflict recorded for the key, while its live value is still
+// the write that caused it. A later write (the resolution, made after
+// reading the key) or the key's deletion or expiry closes it.
+func (b *Board) OpenConflict(key string) (Entry, bool) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	i, ok := b.conflictAt[key]
+	ks := b.keys[key]
+	if !ok || ks == nil {
+		return Entry{}, false
+	}
+	cur := b.entries[ks.latest]
+	if cur.Deleted || cur.Expired(b.now()) {
+		return Entry{}, false
+	}
+	c := b.entries[i].loaded()
+	content, _ := c.Content.(map[string]any)
+	written, _ := content["written"].(map[string]any)
+	if v, ok := asInt64(written["version"]); !ok || v != ks.version {
+		return Entry{}, false
+	}
+	return c, true
+}
+
+// asInt64 reads a version kept in a conflict's content: an int64 when the
+// board wrote it, a float64 when it was loaded from JSON.
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), n == float64(int64(n))
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
 }
 
 // Conflicts returns the conflict entries recorded for key ("" for every
@@ -206,7 +273,8 @@ func IsOutside(e Entry) bool {
 // (a replay): same key, value, author, topic, TTL and meta; unconditional.
 func OutsideOp(e Entry) WriteOp {
 	op := WriteOp{Key: e.Key, Value: e.Content, Section: e.Section, Author: e.Author, Label: e.Label,
-		Role: e.Role, Meta: e.Meta, Topic: e.Topic, ExpectVersion: -1, Delete: e.Deleted}
+		Role: e.Role, Meta: e.Meta, Topic: e.Topic, ExpectVersion: -1, Delete: e.Deleted,
+		Handoff: e.Meta["handoff"] != nil}
 	if e.TTL != nil {
 		op.TTL = time.Duration(*e.TTL * float64(time.Second))
 	}

@@ -3,6 +3,7 @@ package board
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -206,5 +207,108 @@ func TestOutsideOp(t *testing.T) {
 	if again.Key != e.Key || again.Author != e.Author || again.Topic != "jobs" || *again.TTL != 30 ||
 		again.Version != 1 || again.Meta["via"] != ViaSocket || !sameJSON(again.Content, e.Content) {
 		t.Fatalf("%+v, want like %+v", again, e)
+	}
+}
+
+// Seed 001's task hand-off: another agent takes task:X knowingly. It is
+// no lost update, so no conflict is recorded; the entry says whom the key
+// was taken from, and a replay of it (OutsideOp) records no conflict
+// either.
+func TestHandoff(t *testing.T) {
+	tests := []struct {
+		name      string
+		handoff   bool
+		conflicts int
+		from      any
+	}{
+		{"unseen overwrite is a conflict", false, 1, nil},
+		{"hand-off is not", true, 0, "orchestrator"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := New(Run{})
+			b.Write(WriteOp{Key: "task:q4", Value: map[string]any{"status": "pending"}, Author: "orchestrator", ExpectVersion: -1})
+			e, err := b.Write(WriteOp{Key: "task:q4", Value: map[string]any{"status": "in_progress"}, Author: "analyst",
+				ExpectVersion: -1, Handoff: tt.handoff, Meta: map[string]any{"via": ViaCLI}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(b.Conflicts("task:q4")); n != tt.conflicts {
+				t.Fatalf("%d conflicts, want %d", n, tt.conflicts)
+			}
+			h, _ := e.Meta["handoff"].(map[string]any)
+			if tt.from == nil {
+				if h != nil {
+					t.Fatalf("meta.handoff %v on a write that is no hand-off", h)
+				}
+				return
+			}
+			if h["from"] != tt.from || h["version"] != int64(1) || e.Meta["via"] != ViaCLI {
+				t.Fatalf("meta %v: want handoff from %v at version 1, and via kept", e.Meta, tt.from)
+			}
+			// A replay makes the same write on a fresh board: no conflict.
+			r := New(Run{})
+			r.Write(WriteOp{Key: "task:q4", Value: map[string]any{"status": "pending"}, Author: "orchestrator", ExpectVersion: -1})
+			if _, err := r.Write(OutsideOp(e)); err != nil {
+				t.Fatal(err)
+			}
+			if n := len(r.Conflicts("")); n != 0 {
+				t.Fatalf("replayed hand-off recorded %d conflicts", n)
+			}
+		})
+	}
+}
+
+// A conflict stays open while the live value is the write that caused
+// it, in memory and loaded back from the file; the resolution (a write
+// after reading), a delete or an expiry closes it.
+func TestOpenConflict(t *testing.T) {
+	w := func(author string, v any) WriteOp {
+		return WriteOp{Key: "k", Value: v, Author: author, ExpectVersion: -1}
+	}
+	tests := []struct {
+		name  string
+		after func(b *Board)
+		open  bool
+	}{
+		{"open", func(b *Board) {}, true},
+		{"resolved after reading", func(b *Board) { b.ReadAs("judge", "k"); b.Write(w("judge", "agreed")) }, false},
+		{"rewritten by its writer", func(b *Board) { b.Write(w("b", "y2")) }, false},
+		{"deleted", func(b *Board) { b.Write(WriteOp{Key: "k", Author: "b", Delete: true, ExpectVersion: -1}) }, false},
+	}
+	for _, tt := range tests {
+		for _, reload := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reload=%v", tt.name, reload), func(t *testing.T) {
+				path := t.TempDir() + "/blackboard.json"
+				b, err := Create(path, Run{ID: "r"}, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.Write(w("a", "x"))
+				b.Write(w("b", "y"))
+				if _, ok := b.OpenConflict("other"); ok {
+					t.Fatal("a key never written has an open conflict")
+				}
+				tt.after(b)
+				if reload {
+					if err := b.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if b, err = Load(path); err != nil {
+						t.Fatal(err)
+					}
+				}
+				c, ok := b.OpenConflict("k")
+				if ok != tt.open {
+					t.Fatalf("open %v, want %v (%+v)", ok, tt.open, c)
+				}
+				if ok {
+					over := c.Content.(map[string]any)["overwritten"].(map[string]any)
+					if over["author"] != "a" || over["value"] != "x" {
+						t.Fatalf("open conflict %+v: want a's x as the overwritten side", c)
+					}
+				}
+			})
+		}
 	}
 }

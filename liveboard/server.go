@@ -197,6 +197,9 @@ type WriteRequest struct {
 	// exist); nil: unconditional.
 	ExpectVersion *int64 `json:"expect_version,omitempty"`
 	Delete        bool   `json:"delete,omitempty"`
+	// Handoff takes the key over from its current author knowingly: no
+	// conflict is recorded (board.WriteOp.Handoff).
+	Handoff bool `json:"handoff,omitempty"`
 }
 
 // Op is the board write the request asks for, authored by its agent
@@ -204,7 +207,7 @@ type WriteRequest struct {
 func (q WriteRequest) Op(via string) board.WriteOp {
 	op := board.WriteOp{Key: q.Key, Value: q.Value, TTL: time.Duration(q.TTL * float64(time.Second)),
 		Author: q.Agent, Role: "user", Topic: q.Topic, ExpectVersion: -1, Delete: q.Delete,
-		Meta: map[string]any{"via": via}}
+		Handoff: q.Handoff, Meta: map[string]any{"via": via}}
 	if op.Author == "" {
 		op.Author = "cli"
 	}
@@ -245,6 +248,9 @@ func (s *Server) write(w http.ResponseWriter, r *http.Request) {
 func (q WriteRequest) Check() error {
 	if err := board.CheckKey(q.Key); err != nil {
 		return err
+	}
+	if q.Handoff && q.Delete {
+		return errors.New("handoff is for a write: a delete takes nothing over")
 	}
 	if q.ExpectVersion != nil && *q.ExpectVersion < 0 {
 		return fmt.Errorf("expect_version %d: want 0 or more (0: the key must not exist), or leave it out", *q.ExpectVersion)

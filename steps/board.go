@@ -31,6 +31,7 @@ type boardStep struct {
 	section string
 	author  string // who the write is by (default runner): conflicts and key patterns are per author
 	topic   string
+	handoff bool // write: take the key over knowingly, no conflict
 }
 
 func (boardType) Name() string           { return "board" }
@@ -54,6 +55,10 @@ var boardSpec = engine.TypeSpec{
 		{Name: "expect_version", Kind: engine.KindInt, Schema: `{"minimum": 0}`,
 			Doc:      "Compare-and-set: succeed only if the key is at this version (0: absent).",
 			Examples: []any{3}},
+		{Name: "handoff", Kind: engine.KindBool,
+			Doc: "op: write: take the key over from its current author knowingly (a hand-off, as when an agent picks up a task): " +
+				"no conflict is recorded; the entry's meta.handoff names whom the key was taken from.",
+			Examples: []any{true}},
 		{Name: "section", Kind: engine.KindString,
 			Doc: "The board section the entry goes to (default kv).", Examples: []any{"kv"}},
 		{Name: "author", Kind: engine.KindString,
@@ -66,7 +71,7 @@ var boardSpec = engine.TypeSpec{
 	Schema: `{"allOf": [{
 		"if": {"properties": {"op": {"const": "write"}}, "required": ["op"]},
 		"then": {"required": ["value"]},
-		"else": {"properties": {"value": false, "ttl": false}}}]}`,
+		"else": {"properties": {"value": false, "ttl": false, "handoff": false}}}]}`,
 	Example: `- label: status
   type: board
   op: write
@@ -97,6 +102,7 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 		s.author = "runner"
 	}
 	s.topic = d.String("topic")
+	s.handoff = d.Bool("handoff", false)
 	if d.Has("expect_version") {
 		v := d.Int("expect_version", -1)
 		if v < 0 {
@@ -115,6 +121,9 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 		}
 		if s.ttl > 0 {
 			d.Errorf(d.Node("ttl"), "ttl is only for op: write")
+		}
+		if s.handoff {
+			d.Errorf(d.Node("handoff"), "handoff is only for op: write")
 		}
 		if s.op == "read" && s.expect >= 0 {
 			d.Errorf(d.Node("expect_version"), "expect_version is for write and delete")
@@ -145,7 +154,7 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 	}
 	res := BoardResult{Key: key}
 	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: s.author, Label: sc.Label,
-		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect, Topic: s.topic}
+		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect, Topic: s.topic, Handoff: s.handoff}
 	switch s.op {
 	case "read":
 		kr, err := sc.Read(s.author, key)

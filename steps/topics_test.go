@@ -87,3 +87,29 @@ steps:
 		t.Errorf("the tool's write: %+v", e)
 	}
 }
+
+// A plan's own hand-off: the second board step takes task:q4 over from
+// the orchestrator with handoff: true and records no conflict, while the
+// same write without it does; handoff on a read is refused at load.
+func TestBoardStepHandoff(t *testing.T) {
+	for _, tc := range []struct {
+		handoff   string
+		conflicts int
+	}{{"", 1}, {", handoff: true", 0}} {
+		src := `version: 1
+steps:
+  - {label: make, type: board, op: write, key: "task:q4", author: orchestrator, value: pending}
+  - {label: take, type: board, op: write, key: "task:q4", author: analyst, value: in_progress` + tc.handoff + `}
+`
+		b, err := llmRunPlan(t, src, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(b.Conflicts("task:q4")); n != tc.conflicts {
+			t.Errorf("take%s: %d conflicts, want %d", tc.handoff, n, tc.conflicts)
+		}
+	}
+	if msg := llmCompileErr(t, "version: 1\nsteps:\n  - {label: r, type: board, op: read, key: k, handoff: true}\n"); !strings.Contains(msg, "3:56: handoff is only for op: write") {
+		t.Errorf("handoff on a read: %s", msg)
+	}
+}

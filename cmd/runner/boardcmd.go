@@ -23,7 +23,7 @@ import (
 	"github.com/planrunner/runner/runs"
 )
 
-const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
+const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] [--handoff] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
 
 // boardFlags are the flags of `runner board`, one set for every
 // operation (a flag an operation does not use is ignored, as before).
@@ -32,11 +32,13 @@ type boardFlags struct {
 	agent  string
 	topic  string
 	expect int64
-	format string
-	prefix string
-	count  int
-	since  int64
-	asJSON bool
+	// handoff: put takes the key over knowingly (no conflict recorded)
+	handoff bool
+	format  string
+	prefix  string
+	count   int
+	since   int64
+	asJSON  bool
 	// entries: the filters (--topic and --since are shared with watch;
 	// --since is a time here when given as one).
 	section, role, author, label string
@@ -102,6 +104,7 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	fs.Var(&f.ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
 	fs.StringVar(&f.agent, "agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")
 	fs.StringVar(&f.topic, "topic", "", "put: the topic to publish on (default: the key's prefix before ':'); watch, entries: only this topic")
+	fs.BoolVar(&f.handoff, "handoff", false, "put: take the key over from its current author knowingly (a hand-off): no conflict is recorded")
 	newOptInt(fs, &f.expect, "expect-version", "put/delete: only if the key's version is `N` (0: the key must not exist)")
 	fs.StringVar(&f.format, "format", "md", "show: md or json")
 	fs.StringVar(&f.prefix, "prefix", "", "watch: only keys starting with this")
@@ -232,7 +235,7 @@ func (c *boardCall) fail(err error) int {
 
 // write puts or deletes one key as the flags say.
 func (c *boardCall) write(q liveboard.WriteRequest, done string) int {
-	q.TTL, q.Agent, q.Topic = c.f.ttl.Seconds(), c.f.agent, c.f.topic
+	q.TTL, q.Agent, q.Topic, q.Handoff = c.f.ttl.Seconds(), c.f.agent, c.f.topic, c.f.handoff
 	if c.f.expect >= 0 {
 		q.ExpectVersion = &c.f.expect
 	}
@@ -489,6 +492,9 @@ func seedEntry(e board.Entry) map[string]any {
 		"timestamp": e.TS.UTC().Format(time.RFC3339Nano), "ttl": ttl, "version": e.Version}
 	if e.Topic != "" {
 		m["topic"] = e.Topic
+	}
+	if h := e.Meta["handoff"]; h != nil {
+		m["handoff"] = h // whom the writer took the key over from
 	}
 	return m
 }
