@@ -29,6 +29,8 @@ type Remote struct {
 	RunID      string `json:"run_id"`
 	// Board is the blackboard.json the run's board is saved to when it ends.
 	Board string `json:"board"`
+	// Security is how the cluster was reached (TLS files, never a key).
+	Security Security `json:"security,omitzero"`
 }
 
 // WriteRemote writes r at RemotePath(r.Board), atomically.

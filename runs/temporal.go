@@ -96,6 +96,8 @@ type Temporal struct {
 	Blobs            string // the content-addressed store workers share
 	HeartbeatTimeout time.Duration
 	MaxHistoryEvents int
+	// Security reaches a secured cluster (TLS, mTLS, an API key file).
+	Security liveboard.Security
 }
 
 // ExecuteOnTemporal runs r on Temporal workers through runner-temporal
@@ -115,6 +117,7 @@ func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*
 			args = append(args, f[0], f[1])
 		}
 	}
+	args = append(args, t.Security.Args()...)
 	if t.HeartbeatTimeout > 0 {
 		args = append(args, "--heartbeat-timeout", t.HeartbeatTimeout.String())
 	}
@@ -222,6 +225,7 @@ func OpenRemote(path string, stderr io.Writer) (*Bridged, string, error) {
 			args = append(args, f[0], f[1])
 		}
 	}
+	args = append(args, rem.Security.Args()...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 	"strings"
@@ -32,7 +33,19 @@ func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 	fs.StringVar(&t.Blobs, "blobs", "", "with --engine temporal: the content-addressed store workers share")
 	fs.DurationVar(&t.HeartbeatTimeout, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
 	fs.IntVar(&t.MaxHistoryEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
+	securityFlags(fs, &t.Security, "with --engine temporal: ")
 	return engine
+}
+
+// securityFlags are the flags that reach a secured Temporal cluster,
+// for runner-temporal (see liveboard.Security).
+func securityFlags(fs *flag.FlagSet, s *liveboard.Security, prefix string) {
+	fs.StringVar(&s.TLS, "tls", "", prefix+"true or false: connect with TLS (default: on when any --tls-* option or an API key is given)")
+	fs.StringVar(&s.CertPath, "tls-cert", "", prefix+"mutual TLS: the client certificate (PEM), with --tls-key")
+	fs.StringVar(&s.KeyPath, "tls-key", "", prefix+"mutual TLS: the client certificate's private key (PEM)")
+	fs.StringVar(&s.CAPath, "tls-ca", "", prefix+"the CA (PEM) the server's certificate is checked against (default: the system's)")
+	fs.StringVar(&s.ServerName, "tls-server-name", "", prefix+"the name the server's certificate must hold")
+	fs.StringVar(&s.APIKeyFile, "api-key-file", "", prefix+"a file holding the API key (default: $TEMPORAL_API_KEY)")
 }
 
 // cmdWorker is `runner worker`: runner-temporal takes the process over.
@@ -46,6 +59,9 @@ func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.String("blobs", "", "the content-addressed store every worker and client of a run shares (default: the user cache directory)")
 	fs.String("workdir", "", "where steps run (default: the run's workdir)")
 	fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
+	fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
+	fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")
+	securityFlags(fs, &liveboard.Security{}, "")
 	for _, a := range args {
 		if a == "-h" || a == "-help" || a == "--help" {
 			fs.SetOutput(stderr)

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,7 +49,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]")
+		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]")
 		return exitUsage
 	}
 	switch args[0] {
@@ -69,12 +70,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 // conn are the flags both commands take to reach Temporal.
 type conn struct {
 	hostPort, namespace, queue, blobs string
+	sec                               liveboard.Security
 }
 
+// connFlags are the flags of every command that dials. Unset, the address,
+// namespace and TLS options come from the Temporal CLI's environment
+// variables (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*), the
+// API key from TEMPORAL_API_KEY or --api-key-file.
 func connFlags(fs *flag.FlagSet) *conn {
 	c := &conn{}
-	fs.StringVar(&c.hostPort, "temporal", "", "the Temporal frontend, HOST:PORT (required)")
-	fs.StringVar(&c.namespace, "namespace", "default", "the Temporal namespace")
+	fs.StringVar(&c.hostPort, "temporal", os.Getenv("TEMPORAL_ADDRESS"), "the Temporal frontend, HOST:PORT (required; default $TEMPORAL_ADDRESS)")
+	fs.StringVar(&c.namespace, "namespace", cmp.Or(os.Getenv("TEMPORAL_NAMESPACE"), "default"), "the Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
+	fs.StringVar(&c.sec.TLS, "tls", "", "true or false: connect with TLS (default: on when any --tls-* option or an API key is given)")
+	fs.StringVar(&c.sec.CertPath, "tls-cert", "", "mutual TLS: the client certificate (PEM); with --tls-key")
+	fs.StringVar(&c.sec.KeyPath, "tls-key", "", "mutual TLS: the client certificate's private key (PEM)")
+	fs.StringVar(&c.sec.CAPath, "tls-ca", "", "the CA certificate (PEM) the server's certificate is checked against (default: the system's roots)")
+	fs.StringVar(&c.sec.ServerName, "tls-server-name", "", "the name the server's certificate must hold (default: the host of --temporal)")
+	fs.StringVar(&c.sec.APIKeyFile, "api-key-file", "", "a file whose first line is the API key (Temporal Cloud); default $TEMPORAL_API_KEY. Never on the command line: ps shows it")
 	fs.StringVar(&c.queue, "task-queue", rt.DefaultTaskQueue, "the task queue workers poll and runs go to")
 	fs.StringVar(&c.blobs, "blobs", rt.DefaultStoreDir(), "the content-addressed store the board and large payloads go through; every worker and client of a run must share it")
 	return c
@@ -82,10 +94,27 @@ func connFlags(fs *flag.FlagSet) *conn {
 
 func (c *conn) dial(log *slog.Logger) (client.Client, error) {
 	if c.hostPort == "" {
-		return nil, errors.New("--temporal HOST:PORT is required (e.g. --temporal 127.0.0.1:7233)")
+		return nil, errors.New("--temporal HOST:PORT is required (e.g. --temporal 127.0.0.1:7233), or TEMPORAL_ADDRESS")
 	}
-	return client.Dial(client.Options{HostPort: c.hostPort, Namespace: c.namespace,
-		DataConverter: rt.DataConverter(rt.Store{Dir: c.blobs}, 0), Logger: tlog.NewStructuredLogger(log)})
+	sec, err := c.sec.WithEnv(os.Getenv).Abs()
+	if err != nil {
+		return nil, err
+	}
+	c.sec = sec
+	o := client.Options{HostPort: c.hostPort, Namespace: c.namespace,
+		DataConverter: rt.DataConverter(rt.Store{Dir: c.blobs}, 0), Logger: tlog.NewStructuredLogger(log)}
+	if err := rt.Secure(&o, c.sec, os.Getenv); err != nil {
+		return nil, err
+	}
+	tc, err := client.Dial(o)
+	if err != nil && sec.UseTLS(os.Getenv) {
+		hint := ""
+		if sec.CertPath == "" {
+			hint = "; if the cluster requires mutual TLS, give its client certificate with --tls-cert and --tls-key"
+		}
+		return nil, fmt.Errorf("reaching %s with TLS: %w%s", c.hostPort, err, hint)
+	}
+	return tc, err
 }
 
 // parse parses flags and positional arguments in any order.
@@ -110,10 +139,16 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	c := connFlags(fs)
 	workdir := fs.String("workdir", "", "run steps here (default: the run's workdir, which must exist on this host)")
 	heartbeat := fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
+	maxSteps := fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
+	health := fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")
 	logFormat := fs.String("log-format", "console", "console or json")
 	fs.String("log-level", "", "accepted for runner's global flags; the worker logs at info")
 	fs.Bool("q", false, "accepted for runner's global flags")
 	if _, err := parse(fs, args); err != nil {
+		return exitUsage
+	}
+	if *maxSteps < 0 {
+		fmt.Fprintf(stderr, "runner worker: --max-concurrent-steps %d: want 1 or more (0: the default)\n", *maxSteps)
 		return exitUsage
 	}
 	// The worker's log never shows a secret: the providers' keys now, each
@@ -130,7 +165,16 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	}
 	defer tc.Close()
 	acts := &rt.Activities{Store: rt.Store{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
-	w := rt.NewWorker(tc, c.queue, acts, worker.Options{})
+	w := rt.NewWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
+	if *health != "" {
+		stop, addr, err := rt.ServeHealth(*health, tc)
+		if err != nil {
+			fmt.Fprintf(stderr, "runner worker: --health %s: %v\n", *health, err)
+			return exitUsage
+		}
+		defer stop()
+		log.Info().Str("addr", addr).Msg("health endpoint: GET /healthz")
+	}
 	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("blobs", c.blobs).Msg("worker started")
 	if err := w.Run(worker.InterruptCh()); err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
@@ -233,7 +277,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
 	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse,
-		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.blobs}}
+		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.blobs, Security: c.sec}}
 	wfID := rt.WorkflowID(runID)
 	switch {
 	case *events:
