@@ -142,9 +142,9 @@ func TestBenchConcurrentRuns(t *testing.T) {
 			}
 			if err == nil {
 				var out Output
-				err = we.Get(context.Background(), &out)
+				err = OutputOf(we.Get(context.Background(), &out), &out)
 				for try := 0; err != nil && transient(err) && try < 10; try++ {
-					err = tc.GetWorkflow(context.Background(), we.GetID(), "").Get(context.Background(), &out)
+					err = OutputOf(tc.GetWorkflow(context.Background(), we.GetID(), "").Get(context.Background(), &out), &out)
 				}
 				if err == nil && out.Status != "succeeded" {
 					err = fmt.Errorf("run %s", out.Status)

@@ -49,7 +49,7 @@ func (b *Bridge) Running(ctx context.Context) (bool, error) {
 // that was killed).
 func (b *Bridge) SaveEnded(ctx context.Context) error {
 	var out Output
-	if err := b.C.GetWorkflow(ctx, b.WorkflowID, "").Get(ctx, &out); err != nil {
+	if err := OutputOf(b.C.GetWorkflow(ctx, b.WorkflowID, "").Get(ctx, &out), &out); err != nil {
 		return fmt.Errorf("the run's result: %w", err)
 	}
 	return SaveOnce(b.Store, out.Head, b.Board)

@@ -132,10 +132,10 @@ func Wait(ctx context.Context, c client.Client, we client.WorkflowRun, obs engin
 		var out Output
 		// Get follows continue-as-new to the last part. While the server
 		// is away (restarted), ask again: the run goes on without us.
-		err := we.Get(context.Background(), &out)
+		err := OutputOf(we.Get(context.Background(), &out), &out)
 		for deadline := time.Now().Add(10 * time.Minute); err != nil && transient(err) && time.Now().Before(deadline); {
 			time.Sleep(time.Second)
-			err = c.GetWorkflow(context.Background(), we.GetID(), "").Get(context.Background(), &out)
+			err = OutputOf(c.GetWorkflow(context.Background(), we.GetID(), "").Get(context.Background(), &out), &out)
 		}
 		done <- result{&out, err}
 	}()

@@ -205,7 +205,7 @@ steps:
 	})
 	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir())})
 	var out Output
-	if err := env.GetWorkflowResult(&out); err != nil {
+	if err := envOutput(env, &out); err != nil {
 		t.Fatalf("workflow: %v", err)
 	}
 	got, err := LoadBoard(store, out.Head)

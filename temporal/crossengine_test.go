@@ -144,11 +144,8 @@ func runOnSuite(t *testing.T, src string) (*board.Board, *Output, error) {
 	if !env.IsWorkflowCompleted() {
 		return nil, nil, errors.New("the workflow did not complete")
 	}
-	if err := env.GetWorkflowError(); err != nil {
-		return nil, nil, err
-	}
 	var out Output
-	if err := env.GetWorkflowResult(&out); err != nil {
+	if err := envOutput(env, &out); err != nil {
 		return nil, nil, err
 	}
 	b, err := LoadBoard(store, out.Head)

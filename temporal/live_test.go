@@ -98,12 +98,9 @@ func (l *liveEnv) runInput(in Input) (*board.Board, *Output) {
 	if !l.env.IsWorkflowCompleted() {
 		l.t.Fatal("the workflow did not complete")
 	}
-	if err := l.env.GetWorkflowError(); err != nil {
-		l.t.Fatalf("workflow error: %v", err)
-	}
 	var out Output
-	if err := l.env.GetWorkflowResult(&out); err != nil {
-		l.t.Fatal(err)
+	if err := envOutput(l.env, &out); err != nil {
+		l.t.Fatalf("workflow error: %v", err)
 	}
 	b, err := LoadBoard(l.store, out.Head)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -267,5 +268,55 @@ steps:
 	p := startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--max-concurrent-steps", "-1")
 	if code := p.wait(t, time.Minute); code != 2 || !strings.Contains(p.out.String(), "want 1 or more") {
 		t.Errorf("--max-concurrent-steps -1: exit %d, %s", code, p.out)
+	}
+}
+
+// A plan that fails is a failed workflow, and an interrupted one a
+// canceled workflow, as Temporal's own tools show them: `temporal
+// workflow list --query 'ExecutionStatus="Failed"'` finds the failed run
+// and not the one that succeeded, and the failure's message names the
+// plan and its error. runner still gets the run's output (its board) from
+// the failure and saves blackboard.json as for any run.
+func TestDevServerFailedPlanIsFailedWorkflow(t *testing.T) {
+	c := newCluster(t)
+	c.worker(t)
+	ids := map[string]string{}
+	for _, tc := range []struct{ name, src string }{
+		{"ok", "version: 1\nname: fine\nsteps:\n  - {label: a, type: command, run: 'echo ok'}\n"},
+		{"bad", "version: 1\nname: broken\nsteps:\n  - {label: a, type: command, run: 'exit 3'}\n"},
+	} {
+		plan := writePlan(t, c.work, tc.src)
+		out := filepath.Join(c.work, tc.name+".json")
+		p := c.run(t, plan, out)
+		code := p.wait(t, 2*time.Minute)
+		if want := map[string]int{"ok": 0, "bad": 1}[tc.name]; code != want {
+			t.Fatalf("%s: exit %d, want %d:\n%s", tc.name, code, want, p.out)
+		}
+		b := loadBoard(t, out)
+		ids[tc.name] = WorkflowID(b.Run().ID)
+		if tc.name == "bad" && (b.Run().Status != "failed" || runSummary(b) != "a:failed") {
+			t.Errorf("the failed run's board: %s, %s", b.Run().Status, runSummary(b))
+		}
+	}
+	list := func(query string) string {
+		t.Helper()
+		cmd := exec.Command(temporalCLI(t), "workflow", "list", "--address", c.srv.hostPort, "--query", query, "--output", "json")
+		got, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("temporal workflow list --query %s: %v\n%s", query, err, got)
+		}
+		return string(got)
+	}
+	failed := list(`ExecutionStatus="Failed"`)
+	if !strings.Contains(failed, ids["bad"]) || strings.Contains(failed, ids["ok"]) {
+		t.Errorf("failed workflows: want %s and not %s:\n%s", ids["bad"], ids["ok"], failed)
+	}
+	if done := list(`ExecutionStatus="Completed"`); !strings.Contains(done, ids["ok"]) {
+		t.Errorf("completed workflows lack %s:\n%s", ids["ok"], done)
+	}
+	cmd := exec.Command(temporalCLI(t), "workflow", "describe", "--address", c.srv.hostPort, "--workflow-id", ids["bad"])
+	got, _ := cmd.CombinedOutput()
+	if !strings.Contains(string(got), "plan broken failed: step a: exit status 3") {
+		t.Errorf("describe does not show the plan's error:\n%s", got)
 	}
 }

@@ -324,5 +324,43 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 	if ferr != nil {
 		panic(ferr)
 	}
-	return &Output{Head: head, Status: status, Error: run.Error, Parts: it.parts}, nil // run.Error as the board keeps it: masked
+	out := &Output{Head: head, Status: status, Error: run.Error, Parts: it.parts} // run.Error as the board keeps it: masked
+	if status != engine.StatusSucceeded && workflow.GetVersion(ctx, planFailsWorkflow, workflow.DefaultVersion, 1) >= 1 {
+		// Temporal's own tools (the UI, `temporal workflow list --query
+		// 'ExecutionStatus="Failed"'`) show a plan that failed as failed.
+		// The output rides along as the error's details (OutputOf).
+		if ctx.Err() != nil {
+			return nil, temporal.NewCanceledError(*out)
+		}
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("plan %s %s: %s", it.prog.Plan.Name, status, run.Error),
+			ErrPlanFailed, nil, *out)
+	}
+	return out, nil
+}
+
+// planFailsWorkflow versions the change that made a plan's failure the
+// workflow's: histories recorded before it complete with the output.
+const planFailsWorkflow = "plan-failure-fails-workflow"
+
+// ErrPlanFailed is the type of the error a workflow whose plan did not
+// succeed fails with; its details are the run's Output.
+const ErrPlanFailed = "runner.PlanFailed"
+
+// OutputOf reads a run's Output from what getting the workflow's result
+// returned: the result itself (err nil, out filled by Get), or the output
+// a failed or interrupted plan carries in its error. Any other error is
+// returned as it is.
+func OutputOf(err error, out *Output) error {
+	if err == nil {
+		return nil
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.Type() == ErrPlanFailed && app.HasDetails() && app.Details(out) == nil {
+		return nil
+	}
+	var can *temporal.CanceledError
+	if errors.As(err, &can) && can.HasDetails() && can.Details(out) == nil && out.Head != "" {
+		return nil
+	}
+	return err
 }

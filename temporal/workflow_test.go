@@ -14,9 +14,19 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 )
+
+// envOutput is the run's Output in a test environment: the workflow's
+// result, or what a failed plan's error carries (OutputOf).
+func envOutput(env *testsuite.TestWorkflowEnvironment, out *Output) error {
+	if err := env.GetWorkflowError(); err != nil {
+		return OutputOf(err, out)
+	}
+	return env.GetWorkflowResult(out)
+}
 
 // runWorkflow runs src in the SDK's test environment (activities run for
 // real, timers on its clock) and returns the board the run left.
@@ -34,12 +44,9 @@ func runWorkflow(t *testing.T, src string, opt Options) (*board.Board, *Output) 
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")
 	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow error: %v", err)
-	}
 	var out Output
-	if err := env.GetWorkflowResult(&out); err != nil {
-		t.Fatal(err)
+	if err := envOutput(env, &out); err != nil {
+		t.Fatalf("workflow error: %v", err)
 	}
 	b, err := LoadBoard(store, out.Head)
 	if err != nil {
@@ -297,7 +304,7 @@ steps:
 		t.Errorf("the interrupt took %s: the running step was not stopped", d)
 	}
 	var out Output
-	if err := env.GetWorkflowResult(&out); err != nil {
+	if err := envOutput(env, &out); err != nil {
 		t.Fatalf("workflow: %v", err)
 	}
 	b, err := LoadBoard(store, out.Head)
@@ -384,7 +391,7 @@ steps:
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if err := env.GetWorkflowResult(&out); err != nil {
+		if err := envOutput(env, &out); err != nil {
 			t.Fatal(err)
 		}
 		break
@@ -401,5 +408,29 @@ steps:
 	}
 	if done := stepOf(t, b, "done"); !strings.Contains(string(done.Result), `"output":"30"`) {
 		t.Errorf("done saw %s; want 30 visits of tick", done.Result)
+	}
+}
+
+// A plan that fails fails its workflow with an error of type
+// runner.PlanFailed that names the plan and carries the run's output.
+func TestWorkflowFailedPlanFailsWorkflow(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	store := Store{Dir: t.TempDir()}
+	Register(env, &Workflow{Store: store}, &Activities{Store: store})
+	env.SetWorkerOptions(workerOptions)
+	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, "version: 1\nname: broken\nsteps:\n  - {label: a, type: command, run: 'exit 3'}\n", t.TempDir())})
+	err := env.GetWorkflowError()
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrPlanFailed || !strings.Contains(app.Error(), "plan broken failed: step a: exit status 3") {
+		t.Fatalf("workflow error %v; want a %s naming the plan and its error", err, ErrPlanFailed)
+	}
+	var out Output
+	if err := OutputOf(err, &out); err != nil || out.Status != "failed" {
+		t.Fatalf("OutputOf: %v, %+v", err, out)
+	}
+	if b, err := LoadBoard(store, out.Head); err != nil || runSummary(b) != "a:failed" {
+		t.Fatalf("the board the failure carries: %v", err)
 	}
 }
