@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/steps"
@@ -197,13 +199,20 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	if n.Timeout > 0 {
 		timeout = n.Timeout + time.Minute // the step enforces its own; this is the backstop
 	}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+	ao := workflow.ActivityOptions{
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    it.opt.HeartbeatTimeout,
 		WaitForCancellation: true,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: 30 * time.Second, MaximumAttempts: 20, NonRetryableErrorTypes: []string{errBadInput}},
-	})
+	}
+	if workflow.GetVersion(ctx, namedActivities, workflow.DefaultVersion, 1) >= 1 {
+		// The Web UI and `temporal workflow describe` show which step an
+		// activity is: label#visit (for_each items are LABEL[i]), and a
+		// summary of what it does.
+		ao.ActivityID, ao.Summary = activityID(n.Label, a.Visit, a.Attempt), activitySummary(n)
+	}
+	actx := workflow.WithActivityOptions(ctx, ao)
 	run := it.in.Run
 	var out StepOutput
 	in := StepInput{PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
@@ -279,4 +288,43 @@ func (it *interp) input(c wctx, a engine.Attempt) (engine.Result, error) {
 			return engine.Result{}, errors.New("canceled")
 		}
 	}
+}
+
+// namedActivities versions the change that gave activities the ids and
+// summaries of their steps: earlier histories keep the SDK's numbers.
+const namedActivities = "named-activities"
+
+// activityID is a step attempt's activity id: label#visit, and .attempt
+// from the second attempt of a step's retry on (Temporal's own retries of
+// one attempt keep its id).
+func activityID(label string, visit, attempt int) string {
+	id := fmt.Sprintf("%s#%d", label, visit)
+	if attempt > 1 {
+		id += fmt.Sprintf(".%d", attempt)
+	}
+	return id
+}
+
+// activitySummary is the one line the UI shows beside an activity: the
+// step's type and what a dry run says of it (templates as written, never
+// a rendered value, so no secret), cut to 200 bytes.
+func activitySummary(n *engine.Node) string {
+	s := n.Label
+	if n.Kind != nil {
+		s += " (" + n.Kind.Name() + ")"
+	}
+	if d, ok := n.Impl.(engine.Describer); ok {
+		if text := d.Describe(); text != "" {
+			first, _, _ := strings.Cut(text, "\n")
+			s += ": " + first
+		}
+	}
+	if len(s) > 200 {
+		cut := 197
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
+	}
+	return s
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
+	"sync"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
@@ -14,6 +16,8 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -432,5 +436,51 @@ func TestWorkflowFailedPlanFailsWorkflow(t *testing.T) {
 	}
 	if b, err := LoadBoard(store, out.Head); err != nil || runSummary(b) != "a:failed" {
 		t.Fatalf("the board the failure carries: %v", err)
+	}
+}
+
+// Each activity is named for its step: label#visit (a for_each item's
+// label is LABEL[i]), .attempt from a step's second retry on, and a
+// summary with the step's type and what it does.
+func TestWorkflowActivityIDs(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	store := Store{Dir: t.TempDir()}
+	Register(env, &Workflow{Store: store}, &Activities{Store: store})
+	env.SetWorkerOptions(workerOptions)
+	var mu sync.Mutex
+	var ids []string
+	env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		ids = append(ids, info.ActivityID)
+		mu.Unlock()
+	})
+	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, `
+version: 1
+steps:
+  - {label: hello, type: command, run: "echo hi"}
+  - {label: twice, type: command, run: "echo again"}
+  - label: back
+    type: branch
+    cases: [{when: steps.twice.visits < 2, goto: twice}]
+  - {label: each, type: command, for_each: '["x", "y"]', run: "echo ${{ item }}"}
+  - label: flaky
+    type: command
+    run: 'n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; test $n -ge 1'
+    retry: {max: 2, backoff: 1ms}
+`, t.TempDir())})
+	var out Output
+	if err := envOutput(env, &out); err != nil || out.Status != "succeeded" {
+		t.Fatalf("%v %+v", err, out)
+	}
+	slices.Sort(ids)
+	want := []string{"each[0]#1", "each[1]#1", "flaky#1", "flaky#1.2", "hello#1", "twice#1", "twice#2"}
+	if !slices.Equal(ids, want) {
+		t.Errorf("activity ids %q, want %q", ids, want)
+	}
+	n := &engine.Node{Step: &plans.Step{Label: "build"}}
+	if got := activitySummary(n); got != "build" {
+		t.Errorf("summary of a bare node: %q", got)
 	}
 }
