@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,9 @@ type StartOptions struct {
 	TaskQueue string
 	Options   Options
 	Reuse     []Reused // see Input.Reuse
+	// PlanName is the RunnerPlan search attribute (with
+	// Options.SearchAttributes): the plan's name, else its file's.
+	PlanName string
 }
 
 // Start starts run (its id, plan source and sha256, vars, workdir) as a
@@ -32,8 +36,11 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 	if opt.TaskQueue == "" {
 		opt.TaskQueue = DefaultTaskQueue
 	}
-	return c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue},
-		WorkflowName, Input{Run: run, Options: opt.Options, Reuse: opt.Reuse})
+	so := client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue}
+	if opt.Options.SearchAttributes {
+		so.TypedSearchAttributes = startAttributes(cmp.Or(opt.PlanName, filepath.Base(run.PlanPath)), run.RunnerVersion)
+	}
+	return c.ExecuteWorkflow(ctx, so, WorkflowName, Input{Run: run, Options: opt.Options, Reuse: opt.Reuse})
 }
 
 // PutReused checks each file given to --reuse (a saved run) and puts it
@@ -74,6 +81,9 @@ type RunOptions struct {
 	ReuseFiles []string
 	// Started, when set, is called with the workflow's id once it started.
 	Started func(workflowID string)
+	// SearchAttributesFrom is the namespace whose search attributes decide
+	// whether the run sets runner's (search.go); "": it sets none.
+	SearchAttributesFrom string
 	// Observer is told of steps as they start and finish (and, as a
 	// WaitObserver, of inputs that wait); Every is how often it is polled.
 	Observer engine.Observer
@@ -94,6 +104,13 @@ func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o R
 		return nil, &runs.UsageError{Err: err}
 	}
 	o.Reuse = reused
+	if o.SearchAttributesFrom != "" {
+		// Set only where the namespace has them: an unknown attribute
+		// would fail the start.
+		missing, err := MissingSearchAttributes(ctx, c, o.SearchAttributesFrom)
+		o.Options.SearchAttributes = err == nil && len(missing) == 0
+		o.PlanName = r.Prog.Plan.Name
+	}
 	rem := o.Remote
 	rem.Engine, rem.WorkflowID, rem.RunID, rem.Board = "temporal", WorkflowID(r.Record.ID), r.Record.ID, r.Board
 	if err := liveboard.WriteRemote(rem); err != nil {

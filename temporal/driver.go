@@ -279,11 +279,13 @@ func (it *interp) input(c wctx, a engine.Attempt) (engine.Result, error) {
 		key := visitKey(label, visit)
 		answered := func() bool { return it.answered[key] }
 		w, _ := steps.WaitingInput(it.b.Run(), label, visit)
+		it.upsert(ctx, saWaiting.ValueSet(true))
 		if w.Deadline == nil {
 			err = workflow.Await(ctx, answered)
 		} else if left := w.Deadline.Sub(workflow.Now(ctx)); left > 0 {
 			_, err = workflow.AwaitWithTimeout(ctx, left, answered)
 		}
+		it.upsert(ctx, saWaiting.ValueSet(len(it.b.Run().Waiting) > 0))
 		if err != nil {
 			return engine.Result{}, errors.New("canceled")
 		}

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io"
@@ -319,4 +320,68 @@ func TestDevServerFailedPlanIsFailedWorkflow(t *testing.T) {
 	if !strings.Contains(string(got), "plan broken failed: step a: exit status 3") {
 		t.Errorf("describe does not show the plan's error:\n%s", got)
 	}
+}
+
+// On a namespace with runner's search attributes, a run keeps them up to
+// date, so Temporal's own queries find it: by plan and version while it
+// runs, as waiting while it waits for an answer (and no longer after),
+// by its final status once it ended. On a namespace without them the
+// same run goes on without (the failed-plan test's server has none).
+func TestDevServerSearchAttributes(t *testing.T) {
+	var flags []string
+	for name, typ := range map[string]string{"RunnerPlan": "Keyword", "RunnerStatus": "Keyword", "RunnerWaiting": "Bool", "RunnerVersion": "Keyword"} {
+		flags = append(flags, "--search-attribute", name+"="+typ)
+	}
+	c := newCluster(t, flags...)
+	c.worker(t)
+	t.Setenv("RUNNER_TEMPORAL", c.rt)
+	plan := writePlan(t, c.work, liveReviewPlan)
+	out := filepath.Join(c.work, "bb.json")
+	run := startProc(t, c.work, c.runner, "run", plan, "--engine", "temporal", "--temporal", c.srv.hostPort,
+		"--task-queue", c.queue, "--blobs", c.blobs, "--out", out)
+	waitOutput(t, run, "runner answer", 2*time.Minute)
+	rem, err := liveboardRemote(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Visibility is eventually consistent: ask until it shows (or a minute).
+	until := func(query string, want bool) {
+		t.Helper()
+		var got []byte
+		for deadline := time.Now().Add(time.Minute); ; {
+			got, err = exec.Command(temporalCLI(t), "workflow", "list", "--address", c.srv.hostPort, "--query", query, "--output", "json").CombinedOutput()
+			if err == nil && strings.Contains(string(got), rem) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("temporal workflow list --query %s: listed %s = %v, want %v (err %v)\n%s", query, rem, !want, want, err, got)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	until(`RunnerWaiting=true AND RunnerPlan="live-review" AND RunnerStatus="running"`, true)
+	until(`RunnerVersion="dev"`, true)
+	if code, got := c.cli(t, "answer", out, "--step", "review", "--set", "approve=true"); code != 0 {
+		t.Fatalf("answer: exit %d, %q", code, got)
+	}
+	if code := run.wait(t, 2*time.Minute); code != 0 {
+		t.Fatalf("run exit %d:\n%s", code, run.out)
+	}
+	until(`RunnerStatus="succeeded" AND RunnerPlan="live-review"`, true)
+	until(`RunnerWaiting=true`, false)
+}
+
+// liveboardRemote is the workflow id a run's remote.json names.
+func liveboardRemote(board string) (string, error) {
+	data, err := os.ReadFile(board + ".remote")
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		WorkflowID string `json:"workflow_id"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return "", err
+	}
+	return r.WorkflowID, nil
 }

@@ -55,6 +55,9 @@ type Options struct {
 	// limits are 50k events and 50 MB), or when the server suggests it.
 	MaxHistoryEvents int
 	MaxHistoryBytes  int
+	// SearchAttributes: the namespace has runner's search attributes
+	// (search.go), so the run keeps them up to date.
+	SearchAttributes bool `json:",omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -310,6 +313,7 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 			reused.From = append(reused.From, r.Path)
 		}
 	}
+	it.upsert(ctx, saStatus.ValueSet(status), saWaiting.ValueSet(false))
 	if uerr := it.b.UpdateRun(func(r *board.Run) {
 		r.Status, r.Error, r.FinishedAt = status, msg, &now
 		if reused != nil {

@@ -276,7 +276,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
-	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse,
+	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse, SearchAttributesFrom: c.namespace,
 		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.blobs, Security: c.sec}}
 	wfID := rt.WorkflowID(runID)
 	switch {
