@@ -14,7 +14,9 @@ import (
 // DevTools: the report runs no script of its own, so what CSS does (the
 // filter, the phone layout, dark mode) can only be read from outside,
 // through getComputedStyle.
-func openDevtools(t *testing.T, url string) *chromiumpkg.Page { return chromiumpkg.Open(t, url, "file:") }
+func openDevtools(t *testing.T, url string) *chromiumpkg.Page {
+	return chromiumpkg.Open(t, url, "file:")
+}
 
 // The report as a reader uses it in Chromium: the filter hides the steps
 // that do not match (CSS alone), every timeline link lands on its step,
