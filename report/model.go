@@ -40,6 +40,8 @@ type view struct {
 	Generated  string
 	Resumed    bool
 	Waiting    []waitView
+	Live       *Live
+	Seq        int // the board's entries when the page was made
 }
 
 type kv struct{ K, V string }
@@ -160,7 +162,7 @@ type entryView struct {
 func build(b *board.Board, opt Options) *view {
 	now := opt.Now
 	run := b.Run()
-	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339)}
+	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339), Live: opt.Live, Seq: b.Len()}
 	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
 	if plan != nil {
 		v.PlanName, v.PlanDesc = plan.Name, strings.TrimSpace(plan.Description)
