@@ -61,4 +61,3 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tw.Flush()
 	return exitOK
 }
-
