@@ -7,6 +7,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -378,7 +379,7 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 			}
 		}
 		if len(extra) > 0 {
-			data, _ := json.MarshalIndent(extra, "", "  ")
+			data, _ := indentJSON(extra)
 			s.Extra = string(data)
 		}
 	}
@@ -682,11 +683,25 @@ func text(v any) string {
 		}
 		return fmt.Sprint(x)
 	}
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := indentJSON(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(data)
+}
+
+// indentJSON is v as indented JSON, with <, > and & as they are: the page
+// escapes them (html/template), and a reader should see the value the
+// run holds, not \u003c.
+func indentJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 func num(v any) int {
