@@ -35,6 +35,19 @@ func watchDirs(ctx context.Context, dirs []string, on func(path string, newDir b
 			watched[int32(wd)] = dir
 		}
 	}
+	// adopt watches a new directory, and what was made in it before
+	// the watch was (mkdir -p makes a run's directories at once).
+	var adopt func(dir string)
+	adopt = func(dir string) {
+		add(dir)
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if on(p, e.IsDir()) && e.IsDir() {
+				adopt(p)
+			}
+		}
+	}
 	for _, d := range dirs {
 		add(d)
 	}
@@ -75,7 +88,7 @@ func watchDirs(ctx context.Context, dirs []string, on func(path string, newDir b
 			}
 			newDir := ev.Mask&unix.IN_ISDIR != 0 && ev.Mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0
 			if on(p, newDir) && newDir {
-				add(p)
+				adopt(p)
 			}
 		}
 	}
