@@ -52,6 +52,7 @@ type Live struct {
 	CSRF   string // carried by every POST the page makes
 	By     string // who answers, as the form first says
 	Back   string // the run list's URL
+	Graph  string // the URL of the run's graph
 	Events string // the URL of the run's event stream
 }
 
