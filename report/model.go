@@ -43,7 +43,11 @@ type view struct {
 	Waiting    []waitView
 	Live       *Live
 	Seq        int // the board's entries when the page was made
+	Running    []runningView
 }
+
+// runningView is a step visit running as the live page is made.
+type runningView struct{ Label, Name, Parent, For string }
 
 type kv struct{ K, V string }
 
@@ -246,6 +250,13 @@ func build(b *board.Board, opt Options) *view {
 			case "llm", "apply_diff", "test", "coordinate":
 				s.Open = true
 			}
+		}
+	}
+	if opt.Live != nil {
+		for _, r := range opt.Live.Running {
+			v.Running = append(v.Running, runningView{Label: r.Label, Name: visitName(r.Label, r.Visit), Parent: r.Parent,
+				For: dur(now.Sub(r.Since))})
+			ran[r.Label] = true
 		}
 	}
 	if plan != nil {

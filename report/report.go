@@ -11,6 +11,7 @@ import (
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/runs"
 )
 
 //go:embed report.html.tmpl
@@ -54,6 +55,8 @@ type Live struct {
 	Back   string // the run list's URL
 	Graph  string // the URL of the run's graph
 	Events string // the URL of the run's event stream
+	// Running are the step visits running now (runs.ReadRunning).
+	Running []runs.RunningStep
 }
 
 // Write renders the run saved in b as one HTML page.

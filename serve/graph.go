@@ -9,6 +9,7 @@ import (
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/plangraph"
+	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 )
 
@@ -84,7 +85,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 		if prog.Plan != nil && prog.Plan.Name != "" {
 			v["Name"] = prog.Plan.Name
 		}
-		v["Nodes"] = drawn(plangraph.Build(prog), b)
+		v["Nodes"] = drawn(plangraph.Build(prog), b, runs.ReadRunning(path))
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriter(w)
@@ -95,7 +96,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // drawn puts what the run did on the graph's boxes.
-func drawn(g *plangraph.Graph, b *board.Board) []graphNode {
+func drawn(g *plangraph.Graph, b *board.Board, running []runs.RunningStep) []graphNode {
 	type seen struct {
 		status string
 		visits map[int]bool
@@ -123,6 +124,9 @@ func drawn(g *plangraph.Graph, b *board.Board) []graphNode {
 	}
 	for _, wi := range b.Run().Waiting {
 		get(wi.Label).status = board.StatusWaiting
+	}
+	for _, r := range running {
+		get(engine.BaseLabel(r.Label)).status = "running"
 	}
 	// A jump to a group lands on each of its children: it is shown once,
 	// to the group.

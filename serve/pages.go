@@ -68,9 +68,11 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	running := runs.ReadRunning(path)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	err = report.WriteWith(w, b, report.Options{BoardPath: path, Live: &report.Live{
 		Script: "/assets/live.js", CSRF: s.csrf, By: s.opt.By, Back: "/", Graph: "/runs/" + id + "/graph", Events: "/runs/" + id + "/events",
+		Running: running,
 	}})
 	if err != nil {
 		s.opt.Log.Error().Err(err).Str("run", id).Msg("rendering the run page")

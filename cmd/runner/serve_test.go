@@ -47,7 +47,7 @@ func startServe(t *testing.T, dir string, args ...string) string {
 
 // A run followed in a real browser, as a person would: the run list shows
 // the run as it starts; its page shows each step's status change as the
-// run goes, without a reload; an input it waits at is answered from the
+// run goes (not run yet, running, succeeded), without a reload; an input it waits at is answered from the
 // page and the run goes on to the end; a hostile output and question stay
 // text; and without the token the page is refused.
 func TestServeLiveRunInChromium(t *testing.T) {
@@ -92,10 +92,14 @@ steps:
 	d.Eval(`document.querySelector('#runs tr[data-id] a').click()`)
 	d.WaitLoaded(base + "/runs/")
 	d.Eval(`window.marker = "run"`)
-	d.WaitFor(`!!document.querySelector('#never-ran code[data-label="first"]')`, "first, not run yet")
+	d.WaitFor(`!!document.querySelector('#running code[data-label="first"]')`, "first, running")
+	if got := d.Eval(`[!!document.querySelector('#never-ran code[data-label="second"]'), !!document.querySelector('#steps [data-label="first"]')]`); got != "[true,false]" {
+		t.Errorf("while first runs: [second not run yet, first finished] = %s", got)
+	}
 
 	os.WriteFile(gate1, nil, 0o644)
 	d.WaitFor(`document.querySelector('#steps [data-label="first"]')?.dataset.status === "succeeded"`, "first to succeed on the page")
+	d.WaitFor(`!!document.querySelector('#running code[data-label="second"]')`, "second, running")
 	if got := d.String(`document.getElementById("run-status").textContent`); got != "running" {
 		t.Errorf("while second runs, the run says %q", got)
 	}
@@ -139,7 +143,7 @@ steps:
 
 	// Without the token's cookie, the page is refused.
 	d.Call("Network.clearBrowserCookies", map[string]any{}, nil)
-	d.Eval(`location.reload()`)
+	d.Call("Page.reload", map[string]any{}, nil)
 	d.WaitFor(`document.readyState === "complete" && !!document.getElementById("error")`, "the refusal")
 	if got := d.String(`document.getElementById("error").textContent`); !strings.Contains(got, "token") {
 		t.Errorf("without the token the page says %q", got)
