@@ -152,3 +152,38 @@ steps:
 		t.Error("without the token the run is shown")
 	}
 }
+
+// runner serve listens on loopback unless told otherwise: another
+// address without --allow-remote is refused saying the risk, and with it
+// the server warns; a bad address or directory is a usage error.
+func TestServeBindsLoopbackUnlessAllowed(t *testing.T) {
+	wd := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"--addr", "0.0.0.0:0"}, "not a loopback address: the runs and their inputs would be open to the network; add --allow-remote"},
+		{[]string{"--addr", "192.0.2.1:8080"}, "--allow-remote"},
+		{[]string{"--addr", "nonsense"}, `--addr "nonsense": want HOST:PORT`},
+		{[]string{"--dir", filepath.Join(wd, "none")}, "not a directory"},
+		{[]string{"extra"}, "serve takes no arguments"},
+	} {
+		r := runCLI(t, wd, append([]string{"serve"}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.say) {
+			t.Errorf("serve %v: exit %d %q, want 2 saying %q", c.args, r.code, r.stderr, c.say)
+		}
+	}
+	cmd := exec.Command(binary, "serve", "--dir", wd, "--addr", "0.0.0.0:0", "--allow-remote")
+	out, _ := cmd.StdoutPipe()
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	if !strings.Contains(line, "/?token=") || !strings.Contains(errb.String(), "warning: listening on") || !strings.Contains(errb.String(), "not encrypted") {
+		t.Errorf("--allow-remote: printed %q, warned %q", line, errb.String())
+	}
+}
