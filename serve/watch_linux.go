@@ -10,12 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// watchDirs calls on for every change inside dirs (the path changed, and
+// watchDirs calls ready once it watches, then on for every change inside dirs (the path changed, and
 // whether it is a directory just made, which on may ask to be watched
 // too) until ctx ends. On Linux it is inotify: the kernel says what
 // changed, so nothing is read again on a timer, however many runs there
 // are.
-func watchDirs(ctx context.Context, dirs []string, on func(path string, newDir bool) (watch bool)) error {
+func watchDirs(ctx context.Context, dirs []string, ready func(), on func(path string, newDir bool) (watch bool)) error {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
 	if err != nil {
 		return os.NewSyscallError("inotify_init1", err)
@@ -51,6 +51,7 @@ func watchDirs(ctx context.Context, dirs []string, on func(path string, newDir b
 	for _, d := range dirs {
 		add(d)
 	}
+	ready()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := f.Read(buf)

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// watchDirs calls on for every change inside dirs until ctx ends. Without
+// watchDirs calls ready once it watches, then on for every change inside dirs until ctx ends. Without
 // inotify it compares the directories' listings (names, sizes, times)
 // every 250 ms: one comparison per open page, of its own directories.
-func watchDirs(ctx context.Context, dirs []string, on func(path string, newDir bool) (watch bool)) error {
+func watchDirs(ctx context.Context, dirs []string, ready func(), on func(path string, newDir bool) (watch bool)) error {
 	type stamp struct {
 		size int64
 		mod  time.Time
@@ -46,6 +46,7 @@ func watchDirs(ctx context.Context, dirs []string, on func(path string, newDir b
 		}
 	}
 	scan(true)
+	ready()
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {

@@ -90,7 +90,7 @@
 
   bind();
   if (body.dataset.events) {
-    const es = new EventSource(body.dataset.events);
+    const es = new EventSource(body.dataset.events + "?seq=" + encodeURIComponent(body.dataset.seq || "-1"));
     es.addEventListener("change", refresh);
     es.onopen = () => setState("live");
     es.onerror = () => setState("reconnecting…");
