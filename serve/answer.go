@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/mask"
@@ -117,6 +118,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		rep.Message = "step " + name + " was already answered with this answer"
 	}
 	s.opt.Log.Info().Str("run", q.Run.ID).Str("step", name).Str("by", by).Bool("already", a.Already).Msg("answered from the page")
+	if a.Where == runs.OnLiveRun && s.opt.Resume != nil && !a.Already {
+		rep.Message = "answered " + name + "; the run still runs its other steps: once they end, it is resumed with the answer"
+		go s.resumeWhenStopped(q.Path)
+	}
 	if a.Where == runs.OnFile && q.Run.Status == board.StatusWaiting {
 		if s.opt.Resume == nil {
 			rep.Message += "; resume the run to go on"
@@ -146,4 +151,37 @@ func answerStatus(err error) int {
 		return http.StatusBadRequest
 	}
 	return http.StatusInternalServerError
+}
+
+// resumeWhenStopped resumes the run at path once its process has let go
+// of it, if it stopped to wait: the answer given through its socket is
+// taken by its next resume. Its lock is tried four times a second, for
+// this one run, until it is free.
+func (s *Server) resumeWhenStopped(path string) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for range t.C {
+		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
+		var owned *board.OwnedError
+		if errors.As(err, &owned) {
+			continue
+		}
+		if err != nil {
+			s.opt.Log.Warn().Err(err).Str("board", path).Msg("waiting to resume the run")
+			return
+		}
+		b, err := board.Load(path)
+		l.Unlock()
+		if err != nil {
+			s.opt.Log.Warn().Err(err).Str("board", path).Msg("waiting to resume the run")
+			return
+		}
+		if b.Run().Status != board.StatusWaiting {
+			return // it went on by itself, or someone resumed it
+		}
+		if err := s.opt.Resume(path); err != nil {
+			s.opt.Log.Warn().Err(err).Str("board", path).Msg("resuming the run")
+		}
+		return
+	}
 }

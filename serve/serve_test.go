@@ -346,3 +346,70 @@ func TestServeRunEventsFollowTheRun(t *testing.T) {
 		t.Fatal("no event after the board changed")
 	}
 }
+
+// An input answered from the page while its run still runs other steps
+// (a parallel sibling) is taken through the run's socket, and once those
+// steps end and the run stops to wait, the server resumes it.
+func TestServeResumesALiveRunOnceItStops(t *testing.T) {
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte(`version: 1
+steps:
+  - label: both
+    parallel:
+      - {label: approve, type: input, prompt: "Ship it?", form: {properties: {ship: {type: boolean}}, required: [ship]}}
+      - {label: slow, type: command, run: "while [ ! -f `+gate+` ]; do sleep 0.05; done"}
+  - {label: after, type: command, run: "true"}
+`), 0o644)
+	id := "01TESTLIVE"
+	bb := filepath.Join(runs.RunsDir(dir), id, "blackboard.json")
+	done := make(chan error, 1)
+	go func() {
+		_, err := runs.Start(context.Background(), runs.Options{Plan: plan, Workdir: dir, Board: bb}, runs.Env{})
+		done <- err
+	}()
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644); <-done })
+	resumed := make(chan string, 1)
+	c := newClient(t, dir, Options{Resume: func(p string) error { resumed <- p; return nil }})
+	c.login()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The run serves its board once it has started.
+	for {
+		if o, err := board.ReadOwner(bb); err == nil && o.Socket != "" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the run did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, text := c.post("/runs/"+id+"/answer", url.Values{"label": {"approve"}, "f.ship": {"true"}, "by": {"ann"}})
+	var rep answerReply
+	json.Unmarshal([]byte(text), &rep)
+	if resp.StatusCode != 200 || rep.Where != "live" || !strings.Contains(rep.Message, "it is resumed") {
+		t.Fatalf("the answer to a live run: %d %s", resp.StatusCode, text)
+	}
+	select {
+	case p := <-resumed:
+		t.Fatalf("resumed %s while the run still ran", p)
+	default:
+	}
+	os.WriteFile(gate, nil, 0o644)
+	select {
+	case p := <-resumed:
+		if p != bb {
+			t.Errorf("resumed %s, want %s", p, bb)
+		}
+	case <-ctx.Done():
+		t.Fatal("the run was not resumed once it stopped")
+	}
+	b, err := board.Load(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Run().Status != board.StatusWaiting {
+		t.Errorf("the run stopped %s, want waiting (for its resume)", b.Run().Status)
+	}
+}
