@@ -385,7 +385,16 @@ steps:
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	resp, text := c.post("/runs/"+id+"/answer", url.Values{"label": {"approve"}, "f.ship": {"true"}, "by": {"ann"}})
+	// Then the input asks, while slow still runs.
+	var resp *http.Response
+	var text string
+	for {
+		resp, text = c.post("/runs/"+id+"/answer", url.Values{"label": {"approve"}, "f.ship": {"true"}, "by": {"ann"}})
+		if resp.StatusCode != http.StatusNotFound || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	var rep answerReply
 	json.Unmarshal([]byte(text), &rep)
 	if resp.StatusCode != 200 || rep.Where != "live" || !strings.Contains(rep.Message, "it is resumed") {
