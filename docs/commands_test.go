@@ -194,7 +194,7 @@ func runnable(t *testing.T, c simple, args []string, comment, scratch string) bo
 		}
 	}
 	cmd, rest := splitRunner(args)
-	if cmd == "worker" {
+	if cmd == "worker" || cmd == "serve" {
 		return false // it serves until stopped
 	}
 	accepted := map[string]bool{}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type waitView struct {
 
 type fieldView struct {
 	Name, Type, Description, Enum string
+	Options                       []string // the enum's values, as an answer gives them
 	Required                      bool
 }
 
@@ -74,6 +76,9 @@ func waiting(run board.Run, boardPath string, now time.Time) []waitView {
 					enc.SetEscapeHTML(false)
 					enc.Encode(f.Enum)
 					fv.Enum = strings.TrimSpace(buf.String())
+					for _, e := range f.Enum {
+						fv.Options = append(fv.Options, fmt.Sprint(e))
+					}
 				}
 				wv.Fields = append(wv.Fields, fv)
 			}

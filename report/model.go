@@ -7,6 +7,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -40,7 +41,13 @@ type view struct {
 	Generated  string
 	Resumed    bool
 	Waiting    []waitView
+	Live       *Live
+	Seq        int // the board's entries when the page was made
+	Running    []runningView
 }
+
+// runningView is a step visit running as the live page is made.
+type runningView struct{ Label, Name, Parent, For string }
 
 type kv struct{ K, V string }
 
@@ -160,7 +167,7 @@ type entryView struct {
 func build(b *board.Board, opt Options) *view {
 	now := opt.Now
 	run := b.Run()
-	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339)}
+	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339), Live: opt.Live, Seq: b.Len()}
 	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
 	if plan != nil {
 		v.PlanName, v.PlanDesc = plan.Name, strings.TrimSpace(plan.Description)
@@ -243,6 +250,13 @@ func build(b *board.Board, opt Options) *view {
 			case "llm", "apply_diff", "test", "coordinate":
 				s.Open = true
 			}
+		}
+	}
+	if opt.Live != nil {
+		for _, r := range opt.Live.Running {
+			v.Running = append(v.Running, runningView{Label: r.Label, Name: visitName(r.Label, r.Visit), Parent: r.Parent,
+				For: dur(now.Sub(r.Since))})
+			ran[r.Label] = true
 		}
 	}
 	if plan != nil {
@@ -376,7 +390,7 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 			}
 		}
 		if len(extra) > 0 {
-			data, _ := json.MarshalIndent(extra, "", "  ")
+			data, _ := indentJSON(extra)
 			s.Extra = string(data)
 		}
 	}
@@ -680,11 +694,25 @@ func text(v any) string {
 		}
 		return fmt.Sprint(x)
 	}
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := indentJSON(v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(data)
+}
+
+// indentJSON is v as indented JSON, with <, > and & as they are: the page
+// escapes them (html/template), and a reader should see the value the
+// run holds, not \u003c.
+func indentJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 func num(v any) int {

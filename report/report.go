@@ -11,6 +11,7 @@ import (
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/runs"
 )
 
 //go:embed report.html.tmpl
@@ -38,6 +39,24 @@ type Options struct {
 	// Now is the time the page says it was made, and against which TTLs
 	// and waits are shown (zero: the time it is written).
 	Now time.Time
+	// Live makes the page the live view of `runner serve` (nil: the
+	// self-contained report, with no script).
+	Live *Live
+}
+
+// Live is what the live page of `runner serve` adds to the report: its
+// script (served by the same origin, the only one the page's policy
+// allows), a form per waiting input, and where the page stands in the
+// board so the script follows it from there.
+type Live struct {
+	Script string // the script's URL
+	CSRF   string // carried by every POST the page makes
+	By     string // who answers, as the form first says
+	Back   string // the run list's URL
+	Graph  string // the URL of the run's graph
+	Events string // the URL of the run's event stream
+	// Running are the step visits running now (runs.ReadRunning).
+	Running []runs.RunningStep
 }
 
 // Write renders the run saved in b as one HTML page.

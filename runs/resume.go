@@ -102,8 +102,10 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	defer b.Close()
 	stop := serve(b, r.lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
 	defer stop()
+	running := trackRunning(r.Board, env.Observer)
+	defer running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: env.Observer, Output: env.Output}
+		Observer: running, Output: env.Output}
 	if err := er.Restore(b.Steps()); err != nil {
 		if errors.Is(err, engine.ErrFinished) {
 			return nil, fmt.Errorf("run %s %w", r.Record.ID, ErrNothingLeft)

@@ -272,8 +272,10 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	defer b.Close()
 	stop := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
+	running := trackRunning(r.Board, env.Observer)
+	defer running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: env.Observer, Output: env.Output}
+		Observer: running, Output: env.Output}
 	if ru != nil {
 		er.Script = ru.script()
 	}

@@ -27,6 +27,7 @@ var examples = map[string][]string{
 	"version":    {"runner version"},
 	"completion": {"runner completion fish > ~/.config/fish/completions/runner.fish", "source <(runner completion bash)"},
 	"worker":     {"runner worker --temporal localhost:7233"},
+	"serve":      {"runner serve", "runner serve --dir ~/project --addr 127.0.0.1:8080"},
 	"runs":       {"runner runs", "runner runs --status failed --json", "runner report latest"},
 	"answer":     {"runner answer bb.json --step approve --json '{\"ok\": true}'"},
 }

@@ -13,32 +13,14 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/internal/testtool"
+	chromiumpkg "github.com/planrunner/runner/internal/chromium"
 )
 
-// chromium finds a headless-capable Chromium ($RUNNER_CHROMIUM, else the
-// usual names on PATH); the report tests skip, saying so, where there is
-// none, and fail under CI=true.
-func chromium(t *testing.T) string {
-	t.Helper()
-	const how = "the report's rendering tests need it; Debian: apt-get install chromium, which .ci/install does"
-	if os.Getenv("RUNNER_CHROMIUM") != "" {
-		return testtool.FromEnv(t, "RUNNER_CHROMIUM", "Chromium", how)
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	testtool.Missing(t, "Chromium", how)
-	return ""
-}
+// chromium finds a headless-capable Chromium (see internal/chromium).
+func chromium(t *testing.T) string { return chromiumpkg.Find(t) }
 
 // chromiumArgs start a headless Chromium that talks to no one.
-func chromiumArgs(t *testing.T, extra ...string) []string {
-	return append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--disable-component-update", "--disable-sync", "--no-first-run", "--user-data-dir=" + t.TempDir()}, extra...)
-}
+func chromiumArgs(t *testing.T, extra ...string) []string { return chromiumpkg.Args(t, extra...) }
 
 // renderDOM loads an HTML file in headless Chromium from file:// and
 // returns the DOM it built.

@@ -1,136 +1,21 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
+
+	chromiumpkg "github.com/planrunner/runner/internal/chromium"
 )
 
-// devtools drives a headless Chromium over --remote-debugging-pipe (the
-// DevTools protocol, one JSON message per NUL-terminated line on fds 3
-// and 4): the report runs no script of its own, so what CSS does (the
+// openDevtools opens the page at url in a headless Chromium driven over
+// DevTools: the report runs no script of its own, so what CSS does (the
 // filter, the phone layout, dark mode) can only be read from outside,
-// through getComputedStyle. DevTools evaluation is not subject to the
-// page's CSP.
-type devtools struct {
-	t       *testing.T
-	w       io.Writer
-	r       *bufio.Reader
-	id      int
-	session string
-}
-
-func openDevtools(t *testing.T, url string) *devtools {
-	t.Helper()
-	bin := chromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(ctx, bin, chromiumArgs(t, "--remote-debugging-pipe", "about:blank")...)
-	cmd.ExtraFiles = []*os.File{inR, outW}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	inR.Close()
-	outW.Close()
-	d := &devtools{t: t, w: inW, r: bufio.NewReader(outR)}
-	t.Cleanup(func() {
-		// Closed by its own command, Chromium leaves nothing running that
-		// would still write into its profile as the test removes it.
-		d.session = ""
-		d.id++
-		inW.Write([]byte(`{"id":` + fmt.Sprint(d.id) + `,"method":"Browser.close"}` + "\x00"))
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		inW.Close()
-		outR.Close()
-	})
-	var target struct{ TargetID string }
-	d.call("Target.createTarget", map[string]any{"url": url}, &target)
-	var attached struct{ SessionID string }
-	d.call("Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &attached)
-	d.session = attached.SessionID
-	for i := 0; d.eval(`location.protocol + document.readyState`) != `"file:complete"`; i++ {
-		if i > 600 {
-			t.Fatal("the page did not load")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return d
-}
-
-// call sends one command and waits for its answer (events are skipped).
-func (d *devtools) call(method string, params any, out any) {
-	d.t.Helper()
-	d.id++
-	msg := map[string]any{"id": d.id, "method": method, "params": params}
-	if d.session != "" {
-		msg["sessionId"] = d.session
-	}
-	data, _ := json.Marshal(msg)
-	if _, err := d.w.Write(append(data, 0)); err != nil {
-		d.t.Fatalf("devtools %s: %v", method, err)
-	}
-	for {
-		line, err := d.r.ReadBytes(0)
-		if err != nil {
-			d.t.Fatalf("devtools %s: %v", method, err)
-		}
-		var resp struct {
-			ID     int
-			Result json.RawMessage
-			Error  *struct{ Message string }
-		}
-		if json.Unmarshal(line[:len(line)-1], &resp) != nil || resp.ID != d.id {
-			continue
-		}
-		if resp.Error != nil {
-			d.t.Fatalf("devtools %s: %s", method, resp.Error.Message)
-		}
-		if out != nil {
-			if err := json.Unmarshal(resp.Result, out); err != nil {
-				d.t.Fatal(err)
-			}
-		}
-		return
-	}
-}
-
-// eval is the JSON of what expr evaluates to in the page.
-func (d *devtools) eval(expr string) string {
-	d.t.Helper()
-	var res struct {
-		Result struct {
-			Value json.RawMessage
-		}
-		ExceptionDetails *struct{ Text string }
-	}
-	d.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true}, &res)
-	if res.ExceptionDetails != nil {
-		d.t.Fatalf("%s: %s", expr, res.ExceptionDetails.Text)
-	}
-	return string(res.Result.Value)
+// through getComputedStyle.
+func openDevtools(t *testing.T, url string) *chromiumpkg.Page {
+	return chromiumpkg.Open(t, url, "file:")
 }
 
 // The report as a reader uses it in Chromium: the filter hides the steps
@@ -179,52 +64,52 @@ steps:
 		{"all", `["approve","approve","ask","ask","checks","checks","flaky","flaky","lint","lint","vet","vet"]`},
 	} {
 		// A reader's click on the filter's label.
-		d.eval(`document.querySelector('label[for="f-` + c.filter + `"]').click()`)
+		d.Eval(`document.querySelector('label[for="f-` + c.filter + `"]').click()`)
 		var got string
-		json.Unmarshal([]byte(d.eval(visible)), &got)
+		json.Unmarshal([]byte(d.Eval(visible)), &got)
 		if got != c.want {
 			t.Errorf("filter %s shows %s, want %s", c.filter, got, c.want)
 		}
 	}
-	if got := d.eval(`[...document.querySelectorAll('#timeline a')].filter(a => !document.getElementById(a.getAttribute('href').slice(1))).length`); got != "0" {
+	if got := d.Eval(`[...document.querySelectorAll('#timeline a')].filter(a => !document.getElementById(a.getAttribute('href').slice(1))).length`); got != "0" {
 		t.Errorf("%s timeline links lead nowhere", got)
 	}
-	if got := d.eval(`document.querySelectorAll('#timeline a').length`); got != "6" {
+	if got := d.Eval(`document.querySelectorAll('#timeline a').length`); got != "6" {
 		t.Errorf("%s timeline links, want 6", got)
 	}
-	if got := d.eval(`document.querySelectorAll('script').length`); got != "0" {
+	if got := d.Eval(`document.querySelectorAll('script').length`); got != "0" {
 		t.Errorf("the page has %s scripts", got)
 	}
-	if got := d.eval(`document.querySelector('#waiting pre.cmd').textContent`); !strings.Contains(got, `--step again --json '{\"sure\": true}'`) {
+	if got := d.Eval(`document.querySelector('#waiting pre.cmd').textContent`); !strings.Contains(got, `--step again --json '{\"sure\": true}'`) {
 		t.Errorf("the waiting input's answer line: %s", got)
 	}
-	if got := d.eval(`document.querySelector('[data-label="approve"] .answered').textContent`); !strings.HasPrefix(got, `"answered by alice; the run waited `) {
+	if got := d.Eval(`document.querySelector('[data-label="approve"] .answered').textContent`); !strings.HasPrefix(got, `"answered by alice; the run waited `) {
 		t.Errorf("the answered input says %s", got)
 	}
 
 	columns := `getComputedStyle(document.querySelector('#timeline .row')).gridTemplateColumns.split(' ').length`
-	if got := d.eval(columns); got != "4" {
+	if got := d.Eval(columns); got != "4" {
 		t.Errorf("a wide timeline row has %s columns, want 4", got)
 	}
 	// Every parallel child has a bar of its own.
-	if got := d.eval(`[...document.querySelectorAll('#timeline .kid')].map(k => k.querySelector('.track > span').getBoundingClientRect().width > 0).join()`); got != `"true,true"` {
+	if got := d.Eval(`[...document.querySelectorAll('#timeline .kid')].map(k => k.querySelector('.track > span').getBoundingClientRect().width > 0).join()`); got != `"true,true"` {
 		t.Errorf("the parallel children's bars are drawn: %s", got)
 	}
-	d.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}, nil)
-	if got := d.eval(columns); got != "3" {
+	d.Call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 1, "mobile": true}, nil)
+	if got := d.Eval(columns); got != "3" {
 		t.Errorf("on a phone a timeline row has %s columns, want 3 (its bar below)", got)
 	}
-	if got := d.eval(strings.Replace(columns, "#timeline .row", "#timeline .kid", 1)); got != "3" {
+	if got := d.Eval(strings.Replace(columns, "#timeline .row", "#timeline .kid", 1)); got != "3" {
 		t.Errorf("on a phone a parallel child's row has %s columns, want 3 (its bar below)", got)
 	}
-	if got := d.eval(`document.documentElement.scrollWidth`); got != "390" {
+	if got := d.Eval(`document.documentElement.scrollWidth`); got != "390" {
 		t.Errorf("on a phone 390 px wide the page is %s px wide", got)
 	}
 
 	bg := `getComputedStyle(document.body).backgroundColor`
 	for _, c := range []struct{ scheme, want string }{{"light", `"rgb(255, 255, 255)"`}, {"dark", `"rgb(13, 17, 23)"`}} {
-		d.call("Emulation.setEmulatedMedia", map[string]any{"features": []map[string]string{{"name": "prefers-color-scheme", "value": c.scheme}}}, nil)
-		if got := d.eval(bg); got != c.want {
+		d.Call("Emulation.setEmulatedMedia", map[string]any{"features": []map[string]string{{"name": "prefers-color-scheme", "value": c.scheme}}}, nil)
+		if got := d.Eval(bg); got != c.want {
 			t.Errorf("in %s mode the page's background is %s, want %s", c.scheme, got, c.want)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/runs"
 )
 
@@ -55,63 +54,10 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintln(tw, "ID\tPLAN\tSTATUS\tSTARTED\tDURATION\tSTEPS\tTOKENS\tCOST")
 	now := time.Now()
 	for _, r := range kept {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Plan), listedStatus(r),
-			r.StartedAt.Local().Format("2006-01-02 15:04:05"), listedDuration(r, now), listedSteps(r),
-			listedTokens(r.Usage), listedCost(r.Usage))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Plan), r.StatusText(),
+			r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.DurationText(now), r.StepsText(),
+			r.TokensText(), r.CostText())
 	}
 	tw.Flush()
 	return exitOK
-}
-
-func listedStatus(r runs.Summary) string {
-	s := r.Status
-	if r.Live {
-		s += " (live)"
-	}
-	if r.Engine != "" {
-		s += " on " + r.Engine
-	}
-	if r.Error != "" {
-		s += ": " + r.Error
-	}
-	return s
-}
-
-func listedDuration(r runs.Summary, now time.Time) string {
-	end := now
-	switch {
-	case r.EndedAt != nil:
-		end = *r.EndedAt
-	case !r.Live:
-		return "-"
-	}
-	d := end.Sub(r.StartedAt)
-	if d < time.Second {
-		return d.Round(time.Millisecond).String()
-	}
-	return d.Round(100 * time.Millisecond).String()
-}
-
-func listedSteps(r runs.Summary) string {
-	if r.Failed > 0 {
-		return fmt.Sprintf("%d (%d failed)", r.Steps, r.Failed)
-	}
-	return fmt.Sprint(r.Steps)
-}
-
-func listedCost(u agents.RunUsage) string {
-	if u.Calls == 0 {
-		return "-"
-	}
-	if !u.PriceKnown {
-		return agents.FormatUSD(u.CostUSD) + "+"
-	}
-	return agents.FormatUSD(u.CostUSD)
-}
-
-func listedTokens(u agents.RunUsage) string {
-	if u.Calls == 0 {
-		return "-"
-	}
-	return fmt.Sprint(u.InputTokens + u.OutputTokens)
 }

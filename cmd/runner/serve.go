@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/planrunner/runner/serve"
+)
+
+const serveUsage = "serve [--addr 127.0.0.1:0] [--dir DIR] [--allow-remote]"
+
+// cmdServe serves the live web UI (package serve) until Ctrl-C.
+func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, g := newFlags("serve", stderr)
+	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on (port 0: any free port)")
+	dir := fs.String("dir", ".", "the directory whose runs to show (they are under DIR/.runner/runs)")
+	remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who can reach it and learns the URL's token can read every run and answer its inputs")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 0 {
+		return usageErr(stderr, fs, "serve takes no arguments (got %q): use --dir for another directory", pos[0])
+	}
+	if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
+		return usageErr(stderr, fs, "--dir %s: not a directory", *dir)
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return usageErr(stderr, fs, "--addr %q: want HOST:PORT, e.g. 127.0.0.1:8080", *addr)
+	}
+	loop := isLoopback(host)
+	if !loop && !*remote {
+		return usageErr(stderr, fs, "--addr %s is not a loopback address: the runs and their inputs would be open to the network; add --allow-remote if that is what you want", *addr)
+	}
+	log, err := g.logger(stderr, false)
+	if err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner serve: %v\n", err)
+		return exitFailed
+	}
+	srv, err := serve.New(serve.Options{
+		Dir: *dir, By: whoAnswers(), Remote: !loop, Log: log, Stderr: g.mask.Writer(stderr),
+		Resume: func(path string) error {
+			// A run of its own, as `runner resume` in a terminal: the
+			// server stays a viewer, and the run goes on if it stops.
+			cmd := exec.Command(self, "resume", path, "-q")
+			cmd.Stdout, cmd.Stderr = io.Discard, g.mask.Writer(stderr)
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			go cmd.Wait()
+			return nil
+		},
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "runner serve: %v\n", err)
+		return exitFailed
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner serve: %v\n", err)
+		return exitUsage
+	}
+	if !loop {
+		fmt.Fprintf(stderr, "runner serve: warning: listening on %s, beyond this machine: whoever reaches it with the token below reads every run (outputs, prompts, board values) and answers its inputs; the connection is not encrypted\n", ln.Addr())
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintln(stdout, srv.URL(base))
+	if f, ok := stdout.(interface{ Sync() error }); ok {
+		f.Sync()
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+		hs.Close() // event streams do not end by themselves
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "runner serve: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,98 @@
+// The live run page of runner serve: on each "change" event of the run's
+// stream, fetch the page again and put its header and main in place of
+// the old ones, keeping what the reader opened, closed, chose and typed.
+// Answer forms post to the server with the page's CSRF token.
+(() => {
+  "use strict";
+  const body = document.body;
+  let state = "live";
+  let busy = false, again = false;
+
+  function setState(s) {
+    state = s;
+    const el = document.getElementById("live-state");
+    if (el) el.textContent = s;
+  }
+
+  async function refresh() {
+    if (busy) { again = true; return; }
+    busy = true;
+    try {
+      const r = await fetch(location.pathname, { credentials: "same-origin", cache: "no-store" });
+      if (r.ok) swap(new DOMParser().parseFromString(await r.text(), "text/html"));
+    } catch (e) {
+      setState("cannot reach runner serve");
+    } finally {
+      busy = false;
+      if (again) { again = false; refresh(); }
+    }
+  }
+
+  function swap(doc) {
+    const open = new Map();
+    for (const d of document.querySelectorAll("details[id]")) open.set(d.id, d.open);
+    const forms = new Map();
+    for (const f of document.querySelectorAll("form.answer")) forms.set(f.dataset.label + "#" + f.dataset.visit, f);
+    const checked = document.querySelector("input.fr:checked");
+    for (const sel of ["header", "main"]) {
+      const now = document.querySelector(sel), next = doc.querySelector(sel);
+      if (now && next) now.replaceWith(document.adoptNode(next));
+    }
+    for (const d of document.querySelectorAll("details[id]")) {
+      if (open.has(d.id)) d.open = open.get(d.id);
+    }
+    // A form still asked keeps what was typed into it.
+    for (const f of document.querySelectorAll("form.answer")) {
+      const old = forms.get(f.dataset.label + "#" + f.dataset.visit);
+      if (old) f.replaceWith(old);
+    }
+    if (checked) {
+      const c = document.getElementById(checked.id);
+      if (c) c.checked = true;
+    }
+    document.title = doc.title;
+    body.dataset.seq = doc.body.dataset.seq;
+    setState(state);
+    bind();
+  }
+
+  async function submit(ev) {
+    ev.preventDefault();
+    const f = ev.currentTarget;
+    const out = f.querySelector(".answer-result");
+    out.classList.remove("bad");
+    out.textContent = "sending…";
+    let reply;
+    try {
+      const r = await fetch(location.pathname + "/answer", {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "X-Runner-CSRF": body.dataset.csrf },
+        body: new URLSearchParams(new FormData(f)),
+      });
+      reply = await r.json().catch(() => ({ error: r.status + " " + r.statusText }));
+    } catch (e) {
+      reply = { error: "cannot reach runner serve: " + e };
+    }
+    out.textContent = reply.error || reply.message;
+    if (reply.error) out.classList.add("bad");
+    else f.dataset.answered = "1";
+    refresh();
+  }
+
+  function bind() {
+    for (const f of document.querySelectorAll("form.answer")) {
+      if (f.dataset.bound) continue;
+      f.dataset.bound = "1";
+      f.addEventListener("submit", submit);
+    }
+  }
+
+  bind();
+  if (body.dataset.events) {
+    const es = new EventSource(body.dataset.events + "?seq=" + encodeURIComponent(body.dataset.seq || "-1"));
+    es.addEventListener("change", refresh);
+    es.onopen = () => setState("live");
+    es.onerror = () => setState("reconnecting…");
+  }
+})();
