@@ -28,6 +28,7 @@ var examples = map[string][]string{
 	"completion": {"runner completion fish > ~/.config/fish/completions/runner.fish", "source <(runner completion bash)"},
 	"worker":     {"runner worker --temporal localhost:7233"},
 	"runs":       {"runner runs", "runner runs --status failed --json", "runner report latest"},
+	"mcp":        {"runner mcp", "runner mcp --http 127.0.0.1:8765 --dir ~/project"},
 	"answer":     {"runner answer bb.json --step approve --json '{\"ok\": true}'"},
 }
 
