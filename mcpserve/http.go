@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,14 +49,19 @@ func (s *Server) Handler(token string) (http.Handler, error) {
 // (127.0.0.1, ::1, localhost), unless anyHost: the token is all that
 // guards the server, and it goes in clear over plain HTTP.
 func CheckAddr(addr string, anyHost bool) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%q: want HOST:PORT (127.0.0.1:8765) or :PORT: %v", addr, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: the port %q is no number from 0 to 65535 (want HOST:PORT, 127.0.0.1:8765)", addr, port)
+	} else if n == 0 && port != "0" {
+		return fmt.Errorf("%q: the port %q: write it as 0", addr, port)
 	}
 	if anyHost {
 		return nil
 	}
-	if host == "" {
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		return fmt.Errorf("%q listens on every interface; give 127.0.0.1:PORT, or add --listen-any to mean it", addr)
 	}
 	if strings.EqualFold(host, "localhost") {

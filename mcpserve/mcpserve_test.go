@@ -603,6 +603,9 @@ func TestCheckAddr(t *testing.T) {
 		{"example.com:80", false, false},
 		{"0.0.0.0:8765", true, true},
 		{"8765", false, false},
+		{"127.0.0.1:http", false, false},
+		{"127.0.0.1:70000", false, false},
+		{"[::]:8765", false, false},
 		{"", false, false},
 	}
 	for _, c := range cases {
