@@ -4,22 +4,42 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// buildMCP builds runner-mcp beside the runner under test, where `runner
+// mcp` looks for it.
+var buildMCP = sync.OnceValue(func() error {
+	out, err := exec.Command("go", "build", "-o", filepath.Join(filepath.Dir(binary), "runner-mcp"), "../runner-mcp").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, out)
+	}
+	return nil
+})
+
+func needMCP(t *testing.T) {
+	t.Helper()
+	if err := buildMCP(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A real `runner mcp` process, driven over its stdin and stdout by the
 // SDK's client as an MCP host starts it: validate, start a run, follow it
 // to its end, read its board.
 func TestMCPStdioWithTheSDKClient(t *testing.T) {
+	needMCP(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "hello.yaml"), []byte("version: 1\nname: hello\nsteps:\n  - {label: say, type: command, run: echo hello}\n"), 0o644)
 	cmd := exec.Command(binary, "mcp", "--dir", dir)
@@ -95,6 +115,7 @@ func TestMCPStdioWithTheSDKClient(t *testing.T) {
 // newline-delimited JSON-RPC on stdin, answers on stdout, logs only on
 // stderr; the server ends when stdin closes.
 func TestMCPStdioByHand(t *testing.T) {
+	needMCP(t)
 	dir := t.TempDir()
 	cmd := exec.Command(binary, "mcp", "--dir", dir)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
@@ -160,6 +181,7 @@ func TestMCPStdioByHand(t *testing.T) {
 // `runner mcp --http` prints its URL and a token once, and serves only
 // requests that carry the token.
 func TestMCPHTTPPrintsItsToken(t *testing.T) {
+	needMCP(t)
 	dir := t.TempDir()
 	cmd := exec.Command(binary, "mcp", "--dir", dir, "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
@@ -219,6 +241,7 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestMCPUsageErrors(t *testing.T) {
+	needMCP(t)
 	dir := t.TempDir()
 	cases := []struct {
 		args []string
@@ -230,11 +253,30 @@ func TestMCPUsageErrors(t *testing.T) {
 		{[]string{"mcp", "--http", "192.0.2.1:8765"}, "not a loopback address"},
 		{[]string{"mcp", "--http", "nohostport"}, "want HOST:PORT"},
 		{[]string{"mcp", "--dir", filepath.Join(dir, "nosuch")}, "not a directory"},
+		{[]string{"mcp", "--log-level", "loud"}, "--log-level"},
 	}
 	for _, c := range cases {
 		r := runCLI(t, dir, c.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) {
 			t.Errorf("runner %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), r.code, r.stderr, c.want)
 		}
+	}
+}
+
+// Without runner-mcp, `runner mcp` says how to get it.
+func TestMCPWithoutItsBinary(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "runner")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bin, data, 0o755)
+	cmd := exec.Command(bin, "mcp")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+dir, "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "go build -o "+dir+"/runner-mcp ./cmd/runner-mcp") {
+		t.Errorf("runner mcp without runner-mcp: %v\n%s", err, out)
 	}
 }
