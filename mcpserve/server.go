@@ -66,6 +66,11 @@ func New(o Options) *Server {
 	if o.Dir == "" {
 		o.Dir = "."
 	}
+	// Absolute, so the paths the tools hand out (a run's blackboard.json,
+	// its log) mean the same to the client wherever it runs.
+	if abs, err := filepath.Abs(o.Dir); err == nil {
+		o.Dir = abs
+	}
 	if o.Mask == nil {
 		o.Mask = mask.New()
 	}
@@ -168,9 +173,13 @@ func (s *Server) resolve(run string) (string, error) {
 	if strings.TrimSpace(run) == "" {
 		return "", errors.New(`run: give a run id, "latest", a run directory or a blackboard.json`)
 	}
+	// A path is the server directory's, never the server process's
+	// current directory's; an id has no separator nor extension.
 	arg := run
-	if _, err := os.Stat(s.dirPath(run)); err == nil {
+	if strings.ContainsAny(run, `/\:.`) {
 		arg = s.dirPath(run)
+	} else if _, err := os.Stat(s.dirPath(run)); err == nil {
+		arg = s.dirPath(run) // a run directory named like an id
 	}
 	path, err := runs.Resolve(arg, s.o.Dir)
 	if err != nil {
