@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -321,13 +322,11 @@ func (s *Server) runStatus(ctx context.Context, _ *mcp.CallToolRequest, in RunIn
 	if sum.Error != "" {
 		return nil, out, fmt.Errorf("run %s: %s", in.Run, sum.Error)
 	}
-	a, path, err := runs.OpenBoard(path, runs.BoardOptions{ReadOnly: true, Mask: s.o.Mask})
-	if err != nil {
-		return nil, out, err
-	}
-	defer a.Close()
-	b, err := a.Board()
-	if err != nil {
+	var b *board.Board
+	if err := s.onBoard(path, true, func(a liveboard.Access) (err error) {
+		b, err = a.Board()
+		return err
+	}); err != nil {
 		return nil, out, err
 	}
 	run := b.Run()
@@ -344,7 +343,7 @@ func (s *Server) runStatus(ctx context.Context, _ *mcp.CallToolRequest, in RunIn
 	}
 	for _, w := range run.Waiting {
 		q := Question{Label: w.Label, Visit: w.Visit, Prompt: w.Prompt, Since: w.Since.Format(timeFormat),
-			Command: runs.AnswerCommand(path, w)}
+			Command: runs.AnswerCommand(engine.ShellQuote(path), w)}
 		if len(w.Form) > 0 {
 			var v any
 			if json.Unmarshal(w.Form, &v) == nil {
@@ -520,12 +519,12 @@ func (s *Server) boardRead(ctx context.Context, _ *mcp.CallToolRequest, in Board
 	if err := board.CheckKey(in.Key); err != nil {
 		return nil, BoardReadOutput{}, fmt.Errorf("key: %v", err)
 	}
-	a, err := s.openBoard(in.Run, true)
-	if err != nil {
-		return nil, BoardReadOutput{}, err
-	}
-	defer a.Close()
-	e, ok, err := a.Read(in.Agent, in.Key)
+	var e board.Entry
+	var ok bool
+	err := s.onRun(in.Run, true, func(a liveboard.Access) (err error) {
+		e, ok, err = a.Read(in.Agent, in.Key)
+		return err
+	})
 	if err != nil || !ok {
 		return nil, BoardReadOutput{}, err
 	}
@@ -546,13 +545,11 @@ type BoardListOutput struct {
 }
 
 func (s *Server) boardList(ctx context.Context, _ *mcp.CallToolRequest, in BoardListInput) (*mcp.CallToolResult, BoardListOutput, error) {
-	a, err := s.openBoard(in.Run, true)
-	if err != nil {
-		return nil, BoardListOutput{}, err
-	}
-	defer a.Close()
-	live, err := a.Live(in.Prefix, in.Agent)
-	if err != nil {
+	var live []board.Entry
+	if err := s.onRun(in.Run, true, func(a liveboard.Access) (err error) {
+		live, err = a.Live(in.Prefix, in.Agent)
+		return err
+	}); err != nil {
 		return nil, BoardListOutput{}, err
 	}
 	out := BoardListOutput{Entries: make([]Entry, 0, len(live))}
@@ -594,27 +591,53 @@ func (s *Server) boardWrite(ctx context.Context, _ *mcp.CallToolRequest, in Boar
 	if err := q.Check(); err != nil { // before the board is touched
 		return nil, BoardWriteOutput{}, err
 	}
-	a, err := s.openBoard(in.Run, false)
-	if err != nil {
-		return nil, BoardWriteOutput{}, err
-	}
-	defer a.Close()
-	e, err := a.Write(q)
-	if err != nil {
+	var e board.Entry
+	if err := s.onRun(in.Run, false, func(a liveboard.Access) (err error) {
+		e, err = a.Write(q)
+		return err
+	}); err != nil {
 		return nil, BoardWriteOutput{}, err
 	}
 	s.o.Log.Info().Str("key", e.Key).Int64("version", e.Version).Bool("delete", in.Delete).Msg("board write")
 	return nil, BoardWriteOutput{Key: e.Key, Version: e.Version, Deleted: in.Delete}, nil
 }
 
-// openBoard opens a run's board for a read (readOnly) or a write.
-func (s *Server) openBoard(run string, readOnly bool) (liveboard.Access, error) {
+// onRun calls fn with the board of a run, opened for a read (readOnly)
+// or a write.
+func (s *Server) onRun(run string, readOnly bool, fn func(liveboard.Access) error) error {
 	path, err := s.resolve(run)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	a, _, err := runs.OpenBoard(path, runs.BoardOptions{ReadOnly: readOnly, Mask: s.o.Mask})
-	return a, err
+	return s.onBoard(path, readOnly, fn)
+}
+
+// onBoard calls fn with the board at path. A run that ends between the
+// open and fn takes its socket away: fn's request then never reached it,
+// and is made again on the file the run has just saved.
+func (s *Server) onBoard(path string, readOnly bool, fn func(liveboard.Access) error) error {
+	for attempt := 0; ; attempt++ {
+		a, _, err := runs.OpenBoard(path, runs.BoardOptions{ReadOnly: readOnly, Mask: s.o.Mask})
+		if err != nil {
+			return err
+		}
+		_, live := a.(*liveboard.Client)
+		err = fn(a)
+		if cerr := a.Close(); err == nil && !live {
+			err = cerr // a file's close writes it
+		}
+		if err != nil && live && attempt < 3 && unreached(err) {
+			continue
+		}
+		return err
+	}
+}
+
+// unreached says whether err is a request that never reached the
+// process it was for (its socket was gone).
+func unreached(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // ReportOutput is a run's report.
@@ -632,13 +655,11 @@ func (s *Server) report(ctx context.Context, _ *mcp.CallToolRequest, in RunInput
 
 // reportText is the run's board as `runner board FILE show` prints it.
 func (s *Server) reportText(run string) (string, error) {
-	a, err := s.openBoard(run, true)
-	if err != nil {
-		return "", err
-	}
-	defer a.Close()
-	b, err := a.Board()
-	if err != nil {
+	var b *board.Board
+	if err := s.onRun(run, true, func(a liveboard.Access) (err error) {
+		b, err = a.Board()
+		return err
+	}); err != nil {
 		return "", err
 	}
 	var buf bytes.Buffer
