@@ -45,8 +45,21 @@ func List(dir string) ([]Summary, error) {
 	return out, nil
 }
 
+// SummaryOf is the summary of the run whose blackboard.json is at path,
+// as List gives it, wherever the run is saved; its plan is shown relative
+// to dir where it is inside it. Its id is the run's own, else the name of
+// its directory.
+func SummaryOf(path, dir string) Summary {
+	return summarizePath(path, filepath.Base(filepath.Dir(path)), dir, true)
+}
+
 func summarize(dir, id string) Summary {
-	path := filepath.Join(RunsDir(dir), id, "blackboard.json")
+	return summarizePath(filepath.Join(RunsDir(dir), id, "blackboard.json"), id, dir, false)
+}
+
+// summarizePath summarizes the run at path; ownID takes its id from the
+// file rather than its directory's name (a run saved elsewhere, --out).
+func summarizePath(path, id, dir string, ownID bool) Summary {
 	s := Summary{ID: id, Path: path}
 	if t, ok := board.IDTime(id); ok {
 		s.StartedAt = t
@@ -69,18 +82,26 @@ func summarize(dir, id string) Summary {
 		return s
 	}
 	run := b.Run()
+	if ownID && run.ID != "" {
+		s.ID = run.ID
+	}
 	s.Plan = run.PlanPath
 	abs, _ := filepath.Abs(dir)
 	if rel, err := filepath.Rel(abs, run.PlanPath); err == nil && filepath.IsLocal(rel) {
 		s.Plan = rel
 	}
 	s.Status, s.StartedAt, s.EndedAt = run.Status, run.StartedAt, run.FinishedAt
-	if s.Status == board.StatusRunning {
+	switch {
+	case s.Status == board.StatusRunning:
 		if liveOwner(path) {
 			s.Live = true
 		} else {
 			s.Status = board.StatusInterrupted
 		}
+	case run.FinishedAt != nil && resumedNow(path, *run.FinishedAt):
+		// A resume runs it: its file still says how it last stopped
+		// (waiting, failed, interrupted) until the resume ends.
+		s.Status, s.Live = board.StatusRunning, true
 	}
 	for _, st := range b.Steps() {
 		s.Steps++
@@ -90,6 +111,13 @@ func summarize(dir, id string) Summary {
 	}
 	s.Usage = agents.RecordedUsage(b.Recordings())
 	return s
+}
+
+// resumedNow says whether a run's process (a resume) took the run at
+// path after it last stopped, at stopped, and holds it now.
+func resumedNow(path string, stopped time.Time) bool {
+	o, err := board.ReadOwner(path)
+	return err == nil && o.Since.After(stopped) && liveOwner(path)
 }
 
 // liveOwner says whether a run's process holds the run at path now.

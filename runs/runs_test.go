@@ -155,3 +155,45 @@ func TestReopenOwnsTheRun(t *testing.T) {
 	}
 	second.Close()
 }
+
+// A run being resumed by another process is listed as running and live,
+// not as it last stopped (its file says failed until the resume ends);
+// the record of the process that ran it before, which took the run
+// before it stopped, does not count.
+func TestListShowsARunBeingResumed(t *testing.T) {
+	dir := t.TempDir()
+	plan := writePlan(t, dir, twoSteps)
+	res, err := runs.Start(context.Background(), runs.Options{Plan: plan, Workdir: dir}, runs.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := res.Board.Path()
+	stopped := *res.Board.Run().FinishedAt
+	other := os.Getppid() // a live process that is not this one
+	cases := []struct {
+		name   string
+		since  time.Time
+		status string
+		live   bool
+	}{
+		{"took it after it stopped: a resume", stopped.Add(time.Second), board.StatusRunning, true},
+		{"took it before it stopped: the run itself", stopped.Add(-time.Second), board.StatusFailed, false},
+	}
+	for _, c := range cases {
+		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerRun, PID: other, Since: c.since})
+		if err != nil {
+			t.Fatal(err)
+		}
+		list, err := runs.List(dir)
+		l.Unlock()
+		if err != nil || len(list) != 1 {
+			t.Fatalf("%s: %v %+v", c.name, err, list)
+		}
+		if list[0].Status != c.status || list[0].Live != c.live {
+			t.Errorf("%s: listed %s (live %v), want %s (live %v)", c.name, list[0].Status, list[0].Live, c.status, c.live)
+		}
+		if s := runs.SummaryOf(path, dir); s.Status != c.status || s.ID != list[0].ID {
+			t.Errorf("%s: SummaryOf says %s %s", c.name, s.ID, s.Status)
+		}
+	}
+}

@@ -16,10 +16,8 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/readlimit"
-	"github.com/planrunner/runner/replay"
 	"github.com/planrunner/runner/runs"
 )
 
@@ -144,25 +142,19 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 		}
 	}
 	// On a run no one owns, the saved plan's key patterns apply, and its
-	// secrets (from this environment) are masked in what is written.
-	opts := liveboard.Options{Redact: g.mask.String, Now: now, ReadOnly: !op.write, Perms: func(run board.Run) map[string]board.Perms {
-		p := runs.SavedPlan(run)
-		if p == nil {
-			return nil
-		}
-		g.learnSecrets(p)
-		return engine.PlanPerms(p)
-	}}
-	// A run on Temporal that still runs is reached through a bridge; one
-	// that has ended is its saved file.
-	remote, path, err := runs.OpenRemote(path, g.mask.Writer(stderr))
-	if err != nil {
-		fmt.Fprintf(stderr, "runner board: %v\n", err)
-		return exitUsage
-	}
+	// secrets (from this environment) are masked in what is written
+	// (runs.OpenBoard, which the MCP server shares).
+	bo := runs.BoardOptions{ReadOnly: !op.write, Mask: g.mask, Now: now, Stderr: stderr}
 	if op.run == nil {
-		opts.ReadOnly = false // as before: a watch reads through the writer's path
-		return boardWatch(path, remote, liveboard.Filter{Prefix: f.prefix, Topic: f.topic, After: f.since}, opts, f.count, stdout, stderr)
+		// A run on Temporal that still runs is reached through a bridge;
+		// one that has ended is its saved file.
+		remote, path, err := runs.OpenRemote(path, g.mask.Writer(stderr))
+		if err != nil {
+			fmt.Fprintf(stderr, "runner board: %v\n", err)
+			return exitUsage
+		}
+		bo.ReadOnly = false // as before: a watch reads through the writer's path
+		return boardWatch(path, remote, liveboard.Filter{Prefix: f.prefix, Topic: f.topic, After: f.since}, runs.LiveOptions(bo), f.count, stdout, stderr)
 	}
 	if !op.write {
 		// A read keeps the file's bytes alive (entries' values are read
@@ -174,39 +166,13 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	}
 	out, flush := buffered(stdout) // list, show and snapshot print a whole board
 	defer flush()
-	var a liveboard.Access = remote
-	if remote == nil {
-		if a, err = liveboard.Open(path, opts); err != nil {
-			fmt.Fprintf(stderr, "runner board: %v\n", err)
-			return exitUsage
-		}
+	a, _, err := runs.OpenBoard(path, bo)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner board: %v\n", err)
+		return exitUsage
 	}
 	defer a.Close()
-	if _, live := a.(*liveboard.Client); !live && remote == nil && op.write {
-		a = afterRun{a} // the saved file of a run no process owns
-	}
 	return op.run(&boardCall{a: a, f: f, stdin: stdin, stdout: out, stderr: stderr}, rest)
-}
-
-// afterRun records each write made on the saved file of a run no process
-// owns (it has ended, or stopped before a resume), as the live board's
-// owner records the writes it takes, so that `runner replay` makes it
-// again where it came and still matches the recording.
-type afterRun struct{ liveboard.Access }
-
-func (a afterRun) Write(q liveboard.WriteRequest) (board.Entry, error) {
-	e, err := a.Access.Write(q)
-	if err != nil {
-		return e, err
-	}
-	b, err := a.Board()
-	if err == nil {
-		err = replay.RecordAfterRun(b, e)
-	}
-	if err != nil {
-		return e, fmt.Errorf("%s was written (version %d), but recording the write for replay failed: %w", e.Key, e.Version, err)
-	}
-	return e, nil
 }
 
 // checkBoardArgs finds operation name and checks its arguments and flags.

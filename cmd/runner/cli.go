@@ -29,6 +29,7 @@ var examples = map[string][]string{
 	"worker":     {"runner worker --temporal localhost:7233"},
 	"serve":      {"runner serve", "runner serve --dir ~/project --addr 127.0.0.1:8080"},
 	"runs":       {"runner runs", "runner runs --status failed --json", "runner report latest"},
+	"mcp":        {"runner mcp", "runner mcp --http 127.0.0.1:8765 --dir ~/project"},
 	"answer":     {"runner answer bb.json --step approve --json '{\"ok\": true}'"},
 }
 

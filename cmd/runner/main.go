@@ -42,6 +42,7 @@ func init() {
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
 		{"report", "report BLACKBOARD [-o FILE]", "write the run as one self-contained HTML page", cmdReport},
 		{"serve", serveUsage, "a live web UI of the runs: steps, board, answering inputs", cmdServe},
+		{"mcp", "mcp [--dir DIR] [--http 127.0.0.1:PORT [--listen-any]]", "serve runner to agents over MCP (stdio, or HTTP with a token)", cmdMCP},
 		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
 		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
 		{"worker", "worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]", "run plans' steps for Temporal (needs runner-temporal; see README)", cmdWorker},

@@ -1,0 +1,74 @@
+package mcpserve
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// NewToken is a fresh bearer token: 32 random bytes, base64url. `runner
+// mcp --http` makes one per start and prints it once.
+func NewToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// Handler serves the server over MCP's streamable HTTP transport, to a
+// client that sends `Authorization: Bearer TOKEN`. Every request without
+// the token, or with another, is refused (401) before the MCP layer sees
+// it. The token is compared in constant time, so its bytes cannot be
+// guessed one by one from how long a refusal takes.
+func (s *Server) Handler(token string) (http.Handler, error) {
+	if len(token) < 16 {
+		return nil, fmt.Errorf("the bearer token is %d characters: want 16 or more (mcpserve.NewToken makes one)", len(token))
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got := []byte(r.Header.Get("Authorization"))
+		if subtle.ConstantTimeCompare(got, want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="runner mcp"`)
+			http.Error(w, "runner mcp: give the token runner mcp printed at its start as the header Authorization: Bearer TOKEN", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}), nil
+}
+
+// CheckAddr refuses an address to listen on that is not a loopback one
+// (127.0.0.1, ::1, localhost), unless anyHost: the token is all that
+// guards the server, and it goes in clear over plain HTTP.
+func CheckAddr(addr string, anyHost bool) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: want HOST:PORT (127.0.0.1:8765) or :PORT: %v", addr, err)
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("%q: the port %q is no number from 0 to 65535 (want HOST:PORT, 127.0.0.1:8765)", addr, port)
+	} else if n == 0 && port != "0" {
+		return fmt.Errorf("%q: the port %q: write it as 0", addr, port)
+	}
+	if anyHost {
+		return nil
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%q listens on every interface; give 127.0.0.1:PORT, or add --listen-any to mean it", addr)
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q is not a loopback address: the server would be reachable from other machines over plain HTTP; give 127.0.0.1:PORT, or add --listen-any to mean it", addr)
+}
