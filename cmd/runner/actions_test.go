@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,7 +120,6 @@ func TestGitHubActionsRun(t *testing.T) {
 	golden(t, "actions/summary.golden.md", normalize(string(sum), work, runID))
 }
 
-
 // Colour follows the conventions everywhere, not only on GitHub Actions:
 // FORCE_COLOR and CLICOLOR_FORCE force it where stderr is no terminal,
 // FORCE_COLOR=0 turns it off, and NO_COLOR wins over all of them.
@@ -153,5 +154,84 @@ func TestColourForcedAndRefused(t *testing.T) {
 				t.Errorf("coloured: %v, want %v\n%q", got, tc.want, out)
 			}
 		})
+	}
+}
+
+// `runner report --format junit` turns a recorded run's test steps into
+// JUnit XML any CI reads: a suite per test step with a case per failed
+// test at its file and line, a suite of the plan's steps; it parses back
+// whatever the tests printed (control characters, ]]>, < and &).
+func TestReportJUnit(t *testing.T) {
+	work, res := actionsRun(t, "", "GITHUB_ACTIONS=") // not on Actions
+	if res.code != exitFailed {
+		t.Fatalf("exit %d\n%s", res.code, res.stderr)
+	}
+	bb := blackboardPath(t, res.stdout)
+	r := runCLI(t, work, "report", bb, "--format", "junit", "-o", "-")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+			Cases    []struct {
+				Name    string `xml:"name,attr"`
+				File    string `xml:"file,attr"`
+				Line    int    `xml:"line,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("not XML: %v\n%s", err, r.stdout)
+	}
+	type row struct {
+		suite, name, file string
+		line              int
+		failed            string
+	}
+	var got []row
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			msg := ""
+			if c.Failure != nil {
+				msg = c.Failure.Message
+			}
+			got = append(got, row{s.Name, c.Name, c.File, c.Line, msg})
+		}
+	}
+	want := []row{
+		{"tests", "adds, numbers", "src/a,b:c%.js", 12, "want 4, got 5"},
+		{"tests", "plain", "src/plain.js", 3, "it broke  <&> ]]>"},
+		{"tests", "1 passed tests", "", 0, ""},
+		{"steps", "hello", "", 0, ""},
+		{"steps", "tests", "", 0, "FAILED: 2 of 3 tests failed (1 passed)."},
+		{"steps", "apply", "", 0, ".git/config: the diff may not change files under .git/ (at any depth)"},
+		{"steps", "build", "", 0, "exit status 3"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("cases:\ngot  %v\nwant %v", got, want)
+	}
+	if doc.Tests != 3+4 || doc.Failures != 2+3 {
+		t.Errorf("totals: %d tests, %d failures; want 7 and 5", doc.Tests, doc.Failures)
+	}
+	// The default file is junit.xml beside the blackboard.
+	r = runCLI(t, work, "report", bb, "--format", "junit")
+	if want := filepath.Join(filepath.Dir(bb), "junit.xml"); r.code != 0 || strings.TrimSpace(r.stdout) != want {
+		t.Fatalf("exit %d, printed %q, want %s", r.code, r.stdout, want)
+	}
+	if xmllint, err := exec.LookPath("xmllint"); err == nil {
+		if out, err := exec.Command(xmllint, "--noout", filepath.Join(filepath.Dir(bb), "junit.xml")).CombinedOutput(); err != nil {
+			t.Errorf("xmllint: %v\n%s", err, out)
+		}
+	}
+	if r := runCLI(t, work, "report", bb, "--format", "xml"); r.code != exitUsage || !strings.Contains(r.stderr, `--format "xml": want html or junit`) {
+		t.Errorf("--format xml: exit %d, %s", r.code, r.stderr)
 	}
 }

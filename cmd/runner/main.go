@@ -40,7 +40,7 @@ func init() {
 		{"answer", answerUsage, "answer an input step a run waits at (then resume)", cmdAnswer},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
-		{"report", "report BLACKBOARD [-o FILE]", "write the run as one self-contained HTML page", cmdReport},
+		{"report", "report BLACKBOARD [--format html|junit] [-o FILE]", "write the run as one self-contained HTML page, or its tests as JUnit XML", cmdReport},
 		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
 		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
 		{"worker", "worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]", "run plans' steps for Temporal (needs runner-temporal; see README)", cmdWorker},

@@ -10,7 +10,7 @@ not ok 2 - adds, numbers
   ...
 not ok 3 - plain
   ---
-  message: "it broke"
+  message: "it broke \x01\x1b[31m <&> ]]>"
   file: "src/plain.js"
   line: 3
   ...
