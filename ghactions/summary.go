@@ -26,9 +26,9 @@ type SummaryFailure struct{ Step, Place, Message string }
 
 // SummaryTokens is one model's use.
 type SummaryTokens struct {
-	Model                       string
+	Model                      string
 	Calls, InputTokens, Output int
-	Cost                        string
+	Cost                       string
 }
 
 // Markdown renders the summary. Every value is escaped (Text): a step's
