@@ -41,6 +41,7 @@ func init() {
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
 		{"report", "report BLACKBOARD [--format html|junit] [-o FILE]", "write the run as one self-contained HTML page, or its tests as JUnit XML", cmdReport},
+		{"eval", evalUsage, "compare a run with a golden run step by step, or sum up runs per agent and model", cmdEval},
 		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
 		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
 		{"worker", "worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]", "run plans' steps for Temporal (needs runner-temporal; see README)", cmdWorker},
