@@ -111,7 +111,7 @@ func TestEvalAgainstBaseline(t *testing.T) {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 	}
 	type fig struct {
-		agent, model            string
+		agent, model           string
 		runs, ok, apply, first int
 	}
 	var got []fig
