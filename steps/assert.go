@@ -69,9 +69,8 @@ func (assertType) OutputType() any        { return "" }
 func (assertType) Result() any            { return AssertResult{} }
 func (assertType) Spec() *engine.TypeSpec { return &assertSpec }
 
-// SchedPure: an assert only reads the board; a judge's call is recorded
-// like an llm step's.
-func (assertType) Sched() engine.Sched { return engine.SchedPure }
+// No Sched: a judge calls a model, which a Temporal workflow may not do
+// inline, so an assert runs where the work is, like an llm step.
 
 var assertSpec = engine.TypeSpec{
 	Doc: "Checks another step's output and result: equals, contains, matches (a regular expression), " +
