@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
+	"gopkg.in/yaml.v3"
 )
 
 func init() { add(boardType{}) }
@@ -25,7 +28,7 @@ type BoardResult struct {
 type boardStep struct {
 	op      string
 	key     *engine.Template
-	value   *engine.Template
+	value   *valueTree
 	ttl     time.Duration
 	expect  int64 // -1: unconditional
 	section string
@@ -47,9 +50,11 @@ var boardSpec = engine.TypeSpec{
 			Doc: "write, read or delete a board key.", Examples: []any{"write"}},
 		{Name: "key", Kind: engine.KindTemplate, Required: true,
 			Doc: "The board key.", Examples: []any{"plan/status"}},
-		{Name: "value", Kind: engine.KindValue,
-			Doc:      "op: write: the value (a whole ${{ }} keeps its type).",
-			Examples: []any{"${{ steps.review.output }}"}},
+		{Name: "value", Kind: engine.KindOther, Schema: `{}`,
+			Doc: "op: write: the value. A mapping or a list is stored as an object or a list; an unquoted scalar is " +
+				"JSON when it is JSON (42, true, null), else text, as `runner board put` reads its text; a quoted one is text. " +
+				"${{ }} works in any text, and a whole ${{ }} keeps its type.",
+			Examples: []any{"${{ steps.review.output }}", map[string]any{"status": "done", "score": 3}}},
 		{Name: "ttl", Kind: engine.KindDuration,
 			Doc: "op: write: the key expires after this long.", Examples: []any{"10m"}},
 		{Name: "expect_version", Kind: engine.KindInt, Schema: `{"minimum": 0}`,
@@ -94,7 +99,9 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 	if d.Required("key") {
 		s.key = d.KeyTemplate("key")
 	}
-	s.value = d.Template("value")
+	if n := d.Node("value"); n != nil {
+		s.value = decodeValue(d, n, "value")
+	}
 	s.ttl = d.Duration("ttl")
 	s.section = d.String("section")
 	s.author = d.String("author")
@@ -139,7 +146,7 @@ func (s *boardStep) Describe() string {
 	}
 	d := s.op + " " + s.key.Src
 	if s.value != nil {
-		d += " = " + s.value.Src
+		d += " = " + s.value.src
 	}
 	return d
 }
@@ -164,7 +171,7 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		res.Found, res.Version = kr.Found, kr.Entry.Version
 		return engine.Result{Output: kr.Entry.Content, Fields: res}, nil
 	case "write":
-		if op.Value, err = sc.EvalValue(s.value); err != nil {
+		if op.Value, err = s.value.eval(sc); err != nil {
 			return engine.Result{}, fmt.Errorf("value: %w", err)
 		}
 	case "delete":
@@ -197,3 +204,98 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 
 // Sched: the step only reads and writes the board: a workflow runs it inline (every other type touches the world and runs as an activity).
 func (boardType) Sched() engine.Sched { return engine.SchedPure }
+
+// valueTree is a board write's value as the plan wrote it: a literal, a
+// template, or a mapping or list of them.
+type valueTree struct {
+	src  string // as a dry run shows it
+	lit  any
+	tmpl *engine.Template
+	keys []string // a mapping's keys in plan order
+	obj  map[string]*valueTree
+	list []*valueTree
+	kind yaml.Kind
+}
+
+// decodeValue reads a value by one rule (board.ParseValue for unquoted
+// text, which `runner board put` follows too), so what a plan writes is
+// typed when it loads: a mapping is an object, `42` a number, `"42"`
+// text. A quoted scalar that holds a JSON object or list is refused: it
+// would be stored as text, and board("key").field would fail only when
+// the plan runs.
+func decodeValue(d *engine.Decoder, n *yaml.Node, what string) *valueTree {
+	n = plans.Resolve(n)
+	v := &valueTree{kind: n.Kind}
+	switch n.Kind {
+	case yaml.MappingNode:
+		v.obj = map[string]*valueTree{}
+		var parts []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := plans.Resolve(n.Content[i])
+			if k.Kind != yaml.ScalarNode {
+				d.Errorf(k, "%s: a key must be text, got %s", what, plans.KindName(k))
+				continue
+			}
+			v.keys = append(v.keys, k.Value)
+			v.obj[k.Value] = decodeValue(d, n.Content[i+1], what+"."+k.Value)
+			parts = append(parts, k.Value+": "+v.obj[k.Value].src)
+		}
+		v.src = "{" + strings.Join(parts, ", ") + "}"
+	case yaml.SequenceNode:
+		var parts []string
+		for i, c := range n.Content {
+			e := decodeValue(d, c, fmt.Sprintf("%s[%d]", what, i))
+			v.list = append(v.list, e)
+			parts = append(parts, e.src)
+		}
+		v.src = "[" + strings.Join(parts, ", ") + "]"
+	case yaml.ScalarNode:
+		v.src = n.Value
+		quoted := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0
+		switch {
+		case strings.Contains(n.Value, "${{"):
+			v.tmpl = d.TemplateAt(n, what)
+		case quoted:
+			t := strings.TrimSpace(n.Value)
+			if _, text := board.ParseValue(t).(string); !text && (strings.HasPrefix(t, "{") || strings.HasPrefix(t, "[")) {
+				d.Errorf(n, "%s is a quoted string holding JSON: it would be stored as text, so board(key).field would fail when the plan runs. "+
+					"Write it without quotes (or as a YAML mapping or list) to store the %s", what, map[bool]string{true: "object", false: "list"}[strings.HasPrefix(t, "{")])
+			}
+			v.lit = n.Value
+		default:
+			v.lit = board.ParseValue(n.Value)
+		}
+	default:
+		d.Errorf(n, "%s: want a value, got %s", what, plans.KindName(n))
+	}
+	return v
+}
+
+// eval renders the templates of v and builds the value.
+func (v *valueTree) eval(sc *engine.StepContext) (any, error) {
+	switch {
+	case v.tmpl != nil:
+		return sc.EvalValue(v.tmpl)
+	case v.kind == yaml.MappingNode:
+		out := make(map[string]any, len(v.keys))
+		for _, k := range v.keys {
+			x, err := v.obj[k].eval(sc)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = x
+		}
+		return out, nil
+	case v.kind == yaml.SequenceNode:
+		out := make([]any, 0, len(v.list))
+		for _, e := range v.list {
+			x, err := e.eval(sc)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, x)
+		}
+		return out, nil
+	}
+	return v.lit, nil
+}

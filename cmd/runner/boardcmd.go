@@ -560,15 +560,9 @@ func orDash(s string) string {
 	return s
 }
 
-// parseValue reads a value given on the command line: JSON when it is
-// JSON (a number, a list...), else the text as it is.
-func parseValue(s string) any {
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err == nil {
-		return v
-	}
-	return s
-}
+// parseValue reads a value given on the command line by the rule a plan's
+// board step follows (board.ParseValue).
+func parseValue(s string) any { return board.ParseValue(s) }
 
 func valueText(v any) string {
 	if s, ok := v.(string); ok {

@@ -307,7 +307,7 @@ func (s *syncBuffer) String() string {
 // glyph left at its start.
 func TestCtrlCLeavesNoSpinnerOnTheWarning(t *testing.T) {
 	var term syncBuffer
-	p := newProgress(&term, true)
+	p := newProgress(&term, true, true)
 	p.StepStarted("build", 1, "")
 	term.Write([]byte("^C")) // the terminal's echo
 	p.Write([]byte("WRN interrupted: finishing the running steps\n"))

@@ -86,6 +86,9 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 			fmt.Fprintf(w, "report: %v\n", reportErr)
 		}
 	}
+	if g.gh != nil {
+		actionsFinish(g.gh, r, elapsed, reportPath, g, stderr)
+	}
 	if g.quiet {
 		fmt.Fprintln(stdout, path)
 		return

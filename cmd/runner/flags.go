@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planrunner/runner/ghactions"
 	"github.com/planrunner/runner/mask"
 	"github.com/planrunner/runner/plans"
 	"github.com/rs/zerolog"
@@ -31,6 +32,9 @@ type globals struct {
 	report bool   // run, resume --report: write report.html at the end
 	runID  string // set before the logger is made: every event carries it
 	output bool   // run, resume --show-output: stream command and test output
+	// gh is stderr as a GitHub Actions step writes it (nil elsewhere):
+	// workflow commands off but for runner's own.
+	gh *ghactions.Stream
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
@@ -193,13 +197,14 @@ func isTerminal(w any) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// format is the log format: as given, else console on a terminal and JSON
+// format is the log format: as given, else console on a terminal and in
+// GitHub Actions' log (which shows it with its colours and groups), JSON
 // elsewhere.
 func (g *globals) format(stderr io.Writer) string {
 	if g.logFormat != "" {
 		return g.logFormat
 	}
-	if isTerminal(stderr) {
+	if isTerminal(stderr) || onActions() {
 		return "console"
 	}
 	return "json"
@@ -222,7 +227,8 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 		if progress {
 			// Log lines go through the display, which keeps its live
 			// block of running steps below them.
-			g.view = newProgress(stderr, tty)
+			g.view = newProgress(stderr, tty, useColor(tty))
+			g.view.gh, g.view.output = g.gh, g.output
 			if f, ok := rawStderr.(*os.File); ok && tty {
 				g.view.width = func() int {
 					w, _, err := term.GetSize(int(f.Fd()))
@@ -234,7 +240,7 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 			}
 			out = g.view
 		}
-		cw := zerolog.ConsoleWriter{Out: out, NoColor: !tty || noColor(), TimeFormat: "15:04:05"}
+		cw := zerolog.ConsoleWriter{Out: out, NoColor: !useColor(tty), TimeFormat: "15:04:05"}
 		if progress {
 			// Inside the display a warning reads like its other lines: a
 			// mark, no clock, no level code.

@@ -24,6 +24,11 @@ var binary string
 
 // The CLI tests run the real binary, as a user would.
 func TestMain(m *testing.M) {
+	// The binary runs with this environment: a test run on GitHub Actions
+	// or with colour forced must not change what every other test reads.
+	for _, k := range []string{"GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "GITHUB_WORKSPACE", "FORCE_COLOR", "CLICOLOR_FORCE"} {
+		os.Unsetenv(k)
+	}
 	dir, err := os.MkdirTemp("", "runner-bin")
 	if err != nil {
 		panic(err)

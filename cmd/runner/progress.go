@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/ghactions"
 	"github.com/planrunner/runner/plans"
 )
 
@@ -36,6 +37,10 @@ type progressView struct {
 	wg      sync.WaitGroup
 	closed  bool
 	width   func() int // the terminal's columns (0: unknown)
+	// gh: on GitHub Actions each finished step is a log group holding its
+	// output (unless output streams as it comes: --show-output).
+	gh     *ghactions.Stream
+	output bool
 }
 
 type runningStep struct {
@@ -44,11 +49,10 @@ type runningStep struct {
 	start         time.Time
 }
 
-// noColor says whether the user asked for no colour (no-color.org).
-func noColor() bool { return os.Getenv("NO_COLOR") != "" }
-
-func newProgress(w io.Writer, live bool) *progressView {
-	p := &progressView{w: w, live: live, color: live && !noColor(),
+// newProgress makes the display on w: live redraws a block of running
+// steps (a terminal), color colours the marks (useColor).
+func newProgress(w io.Writer, live, color bool) *progressView {
+	p := &progressView{w: w, live: live, color: color,
 		pos: map[string]int{}, tolerop: map[string]bool{}, running: map[string]runningStep{},
 		held: map[string][]board.StepRecord{}, done: make(chan struct{}), width: func() int { return 0 }}
 	if live {
@@ -119,9 +123,78 @@ func (p *progressView) StepFinished(rec board.StepRecord) {
 		p.redraw(lines)
 		return
 	}
+	if p.gh != nil {
+		p.group(rec, lines, kids)
+		return
+	}
 	for _, l := range lines {
 		fmt.Fprintln(p.w, l)
 	}
+}
+
+// group shows a finished step as a log group of GitHub Actions: its line
+// is the title, and inside are its lines and what it printed (its
+// children's with it, for a parallel group). The output is shown under
+// stop-commands (the Stream), so a line of it that looks like a command
+// is only text.
+func (p *progressView) group(rec board.StepRecord, lines []string, kids []board.StepRecord) {
+	p.gh.Commands(ghactions.Group(groupTitle(rec, p.tolerop[rec.Label])))
+	for _, l := range lines {
+		fmt.Fprintln(p.w, l)
+	}
+	if !p.output {
+		for _, r := range append([]board.StepRecord{rec}, kids...) {
+			if out := stepOutput(r); out != "" {
+				if len(kids) > 0 {
+					fmt.Fprintf(p.w, "output of %s:\n", name(r.Label, r.Visit))
+				}
+				fmt.Fprintln(p.w, out)
+			}
+		}
+	}
+	p.gh.Commands(ghactions.EndGroup)
+}
+
+// groupTitle is a step's line without colour: a group's title is text.
+func groupTitle(rec board.StepRecord, tolerated bool) string {
+	status := rec.Status
+	if status == board.StatusFailed && tolerated {
+		status = "failed (tolerated)"
+	}
+	return fmt.Sprintf("%s %s  %s  %s", marks[rec.Status], name(rec.Label, rec.Visit), status, ms(rec.DurationMS))
+}
+
+// groupOutputLines bounds a step's output in its group; the report and
+// the blackboard keep all of it.
+const groupOutputLines = 200
+
+// stepOutput is what a step printed (a command's stdout and stderr) or
+// its output, at most its last groupOutputLines lines.
+func stepOutput(rec board.StepRecord) string {
+	var r struct {
+		Output any    `json:"output"`
+		Stdout string `json:"stdout"`
+		Stderr string `json:"stderr"`
+	}
+	json.Unmarshal(rec.Result, &r)
+	text := strings.TrimRight(r.Stdout, "\n")
+	if e := strings.TrimRight(r.Stderr, "\n"); e != "" {
+		if text != "" {
+			text += "\n"
+		}
+		text += e
+	}
+	if text == "" && r.Output != nil {
+		text = strings.TrimRight(engine.Text(r.Output), "\n")
+	}
+	if text == "" {
+		return ""
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) > groupOutputLines {
+		lines = append([]string{fmt.Sprintf("(last %d of %d lines)", groupOutputLines, len(lines))}, lines[len(lines)-groupOutputLines:]...)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // redraw clears the live block, prints finished lines above it, then

@@ -7,19 +7,24 @@ import (
 	"path/filepath"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/junit"
 	"github.com/planrunner/runner/report"
 	"github.com/planrunner/runner/runs"
 )
 
 func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("report", stderr)
-	out := fs.String("o", "", "where to write the HTML (default: report.html beside the blackboard; - for stdout)")
+	out := fs.String("o", "", "where to write it (default: report.html or junit.xml beside the blackboard; - for stdout)")
+	format := fs.String("format", "html", "html: the run as one page; junit: its test steps (and steps) as JUnit XML, for CI")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
+	}
+	if *format != "html" && *format != "junit" {
+		return usageErr(stderr, fs, "--format %q: want html or junit", *format)
 	}
 	if pos[0], err = runs.Resolve(pos[0], "."); err != nil {
 		return usageErr(stderr, fs, "%v", err)
@@ -40,6 +45,9 @@ func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "runner report: %v\n", err)
 		return exitUsage
+	}
+	if *format == "junit" {
+		return writeJUnit(b, path, *out, stdout, stderr)
 	}
 	if *out == "-" {
 		if abs, err := filepath.Abs(path); err == nil && remote == nil {
@@ -91,4 +99,41 @@ func writeReport(b *board.Board, boardPath, out string) (string, error) {
 		return "", err
 	}
 	return out, os.Rename(tmp.Name(), out)
+}
+
+// writeJUnit writes the run's tests as JUnit XML to out (default:
+// junit.xml beside the board; - for stdout), through a temp file and a
+// rename like the page.
+func writeJUnit(b *board.Board, boardPath, out string, stdout, stderr io.Writer) int {
+	doc := junit.FromBoard(b)
+	if out == "-" {
+		if err := junit.Write(stdout, doc); err != nil {
+			fmt.Fprintf(stderr, "runner report: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
+	}
+	if out == "" {
+		out = filepath.Join(filepath.Dir(boardPath), "junit.xml")
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".junit-*.xml")
+	if err == nil {
+		defer os.Remove(tmp.Name())
+		err = junit.Write(tmp, doc)
+		if err == nil {
+			err = tmp.Chmod(board.FileMode)
+		}
+		if cerr := tmp.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(tmp.Name(), out)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "runner report: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintln(stdout, out)
+	return exitOK
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/ghactions"
 	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/runs"
 )
@@ -64,6 +65,15 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // execute runs r with Ctrl-C handling and progress, tells how it ended,
 // and maps the outcome to an exit code. run and resume share it.
 func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writer, g *globals) int {
+	if onActions() {
+		// On GitHub Actions nothing a step or a model wrote may be read as
+		// a workflow command: the whole run's stderr is under
+		// stop-commands, and runner's own commands (groups, annotations)
+		// go through the same stream.
+		g.gh = ghactions.NewStream(stderr, g.mask.String)
+		defer g.gh.Close()
+		stderr = g.gh
+	}
 	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {
 		r.Close()
