@@ -123,7 +123,32 @@ func (p *Program) compileCallee(r *plans.Reporter, reg *Registry, s *plans.Step)
 	cr := &plans.Reporter{File: call.Plan.Path}
 	sub := compilePlan(cr, call.Plan, reg, amap)
 	r.List = append(r.List, cr.List...)
+	// Said at the call too, so reading the caller's problems alone shows
+	// that its callee has some.
+	n := 0
+	for _, e := range r.List {
+		if e.File == call.Plan.Path {
+			n++
+		}
+	}
+	if n > 0 {
+		r.At(call.Node, "plan %s has %d problem(s), listed under %s", call.Path, n, call.Plan.Path)
+	}
 	return sub
+}
+
+// Sources are the plan files the program was compiled from, the run's
+// and every callee's, by path.
+func (p *Program) Sources() map[string][]byte {
+	out := map[string][]byte{p.Plan.Path: p.Plan.Source}
+	for _, n := range p.nodes {
+		if n.Sub != nil {
+			for k, v := range n.Sub.Sources() {
+				out[k] = v
+			}
+		}
+	}
+	return out
 }
 
 // globalAgent is the run's name of this program's agent name.

@@ -83,8 +83,7 @@ func parseCall(r *Reporter, p *Plan, s *Step, has map[string]*yaml.Node) *Call {
 	c := &Call{Agents: map[string]string{}}
 	pn, ok := has["plan"]
 	if !ok {
-		r.At(s.Node, "step %q (type plan) is missing required field \"plan\" (the plan file to call, relative to this one)", s.Label)
-		return c
+		return c // the type's decoder reports it
 	}
 	c.Node = Resolve(pn)
 	path, ok := String(r, pn, "plan")
@@ -133,7 +132,6 @@ func parseCall(r *Reporter, p *Plan, s *Step, has map[string]*yaml.Node) *Call {
 			r.At(pn, "plan %s: %v", path, err)
 			return c
 		}
-		r.At(pn, "plan %s has %d problem(s), listed under its file name", path, len(list))
 		r.List = append(r.List, list...)
 	}
 	checkCallee(r, callee)
