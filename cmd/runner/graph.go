@@ -103,7 +103,19 @@ func buildGraph(prog *engine.Program) *graph {
 	}
 	// ins and outs are where edges into and out of a step attach: a
 	// group's children.
+	// A call (type: plan) is a box holding the callee's steps in order:
+	// edges come in at its first and leave from its last.
+	callee := func(n *engine.Node, i int) string { return n.Label + "__" + n.Sub.Steps[i].Label }
+	ins := func(n *engine.Node) []string {
+		if n.Sub != nil && len(n.Sub.Steps) > 0 {
+			return []string{callee(n, 0)}
+		}
+		return nil
+	}
 	ends := func(n *engine.Node) []string {
+		if n.Sub != nil && len(n.Sub.Steps) > 0 {
+			return []string{callee(n, len(n.Sub.Steps)-1)}
+		}
 		if n.Children == nil {
 			return []string{n.Label}
 		}
@@ -130,8 +142,22 @@ func buildGraph(prog *engine.Program) *graph {
 		for _, c := range n.Children {
 			gn.children = append(gn.children, gnode{id: c.Label, text: nodeText(c)})
 		}
+		if n.Sub != nil {
+			gn.text += "\n▣ runs " + n.Call.Path
+			for j, c := range n.Sub.Steps {
+				text := nodeText(c)
+				gn.children = append(gn.children, gnode{id: callee(n, j), text: n.Label + "/" + text})
+				if j > 0 {
+					g.edges = append(g.edges, gedge{from: callee(n, j-1), to: callee(n, j)})
+				}
+			}
+		}
 		g.nodes = append(g.nodes, gn)
-		for _, to := range ends(n) {
+		into := ends(n)
+		if in := ins(n); in != nil {
+			into = in
+		}
+		for _, to := range into {
 			link(prev, to, gedge{})
 		}
 		prev = ends(n)

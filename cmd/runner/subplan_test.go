@@ -184,3 +184,41 @@ func TestKillSubPlanForEachThenResume(t *testing.T) {
 		t.Errorf("changed callee: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// The dry run lists a call's vars, outputs and the callee's steps by the
+// labels the run gives them; the graph draws the call as a box holding the
+// callee's steps in order, edges in at the first and out of the last.
+func TestSubPlanDryRunAndGraph(t *testing.T) {
+	plan := filepath.Join(repoRoot(), "examples/review-then-fix/plan.yaml")
+	r := runCLI(t, t.TempDir(), "run", plan, "--dry-run")
+	for _, want := range []string{
+		"2. fix (plan, for_each split(trim(steps.find.output), \"\\n\"), at most 1 at once)",
+		"     var package = ${{ item }}",
+		"     output patch = steps.propose.output",
+		"  1. fix[i]/review (llm)",
+		"  3. fix[i]/check (command)",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dry run lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, t.TempDir(), "graph", plan)
+	for _, want := range []string{
+		"  subgraph fix[\"fix (plan)<br/>⇉ for_each",
+		"<br/>▣ runs fix.yaml\"]",
+		"    fix__review[\"fix/review (llm)\"]",
+		"  find --> fix__review",
+		"  fix__review --> fix__propose",
+		"  fix__check --> summary",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	r = runCLI(t, t.TempDir(), "graph", plan, "--format", "dot")
+	for _, want := range []string{"  subgraph cluster_fix {", "  find -> fix__review;", "  fix__check -> summary;"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("dot lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
