@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/types"
+	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
 	"gopkg.in/yaml.v3"
 )
@@ -380,7 +381,7 @@ func (r *Runner) frame(prefix string, vars map[string]any) *evaluator {
 		run = maps.Clone(run)
 		run["plan"], run["plan_dir"] = sub.Plan.Name, planDir(sub.Plan.Path)
 		base["run"] = run
-		base["vars"] = calleeVars(sub.Plan, nil)
+		base["vars"] = calleeVars(sub.Plan, r.recordedVars(prefix))
 		e = newEvaluator(sub, base)
 		r.mu.Lock()
 		if prev := r.frames[prefix]; prev != nil {
@@ -397,6 +398,53 @@ func (r *Runner) frame(prefix string, vars map[string]any) *evaluator {
 		e.mu.Unlock()
 	}
 	return e
+}
+
+// KindCallVars is the recording of the vars a call visit passed its
+// callee (Response: the vars as JSON). A worker elsewhere (Temporal's
+// activity) running one of the callee's steps builds the call's frame
+// from it; the values are taken through JSON in this process too, so
+// both engines see the same (numbers as float64).
+const KindCallVars = "vars"
+
+// callVarsRecorded records a call visit's vars, once (a resumed call
+// visit has them already), and gives them back as JSON values.
+func (r *Runner) callVarsRecorded(n *Node, visit int, vars map[string]any) (map[string]any, error) {
+	raw, err := json.Marshal(vars)
+	if err != nil {
+		return nil, fmt.Errorf("vars: a value cannot be saved as JSON: %w", err)
+	}
+	found := false
+	for _, rec := range r.Board.Recordings() {
+		if rec.Kind == KindCallVars && rec.Label == n.Label && rec.Visit == visit {
+			found = true
+		}
+	}
+	if !found {
+		if err := r.Board.AddRecording(board.Recording{Label: n.Label, Visit: visit, Kind: KindCallVars, Call: 1, Response: raw}); err != nil {
+			return nil, err
+		}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// recordedVars are the vars the last recorded visit of call label
+// passed (nil: none recorded).
+func (r *Runner) recordedVars(label string) map[string]any {
+	var out map[string]any
+	for _, rec := range r.Board.Recordings() {
+		if rec.Kind == KindCallVars && rec.Label == label {
+			var m map[string]any
+			if json.Unmarshal(rec.Response, &m) == nil {
+				out = m
+			}
+		}
+	}
+	return out
 }
 
 // calleeVars are the callee's vars: its defaults, over which the call's
@@ -426,9 +474,12 @@ func (it *interp[C]) call(c C, n *Node, visit int, vc *visitClock) (Result, erro
 		}
 		given[v.name] = val
 	}
-	fr := r.frame(n.Label, calleeVars(n.Sub.Plan, given))
+	vars, err := r.callVarsRecorded(n, visit, calleeVars(n.Sub.Plan, given))
+	if err != nil {
+		return Result{}, err
+	}
+	fr := r.frame(n.Label, vars)
 	kids := underAll(n.Sub.Steps, n.Label)
-	var err error
 	for pc := 0; pc < len(kids); {
 		if stop := it.stopped(c); stop != nil {
 			err = stop
