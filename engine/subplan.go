@@ -401,16 +401,45 @@ func (r *Runner) frame(prefix string, vars map[string]any) *evaluator {
 }
 
 // KindCallVars is the recording of the vars a call visit passed its
-// callee (Response: the vars as JSON). A worker elsewhere (Temporal's
+// callee (Response: CallRecord as JSON). A worker elsewhere (Temporal's
 // activity) running one of the callee's steps builds the call's frame
 // from it; the values are taken through JSON in this process too, so
 // both engines see the same (numbers as float64).
 const KindCallVars = "vars"
 
+// CallRecord is what a call visit records: the callee file's SHA-256 as
+// it was loaded (runner resume refuses a callee changed since) and the
+// vars passed.
+type CallRecord struct {
+	PlanSHA256 string         `json:"plan_sha256"`
+	Vars       map[string]any `json:"vars"`
+}
+
+// CallChanged says, for a saved run's recordings, the first call whose
+// callee file is not the one it ran (nil: none changed): what runner
+// resume refuses without --force.
+func (p *Program) CallChanged(recs []board.Recording) error {
+	for _, rec := range recs {
+		if rec.Kind != KindCallVars {
+			continue
+		}
+		var cr CallRecord
+		n := p.Node(rec.Label)
+		if n == nil || n.Sub == nil || json.Unmarshal(rec.Response, &cr) != nil {
+			continue
+		}
+		if sha := n.Sub.Plan.SHA256; cr.PlanSHA256 != "" && sha != cr.PlanSHA256 {
+			return fmt.Errorf("plan %s, called by step %s, changed since the call ran (sha256 %.12s…, was %.12s…)",
+				n.Sub.Plan.Path, rec.Label, sha, cr.PlanSHA256)
+		}
+	}
+	return nil
+}
+
 // callVarsRecorded records a call visit's vars, once (a resumed call
 // visit has them already), and gives them back as JSON values.
 func (r *Runner) callVarsRecorded(n *Node, visit int, vars map[string]any) (map[string]any, error) {
-	raw, err := json.Marshal(vars)
+	raw, err := json.Marshal(CallRecord{PlanSHA256: n.Sub.Plan.SHA256, Vars: vars})
 	if err != nil {
 		return nil, fmt.Errorf("vars: a value cannot be saved as JSON: %w", err)
 	}
@@ -425,11 +454,11 @@ func (r *Runner) callVarsRecorded(n *Node, visit int, vars map[string]any) (map[
 			return nil, err
 		}
 	}
-	var out map[string]any
+	var out CallRecord
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out.Vars, nil
 }
 
 // recordedVars are the vars the last recorded visit of call label
@@ -438,9 +467,9 @@ func (r *Runner) recordedVars(label string) map[string]any {
 	var out map[string]any
 	for _, rec := range r.Board.Recordings() {
 		if rec.Kind == KindCallVars && rec.Label == label {
-			var m map[string]any
-			if json.Unmarshal(rec.Response, &m) == nil {
-				out = m
+			var cr CallRecord
+			if json.Unmarshal(rec.Response, &cr) == nil {
+				out = cr.Vars
 			}
 		}
 	}

@@ -129,6 +129,13 @@ func TestKillSubPlanForEachThenResume(t *testing.T) {
 		t.Fatalf("killed with %d records, status %s: not in the middle of call each[5]", len(killed.Steps()), killed.Run().Status)
 	}
 	os.WriteFile(filepath.Join(wd, "hold"), nil, 0o644)
+	// A callee changed since its calls ran is refused, as a changed plan is.
+	writeCallPlans(t, wd, "changed")
+	if r := runCLI(t, wd, "resume", out, "-q"); r.code == 0 || !strings.Contains(r.stderr, "sub/check.yaml, called by step each[") ||
+		!strings.Contains(r.stderr, "changed since the call ran") || !strings.Contains(r.stderr, "give --force") {
+		t.Fatalf("resume with a changed callee: exit %d: %s", r.code, r.stderr)
+	}
+	writeCallPlans(t, wd, "vetted")
 	if r := runCLI(t, wd, "resume", out, "-q"); r.code != 0 {
 		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
 	}
