@@ -229,3 +229,37 @@ func TestSubPlanDryRunAndGraph(t *testing.T) {
 		}
 	}
 }
+
+// The example's calls use the caller's agent where it passes one (its
+// fixer for fix.yaml's coder) and the callee's own otherwise, named under
+// the call; a script agent's answers keyed by the callee's own label
+// reach the callee's steps; the outputs come back typed and in order.
+func TestSubPlanAgentsPassedAndOwn(t *testing.T) {
+	wd := t.TempDir()
+	out := filepath.Join(wd, "bb.json")
+	r := runCLI(t, wd, "run", filepath.Join(repoRoot(), "examples/review-then-fix/plan.yaml"), "-q", "--out", out)
+	if r.code != 0 {
+		t.Fatalf("run: exit %d %s", r.code, r.stderr)
+	}
+	b, err := board.Load(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"fix[0]/review": `"agent":"fix/reviewer"`, "fix[0]/propose": `"agent":"fixer"`,
+		"fix[1]/review": `"agent":"fix/reviewer"`, "fix[1]/propose": `"agent":"fixer"`,
+		"fix[1]":  `"output":{"attempt":2,"package":"printer","patch":"printer: flush the buffer before closing the writer"`,
+		"summary": `2 of 2 packages have a fix\nparser: parser: check the token`,
+	}
+	for _, s := range b.Steps() {
+		if w, ok := want[s.Label]; ok {
+			if !strings.Contains(string(s.Result), w) {
+				t.Errorf("%s: %s lacks %s", s.Label, s.Result, w)
+			}
+			delete(want, s.Label)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("no record of %v", want)
+	}
+}
