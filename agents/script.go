@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/planrunner/runner/plans"
@@ -77,6 +78,15 @@ func (s *script) take(label string) (plans.Response, bool, error) {
 	if i := s.next[label]; i < len(s.byLabel[label]) {
 		s.next[label]++
 		return s.byLabel[label][i], true, nil
+	}
+	// A called plan's step (CALL/LABEL) takes the answers its own file
+	// keys by its label there.
+	if j := strings.LastIndexByte(label, '/'); j >= 0 {
+		local := label[j+1:]
+		if i := s.next[local]; i < len(s.byLabel[local]) {
+			s.next[local]++
+			return s.byLabel[local][i], true, nil
+		}
 	}
 	if s.free < len(s.unlabeled) {
 		s.free++

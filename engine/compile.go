@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/expr-lang/expr/types"
 	"strings"
 	"sync"
 
@@ -21,6 +22,10 @@ type Program struct {
 	indexOnce sync.Once
 	topIndex  map[string]int // top-level label -> position, for Next
 	itemScope *Scope         // see eachScope
+
+	outputs     []output          // the plan's declared outputs (a callee's)
+	outputTypes types.Map         // their types
+	agents      map[string]string // a callee's agent names to the run's (nil at the top)
 }
 
 // Node is one compiled step.
@@ -38,6 +43,14 @@ type Node struct {
 	// the nodes of its items.
 	Each *Expr
 	item *itemOf
+	// Sub is a call's callee (subplan.go) and callVars the vars it passes.
+	Sub      *Program
+	callVars []callVar
+	// A callee's step instantiated under its call (Node.under): local is
+	// its label in its own file, frame the call label whose evaluator its
+	// expressions use; agents maps its plan's agent names to the run's.
+	local, frame string
+	agents       map[string]string
 }
 
 // Node returns the compiled step with label; for LABEL[i], item i of
@@ -45,6 +58,9 @@ type Node struct {
 func (p *Program) Node(label string) *Node {
 	if n, ok := p.nodes[label]; ok {
 		return n
+	}
+	if strings.Contains(label, "/") {
+		return p.nodeUnder(label)
 	}
 	if l, i, ok := SplitItemLabel(label); ok {
 		if n := p.nodes[l]; n != nil && n.Each != nil {
@@ -75,14 +91,10 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 		}
 	}
 	r := &plans.Reporter{File: path, List: list}
-	prog := &Program{Plan: plan, nodes: map[string]*Node{}, scope: newScope(scopeType(plan, reg))}
-	prog.env = compilePlanEnv(r, plan, prog.scope)
-	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
-	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
+	prog := compilePlan(r, plan, reg, nil)
 	// A run needs neither the YAML tree nor the expression types: every
 	// position is in the problems already reported. Keeping them cost
 	// most of the memory a loaded plan held.
-	prog.scope = nil
 	plan.DropNodes()
 	if err := r.Err(); err != nil {
 		return prog, err
@@ -90,10 +102,39 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 	return prog, nil
 }
 
+// compilePlan compiles a parsed plan: the run's, or a callee (agents
+// then maps its agent names to the run's).
+func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string) *Program {
+	prog := &Program{Plan: plan, nodes: map[string]*Node{}, agents: agents}
+	// Callees first: a call's steps.X.outputs has the types of the
+	// callee's outputs.
+	subs := map[string]*Program{}
+	calls := map[string]types.Map{}
+	for _, s := range plan.Calls() {
+		if sub := prog.compileCallee(r, reg, s); sub != nil {
+			subs[s.Label] = sub
+			calls[s.Label] = sub.outputTypes
+		}
+	}
+	prog.scope = newScope(scopeType(plan, reg, calls))
+	prog.env = compilePlanEnv(r, plan, prog.scope)
+	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
+	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
+	for _, n := range prog.nodes {
+		if sub := subs[n.Label]; sub != nil && n.Kind != nil {
+			n.Sub = sub
+			prog.compileCallVars(r, n)
+		}
+	}
+	prog.outputTypes = prog.compileOutputs(r)
+	prog.scope = nil
+	return prog
+}
+
 func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.Step) []*Node {
 	out := make([]*Node, 0, len(steps))
 	for _, s := range steps {
-		n := &Node{Step: s}
+		n := &Node{Step: s, agents: p.agents}
 		if s.Label != "" {
 			p.nodes[s.Label] = n
 		}

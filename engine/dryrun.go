@@ -76,6 +76,25 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 				}
 			}
 		}
+		if n.Sub != nil {
+			// A call: the vars it passes, then the callee's steps, as the
+			// run labels them (CALL/LABEL).
+			for _, v := range n.callVars {
+				val := Text(v.lit)
+				if v.tmpl != nil {
+					val = v.tmpl.Src
+				}
+				fmt.Fprintf(w, "%s     var %s = %s\n", pad, v.name, val)
+			}
+			for _, o := range n.Sub.outputs {
+				fmt.Fprintf(w, "%s     output %s = %s\n", pad, o.name, o.expr.Src)
+			}
+			label := n.Label
+			if n.ForEach != nil {
+				label += "[i]"
+			}
+			dryRunSteps(w, underAll(n.Sub.Steps, label), depth+1)
+		}
 		dryRunSteps(w, n.Children, depth+1)
 		dryRunSteps(w, n.Seq, depth+1)
 	}

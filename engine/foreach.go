@@ -163,7 +163,7 @@ func (r *Runner) items(n *Node, visit int, vc *visitClock) ([]any, error) {
 	}
 	if raw == nil {
 		var v any
-		err := r.eval.with(nil, vc, func(env map[string]any) (err error) {
+		err := r.evalOf(n).with(nil, vc, func(env map[string]any) (err error) {
 			v, err = n.Each.Eval(env)
 			return err
 		})
@@ -338,5 +338,5 @@ func (r *Runner) setView(n *Node, view map[string]any) {
 		n.item.view = view
 		return
 	}
-	r.eval.set(n.Label, view)
+	r.evalOf(n).set(n.localLabel(), view)
 }

@@ -181,7 +181,7 @@ func (it *interp[C]) inOrder(c C, n *Node, kids []*Node, order []string) []error
 func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 	outputs := map[string]any{}
 	for _, c := range n.Children {
-		outputs[c.Label] = r.eval.get(c.Label)["output"]
+		outputs[c.localLabel()] = r.evalOf(c).get(c.localLabel())["output"]
 	}
 	res := Result{Output: outputs}
 	var failed []error

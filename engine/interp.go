@@ -172,7 +172,7 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 	status := StatusSucceeded
 	run := true
 	if n.If != nil {
-		ok, err := r.eval.bool(n.If, nil, vc)
+		ok, err := r.evalOf(n).bool(n.If, nil, vc)
 		switch {
 		case err != nil:
 			stepErr, run = fmt.Errorf("if: %w", err), false
@@ -183,8 +183,10 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 	if run {
 		if n.Each != nil {
 			res, stepErr = it.forEach(c, n, visit, vc)
-		} else if n.Children != nil || n.Seq != nil {
-			if n.Seq != nil {
+		} else if n.Children != nil || n.Seq != nil || n.Sub != nil {
+			if n.Sub != nil {
+				res, stepErr = it.call(c, n, visit, vc)
+			} else if n.Seq != nil {
 				res, stepErr = it.sequence(c, n, visit)
 			} else {
 				res, stepErr = it.group(c, n, visit)
@@ -287,7 +289,7 @@ func (it *interp[C]) attempts(c C, n *Node, visit int, rec *board.StepRecord, vc
 		rec.Inputs = res.inputs
 		if err == nil && n.Until != nil {
 			step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
-			ok, uerr := r.eval.bool(n.Until, map[string]any{"step": step}, vc)
+			ok, uerr := r.evalOf(n).bool(n.Until, map[string]any{"step": step}, vc)
 			switch {
 			case uerr != nil:
 				return res, fmt.Errorf("retry.until: %w", uerr)

@@ -72,7 +72,7 @@ func compileNeeds(kids []*Node) *dag {
 func (r *Runner) unmet(ch *Node, kids []*Node, needs []int) string {
 	for _, j := range needs {
 		need := kids[j]
-		status, _ := r.eval.get(need.Label)["status"].(string)
+		status, _ := r.evalOf(need).get(need.localLabel())["status"].(string)
 		if status == StatusSucceeded || (status == StatusFailed && need.ContinueOnError) {
 			continue
 		}

@@ -44,7 +44,7 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 			return err
 		}
 		r.setView(n, r.viewOf(n, *rec, res))
-		if n.Children != nil || n.Seq != nil || n.Each != nil {
+		if n.Children != nil || n.Seq != nil || n.Each != nil || n.Sub != nil {
 			delete(pending, n.Label) // the group finished: its children are history
 		}
 		if rec.Parent != "" {

@@ -103,6 +103,7 @@ type Runner struct {
 	total   atomic.Int64 // step executions, for limits.max_steps
 	mu      sync.Mutex
 	visits  map[string]int
+	frames  map[string]*evaluator // a callee's expressions, by call label (subplan.go)
 	logs    map[string]zerolog.Logger
 	runID   string
 	done    map[string]map[string]board.StepRecord // see Restore
@@ -162,6 +163,7 @@ func (r *Runner) init() {
 	if r.visits == nil {
 		r.visits = map[string]int{}
 	}
+	r.frames = map[string]*evaluator{}
 	r.waitCond = sync.NewCond(&r.waitMu)
 	if r.clockN == nil {
 		r.clockN, r.readN, r.wsN = map[visitKey]int{}, map[visitKey]int{}, map[visitKey]int{}
@@ -278,7 +280,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 		kvs = append(kvs, res.Write)
 	}
 	if n.WriteKey != nil && rec.Status == StatusSucceeded {
-		key, err := r.eval.render(n.WriteKey, vc)
+		key, err := r.evalOf(n).render(n.WriteKey, vc)
 		if err != nil {
 			return fmt.Errorf("write.key: %w", err)
 		}
@@ -319,7 +321,7 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int, vc *visi
 	}()
 	sc := &StepContext{Label: n.Label, Visit: visit, Attempt: attempt, RunID: r.runID,
 		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan,
-		Log: r.logger(n.Label), eval: r.eval, runner: r, clock: vc}
+		Log: r.logger(n.Label), eval: r.evalOf(n), runner: r, clock: vc, node: n}
 	res, err = n.Impl.Run(ctx, sc)
 	res.inputs = sc.inputs
 	if err != nil && timeout != nil && context.Cause(ctx) == timeout && !isWaiting(err) {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"reflect"
 	"strings"
 	"time"
@@ -152,7 +153,7 @@ func (s *Scope) stepType(label string) types.Type {
 // scopeType is the typed environment every expression of the plan is
 // checked against, so a misspelt name is an error at load time. Steps of
 // one type share one description.
-func scopeType(p *plans.Plan, reg *Registry) types.Map {
+func scopeType(p *plans.Plan, reg *Registry, callOutputs ...map[string]types.Map) types.Map {
 	vars := types.Map{}
 	for _, v := range p.Vars {
 		vars[v.Name] = valueType(v.Default)
@@ -173,7 +174,20 @@ func scopeType(p *plans.Plan, reg *Registry) types.Map {
 			st = stepStateType(reg.lookupType(s.Type))
 			byType[s.Type] = st
 		}
-		if s.ForEach != nil {
+		if s.Call != nil {
+			// A call's outputs are typed by the callee's expressions.
+			st = maps.Clone(st)
+			outs := types.Map{}
+			for _, co := range callOutputs {
+				if t, ok := co[s.Label]; ok {
+					outs = t
+				}
+			}
+			st["outputs"], st["output"] = outs, outs
+			if s.ForEach != nil {
+				st = eachStateType(st)
+			}
+		} else if s.ForEach != nil {
 			et, ok := eachOf[s.Type]
 			if !ok {
 				et = eachStateType(st)

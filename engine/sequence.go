@@ -38,7 +38,7 @@ func (it *interp[C]) sequence(c C, n *Node, visit int) (Result, error) {
 	}
 	outputs := make(map[string]any, len(n.Seq))
 	for _, ch := range n.Seq {
-		outputs[ch.Label] = r.eval.get(ch.Label)["output"]
+		outputs[ch.localLabel()] = r.evalOf(ch).get(ch.localLabel())["output"]
 	}
 	return Result{Output: outputs}, err
 }
@@ -64,5 +64,10 @@ func (n *Node) seqNext(pc int, jump string) (int, error) {
 // inSequence reports whether n is a step of a sequence (a goto may stay
 // in it).
 func (n *Node) inSequence() bool {
-	return n.item == nil && n.Step.Parent != nil && n.Step.Parent.Sequence
+	if n.item != nil {
+		return false
+	}
+	// A callee's top-level steps are the call's children; a goto among
+	// them stays in the call, as in a sequence.
+	return (n.Step.Parent != nil && n.Step.Parent.Sequence) || (n.Step.Parent == nil && n.frame != "")
 }

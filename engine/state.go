@@ -60,7 +60,9 @@ func zeroResult(n *Node) any {
 // with runs f with the environment for one evaluation; extra names (such
 // as `step` for retry.until) are added to it.
 func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
+	e.mu.RLock()
 	env := maps.Clone(e.base)
+	e.mu.RUnlock()
 	for k, v := range extra {
 		env[k] = v
 	}

@@ -83,6 +83,7 @@ type StepContext struct {
 	eval   *evaluator
 	runner *Runner
 	clock  *visitClock
+	node   *Node
 
 	mu     sync.Mutex
 	inputs map[string]string // rendered templates by field (see Template.field)
@@ -135,6 +136,16 @@ func (sc *StepContext) rendered(t *Template, v any, err error) {
 // builds one from the plan with default options on first use, once per
 // run, so every step of the run shares its token count and the script
 // agents' place in their answers.
+// AgentName is the run's name of the agent a step calls name: in a called
+// plan, the caller's agent passed for it or the callee's own under
+// CALL/NAME (see plans.Call.AgentName).
+func (sc *StepContext) AgentName(name string) string {
+	if sc.node == nil {
+		return name
+	}
+	return sc.node.AgentName(name)
+}
+
 func (sc *StepContext) Agents() (*agents.Set, error) {
 	return sc.runner.agentSet()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
@@ -28,6 +29,9 @@ type Expr struct {
 	// secret: it reads a secret (secrets.NAME, or a plan env value made
 	// from one), so Runner.SecretEval decides it (see Eval).
 	secret bool
+	// typ is the type the checker gave it (nil: unknown), for a call's
+	// vars and a callee's outputs.
+	typ reflect.Type
 }
 
 // Template is a string with ${{ expr }} parts, compiled.
@@ -68,7 +72,7 @@ func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Src: src, prog: prog, secret: secret}, nil
+	return &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}, nil
 }
 
 // Eval runs the expression. One that reads a secret is handed to the
@@ -219,6 +223,15 @@ func (t *Template) render(env map[string]any) (string, error) {
 
 // Value is Render, except that a template that is one ${{ }} and nothing
 // else gives the expression's value itself.
+// valueType is the type Value gives: the expression's for one whole
+// ${{ }}, text otherwise (nil: unknown).
+func (t *Template) valueType() reflect.Type {
+	if len(t.parts) == 1 && t.parts[0].expr != nil {
+		return t.parts[0].expr.typ
+	}
+	return reflect.TypeOf("")
+}
+
 func (t *Template) Value(env map[string]any) (any, error) {
 	if len(t.parts) == 1 && t.parts[0].expr != nil {
 		return t.parts[0].expr.Eval(env)

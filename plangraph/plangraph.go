@@ -77,7 +77,19 @@ func Build(prog *engine.Program) *Graph {
 	}
 	// ins and outs are where edges into and out of a step attach: a
 	// group's children.
+	// A call (type: plan) is a box holding the callee's steps in order:
+	// edges come in at its first and leave from its last.
+	callee := func(n *engine.Node, i int) string { return n.Label + "__" + n.Sub.Steps[i].Label }
+	ins := func(n *engine.Node) []string {
+		if n.Sub != nil && len(n.Sub.Steps) > 0 {
+			return []string{callee(n, 0)}
+		}
+		return nil
+	}
 	ends := func(n *engine.Node) []string {
+		if n.Sub != nil && len(n.Sub.Steps) > 0 {
+			return []string{callee(n, len(n.Sub.Steps)-1)}
+		}
 		if n.Children == nil {
 			return []string{n.Label}
 		}
@@ -104,8 +116,21 @@ func Build(prog *engine.Program) *Graph {
 		for _, c := range n.Children {
 			gn.Children = append(gn.Children, Node{ID: c.Label, Text: NodeText(c)})
 		}
+		if n.Sub != nil {
+			gn.Text += "\n▣ runs " + n.Call.Path
+			for j, c := range n.Sub.Steps {
+				gn.Children = append(gn.Children, Node{ID: callee(n, j), Text: n.Label + "/" + NodeText(c)})
+				if j > 0 {
+					g.Edges = append(g.Edges, Edge{From: callee(n, j-1), To: callee(n, j)})
+				}
+			}
+		}
 		g.Nodes = append(g.Nodes, gn)
-		for _, to := range ends(n) {
+		into := ends(n)
+		if in := ins(n); in != nil {
+			into = in
+		}
+		for _, to := range into {
 			link(prev, to, Edge{})
 		}
 		prev = ends(n)

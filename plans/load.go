@@ -17,7 +17,7 @@ import (
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
 	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each", "steps", "needs"}
 
-var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps"}
+var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs"}
 
 // Providers are the agent providers runner knows.
 var Providers = []string{"openai", "anthropic", "script"}
@@ -36,8 +36,14 @@ func Load(path string) (*Plan, error) {
 // callers may go on checking it (the engine decodes step types) and report
 // all problems together.
 func Parse(path string, src []byte) (*Plan, error) {
+	return parse(path, src, nil)
+}
+
+// parse is Parse of a file called from the chain st holds (nil: the plan
+// that is run).
+func parse(path string, src []byte, st *loadState) (*Plan, error) {
 	sum := sha256.Sum256(src)
-	p := &Plan{Path: path, Source: src, SHA256: hex.EncodeToString(sum[:]), labels: map[string]*Step{}}
+	p := &Plan{Path: path, Source: src, SHA256: hex.EncodeToString(sum[:]), labels: map[string]*Step{}, load: st}
 	r := &Reporter{File: path}
 	doc, dec, yerr := parseYAMLStream(path, src)
 	if yerr != nil {
@@ -64,6 +70,10 @@ func Parse(path string, src []byte) (*Plan, error) {
 	for _, f := range fields {
 		has[f.Key] = true
 		switch f.Key {
+		case "env", "secrets", "limits", "board":
+			p.runOnly = append(p.runOnly, f.KeyN)
+		}
+		switch f.Key {
 		case "version":
 			if v, ok := Int(r, f.Value, "version"); ok {
 				if v != 1 {
@@ -89,6 +99,8 @@ func Parse(path string, src []byte) (*Plan, error) {
 			p.Board = parseBoardOptions(r, f.Value)
 		case "steps":
 			p.Steps = parseSteps(r, p, f.Value, nil)
+		case "outputs":
+			p.Outputs = parseOutputs(r, f.Value)
 		default:
 			Unknown(r, f, "the plan", topFields)
 		}
@@ -102,6 +114,12 @@ func Parse(path string, src []byte) (*Plan, error) {
 	if p.Limits.MaxSteps == 0 {
 		p.Limits.MaxSteps = DefaultMaxSteps
 	}
+	// Callees are loaded once the caller is read whole: a call's agents
+	// name the caller's, which may come after its steps.
+	for _, pc := range p.calls {
+		pc.step.Call = parseCall(r, p, pc.step, pc.has)
+	}
+	p.calls = nil
 	return p, r.Err()
 }
 
@@ -312,6 +330,9 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 				s.ForEach = &Expr{Node: Resolve(f.Value)} // reported; still a for_each for what follows
 			}
 		}
+	}
+	if s.Type == CallType && has["parallel"] == nil && has["steps"] == nil {
+		p.calls = append(p.calls, pendingCall{step: s, has: has})
 	}
 	if has["for_each"] != nil && has["max_concurrency"] == nil {
 		s.MaxConcurrency = DefaultForEachConcurrency

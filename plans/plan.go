@@ -22,8 +22,22 @@ type Plan struct {
 	Limits      Limits
 	Board       BoardOptions
 	Steps       []*Step // top level, in order
+	// Outputs are what a call of this plan gives back (see call.go).
+	Outputs []Output
 
 	labels map[string]*Step
+	load   *loadState
+	// runOnly are the keys of fields that belong to the run (env,
+	// secrets, limits, board): refused in a called plan.
+	runOnly []*yaml.Node
+	calls   []pendingCall
+}
+
+// pendingCall is a call step whose callee is loaded once the whole
+// caller is read (its agents may come after its steps).
+type pendingCall struct {
+	step *Step
+	has  map[string]*yaml.Node
 }
 
 // Var is a plan input; its default's type is the var's type.
@@ -95,8 +109,10 @@ type Step struct {
 	ForEach        *Expr
 	MaxConcurrency int  // 0: all at once
 	FailFast       bool // default true
-	Parent         *Step
-	Index          int // position among its siblings
+	// Call is set on a `type: plan` step: the plan it runs (call.go).
+	Call   *Call
+	Parent *Step
+	Index  int // position among its siblings
 }
 
 // Retry re-runs a failing step.
@@ -267,5 +283,18 @@ func (p *Plan) DropNodes() {
 			s.ForEach.Node = nil
 		}
 		s.NeedsNode = nil
+		if s.Call != nil {
+			s.Call.Node = nil
+			for i := range s.Call.Vars {
+				s.Call.Vars[i].Node = nil
+			}
+			if s.Call.Plan != nil {
+				s.Call.Plan.DropNodes()
+			}
+		}
 	}
+	for i := range p.Outputs {
+		p.Outputs[i].Expr.Node = nil
+	}
+	p.runOnly = nil
 }

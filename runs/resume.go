@@ -81,6 +81,17 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 	if err := prog.Plan.Override(r.Record.Agents); err != nil {
 		return fail(usage(err))
 	}
+	// A called plan is read from its file: one changed since its call ran
+	// would mix two versions in one run.
+	if err := prog.CallChanged(saved.Recordings()); err != nil {
+		if !o.Force {
+			return fail(usage(fmt.Errorf("%w; give --force to resume with the changed plan", err)))
+		}
+		if r.Note != "" {
+			r.Note += "; "
+		}
+		r.Note += err.Error() + "; resuming with it (--force)"
+	}
 	r.Prog, r.Vars = prog, engine.SavedVars(prog.Plan, r.Record.Vars)
 	return r, nil
 }

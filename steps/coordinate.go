@@ -362,6 +362,7 @@ func (r *rounds) post(author, kind string, content any, meta map[string]any) err
 // ask sends one prompt to agent in a fresh conversation and returns its
 // answer.
 func (r *rounds) ask(agent, prompt string) (string, error) {
+	agent = r.sc.AgentName(agent) // in a called plan, the run's name of its agent
 	ss, err := r.set.Session(r.sc.Board, r.sc.Label, r.sc.Visit, agent)
 	if err != nil {
 		return "", err
@@ -381,6 +382,7 @@ func (r *rounds) ask(agent, prompt string) (string, error) {
 }
 
 func (r *rounds) view(agent string) string {
+	agent = r.sc.AgentName(agent)
 	return r.set.View(r.sc.Board, agent, r.public, r.s.view)
 }
 

@@ -284,7 +284,8 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("prompt: %w", err)
 	}
-	ss, err := set.Session(sc.Board, sc.Label, sc.Visit, s.agent)
+	agent := sc.AgentName(s.agent) // in a called plan, the run's name of its agent
+	ss, err := set.Session(sc.Board, sc.Label, sc.Visit, agent)
 	if err != nil {
 		return engine.Result{}, err
 	}
@@ -293,7 +294,7 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		kr, err := sc.Read(author, key)
 		return kr.Entry, kr.Found, err
 	}
-	ss.Log = sc.Log.With().Str("agent", s.agent).Int("visit", sc.Visit).Logger()
+	ss.Log = sc.Log.With().Str("agent", agent).Int("visit", sc.Visit).Logger()
 	if s.system != nil {
 		if ss.System, err = sc.Eval(s.system); err != nil {
 			return engine.Result{}, fmt.Errorf("system: %w", err)
@@ -306,7 +307,7 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if s.view != nil {
 		// The board as this agent sees it: its topics, its keys, its
 		// private notes, bounded.
-		prompt += "\n\nBlackboard state:\n" + set.View(sc.Board, s.agent, nil, *s.view)
+		prompt += "\n\nBlackboard state:\n" + set.View(sc.Board, agent, nil, *s.view)
 	}
 	if s.output == "json" && s.schema == nil {
 		prompt += "\n\nAnswer with only a JSON value."

@@ -233,7 +233,7 @@ func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*e
 	for _, c := range cs {
 		// Another worker's model calls move the agents' counters: start
 		// again, so the agent set reads them back from the recordings.
-		if len(c.Recordings) > 0 && !fresh {
+		if movesCounters(c.Recordings) && !fresh {
 			cs, _, err = readChain(a.Store, in.Head, "")
 			if err != nil {
 				return nil, err
@@ -264,6 +264,18 @@ func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*e
 	}
 	st.head = in.Head
 	return st.r, nil
+}
+
+// movesCounters reports whether recordings may move the agents'
+// counters: any but the interpreter's own (a for_each's items, a call's
+// vars), which a worker only adds to its board.
+func movesCounters(recs []board.Recording) bool {
+	for _, r := range recs {
+		if r.Kind != engine.KindItems && r.Kind != engine.KindCallVars {
+			return true
+		}
+	}
+	return false
 }
 
 // runState is the run's state on this worker, a fresh one when the kept

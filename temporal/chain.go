@@ -125,12 +125,20 @@ type ledger struct {
 	lastSeq int64
 	run     *board.Run
 	steps   []board.StepRecord
-	recs    []board.Recording
+	// nrec is how many of the board's recordings are in the chain: the
+	// next chunk takes the rest, whoever added them (an answer, a
+	// worker's model calls, the interpreter's own: a for_each's items, a
+	// sub-plan call's vars, which a worker running a callee step needs).
+	nrec int
 }
 
 // flush writes what changed as a chunk and returns the new head.
 func (l *ledger) flush(b *board.Board) (string, error) {
-	c := &chunk{Prev: l.head, Run: l.run, Steps: l.steps, Recordings: l.recs}
+	all := b.Recordings()
+	c := &chunk{Prev: l.head, Run: l.run, Steps: l.steps}
+	if l.nrec < len(all) {
+		c.Recordings = all[l.nrec:]
+	}
 	c.Entries = b.Query(board.Filter{AfterSeq: l.lastSeq})
 	if c.empty() {
 		return l.head, nil
@@ -142,6 +150,6 @@ func (l *ledger) flush(b *board.Board) (string, error) {
 	if n := len(c.Entries); n > 0 {
 		l.lastSeq = c.Entries[n-1].Seq
 	}
-	l.head, l.run, l.steps, l.recs = name, nil, nil, nil
+	l.head, l.run, l.steps, l.nrec = name, nil, nil, len(all)
 	return name, nil
 }

@@ -98,6 +98,27 @@ steps:
       - {label: bad, type: command, run: "exit 1"}
       - {label: after_bad, type: command, needs: [bad], run: "echo never"}
 `, "failed", "after_bad:skipped bad:failed build:succeeded group:failed lint:succeeded report:succeeded", ""},
+		{"a sub-plan call and a for_each of calls: callee steps under CALL/LABEL, typed outputs", `
+version: 1
+steps:
+  - {label: one, type: plan, plan: testdata/callee.yaml, vars: {pkg: solo, n: 2}}
+  - label: many
+    type: plan
+    plan: testdata/callee.yaml
+    for_each: '["a", "b", "c"]'
+    max_concurrency: 2
+    vars: {pkg: "${{ item }}", n: "${{ index }}"}
+  - {label: seen, type: command, run: "echo ${{ steps.one.outputs.verdict }}/${{ steps.one.outputs.n }}/${{ steps.many.outputs[2].verdict }}/${{ steps.many.counts.succeeded }}"}
+`, "succeeded", "many:succeeded many[0]/build:succeeded many[0]/decide:succeeded many[0]/vet:succeeded many[0]:succeeded " +
+			"many[1]/build:succeeded many[1]/decide:succeeded many[1]/vet:succeeded many[1]:succeeded " +
+			"many[2]/build:succeeded many[2]/decide:succeeded many[2]/vet:succeeded many[2]:succeeded " +
+			"one/build:succeeded one/decide:succeeded one/vet:succeeded one:succeeded seen:succeeded", "vetted solo 2/3/vetted c 2/3"},
+		{"a failing callee step fails its call and the run", `
+version: 1
+steps:
+  - {label: one, type: plan, plan: testdata/failing.yaml}
+  - {label: never, type: command, run: "echo never"}
+`, "failed", "one/bad:failed one/ok:succeeded one:failed", ""},
 		{"a failed item cancels the items not started", `
 version: 1
 steps:

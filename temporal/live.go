@@ -144,8 +144,7 @@ func (it *interp) addRecording(r board.Recording) {
 	if err := it.b.AddRecording(r); err != nil {
 		panic(err) // an in-memory board does not refuse a recording
 	}
-	kept, _ := it.b.LastRecording()
-	it.led.recs = append(it.led.recs, kept)
+	kept, _ := it.b.LastRecording() // the ledger's next flush takes it from the board
 	it.live = it.live || agents.WentLive(kept)
 }
 

@@ -178,6 +178,7 @@ func (it *interp) start(ctx workflow.Context) error {
 		it.b = b
 		it.led.head = c.Head
 		it.led.lastSeq = lastSeq(b)
+		it.led.nrec = len(b.Recordings())
 		it.startPC, it.parts, it.base = c.PC, c.Parts, c.Base
 		it.recs = c.Recent
 		it.base -= len(c.Recent)

@@ -46,12 +46,16 @@ func planErrors(w io.Writer, prog *engine.Program, err error) int {
 		fmt.Fprintf(w, "runner: %v\n", err)
 		return exitUsage
 	}
-	var lines []string
+	// A problem in a called plan quotes that file's line.
+	files := map[string][]string{}
 	if prog != nil && prog.Plan != nil {
-		lines = strings.Split(string(prog.Plan.Source), "\n")
+		for path, src := range prog.Sources() {
+			files[path] = strings.Split(string(src), "\n")
+		}
 	}
 	for _, e := range list {
 		fmt.Fprintln(w, e.Error())
+		lines := files[e.File]
 		if e.Line >= 1 && e.Line <= len(lines) {
 			src := strings.ReplaceAll(lines[e.Line-1], "\t", " ")
 			fmt.Fprintf(w, "  %4d | %s\n       | %s^\n", e.Line, src, strings.Repeat(" ", max(e.Col-1, 0)))
