@@ -53,6 +53,9 @@ type failure struct {
 	h     *hunk
 	where []int // 0-based candidate starts when it matched in several places
 	mixed bool  // both its old and its new side are in the file
+	// indent: it matched at where[0] only with whitespace ignored, and
+	// not by one shift of indentation (see reindent).
+	indent bool
 }
 
 // cand is a match: the matched lines (the hunk's side less top and bot
@@ -120,6 +123,13 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 	pl, f := p.locate(k, lo, prevTrail)
 	if f != nil || !pl.applied {
 		return pl, f
+	}
+	if pl.h.reindent && pl.ws == wsAll {
+		ops, ok := reindent(p.c, pl)
+		if !ok {
+			return placed{}, &failure{h: pl.h, indent: true, where: []int{pl.start - pl.top}}
+		}
+		pl.ops = ops
 	}
 	// A hunk that only adds or removes the newline at the end of the file
 	// has the same text on both sides: the file's last line says which
@@ -448,3 +458,70 @@ func (p *placer) result(h *hunk, applied bool, c cand) placed {
 	return placed{h: h, applied: applied, start: c.start, end: c.start + n, ops: ops, top: c.top,
 		trail: trail, fuzz: c.top + c.bot, ws: c.ws}
 }
+
+// reindent makes a hunk found only with whitespace ignored (ws level
+// wsAll) say what it meant. That is provable in one case: every line it
+// matched differs from the file by the same shift of its leading
+// whitespace (the model wrote the block one level too far in or out);
+// its added lines then take the same shift. Any other difference of
+// leading whitespace (lines shifted differently, tabs for spaces) leaves
+// it unknown how the added lines should be indented: not ok.
+func reindent(c *content, pl placed) ([]op, bool) {
+	const (
+		unknown = iota
+		same    // no line's indentation differs
+		add     // the file has prefix before each line's own indentation
+		drop    // the hunk has prefix too many
+	)
+	mode, prefix := unknown, ""
+	at := pl.start
+	for _, o := range pl.ops {
+		if o.kind == '+' {
+			continue
+		}
+		f := c.line(at)
+		at++
+		if strings.TrimSpace(f) == "" && strings.TrimSpace(o.text) == "" {
+			continue
+		}
+		lf, lo := leading(f), leading(o.text)
+		m, p := same, ""
+		switch {
+		case lf == lo:
+		case strings.HasSuffix(lf, lo):
+			m, p = add, lf[:len(lf)-len(lo)]
+		case strings.HasSuffix(lo, lf):
+			m, p = drop, lo[:len(lo)-len(lf)]
+		default:
+			return nil, false
+		}
+		if mode == unknown {
+			mode, prefix = m, p
+		} else if m != mode || p != prefix {
+			return nil, false
+		}
+	}
+	if mode == same || mode == unknown {
+		return pl.ops, true // only blanks inside lines differ
+	}
+	out := make([]op, len(pl.ops))
+	for i, o := range pl.ops {
+		out[i] = o
+		if o.kind != '+' || strings.TrimSpace(o.text) == "" {
+			continue
+		}
+		switch mode {
+		case add:
+			out[i].text = prefix + o.text
+		case drop:
+			t, ok := strings.CutPrefix(o.text, prefix)
+			if !ok {
+				return nil, false
+			}
+			out[i].text = t
+		}
+	}
+	return out, true
+}
+
+func leading(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " \t"))] }
