@@ -1,6 +1,9 @@
 package patch
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // The apply_patch envelope OpenAI's models are trained on:
 //
@@ -59,14 +62,10 @@ func parseApplyPatch(lines []string, used []bool) ([]*fileDiff, error) {
 			if !f.created && !f.removeAll && len(f.hunks) == 0 {
 				return refuse(BadDiff, "line %d: \"*** Update File: %s\" has no hunk: give the lines to change, with \" \" before unchanged lines, \"-\" before removed ones and \"+\" before added ones", f.line, f.newName)
 			}
-			changes := false
 			for _, h := range f.hunks {
-				for _, o := range h.ops {
-					changes = changes || o.kind != ' '
+				if old, new := h.sides(); !f.created && slices.Equal(old, new) {
+					return refuse(BadDiff, "line %d: hunk %d of the patch for %s changes nothing (its \"-\" lines, if any, are the same as its \"+\" lines)", h.line, h.num, f.newName)
 				}
-			}
-			if !f.removeAll && len(f.hunks) > 0 && !changes {
-				return refuse(BadDiff, "line %d: the patch for %s changes nothing (no \"-\" or \"+\" lines)", f.line, f.newName)
 			}
 			out = append(out, f)
 			f = nil

@@ -29,6 +29,10 @@ func (p *planner) report() string {
 			first = o
 			continue
 		}
+		if o.fail.h.format == FormatSearchReplace {
+			others = append(others, fmt.Sprintf("block %d for %s (%s)", o.fail.h.num, o.t.path, shortReason(o)))
+			continue
+		}
 		others = append(others, fmt.Sprintf("hunk %d of %d for %s (%s)", o.fail.h.num, o.total, o.t.path, shortReason(o)))
 	}
 	o := first
@@ -51,7 +55,7 @@ func (p *planner) report() string {
 	case len(o.fail.where) > 1 && h.format == FormatSearchReplace:
 		fmt.Fprintf(&b, "Its SEARCH lines are in %s %d times, at lines %s, and nothing tells which is meant. Add unchanged lines before or after the change, to both SEARCH and REPLACE, until SEARCH matches one place only.\n", o.t.path, len(o.fail.where), lineList(o.fail.where))
 	case len(o.fail.where) > 1 && h.format == FormatApplyPatch:
-		fmt.Fprintf(&b, "It matches equally well at lines %s of %s. Say which: put the line of the function or class it is in after its \"@@\" (\"@@ %s\"), or add unchanged lines around the change until it matches one place only.\n", lineList(o.fail.where), o.t.path, cut(o.c.headingAbove(o.fail.where[0])))
+		fmt.Fprintf(&b, "It matches equally well at lines %s of %s. Say which: add unchanged lines around the change until it matches one place only, or put after its \"@@\" a line of the file that comes before the place meant and after the others (\"@@ %s\").\n", lineList(o.fail.where), o.t.path, cut(o.c.headingAbove(o.fail.where[len(o.fail.where)-1])))
 	case o.fail.mixed:
 		fmt.Fprintf(&b, "Both its old lines and its new lines are in %s (at lines %s), so it cannot tell whether the change is already made.\n", o.t.path, lineList(o.fail.where))
 	case len(o.fail.where) > 1:

@@ -2,6 +2,7 @@ package patch
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -35,6 +36,20 @@ var (
 // parseSearchReplace reads every SEARCH/REPLACE block of lines not yet
 // used, marking the lines it reads.
 func parseSearchReplace(lines []string, used []bool) ([]*fileDiff, error) {
+	// An answer whose last line is the start of a block's first line was
+	// cut off just as the block began.
+	for i := len(lines) - 1; i >= 0 && !used[i]; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l == "" {
+			continue
+		}
+		if l[0] == '<' && strings.HasPrefix("<<<<<<< SEARCH", l) {
+			err := refuse(BadDiff, "line %d: the answer ends in %q, the start of a SEARCH/REPLACE block: it was cut off there; nothing was changed. Send the blocks again, complete", i+1, l)
+			err.Truncated = true
+			return nil, err
+		}
+		break
+	}
 	var out []*fileDiff
 	last := "" // the file of the block before
 	num := 0
@@ -100,6 +115,9 @@ func parseSearchReplace(lines []string, used []bool) ([]*fileDiff, error) {
 		}
 		if at >= 0 {
 			used[at] = true
+		}
+		if len(search) > 0 && slices.Equal(search, replace) {
+			return nil, refuse(BadDiff, "line %d: SEARCH/REPLACE block %d for %s changes nothing: its SEARCH and REPLACE parts are the same", start+1, num, file)
 		}
 		f := literal(start+1, file, FormatSearchReplace)
 		h := &hunk{num: num, line: start + 1, header: "<<<<<<< SEARCH", format: FormatSearchReplace, reindent: true}
