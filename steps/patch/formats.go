@@ -176,3 +176,28 @@ func changesMissing(f *fileDiff, path string) string {
 	}
 	return fmt.Sprintf("%s does not exist, and the diff changes it rather than creating it (a new file's old name is /dev/null: \"--- /dev/null\")", path)
 }
+
+// Check reads text as Apply would in the given format, without looking
+// at any file: nil when it holds edits Apply could try, else the refusal
+// Apply would give for the text itself (none found, a block cut off, a
+// malformed envelope). found lists the formats it holds, in the order
+// they first appear, each once.
+func Check(text []byte, format string) (found []string, err error) {
+	if int64(len(text)) > DefaultMaxBytes {
+		return nil, refuse(BadDiff, "the edits are %d bytes, over the limit of %d", len(text), DefaultMaxBytes)
+	}
+	fds, _, err := parseEdits(context.Background(), text, format, DefaultMaxHunks)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fds {
+		name := f.format
+		if name == "" {
+			name = FormatUnified
+		}
+		if !slices.Contains(found, name) {
+			found = append(found, name)
+		}
+	}
+	return found, nil
+}

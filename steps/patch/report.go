@@ -74,6 +74,10 @@ func (p *planner) report() string {
 		quoteHunk(&b, h)
 		closestRegion(&b, o.c, o.t.path, old, h)
 	}
+	unit := "hunk"
+	if h.format == FormatSearchReplace {
+		unit = "block"
+	}
 	var ok []string
 	byFile := map[string][]int{}
 	for _, x := range p.out {
@@ -90,11 +94,11 @@ func (p *planner) report() string {
 	if len(ok) > 0 {
 		var parts []string
 		for _, f := range ok {
-			parts = append(parts, fmt.Sprintf("%s hunk %s", f, intList(byFile[f])))
+			parts = append(parts, fmt.Sprintf("%s %s %s", f, unit, intList(byFile[f])))
 		}
 		fmt.Fprintf(&b, "These would apply: %s.\n", strings.Join(capList(parts, 8), "; "))
 	} else {
-		b.WriteString("No other hunk would apply either.\n")
+		fmt.Fprintf(&b, "No other %s would apply either.\n", unit)
 	}
 	switch h.format {
 	case FormatSearchReplace:
