@@ -2,6 +2,8 @@ package patch
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -174,5 +176,74 @@ func TestEditFormatsCRLF(t *testing.T) {
 	}
 	if got := string(readTree(t, dir)["a.txt"]); got != "one\r\nTWO\r\nthree\r\n" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// TestEditFormatsProtectedPaths: the path rules hold for every format.
+// Each protected spelling, created or changed by a SEARCH/REPLACE block,
+// an apply_patch Add, Update or Delete, or a whole file, is refused with
+// the tree as it was; so is a path through a symbolic link or out of the
+// directory. The allowed look-alikes are created.
+func TestEditFormatsProtectedPaths(t *testing.T) {
+	answers := func(p string) map[string]string {
+		return map[string]string{
+			"sr create":   p + "\n<<<<<<< SEARCH\n=======\npwned\n>>>>>>> REPLACE\n",
+			"sr modify":   p + "\n<<<<<<< SEARCH\nsecret\n=======\npwned\n>>>>>>> REPLACE\n",
+			"patch add":   "*** Begin Patch\n*** Add File: " + p + "\n+pwned\n*** End Patch\n",
+			"patch edit":  "*** Begin Patch\n*** Update File: " + p + "\n@@\n-secret\n+pwned\n*** End Patch\n",
+			"patch del":   "*** Begin Patch\n*** Delete File: " + p + "\n*** End Patch\n",
+			"whole":       p + "\n```\npwned\n```\n",
+			"whole, more": "x.txt\n<<<<<<< SEARCH\nx\n=======\ny\n>>>>>>> REPLACE\n\n" + p + "\n<<<<<<< SEARCH\nsecret\n=======\npwned\n>>>>>>> REPLACE\n",
+		}
+	}
+	paths := append(append([]string{}, protectedPaths...), "../outside/x", "link/x", "/etc/passwd", `sub\x`)
+	for _, p := range paths {
+		for kind, answer := range answers(p) {
+			t.Run(kind+" "+p, func(t *testing.T) {
+				base := t.TempDir()
+				dir := filepath.Join(base, "tree")
+				tree := map[string][]byte{"x.txt": []byte("x\n")}
+				if !strings.HasPrefix(p, "..") && !strings.HasPrefix(p, "/") && !strings.Contains(p, `\`) && !strings.HasPrefix(p, "link/") {
+					tree[p] = []byte("secret\n")
+				}
+				writeTree(t, dir, tree)
+				writeTree(t, filepath.Join(base, "outside"), map[string][]byte{"x": []byte("secret\n")})
+				before, beside := readTree(t, dir), readTree(t, filepath.Join(base, "outside"))
+				if strings.HasPrefix(p, "link/") {
+					// Removed before the tree is read: readTree would
+					// follow it.
+					if err := os.Symlink(filepath.Join(base, "outside"), filepath.Join(dir, "link")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				_, err := Apply(context.Background(), dir, []byte(answer), Options{Format: FormatAuto})
+				if _, ok := IsRefused(err); !ok {
+					t.Fatalf("not refused: %v", err)
+				}
+				if strings.HasPrefix(p, "link/") {
+					if err := os.Remove(filepath.Join(dir, "link")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if got := readTree(t, dir); !sameTree(got, before) {
+					t.Errorf("the tree changed: %s", firstDiff(got, before))
+				}
+				if got := readTree(t, filepath.Join(base, "outside")); !sameTree(got, beside) {
+					t.Errorf("the directory beside changed: %s", firstDiff(got, beside))
+				}
+			})
+		}
+	}
+	for _, p := range allowedPaths {
+		t.Run("allowed "+p, func(t *testing.T) {
+			dir := t.TempDir()
+			answer := "*** Begin Patch\n*** Add File: " + p + "\n+ok\n*** End Patch\n"
+			if _, err := Apply(context.Background(), dir, []byte(answer), Options{Format: FormatAuto}); err != nil {
+				t.Fatal(err)
+			}
+			if got := readTree(t, dir)[p]; string(got) != "ok\n" {
+				t.Errorf("%s = %q", p, got)
+			}
+		})
 	}
 }
