@@ -16,6 +16,7 @@ import (
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/steps/patch"
 )
 
 // view is everything the template shows, computed once.
@@ -28,18 +29,20 @@ type view struct {
 	Agents     []kv
 	Models     []modelUsage
 	TotalUsage modelUsage
-	AnyCost    bool
-	Counts     []kv // step visits by status
-	Timeline   []row
-	Steps      []*stepView
-	NeverRan   []string
-	Keys       []keyView
-	Sections   []sectionView
-	Conflicts  []board.Entry
-	Topics     []kv
-	Generated  string
-	Resumed    bool
-	Waiting    []waitView
+	// EditRates: model answers applied on the first try (edits.go).
+	EditRates []editRate
+	AnyCost   bool
+	Counts    []kv // step visits by status
+	Timeline  []row
+	Steps     []*stepView
+	NeverRan  []string
+	Keys      []keyView
+	Sections  []sectionView
+	Conflicts []board.Entry
+	Topics    []kv
+	Generated string
+	Resumed   bool
+	Waiting   []waitView
 }
 
 type kv struct{ K, V string }
@@ -252,6 +255,7 @@ func build(b *board.Board, opt Options) *view {
 			}
 		}
 	}
+	v.EditRates = editRates(steps)
 	v.board(b, now)
 	return v
 }
@@ -354,7 +358,13 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 	switch rec.Type {
 	case "apply_diff":
 		s.Files = files(res)
-		s.DiffText = splitDiff(rec.Inputs["diff"])
+		d := rec.Inputs["diff"]
+		if as, ok := patch.AsDiff([]byte(d)); ok {
+			// SEARCH/REPLACE blocks, apply_patch envelopes and whole
+			// files are shown as the diff they make.
+			d = as
+		}
+		s.DiffText = splitDiff(d)
 		if s.DiffText != nil {
 			s.Inputs = without(s.Inputs, "diff")
 		}

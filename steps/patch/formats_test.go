@@ -247,3 +247,24 @@ func TestEditFormatsProtectedPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestAsDiff: edits in any format render as a unified diff, for the
+// report; a unified diff alone is left as it is.
+func TestAsDiff(t *testing.T) {
+	answer := "app.py\n<<<<<<< SEARCH\nold\n=======\nnew\n>>>>>>> REPLACE\n" +
+		"*** Begin Patch\n*** Update File: b.py\n@@ def f():\n ctx\n-x\n+y\n*** Delete File: c.py\n*** End Patch\n"
+	got, ok := AsDiff([]byte(answer))
+	want := "--- a/app.py\n+++ b/app.py\n@@ SEARCH/REPLACE block 1 @@\n-old\n+new\n" +
+		"--- a/b.py\n+++ b/b.py\n@@ @@ def f():\n ctx\n-x\n+y\n" +
+		"--- a/c.py\n+++ /dev/null\n@@ the whole file is deleted @@\n"
+	if !ok || got != want {
+		t.Errorf("got %v\n%s\nwant\n%s", ok, got, want)
+	}
+	whole, ok := AsDiff([]byte("new.txt\n```\none\ntwo\n```\n"))
+	if !ok || whole != "--- a/new.txt\n+++ b/new.txt\n@@ the whole file, 2 lines @@\n+one\n+two\n" {
+		t.Errorf("whole: %v %q", ok, whole)
+	}
+	if _, ok := AsDiff([]byte("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")); ok {
+		t.Error("a unified diff was rendered again")
+	}
+}
