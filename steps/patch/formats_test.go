@@ -56,6 +56,11 @@ func TestEditFormats(t *testing.T) {
 			refusal: []string{"2 times, at lines 4, 8", "Add unchanged lines"}},
 		{name: "search/replace, missing line", format: FormatAuto, answer: "app.py\n<<<<<<< SEARCH\n    def hello(self):\n        return 1\n=======\n    def hello(self):\n        return 2\n>>>>>>> REPLACE\n",
 			refusal: []string{"Its SEARCH lines are not in app.py", "closest part"}},
+		// A damaged SEARCH (a line lost) whose REPLACE is a run of it: the
+		// REPLACE lines were in the file before any edit, so finding them
+		// does not make the block applied.
+		{name: "search/replace, damaged, REPLACE part of SEARCH", format: FormatAuto, answer: "app.py\n<<<<<<< SEARCH\nclass Greeter:\n    def hello(self):\n        return 1\n=======\n    def hello(self):\n>>>>>>> REPLACE\n",
+			refusal: []string{"Its SEARCH lines are not in app.py"}},
 		{name: "search/replace, cut off", format: FormatAuto, answer: "app.py\n<<<<<<< SEARCH\n        print(\"hello\")\n=======\n        print(\"hel",
 			refusal: []string{"never ends", "cut off"}},
 		{name: "search/replace, second block cut off keeps the first out", format: FormatAuto, answer: "app.py\n<<<<<<< SEARCH\n        print(\"hello\")\n=======\n        print(\"hello, world\")\n>>>>>>> REPLACE\n\nlib/util.go\n<<<<<<< SEARCH\nfunc A",
