@@ -17,6 +17,7 @@ import (
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/steps/patch"
 )
 
 // view is everything the template shows, computed once.
@@ -29,21 +30,23 @@ type view struct {
 	Agents     []kv
 	Models     []modelUsage
 	TotalUsage modelUsage
-	AnyCost    bool
-	Counts     []kv // step visits by status
-	Timeline   []row
-	Steps      []*stepView
-	NeverRan   []string
-	Keys       []keyView
-	Sections   []sectionView
-	Conflicts  []board.Entry
-	Topics     []kv
-	Generated  string
-	Resumed    bool
-	Waiting    []waitView
-	Live       *Live
-	Seq        int // the board's entries when the page was made
-	Running    []runningView
+	// EditRates: model answers applied on the first try (edits.go).
+	EditRates []editRate
+	AnyCost   bool
+	Counts    []kv // step visits by status
+	Timeline  []row
+	Steps     []*stepView
+	NeverRan  []string
+	Keys      []keyView
+	Sections  []sectionView
+	Conflicts []board.Entry
+	Topics    []kv
+	Generated string
+	Resumed   bool
+	Waiting   []waitView
+	Live      *Live
+	Seq       int // the board's entries when the page was made
+	Running   []runningView
 }
 
 // runningView is a step visit running as the live page is made.
@@ -266,6 +269,7 @@ func build(b *board.Board, opt Options) *view {
 			}
 		}
 	}
+	v.EditRates = editRates(steps)
 	v.board(b, now)
 	return v
 }
@@ -368,7 +372,13 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 	switch rec.Type {
 	case "apply_diff":
 		s.Files = files(res)
-		s.DiffText = splitDiff(rec.Inputs["diff"])
+		d := rec.Inputs["diff"]
+		if as, ok := patch.AsDiff([]byte(d)); ok {
+			// SEARCH/REPLACE blocks, apply_patch envelopes and whole
+			// files are shown as the diff they make.
+			d = as
+		}
+		s.DiffText = splitDiff(d)
 		if s.DiffText != nil {
 			s.Inputs = without(s.Inputs, "diff")
 		}

@@ -195,3 +195,41 @@ func BenchmarkReport10k(b *testing.B) {
 		os.WriteFile(*write10k, buf.Bytes(), 0o644)
 	}
 }
+
+// TestReportEditsAsDiffAndFirstTry: an apply_diff step given
+// SEARCH/REPLACE blocks shows them as a diff, and the header counts the
+// model's answers applied on the first try, per agent and format.
+func TestReportEditsAsDiffAndFirstTry(t *testing.T) {
+	sr := "app.py\n<<<<<<< SEARCH\nold line\n=======\nnew line\n>>>>>>> REPLACE"
+	bad := "app.py\n<<<<<<< SEARCH\nnot there\n=======\nx\n>>>>>>> REPLACE"
+	llm := func(visit, start int, out string) board.StepRecord {
+		s := step("fix", visit, "", "succeeded", start, 10, "")
+		s.Type = "llm"
+		r, _ := json.Marshal(map[string]any{"output": out, "agent": "coder"})
+		s.Result = r
+		return s
+	}
+	apply := func(visit, start int, status, diff string) board.StepRecord {
+		s := step("apply", visit, "", status, start, 10, `{"files":[]}`)
+		s.Type = "apply_diff"
+		s.Inputs = map[string]string{"diff": diff}
+		return s
+	}
+	html := render(t, board.Run{ID: "r1", Status: "succeeded"}, []board.StepRecord{
+		llm(1, 0, bad), apply(1, 20, "failed", bad),
+		llm(2, 40, sr), apply(2, 60, "succeeded", sr),
+	}, nil)
+	for _, w := range []string{
+		`<td>coder</td><td>search_replace</td><td class="n">1 of 2</td><td class="n">50%</td>`,
+		"@@ SEARCH/REPLACE block 1 @@",
+		`<div class="hdr">--- a/app.py`,
+		`<div class="add">&#43;new line</div>`,
+	} {
+		if !strings.Contains(html, w) {
+			t.Errorf("the report lacks %q", w)
+		}
+	}
+	if strings.Contains(html, "&lt;&lt;&lt;&lt;&lt;&lt;&lt; SEARCH") && !strings.Contains(html, "@@ SEARCH/REPLACE") {
+		t.Error("the blocks are shown as they are, not as a diff")
+	}
+}

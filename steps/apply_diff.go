@@ -39,6 +39,7 @@ type applyDiffStep struct {
 	check    bool
 	strip    int
 	reverse  bool
+	format   string
 }
 
 func (applyDiffType) Name() string { return "apply_diff" }
@@ -50,7 +51,8 @@ func (applyDiffType) Spec() *engine.TypeSpec { return &applyDiffSpec }
 
 var applyDiffSpec = engine.TypeSpec{
 	Doc: "Applies a unified diff to the run's directory, all or nothing, tolerating what models get wrong " +
-		"in diffs (prose around it, wrong hunk counts, offsets, a little fuzz). Give exactly one of diff and diff_file.",
+		"in diffs (prose around it, wrong hunk counts, offsets, a little fuzz). With format, it applies the other " +
+		"edit formats models write: SEARCH/REPLACE blocks, apply_patch envelopes, whole files. Give exactly one of diff and diff_file.",
 	Fields: []engine.Field{
 		{Name: "diff", Kind: engine.KindTemplate,
 			Doc:      "The unified diff (prose and markdown fences around it are tolerated).",
@@ -68,7 +70,13 @@ var applyDiffSpec = engine.TypeSpec{
 		{Name: "strip", Kind: engine.KindInt, Schema: `{"minimum": 0}`,
 			Doc: "Leading path components to remove (default: detected).", Examples: []any{1}},
 		{Name: "reverse", Kind: engine.KindBool, Default: false,
-			Doc: "Apply the diff backwards.", Examples: []any{true}},
+			Doc: "Apply the diff backwards (unified diffs only).", Examples: []any{true}},
+		{Name: "format", Kind: engine.KindEnum, Enum: patch.Formats, Default: patch.FormatUnified,
+			Doc: "The edit format: unified (a unified diff), search_replace (SEARCH/REPLACE blocks after the file's path), " +
+				"apply_patch (*** Begin Patch ... *** End Patch), whole (the file's path, then its whole content in a ``` block), " +
+				"or auto: any of these, mixed in one answer (a whole file only when the answer holds no other edit). " +
+				"Every format is applied all or nothing, with backups, and refused rather than guessed.",
+			Examples: []any{"auto"}},
 	},
 	Example: `- label: apply
   type: apply_diff
@@ -97,6 +105,10 @@ func (applyDiffType) Decode(d *engine.Decoder) engine.Step {
 	}
 	s.check = d.Bool("check", false)
 	s.reverse = d.Bool("reverse", false)
+	s.format = d.Enum("format", patch.FormatUnified)
+	if s.reverse && s.format != patch.FormatUnified {
+		d.Errorf(d.Node("reverse"), "reverse applies only to unified diffs, and format is %s", s.format)
+	}
 	if d.Has("strip") {
 		if s.strip = d.Int("strip", 0); s.strip < 0 {
 			d.Errorf(d.Node("strip"), "strip must be 0 or more (leading path components to remove)")
@@ -110,6 +122,9 @@ func (s *applyDiffStep) Describe() string {
 	what := "diff"
 	if s.diffFile != nil {
 		what = "diff_file " + strings.TrimSpace(s.diffFile.Src)
+	}
+	if s.format != patch.FormatUnified {
+		what += " as " + s.format + " edits"
 	}
 	if s.check {
 		what += " (check only)"
@@ -133,6 +148,7 @@ func (s *applyDiffStep) Run(ctx context.Context, sc *engine.StepContext) (engine
 		NoBackup:    !s.backup,
 		BackupID:    fmt.Sprintf("%s/%s-%d", sc.RunID, sc.Label, sc.Visit),
 		KeepBackups: s.keep,
+		Format:      s.format,
 	}
 	if s.keep == 0 {
 		opt.KeepBackups = patch.KeepAllBackups

@@ -17,6 +17,7 @@ import (
 	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/steps/patch"
 	"gopkg.in/yaml.v3"
 )
 
@@ -62,7 +63,7 @@ type llmStep struct {
 	agent      string
 	prompt     *engine.Template
 	system     *engine.Template
-	output     string // text, json or diff
+	output     string // text, json, diff or edits
 	schema     *jsonschema.Schema
 	schemaJSON json.RawMessage
 	board      bool // tools: [board]
@@ -90,8 +91,9 @@ var llmSpec = engine.TypeSpec{
 			Doc: "The user message; ${{ }} inserts values.", Examples: []any{"Task: ${{ vars.task }}"}},
 		{Name: "system", Kind: engine.KindTemplate,
 			Doc: "Overrides the agent's system prompt.", Examples: []any{"Answer with JSON only."}},
-		{Name: "output", Kind: engine.KindEnum, Enum: []string{"text", "json", "diff"}, Default: "text",
-			Doc:      "text, json (parsed, checked against schema) or diff (cut out of the answer).",
+		{Name: "output", Kind: engine.KindEnum, Enum: []string{"text", "json", "diff", "edits"}, Default: "text",
+			Doc: "text, json (parsed, checked against schema), diff (cut out of the answer) or edits (the answer, checked to hold " +
+				"edits in any format apply_diff's format: auto reads: a unified diff, SEARCH/REPLACE blocks, an apply_patch envelope, whole files).",
 			Examples: []any{"diff"}},
 		{Name: "schema", Kind: engine.KindMapping,
 			Doc:      "output: json: the JSON Schema the answer must match (one corrective re-ask).",
@@ -353,12 +355,16 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 			continue
 		}
 		out, perr := s.parse(resp.Text)
-		if perr == nil && s.output == "diff" && resp.FinishReason == "length" {
+		if perr == nil && (s.output == "diff" || s.output == "edits") && resp.FinishReason == "length" {
 			// A diff cut at the token limit may end exactly where a
 			// hunk's counts are met, or in the middle of a second
 			// file: nothing in the text shows it, so the provider's word
 			// is taken.
-			out, perr = nil, errors.New("your answer was cut off at the token limit, so the diff may be incomplete; send a shorter diff (only the hunks that change something)")
+			if s.output == "edits" {
+				out, perr = nil, errors.New("your answer was cut off at the token limit, so the edits may be incomplete; send shorter edits (only the lines that change, with a few lines around them)")
+			} else {
+				out, perr = nil, errors.New("your answer was cut off at the token limit, so the diff may be incomplete; send a shorter diff (only the hunks that change something)")
+			}
 		}
 		if perr == nil {
 			return out, nil
@@ -387,6 +393,8 @@ func (s *llmStep) parse(text string) (any, error) {
 		return v, nil
 	case "diff":
 		return extractDiff(text)
+	case "edits":
+		return extractEdits(text)
 	}
 	return strings.TrimSpace(text), nil
 }
@@ -398,6 +406,8 @@ func (s *llmStep) reask(err error) string {
 		what = "only a JSON value that matches the schema"
 	case s.output == "diff":
 		what = "one unified diff (--- a/FILE and +++ b/FILE headers, then @@ hunks)"
+	case s.output == "edits":
+		what = "your edits, complete, in the same format"
 	}
 	return fmt.Sprintf("Your answer could not be used: %v\n\nAnswer again with %s, and nothing else.", err, what)
 }
@@ -452,6 +462,18 @@ func extractJSON(text string) (any, error) {
 		return nil, errors.New("the answer is empty, not JSON")
 	}
 	return nil, fmt.Errorf("the answer is not JSON: %v", firstErr)
+}
+
+// extractEdits checks that an answer holds edits apply_diff's format:
+// auto can read, and hands on the answer as it is: which format each
+// edit is in, and its line numbers in refusals, stay the model's. A
+// problem is worded in the terms of the format the model used (see
+// package patch), for the corrective re-ask.
+func extractEdits(text string) (string, error) {
+	if _, err := patch.Check([]byte(text), patch.FormatAuto); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(text) + "\n", nil
 }
 
 // extractDiff finds the unified diff in an answer and checks that it has

@@ -42,10 +42,11 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	newOptInt(fs, &strip, "p", "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
 	check := fs.Bool("check", false, "only check that the diff applies; change nothing")
 	reverse := fs.Bool("reverse", false, "apply the diff backwards (undo it)")
+	format := fs.String("format", patch.FormatUnified, "the edit format of PATCH: unified, search_replace (SEARCH/REPLACE blocks), apply_patch (*** Begin Patch), whole (a path, then the file in a ``` block), or auto (any of these, mixed)")
 	keep := fs.Int("keep-backups", patch.DefaultKeepBackups, "keep the newest `N` backups under DIR/.runner/backups, removing older ones after an apply that makes one (0: keep them all)")
 	undo := fs.String("undo", "", "put the files back from `BACKUP_DIR` (as printed after `backup:`, or a step's backup_dir), instead of applying a diff")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, wrap("Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] [--keep-backups N] PATCH|-", "    ", helpWidth))
+		fmt.Fprint(stderr, wrap("Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] [--format F] [--keep-backups N] PATCH|-", "    ", helpWidth))
 		fmt.Fprintln(stderr, "       runner apply [--dir DIR] --undo BACKUP_DIR")
 		fmt.Fprint(stderr, wrap("Applies a unified diff (prose and markdown fences around it are fine), all or nothing.", "", helpWidth))
 		fmt.Fprint(stderr, wrap("Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.", "  ", helpWidth))
@@ -78,6 +79,12 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *keep < 0 {
 		return usageErr(stderr, fs, "--keep-backups %d: want 0 (keep every backup) or more", *keep)
 	}
+	if err := patch.CheckFormat(*format); err != nil {
+		return usageErr(stderr, fs, "--format: %v", err)
+	}
+	if *reverse && *format != patch.FormatUnified {
+		return usageErr(stderr, fs, "--reverse applies only to unified diffs, and --format is %s", *format)
+	}
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one PATCH file, or - to read the diff from standard input")
 	}
@@ -92,7 +99,7 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := patch.Apply(ctx, *dir, data, patch.Options{Strip: int(strip), Check: *check, Reverse: *reverse, MaxBytes: readlimit.Limit(readlimit.Diff),
-		KeepBackups: keepBackups(*keep)})
+		KeepBackups: keepBackups(*keep), Format: *format})
 	switch {
 	case err != nil && ctx.Err() != nil:
 		fmt.Fprintf(stderr, "runner apply: interrupted: %v\n", err)

@@ -241,3 +241,36 @@ func TestApplyKeepsBackupsBounded(t *testing.T) {
 		t.Errorf("--keep-backups -1: %d %q", code, errs)
 	}
 }
+
+// TestApplyFormats: runner apply reads the other edit formats with
+// --format, undoes them with --undo, and refuses a bad --format or
+// --reverse with one as bad usage.
+func TestApplyFormats(t *testing.T) {
+	dir := t.TempDir()
+	orig := "package x\n\nfunc F() int { return 1 }\n"
+	if err := os.WriteFile(filepath.Join(dir, "x.go"), []byte(orig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sr := "x.go\n<<<<<<< SEARCH\nfunc F() int { return 1 }\n=======\nfunc F() int { return 2 }\n>>>>>>> REPLACE\n"
+	if code, _, errs := applyRun(t, sr, "--dir", dir, "-"); code != exitFailed || !strings.Contains(errs, "no diff found") {
+		t.Errorf("unified (the default): %d %q", code, errs)
+	}
+	code, out, errs := applyRun(t, sr, "--dir", dir, "--format", "auto", "-")
+	if code != exitOK || applyContent(t, dir) != "package x\n\nfunc F() int { return 2 }\n" {
+		t.Fatalf("auto: %d %q %q", code, out, errs)
+	}
+	_, backup, _ := strings.Cut(out, "backup: ")
+	backup = strings.TrimSpace(strings.SplitN(backup, "\n", 2)[0])
+	if code, _, errs := applyRun(t, "", "--dir", dir, "--undo", backup); code != exitOK || applyContent(t, dir) != orig {
+		t.Errorf("undo %q: %d %q", backup, code, errs)
+	}
+	ap := "*** Begin Patch\n*** Update File: x.go\n@@\n-func F() int { return 1 }\n+func F() int { return 3 }\n*** End Patch\n"
+	if code, _, errs := applyRun(t, ap, "--dir", dir, "--format", "apply_patch", "-"); code != exitOK || !strings.Contains(applyContent(t, dir), "return 3") {
+		t.Errorf("apply_patch: %d %q", code, errs)
+	}
+	for _, args := range [][]string{{"--format", "aider"}, {"--format", "auto", "--reverse"}} {
+		if code, _, errs := applyRun(t, sr, append(append([]string{"--dir", dir}, args...), "-")...); code != exitUsage {
+			t.Errorf("%v: %d %q, want bad usage", args, code, errs)
+		}
+	}
+}

@@ -106,6 +106,56 @@ func TestFixTestsExample(t *testing.T) {
 	}
 }
 
+// The fix-tests loop with a coder answering in SEARCH/REPLACE blocks:
+// the first block quotes a line that is not in the file, and the refusal,
+// in SEARCH/REPLACE terms, goes back to the model; the second answer is
+// applied and the tests pass. (TestExamplesRunAndReplay replays it.)
+func TestFixTestsSearchReplaceExample(t *testing.T) {
+	example, _ := filepath.Abs("../../examples/fix-tests-search-replace")
+	project, _ := filepath.Abs("../../examples/fix-tests")
+	before := treeHash(t, project)
+	wd := t.TempDir()
+	r := runCLI(t, wd, "run", filepath.Join(example, "plan.yaml"))
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	b, err := board.Load(blackboardPath(t, r.stdout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var applies []board.StepRecord
+	fixes := 0
+	for _, s := range b.Steps() {
+		switch s.Label {
+		case "apply":
+			applies = append(applies, s)
+		case "fix":
+			fixes++
+		}
+	}
+	if fixes != 2 || len(applies) != 2 || applies[0].Status != "failed" || applies[1].Status != "succeeded" {
+		t.Fatalf("fix visits %d, apply visits %+v", fixes, applies)
+	}
+	if !strings.Contains(applies[0].Error, "SEARCH/REPLACE block 1 (line 5 of the answer) for stats.go does not apply") {
+		t.Errorf("first apply's error: %s", applies[0].Error)
+	}
+	var second string
+	for _, rec := range b.Recordings() {
+		if rec.Label == "fix" && rec.Visit == 2 {
+			second = string(rec.Request)
+		}
+	}
+	if !strings.Contains(second, "Your last edits did not apply") || !strings.Contains(second, "Its SEARCH lines are not in stats.go") {
+		t.Errorf("the second prompt does not carry the refusal: %s", second)
+	}
+	if b.Run().Status != "succeeded" {
+		t.Errorf("run status %s", b.Run().Status)
+	}
+	if after := treeHash(t, project); after != before {
+		t.Fatal("running the example changed examples/fix-tests")
+	}
+}
+
 // The same plan against an OpenAI-compatible server, switched with one
 // flag: the server (speaking the Chat Completions wire format) answers as
 // the script does.

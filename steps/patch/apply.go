@@ -30,6 +30,9 @@ type Options struct {
 	KeepBackups int
 	MaxBytes    int64 // refuse larger diffs; 0 = DefaultMaxBytes
 	MaxHunks    int   // refuse diffs with more hunks; 0 = DefaultMaxHunks
+	// Format is the edit format of the text (formats.go): "" or
+	// FormatUnified, or FormatAuto to read every format, mixed.
+	Format string
 }
 
 // Result describes an apply (or, with Check, what it would do).
@@ -97,12 +100,15 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	if testHook != nil {
 		testHook("parse", "")
 	}
-	fds, notes, err := parseCtx(ctx, patch, opt.MaxHunks)
+	fds, notes, err := parseEdits(ctx, patch, opt.Format, opt.MaxHunks)
 	if err != nil {
 		return nil, err
 	}
 	if opt.Reverse {
 		for _, f := range fds {
+			if f.format != "" {
+				return nil, refuse(BadDiff, "line %d: only a unified diff can be applied in reverse; this edit is %s", f.line, f.format)
+			}
 			f.reverse()
 		}
 	}

@@ -107,7 +107,7 @@ func walk(c *content, pls []placed, exact bool, s *sink) bool {
 					}
 				}
 				// Without a newline only where the diff says so.
-				if i == lastNew && pl.h.newNoEOL && pl.fuzz == 0 {
+				if i == lastNew && (pl.h.newNoEOL || pl.keepOpen) && pl.fuzz == 0 {
 					put(o.text, cr, true)
 				} else {
 					put(o.text, nl, false)

@@ -24,6 +24,14 @@ type fileDiff struct {
 	// added lines take the file's terminator.
 	exact bool
 	hunks []*hunk
+
+	// Set for the other edit formats (formats.go).
+	format    string // the format the section came from; "" unified
+	literal   bool   // its path is as written: no a/ b/ to strip
+	whole     bool   // body is the file's whole new content (whole.go)
+	body      []byte
+	bodyLine  int  // the answer's line of body's first line
+	removeAll bool // delete the file whatever it holds (apply_patch)
 }
 
 type hunk struct {
@@ -40,6 +48,13 @@ type hunk struct {
 	// a newline: a context line that may be cut short (see lastHunk), so
 	// the hunk must be placed with that line matched.
 	cutAt int
+	// format: the edit format the hunk came from ("" unified), for how a
+	// refusal names it. reindent: a place found only with whitespace
+	// ignored must differ from the hunk by one indentation shift, which
+	// is then made on its added lines too (see reindent), or the hunk is
+	// refused.
+	format   string
+	reindent bool
 }
 
 type op struct {

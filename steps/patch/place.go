@@ -46,6 +46,9 @@ type placed struct {
 	trail   int  // context lines at the end of ops
 	fuzz    int
 	ws      int // whitespace level
+	// keepOpen: the last line it adds ends the file without a newline,
+	// as the file's last line did (see place).
+	keepOpen bool
 }
 
 // failure is a hunk that could not be placed.
@@ -53,6 +56,9 @@ type failure struct {
 	h     *hunk
 	where []int // 0-based candidate starts when it matched in several places
 	mixed bool  // both its old and its new side are in the file
+	// indent: it matched at where[0] only with whitespace ignored, and
+	// not by one shift of indentation (see reindent).
+	indent bool
 }
 
 // cand is a match: the matched lines (the hunk's side less top and bot
@@ -118,8 +124,30 @@ func (p *placer) hint(h *hunk, side byte) (int, bool) {
 
 func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 	pl, f := p.locate(k, lo, prevTrail)
+	if f == nil && !pl.applied && pl.h.format != "" {
+		// Its new side is there and its old side is not. When the new
+		// lines are a run of the old ones (lines removed at an edge), they
+		// were there before the edit too: that proves nothing, and the
+		// old side is what did not match.
+		if old, new := pl.h.sides(); runOf(new, old) {
+			return placed{}, &failure{h: pl.h}
+		}
+	}
 	if f != nil || !pl.applied {
 		return pl, f
+	}
+	if pl.h.reindent && pl.ws == wsAll {
+		ops, ok := reindent(p.c, pl)
+		if !ok {
+			return placed{}, &failure{h: pl.h, indent: true, where: []int{pl.start - pl.top}}
+		}
+		pl.ops = ops
+	}
+	// The other formats cannot say that the file ends without a newline
+	// (a unified diff says "\ No newline at end of file"): a change
+	// reaching the end of such a file keeps it so.
+	if pl.h.format != "" && pl.end == p.c.n() && p.c.openEnd() {
+		pl.keepOpen = true
 	}
 	// A hunk that only adds or removes the newline at the end of the file
 	// has the same text on both sides: the file's last line says which
@@ -159,8 +187,14 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 		return *have
 	}
 	lead, trail := h.context()
+	maxFuzz := min(lead, maxFuzzPerEdge) + min(trail, maxFuzzPerEdge)
+	if h.format != "" {
+		// The other formats get no fuzz: a hunk found only with context
+		// lines dropped is not provably where the edit meant.
+		maxFuzz = 0
+	}
 	var already []cand // the new side, found but not decisively
-	for fuzz := 0; fuzz <= min(lead, maxFuzzPerEdge)+min(trail, maxFuzzPerEdge); fuzz++ {
+	for fuzz := 0; fuzz <= maxFuzz; fuzz++ {
 		for ws := wsExact; ws < numWS; ws++ {
 			oc := p.candidates(h, '-', fuzz, ws, lo, prevTrail)
 			nc := p.candidates(h, '+', fuzz, ws, lo, prevTrail)
@@ -196,8 +230,14 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 func (p *placer) decide(k, lo int, oc, nc []cand) (_ placed, _ *failure, final bool) {
 	h := p.hunks[k]
 	sec := sectionText(h.header)
-	oc, nc = p.bySection(oc, sec), p.bySection(nc, sec)
-	if lead, trail := h.context(); (lead == 0) != (trail == 0) {
+	if h.format == FormatApplyPatch {
+		oc, nc = p.afterAnchor(oc, sec, lo), p.afterAnchor(nc, sec, lo)
+	} else {
+		oc, nc = p.bySection(oc, sec), p.bySection(nc, sec)
+	}
+	// Only a diff tool writes all the context there is, so only its
+	// one-sided hunks reach an edge of the file.
+	if lead, trail := h.context(); h.format == "" && (lead == 0) != (trail == 0) {
 		oe, ne := p.atEdge(oc, lead == 0), p.atEdge(nc, lead == 0)
 		switch {
 		case len(oe)+len(ne) > 0:
@@ -365,6 +405,37 @@ func (p *placer) bySection(cs []cand, sec string) []cand {
 	return out
 }
 
+// afterAnchor keeps, of several candidates, those after the first line at
+// or after lo that is the anchor an apply_patch hunk names after its "@@"
+// (blanks around it aside), if that leaves any. That is all the anchor
+// says: the hunk is below that line, not that it is the nearest heading.
+func (p *placer) afterAnchor(cs []cand, anchor string, lo int) []cand {
+	anchor = strings.TrimSpace(anchor)
+	if len(cs) < 2 || anchor == "" {
+		return cs
+	}
+	at := -1
+	for i := lo; i < p.c.n(); i++ {
+		if strings.TrimSpace(p.c.line(i)) == anchor {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return cs
+	}
+	var out []cand
+	for _, c := range cs {
+		if c.start-c.top > at {
+			out = append(out, c)
+		}
+	}
+	if len(out) == 0 {
+		return cs
+	}
+	return out
+}
+
 // atEdge keeps the candidates at the start (start=true) or the end of
 // the file.
 func (p *placer) atEdge(cs []cand, start bool) []cand {
@@ -447,4 +518,86 @@ func (p *placer) result(h *hunk, applied bool, c cand) placed {
 	}
 	return placed{h: h, applied: applied, start: c.start, end: c.start + n, ops: ops, top: c.top,
 		trail: trail, fuzz: c.top + c.bot, ws: c.ws}
+}
+
+// reindent makes a hunk found only with whitespace ignored (ws level
+// wsAll) say what it meant. That is provable in one case: every line it
+// matched differs from the file by the same shift of its leading
+// whitespace (the model wrote the block one level too far in or out);
+// its added lines then take the same shift. Any other difference of
+// leading whitespace (lines shifted differently, tabs for spaces) leaves
+// it unknown how the added lines should be indented: not ok.
+func reindent(c *content, pl placed) ([]op, bool) {
+	const (
+		unknown = iota
+		same    // no line's indentation differs
+		add     // the file has prefix before each line's own indentation
+		drop    // the hunk has prefix too many
+	)
+	mode, prefix := unknown, ""
+	at := pl.start
+	for _, o := range pl.ops {
+		if o.kind == '+' {
+			continue
+		}
+		f := c.line(at)
+		at++
+		if strings.TrimSpace(f) == "" && strings.TrimSpace(o.text) == "" {
+			continue
+		}
+		lf, lo := leading(f), leading(o.text)
+		m, p := same, ""
+		switch {
+		case lf == lo:
+		case strings.HasSuffix(lf, lo):
+			m, p = add, lf[:len(lf)-len(lo)]
+		case strings.HasSuffix(lo, lf):
+			m, p = drop, lo[:len(lo)-len(lf)]
+		default:
+			return nil, false
+		}
+		if mode == unknown {
+			mode, prefix = m, p
+		} else if m != mode || p != prefix {
+			return nil, false
+		}
+	}
+	if mode == same || mode == unknown {
+		return pl.ops, true // only blanks inside lines differ
+	}
+	out := make([]op, len(pl.ops))
+	for i, o := range pl.ops {
+		out[i] = o
+		if o.kind != '+' || strings.TrimSpace(o.text) == "" {
+			continue
+		}
+		switch mode {
+		case add:
+			out[i].text = prefix + o.text
+		case drop:
+			t, ok := strings.CutPrefix(o.text, prefix)
+			if !ok {
+				return nil, false
+			}
+			out[i].text = t
+		}
+	}
+	return out, true
+}
+
+func leading(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " \t"))] }
+
+// runOf reports whether the lines of a are a run of consecutive lines of
+// b (whitespace aside).
+func runOf(a, b []string) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	na, nb := normalizeAll(a, wsAll), normalizeAll(b, wsAll)
+	for i := 0; i+len(na) <= len(nb); i++ {
+		if slices.Equal(na, nb[i:i+len(na)]) {
+			return true
+		}
+	}
+	return false
 }

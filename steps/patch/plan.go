@@ -390,6 +390,9 @@ func (p *planner) applyFile(t *target, f *fileDiff, last, trust bool) (out []out
 			out = append(out, outcome{t: t, total: len(f.hunks), c: c, pl: &placed{h: h, applied: false}, skip: c == nil})
 		}
 	}
+	if f.whole || f.removeAll {
+		return p.applyWhole(t, f)
+	}
 	if len(f.hunks) == 0 {
 		return nil, p.headerOnly(t, f)
 	}
@@ -400,7 +403,7 @@ func (p *planner) applyFile(t *target, f *fileDiff, last, trust bool) (out []out
 			already(t.content())
 			return out, nil
 		}
-		fileFail(fmt.Sprintf("the diff creates %s, but it already exists", t.path))
+		fileFail(createsExisting(f, t.path))
 		return out, nil
 	case created:
 		for _, h := range f.hunks {
@@ -424,7 +427,7 @@ func (p *planner) applyFile(t *target, f *fileDiff, last, trust bool) (out []out
 		return out, nil
 	case !t.exists:
 		// Never a create in disguise: a new file says so ("--- /dev/null").
-		fileFail(fmt.Sprintf("%s does not exist, and the diff changes it rather than creating it (a new file's old name is /dev/null: \"--- /dev/null\")", t.path))
+		fileFail(changesMissing(f, t.path))
 		return out, nil
 	}
 

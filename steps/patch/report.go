@@ -29,14 +29,33 @@ func (p *planner) report() string {
 			first = o
 			continue
 		}
+		if o.fail.h.format == FormatSearchReplace {
+			others = append(others, fmt.Sprintf("block %d for %s (%s)", o.fail.h.num, o.t.path, shortReason(o)))
+			continue
+		}
 		others = append(others, fmt.Sprintf("hunk %d of %d for %s (%s)", o.fail.h.num, o.total, o.t.path, shortReason(o)))
 	}
 	o := first
 	h := o.fail.h
-	fmt.Fprintf(&b, "Hunk %d of %d for %s does not apply: %s\n", h.num, o.total, o.t.path, h.header)
+	switch h.format {
+	case FormatSearchReplace:
+		fmt.Fprintf(&b, "SEARCH/REPLACE block %d (line %d of the answer) for %s does not apply.\n", h.num, h.line, o.t.path)
+	case FormatApplyPatch:
+		fmt.Fprintf(&b, "Hunk %d of %d in \"*** Update File: %s\" (line %d of the answer) does not apply.\n", h.num, o.total, o.t.path, h.line)
+	default:
+		fmt.Fprintf(&b, "Hunk %d of %d for %s does not apply: %s\n", h.num, o.total, o.t.path, h.header)
+	}
 	switch {
 	case o.note != "":
 		fmt.Fprintf(&b, "Reason: %s.\n", o.note)
+	case o.fail.indent:
+		fmt.Fprintf(&b, "Its lines are at line %d of %s only with their indentation changed, and not all by the same shift, so there is no knowing how to indent the new lines. Copy the lines with their indentation exactly as they are in the file.\n", o.fail.where[0]+1, o.t.path)
+	case o.fail.mixed && h.format == FormatSearchReplace:
+		fmt.Fprintf(&b, "Both its SEARCH lines and its REPLACE lines are in %s (at lines %s), so it cannot tell whether the change is already made.\n", o.t.path, lineList(o.fail.where))
+	case len(o.fail.where) > 1 && h.format == FormatSearchReplace:
+		fmt.Fprintf(&b, "Its SEARCH lines are in %s %d times, at lines %s, and nothing tells which is meant. Add unchanged lines before or after the change, to both SEARCH and REPLACE, until SEARCH matches one place only.\n", o.t.path, len(o.fail.where), lineList(o.fail.where))
+	case len(o.fail.where) > 1 && h.format == FormatApplyPatch:
+		fmt.Fprintf(&b, "It matches equally well at lines %s of %s. Say which: add unchanged lines around the change until it matches one place only, or put after its \"@@\" a line of the file that comes before the place meant and after the others (\"@@ %s\").\n", lineList(o.fail.where), o.t.path, cut(o.c.headingAbove(o.fail.where[len(o.fail.where)-1])))
 	case o.fail.mixed:
 		fmt.Fprintf(&b, "Both its old lines and its new lines are in %s (at lines %s), so it cannot tell whether the change is already made.\n", o.t.path, lineList(o.fail.where))
 	case len(o.fail.where) > 1:
@@ -47,9 +66,17 @@ func (p *planner) report() string {
 			fmt.Fprintf(&b, "It has no context lines and no line numbers, so there is no telling where it goes. Add a few unchanged lines before and after the change.\n")
 			break
 		}
-		fmt.Fprintf(&b, "These lines (its context and \"-\" lines) are not in %s:\n", o.t.path)
+		if h.format == FormatSearchReplace {
+			fmt.Fprintf(&b, "Its SEARCH lines are not in %s, exactly or with only whitespace changed:\n", o.t.path)
+		} else {
+			fmt.Fprintf(&b, "These lines (its context and \"-\" lines) are not in %s:\n", o.t.path)
+		}
 		quoteHunk(&b, h)
 		closestRegion(&b, o.c, o.t.path, old, h)
+	}
+	unit := "hunk"
+	if h.format == FormatSearchReplace {
+		unit = "block"
 	}
 	var ok []string
 	byFile := map[string][]int{}
@@ -67,13 +94,20 @@ func (p *planner) report() string {
 	if len(ok) > 0 {
 		var parts []string
 		for _, f := range ok {
-			parts = append(parts, fmt.Sprintf("%s hunk %s", f, intList(byFile[f])))
+			parts = append(parts, fmt.Sprintf("%s %s %s", f, unit, intList(byFile[f])))
 		}
 		fmt.Fprintf(&b, "These would apply: %s.\n", strings.Join(capList(parts, 8), "; "))
 	} else {
-		b.WriteString("No other hunk would apply either.\n")
+		fmt.Fprintf(&b, "No other %s would apply either.\n", unit)
 	}
-	b.WriteString("Nothing was changed. Send the whole diff again with this hunk fixed; copy context and \"-\" lines exactly from the file.")
+	switch h.format {
+	case FormatSearchReplace:
+		b.WriteString("Nothing was changed. Send all the blocks again with this one fixed; copy the SEARCH lines exactly from the file.")
+	case FormatApplyPatch:
+		b.WriteString("Nothing was changed. Send the whole patch again (\"*** Begin Patch\" to \"*** End Patch\") with this hunk fixed; copy context and \"-\" lines exactly from the file.")
+	default:
+		b.WriteString("Nothing was changed. Send the whole diff again with this hunk fixed; copy context and \"-\" lines exactly from the file.")
+	}
 	return clip(b.String())
 }
 
@@ -121,6 +155,8 @@ func shortReason(o *outcome) string {
 	switch {
 	case o.note != "":
 		return o.note
+	case o.fail.indent:
+		return "its indentation differs from the file's unevenly"
 	case o.fail.mixed:
 		return "unclear whether already applied"
 	case len(o.fail.where) > 1:
@@ -153,7 +189,11 @@ func quoteHunk(b *strings.Builder, h *hunk) {
 			b.WriteString("    ...\n")
 			break
 		}
-		fmt.Fprintf(b, "   %c%s\n", o.kind, cut(o.text))
+		if h.format == FormatSearchReplace {
+			fmt.Fprintf(b, "    %s\n", cut(o.text))
+		} else {
+			fmt.Fprintf(b, "   %c%s\n", o.kind, cut(o.text))
+		}
 		n++
 	}
 }

@@ -19,6 +19,11 @@ func (p *planner) resolve(f *fileDiff) (string, error) {
 			return "", err
 		}
 	}
+	if f.literal {
+		// The other formats name files as they are; the path is
+		// looked at (and refused if unsafe) when its target is made.
+		return p.stripped(f.newName, 0, f)
+	}
 	levels := []int{p.opt.Strip}
 	if p.opt.Strip == DetectStrip {
 		levels = []int{0, 1}
