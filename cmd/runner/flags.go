@@ -31,6 +31,7 @@ type globals struct {
 	report bool   // run, resume --report: write report.html at the end
 	runID  string // set before the logger is made: every event carries it
 	output bool   // run, resume --show-output: stream command and test output
+	otlp   string // run, resume, replay, trace --otlp-endpoint
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
