@@ -10,11 +10,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/traceconf"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -32,19 +32,10 @@ const DefaultTimeout = 5 * time.Second
 // batch is how many spans go in one request.
 const batch = 512
 
-// The environment variables tracing reads (the OpenTelemetry SDK's own;
-// the exporter reads the rest of OTEL_EXPORTER_OTLP_*: headers,
-// certificates, compression).
+// The protocol variables: runner-otel speaks http/protobuf only.
 const (
-	envEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	envTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
 	envProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"
 	envTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
-	envDisabled       = "OTEL_SDK_DISABLED"
-	envExporter       = "OTEL_TRACES_EXPORTER"
-	// EnvContent opts in to message content on the spans (the GenAI
-	// conventions' own variable).
-	EnvContent = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 )
 
 // Config says where a run's trace goes.
@@ -59,30 +50,6 @@ type Config struct {
 	// Timeout bounds the export; 0: DefaultTimeout.
 	Timeout time.Duration
 	Options
-}
-
-// Enabled reports whether a run is to be traced: an endpoint given on
-// the command line, or in the environment (unless the SDK is disabled
-// there). It reads only the environment: tracing off costs nothing more.
-func Enabled(getenv func(string) string, endpoint string) bool {
-	if endpoint != "" {
-		return true
-	}
-	if strings.EqualFold(strings.TrimSpace(getenv(envDisabled)), "true") {
-		return false
-	}
-	for _, e := range strings.Split(getenv(envExporter), ",") {
-		if strings.TrimSpace(e) == "none" {
-			return false
-		}
-	}
-	return getenv(envEndpoint) != "" || getenv(envTracesEndpoint) != ""
-}
-
-// ContentFromEnv reports whether OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
-// asks for message content.
-func ContentFromEnv(getenv func(string) string) bool {
-	return strings.EqualFold(strings.TrimSpace(getenv(EnvContent)), "true")
 }
 
 // Export sends the board's trace where c says: as OTLP JSON to c.File, or
@@ -117,7 +84,7 @@ func Export(ctx context.Context, bd *board.Board, c Config) (int, error) {
 
 // describeEndpoint says where an export went, for its error.
 func describeEndpoint(flag string) string {
-	for _, e := range []string{flag, os.Getenv(envTracesEndpoint), os.Getenv(envEndpoint)} {
+	for _, e := range []string{flag, os.Getenv(traceconf.EnvTracesEndpoint), os.Getenv(traceconf.EnvEndpoint)} {
 		if e != "" {
 			return e
 		}

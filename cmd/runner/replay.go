@@ -108,8 +108,10 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 	if err != nil {
 		return runErr(stderr, "runner replay", err)
 	}
-	defer rep.Board.Close()
-	traceRun(rep.Board, g, stderr)
+	defer func() {
+		rep.Board.Close() // saved whole before runner-otel reads it
+		traceRun(rep.Board.Path(), g, stderr)
+	}()
 	saved := rep.Recorded
 	code := exitCode(rep.RunErr)
 	if errors.Is(rep.RunErr, engine.ErrEnded) {

@@ -93,7 +93,7 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 		return resumeErr(stderr, fs.Name(), err)
 	}
 	finish(res, start, stdout, stderr, g)
-	traceRun(res.Board, g, stderr)
+	traceRun(res.Board.Path(), g, stderr)
 	if res.Reused != nil && !g.quiet {
 		st := res.Reused
 		fmt.Fprintf(stderr, "reused %d model calls (%d tokens) from the recording; %d went live (%d tokens)\n",

@@ -2,45 +2,74 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/runs"
-	"github.com/planrunner/runner/tracing"
+	"github.com/planrunner/runner/traceconf"
 )
+
+// traceTimeout bounds the export at the end of a traced run: a slow or
+// dead collector costs a run at most this, then a warning.
+const traceTimeout = 5 * time.Second
 
 // addTraceFlag adds --otlp-endpoint to a command that runs a plan.
 func addTraceFlag(fs *flag.FlagSet, g *globals) {
-	fs.StringVar(&g.otlp, "otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; docs/tracing.md)")
+	fs.StringVar(&g.otlp, "otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
 }
 
 // traceRun exports a finished run's (or replay's) trace when tracing is
 // on: to --otlp-endpoint, or where the OTEL_EXPORTER_OTLP_* variables
-// say. A collector that is slow, dead or refuses costs at most the
-// export's timeout and a warning; the run's outcome stays as it was.
-func traceRun(b *board.Board, g *globals, stderr io.Writer) {
-	if !tracing.Enabled(os.Getenv, g.otlp) {
-		return // off: no span is made, nothing of the SDK runs
+// say, through runner-otel. A collector that is slow, dead or refuses
+// costs at most traceTimeout and a warning; the run's outcome and exit
+// code stay as they were. Off, it reads two variables and nothing else.
+func traceRun(path string, g *globals, stderr io.Writer) {
+	if !traceconf.Enabled(os.Getenv, g.otlp) {
+		return
 	}
-	c := tracing.Config{Endpoint: g.otlp, Options: traceOptions(g)}
-	if _, err := tracing.Export(context.Background(), b, c); err != nil {
+	args := []string{"-q", "--timeout", traceTimeout.String()}
+	if g.otlp != "" {
+		args = append(args, "--otlp-endpoint", g.otlp)
+	}
+	args = append(args, "--", path) // flags first: runner-otel's flag parsing stops at the path
+	ctx, cancel := context.WithTimeout(context.Background(), traceTimeout+2*time.Second)
+	defer cancel()
+	if err := runHelper(ctx, args, io.Discard, g.mask.Writer(stderr)); err != nil {
 		fmt.Fprintf(g.mask.Writer(stderr), "runner: warning: trace not exported: %v\n", err)
 	}
 }
 
-func traceOptions(g *globals) tracing.Options {
-	return tracing.Options{Mask: g.mask.String, Content: tracing.ContentFromEnv(os.Getenv)}
+// runHelper runs runner-otel with args. Its own messages go to stderr
+// (it masks the plan's secrets itself); err says only that it failed.
+func runHelper(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	bin, err := traceconf.FindHelper(os.Getenv)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = time.Second
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s gave up after %s", traceconf.Helper, traceTimeout)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return fmt.Errorf("%s exited %d", traceconf.Helper, ee.ExitCode())
+	}
+	return err
 }
 
 func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("trace", stderr)
 	fs.StringVar(&g.otlp, "otlp-endpoint", "", "OTLP/HTTP URL to send the trace to (default: OTEL_EXPORTER_OTLP_ENDPOINT)")
 	out := fs.String("o", "", "write the trace as OTLP JSON to this file (- for stdout) instead of sending it")
-	timeout := fs.Duration("timeout", tracing.DefaultTimeout, "give up sending after this long")
+	timeout := fs.Duration("timeout", traceTimeout, "give up sending after this long")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -48,39 +77,33 @@ func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 1 {
 		return usageErr(stderr, fs, "want one blackboard.json, got %d arguments", len(pos))
 	}
-	if *out == "" && !tracing.Enabled(os.Getenv, g.otlp) {
+	if *out == "" && !traceconf.Enabled(os.Getenv, g.otlp) {
 		return usageErr(stderr, fs, "nowhere to send the trace: give --otlp-endpoint URL, set OTEL_EXPORTER_OTLP_ENDPOINT, or write it to a file with -o FILE")
 	}
 	if pos[0], err = runs.Resolve(pos[0], "."); err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
-	b, err := board.Load(pos[0])
-	if err != nil {
-		fmt.Fprintf(stderr, "runner trace: %v\n", err)
-		return exitUsage
+	if *timeout == 0 {
+		*timeout = traceTimeout
 	}
-	run := b.Run()
-	if p, err := plans.Parse(run.PlanPath, []byte(run.PlanSource)); err == nil {
-		g.learnSecrets(p) // the plan's secrets, from this environment, are masked
+	hargs := []string{"--timeout", timeout.String()}
+	if g.otlp != "" {
+		hargs = append(hargs, "--otlp-endpoint", g.otlp)
 	}
-	c := tracing.Config{Endpoint: g.otlp, File: *out, Timeout: *timeout, Options: traceOptions(g)}
-	if *out == "-" {
-		c.File, c.Stdout = "-", stdout
+	if *out != "" {
+		hargs = append(hargs, "-o", *out)
 	}
-	n, err := tracing.Export(context.Background(), b, c)
-	if err != nil {
-		fmt.Fprintf(g.mask.Writer(stderr), "runner trace: %v\n", err)
-		return exitFailed
+	if g.quiet {
+		hargs = append(hargs, "-q")
 	}
-	if !g.quiet && *out != "-" {
-		where := *out
-		if where == "" {
-			where = "the OTLP endpoint"
-			if g.otlp != "" {
-				where = g.otlp
-			}
+	hargs = append(hargs, "--", pos[0])
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout+5*time.Second)
+	defer cancel()
+	if err := runHelper(ctx, hargs, stdout, stderr); err != nil {
+		if errors.Is(err, traceconf.ErrNoHelper) {
+			fmt.Fprintf(stderr, "runner trace: %v\n", err)
 		}
-		fmt.Fprintf(stderr, "trace of run %s: %d spans → %s\n", run.ID, n, where)
+		return exitFailed
 	}
 	return exitOK
 }
