@@ -11,10 +11,13 @@ package traceconf
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // The environment variables of the OpenTelemetry SDK that decide
@@ -82,4 +85,27 @@ func FindHelper(getenv func(string) string) (string, error) {
 		return p, nil
 	}
 	return "", ErrNoHelper
+}
+
+// DefaultTimeout bounds an export at the end of a run: a slow or dead
+// collector costs the run at most this, then a warning.
+const DefaultTimeout = 5 * time.Second
+
+// Timeout is how long an export may take: OTEL_EXPORTER_OTLP_TRACES_TIMEOUT
+// or OTEL_EXPORTER_OTLP_TIMEOUT (milliseconds, as the SDK reads them),
+// else DefaultTimeout. A value that is not a positive number of
+// milliseconds is an error naming the variable.
+func Timeout(getenv func(string) string) (time.Duration, error) {
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"} {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			continue
+		}
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms <= 0 {
+			return DefaultTimeout, fmt.Errorf("%s=%q: want a positive number of milliseconds", name, v)
+		}
+		return time.Duration(ms) * time.Millisecond, nil
+	}
+	return DefaultTimeout, nil
 }

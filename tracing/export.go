@@ -25,9 +25,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// DefaultTimeout bounds a whole export: a slow or dead collector costs a
-// run at most this long at its end, then a warning.
-const DefaultTimeout = 5 * time.Second
+// DefaultTimeout bounds a whole export.
+const DefaultTimeout = traceconf.DefaultTimeout
 
 // batch is how many spans go in one request.
 const batch = 512

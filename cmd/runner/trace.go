@@ -14,10 +14,6 @@ import (
 	"github.com/planrunner/runner/traceconf"
 )
 
-// traceTimeout bounds the export at the end of a traced run: a slow or
-// dead collector costs a run at most this, then a warning.
-const traceTimeout = 5 * time.Second
-
 // addTraceFlag adds --otlp-endpoint to a command that runs a plan.
 func addTraceFlag(fs *flag.FlagSet, g *globals) {
 	fs.StringVar(&g.otlp, "otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
@@ -26,21 +22,27 @@ func addTraceFlag(fs *flag.FlagSet, g *globals) {
 // traceRun exports a finished run's (or replay's) trace when tracing is
 // on: to --otlp-endpoint, or where the OTEL_EXPORTER_OTLP_* variables
 // say, through runner-otel. A collector that is slow, dead or refuses
-// costs at most traceTimeout and a warning; the run's outcome and exit
-// code stay as they were. Off, it reads two variables and nothing else.
+// costs at most the export timeout (traceconf.Timeout) and a warning;
+// the run's outcome and exit code stay as they were. Off, it reads a few
+// variables and nothing else.
 func traceRun(path string, g *globals, stderr io.Writer) {
 	if !traceconf.Enabled(os.Getenv, g.otlp) {
 		return
 	}
-	args := []string{"-q", "--timeout", traceTimeout.String()}
+	warn := g.mask.Writer(stderr)
+	timeout, err := traceconf.Timeout(os.Getenv)
+	if err != nil {
+		fmt.Fprintf(warn, "runner: warning: %v; using %s\n", err, timeout)
+	}
+	args := []string{"-q", "--timeout", timeout.String()}
 	if g.otlp != "" {
 		args = append(args, "--otlp-endpoint", g.otlp)
 	}
 	args = append(args, "--", path) // flags first: runner-otel's flag parsing stops at the path
-	ctx, cancel := context.WithTimeout(context.Background(), traceTimeout+2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+2*time.Second)
 	defer cancel()
-	if err := runHelper(ctx, args, io.Discard, g.mask.Writer(stderr)); err != nil {
-		fmt.Fprintf(g.mask.Writer(stderr), "runner: warning: trace not exported: %v\n", err)
+	if err := runHelper(ctx, args, io.Discard, warn); err != nil {
+		fmt.Fprintf(warn, "runner: warning: trace not exported: %v\n", err)
 	}
 }
 
@@ -56,7 +58,7 @@ func runHelper(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	cmd.WaitDelay = time.Second
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		return fmt.Errorf("%s gave up after %s", traceconf.Helper, traceTimeout)
+		return fmt.Errorf("%s did not finish in time and was stopped", traceconf.Helper)
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -69,7 +71,7 @@ func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("trace", stderr)
 	fs.StringVar(&g.otlp, "otlp-endpoint", "", "OTLP/HTTP URL to send the trace to (default: OTEL_EXPORTER_OTLP_ENDPOINT)")
 	out := fs.String("o", "", "write the trace as OTLP JSON to this file (- for stdout) instead of sending it")
-	timeout := fs.Duration("timeout", traceTimeout, "give up sending after this long")
+	timeout := fs.Duration("timeout", 0, "give up sending after this long (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 5s)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -84,7 +86,9 @@ func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageErr(stderr, fs, "%v", err)
 	}
 	if *timeout == 0 {
-		*timeout = traceTimeout
+		if *timeout, err = traceconf.Timeout(os.Getenv); err != nil {
+			return usageErr(stderr, fs, "%v", err)
+		}
 	}
 	hargs := []string{"--timeout", timeout.String()}
 	if g.otlp != "" {
