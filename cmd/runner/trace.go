@@ -62,7 +62,7 @@ func runHelper(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
-		return fmt.Errorf("%s exited %d", traceconf.Helper, ee.ExitCode())
+		return fmt.Errorf("%s exited %d: %w", traceconf.Helper, ee.ExitCode(), err)
 	}
 	return err
 }
@@ -103,11 +103,16 @@ func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	hargs = append(hargs, "--", pos[0])
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout+5*time.Second)
 	defer cancel()
-	if err := runHelper(ctx, hargs, stdout, stderr); err != nil {
-		if errors.Is(err, traceconf.ErrNoHelper) {
-			fmt.Fprintf(stderr, "runner trace: %v\n", err)
-		}
-		return exitFailed
+	err = runHelper(ctx, hargs, stdout, stderr)
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee) && ee.ExitCode() == exitUsage:
+		return exitUsage // a file that is no blackboard, said by runner-otel
+	case errors.As(err, &ee):
+		return exitFailed // runner-otel said why
 	}
-	return exitOK
+	fmt.Fprintf(stderr, "runner trace: %v\n", err)
+	return exitFailed
 }

@@ -448,3 +448,28 @@ func TestTraceToFile(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceBadInput: `runner trace` on what is no saved run says what is
+// wrong with which file and exits 2, sending nothing.
+func TestTraceBadInput(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{"empty.json": "", "notboard.json": `{"hello": 1}`, "broken.json": `{"run": {`} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ file, want string }{
+		{"missing.json", "missing.json"},
+		{"empty.json", "empty.json"},
+		{"notboard.json", "notboard.json"},
+		{"broken.json", "broken.json"},
+	} {
+		r := runIn(t, dir, []string{"HOME=" + dir}, nil, "trace", c.file, "-o", "out.json")
+		if r.code != exitUsage || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "panic") {
+			t.Errorf("%s: exit %d, stderr:\n%s", c.file, r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "out.json")); err == nil {
+			t.Errorf("%s: a trace file was written", c.file)
+		}
+	}
+}
