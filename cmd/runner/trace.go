@@ -42,6 +42,10 @@ func traceRun(path string, g *globals, stderr io.Writer) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+2*time.Second)
 	defer cancel()
 	if err := runHelper(ctx, args, io.Discard, warn); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%s exited %d", traceconf.Helper, ee.ExitCode())
+		}
 		fmt.Fprintf(warn, "runner: warning: trace not exported: %v\n", err)
 	}
 }
@@ -60,11 +64,7 @@ func runHelper(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s did not finish in time and was stopped", traceconf.Helper)
 	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return fmt.Errorf("%s exited %d: %w", traceconf.Helper, ee.ExitCode(), err)
-	}
-	return err
+	return err // an *exec.ExitError: runner-otel has said why on stderr
 }
 
 func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
