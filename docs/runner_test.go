@@ -30,6 +30,12 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
+	// runner-otel beside it, where `runner trace` looks for it first.
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "runner-otel"), "../cmd/runner-otel").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building runner-otel: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

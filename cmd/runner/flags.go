@@ -34,7 +34,8 @@ type globals struct {
 	output bool   // run, resume --show-output: stream command and test output
 	// gh is stderr as a GitHub Actions step writes it (nil elsewhere):
 	// workflow commands off but for runner's own.
-	gh *ghactions.Stream
+	gh   *ghactions.Stream
+	otlp string // run, resume, replay, trace --otlp-endpoint
 }
 
 func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {

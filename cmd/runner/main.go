@@ -44,6 +44,7 @@ func init() {
 		{"mcp", "mcp [--dir DIR] [--http 127.0.0.1:PORT [--listen-any]]", "serve runner to agents over MCP (stdio, or HTTP with a token)", cmdMCP},
 		{"report", "report BLACKBOARD [--format html|junit] [-o FILE]", "write the run as one HTML page, or its tests as JUnit XML", cmdReport},
 		{"eval", evalUsage, "compare a run with a golden one, or runs per agent and model", cmdEval},
+		{"trace", "trace BLACKBOARD [--otlp-endpoint URL | -o FILE]", "export a saved run's trace (OpenTelemetry) with its recorded times", cmdTrace},
 		{"graph", "graph PLAN [--format mermaid|dot]", "draw the plan", cmdGraph},
 		{"schema", "schema", "print the JSON Schema of plan files", cmdSchema},
 		{"worker", "worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR]", "run plans' steps for Temporal (needs runner-temporal; see README)", cmdWorker},

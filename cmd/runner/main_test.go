@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		panic(string(out))
 	}
+	// runner-otel beside it, where runner looks for it first.
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "runner-otel"), "../runner-otel").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -36,6 +36,7 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.opt.From, "from", "", "LABEL[#VISIT]: replay up to this step visit, then go on live with the real providers (a fork)")
 	fs.StringVar(&o.opt.Out, "out", "", "where to write the replay's blackboard.json (default: replay-<id>.json beside the recording)")
 	fs.BoolVar(&o.json, "json", false, "print the outcome (and the first divergence) as JSON on stdout, for tools")
+	addTraceFlag(fs, g)
 	models := agentModels{}
 	fs.Var(models, "agent", "NAME.model=MODEL: use another model for the live part of a fork (repeatable)")
 	pos, err := parse(fs, args)
@@ -107,7 +108,10 @@ func runReplay(o replayOpts, g *globals, stdout, stderr io.Writer) int {
 	if err != nil {
 		return runErr(stderr, "runner replay", err)
 	}
-	defer rep.Board.Close()
+	defer func() {
+		rep.Board.Close() // saved whole before runner-otel reads it
+		traceRun(rep.Board.Path(), g, stderr)
+	}()
 	saved := rep.Recorded
 	code := exitCode(rep.RunErr)
 	if errors.Is(rep.RunErr, engine.ErrEnded) {

@@ -34,6 +34,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take command, test and apply_diff results from the recording too, run nothing")
 	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
+	addTraceFlag(fs, g)
 	var tf runs.Temporal
 	engineFlag := addTemporalFlags(fs, &tf)
 	pos, err := parse(fs, args)
@@ -102,6 +103,7 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 		return resumeErr(stderr, fs.Name(), err)
 	}
 	finish(res, start, stdout, stderr, g)
+	traceRun(res.Board.Path(), g, stderr)
 	if res.Reused != nil && !g.quiet {
 		st := res.Reused
 		fmt.Fprintf(stderr, "reused %d model calls (%d tokens) from the recording; %d went live (%d tokens)\n",
