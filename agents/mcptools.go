@@ -155,6 +155,10 @@ func (s *Set) mcpServer(srv *plans.MCPServer, dir string) mcp.Server {
 		out := make(map[string]string, len(m))
 		for k, v := range m {
 			out[k] = plans.ExpandSecrets(v, s.getenv)
+			refs, _ := plans.SecretRefs(v)
+			for _, name := range refs {
+				s.mask.Add(s.getenv(name)) // whatever the server echoes of it is masked
+			}
 		}
 		return out
 	}

@@ -211,6 +211,9 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		s.agents[a.Name] = a
 		s.names = append(s.names, a.Name)
 	}
+	if s.mask == nil {
+		s.mask = mask.New() // for the secrets MCP servers get
+	}
 	if len(errs) == 0 {
 		if err := checkLimits(plan, s.agents); err != nil {
 			errs = append(errs, err)

@@ -97,7 +97,10 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: killGrace}
 	case srv.URL != "":
 		hc := &http.Client{Transport: headerTransport{headers: srv.Headers, base: http.DefaultTransport}}
-		t = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1}
+		// No standalone SSE stream: runner needs no message the server
+		// starts (a tool list that changes mid-step is not one a replay
+		// could follow), and the stream would hold a connection open.
+		t = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
 	default:
 		return nil, fmt.Errorf("MCP server %s has neither a command nor a url", srv.Name)
 	}
