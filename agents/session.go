@@ -62,8 +62,8 @@ type Session struct {
 	mcpCalls  int
 	stepConns map[string]*mcp.Conn
 	ownConns  []*mcp.Conn
-	call    int // number of the last call within the visit
-	stats   Stats
+	call      int // number of the last call within the visit
+	stats     Stats
 }
 
 // Stats sum up a session's calls, for the step's result.

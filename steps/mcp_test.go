@@ -86,7 +86,7 @@ func (f *wireFake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	json.NewEncoder(w).Encode(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-test",
 		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
-		"usage": map[string]int{"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}})
+		"usage":   map[string]int{"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60}})
 }
 
 // requestText is the i-th request the fake received, as JSON text.
