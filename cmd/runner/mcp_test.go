@@ -133,3 +133,43 @@ steps:
 		t.Fatalf("reuse --offline: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestFixTestsMCPExample runs examples/fix-tests/mcp.yaml, whose coder
+// reads the project through the filesystem MCP server (here node and
+// the npm package .ci/install puts in RUNNER_TEST_NODE_MODULES, instead
+// of npx, which would download it), then replays it offline with no
+// node on PATH.
+func TestFixTestsMCPExample(t *testing.T) {
+	const how = "npm install --prefix DIR @modelcontextprotocol/server-filesystem@2026.8.31 and set RUNNER_TEST_NODE_MODULES=DIR/node_modules; .ci/install and .ci/run do"
+	mods := testtool.FromEnv(t, "RUNNER_TEST_NODE_MODULES", "the MCP filesystem server", how)
+	node := testtool.LookPath(t, "node", ".ci/install installs it with apt-get (nodejs)")
+	entry := filepath.Join(mods, "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
+	if _, err := os.Stat(entry); err != nil {
+		testtool.Missing(t, "@modelcontextprotocol/server-filesystem", how)
+	}
+	testtool.LookPath(t, "go", "the example's tests run go test")
+	wd := t.TempDir()
+	if err := os.CopyFS(wd, os.DirFS(filepath.Join(repoRoot(), "examples/fix-tests"))); err != nil {
+		t.Fatal(err)
+	}
+	src, _ := os.ReadFile(filepath.Join(wd, "mcp.yaml"))
+	const npx = `command: [npx, -y, "@modelcontextprotocol/server-filesystem@2026.8.31", "."]`
+	if !strings.Contains(string(src), npx) {
+		t.Fatalf("mcp.yaml no longer starts the server with %s", npx)
+	}
+	os.WriteFile(filepath.Join(wd, "mcp.yaml"), []byte(strings.Replace(string(src), npx, fmt.Sprintf("command: [%q, %q, \".\"]", node, entry), 1)), 0o644)
+	r := runCLI(t, wd, "run", "mcp.yaml")
+	if r.code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	bb := blackboardPath(t, r.stdout)
+	saved, _ := os.ReadFile(bb)
+	if !strings.Contains(string(saved), `"kind":"mcp"`) || !strings.Contains(string(saved), `for i := 1; i \u003c len(xs)`) && !strings.Contains(string(saved), `for i := 1; i < len(xs)`) {
+		t.Errorf("the run did not record reading stats.go through the server")
+	}
+	env := []string{"PATH=/nonexistent", "HOME=" + t.TempDir()}
+	r = runEnv(t, wd, env, "replay", bb, "--offline")
+	if r.code != 0 || !strings.Contains(r.stdout+r.stderr, "matched the recording") {
+		t.Fatalf("replay --offline: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+}
