@@ -107,12 +107,14 @@ func (f *wireFake) requestText(i int) string {
 type toolServer struct {
 	url   string
 	calls atomic.Int32
+	inits atomic.Int32 // sessions started
 	echo  string // what echo prefixes its answer with
 }
 
 func newToolServer(t *testing.T) *toolServer {
 	ts := &toolServer{echo: "echo: "}
-	s := mcp.NewServer(&mcp.Implementation{Name: "edge", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "edge", Version: "1"}, &mcp.ServerOptions{
+		InitializedHandler: func(context.Context, *mcp.InitializedRequest) { ts.inits.Add(1) }})
 	type echoIn struct {
 		Text string `json:"text" jsonschema:"what to echo"`
 	}
@@ -348,5 +350,31 @@ func TestMCPDryRunNamesTools(t *testing.T) {
 	d := prog.Node("ask").Impl.(engine.Describer).Describe()
 	if d != "ask coder (MCP tools edge.echo, edge.f*): Use the tools." {
 		t.Errorf("describe = %q", d)
+	}
+}
+
+// TestMCPServerScope: a server of scope run starts once for all the
+// steps of a run; one of scope step starts for each step visit.
+func TestMCPServerScope(t *testing.T) {
+	for _, tt := range []struct {
+		scope string
+		want  int32
+	}{{"", 1}, {"run", 1}, {"step", 2}} {
+		t.Run("scope "+tt.scope, func(t *testing.T) {
+			ts := newToolServer(t)
+			f := newWireFake(t, "openai",
+				toolTurn{calls: [][2]string{{"edge__echo", `{"text":"a"}`}}}, toolTurn{text: "one"},
+				toolTurn{calls: [][2]string{{"edge__echo", `{"text":"b"}`}}}, toolTurn{text: "two"})
+			src := mcpPlan("openai", f.srv.URL, ts.url, "edge.echo") + `  - {label: again, type: llm, agent: coder, prompt: "Again."}` + "\n"
+			if tt.scope != "" {
+				src = strings.Replace(src, `headers: {`, `scope: `+tt.scope+`, headers: {`, 1)
+			}
+			if _, err := llmRunPlan(t, src, mcpAgents(t, src, agents.Options{})); err != nil {
+				t.Fatal(err)
+			}
+			if n := ts.inits.Load(); n != tt.want {
+				t.Errorf("the server was started %d times, want %d", n, tt.want)
+			}
+		})
 	}
 }
