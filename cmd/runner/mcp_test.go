@@ -78,7 +78,8 @@ func TestMCPFilesystemRunReplayReuse(t *testing.T) {
 	wd := t.TempDir()
 	bin := t.TempDir()
 	server := filepath.Join(bin, "fs-server")
-	os.WriteFile(server, []byte(fmt.Sprintf("#!/bin/sh\nexec %q %q \"$@\"\n", node, entry)), 0o755)
+	pidFile := filepath.Join(bin, "pid")
+	os.WriteFile(server, []byte(fmt.Sprintf("#!/bin/sh\necho $$ > %q\nexec %q %q \"$@\"\n", pidFile, node, entry)), 0o755)
 	file := filepath.Join(wd, "notes.txt")
 	os.WriteFile(file, []byte("version one\n"), 0o644)
 	f := newFSModel(t, file)
@@ -105,6 +106,11 @@ steps:
 	r := runEnv(t, wd, env, "run", plan)
 	if r.code != 0 || !said(r, "version one") {
 		t.Fatalf("run: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The server ended with the run.
+	pid, _ := os.ReadFile(pidFile)
+	if st, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat"); len(pid) == 0 || err == nil && !strings.Contains(string(st), ") Z ") {
+		t.Errorf("the MCP server (pid %q) outlived the run", pid)
 	}
 	if strings.Join(f.tools, ",") != "fs__list_directory,fs__read_text_file" {
 		t.Errorf("tools offered = %v", f.tools)
