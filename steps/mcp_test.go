@@ -108,7 +108,7 @@ type toolServer struct {
 	url   string
 	calls atomic.Int32
 	inits atomic.Int32 // sessions started
-	echo  string // what echo prefixes its answer with
+	echo  string       // what echo prefixes its answer with
 }
 
 func newToolServer(t *testing.T) *toolServer {
