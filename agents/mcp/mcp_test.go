@@ -163,10 +163,7 @@ func TestReferenceServers(t *testing.T) {
 			if !found {
 				t.Fatalf("no tool %s in %v", tt.tool, tools)
 			}
-			args := tt.args
-			if strings.Contains(args, "%s") {
-				args = strings.Replace(args, "%s", work, 1)
-			}
+			args := strings.Replace(tt.args, "%s", work, 1)
 			res, err := c.Call(context.Background(), tt.tool, json.RawMessage(args))
 			if err != nil || res.IsError || !strings.Contains(res.Text, tt.want) {
 				t.Fatalf("call = %+v, %v", res, err)
