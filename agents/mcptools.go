@@ -312,6 +312,18 @@ func schemaMessage(err error) string {
 // masked in what the model sees and in what is recorded alike, so a
 // replay feeds the model the same bytes.
 func (ss *Session) mcpExchange(ctx context.Context, req mcpRequest, resp *mcpResponse, live func(*mcp.Conn) error, srv *plans.MCPServer) error {
+	if !ss.mcpNumbered {
+		// A resumed visit goes on after the exchanges its killed run
+		// recorded, as its model calls do, so no number means two things.
+		ss.mcpNumbered = true
+		if ss.board != nil {
+			for _, r := range ss.board.Recordings() {
+				if r.Kind == KindMCP && r.Label == ss.label && r.Visit == ss.visit && r.Call > ss.mcpCalls {
+					ss.mcpCalls = r.Call
+				}
+			}
+		}
+	}
 	ss.mcpCalls++
 	n := ss.mcpCalls
 	canon, err := json.Marshal(req)

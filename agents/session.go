@@ -58,12 +58,13 @@ type Session struct {
 	// MCP: the tools offered (by the model's name for them), the number
 	// of the last MCP exchange within the visit, the servers of scope
 	// step, by name, and those to end with the session.
-	mcpTools  map[string]*mcpTool
-	mcpCalls  int
-	stepConns map[string]*mcp.Conn
-	ownConns  []*mcp.Conn
-	call      int // number of the last call within the visit
-	stats     Stats
+	mcpTools    map[string]*mcpTool
+	mcpCalls    int
+	mcpNumbered bool // mcpCalls starts after the visit's recorded exchanges
+	stepConns   map[string]*mcp.Conn
+	ownConns    []*mcp.Conn
+	call        int // number of the last call within the visit
+	stats       Stats
 }
 
 // Stats sum up a session's calls, for the step's result.

@@ -378,3 +378,33 @@ func TestMCPServerScope(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPResumedVisitNumbersOn: a visit run again after a kill numbers
+// its MCP exchanges after those the killed run recorded, so a replay
+// never takes the killed run's exchange for the new one.
+func TestMCPResumedVisitNumbersOn(t *testing.T) {
+	ts := newToolServer(t)
+	src := mcpPlan("openai", "http://model.invalid", ts.url, "edge.echo")
+	set := mcpAgents(t, src, agents.Options{})
+	b := board.New(board.Run{ID: "r1"})
+	if err := b.AddRecording(board.Recording{Label: "ask", Visit: 1, Kind: agents.KindMCP, Call: 3, Response: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := set.Session(b, "ask", 1, "coder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	if _, err := ss.MCPTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var calls []int
+	for _, r := range b.Recordings() {
+		if r.Kind == agents.KindMCP {
+			calls = append(calls, r.Call)
+		}
+	}
+	if fmt.Sprint(calls) != "[3 4]" {
+		t.Errorf("MCP exchange numbers = %v, want [3 4]", calls)
+	}
+}
