@@ -158,9 +158,6 @@ func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Res
 func (c *Conn) fail(what string, err error) error {
 	gone := errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, os.ErrClosed) || strings.Contains(err.Error(), "EOF") ||
 		strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection closed")
-	if c.cmd != nil && c.cmd.ProcessState != nil {
-		gone = true
-	}
 	if gone {
 		return fmt.Errorf("%w: %s %s: %v%s", ErrServerGone, c.srv.Name, what, err, c.lastStderr())
 	}
