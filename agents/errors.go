@@ -45,9 +45,19 @@ type Divergence struct {
 	Call     int
 	Recorded json.RawMessage
 	Now      json.RawMessage
+	// What, when set, says the divergence is an MCP exchange's (Call is
+	// then its number among the visit's MCP exchanges): "tools/list of
+	// MCP server fs", "call of tool read_file of MCP server fs".
+	What string
 }
 
 func (d *Divergence) Error() string {
+	if d.What != "" {
+		if d.Recorded == nil {
+			return fmt.Sprintf("replay diverged: step %s visit %d makes a %s (MCP exchange %d), which the recording does not have", d.Label, d.Visit, d.What, d.Call)
+		}
+		return fmt.Sprintf("replay diverged: step %s visit %d MCP exchange %d is a %s, different from the recorded one", d.Label, d.Visit, d.Call, d.What)
+	}
 	if d.Recorded == nil {
 		return fmt.Sprintf("replay diverged: step %s visit %d makes model call %d, which the recording does not have", d.Label, d.Visit, d.Call)
 	}

@@ -15,6 +15,8 @@ import (
 type Reuse struct {
 	sources []ReplaySource
 
+	tools bool // MCP exchanges are reused too (ReuseTools)
+
 	mu    sync.Mutex
 	live  bool
 	stats ReuseStats

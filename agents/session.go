@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/planrunner/runner/agents/mcp"
 	"github.com/planrunner/runner/board"
 	"github.com/rs/zerolog"
 )
@@ -48,10 +49,22 @@ type Session struct {
 	// recorded reads (engine.StepContext.Read). nil: the board directly.
 	Read func(author, key string) (board.Entry, bool, error)
 
+	// Dir is where the agent's stdio MCP servers start (the run's
+	// workdir); "": runner's working directory.
+	Dir string
+
 	posted  int // Messages already on the board
 	retries int // HTTP retries of the call under way, fallbacks included
-	call    int // number of the last call within the visit
-	stats   Stats
+	// MCP: the tools offered (by the model's name for them), the number
+	// of the last MCP exchange within the visit, the servers of scope
+	// step, by name, and those to end with the session.
+	mcpTools    map[string]*mcpTool
+	mcpCalls    int
+	mcpNumbered bool // mcpCalls starts after the visit's recorded exchanges
+	stepConns   map[string]*mcp.Conn
+	ownConns    []*mcp.Conn
+	call        int // number of the last call within the visit
+	stats       Stats
 }
 
 // Stats sum up a session's calls, for the step's result.

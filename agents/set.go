@@ -68,12 +68,13 @@ type ForkSource interface {
 }
 
 // FromRecordings is a ReplaySource over a saved run's recordings (those of
-// kind "llm"; the first one wins if a (label, visit, call) repeats).
+// kind "llm", and, as a ToolReplaySource, those of kind "mcp"; the first
+// one wins if a (kind, label, visit, call) repeats).
 func FromRecordings(recs []board.Recording) ReplaySource {
 	m := recordings{}
 	for _, r := range recs {
-		k := callKey{r.Label, r.Visit, r.Call}
-		if _, dup := m[k]; !dup && r.Kind == KindLLM {
+		k := callKey{r.Kind, r.Label, r.Visit, r.Call}
+		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP) {
 			m[k] = r
 		}
 	}
@@ -84,6 +85,7 @@ func FromRecordings(recs []board.Recording) ReplaySource {
 const KindLLM = "llm"
 
 type callKey struct {
+	kind  string
 	label string
 	visit int
 	call  int
@@ -92,7 +94,14 @@ type callKey struct {
 type recordings map[callKey]board.Recording
 
 func (m recordings) Recording(label string, visit, call int) (board.Recording, bool) {
-	r, ok := m[callKey{label, visit, call}]
+	r, ok := m[callKey{KindLLM, label, visit, call}]
+	return r, ok
+}
+
+// ToolRecording returns the recording of the n-th MCP exchange of a step
+// visit.
+func (m recordings) ToolRecording(label string, visit, n int) (board.Recording, bool) {
+	r, ok := m[callKey{KindMCP, label, visit, n}]
 	return r, ok
 }
 
@@ -138,6 +147,9 @@ type Set struct {
 
 	maxCost float64
 
+	getenv  func(string) string // reads the secrets MCP servers get
+	servers servers             // MCP servers of scope run
+
 	mu    sync.Mutex
 	bound *board.Board // the board the counters below were read from
 	used  int          // tokens used by the run so far
@@ -181,7 +193,7 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		t.jitter = defaultJitter
 	}
 	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, maxCost: plan.Limits.MaxCostUSD, log: opt.Log,
-		replay: opt.Replay, reuse: opt.Reuse, calls: map[visitKey]int{}, mask: opt.Mask}
+		replay: opt.Replay, reuse: opt.Reuse, calls: map[visitKey]int{}, mask: opt.Mask, getenv: getenv}
 	var errs []error
 	for _, spec := range plan.Agents {
 		a := &Agent{Name: spec.Name, Provider: spec.Provider, Model: spec.Model, System: spec.System,
@@ -198,6 +210,9 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		a.p = p
 		s.agents[a.Name] = a
 		s.names = append(s.names, a.Name)
+	}
+	if s.mask == nil {
+		s.mask = mask.New() // for the secrets MCP servers get
 	}
 	if len(errs) == 0 {
 		if err := checkLimits(plan, s.agents); err != nil {

@@ -117,12 +117,14 @@ type Runner struct {
 
 	agentsOnce sync.Once
 	agentsErr  error
+	ownAgents  bool // the Runner made Agents, and ends its MCP servers
 }
 
 func (r *Runner) agentSet() (*agents.Set, error) {
 	r.agentsOnce.Do(func() {
 		if r.Agents == nil {
 			r.Agents, r.agentsErr = agents.New(r.Prog.Plan, agents.Options{})
+			r.ownAgents = r.agentsErr == nil
 		}
 	})
 	return r.Agents, r.agentsErr
@@ -132,6 +134,11 @@ func (r *Runner) agentSet() (*agents.Set, error) {
 // it). It records every step on the board, marks the run's final status,
 // and saves the board when it is file-backed. A nil error is success.
 func (r *Runner) Run(ctx context.Context) error {
+	defer func() {
+		if r.ownAgents {
+			_ = r.Agents.Close()
+		}
+	}()
 	r.init()
 	if r.initErr != nil {
 		return r.finishRun(&RunError{Status: StatusFailed, Err: r.initErr, Fatal: true})

@@ -111,6 +111,7 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 	if !has["steps"] && root.Kind == yaml.MappingNode {
 		r.At(root, "missing required field \"steps\"")
 	}
+	checkAgentTools(r, p)
 	if p.Limits.MaxSteps == 0 {
 		p.Limits.MaxSteps = DefaultMaxSteps
 	}
@@ -472,7 +473,7 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 }
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
-	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price"}
+	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
@@ -530,6 +531,11 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			a.Fallback = StringList(r, f.Value, what+": fallback")
 		case "price":
 			a.Price = parsePrice(r, f.Value, what)
+		case "mcp":
+			a.MCP = parseMCP(r, f.Value, what)
+		case "tools":
+			a.ToolsNode = Resolve(f.Value)
+			a.Tools = StringList(r, f.Value, what+": tools")
 		default:
 			Unknown(r, f, what, agentFields)
 		}

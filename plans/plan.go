@@ -156,7 +156,14 @@ type Agent struct {
 	Fallback []string
 	// Price overrides the built-in price of the agent's model.
 	Price *Price
-	Node  *yaml.Node
+	// MCP lists the MCP servers whose tools the agent may use.
+	MCP []*MCPServer
+	// Tools are SERVER.TOOL patterns (path.Match): the MCP tools the agent
+	// may use. None by default: a server's tools are offered only when
+	// named.
+	Tools     []string
+	ToolsNode *yaml.Node
+	Node      *yaml.Node
 }
 
 // Price is what a model costs, in US dollars per million tokens.

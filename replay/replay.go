@@ -190,6 +190,9 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		chk.steps = len(b.Steps())
 		chk.mu.Unlock()
 		runErr = r.Run(ctx)
+		if err := set.Close(); err != nil { // a fork's live part may have started MCP servers
+			opt.Log.Warn().Err(err).Msg("ending the MCP servers")
+		}
 		if chk.stopped() || sc.live() {
 			break
 		}
@@ -305,6 +308,14 @@ type fork struct {
 }
 
 func (f *fork) Live(label string, visit int) bool { return f.live.Load() }
+
+// ToolRecording serves the recorded MCP exchanges of the replayed part.
+func (f *fork) ToolRecording(label string, visit, n int) (board.Recording, bool) {
+	if ts, ok := f.ReplaySource.(agents.ToolReplaySource); ok {
+		return ts.ToolRecording(label, visit, n)
+	}
+	return board.Recording{}, false
+}
 
 // both tells two observers, the checker first.
 type both [2]engine.Observer

@@ -248,6 +248,12 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	if err != nil {
 		return nil, usage(err) // a missing API key ends here, before the first step
 	}
+	// The MCP servers the run started end with it (their process groups).
+	defer func() {
+		if err := set.Close(); err != nil {
+			log.Warn().Err(err).Msg("ending the MCP servers")
+		}
+	}()
 	if r.resume {
 		return r.resumeRun(ctx, env, m, log, set)
 	}
@@ -257,6 +263,9 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	if ru != nil {
 		set.SetReuse(ru.u)
+		if r.opts.Offline {
+			ru.u.ReuseTools() // no MCP server starts either
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(r.Board), board.DirMode); err != nil {
 		return nil, err

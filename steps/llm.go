@@ -27,6 +27,10 @@ func init() { add(llmType{}) }
 // stopped, not paid for indefinitely.
 const maxToolRounds = 8
 
+// defaultMaxToolCalls bounds a step's tool calls when it sets no
+// max_tool_calls.
+const defaultMaxToolCalls = 32
+
 // llmType asks an agent, optionally for JSON matching a schema or for a
 // diff, and lets it use the board through tools.
 type llmType struct{}
@@ -68,6 +72,10 @@ type llmStep struct {
 	schemaJSON json.RawMessage
 	board      bool // tools: [board]
 	view       *agents.ViewLimits
+	// maxToolCalls bounds the tool calls of a visit (0: the default);
+	// set, it bounds the rounds too.
+	maxToolCalls int
+	mcpTools     []string // the agent's MCP tool patterns, for the dry run
 }
 
 func (llmType) Name() string           { return "llm" }
@@ -103,8 +111,13 @@ var llmSpec = engine.TypeSpec{
 			Doc:      "Show the model a bounded view of the board: true, or limits on entries, keys and bytes.",
 			Examples: []any{true, map[string]any{"entries": 20, "max_bytes": 8000}}},
 		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board"]}}`,
-			Doc:      "Tools the model may call: board (board_read, board_write, board_list).",
+			Doc: "Tools the model may call: board (board_read, board_write, board_list). " +
+				"The agent's MCP tools (its mcp servers and tools patterns) are offered on every step of the agent.",
 			Examples: []any{[]any{"board"}}},
+		{Name: "max_tool_calls", Kind: engine.KindInt,
+			Doc: "Most tool calls (board and MCP) the model may make in one visit; more fails the step. " +
+				"Default 32 (and at most 8 rounds of calls unless this is set).",
+			Examples: []any{10}},
 	},
 	Example: `- label: generate
   type: llm
@@ -167,6 +180,15 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 			}
 			s.board = true
 		}
+	}
+	if n := d.Node("max_tool_calls"); n != nil {
+		s.maxToolCalls = d.Int("max_tool_calls", 0)
+		if s.maxToolCalls < 1 {
+			d.Errorf(n, "max_tool_calls must be at least 1")
+		}
+	}
+	if a := d.Plan.Agent(s.agent); a != nil {
+		s.mcpTools = a.Tools
 	}
 	return s
 }
@@ -305,6 +327,15 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if s.board {
 		ss.Tools = agents.BoardTools
 	}
+	// The agent's MCP servers: started (once a run, or for this visit)
+	// or, in a replay, answered from the recording.
+	ss.Dir = sc.Workdir
+	defer ss.Close()
+	mcpTools, err := ss.MCPTools(ctx)
+	if err != nil {
+		return engine.Result{}, mcpFatal(sc.Label, err)
+	}
+	ss.Tools = append(append([]agents.Tool(nil), ss.Tools...), mcpTools...)
 	ss.Schema = s.schemaJSON
 	if s.view != nil {
 		// The board as this agent sees it: its topics, its keys, its
@@ -319,20 +350,32 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	res := engine.Result{Output: out, Fields: LLMResult{
 		Usage: usageOf(st), Agent: st.Agent, Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
 	var budget *agents.BudgetError
-	var div *agents.Divergence
-	if errors.As(err, &budget) || errors.As(err, &div) {
-		// A spent budget or a replay that diverged ends the run, even
-		// under continue_on_error.
+	if errors.As(err, &budget) {
 		err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
 	}
-	return res, err
+	return res, mcpFatal(sc.Label, err)
+}
+
+// mcpFatal makes a replay that diverged end the run, even under
+// continue_on_error.
+func mcpFatal(label string, err error) error {
+	var div *agents.Divergence
+	var re *engine.RunError
+	if errors.As(err, &div) && !errors.As(err, &re) {
+		return &engine.RunError{Status: engine.StatusFailed, Label: label, Fatal: true, Err: err}
+	}
+	return err
 }
 
 // converse asks, runs tool calls until the model answers, and re-asks once
 // when the answer does not fit the step's output.
 func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt string) (any, error) {
 	msgs := []agents.Message{{Role: agents.RoleUser, Content: prompt}}
-	rounds, reasked := 0, false
+	rounds, calls, reasked := 0, 0, false
+	maxRounds, maxCalls := maxToolRounds, defaultMaxToolCalls
+	if s.maxToolCalls > 0 {
+		maxRounds, maxCalls = s.maxToolCalls, s.maxToolCalls
+	}
 	for {
 		resp, err := ss.Send(ctx, msgs...)
 		if err != nil {
@@ -340,17 +383,35 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 		}
 		if len(resp.ToolCalls) > 0 {
 			rounds++
-			if rounds > maxToolRounds {
-				return nil, fmt.Errorf("agent %s still calls tools after %d rounds (the most a step allows)", ss.Agent().Name, maxToolRounds)
+			if rounds > maxRounds {
+				return nil, fmt.Errorf("agent %s still calls tools after %d rounds (the most a step allows)", ss.Agent().Name, maxRounds)
 			}
+			if calls+len(resp.ToolCalls) > maxCalls {
+				return nil, fmt.Errorf("agent %s asks for %d more tool calls after %d: more than max_tool_calls (%d) allows", ss.Agent().Name, len(resp.ToolCalls), calls, maxCalls)
+			}
+			calls += len(resp.ToolCalls)
 			msgs = msgs[:0]
 			for _, tc := range resp.ToolCalls {
-				if !s.board {
+				switch {
+				case ss.IsMCPTool(tc.Name):
+					m, err := ss.RunMCPTool(ctx, tc)
+					if err != nil {
+						return nil, err
+					}
+					msgs = append(msgs, m)
+				case s.board:
+					msgs = append(msgs, ss.RunTool(tc))
+				case len(ss.Tools) == 0:
 					msgs = append(msgs, agents.Message{Role: agents.RoleTool, ToolCallID: tc.ID, Name: tc.Name, IsError: true,
 						Content: "error: this step offers no tools; answer without them"})
-					continue
+				default:
+					names := make([]string, len(ss.Tools))
+					for i, t := range ss.Tools {
+						names[i] = t.Name
+					}
+					msgs = append(msgs, agents.Message{Role: agents.RoleTool, ToolCallID: tc.ID, Name: tc.Name, IsError: true,
+						Content: fmt.Sprintf("error: unknown tool %q (available: %s)", tc.Name, strings.Join(names, ", "))})
 				}
-				msgs = append(msgs, ss.RunTool(tc))
 			}
 			continue
 		}
@@ -567,6 +628,9 @@ func (s *llmStep) Describe() string {
 	d := "ask " + s.agent
 	if s.output != "text" {
 		d += " for " + s.output
+	}
+	if len(s.mcpTools) > 0 {
+		d += " (MCP tools " + strings.Join(s.mcpTools, ", ") + ")"
 	}
 	if s.prompt != nil {
 		d += ": " + headLine(s.prompt.Src)

@@ -1,0 +1,343 @@
+// Package mcp is runner's client side of the Model Context Protocol: it
+// starts an MCP server (a command speaking stdio, or a streamable HTTP
+// endpoint), lists its tools and calls them. It is a thin layer over the
+// official Go SDK (github.com/modelcontextprotocol/go-sdk) that adds what
+// a run needs around it: a server's process group ends with the run even
+// when the server ignores SIGTERM, its stderr goes to the run's log (never
+// to runner's own stderr), a server that died is an error that says so
+// with the end of its stderr, and results come back as plain text.
+//
+// Recording and replaying calls is the agents package's business; this
+// one only talks to servers. It imports nothing of runner's.
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+)
+
+// Server says how to reach one MCP server.
+type Server struct {
+	Name    string
+	Command []string          // stdio: the program and its arguments
+	Env     map[string]string // stdio: the server's whole environment beside PATH, HOME, LANG and TMPDIR
+	Dir     string            // stdio: its working directory ("" : runner's)
+	URL     string            // streamable HTTP endpoint
+	Headers map[string]string // HTTP: headers sent with every request
+	// Mask hides secrets in the server's stderr before it is logged.
+	Mask func(string) string
+}
+
+// Tool is one tool a server offers.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Result is what a tool call returned: its content as text (text parts
+// joined by newlines, other parts described), and whether the tool said it
+// failed.
+type Result struct {
+	Text    string `json:"text"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// Conn is a connection to a started server.
+type Conn struct {
+	srv     Server
+	session *sdk.ClientSession
+	cmd     *exec.Cmd
+	stderr  *tail
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ErrServerGone wraps the error of a call to a server that is no longer
+// there (its process ended, its connection closed): a failure of the
+// step, not an answer for the model.
+var ErrServerGone = errors.New("MCP server gone")
+
+// killGrace is how long a server has to exit after its stdin closes,
+// and again after SIGTERM, before its process group is killed.
+const killGrace = 2 * time.Second
+
+// Start starts (stdio) or connects to (HTTP) a server and initializes the
+// session. ctx bounds the start only.
+func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
+	c := &Conn{srv: srv}
+	client := sdk.NewClient(&sdk.Implementation{Name: "runner", Version: "1"}, nil)
+	var t sdk.Transport
+	switch {
+	case len(srv.Command) > 0:
+		cmd := exec.Command(srv.Command[0], srv.Command[1:]...)
+		cmd.Env = serverEnv(srv.Env)
+		cmd.Dir = srv.Dir
+		// Its own process group, so that ending it ends whatever it
+		// started too (npx starts node, which may start more).
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		c.stderr = &tail{log: log.With().Str("mcp_server", srv.Name).Logger(), mask: srv.Mask}
+		cmd.Stderr = c.stderr
+		c.cmd = cmd
+		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: killGrace}
+	case srv.URL != "":
+		hc := &http.Client{Transport: headerTransport{headers: srv.Headers, base: http.DefaultTransport}}
+		// No standalone SSE stream: runner needs no message the server
+		// starts (a tool list that changes mid-step is not one a replay
+		// could follow), and the stream would hold a connection open.
+		t = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+	default:
+		return nil, fmt.Errorf("MCP server %s has neither a command nor a url", srv.Name)
+	}
+	s, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		c.killGroup()
+		return nil, fmt.Errorf("MCP server %s did not start: %v%s", srv.Name, err, c.lastStderr())
+	}
+	c.session = s
+	return c, nil
+}
+
+// NewInMemory connects to a server through t, as Start does (for tests
+// with an in-process SDK server).
+func NewInMemory(ctx context.Context, name string, t sdk.Transport) (*Conn, error) {
+	client := sdk.NewClient(&sdk.Implementation{Name: "runner", Version: "1"}, nil)
+	s, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Conn{srv: Server{Name: name}, session: s}, nil
+}
+
+// Tools lists the server's tools, sorted by name so that the list the
+// model sees does not depend on the server's order.
+func (c *Conn) Tools(ctx context.Context) ([]Tool, error) {
+	var out []Tool
+	for t, err := range c.session.Tools(ctx, nil) {
+		if err != nil {
+			return nil, c.fail("listing tools", err)
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err != nil || t.InputSchema == nil {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		out = append(out, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Call calls a tool with args (a JSON object). A tool that reports a
+// failure is a Result with IsError; a protocol error (an unknown tool,
+// arguments the server refused) is returned as an error the model may
+// see; a server that is gone is an error wrapping ErrServerGone.
+func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Result, error) {
+	res, err := c.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return Result{}, c.fail("calling "+tool, err)
+	}
+	return Result{Text: contentText(res), IsError: res.IsError}, nil
+}
+
+// fail turns an SDK error into one that says whether the server is gone.
+func (c *Conn) fail(what string, err error) error {
+	gone := errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, os.ErrClosed) || strings.Contains(err.Error(), "EOF") ||
+		strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection closed")
+	if gone {
+		return fmt.Errorf("%w: %s %s: %v%s", ErrServerGone, c.srv.Name, what, err, c.lastStderr())
+	}
+	return err
+}
+
+func (c *Conn) lastStderr() string {
+	if c.stderr == nil {
+		return ""
+	}
+	if s := c.stderr.last(); s != "" {
+		return "; its stderr ended with: " + s
+	}
+	return ""
+}
+
+// Close ends the session and, for a stdio server, its whole process
+// group: stdin closed, then SIGTERM, then SIGKILL to the group, so that
+// neither the server nor anything it started outlives the run.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		if c.session != nil {
+			c.closeErr = c.session.Close()
+		}
+		c.killGroup()
+		if c.stderr != nil {
+			c.stderr.flush()
+		}
+	})
+	return c.closeErr
+}
+
+// killGroup kills what is left of the server's process group.
+func (c *Conn) killGroup() {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// Pid is the server's process id (0 for an HTTP server), for tests.
+func (c *Conn) Pid() int {
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
+// serverEnv is a server's environment: what a program needs to run and
+// find its files, and the env the plan gave it. Nothing else of runner's
+// environment (API keys above all) reaches a server.
+func serverEnv(env map[string]string) []string {
+	var out []string
+	for _, k := range []string{"PATH", "HOME", "LANG", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			if _, set := env[k]; !set {
+				out = append(out, k+"="+v)
+			}
+		}
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+env[k])
+	}
+	return out
+}
+
+// contentText flattens a tool result's content into text.
+func contentText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		switch v := c.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, v.Text)
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio %s, %d bytes]", v.MIMEType, len(v.Data)))
+		case *sdk.ResourceLink:
+			parts = append(parts, fmt.Sprintf("[resource %s]", v.URI))
+		case *sdk.EmbeddedResource:
+			if v.Resource != nil && v.Resource.Text != "" {
+				parts = append(parts, v.Resource.Text)
+			} else if v.Resource != nil {
+				parts = append(parts, fmt.Sprintf("[resource %s]", v.Resource.URI))
+			}
+		default:
+			b, _ := json.Marshal(c)
+			parts = append(parts, string(b))
+		}
+	}
+	if len(parts) == 0 && res.StructuredContent != nil {
+		b, _ := json.Marshal(res.StructuredContent)
+		parts = append(parts, string(b))
+	}
+	return strings.Join(parts, "\n")
+}
+
+// headerTransport adds the plan's headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
+
+// tail logs a server's stderr line by line and keeps its last lines for
+// the error that says the server died.
+type tail struct {
+	log  zerolog.Logger
+	mask func(string) string
+
+	mu    sync.Mutex
+	buf   []byte
+	lines []string
+}
+
+const tailLines = 5
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	for {
+		i := bytes.IndexByte(t.buf, '\n')
+		if i < 0 {
+			break
+		}
+		t.line(string(t.buf[:i]))
+		t.buf = t.buf[i+1:]
+	}
+	if len(t.buf) > 64<<10 { // a line without end: log it in pieces
+		t.line(string(t.buf))
+		t.buf = nil
+	}
+	return len(p), nil
+}
+
+func (t *tail) line(s string) {
+	s = strings.TrimRight(s, "\r")
+	if t.mask != nil {
+		s = t.mask(s)
+	}
+	if strings.TrimSpace(s) == "" {
+		return
+	}
+	t.log.Info().Str("stderr", s).Msg("MCP server")
+	t.lines = append(t.lines, s)
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[len(t.lines)-tailLines:]
+	}
+}
+
+func (t *tail) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.buf) > 0 {
+		t.line(string(t.buf))
+		t.buf = nil
+	}
+}
+
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := t.lines
+	if len(t.buf) > 0 {
+		lines = append(append([]string(nil), lines...), string(t.buf))
+	}
+	return strings.Join(lines, " | ")
+}
