@@ -82,9 +82,18 @@ var assertSpec = engine.TypeSpec{
 			Doc: "The label of the step to check (its last visit).", Examples: []any{"generate"}},
 		{Name: "checks", Kind: engine.KindOther, Required: true,
 			Schema: `{"type": "array", "minItems": 1, "items": {"type": "object", "properties": {` +
-				`"of": {"type": "string"}, "equals": {}, "contains": {"type": "string"}, "matches": {"type": "string"}, ` +
-				`"schema": {"type": ["object", "boolean"]}, "min": {"type": "number"}, "max": {"type": "number"}, ` +
-				`"judge": {"type": "object", "properties": {"agent": {"type": "string"}, "rubric": {"type": "string"}}, "required": ["agent", "rubric"], "additionalProperties": false}}, ` +
+				`"of": {"type": "string", "description": "What the check reads: output (the default), cost_usd, tokens, duration_ms, or a field of the step's result.", "examples": ["output", "cost_usd", "counts.failed"]}, ` +
+				`"equals": {"description": "The value must equal this (compared as JSON).", "examples": ["ok", {"status": "done"}]}, ` +
+				`"contains": {"type": "string", "description": "The value, as text, must contain this.", "examples": ["func Add"]}, ` +
+				`"matches": {"type": "string", "description": "The value, as text, must match this regular expression (RE2).", "examples": ["^PASS"]}, ` +
+				`"schema": {"type": ["object", "boolean"], "description": "The value must be valid against this JSON Schema.", "examples": [{"type": "object", "required": ["summary"]}]}, ` +
+				`"min": {"type": "number", "description": "The number read must be at least this.", "examples": [1]}, ` +
+				`"max": {"type": "number", "description": "The number read must be at most this.", "examples": [0.05]}, ` +
+				`"judge": {"type": "object", "description": "A model judges the value against a rubric; a failed or unreadable verdict fails the check.", ` +
+				`"examples": [{"agent": "judge", "rubric": "The summary names every changed file."}], "properties": {` +
+				`"agent": {"type": "string", "description": "The plan's agent that judges.", "examples": ["judge"]}, ` +
+				`"rubric": {"type": "string", "description": "What the value must satisfy, in words.", "examples": ["The summary names every changed file."]}}, ` +
+				`"required": ["agent", "rubric"], "additionalProperties": false}}, ` +
 				`"additionalProperties": false}}`,
 			Doc: "The checks, each a mapping: `of` (output by default; cost_usd, tokens, duration_ms, or a field of the " +
 				"step's result such as passed or counts.failed) and one of equals, contains, matches, schema, judge, or min and/or max.",
