@@ -483,8 +483,10 @@ func TestFormatsCorpus(t *testing.T) {
 		// neither line numbers nor (Aider applies each block to the file
 		// as the blocks before left it) an order to tell them apart; so
 		// is one whose old and new lines are both there. The floor is
-		// below the rates measured at 300 and 3,000 edits (docs/diffs.md).
-		low := v.name == "exact" && float64(tl.right) < 0.9*float64(tl.n)
+		// below the rates measured at 300 and 3,000 edits (docs/diffs.md);
+		// the few dozen edits of -short (the race run) are too few for a
+		// rate, so there only "no wrong result" is checked.
+		low := v.name == "exact" && !testing.Short() && float64(tl.right) < 0.9*float64(tl.n)
 		if low {
 			t.Errorf("%s, exact: %d of %d right, below 90%%", v.format, tl.right, tl.n)
 		}
