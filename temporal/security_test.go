@@ -1,7 +1,6 @@
 package temporal
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -25,8 +24,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"golang.org/x/net/http2"
 )
 
 // securedFrontend stands in front of a dev server as a secured cluster
@@ -59,9 +56,9 @@ func startSecuredFrontend(t *testing.T, backend string) *securedFrontend {
 
 	target, _ := url.Parse("http://" + backend)
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	proxy.Transport = &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}}
+	h2c := &http.Transport{Protocols: new(http.Protocols)} // gRPC to the dev server: HTTP/2 without TLS
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	proxy.Transport = h2c
 	proxy.FlushInterval = -1 // stream: long polls and heartbeats pass at once
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testAPIKey {
@@ -85,9 +82,9 @@ func startSecuredFrontend(t *testing.T, backend string) *securedFrontend {
 	quiet := log.New(io.Discard, "", 0) // refused handshakes are the point
 	proxy.ErrorLog = quiet
 	srv := &http.Server{Handler: handler, ErrorLog: quiet}
-	if err := http2.ConfigureServer(srv, nil); err != nil {
-		t.Fatal(err)
-	}
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	srv.Protocols.SetHTTP2(true)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	f.addr = ln.Addr().String()
