@@ -6,6 +6,7 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/runs"
 )
 
 // A run that ends between the tool's open of its board (through its
@@ -37,14 +38,13 @@ func TestARunEndingMidRequestIsReadFromItsFile(t *testing.T) {
 	defer s.Close()
 	var through []bool
 	err = s.onBoard(path, true, func(a liveboard.Access) error {
-		_, live := a.(*liveboard.Client)
-		through = append(through, live)
-		if len(through) == 1 { // the run ends now
-			srv.Close()
-			b.Close()
-			lock.Unlock()
-		}
+		through = append(through, runs.Live(a))
+		// the run ends now
+		srv.Close()
+		b.Close()
+		lock.Unlock()
 		e, ok, err := a.Read("", "k")
+		through = append(through, runs.Live(a))
 		if err == nil && (!ok || e.Content != "v") {
 			t.Errorf("read %v %+v", ok, e)
 		}

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -612,32 +611,19 @@ func (s *Server) onRun(run string, readOnly bool, fn func(liveboard.Access) erro
 	return s.onBoard(path, readOnly, fn)
 }
 
-// onBoard calls fn with the board at path. A run that ends between the
-// open and fn takes its socket away: fn's request then never reached it,
-// and is made again on the file the run has just saved.
+// onBoard calls fn with the board at path (a run that ends mid-request
+// is read from the file it saved: runs.OpenBoard).
 func (s *Server) onBoard(path string, readOnly bool, fn func(liveboard.Access) error) error {
-	for attempt := 0; ; attempt++ {
-		a, _, err := runs.OpenBoard(path, runs.BoardOptions{ReadOnly: readOnly, Mask: s.o.Mask})
-		if err != nil {
-			return err
-		}
-		_, live := a.(*liveboard.Client)
-		err = fn(a)
-		if cerr := a.Close(); err == nil && !live {
-			err = cerr // a file's close writes it
-		}
-		if err != nil && live && attempt < 3 && unreached(err) {
-			continue
-		}
+	a, _, err := runs.OpenBoard(path, runs.BoardOptions{ReadOnly: readOnly, Mask: s.o.Mask})
+	if err != nil {
 		return err
 	}
-}
-
-// unreached says whether err is a request that never reached the
-// process it was for (its socket was gone).
-func unreached(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	err = fn(a)
+	live := runs.Live(a)
+	if cerr := a.Close(); err == nil && !live {
+		err = cerr // a file's close writes it
+	}
+	return err
 }
 
 // ReportOutput is a run's report.

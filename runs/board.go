@@ -1,8 +1,10 @@
 package runs
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -53,10 +55,96 @@ func OpenBoard(path string, o BoardOptions) (liveboard.Access, string, error) {
 	if err != nil {
 		return nil, path, err
 	}
-	if _, live := a.(*liveboard.Client); !live && !o.ReadOnly {
+	if _, live := a.(*liveboard.Client); live {
+		return &reopening{Access: a, path: path, o: o}, path, nil
+	}
+	if !o.ReadOnly {
 		a = afterRun{a}
 	}
 	return a, path, nil
+}
+
+// reopening is the access to a live run's board through the socket of
+// the process running it. A run that ends between the open and a request
+// takes its socket away: the request, which never reached it, is made
+// again on the file the run has just saved, rather than failing with
+// "dial unix …: no such file or directory". Only a request that provably
+// never left (the dial failed) is made again, so no write is made twice.
+type reopening struct {
+	liveboard.Access // the socket's client; after the run ended, the file's
+	path             string
+	o                BoardOptions
+}
+
+// again reopens the board when err says the socket was gone, and says
+// whether the request should be made again.
+func (r *reopening) again(err error, tries int) bool {
+	if _, live := r.Access.(*liveboard.Client); !live || tries >= 3 || !unreached(err) {
+		return false
+	}
+	a, oerr := liveboard.Open(r.path, r.o.liveOptions())
+	if oerr != nil {
+		return false
+	}
+	r.Access.Close()
+	if _, live := a.(*liveboard.Client); !live && !r.o.ReadOnly {
+		a = afterRun{a}
+	}
+	r.Access = a
+	return true
+}
+
+// unreached says whether err is a request that never reached the process
+// it was for (its socket was gone).
+func unreached(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func (r *reopening) Write(q liveboard.WriteRequest) (board.Entry, error) {
+	for tries := 0; ; tries++ {
+		e, err := r.Access.Write(q)
+		if err == nil || !r.again(err, tries) {
+			return e, err
+		}
+	}
+}
+
+func (r *reopening) Read(agent, key string) (board.Entry, bool, error) {
+	for tries := 0; ; tries++ {
+		e, ok, err := r.Access.Read(agent, key)
+		if err == nil || !r.again(err, tries) {
+			return e, ok, err
+		}
+	}
+}
+
+func (r *reopening) Live(prefix, agent string) ([]board.Entry, error) {
+	for tries := 0; ; tries++ {
+		es, err := r.Access.Live(prefix, agent)
+		if err == nil || !r.again(err, tries) {
+			return es, err
+		}
+	}
+}
+
+func (r *reopening) Board() (*board.Board, error) {
+	for tries := 0; ; tries++ {
+		b, err := r.Access.Board()
+		if err == nil || !r.again(err, tries) {
+			return b, err
+		}
+	}
+}
+
+// Live says whether a is (still) the access through a live run's socket,
+// not its saved file.
+func Live(a liveboard.Access) bool {
+	if r, ok := a.(*reopening); ok {
+		a = r.Access
+	}
+	_, live := a.(*liveboard.Client)
+	return live
 }
 
 // liveOptions are the liveboard options OpenBoard opens a file with.
