@@ -43,7 +43,7 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs.SetOutput(stderr)
 	fs.Usage = commandUsage(fs, name)
 	g := &globals{mask: mask.New()}
-	fs.StringVar(&g.logFormat, "log-format", "", "console or json (default: console on a terminal, json otherwise)")
+	fs.StringVar(&g.logFormat, "log-format", "", "console or json (default: console on a terminal or Actions, else json)")
 	fs.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error")
 	fs.BoolVar(&g.quiet, "q", false, "quiet: errors only, no progress")
 	return fs, g
