@@ -94,6 +94,15 @@ func (n *Node) itemNode(index int, v any) *Node {
 	c := *n
 	c.Step, c.If, c.Each = &s, nil, nil
 	c.item = &itemOf{each: n, index: index, value: v}
+	if n.isBlock() {
+		// Each item runs the whole block: its steps labelled ITEM/LABEL
+		// (eachgroup.go). max_concurrency and fail_fast were the items';
+		// inside one item the group's steps all run at once, and a
+		// failure fails the item (which fail_fast then passes on).
+		c.Children = inItemAll(n.Children, s.Label)
+		c.Seq = inItemAll(n.Seq, s.Label)
+		s.MaxConcurrency = 0
+	}
 	return &c
 }
 
@@ -251,6 +260,9 @@ func (it *interp[C]) forEach(c C, n *Node, visit int, vc *visitClock) (Result, e
 	kids := make([]*Node, len(list))
 	for i, v := range list {
 		kids[i] = n.itemNode(i, v)
+		if n.isBlock() {
+			r.blockFrame(kids[i], v, true) // this visit's item, also in a frame a previous visit made
+		}
 	}
 	return eachResult(kids, it.children(c, n, visit, kids))
 }

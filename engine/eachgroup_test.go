@@ -1,0 +1,86 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/plans"
+	"github.com/rs/zerolog"
+)
+
+// for_each on a parallel group or a sequence runs the whole block once per
+// item, with item and index in scope for every step inside it; each
+// item's steps read their own siblings (steps.X in an item is that item's
+// X), their records are labelled ITEM/LABEL, and the block's results keep
+// the input order.
+func TestForEachOnBlock(t *testing.T) {
+	cases := []struct {
+		name, block string
+		want        string   // after's output
+		labels      []string // records of item 1, by label
+	}{
+		{"group", `
+      - label: fan
+        for_each: '["a", "b", "c"]'
+        max_concurrency: 2
+        parallel:
+          - {label: up, type: echo, sleep: 1ms, text: "${{ upper(item) }}"}
+          - {label: at, type: echo, text: "${{ index }}"}
+`, "A0 B1 C2|3", []string{"fan[1]", "fan[1]/at", "fan[1]/up"}},
+		{"sequence", `
+      - label: fan
+        for_each: '["a", "b", "c"]'
+        steps:
+          - {label: read, type: echo, sleep: 1ms, text: "${{ item }}${{ index }}"}
+          - {label: sum, type: echo, text: "${{ upper(steps.read.output) }}"}
+`, "A0 B1 C2|3", []string{"fan[1]", "fan[1]/read", "fan[1]/sum"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := `${{ steps.fan.outputs[0].up ?? "" }}`
+			_ = out
+			after := `${{ join(map(steps.fan.outputs, {(#.up ?? "") + (#.at ?? "") + (#.sum ?? "")}), " ") }}|${{ steps.fan.counts.succeeded }}`
+			src := "version: 1\nsteps:\n  - label: outer\n    parallel:\n" + tc.block +
+				"      - {label: other, type: echo, text: x}\n" +
+				"  - {label: after, type: echo, text: '" + after + "'}\n"
+			if tc.name == "group" {
+				src = "version: 1\nsteps:\n" + strings.ReplaceAll(tc.block, "\n      ", "\n  ") +
+					"  - {label: after, type: echo, text: '" + after + "'}\n"
+			}
+			b, err := runPlan(t, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec, res := lastResult(t, b, "after")
+			if res["output"] != tc.want {
+				t.Errorf("after: %q, want %q (%s)", res["output"], tc.want, rec.Error)
+			}
+			var labels []string
+			for _, s := range b.Steps() {
+				if strings.HasPrefix(s.Label, "fan[1]") {
+					labels = append(labels, s.Label)
+					if s.Visit != 1 {
+						t.Errorf("%s#%d, want visit 1", s.Label, s.Visit)
+					}
+				}
+			}
+			sort.Strings(labels)
+			if fmt.Sprint(labels) != fmt.Sprint(tc.labels) {
+				t.Errorf("item 1's records %v, want %v", labels, tc.labels)
+			}
+		})
+	}
+}
+
+var _ = context.Background
+var _ = errors.New
+var _ = plans.Errors{}
+var _ = board.New
+var _ = engine.Compile
+var _ = zerolog.Nop
