@@ -128,3 +128,40 @@ func (r *Runner) recordedItem(label string, index int) any {
 	}
 	return list[index]
 }
+
+// ParentLabel is the label of the step whose visit holds a visit of label
+// ("" for a top-level step or a label not in the plan): the for_each step
+// of an item, the item of a for_each block's step, the call of a callee's
+// top-level step, the group or sequence of a child. A replay marks the
+// groups a part of a recording was inside from it, when only their
+// grandchildren finished in that part.
+func (p *Program) ParentLabel(label string) string {
+	if l, _, ok := SplitItemLabel(label); ok {
+		if p.Node(l) != nil {
+			return l
+		}
+		return ""
+	}
+	n := p.Node(label)
+	if n == nil || n.Step == nil {
+		return ""
+	}
+	par := n.Step.Parent
+	if n.frame == "" {
+		if par == nil {
+			return ""
+		}
+		return par.Label
+	}
+	// In a frame (a call's or a block item's): the frame itself holds the
+	// frame's top steps.
+	if par == nil {
+		return n.frame // a callee's top-level step
+	}
+	if l, _, ok := SplitItemLabel(n.frame); ok {
+		if _, last, _ := cutLast("/"+l, "/"); last == par.Label {
+			return n.frame // a step directly in a block item
+		}
+	}
+	return n.frame + "/" + par.Label
+}

@@ -84,3 +84,54 @@ var _ = plans.Errors{}
 var _ = board.New
 var _ = engine.Compile
 var _ = zerolog.Nop
+
+// Every label a run records is found again in the plan, with the label of
+// the visit that holds it: items, a for_each block's steps, steps nested
+// in a block item, a for_each inside an item, a call inside an item.
+func TestForEachBlockLabels(t *testing.T) {
+	src := `
+version: 1
+steps:
+  - label: top
+    parallel:
+      - label: fan
+        for_each: '[1, 2]'
+        steps:
+          - {label: read, type: echo, text: x}
+          - label: inner
+            parallel:
+              - {label: deep, type: echo, text: y}
+              - {label: each, type: echo, for_each: '[1]', text: z}
+  - label: g
+    for_each: '[1]'
+    parallel:
+      - {label: a, type: echo, text: "${{ item }}"}
+`
+	prog, err := engine.Compile("plan.yaml", []byte(src), registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ label, parent string }{
+		{"top", ""},
+		{"fan", "top"},
+		{"fan[1]", "fan"},
+		{"fan[1]/read", "fan[1]"},
+		{"fan[1]/inner", "fan[1]"},
+		{"fan[1]/deep", "fan[1]/inner"},
+		{"fan[1]/each", "fan[1]/inner"},
+		{"fan[1]/each[0]", "fan[1]/each"},
+		{"g[0]", "g"},
+		{"g[0]/a", "g[0]"},
+		{"g[0]/nope", ""},
+		{"nope[0]", ""},
+	} {
+		if got := prog.ParentLabel(tc.label); got != tc.parent {
+			t.Errorf("ParentLabel(%s) = %q, want %q", tc.label, got, tc.parent)
+		}
+		if n := prog.Node(tc.label); (n == nil) != strings.Contains(tc.label, "nope") {
+			t.Errorf("Node(%s) = %v", tc.label, n)
+		} else if n != nil && n.Label != tc.label {
+			t.Errorf("Node(%s).Label = %s", tc.label, n.Label)
+		}
+	}
+}

@@ -120,7 +120,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	for _, s := range prog.Plan.AllSteps() {
 		types[s.Label] = s.Type
 	}
-	sc := newScript(rec, types, prog.Plan.Limits.Timeout, opt.Workdir == "", fk)
+	sc := newScript(rec, types, prog.Plan.Limits.Timeout, opt.Workdir == "", fk, prog.ParentLabel)
 	chk := newChecker(sc)
 
 	run := saved

@@ -31,11 +31,44 @@ steps:
     run: echo "${{ steps.each.counts.succeeded }} ${{ steps.each.outputs[199] }}"
 `
 
+// fanOutSeqPlan is the same fan-out as a for_each on a sequence: each
+// item reads, then a second step reads what its own first step gave.
+const fanOutSeqPlan = `version: 1
+name: fan-out
+limits: {max_steps: 1000}
+steps:
+  - label: fan
+    parallel:
+      - label: each
+        for_each: '%s'
+        max_concurrency: 4
+        steps:
+          - {label: read, type: command, run: 'sleep 0.01; echo "item ${{ item }}"'}
+          - {label: sum, type: command, run: 'echo "${{ steps.read.output }} at ${{ index }}"'}
+  - label: last
+    type: command
+    run: echo "${{ steps.each.counts.succeeded }} ${{ steps.each.outputs[199].sum }}"
+`
+
 // A 200-item fan-out killed with SIGKILL in the middle and resumed runs
 // only the items that had not finished: every item succeeds exactly once,
 // the results stay in input order, an offline replay of the resumed run
 // matches, and a replay with a changed item list says where it differs.
+// For a for_each step and a for_each sequence (whose items' steps are
+// EACH[i]/LABEL).
 func TestKillForEachThenResume(t *testing.T) {
+	for _, tc := range []struct {
+		name, plan string
+		perItem    int // records per item
+	}{
+		{"step", fanOutPlan, 1},
+		{"sequence", fanOutSeqPlan, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) { killForEachThenResume(t, tc.plan, tc.perItem) })
+	}
+}
+
+func killForEachThenResume(t *testing.T, fanOutPlan string, perItem int) {
 	wd := t.TempDir()
 	plan := filepath.Join(wd, "plan.yaml")
 	os.WriteFile(plan, []byte(fmt.Sprintf(fanOutPlan, "1..200")), 0o644)
@@ -60,7 +93,7 @@ func TestKillForEachThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = len(killed.Steps())
-	if killed.Run().Status != "running" || before < 20 || before >= 200 {
+	if killed.Run().Status != "running" || before < 20 || before >= 200*perItem {
 		t.Fatalf("killed with %d records, status %s: not in the middle of the fan-out", before, killed.Run().Status)
 	}
 	if r := runCLI(t, wd, "resume", out, "-q"); r.code != 0 {
@@ -85,8 +118,23 @@ func TestKillForEachThenResume(t *testing.T) {
 		}
 	}
 	// The resume ran only what the kill left: no record of a finished item again.
-	if got := len(b.Steps()) - before; got > 200-before+2+4 {
-		t.Errorf("the resume made %d records for %d unfinished items", got, 200-before)
+	if got := len(b.Steps()) - before; got > 200*perItem-before+3+4*perItem {
+		t.Errorf("the resume made %d records for %d unfinished records", got, 200*perItem-before)
+	}
+	if perItem > 1 {
+		for i := range 200 {
+			for _, l := range []string{"read", "sum"} {
+				n := 0
+				for _, s := range b.Steps() {
+					if s.Label == fmt.Sprintf("each[%d]/%s", i, l) && s.Status == "succeeded" {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("each[%d]/%s succeeded %d times, want once", i, l, n)
+				}
+			}
+		}
 	}
 	last := b.Steps()[len(b.Steps())-1]
 	if !strings.Contains(string(last.Result), `"output":"200 item 200 at 199"`) {
