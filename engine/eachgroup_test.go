@@ -135,3 +135,58 @@ steps:
 		}
 	}
 }
+
+// A for_each block that failed in one item is resumed: the items and the
+// steps of items that completed are not run again, the failed item runs
+// again from its failed step, and the block's results hold every item in
+// input order.
+func TestForEachBlockResumes(t *testing.T) {
+	src := `
+version: 1
+vars:
+  fail: true
+steps:
+  - label: group
+    parallel:
+      - label: fan
+        for_each: '["a", "b", "c"]'
+        max_concurrency: 1
+        fail_fast: false
+        steps:
+          - {label: read, type: echo, text: "${{ item }}"}
+          - {label: use, type: echo, text: "${{ vars.fail && item == 'b' ? 'boom' : upper(steps.read.output) }}"}
+  - {label: after, type: echo, text: "${{ join(map(steps.fan.outputs, {#.use}), ',') }}"}
+`
+	prog, err := engine.Compile("plan.yaml", []byte(src), registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := board.New(board.Run{ID: "test"})
+	err = (&engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop()}).Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "fan[1]/use: boom") {
+		t.Fatalf("the first run: %v", err)
+	}
+	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Vars: map[string]any{"fail": false}}
+	if err := r.Restore(b.Steps()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, s := range b.Steps() {
+		if s.Status == "succeeded" {
+			count[s.Label]++
+		}
+	}
+	for _, l := range []string{"fan[0]", "fan[0]/read", "fan[0]/use", "fan[1]", "fan[1]/read", "fan[1]/use", "fan[2]", "fan[2]/read", "fan[2]/use", "fan", "after"} {
+		if count[l] != 1 {
+			t.Errorf("%s succeeded %d times, want once (%v)", l, count[l], count)
+		}
+	}
+	if _, res := lastResult(t, b, "after"); res["output"] != "A,B,C" {
+		t.Errorf("after: %q", res["output"])
+	}
+	var errs plans.Errors
+	_ = errors.As(err, &errs)
+}
