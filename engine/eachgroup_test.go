@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -189,4 +191,71 @@ steps:
 	}
 	var errs plans.Errors
 	_ = errors.As(err, &errs)
+}
+
+// limits.max_steps counts, before any item starts, each item with the
+// steps it runs: a for_each step's items, a for_each block's items and
+// their steps, a for_each of calls and their callee's steps. The run
+// fails with the limit saying so and no item runs; a list that fits runs.
+func TestForEachMaxStepsCountsItemsSteps(t *testing.T) {
+	dir := t.TempDir()
+	callee := "version: 1\nsteps:\n  - {label: a, type: echo, text: x}\n  - {label: b, type: echo, text: y}\n"
+	if err := os.WriteFile(filepath.Join(dir, "callee.yaml"), []byte(callee), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, step, want string
+		fits             int // the largest list that runs
+	}{
+		{"step", "{label: each, type: echo, for_each: 'LIST', text: x}",
+			"for_each gives 10000 items, which would pass limits.max_steps 100 (each item is a step; raise the limit)", 99},
+		{"group", "{label: each, for_each: 'LIST', parallel: [{label: a, type: echo, text: x}, {label: b, type: echo, text: y}]}",
+			"for_each gives 10000 items, which would pass limits.max_steps 100 (each item is 3 steps: the item and the 2 steps it runs, 30000 in all; raise the limit)", 33},
+		{"sequence", "{label: g, parallel: [{label: each, for_each: 'LIST', steps: [{label: a, type: echo, text: x}, {label: b, type: echo, text: y}]}]}",
+			"for_each gives 10000 items, which would pass limits.max_steps 100 (each item is 3 steps: the item and the 2 steps it runs, 30000 in all; raise the limit)", 33},
+		{"call", "{label: each, type: plan, plan: callee.yaml, for_each: 'LIST'}",
+			"for_each gives 10000 items, which would pass limits.max_steps 100 (each item is 3 steps: the item and the 2 steps it runs, 30000 in all; raise the limit)", 33},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			run := func(n int) (*board.Board, error) {
+				limit := 100
+				if tc.name == "sequence" {
+					limit = 101 // the group around it
+				}
+				src := fmt.Sprintf("version: 1\nlimits: {max_steps: %d}\nsteps:\n  - %s\n", limit, strings.ReplaceAll(tc.step, "LIST", fmt.Sprintf("1..%d", n)))
+				path := filepath.Join(dir, "plan.yaml")
+				if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				reg := registry()
+				reg.Register(engine.PlanType{})
+				prog, err := engine.Load(path, reg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := board.New(board.Run{ID: "test"})
+				return b, (&engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop()}).Run(context.Background())
+			}
+			b, err := run(10000)
+			want := strings.ReplaceAll(tc.want, "max_steps 100", "max_steps 100")
+			if tc.name == "sequence" {
+				want = strings.ReplaceAll(want, "max_steps 100", "max_steps 101")
+			}
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("run: %v\nwant %s", err, want)
+			}
+			for _, s := range b.Steps() {
+				if strings.Contains(s.Label, "[") {
+					t.Fatalf("item %s ran", s.Label)
+				}
+			}
+			if _, err := run(tc.fits); err != nil {
+				t.Errorf("%d items: %v", tc.fits, err)
+			}
+			if _, err := run(tc.fits + 1); err == nil {
+				t.Errorf("%d items ran", tc.fits+1)
+			}
+		})
+	}
 }
