@@ -277,3 +277,60 @@ func TestSummarizeFilesExample(t *testing.T) {
 		t.Errorf("overview prompt:\n%s", overview)
 	}
 }
+
+// --from at an item of a for_each block, or at a step inside one, forks
+// there; a label, visit or item the recording never ran is refused up
+// front, saying what it has (a fork there would replay to the end and
+// never go live).
+func TestForkAtItem(t *testing.T) {
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(`version: 1
+steps:
+  - label: fan
+    for_each: '["a", "b", "c"]'
+    parallel:
+      - {label: up, type: command, run: 'echo ${{ item }}'}
+      - label: seq
+        steps:
+          - {label: r, type: command, run: 'echo ${{ index }}'}
+          - {label: s, type: command, run: 'echo ${{ steps.r.output }}${{ item }}'}
+  - {label: after, type: command, run: 'echo "${{ steps.fan.outputs[2].seq.s }}"'}
+`), 0o644)
+	out := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", plan, "--out", out, "-q"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	for _, tc := range []struct{ from, want string }{
+		{"fan[1]/s", ""},
+		{"fan[2]", ""},
+		{"nope", `the plan has no step "nope"`},
+		{"fan[1]/nope", `the plan has no step "fan[1]/nope"`},
+		{"fan[5]", "the recording never ran fan[5]; it has items 0-2 of fan (from 0)"},
+		{"fan[7]/up", "the recording never ran fan[7]/up; it has items 0-2 of fan (from 0)"},
+		{"fan[1]/s#2", "the recording has no visit 2 of fan[1]/s; it has visit(s) 1"},
+		{"fan#3", "the recording has no visit 3 of fan; it has visit(s) 1"},
+	} {
+		t.Run(tc.from, func(t *testing.T) {
+			fout := filepath.Join(t.TempDir(), "fork.json")
+			r := runCLI(t, wd, "replay", out, "--workdir", wd, "--from", tc.from, "--out", fout)
+			if tc.want == "" {
+				if r.code != 0 || !strings.Contains(r.stderr, "went live at "+tc.from) {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				b, err := board.Load(fout)
+				if err != nil {
+					t.Fatal(err)
+				}
+				last := b.Steps()[len(b.Steps())-1]
+				if last.Label != "after" || !strings.Contains(string(last.Result), `"output":"2c"`) {
+					t.Errorf("the fork's last step: %s %s", last.Label, last.Result)
+				}
+				return
+			}
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, want 2 and %q:\n%s", r.code, tc.want, r.stderr)
+			}
+		})
+	}
+}
