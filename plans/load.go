@@ -318,6 +318,13 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 					r.At(v, "%s applies to a step with a type, not to a sequence", k)
 				}
 			}
+			if has["for_each"] == nil {
+				for _, k := range []string{"max_concurrency", "fail_fast"} {
+					if v := has[k]; v != nil {
+						r.At(v, "%s applies to a sequence only with for_each (its steps run one after another)", k)
+					}
+				}
+			}
 			s.Steps = parseSteps(r, p, f.Value, s)
 		case "needs":
 			s.NeedsNode = Resolve(f.Value)
