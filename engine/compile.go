@@ -43,6 +43,9 @@ type Node struct {
 	// the nodes of its items.
 	Each *Expr
 	item *itemOf
+	// inEach: n is inside a for_each group or sequence (eachgroup.go),
+	// so its fields see item and index.
+	inEach bool
 	// Sub is a call's callee (subplan.go) and callVars the vars it passes.
 	Sub      *Program
 	callVars []callVar
@@ -54,18 +57,35 @@ type Node struct {
 }
 
 // Node returns the compiled step with label; for LABEL[i], item i of
-// for_each step LABEL, without its value (see WithItem).
+// for_each step LABEL, without its value (see WithItem); for CALL/LABEL a
+// callee's step under its call, and for G[i]/LABEL a step of item i of
+// for_each block G, at any depth.
 func (p *Program) Node(label string) *Node {
 	if n, ok := p.nodes[label]; ok {
 		return n
 	}
-	if strings.Contains(label, "/") {
-		return p.nodeUnder(label)
-	}
 	if l, i, ok := SplitItemLabel(label); ok {
-		if n := p.nodes[l]; n != nil && n.Each != nil {
+		if n := p.Node(l); n != nil && n.Each != nil {
 			return n.itemNode(i, nil)
 		}
+		return nil
+	}
+	head, tail, ok := cutLast(label, "/")
+	if !ok || tail == "" {
+		return nil
+	}
+	h := p.Node(head)
+	switch {
+	case h == nil:
+		return nil
+	case h.Sub != nil:
+		inner := h.Sub.Node(tail)
+		if inner == nil {
+			return nil
+		}
+		return inner.under(head)
+	case h.item != nil && h.isBlock():
+		return h.descendant(tail)
 	}
 	return nil
 }
@@ -119,7 +139,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	prog.scope = newScope(scopeType(plan, reg, calls))
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
-	prog.Steps = prog.compileSteps(r, reg, plan.Steps)
+	prog.Steps = prog.compileSteps(r, reg, plan.Steps, prog.scope)
 	for _, n := range prog.nodes {
 		if sub := subs[n.Label]; sub != nil && n.Kind != nil {
 			n.Sub = sub
@@ -131,22 +151,25 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	return prog
 }
 
-func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.Step) []*Node {
+// compileSteps compiles steps in scope: the plan's, or, inside a for_each
+// group or sequence, the plan's with item and index (eachScope).
+func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.Step, scope *Scope) []*Node {
 	out := make([]*Node, 0, len(steps))
 	for _, s := range steps {
-		n := &Node{Step: s, agents: p.agents}
+		n := &Node{Step: s, agents: p.agents, inEach: scope != p.scope}
 		if s.Label != "" {
 			p.nodes[s.Label] = n
 		}
 		if s.If != nil {
-			n.If = compileBoolAt(r, p.Plan.Source, s.If, "if", p.scope)
+			n.If = compileBoolAt(r, p.Plan.Source, s.If, "if", scope)
 		}
 		// A for_each step's own fields see item and index; its if and its
-		// list are decided once, before the items.
-		own := p.scope
+		// list are decided once, before the items. The steps inside a
+		// for_each group or sequence run once per item: they see them too.
+		own := scope
 		if s.ForEach != nil {
 			if s.ForEach.Src != "" {
-				n.Each = compileValueAt(r, p.Plan.Source, s.ForEach, "for_each", p.scope)
+				n.Each = compileValueAt(r, p.Plan.Source, s.ForEach, "for_each", scope)
 			}
 			if n.Each == nil {
 				n.Each = &Expr{} // reported; still a for_each for what follows
@@ -154,7 +177,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			own = p.eachScope()
 		}
 		if s.Retry != nil && s.Retry.Until != nil {
-			stepT := p.scope.stepType(s.Label)
+			stepT := scope.stepType(s.Label)
 			if s.ForEach != nil {
 				stepT = stepStateType(reg.lookupType(s.Type))
 			}
@@ -167,10 +190,10 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		}
 		switch {
 		case s.Parallel != nil:
-			n.Children = p.compileSteps(r, reg, s.Parallel)
+			n.Children = p.compileSteps(r, reg, s.Parallel, own)
 			n.dag = compileNeeds(n.Children)
 		case s.Sequence:
-			n.Seq = p.compileSteps(r, reg, s.Steps)
+			n.Seq = p.compileSteps(r, reg, s.Steps, own)
 		case s.Type != "":
 			t, ok := reg.Lookup(s.Type)
 			if !ok {

@@ -39,7 +39,7 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 		kind := n.Type
 		if n.Children != nil {
 			kind = fmt.Sprintf("parallel, %d steps", len(n.Children))
-			if n.MaxConcurrency > 0 {
+			if n.MaxConcurrency > 0 && n.ForEach == nil { // with for_each, it limits the items
 				kind += fmt.Sprintf(", at most %d at once", n.MaxConcurrency)
 			}
 		}
@@ -94,6 +94,12 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 				label += "[i]"
 			}
 			dryRunSteps(w, underAll(n.Sub.Steps, label), depth+1)
+		}
+		if n.ForEach != nil && n.isBlock() {
+			// Each item runs the block: its steps as the run labels them.
+			dryRunSteps(w, inItemAll(n.Children, n.Label+"[i]"), depth+1)
+			dryRunSteps(w, inItemAll(n.Seq, n.Label+"[i]"), depth+1)
+			continue
 		}
 		dryRunSteps(w, n.Children, depth+1)
 		dryRunSteps(w, n.Seq, depth+1)

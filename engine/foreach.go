@@ -94,6 +94,15 @@ func (n *Node) itemNode(index int, v any) *Node {
 	c := *n
 	c.Step, c.If, c.Each = &s, nil, nil
 	c.item = &itemOf{each: n, index: index, value: v}
+	if n.isBlock() {
+		// Each item runs the whole block: its steps labelled ITEM/LABEL
+		// (eachgroup.go). max_concurrency and fail_fast were the items';
+		// inside one item the group's steps all run at once, and a
+		// failure fails the item (which fail_fast then passes on).
+		c.Children = inItemAll(n.Children, s.Label)
+		c.Seq = inItemAll(n.Seq, s.Label)
+		s.MaxConcurrency = 0
+	}
 	return &c
 }
 
@@ -186,11 +195,44 @@ func (r *Runner) items(n *Node, visit int, vc *visitClock) ([]any, error) {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, fmt.Errorf("the recorded item list: %w", err)
 	}
-	if max := r.Prog.Plan.Limits.MaxSteps; r.total.Load()+int64(len(list)) > int64(max) {
+	// Checked up front, from the list and the plan alone, so that every
+	// engine, a resume and a replay stop at the same place: each item
+	// counts once, with every step of a block or callee it runs (each
+	// once; a loop's further visits count as they run).
+	per := n.itemCost()
+	if max := r.Prog.Plan.Limits.MaxSteps; r.total.Load()+int64(len(list))*per > int64(max) {
+		what := "each item is a step"
+		if per > 1 {
+			what = fmt.Sprintf("each item is %d steps: the item and the %d steps it runs, %d in all", per, per-1, int64(len(list))*per)
+		}
 		return nil, &RunError{Status: StatusFailed, Label: n.Label, Fatal: true, Err: fmt.Errorf(
-			"for_each gives %d items, which would pass limits.max_steps %d (each item is a step; raise the limit)", len(list), max)}
+			"for_each gives %d items, which would pass limits.max_steps %d (%s; raise the limit)", len(list), max, what)}
 	}
 	return list, nil
+}
+
+// itemCost is how many step visits one item of for_each step n makes at
+// least: the item, and once each the steps of its block or callee.
+func (n *Node) itemCost() int64 {
+	c := int64(1)
+	for _, ks := range [][]*Node{n.Children, n.Seq, n.subSteps()} {
+		for _, k := range ks {
+			if k.Each != nil {
+				c++ // its own items are counted when its list is known
+			} else {
+				c += k.itemCost()
+			}
+		}
+	}
+	return c
+}
+
+// subSteps are a call's callee's top-level steps (nil for any other step).
+func (n *Node) subSteps() []*Node {
+	if n.Sub == nil {
+		return nil
+	}
+	return n.Sub.Steps
 }
 
 // listJSON is the value of a for_each expression as a JSON list: items
@@ -251,6 +293,9 @@ func (it *interp[C]) forEach(c C, n *Node, visit int, vc *visitClock) (Result, e
 	kids := make([]*Node, len(list))
 	for i, v := range list {
 		kids[i] = n.itemNode(i, v)
+		if n.isBlock() {
+			r.blockFrame(kids[i], v, true) // this visit's item, also in a frame a previous visit made
+		}
 	}
 	return eachResult(kids, it.children(c, n, visit, kids))
 }

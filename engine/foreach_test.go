@@ -178,7 +178,8 @@ steps:
 		{"  - {label: each, type: echo, for_each: '[1] + itemz', text: x}\n", "plan.yaml:4:48: for_each: unknown name itemz"},
 		{"  - {label: each, type: echo, for_each: '[1]', text: '${{ itme }}'}\n", `plan.yaml:4:59: in ${{ }}: unknown name itme (did you mean "item"?)`},
 		{"  - {label: each, type: echo, text: '${{ item }}'}\n", "unknown name item"},
-		{"  - {label: each, for_each: '[1]', parallel: [{label: a, type: echo, text: x}]}\n", "for_each applies to a step with a type, not to a parallel group"},
+		{"  - {label: each, for_each: '[1]', parallel: [{label: a, type: echo, text: '${{ itme }}'}]}\n", `plan.yaml:4:81: in ${{ }}: unknown name itme (did you mean "item"?)`},
+		{"  - {label: each, for_each: '[1]', parallel: [{label: a, type: echo, text: x}]}\n  - {label: b, type: echo, text: '${{ item }}'}\n", "plan.yaml:5:39: in ${{ }}: unknown name item"},
 		{"  - {label: each, type: echo, for_each: '', text: x}\n", "for_each is empty"},
 	} {
 		_, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - {label: first, type: echo, text: x}\n"+tc.src), registry())

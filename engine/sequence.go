@@ -54,7 +54,7 @@ func (n *Node) seqNext(pc int, jump string) (int, error) {
 		return 0, &RunError{Status: StatusFailed, Label: n.Seq[pc].Label, Err: errors.New("the branch chose fail")}
 	}
 	for i, ch := range n.Seq {
-		if ch.Label == jump {
+		if ch.localLabel() == jump { // its label is CALL/X or G[i]/X in a call or a for_each item
 			return i, nil
 		}
 	}

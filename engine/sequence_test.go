@@ -76,6 +76,7 @@ func TestSequenceBadInput(t *testing.T) {
 		{"  - {label: s, steps: [{label: a, type: echo, text: x}]}\n", "p.yaml:3:16: steps: (a sequence) is for a child of a parallel group"},
 		{"  - {label: g, parallel: [{label: s, type: echo, steps: [{label: a, type: echo, text: x}]}]}\n", "a step has one of type, parallel or steps"},
 		{"  - {label: g, parallel: [{label: s, retry: 2, steps: [{label: a, type: echo, text: x}]}]}\n", "retry applies to a step with a type, not to a sequence"},
+		{"  - {label: g, parallel: [{label: s, max_concurrency: 2, steps: [{label: a, type: echo, text: x}]}]}\n", "p.yaml:3:55: max_concurrency applies to a sequence only with for_each"},
 	} {
 		_, err := engine.Compile("p.yaml", []byte("version: 1\nsteps:\n"+tc.src), registry())
 		var list plans.Errors

@@ -31,6 +31,40 @@ type evaluator struct {
 	mu    sync.RWMutex
 	steps map[string]any // label -> map[string]any (each value replaced, never mutated)
 	base  map[string]any // vars, env, run, board, entries
+	// parent, when set, is the evaluator this one is layered over (a
+	// for_each block's item, eachgroup.go): its base and steps show
+	// through where this one has none of its own.
+	parent *evaluator
+}
+
+// baseEnv is a copy of the names every evaluation sees.
+func (e *evaluator) baseEnv() map[string]any {
+	var env map[string]any
+	if e.parent != nil {
+		env = e.parent.baseEnv()
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if env == nil {
+		return maps.Clone(e.base)
+	}
+	maps.Copy(env, e.base)
+	return env
+}
+
+// stepsView is a copy of steps, the parents' overlaid by this one's.
+func (e *evaluator) stepsView() map[string]any {
+	var m map[string]any
+	if e.parent != nil {
+		m = e.parent.stepsView()
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if m == nil {
+		return maps.Clone(e.steps)
+	}
+	maps.Copy(m, e.steps)
+	return m
 }
 
 func newEvaluator(prog *Program, base map[string]any) *evaluator {
@@ -60,9 +94,7 @@ func zeroResult(n *Node) any {
 // with runs f with the environment for one evaluation; extra names (such
 // as `step` for retry.until) are added to it.
 func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
-	e.mu.RLock()
-	env := maps.Clone(e.base)
-	e.mu.RUnlock()
+	env := e.baseEnv()
 	for k, v := range extra {
 		env[k] = v
 	}
@@ -72,6 +104,11 @@ func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[st
 		if vc.item != nil {
 			env["item"], env["index"] = vc.item.value, vc.item.index
 		}
+	}
+	if e.parent != nil {
+		// A copy: the layers' maps change under their own locks.
+		env["steps"] = e.stepsView()
+		return f(env)
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -121,6 +158,9 @@ func (e *evaluator) get(label string) map[string]any {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	v, _ := e.steps[label].(map[string]any)
+	if v == nil && e.parent != nil {
+		return e.parent.get(label)
+	}
 	return v
 }
 

@@ -224,7 +224,7 @@ func (p *Program) compileCallVars(r *plans.Reporter, n *Node) {
 // ownScope is the scope of n's own fields: with item and index for a
 // for_each step.
 func (p *Program) ownScope(n *Node) *Scope {
-	if n.Step.ForEach != nil {
+	if n.Step.ForEach != nil || n.inEach {
 		return p.eachScope()
 	}
 	return p.scope
@@ -334,23 +334,6 @@ func (n *Node) AgentName(name string) string {
 	return name
 }
 
-// nodeUnder finds a callee step's node from its board label CALL/REST.
-func (p *Program) nodeUnder(label string) *Node {
-	head, rest, ok := strings.Cut(label, "/")
-	if !ok {
-		return nil
-	}
-	call := p.Node(head)
-	if call == nil || call.Sub == nil {
-		return nil
-	}
-	inner := call.Sub.Node(rest)
-	if inner == nil {
-		return nil
-	}
-	return inner.under(head)
-}
-
 // evalOf is the evaluator n's expressions run in: the run's, or its
 // call's frame.
 func (r *Runner) evalOf(n *Node) *evaluator {
@@ -369,6 +352,9 @@ func (r *Runner) frame(prefix string, vars map[string]any) *evaluator {
 	r.mu.Unlock()
 	if e == nil {
 		call := r.Prog.Node(prefix)
+		if call != nil && call.Sub == nil && call.item != nil && call.isBlock() {
+			return r.blockFrame(call, nil, false)
+		}
 		var sub *Program
 		if call != nil {
 			sub = call.Sub

@@ -310,12 +310,19 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			switch {
 			case parent == nil || parent.Sequence:
 				r.At(f.KeyN, "steps: (a sequence) is for a child of a parallel group; here the steps run in order already")
-			case has["type"] != nil || has["parallel"] != nil || has["for_each"] != nil:
+			case has["type"] != nil || has["parallel"] != nil:
 				r.At(f.KeyN, "a step has one of type, parallel or steps")
 			}
 			for _, k := range []string{"retry", "timeout", "write"} {
 				if v := has[k]; v != nil {
 					r.At(v, "%s applies to a step with a type, not to a sequence", k)
+				}
+			}
+			if has["for_each"] == nil {
+				for _, k := range []string{"max_concurrency", "fail_fast"} {
+					if v := has[k]; v != nil {
+						r.At(v, "%s applies to a sequence only with for_each (its steps run one after another)", k)
+					}
 				}
 			}
 			s.Steps = parseSteps(r, p, f.Value, s)
@@ -337,11 +344,6 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 	}
 	if has["for_each"] != nil && has["max_concurrency"] == nil {
 		s.MaxConcurrency = DefaultForEachConcurrency
-	}
-	if v := has["for_each"]; v != nil && has["parallel"] != nil {
-		// Each item of a group would run every child once: the children's
-		// visits would need an item of their own. Not built yet.
-		r.At(v, "for_each applies to a step with a type, not to a parallel group (put for_each on the step inside the group)")
 	}
 	if has["parallel"] == nil && has["steps"] == nil {
 		if has["type"] == nil {

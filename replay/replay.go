@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -105,6 +106,9 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		if prog.Node(label) == nil {
 			return nil, fmt.Errorf("%w: --from %s: the plan has no step %q", ErrUsage, opt.From, label)
 		}
+		if err := forkExists(rec, label, visit); err != nil {
+			return nil, fmt.Errorf("%w: --from %s: %v", ErrUsage, opt.From, err)
+		}
 		if opt.Workdir == "" {
 			return nil, fmt.Errorf("%w: --from goes live after %s: it needs a workdir for the steps from there on", ErrUsage, opt.From)
 		}
@@ -120,7 +124,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	for _, s := range prog.Plan.AllSteps() {
 		types[s.Label] = s.Type
 	}
-	sc := newScript(rec, types, prog.Plan.Limits.Timeout, opt.Workdir == "", fk)
+	sc := newScript(rec, types, prog.Plan.Limits.Timeout, opt.Workdir == "", fk, prog.ParentLabel)
 	chk := newChecker(sc)
 
 	run := saved
@@ -297,6 +301,69 @@ func ParseFrom(s string) (string, int, error) {
 		visit = n
 	}
 	return label, visit, nil
+}
+
+// forkExists says what the recording holds when it never ran visit
+// of label: a fork there would replay the whole run and never go live.
+// For an item (LABEL[i], or a for_each block's step G[i]/X), it names
+// the items the recording has.
+func forkExists(rec *board.Board, label string, visit int) error {
+	var visits []int
+	items := map[int]bool{} // of the same for_each, any visit
+	base, _, isItem := engine.SplitItemLabel(label)
+	head, _, inItem := strings.Cut(label, "/")
+	ihead, _, headIsItem := engine.SplitItemLabel(head)
+	for _, s := range rec.Steps() {
+		if s.Label == label {
+			if s.Visit == visit {
+				return nil
+			}
+			visits = append(visits, s.Visit)
+		}
+		if b, i, ok := engine.SplitItemLabel(s.Label); ok && isItem && b == base {
+			items[i] = true
+		}
+		if inItem && headIsItem {
+			if b, i, ok := engine.SplitItemLabel(s.Label); ok && b == ihead {
+				items[i] = true
+			}
+		}
+	}
+	if len(visits) > 0 {
+		sort.Ints(visits)
+		return fmt.Errorf("the recording has no visit %d of %s; it has visit(s) %s", visit, label, intRange(visits))
+	}
+	if len(items) > 0 {
+		is := make([]int, 0, len(items))
+		for i := range items {
+			is = append(is, i)
+		}
+		sort.Ints(is)
+		of := base
+		if !isItem {
+			of = ihead
+		}
+		return fmt.Errorf("the recording never ran %s; it has items %s of %s (from 0)", label, intRange(is), of)
+	}
+	return fmt.Errorf("the recording never ran step %s", label)
+}
+
+// intRange writes sorted numbers as ranges: 0-3, 7.
+func intRange(ns []int) string {
+	var parts []string
+	for i := 0; i < len(ns); {
+		j := i
+		for j+1 < len(ns) && ns[j+1] <= ns[j]+1 {
+			j++
+		}
+		if ns[i] == ns[j] {
+			parts = append(parts, strconv.Itoa(ns[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ns[i], ns[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ", ")
 }
 
 // fork says which step visit a replay goes live at.

@@ -73,7 +73,7 @@ type clockKey struct {
 	visit, call int
 }
 
-func newScript(rec *board.Board, types map[string]string, timeout time.Duration, offline bool, fk *fork) *script {
+func newScript(rec *board.Board, types map[string]string, timeout time.Duration, offline bool, fk *fork, parent func(string) string) *script {
 	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, items: map[visitKey]json.RawMessage{}, ws: map[clockKey]board.Recording{},
 		offline: offline, types: types, timeout: timeout, fork: fk}
 	run := rec.Run()
@@ -107,16 +107,21 @@ func newScript(rec *board.Board, types map[string]string, timeout time.Duration,
 			if json.Unmarshal(r.Response, &m) != nil || m.Steps < start || m.Steps > len(steps) {
 				continue
 			}
-			s.segs = append(s.segs, newSegment(steps[start:m.Steps], m.Status, m.Error, &m))
+			s.segs = append(s.segs, newSegment(steps[start:m.Steps], m.Status, m.Error, &m, parent))
 			start = m.Steps
 		}
 	}
-	s.segs = append(s.segs, newSegment(steps[start:], run.Status, run.Error, nil))
+	s.segs = append(s.segs, newSegment(steps[start:], run.Status, run.Error, nil, parent))
 	s.virtual.Store(run.StartedAt.UnixNano())
 	return s
 }
 
-func newSegment(records []board.StepRecord, status, errText string, m *engine.ResumeMark) *segment {
+// newSegment indexes one part of a recording. parent (nil: none known)
+// names the group holding a label: the groups above a record's own are
+// marked entered too, since a part cut short may hold only the
+// grandchildren of a group (an item's steps in a for_each sequence inside
+// a parallel group).
+func newSegment(records []board.StepRecord, status, errText string, m *engine.ResumeMark, parent func(string) string) *segment {
 	g := &segment{records: records, last: map[visitKey]board.StepRecord{}, children: map[visitKey][]string{},
 		groups: map[visitKey]bool{}, status: status, err: errText, mark: m}
 	for _, r := range records {
@@ -125,6 +130,12 @@ func newSegment(records []board.StepRecord, status, errText string, m *engine.Re
 			k := visitKey{r.Parent, r.Visit}
 			g.children[k] = append(g.children[k], r.Label)
 			g.groups[k] = true
+			for p := r.Parent; parent != nil; {
+				if p = parent(p); p == "" || g.groups[visitKey{p, r.Visit}] {
+					break
+				}
+				g.groups[visitKey{p, r.Visit}] = true
+			}
 		}
 	}
 	return g

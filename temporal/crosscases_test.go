@@ -119,6 +119,37 @@ steps:
   - {label: one, type: plan, plan: testdata/failing.yaml}
   - {label: never, type: command, run: "echo never"}
 `, "failed", "one/bad:failed one/ok:succeeded one:failed", ""},
+		{"for_each on a sequence: each item runs its steps as ITEM/LABEL, a branch looping within the item", `
+version: 1
+steps:
+  - label: group
+    parallel:
+      - label: seq
+        for_each: '["a", "b"]'
+        max_concurrency: 1
+        steps:
+          - {label: read, type: command, run: "echo ${{ item }} >> log_${{ item }}; wc -l < log_${{ item }} | tr -d ' '"}
+          - label: again
+            type: branch
+            cases:
+              - {when: 'steps.read.output != "2"', goto: read}
+          - {label: use, type: command, run: "echo ${{ item }}${{ index }}${{ steps.read.output }}"}
+      - {label: other, type: command, run: "echo o"}
+  - {label: seen, type: command, run: "echo ${{ steps.seq.outputs[0].use }}${{ steps.seq.outputs[1].use }}"}
+`, "succeeded", "group:succeeded other:succeeded seen:succeeded seq:succeeded " +
+			"seq[0]/again:succeeded seq[0]/again:succeeded seq[0]/read:succeeded seq[0]/read:succeeded seq[0]/use:succeeded seq[0]:succeeded " +
+			"seq[1]/again:succeeded seq[1]/again:succeeded seq[1]/read:succeeded seq[1]/read:succeeded seq[1]/use:succeeded seq[1]:succeeded", "a02b12"},
+		{"for_each on a group: a failed item cancels the items not started", `
+version: 1
+steps:
+  - label: fan
+    for_each: '[0, 1, 2]'
+    max_concurrency: 1
+    parallel:
+      - {label: ok, type: board, op: write, key: "k/${{ index }}", value: "${{ item }}"}
+      - {label: check, type: command, needs: [ok], run: "exit ${{ 1 - index }}"}
+  - {label: never, type: command, run: "echo never"}
+`, "failed", "fan:failed fan[0]/check:failed fan[0]/ok:succeeded fan[0]:failed fan[1]:canceled fan[2]:canceled", ""},
 		{"a failed item cancels the items not started", `
 version: 1
 steps:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,11 +32,44 @@ steps:
     run: echo "${{ steps.each.counts.succeeded }} ${{ steps.each.outputs[199] }}"
 `
 
+// fanOutSeqPlan is the same fan-out as a for_each on a sequence: each
+// item reads, then a second step reads what its own first step gave.
+const fanOutSeqPlan = `version: 1
+name: fan-out
+limits: {max_steps: 1000}
+steps:
+  - label: fan
+    parallel:
+      - label: each
+        for_each: '%s'
+        max_concurrency: 4
+        steps:
+          - {label: read, type: command, run: 'sleep 0.01; echo "item ${{ item }}"'}
+          - {label: sum, type: command, run: 'echo "${{ steps.read.output }} at ${{ index }}"'}
+  - label: last
+    type: command
+    run: echo "${{ steps.each.counts.succeeded }} ${{ steps.each.outputs[199].sum }}"
+`
+
 // A 200-item fan-out killed with SIGKILL in the middle and resumed runs
 // only the items that had not finished: every item succeeds exactly once,
 // the results stay in input order, an offline replay of the resumed run
 // matches, and a replay with a changed item list says where it differs.
+// For a for_each step and a for_each sequence (whose items' steps are
+// EACH[i]/LABEL).
 func TestKillForEachThenResume(t *testing.T) {
+	for _, tc := range []struct {
+		name, plan string
+		perItem    int // records per item
+	}{
+		{"step", fanOutPlan, 1},
+		{"sequence", fanOutSeqPlan, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) { killForEachThenResume(t, tc.plan, tc.perItem) })
+	}
+}
+
+func killForEachThenResume(t *testing.T, fanOutPlan string, perItem int) {
 	wd := t.TempDir()
 	plan := filepath.Join(wd, "plan.yaml")
 	os.WriteFile(plan, []byte(fmt.Sprintf(fanOutPlan, "1..200")), 0o644)
@@ -60,7 +94,7 @@ func TestKillForEachThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = len(killed.Steps())
-	if killed.Run().Status != "running" || before < 20 || before >= 200 {
+	if killed.Run().Status != "running" || before < 20 || before >= 200*perItem {
 		t.Fatalf("killed with %d records, status %s: not in the middle of the fan-out", before, killed.Run().Status)
 	}
 	if r := runCLI(t, wd, "resume", out, "-q"); r.code != 0 {
@@ -85,8 +119,23 @@ func TestKillForEachThenResume(t *testing.T) {
 		}
 	}
 	// The resume ran only what the kill left: no record of a finished item again.
-	if got := len(b.Steps()) - before; got > 200-before+2+4 {
-		t.Errorf("the resume made %d records for %d unfinished items", got, 200-before)
+	if got := len(b.Steps()) - before; got > 200*perItem-before+3+4*perItem {
+		t.Errorf("the resume made %d records for %d unfinished records", got, 200*perItem-before)
+	}
+	if perItem > 1 {
+		for i := range 200 {
+			for _, l := range []string{"read", "sum"} {
+				n := 0
+				for _, s := range b.Steps() {
+					if s.Label == fmt.Sprintf("each[%d]/%s", i, l) && s.Status == "succeeded" {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("each[%d]/%s succeeded %d times, want once", i, l, n)
+				}
+			}
+		}
 	}
 	last := b.Steps()[len(b.Steps())-1]
 	if !strings.Contains(string(last.Result), `"output":"200 item 200 at 199"`) {
@@ -98,7 +147,11 @@ func TestKillForEachThenResume(t *testing.T) {
 	if r := runCLI(t, t.TempDir(), "replay", out, "--offline", "--out", rout, "-q"); r.code != 0 {
 		t.Fatalf("replay: exit %d: %s", r.code, r.stderr)
 	}
-	if a, b := withoutResumeMarks(t, normalBoard(t, out)), withoutResumeMarks(t, normalBoard(t, rout)); a != b {
+	// (A replay runs a group's children one after another in the order
+	// they finished: the steps of different items of a for_each block,
+	// interleaved when recorded, come out item by item; the records are
+	// the same.)
+	if a, b := stepsSorted(t, withoutResumeMarks(t, normalBoard(t, out))), stepsSorted(t, withoutResumeMarks(t, normalBoard(t, rout))); a != b {
 		t.Errorf("the replay's board differs:\n%s", replay.UnifiedDiff("recorded", "replayed", a, b))
 	}
 
@@ -109,6 +162,23 @@ func TestKillForEachThenResume(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "the item list differs from the recording: recorded 200 items, now 199") {
 		t.Errorf("changed list: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// stepsSorted orders a normalised board's step records by label and visit.
+func stepsSorted(t *testing.T, normal string) string {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(normal), &v); err != nil {
+		t.Fatal(err)
+	}
+	steps, _ := v["steps"].([]any)
+	key := func(s any) string {
+		m := s.(map[string]any)
+		return fmt.Sprintf("%s#%09v", m["label"], m["visit"])
+	}
+	sort.SliceStable(steps, func(i, j int) bool { return key(steps[i]) < key(steps[j]) })
+	out, _ := json.MarshalIndent(v, "", " ")
+	return string(out)
 }
 
 // withoutResumeMarks drops the resume recordings from a normalised board:
@@ -205,5 +275,62 @@ func TestSummarizeFilesExample(t *testing.T) {
 	}
 	if !strings.Contains(overview, "3 notes, in file order:\nReleases are tagged") || !strings.Contains(overview, "meanwhile.\nThe pager") {
 		t.Errorf("overview prompt:\n%s", overview)
+	}
+}
+
+// --from at an item of a for_each block, or at a step inside one, forks
+// there; a label, visit or item the recording never ran is refused up
+// front, saying what it has (a fork there would replay to the end and
+// never go live).
+func TestForkAtItem(t *testing.T) {
+	wd := t.TempDir()
+	plan := filepath.Join(wd, "plan.yaml")
+	os.WriteFile(plan, []byte(`version: 1
+steps:
+  - label: fan
+    for_each: '["a", "b", "c"]'
+    parallel:
+      - {label: up, type: command, run: 'echo ${{ item }}'}
+      - label: seq
+        steps:
+          - {label: r, type: command, run: 'echo ${{ index }}'}
+          - {label: s, type: command, run: 'echo ${{ steps.r.output }}${{ item }}'}
+  - {label: after, type: command, run: 'echo "${{ steps.fan.outputs[2].seq.s }}"'}
+`), 0o644)
+	out := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", plan, "--out", out, "-q"); r.code != 0 {
+		t.Fatalf("run: exit %d: %s", r.code, r.stderr)
+	}
+	for _, tc := range []struct{ from, want string }{
+		{"fan[1]/s", ""},
+		{"fan[2]", ""},
+		{"nope", `the plan has no step "nope"`},
+		{"fan[1]/nope", `the plan has no step "fan[1]/nope"`},
+		{"fan[5]", "the recording never ran fan[5]; it has items 0-2 of fan (from 0)"},
+		{"fan[7]/up", "the recording never ran fan[7]/up; it has items 0-2 of fan (from 0)"},
+		{"fan[1]/s#2", "the recording has no visit 2 of fan[1]/s; it has visit(s) 1"},
+		{"fan#3", "the recording has no visit 3 of fan; it has visit(s) 1"},
+	} {
+		t.Run(tc.from, func(t *testing.T) {
+			fout := filepath.Join(t.TempDir(), "fork.json")
+			r := runCLI(t, wd, "replay", out, "--workdir", wd, "--from", tc.from, "--out", fout)
+			if tc.want == "" {
+				if r.code != 0 || !strings.Contains(r.stderr, "went live at "+tc.from) {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				b, err := board.Load(fout)
+				if err != nil {
+					t.Fatal(err)
+				}
+				last := b.Steps()[len(b.Steps())-1]
+				if last.Label != "after" || !strings.Contains(string(last.Result), `"output":"2c"`) {
+					t.Errorf("the fork's last step: %s %s", last.Label, last.Result)
+				}
+				return
+			}
+			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, want 2 and %q:\n%s", r.code, tc.want, r.stderr)
+			}
+		})
 	}
 }
