@@ -134,7 +134,7 @@ func summarize(s *stepView) *groupView {
 	// What the items' rows show, the for_each step's result would repeat
 	// whole (every item's state): its rows are the result.
 	if items {
-		s.Output, s.Extra = "", ""
+		s.Output, s.Extra, s.Command = "", "", nil
 	}
 	return g
 }
