@@ -16,6 +16,7 @@ import (
 
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
 	"github.com/planrunner/runner/plans"
 	"github.com/planrunner/runner/steps/patch"
 )
@@ -35,7 +36,8 @@ type view struct {
 	AnyCost   bool
 	Counts    []kv // step visits by status
 	Timeline  []row
-	Steps     []*stepView
+	Steps     []*stepView // every visit, in saved order
+	Tree      []*stepView // the visits not run by another, each with its children (group.go)
 	NeverRan  []string
 	Keys      []keyView
 	Sections  []sectionView
@@ -69,6 +71,7 @@ type row struct {
 	Children []*stepView
 	Left     float64 // where the bar starts, % of the run
 	Width    float64
+	Fold     bool // too many children to show open: folded under one line
 }
 
 type stepView struct {
@@ -95,6 +98,8 @@ type stepView struct {
 	HasCost  bool    // some call's cost is known
 	Left     float64
 	Width    float64
+	Kids     []*stepView // the visits it ran (group.go)
+	Group    *groupView  // their summary; nil for a step that ran none
 }
 
 type callView struct {
@@ -241,6 +246,7 @@ func build(b *board.Board, opt Options) *view {
 		}
 	}
 	v.Timeline = timeline(v.Steps, byParent)
+	v.Tree = tree(v.Steps)
 	if len(v.Steps) > 500 {
 		// A long run: closed sections cost the browser no layout.
 		for _, s := range v.Steps {
@@ -255,6 +261,7 @@ func build(b *board.Board, opt Options) *view {
 			}
 		}
 	}
+	openGroups(v.Tree, len(v.Steps) > 500)
 	if opt.Live != nil {
 		for _, r := range opt.Live.Running {
 			v.Running = append(v.Running, runningView{Label: r.Label, Name: visitName(r.Label, r.Visit), Parent: r.Parent,
@@ -311,11 +318,23 @@ func timeline(steps []*stepView, byParent map[string][]*stepView) []row {
 				r.Children = append(r.Children, c)
 			}
 		}
-		sort.SliceStable(r.Children, func(i, j int) bool { return r.Children[i].Rec.StartedAt.Before(r.Children[j].Rec.StartedAt) })
+		sort.SliceStable(r.Children, func(i, j int) bool { return before(r.Children[i], r.Children[j]) })
+		r.Fold = len(r.Children) > groupOpenMax
 		rows = append(rows, r)
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) })
 	return rows
+}
+
+// before orders a group's children on the timeline: items by index (the
+// input's order), other children as they started.
+func before(a, b *stepView) bool {
+	la, ia, okA := engine.SplitItemLabel(a.Rec.Label)
+	lb, ib, okB := engine.SplitItemLabel(b.Rec.Label)
+	if okA && okB && la == lb {
+		return ia < ib
+	}
+	return a.Rec.StartedAt.Before(b.Rec.StartedAt)
 }
 
 func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, width float64) {

@@ -18,7 +18,7 @@ func TestReportFilterAndStyles(t *testing.T) {
 	for _, want := range []string{
 		`<input type="radio" class="fr" name="filter" id="f-all" checked>`,
 		`<label for="f-failed">failed</label><label for="f-llm">model calls</label><label for="f-input">inputs</label>`,
-		`#f-failed:checked ~ #steps > .step:not([data-status="failed"])`,
+		`#f-failed:checked ~ #steps .step:not(.group):not([data-status="failed"])`,
 		`@media (prefers-color-scheme: dark)`, `@media (max-width: 700px)`,
 		`<div id="steps">`,
 		`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">`,

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"html/template"
 	"net/http"
+	"path/filepath"
 	"time"
 
+	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/liveboard"
 	"github.com/planrunner/runner/report"
@@ -49,10 +51,52 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
 		list[i], list[j] = list[j], list[i]
 	}
+	for i := range list {
+		s.temporalSummary(&list[i])
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriter(w)
 	listPage.Execute(bw, map[string]any{"Dir": s.opt.Dir, "RunsDir": runs.RunsDir(s.opt.Dir), "Runs": list, "Now": time.Now()})
 	bw.Flush()
+}
+
+// temporalSummary completes the summary of a live run on Temporal, which
+// has no file to read until it ends, from its board through the bridge
+// (as its page reads it): whether it waits for an answer, its steps and
+// usage. A bridge that cannot be had leaves it "running", as runs.List
+// says.
+func (s *Server) temporalSummary(sum *runs.Summary) {
+	if sum.Engine != "temporal" || !sum.Live || sum.Path == "" {
+		return
+	}
+	b, err := s.load(sum.Path)
+	if err != nil {
+		s.opt.Log.Warn().Err(err).Str("run", sum.ID).Msg("reading the run on Temporal for the list")
+		return
+	}
+	run := b.Run()
+	if len(run.Waiting) > 0 || run.Status == board.StatusWaiting {
+		sum.Status = board.StatusWaiting
+	}
+	if sum.Plan == "" {
+		sum.Plan = run.PlanPath
+		if abs, err := filepath.Abs(s.opt.Dir); err == nil {
+			if rel, err := filepath.Rel(abs, run.PlanPath); err == nil && filepath.IsLocal(rel) {
+				sum.Plan = rel
+			}
+		}
+	}
+	if !run.StartedAt.IsZero() {
+		sum.StartedAt = run.StartedAt
+	}
+	sum.Steps, sum.Failed = 0, 0
+	for _, st := range b.Steps() {
+		sum.Steps++
+		if st.Status == board.StatusFailed {
+			sum.Failed++
+		}
+	}
+	sum.Usage = agents.RecordedUsage(b.Recordings())
 }
 
 // runPage is the run's report, live.

@@ -112,13 +112,8 @@ func (p *progressView) StepFinished(rec board.StepRecord) {
 		}
 		return
 	}
-	kids := p.held[rec.Label]
-	delete(p.held, rec.Label)
-	sort.SliceStable(kids, func(i, j int) bool { return p.pos[kids[i].Label] < p.pos[kids[j].Label] })
-	lines := p.stepLines(rec, kids, "")
-	for _, k := range kids {
-		lines = append(lines, p.stepLines(k, nil, "  ")...)
-	}
+	kids := p.held[rec.Label] // the group's own, for GitHub's log group
+	lines := p.treeLines(rec, "")
 	if p.live {
 		p.redraw(lines)
 		return
@@ -130,6 +125,82 @@ func (p *progressView) StepFinished(rec board.StepRecord) {
 	for _, l := range lines {
 		fmt.Fprintln(p.w, l)
 	}
+}
+
+// treeLines are a finished step's lines, then its children's (held
+// until it ended), each child's under it in turn: a sub-plan call's
+// steps under the call, a call under its for_each item. A for_each of
+// more items than the live block has rows shows one line counting them,
+// and under it only the items that did not succeed.
+func (p *progressView) treeLines(rec board.StepRecord, indent string) []string {
+	kids := p.held[rec.Label]
+	delete(p.held, rec.Label)
+	p.sortChildren(kids)
+	lines := p.stepLines(rec, kids, indent)
+	fold := len(kids) > maxRows && allItems(kids)
+	if fold && rec.Error == "" {
+		lines[0] += "  " + itemCounts(kids, len(kids), 0)
+	}
+	for _, k := range kids {
+		if fold && k.Status == board.StatusSucceeded {
+			p.drop(k.Label)
+			continue
+		}
+		lines = append(lines, p.treeLines(k, indent+"  ")...)
+	}
+	return lines
+}
+
+// drop forgets the held children of a step that is not shown.
+func (p *progressView) drop(label string) {
+	for _, k := range p.held[label] {
+		p.drop(k.Label)
+	}
+	delete(p.held, label)
+}
+
+// sortChildren puts a group's children in plan order, a for_each's items
+// in input order.
+func (p *progressView) sortChildren(kids []board.StepRecord) {
+	sort.SliceStable(kids, func(i, j int) bool { return p.before(kids[i].Label, kids[j].Label) })
+}
+
+func (p *progressView) before(a, b string) bool {
+	la, ia, okA := engine.SplitItemLabel(a)
+	lb, ib, okB := engine.SplitItemLabel(b)
+	if okA && okB && la == lb {
+		return ia < ib
+	}
+	return p.pos[engine.BaseLabel(a)] < p.pos[engine.BaseLabel(b)]
+}
+
+// allItems says whether every record is an item of a for_each.
+func allItems(recs []board.StepRecord) bool {
+	for _, r := range recs {
+		if _, _, ok := engine.SplitItemLabel(r.Label); !ok {
+			return false
+		}
+	}
+	return len(recs) > 0
+}
+
+// itemCounts says how a for_each's items stand: "40 items: 39 succeeded,
+// 1 failed", with ", 3 running" while it runs.
+func itemCounts(done []board.StepRecord, n, running int) string {
+	counts := map[string]int{}
+	for _, r := range done {
+		counts[r.Status]++
+	}
+	var parts []string
+	for _, st := range []string{board.StatusSucceeded, board.StatusFailed, "canceled", "interrupted", "skipped"} {
+		if counts[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
+		}
+	}
+	if running > 0 {
+		parts = append(parts, fmt.Sprintf("%d running", running))
+	}
+	return fmt.Sprintf("%d items: %s", n, strings.Join(parts, ", "))
 }
 
 // group shows a finished step as a log group of GitHub Actions: its line
@@ -216,24 +287,8 @@ func (p *progressView) redraw(finished []string) {
 	frame := []rune(`⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏`)[p.tick%10]
 	var rows []string
 	for _, r := range p.sortedRunning("") {
-		rows = append(rows, fmt.Sprintf("%c %s  %s", frame, name(r.label, r.visit), since(r.start)))
-		type kid struct {
-			pos  int
-			line string
-		}
-		var kids []kid
-		for _, c := range p.sortedRunning(r.label) {
-			kids = append(kids, kid{p.pos[c.label], fmt.Sprintf("  %c %s  %s", frame, name(c.label, c.visit), since(c.start))})
-		}
-		for _, h := range p.held[r.label] {
-			kids = append(kids, kid{p.pos[h.Label], p.stepLines(h, nil, "  ")[0]})
-		}
-		sort.SliceStable(kids, func(i, j int) bool { return kids[i].pos < kids[j].pos })
-		for _, k := range kids {
-			rows = append(rows, k.line)
-		}
+		rows = append(rows, p.runningRows(r, "", frame)...)
 	}
-	const maxRows = 16
 	if len(rows) > maxRows {
 		rows = append(rows[:maxRows-1], fmt.Sprintf("  … and %d more lines", len(rows)-maxRows+1))
 	}
@@ -245,6 +300,47 @@ func (p *progressView) redraw(finished []string) {
 	io.WriteString(p.w, b.String())
 }
 
+// maxRows is the live block's height: more rows than that are cut.
+const maxRows = 16
+
+// runningRows are a running step's rows in the live block: its line, then
+// its children's, running and finished, in plan (or input) order, each
+// running child's own under it. A for_each with more items than the
+// block has rows is one line with its progress instead.
+func (p *progressView) runningRows(r runningStep, indent string, frame rune) []string {
+	head := fmt.Sprintf("%s%c %s  %s", indent, frame, name(r.label, r.visit), since(r.start))
+	running, held := p.sortedRunning(r.label), p.held[r.label]
+	if n := len(running) + len(held); n > maxRows && allItems(held) && allRunningItems(running) {
+		return []string{head + "  " + itemCounts(held, n, len(running))}
+	}
+	type kid struct {
+		label string
+		rows  []string
+	}
+	var kids []kid
+	for _, c := range running {
+		kids = append(kids, kid{c.label, p.runningRows(c, indent+"  ", frame)})
+	}
+	for _, h := range held {
+		kids = append(kids, kid{h.Label, p.stepLines(h, nil, indent+"  ")[:1]})
+	}
+	sort.SliceStable(kids, func(i, j int) bool { return p.before(kids[i].label, kids[j].label) })
+	rows := []string{head}
+	for _, k := range kids {
+		rows = append(rows, k.rows...)
+	}
+	return rows
+}
+
+func allRunningItems(rs []runningStep) bool {
+	for _, r := range rs {
+		if _, _, ok := engine.SplitItemLabel(r.label); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // sortedRunning lists the running steps of a parent ("" for the top
 // level) in plan order.
 func (p *progressView) sortedRunning(parent string) []runningStep {
@@ -254,7 +350,7 @@ func (p *progressView) sortedRunning(parent string) []runningStep {
 			out = append(out, r)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return p.pos[out[i].label] < p.pos[out[j].label] })
+	sort.Slice(out, func(i, j int) bool { return p.before(out[i].label, out[j].label) })
 	return out
 }
 
@@ -308,10 +404,27 @@ func (p *progressView) close() {
 		io.WriteString(p.w, eraseBlock(p.drawn))
 		p.drawn = 0
 	}
-	// Children of a group that never finished (Ctrl-C) are shown too.
+	// Children of a group that never finished (Ctrl-C) are shown too,
+	// each with its own under it.
+	isHeld := map[string]bool{}
 	for _, recs := range p.held {
 		for _, r := range recs {
-			for _, l := range p.stepLines(r, nil, "  ") {
+			isHeld[r.Label] = true
+		}
+	}
+	var groups []string
+	for g := range p.held {
+		if !isHeld[g] {
+			groups = append(groups, g)
+		}
+	}
+	sort.Slice(groups, func(i, j int) bool { return p.before(groups[i], groups[j]) })
+	for _, g := range groups {
+		kids := p.held[g]
+		delete(p.held, g)
+		p.sortChildren(kids)
+		for _, k := range kids {
+			for _, l := range p.treeLines(k, "  ") {
 				fmt.Fprintln(p.w, l)
 			}
 		}
@@ -359,7 +472,11 @@ func (p *progressView) stepLines(rec board.StepRecord, kids []board.StepRecord, 
 				failed++
 			}
 		}
-		line += fmt.Sprintf("  %d of %d steps failed", failed, len(kids))
+		if allItems(kids) {
+			line += "  " + itemCounts(kids, len(kids), 0)
+		} else {
+			line += fmt.Sprintf("  %d of %d steps failed", failed, len(kids))
+		}
 		if status == "tolerated" {
 			line += " (tolerated)"
 		}

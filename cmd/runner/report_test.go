@@ -45,7 +45,7 @@ func renderDOM(t *testing.T, page string) string {
 // section is the DOM of the step visit's details element.
 func section(t *testing.T, dom, label string, visit int) string {
 	t.Helper()
-	re := regexp.MustCompile(fmt.Sprintf(`(?s)<details class="step" id="step-%[1]s-%[2]d(?:-earlier\d+)?" data-label="%[1]s" data-visit="%[2]d".*?</details>\s*(<details class="step"|</div>\s*<h2>)`, label, visit))
+	re := regexp.MustCompile(fmt.Sprintf(`(?s)<details class="step(?: group)?" id="step-%[1]s-%[2]d(?:-earlier\d+)?" data-label="%[1]s" data-visit="%[2]d".*?</details>\s*(<details class="step[ "]|</div>\s*<h2>)`, label, visit))
 	m := re.FindString(dom)
 	if m == "" {
 		t.Fatalf("no section for %s #%d in the DOM", label, visit)
