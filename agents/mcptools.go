@@ -36,7 +36,7 @@ type ToolReplaySource interface {
 // mcpRequest is what an MCP recording keeps as its request, and hashes.
 type mcpRequest struct {
 	Server string          `json:"server,omitempty"` // "" for a tool the plan defines
-	Op     string          `json:"op"` // tools/list or tools/call
+	Op     string          `json:"op"`               // tools/list or tools/call
 	Tool   string          `json:"tool,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"`
 }
