@@ -307,3 +307,38 @@ func TestPlanToolsDryRun(t *testing.T) {
 		t.Errorf("describe = %q", d)
 	}
 }
+
+// TestPlanToolSandboxed: a tool's sandbox: confines its script as it
+// does a command step's: the workdir takes writes, a path outside does
+// not, and the model is told what the script printed.
+func TestPlanToolSandboxed(t *testing.T) {
+	outside, work := t.TempDir(), t.TempDir()
+	f := newWireFake(t, "anthropic", toolTurn{calls: [][2]string{{"write", `{"name":"f"}`}}}, toolTurn{text: "done"})
+	src := `
+version: 1
+tools:
+  write:
+    description: Writes a file.
+    parameters: {properties: {name: {type: string}}, required: [name]}
+    sandbox: strict
+    run: |
+      echo in > inside.txt
+      echo out > ` + outside + `/${{ args.name }} 2>/dev/null || echo refused
+agents:
+  coder: {provider: anthropic, model: m, base_url: "` + f.srv.URL + `", tools: [write]}
+steps:
+  - {label: ask, type: llm, agent: coder, prompt: go}
+`
+	if _, err := runPlanToolsPlan(t, work, src, agents.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if second := f.requestText(1); !strings.Contains(second, "refused") {
+		t.Errorf("the model was not told the write was refused: %s", second)
+	}
+	if _, err := os.Stat(filepath.Join(work, "inside.txt")); err != nil {
+		t.Errorf("the workdir took no write: %v", err)
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("a sandboxed tool wrote outside: %v", ents)
+	}
+}
