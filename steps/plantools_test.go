@@ -342,3 +342,91 @@ steps:
 		t.Errorf("a sandboxed tool wrote outside: %v", ents)
 	}
 }
+
+// TestPlanToolResumedVisitNumbersOn: a visit run again after a kill
+// numbers its tool exchanges after the calls of the plan's tools the
+// killed run recorded too (MCP exchanges and plan tool calls share one
+// numbering), so a replay never takes a killed run's call for a new one.
+func TestPlanToolResumedVisitNumbersOn(t *testing.T) {
+	ts := newToolServer(t)
+	src := mcpPlan("openai", "http://model.invalid", ts.url, "edge.echo")
+	set := mcpAgents(t, src, agents.Options{})
+	b := board.New(board.Run{ID: "r1"})
+	if err := b.AddRecording(board.Recording{Label: "ask", Visit: 1, Kind: agents.KindTool, Call: 2, Response: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := set.Session(b, "ask", 1, "coder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	if _, err := ss.MCPTools(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var calls []int
+	for _, r := range b.Recordings() {
+		calls = append(calls, r.Call)
+	}
+	if fmt.Sprint(calls) != "[2 3]" {
+		t.Errorf("tool exchange numbers = %v, want [2 3]", calls)
+	}
+}
+
+// TestPlanToolArgumentsAreData: whatever the model sends, an argument is
+// text the script prints, never code it runs: command substitutions,
+// quotes that would close the script's, newlines, option-like words,
+// variables, a value too large for the environment, and a non-string
+// value (given as JSON).
+func TestPlanToolArgumentsAreData(t *testing.T) {
+	big := strings.Repeat("x", 200<<10)
+	for _, tt := range []struct {
+		name string
+		arg  any
+		want string // the start of what the tool printed
+	}{
+		{"command substitution", "$(touch pwned)", "[$(touch pwned)]"},
+		{"backquotes", "`touch pwned`", "[`touch pwned`]"},
+		{"closing quotes", `'; touch pwned; echo '`, `['; touch pwned; echo ']`},
+		{"newline", "a\ntouch pwned", "[a\ntouch pwned]"},
+		{"option-like", "-n", "[-n]"},
+		{"variable", "${HOME}$PATH", "[${HOME}$PATH]"},
+		{"larger than the environment takes", big, "[" + big[:100]},
+		{"object", map[string]any{"k": "$(touch pwned)"}, `[{"k":"$(touch pwned)"}]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args, _ := json.Marshal(map[string]any{"v": tt.arg})
+			f := newWireFake(t, "openai", toolTurn{calls: [][2]string{{"show", string(args)}}}, toolTurn{text: "done"})
+			dir := t.TempDir()
+			src := `
+version: 1
+tools:
+  show:
+    description: Shows v.
+    parameters: {properties: {v: {}}, required: [v]}
+    run: printf '[%s]' ${{ args.v }}
+agents:
+  coder: {provider: openai, model: m, base_url: "` + f.srv.URL + `/v1", tools: [show]}
+steps:
+  - {label: ask, type: llm, agent: coder, prompt: go}
+`
+			b, err := runPlanToolsPlan(t, dir, src, agents.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			for _, r := range b.Recordings() {
+				if r.Kind == agents.KindTool {
+					var resp struct{ Result struct{ Text string } }
+					json.Unmarshal(r.Response, &resp)
+					got = resp.Result.Text
+				}
+			}
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("the tool printed %.200q, want %.200q…", got, tt.want)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+				t.Error("an argument ran a command")
+			}
+		})
+	}
+}
