@@ -56,6 +56,8 @@ func runCommandTool(ctx context.Context, sc *engine.StepContext, t *engine.PlanT
 		return cr.Stdout, false, nil
 	case ran && cr.TimedOut, errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("error: %s timed out after %s and was stopped%s", t.Name, t.Timeout, section("output so far", cr.Stdout, 0)), true, nil
+	case ran && cr.Signal != "":
+		return fmt.Sprintf("killed by signal %s%s%s", cr.Signal, section("stdout", cr.Stdout, 0), section("stderr", cr.Stderr, 20)), true, nil
 	case ran && cr.ExitCode != 0:
 		return fmt.Sprintf("exit status %d%s%s", cr.ExitCode, section("stdout", cr.Stdout, 0), section("stderr", cr.Stderr, 20)), true, nil
 	case strings.HasPrefix(err.Error(), "run: "):

@@ -214,8 +214,8 @@ func TestPlanToolsThroughBothProviders(t *testing.T) {
 }
 
 // TestPlanToolLimitsAndTimeout: max_tool_calls bounds the plan's tools as
-// it does MCP tools, and a tool's timeout stops its script with an
-// answer the model sees, not a failed step.
+// it does MCP tools, and a tool's timeout, or a signal that kills its
+// script, is an answer the model sees, not a failed step.
 func TestPlanToolLimitsAndTimeout(t *testing.T) {
 	src := func(base, extra string) string {
 		return `
@@ -223,19 +223,23 @@ version: 1
 tools:
   slow: {description: Sleeps., run: sleep 30, timeout: 50ms}
   echo: {description: Echoes., run: echo hi}
+  die: {description: Dies., run: "echo bye; kill -KILL $$"}
 agents:
   coder: {provider: openai, model: m, base_url: "` + base + `/v1", tools: ["*"]}
 steps:
   - {label: ask, type: llm, agent: coder, prompt: go` + extra + `}
 `
 	}
-	f := newWireFake(t, "openai", toolTurn{calls: [][2]string{{"slow", `{}`}}}, toolTurn{text: "done"})
+	f := newWireFake(t, "openai", toolTurn{calls: [][2]string{{"slow", `{}`}, {"die", `{}`}}}, toolTurn{text: "done"})
 	b, err := runPlanToolsPlan(t, t.TempDir(), src(f.srv.URL, ""), agents.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if second := f.requestText(1); !strings.Contains(second, "slow timed out after 50ms and was stopped") {
 		t.Errorf("the model was not told of the timeout: %s", second)
+	}
+	if second := f.requestText(1); !strings.Contains(second, `killed by signal SIGKILL\nstdout:\nbye`) {
+		t.Errorf("the model was not told of the signal: %s", second)
 	}
 	if out := llmSaved(t, b, "ask")["output"]; out != "done" {
 		t.Errorf("output = %v", out)
