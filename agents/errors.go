@@ -53,10 +53,15 @@ type Divergence struct {
 
 func (d *Divergence) Error() string {
 	if d.What != "" {
-		if d.Recorded == nil {
-			return fmt.Sprintf("replay diverged: step %s visit %d makes a %s (MCP exchange %d), which the recording does not have", d.Label, d.Visit, d.What, d.Call)
+		// MCP exchanges and calls of the plan's tools share one numbering.
+		ex := "MCP exchange"
+		if !strings.Contains(d.What, "MCP server") {
+			ex = "tool exchange"
 		}
-		return fmt.Sprintf("replay diverged: step %s visit %d MCP exchange %d is a %s, different from the recorded one", d.Label, d.Visit, d.Call, d.What)
+		if d.Recorded == nil {
+			return fmt.Sprintf("replay diverged: step %s visit %d makes a %s (%s %d), which the recording does not have", d.Label, d.Visit, d.What, ex, d.Call)
+		}
+		return fmt.Sprintf("replay diverged: step %s visit %d %s %d is a %s, different from the recorded one", d.Label, d.Visit, ex, d.Call, d.What)
 	}
 	if d.Recorded == nil {
 		return fmt.Sprintf("replay diverged: step %s visit %d makes model call %d, which the recording does not have", d.Label, d.Visit, d.Call)

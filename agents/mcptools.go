@@ -35,8 +35,8 @@ type ToolReplaySource interface {
 
 // mcpRequest is what an MCP recording keeps as its request, and hashes.
 type mcpRequest struct {
-	Server string          `json:"server"`
-	Op     string          `json:"op"` // tools/list or tools/call
+	Server string          `json:"server,omitempty"` // "" for a tool the plan defines
+	Op     string          `json:"op"`               // tools/list or tools/call
 	Tool   string          `json:"tool,omitempty"`
 	Args   json.RawMessage `json:"args,omitempty"`
 }
@@ -318,7 +318,7 @@ func (ss *Session) mcpExchange(ctx context.Context, req mcpRequest, resp *mcpRes
 		ss.mcpNumbered = true
 		if ss.board != nil {
 			for _, r := range ss.board.Recordings() {
-				if r.Kind == KindMCP && r.Label == ss.label && r.Visit == ss.visit && r.Call > ss.mcpCalls {
+				if (r.Kind == KindMCP || r.Kind == KindTool) && r.Label == ss.label && r.Visit == ss.visit && r.Call > ss.mcpCalls {
 					ss.mcpCalls = r.Call
 				}
 			}
@@ -334,7 +334,11 @@ func (ss *Session) mcpExchange(ctx context.Context, req mcpRequest, resp *mcpRes
 	h := sha256.Sum256(canon)
 	sum := hex.EncodeToString(h[:])
 	what := req.Op + " of MCP server " + req.Server
-	if req.Tool != "" {
+	kind := KindMCP
+	switch {
+	case srv == nil: // a tool the plan defines
+		what, kind = "call of tool "+req.Tool+" the plan defines", KindTool
+	case req.Tool != "":
 		what = "call of tool " + req.Tool + " of MCP server " + req.Server
 	}
 	replayed := ss.set.replay != nil && !ss.live()
@@ -363,9 +367,11 @@ func (ss *Session) mcpExchange(ctx context.Context, req mcpRequest, resp *mcpRes
 		}
 	}
 	if !reused {
-		c, err := ss.conn(ctx, srv)
-		if err != nil {
-			return fmt.Errorf("agent %s: %w", ss.agent.Name, err)
+		var c *mcp.Conn
+		if srv != nil {
+			if c, err = ss.conn(ctx, srv); err != nil {
+				return fmt.Errorf("agent %s: %w", ss.agent.Name, err)
+			}
 		}
 		if err := live(c); err != nil {
 			if ctx.Err() != nil {
@@ -382,7 +388,7 @@ func (ss *Session) mcpExchange(ctx context.Context, req mcpRequest, resp *mcpRes
 	if err != nil {
 		return err
 	}
-	return ss.board.AddRecording(board.Recording{Label: ss.label, Visit: ss.visit, Kind: KindMCP, Call: n,
+	return ss.board.AddRecording(board.Recording{Label: ss.label, Visit: ss.visit, Kind: kind, Call: n,
 		Agent: ss.agent.Name, RequestSHA256: sum, Request: canon, Response: out})
 }
 

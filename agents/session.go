@@ -59,6 +59,7 @@ type Session struct {
 	// of the last MCP exchange within the visit, the servers of scope
 	// step, by name, and those to end with the session.
 	mcpTools    map[string]*mcpTool
+	planTools   map[string]*planTool // tools the plan defines (plantools.go)
 	mcpCalls    int
 	mcpNumbered bool // mcpCalls starts after the visit's recorded exchanges
 	stepConns   map[string]*mcp.Conn

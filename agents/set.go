@@ -74,7 +74,7 @@ func FromRecordings(recs []board.Recording) ReplaySource {
 	m := recordings{}
 	for _, r := range recs {
 		k := callKey{r.Kind, r.Label, r.Visit, r.Call}
-		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP) {
+		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP || r.Kind == KindTool) {
 			m[k] = r
 		}
 	}
@@ -98,10 +98,14 @@ func (m recordings) Recording(label string, visit, call int) (board.Recording, b
 	return r, ok
 }
 
-// ToolRecording returns the recording of the n-th MCP exchange of a step
-// visit.
+// ToolRecording returns the recording of the n-th tool exchange of a step
+// visit: with an MCP server, or a call of a tool the plan defines (the
+// two are numbered in one sequence).
 func (m recordings) ToolRecording(label string, visit, n int) (board.Recording, bool) {
-	r, ok := m[callKey{KindMCP, label, visit, n}]
+	if r, ok := m[callKey{KindMCP, label, visit, n}]; ok {
+		return r, ok
+	}
+	r, ok := m[callKey{KindTool, label, visit, n}]
 	return r, ok
 }
 

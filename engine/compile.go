@@ -23,9 +23,10 @@ type Program struct {
 	topIndex  map[string]int // top-level label -> position, for Next
 	itemScope *Scope         // see eachScope
 
-	outputs     []output          // the plan's declared outputs (a callee's)
-	outputTypes types.Map         // their types
-	agents      map[string]string // a callee's agent names to the run's (nil at the top)
+	outputs     []output             // the plan's declared outputs (a callee's)
+	outputTypes types.Map            // their types
+	agents      map[string]string    // a callee's agent names to the run's (nil at the top)
+	tools       map[string]*PlanTool // the plan's own tools (plantools.go)
 }
 
 // Node is one compiled step.
@@ -54,6 +55,7 @@ type Node struct {
 	// expressions use; agents maps its plan's agent names to the run's.
 	local, frame string
 	agents       map[string]string
+	tools        map[string]*PlanTool // its plan's tools, for its llm step
 }
 
 // Node returns the compiled step with label; for LABEL[i], item i of
@@ -139,6 +141,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	prog.scope = newScope(scopeType(plan, reg, calls))
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
+	prog.tools = prog.compileTools(r, reg)
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps, prog.scope)
 	for _, n := range prog.nodes {
 		if sub := subs[n.Label]; sub != nil && n.Kind != nil {
@@ -156,7 +159,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.Step, scope *Scope) []*Node {
 	out := make([]*Node, 0, len(steps))
 	for _, s := range steps {
-		n := &Node{Step: s, agents: p.agents, inEach: scope != p.scope}
+		n := &Node{Step: s, agents: p.agents, tools: p.tools, inEach: scope != p.scope}
 		if s.Label != "" {
 			p.nodes[s.Label] = n
 		}

@@ -195,6 +195,8 @@ type visitClock struct {
 	// files and read_file, recorded (workspace.go)
 	files    func(string) ([]any, error)
 	readFile func(string) (string, error)
+	// args are a plan tool call's arguments (plantools.go), nil elsewhere
+	args map[string]any
 }
 
 // KeyRead is what a step's key read found.

@@ -98,7 +98,10 @@ func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[st
 	for k, v := range extra {
 		env[k] = v
 	}
-	if vc != nil {
+	if vc != nil && vc.args != nil {
+		env["args"] = vc.args
+	}
+	if vc != nil && vc.now != nil {
 		env["now"], env["board"] = vc.now, vc.board
 		env["files"], env["read_file"] = vc.files, vc.readFile
 		if vc.item != nil {

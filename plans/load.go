@@ -17,7 +17,7 @@ import (
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
 	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each", "steps", "needs"}
 
-var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs"}
+var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs", "tools"}
 
 // Providers are the agent providers runner knows.
 var Providers = []string{"openai", "anthropic", "script"}
@@ -101,6 +101,8 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 			p.Steps = parseSteps(r, p, f.Value, nil)
 		case "outputs":
 			p.Outputs = parseOutputs(r, f.Value)
+		case "tools":
+			p.Tools = parseTools(r, f.Value)
 		default:
 			Unknown(r, f, "the plan", topFields)
 		}

@@ -196,7 +196,13 @@ func checkAgentTools(r *Reporter, p *Plan) {
 				}
 			}
 		}
+		mcpPatterns := 0
 		for _, pat := range a.Tools {
+			if PlanToolPattern(pat) {
+				checkPlanToolPattern(r, p, a, pat)
+				continue
+			}
+			mcpPatterns++
 			srv, tool, ok := strings.Cut(pat, ".")
 			if !ok || srv == "" || tool == "" {
 				r.At(a.ToolsNode, "%s: tools: %q must be SERVER.TOOL (patterns allowed, e.g. fs.read_* or fs.*)", what, pat)
@@ -214,7 +220,7 @@ func checkAgentTools(r *Reporter, p *Plan) {
 				}
 			}
 		}
-		if len(a.MCP) > 0 && len(a.Tools) == 0 {
+		if len(a.MCP) > 0 && mcpPatterns == 0 {
 			r.At(a.Node, "%s lists mcp servers but no tools: an agent may use only the tools it names; add tools: [%s.*] for all of them, or name the ones it needs", what, a.MCP[0].Name)
 		}
 	}
@@ -224,6 +230,9 @@ func checkAgentTools(r *Reporter, p *Plan) {
 func ToolAllowed(patterns []string, server, tool string) bool {
 	name := server + "." + tool
 	for _, p := range patterns {
+		if PlanToolPattern(p) {
+			continue // a plan tool's name: `*` must not allow every MCP tool
+		}
 		if ok, _ := path.Match(p, name); ok {
 			return true
 		}

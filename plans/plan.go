@@ -24,6 +24,8 @@ type Plan struct {
 	Steps       []*Step // top level, in order
 	// Outputs are what a call of this plan gives back (see call.go).
 	Outputs []Output
+	// Tools are the tools the plan defines for its agents (tools.go).
+	Tools []*Tool
 
 	labels map[string]*Step
 	load   *loadState
@@ -160,7 +162,8 @@ type Agent struct {
 	MCP []*MCPServer
 	// Tools are SERVER.TOOL patterns (path.Match): the MCP tools the agent
 	// may use. None by default: a server's tools are offered only when
-	// named.
+	// named. A pattern without a dot names tools the plan defines
+	// (Plan.Tools).
 	Tools     []string
 	ToolsNode *yaml.Node
 	Node      *yaml.Node
@@ -302,6 +305,9 @@ func (p *Plan) DropNodes() {
 	}
 	for i := range p.Outputs {
 		p.Outputs[i].Expr.Node = nil
+	}
+	for _, t := range p.Tools {
+		t.Node, t.KeyNode, t.Parameters, t.Command = nil, nil, nil, nil
 	}
 	p.runOnly = nil
 }

@@ -76,6 +76,7 @@ type llmStep struct {
 	// set, it bounds the rounds too.
 	maxToolCalls int
 	mcpTools     []string // the agent's MCP tool patterns, for the dry run
+	planTools    []string // the plan's tools the agent names, for the dry run
 }
 
 func (llmType) Name() string           { return "llm" }
@@ -112,10 +113,10 @@ var llmSpec = engine.TypeSpec{
 			Examples: []any{true, map[string]any{"entries": 20, "max_bytes": 8000}}},
 		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board"]}}`,
 			Doc: "Tools the model may call: board (board_read, board_write, board_list). " +
-				"The agent's MCP tools (its mcp servers and tools patterns) are offered on every step of the agent.",
+				"The agent's MCP tools (its mcp servers and tools patterns) and the plan's tools it names are offered on every step of the agent.",
 			Examples: []any{[]any{"board"}}},
 		{Name: "max_tool_calls", Kind: engine.KindInt,
-			Doc: "Most tool calls (board and MCP) the model may make in one visit; more fails the step. " +
+			Doc: "Most tool calls (board, MCP and the plan's tools) the model may make in one visit; more fails the step. " +
 				"Default 32 (and at most 8 rounds of calls unless this is set).",
 			Examples: []any{10}},
 	},
@@ -188,7 +189,7 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 		}
 	}
 	if a := d.Plan.Agent(s.agent); a != nil {
-		s.mcpTools = a.Tools
+		s.mcpTools, s.planTools = describeTools(d.Plan, a)
 	}
 	return s
 }
@@ -335,7 +336,11 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err != nil {
 		return engine.Result{}, mcpFatal(sc.Label, err)
 	}
-	ss.Tools = append(append([]agents.Tool(nil), ss.Tools...), mcpTools...)
+	planTools, err := offerPlanTools(ctx, sc, ss)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	ss.Tools = append(append(append([]agents.Tool(nil), ss.Tools...), mcpTools...), planTools...)
 	ss.Schema = s.schemaJSON
 	if s.view != nil {
 		// The board as this agent sees it: its topics, its keys, its
@@ -395,6 +400,12 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 				switch {
 				case ss.IsMCPTool(tc.Name):
 					m, err := ss.RunMCPTool(ctx, tc)
+					if err != nil {
+						return nil, err
+					}
+					msgs = append(msgs, m)
+				case ss.IsPlanTool(tc.Name):
+					m, err := ss.RunPlanTool(ctx, tc)
 					if err != nil {
 						return nil, err
 					}
@@ -629,8 +640,15 @@ func (s *llmStep) Describe() string {
 	if s.output != "text" {
 		d += " for " + s.output
 	}
+	var tools []string
 	if len(s.mcpTools) > 0 {
-		d += " (MCP tools " + strings.Join(s.mcpTools, ", ") + ")"
+		tools = append(tools, "MCP tools "+strings.Join(s.mcpTools, ", "))
+	}
+	if len(s.planTools) > 0 {
+		tools = append(tools, "tools "+strings.Join(s.planTools, ", "))
+	}
+	if len(tools) > 0 {
+		d += " (" + strings.Join(tools, "; ") + ")"
 	}
 	if s.prompt != nil {
 		d += ": " + headLine(s.prompt.Src)
