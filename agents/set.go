@@ -160,6 +160,8 @@ type Set struct {
 	// cross a limit either.
 	heldTokens int
 	heldUSD    float64
+	// memBusy: the visit using each memory agent's conversation now.
+	memBusy map[string]visitKey
 }
 
 // hold is one call's reservation against the run's limits.

@@ -76,6 +76,7 @@ type llmStep struct {
 	// set, it bounds the rounds too.
 	maxToolCalls int
 	mcpTools     []string // the agent's MCP tool patterns, for the dry run
+	memory       int      // the agent's memory bound in tokens (0: no memory), for the dry run
 }
 
 func (llmType) Name() string           { return "llm" }
@@ -189,6 +190,7 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 	}
 	if a := d.Plan.Agent(s.agent); a != nil {
 		s.mcpTools = a.Tools
+		s.memory = memoryOf(d, a)
 	}
 	return s
 }
@@ -344,6 +346,9 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	}
 	if s.output == "json" && s.schema == nil {
 		prompt += "\n\nAnswer with only a JSON value."
+	}
+	if err = ss.Remember(prompt); err != nil { // the agent's earlier turns, if it has memory
+		return engine.Result{}, err
 	}
 	out, err := s.converse(ctx, ss, prompt)
 	st := ss.Stats()
@@ -631,6 +636,9 @@ func (s *llmStep) Describe() string {
 	}
 	if len(s.mcpTools) > 0 {
 		d += " (MCP tools " + strings.Join(s.mcpTools, ", ") + ")"
+	}
+	if s.memory > 0 {
+		d += fmt.Sprintf(" (with its conversation so far, up to %d tokens)", s.memory)
 	}
 	if s.prompt != nil {
 		d += ": " + headLine(s.prompt.Src)
