@@ -381,7 +381,6 @@ func TestLLMMemoryLoadErrors(t *testing.T) {
 	}
 }
 
-
 // A visit that failed on tool calls it never answered (past
 // max_tool_calls) leaves its prompt in the memory but not the calls: a
 // provider refuses a tool call without its result.
