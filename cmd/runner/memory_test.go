@@ -90,3 +90,17 @@ func TestMemoryResumeAfterKill(t *testing.T) {
 		t.Errorf("offline replay: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// The dry run says which steps send the agent's conversation, and its
+// bound.
+func TestMemoryDryRun(t *testing.T) {
+	wd := t.TempDir()
+	plan := strings.Replace(memoryPlan, "memory: conversation", "memory: {mode: conversation, max_tokens: 8000}", 1)
+	if err := os.WriteFile(filepath.Join(wd, "plan.yaml"), []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, wd, "run", "plan.yaml", "--dry-run")
+	if r.code != 0 || !strings.Contains(r.stdout, "ask coder (with its conversation so far, up to 8000 tokens): Sum up") {
+		t.Errorf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
