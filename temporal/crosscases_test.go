@@ -119,6 +119,19 @@ steps:
   - {label: one, type: plan, plan: testdata/failing.yaml}
   - {label: never, type: command, run: "echo never"}
 `, "failed", "one/bad:failed one/ok:succeeded one:failed", ""},
+		{"an agent with memory: conversation sends its earlier turns on each visit", `
+version: 1
+agents:
+  bot: {provider: script, memory: conversation, responses: ["done 1", "done 2", "done 3", "summed"]}
+steps:
+  - {label: work, type: llm, agent: bot, prompt: "Try ${{ steps.work.visits + 1 }}"}
+  - label: again
+    type: branch
+    cases:
+      - {when: steps.work.visits < 3, goto: work}
+  - {label: sum, type: llm, agent: bot, prompt: "Sum up"}
+  - {label: seen, type: command, run: "echo ${{ steps.sum.output }}${{ steps.sum.usage.input_tokens }}"}
+`, "succeeded", "again:succeeded again:succeeded again:succeeded seen:succeeded sum:succeeded work:succeeded work:succeeded work:succeeded", "summed10"},
 		{"a failed item cancels the items not started", `
 version: 1
 steps:
