@@ -66,7 +66,7 @@ func (ss *Session) Remember(prompt string) error {
 	if tokensOf(fixed) > bound {
 		return &MemoryError{Agent: ss.agent.Name, Label: ss.label, MaxTokens: bound, Tokens: tokensOf(fixed)}
 	}
-	turns, err := memoryTurns(ss.board, ss.agent.Name, ss.label, ss.visit)
+	turns, err := ss.set.memoryTurns(ss.board, ss.agent.Name, ss.label, ss.visit)
 	if err != nil {
 		return err
 	}
@@ -149,48 +149,45 @@ func messageSize(m Message) int {
 // attempt of it, or its calls before a kill and resume): it is the one
 // under way. Of a visit's several attempts only the last conversation is
 // kept, so a retried or resumed visit remembers what the run ended with.
-func memoryTurns(b *board.Board, agent, label string, visit int) ([]turn, error) {
+func (s *Set) memoryTurns(b *board.Board, agent, label string, visit int) ([]turn, error) {
 	if b == nil {
 		return nil, nil
 	}
-	type convo struct{ msgs []Message }
-	var order []*convo
-	byVisit := map[visitKey]*convo{}
-	needle := []byte(`"memory":{"agent":` + quote(agent))
-	for _, r := range b.Recordings() {
-		if r.Kind != KindLLM || !bytes.Contains(r.Request, needle) || (r.Label == label && r.Visit == visit) {
+	// First which visits are the agent's, and the last call of each
+	// (reading only the memory field of each request): a call sends the
+	// whole conversation so far again, so the visit's last call and its
+	// answer are the whole visit, and a later attempt's calls come after
+	// an earlier one's.
+	recs := b.Recordings()
+	var order []visitKey
+	last := map[visitKey]int{}
+	for i, r := range recs {
+		if r.Kind != KindLLM || (r.Label == label && r.Visit == visit) {
 			continue
 		}
-		var req Request
-		if err := json.Unmarshal(r.Request, &req); err != nil {
+		ref, err := s.memoryRef(r)
+		if err != nil {
 			return nil, fmt.Errorf("memory of agent %s: the recorded request of step %s visit %d call %d is unreadable: %w", agent, r.Label, r.Visit, r.Call, err)
 		}
-		if req.Memory == nil || req.Memory.Agent != agent || req.Memory.Messages > len(req.Messages) {
+		if ref == nil || ref.Agent != agent {
 			continue
-		}
-		resp, err := decodeResponse(r.Response)
-		if err != nil {
-			return nil, fmt.Errorf("memory of agent %s: the recorded answer of step %s visit %d call %d is unreadable: %w", agent, r.Label, r.Visit, r.Call, err)
-		}
-		own := append([]Message(nil), req.Messages[req.Memory.Messages:]...)
-		own = append(own, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
-		for i := range own {
-			own[i] = canonicalMessage(own[i])
 		}
 		k := visitKey{r.Label, r.Visit}
-		if c, ok := byVisit[k]; ok {
-			// The next call of the same conversation sends all of it
-			// again; anything else is a new attempt of the visit.
-			c.msgs = own
-			continue
+		if _, seen := last[k]; !seen {
+			order = append(order, k)
 		}
-		c := &convo{msgs: own}
-		byVisit[k] = c
-		order = append(order, c)
+		last[k] = i
+	}
+	convos := make([][]Message, 0, len(order))
+	for _, k := range order {
+		own, err := s.visitMessages(recs[last[k]])
+		if err != nil {
+			return nil, fmt.Errorf("memory of agent %s: %w", agent, err)
+		}
+		convos = append(convos, own)
 	}
 	var turns []turn
-	for _, c := range order {
-		msgs := c.msgs
+	for _, msgs := range convos {
 		// A conversation that ended on tool calls never sent their
 		// results (the step failed there): the calls go, as the
 		// providers refuse a call without its result.
@@ -209,6 +206,105 @@ func memoryTurns(b *board.Board, agent, label string, visit int) ([]turn, error)
 	return turns, nil
 }
 
+// memoryKey names one recorded call: its place and its request's hash,
+// which together fix its bytes.
+type memoryKey struct {
+	label     string
+	visit     int
+	call      int
+	requestSH string
+}
+
+// visitMessages is a memory agent's visit as its recorded call r holds
+// it: the messages after the memory, and the answer. Decoded once per
+// run (a visit start reads every earlier visit of the agent, and the
+// last request of each holds the whole memory it was sent).
+func (s *Set) visitMessages(r board.Recording) ([]Message, error) {
+	k := memoryKey{r.Label, r.Visit, r.Call, r.RequestSHA256}
+	s.memMu.Lock()
+	own, ok := s.memCache[k]
+	s.memMu.Unlock()
+	if ok {
+		return own, nil
+	}
+	var req Request
+	if err := json.Unmarshal(r.Request, &req); err != nil {
+		return nil, fmt.Errorf("the recorded request of step %s visit %d call %d is unreadable: %w", r.Label, r.Visit, r.Call, err)
+	}
+	if req.Memory == nil || req.Memory.Messages > len(req.Messages) || req.Memory.Messages < 0 {
+		return nil, fmt.Errorf("the recorded request of step %s visit %d call %d does not say which of its %d messages are memory",
+			r.Label, r.Visit, r.Call, len(req.Messages))
+	}
+	resp, err := decodeResponse(r.Response)
+	if err != nil {
+		return nil, fmt.Errorf("the recorded answer of step %s visit %d call %d is unreadable: %w", r.Label, r.Visit, r.Call, err)
+	}
+	own = append([]Message(nil), req.Messages[req.Memory.Messages:]...)
+	own = append(own, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	for i := range own {
+		own[i] = canonicalMessage(own[i])
+	}
+	s.memMu.Lock()
+	if s.memCache == nil {
+		s.memCache = map[memoryKey][]Message{}
+	}
+	s.memCache[k] = own
+	s.memMu.Unlock()
+	return own, nil
+}
+
+// memoryRef is memoryRefOf of a recorded call, read once per run (nil:
+// the call is not a memory agent's).
+func (s *Set) memoryRef(r board.Recording) (*MemoryRef, error) {
+	k := memoryKey{r.Label, r.Visit, r.Call, r.RequestSHA256}
+	s.memMu.Lock()
+	ref, ok := s.memRefs[k]
+	s.memMu.Unlock()
+	if ok {
+		return ref, nil
+	}
+	ref, err := memoryRefOf(r.Request)
+	if err != nil {
+		return nil, err
+	}
+	s.memMu.Lock()
+	if s.memRefs == nil {
+		s.memRefs = map[memoryKey]*MemoryRef{}
+	}
+	s.memRefs[k] = ref
+	s.memMu.Unlock()
+	return ref, nil
+}
+
+// memoryRefOf reads the memory field of a recorded request. It is the
+// last field of a canonical request, so it is read from the end without
+// decoding the messages (a visit start reads every earlier request of the
+// run); a request in another form is decoded whole.
+func memoryRefOf(req []byte) (*MemoryRef, error) {
+	key := []byte(`"memory":`)
+	i := bytes.LastIndex(req, key)
+	if i < 0 {
+		return nil, nil // no memory field anywhere
+	}
+	{
+		d := json.NewDecoder(bytes.NewReader(req[i+len(key):]))
+		var ref MemoryRef
+		if d.Decode(&ref) == nil {
+			rest := bytes.TrimSpace(req[i+len(key)+int(d.InputOffset()):])
+			if string(rest) == "}" {
+				return &ref, nil
+			}
+		}
+	}
+	var head struct {
+		Memory *MemoryRef `json:"memory"`
+	}
+	if err := json.Unmarshal(req, &head); err != nil {
+		return nil, err
+	}
+	return head.Memory, nil
+}
+
 // canonicalMessage is m with its tool calls' arguments in canonical form
 // (as a recorded request holds them), so a memory sent again hashes the
 // same whether a turn came from a request or an answer.
@@ -225,9 +321,4 @@ func canonicalMessage(m Message) Message {
 		m.ToolCalls[i].Args = args
 	}
 	return m
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
