@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -33,4 +34,44 @@ func TestMemoryOneVisitAtATime(t *testing.T) {
 		t.Fatalf("after the first visit ended: %v", err)
 	}
 	second.Close()
+}
+
+// The memory field is read from a recorded request's end; a "memory" key
+// anywhere else (a tool's arguments, a schema) is not taken for it.
+func TestMemoryRefOf(t *testing.T) {
+	withArgs := Request{Model: "m", Messages: []Message{{Role: RoleAssistant, ToolCalls: []ToolCall{{ID: "1", Name: "remember",
+		Args: []byte(`{"memory":{"agent":"coder","messages":3}}`)}}}}}
+	tests := []struct {
+		name string
+		req  Request
+		want string
+	}{
+		{"memory", Request{Model: "m", Messages: []Message{user("hi")}, Memory: &MemoryRef{Agent: "coder", Messages: 0}}, "coder/0"},
+		{"none", Request{Model: "m", Messages: []Message{user(`say "memory":{"agent":"coder","messages":1}}`)}}, "none"},
+		{"a memory key in a tool's arguments only", withArgs, "none"},
+		{"both", func() Request {
+			r := withArgs
+			r.Memory = &MemoryRef{Agent: "other", Messages: 1, Dropped: 2}
+			return r
+		}(), "other/1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			canon, _, err := tt.req.Canonical()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := memoryRefOf(canon)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "none"
+			if ref != nil {
+				got = ref.Agent + "/" + fmt.Sprint(ref.Messages)
+			}
+			if got != tt.want {
+				t.Errorf("memoryRefOf(%s) = %s, want %s", canon, got, tt.want)
+			}
+		})
+	}
 }
