@@ -95,7 +95,8 @@ var llmSpec = engine.TypeSpec{
 		"The model may use the board through tools. Replays take the answer from the run's recordings.",
 	Fields: []engine.Field{
 		{Name: "agent", Kind: engine.KindString, Required: true,
-			Doc: "The agent (from agents) to ask.", Examples: []any{"coder"}},
+			Doc: "The agent (from agents) to ask. An agent with memory: conversation is sent its earlier turns in the run first " +
+				"(refused where steps run at the same time, unless max_concurrency: 1).", Examples: []any{"coder"}},
 		{Name: "prompt", Kind: engine.KindTemplate, Required: true,
 			Doc: "The user message; ${{ }} inserts values.", Examples: []any{"Task: ${{ vars.task }}"}},
 		{Name: "system", Kind: engine.KindTemplate,
