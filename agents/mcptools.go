@@ -97,8 +97,10 @@ func isExitErr(err error) bool {
 }
 
 // Close ends the MCP servers the session started for itself (scope
-// step). The llm step calls it when its visit ends.
+// step), and its hold on the agent's memory. The llm step calls it when
+// its visit ends.
 func (ss *Session) Close() {
+	ss.releaseMemory()
 	for _, c := range ss.ownConns {
 		_ = c.Close()
 	}

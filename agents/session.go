@@ -66,6 +66,10 @@ type Session struct {
 	ownConns    []*mcp.Conn
 	call        int // number of the last call within the visit
 	stats       Stats
+	// memory: which leading Messages are the agent's memory (Remember);
+	// memHeld: the agent whose memory the session holds until Close.
+	memory  *MemoryRef
+	memHeld string
 }
 
 // Stats sum up a session's calls, for the step's result.
@@ -123,7 +127,7 @@ func (ss *Session) request(a *Agent) *Request {
 		system = a.System
 	}
 	return &Request{Model: a.Model, System: system, Messages: ss.Messages, Tools: ss.Tools,
-		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed}
+		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed, Memory: ss.memory}
 }
 
 // send makes the next call: to the session's agent, or, when that fails

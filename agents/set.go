@@ -164,6 +164,12 @@ type Set struct {
 	// cross a limit either.
 	heldTokens int
 	heldUSD    float64
+	// memBusy: the visit using each memory agent's conversation now.
+	memBusy map[string]visitKey
+
+	memMu    sync.Mutex
+	memCache map[memoryKey][]Message  // memory.go: visits decoded
+	memRefs  map[memoryKey]*MemoryRef // memory.go: whose memory each call sent
 }
 
 // hold is one call's reservation against the run's limits.

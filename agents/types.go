@@ -39,6 +39,9 @@ type Request struct {
 	Temperature *float64        `json:"temperature,omitempty"`
 	MaxTokens   int             `json:"max_tokens,omitempty"`
 	Seed        *int            `json:"seed,omitempty"`
+	// Memory, for an agent with memory: conversation, says which leading
+	// Messages are its earlier turns (memory.go).
+	Memory *MemoryRef `json:"memory,omitempty"`
 }
 
 // Message is one turn of a conversation.

@@ -477,7 +477,7 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 }
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
-	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools"}
+	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
@@ -537,6 +537,8 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			a.Price = parsePrice(r, f.Value, what)
 		case "mcp":
 			a.MCP = parseMCP(r, f.Value, what)
+		case "memory":
+			a.Memory = parseMemory(r, f.Value, what)
 		case "tools":
 			a.ToolsNode = Resolve(f.Value)
 			a.Tools = StringList(r, f.Value, what+": tools")

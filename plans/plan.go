@@ -166,7 +166,10 @@ type Agent struct {
 	// (Plan.Tools).
 	Tools     []string
 	ToolsNode *yaml.Node
-	Node      *yaml.Node
+	// Memory, when on, keeps the agent's earlier turns in the run across
+	// its step visits (memory.go); nil: off.
+	Memory *AgentMemory
+	Node   *yaml.Node
 }
 
 // Price is what a model costs, in US dollars per million tokens.

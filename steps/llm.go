@@ -77,6 +77,7 @@ type llmStep struct {
 	maxToolCalls int
 	mcpTools     []string // the agent's MCP tool patterns, for the dry run
 	planTools    []string // the plan's tools the agent names, for the dry run
+	memory       int      // the agent's memory bound in tokens (0: no memory), for the dry run
 }
 
 func (llmType) Name() string           { return "llm" }
@@ -95,7 +96,8 @@ var llmSpec = engine.TypeSpec{
 		"The model may use the board through tools. Replays take the answer from the run's recordings.",
 	Fields: []engine.Field{
 		{Name: "agent", Kind: engine.KindString, Required: true,
-			Doc: "The agent (from agents) to ask.", Examples: []any{"coder"}},
+			Doc: "The agent (from agents) to ask. An agent with memory: conversation is sent its earlier turns in the run first " +
+				"(refused where steps run at the same time, unless max_concurrency: 1).", Examples: []any{"coder"}},
 		{Name: "prompt", Kind: engine.KindTemplate, Required: true,
 			Doc: "The user message; ${{ }} inserts values.", Examples: []any{"Task: ${{ vars.task }}"}},
 		{Name: "system", Kind: engine.KindTemplate,
@@ -190,6 +192,7 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 	}
 	if a := d.Plan.Agent(s.agent); a != nil {
 		s.mcpTools, s.planTools = describeTools(d.Plan, a)
+		s.memory = memoryOf(d, a)
 	}
 	return s
 }
@@ -349,6 +352,9 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	}
 	if s.output == "json" && s.schema == nil {
 		prompt += "\n\nAnswer with only a JSON value."
+	}
+	if err = ss.Remember(prompt); err != nil { // the agent's earlier turns, if it has memory
+		return engine.Result{}, err
 	}
 	out, err := s.converse(ctx, ss, prompt)
 	st := ss.Stats()
@@ -649,6 +655,9 @@ func (s *llmStep) Describe() string {
 	}
 	if len(tools) > 0 {
 		d += " (" + strings.Join(tools, "; ") + ")"
+	}
+	if s.memory > 0 {
+		d += fmt.Sprintf(" (with its conversation so far, up to %d tokens)", s.memory)
 	}
 	if s.prompt != nil {
 		d += ": " + headLine(s.prompt.Src)

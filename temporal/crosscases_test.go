@@ -150,6 +150,19 @@ steps:
       - {label: check, type: command, needs: [ok], run: "exit ${{ 1 - index }}"}
   - {label: never, type: command, run: "echo never"}
 `, "failed", "fan:failed fan[0]/check:failed fan[0]/ok:succeeded fan[0]:failed fan[1]:canceled fan[2]:canceled", ""},
+		{"an agent with memory: conversation sends its earlier turns on each visit", `
+version: 1
+agents:
+  bot: {provider: script, memory: conversation, responses: ["done 1", "done 2", "done 3", "summed"]}
+steps:
+  - {label: work, type: llm, agent: bot, prompt: "Try ${{ steps.work.visits + 1 }}"}
+  - label: again
+    type: branch
+    cases:
+      - {when: steps.work.visits < 3, goto: work}
+  - {label: sum, type: llm, agent: bot, prompt: "Sum up"}
+  - {label: seen, type: command, run: "echo ${{ steps.sum.output }}${{ steps.sum.usage.input_tokens }}"}
+`, "succeeded", "again:succeeded again:succeeded again:succeeded seen:succeeded sum:succeeded work:succeeded work:succeeded work:succeeded", "summed10"},
 		{"a failed item cancels the items not started", `
 version: 1
 steps:
