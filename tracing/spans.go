@@ -77,6 +77,18 @@ func spanID(runID, key string) trace.SpanID {
 	return id
 }
 
+// idSeed is what a run's trace and span IDs are derived from: its ID,
+// so that tracing a run twice (live, then `runner trace`) gives the same
+// IDs. A replay keeps the recorded run's ID on its board, so its seed
+// also names the recording (run.ReplayOf): its trace is its own, not
+// merged by a backend into the recorded run's.
+func idSeed(run board.Run) string {
+	if run.ReplayOf != "" {
+		return run.ID + "\x00replay of\x00" + run.ReplayOf
+	}
+	return run.ID
+}
+
 // traceID is the trace of run runID.
 func traceID(runID string) trace.TraceID {
 	h := sha256.Sum256([]byte("runner trace\x00" + runID))
