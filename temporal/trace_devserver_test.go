@@ -67,7 +67,9 @@ func TestDevServerTraceSameAsInProcess(t *testing.T) {
 	col := otelcoltest.Start(t)
 	c := newCluster(t)
 	otel := filepath.Join(t.TempDir(), "runner-otel")
-	if out, err := exec.Command("go", "build", "-o", otel, "../cmd/runner-otel").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", otel, "./cmd/runner-otel")
+	build.Dir = ".." // runner's module, where runner-otel's SDK is required
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build runner-otel: %v\n%s", err, out)
 	}
 	t.Setenv("RUNNER_OTEL_BIN", otel)
