@@ -9,6 +9,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,11 @@ type Options struct {
 	Agents agents.Options
 	// Version is written as the replay run's runner_version.
 	Version string
+	// Recording names the recording in the replay's run record
+	// (replay_of) when rec was loaded from a file rather than opened
+	// (board.Load keeps no path): a replay must say what it replays, and
+	// its trace is told from the recorded run's by it.
+	Recording string
 }
 
 // Report is how a replay went.
@@ -130,7 +136,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	run := saved
 	run.PlanPath, run.PlanSHA256, run.PlanSource = prog.Plan.Path, prog.Plan.SHA256, string(prog.Plan.Source)
 	run.Status, run.Error, run.FinishedAt = board.StatusRunning, "", nil
-	run.RunnerVersion, run.ReplayOf = opt.Version, rec.Path()
+	run.RunnerVersion, run.ReplayOf = opt.Version, cmp.Or(rec.Path(), opt.Recording)
 	workdir := saved.Workdir // what run.workdir said when the recording was made
 	if opt.Workdir != "" {
 		workdir = opt.Workdir

@@ -70,6 +70,9 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, 
 	if opt.Out == "" {
 		opt.Out = filepath.Join(filepath.Dir(recording), "replay-"+board.NewID(time.Now())+".json")
 	}
+	if opt.Recording, err = filepath.Abs(recording); err != nil {
+		opt.Recording = recording
+	}
 	rep, err := replay.Run(ctx, saved, opt)
 	if err != nil {
 		if errors.Is(err, replay.ErrUsage) {

@@ -98,6 +98,10 @@ type Temporal struct {
 	MaxHistoryEvents int
 	// Security reaches a secured cluster (TLS, mTLS, an API key file).
 	Security liveboard.Security
+	// OTLPEndpoint is --otlp-endpoint: runner-temporal exports the run's
+	// trace there when it ends (the OTEL_* variables reach it through
+	// the environment), as runner does for a run in its own process.
+	OTLPEndpoint string
 }
 
 // ExecuteOnTemporal runs r on Temporal workers through runner-temporal
@@ -112,7 +116,7 @@ func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*
 		return nil, usage(errors.New("--offline is not available with --engine temporal (a replay runs nothing: use it without --engine)"))
 	}
 	var args []string
-	for _, f := range [][2]string{{"--temporal", t.HostPort}, {"--namespace", t.Namespace}, {"--task-queue", t.TaskQueue}, {"--blobs", t.Blobs}} {
+	for _, f := range [][2]string{{"--temporal", t.HostPort}, {"--namespace", t.Namespace}, {"--task-queue", t.TaskQueue}, {"--blobs", t.Blobs}, {"--otlp-endpoint", t.OTLPEndpoint}} {
 		if f[1] != "" {
 			args = append(args, f[0], f[1])
 		}

@@ -10,8 +10,10 @@
 package traceconf
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -108,4 +110,57 @@ func Timeout(getenv func(string) string) (time.Duration, error) {
 		return time.Duration(ms) * time.Millisecond, nil
 	}
 	return DefaultTimeout, nil
+}
+
+// ExportRun exports the trace of the run saved at board when tracing is
+// on (endpoint given, or the OTEL_* variables say so), through
+// runner-otel: runner does it at the end of a run in its own process,
+// runner-temporal at the end of a run on Temporal, so both send the same
+// trace. It never fails the run: whatever goes wrong (no runner-otel, a
+// collector that is down, slow or refuses) costs at most the export
+// timeout plus a moment, and is one line on warn, "runner: warning:
+// trace not exported: …". warn should mask the run's secrets (runner-otel
+// masks its own messages). Off, it reads a few variables and starts
+// nothing.
+func ExportRun(board, endpoint string, getenv func(string) string, warn io.Writer) {
+	if !Enabled(getenv, endpoint) {
+		return
+	}
+	timeout, err := Timeout(getenv)
+	if err != nil {
+		fmt.Fprintf(warn, "runner: warning: %v; using %s\n", err, timeout)
+	}
+	args := []string{"-q", "--timeout", timeout.String()}
+	if endpoint != "" {
+		args = append(args, "--otlp-endpoint", endpoint)
+	}
+	args = append(args, "--", board) // flags first: runner-otel's flag parsing stops at the path
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+2*time.Second)
+	defer cancel()
+	if err := RunHelper(ctx, getenv, args, io.Discard, warn); err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%s exited %d", Helper, ee.ExitCode())
+		}
+		fmt.Fprintf(warn, "runner: warning: trace not exported: %v\n", err)
+	}
+}
+
+// RunHelper runs runner-otel (FindHelper) with args. Its own messages go
+// to stderr (it masks the plan's secrets itself); the error says only
+// that it failed: an *exec.ExitError after runner-otel has said why, or
+// why it could not be started or was stopped when ctx ended.
+func RunHelper(ctx context.Context, getenv func(string) string, args []string, stdout, stderr io.Writer) error {
+	bin, err := FindHelper(getenv)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = time.Second
+	err = cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s did not finish in time and was stopped", Helper)
+	}
+	return err
 }

@@ -131,12 +131,13 @@ func Write(ctx context.Context, bd *board.Board, exp sdktrace.SpanExporter, o Op
 		return 0, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 	}
 	col := &collector{}
-	tid := traceID(run.ID)
+	seed := idSeed(run)
+	tid := traceID(seed)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(col), sdktrace.WithIDGenerator(ids{trace: tid}),
 		sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{AttributeValueLengthLimit: -1, AttributeCountLimit: -1,
 			EventCountLimit: -1, LinkCountLimit: -1, AttributePerEventCountLimit: -1, AttributePerLinkCountLimit: -1}))
-	b := &builder{tracer: tp.Tracer("github.com/planrunner/runner/tracing"), o: o, runID: run.ID, trace: tid}
+	b := &builder{tracer: tp.Tracer("github.com/planrunner/runner/tracing"), o: o, runID: seed, trace: tid}
 	b.emit(b.spans(bd))
 	if err := tp.Shutdown(ctx); err != nil {
 		return 0, err

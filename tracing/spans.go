@@ -77,6 +77,18 @@ func spanID(runID, key string) trace.SpanID {
 	return id
 }
 
+// idSeed is what a run's trace and span IDs are derived from: its ID,
+// so that tracing a run twice (live, then `runner trace`) gives the same
+// IDs. A replay keeps the recorded run's ID on its board, so its seed
+// also names the recording (run.ReplayOf): its trace is its own, not
+// merged by a backend into the recorded run's.
+func idSeed(run board.Run) string {
+	if run.ReplayOf != "" {
+		return run.ID + "\x00replay of\x00" + run.ReplayOf
+	}
+	return run.ID
+}
+
 // traceID is the trace of run runID.
 func traceID(runID string) trace.TraceID {
 	h := sha256.Sum256([]byte("runner trace\x00" + runID))
@@ -351,17 +363,42 @@ func diffStats(res map[string]any) []attribute.KeyValue {
 		attribute.Int64("runner.diff.lines_added", added), attribute.Int64("runner.diff.lines_removed", removed)}
 }
 
-// enclosing is the visit of s's group that was running when s started.
+// enclosing is the visit of s's group that was running when s ran: the
+// one holding s's times whole (the latest to start, for nested visits),
+// else the one s overlaps most, or is nearest to. A run on Temporal
+// records a group's times by the workflow's clock and its children's by
+// the workers' (and a resumed run's by two processes' clocks), so a
+// child can stick out of its group by a few milliseconds: it still
+// belongs under it, not at the trace's root.
 func enclosing(steps []board.StepRecord, s board.StepRecord) (board.StepRecord, bool) {
-	var best board.StepRecord
-	found := false
+	var best, near board.StepRecord
+	found, any := false, false
+	var nearOverlap time.Duration
 	for _, p := range steps {
-		if p.Label != s.Parent || p.StartedAt.After(s.StartedAt) || p.FinishedAt.Before(s.FinishedAt) {
+		if p.Label != s.Parent {
+			continue
+		}
+		// How long p and s ran together (negative: the gap between them).
+		end, start := p.FinishedAt, p.StartedAt
+		if s.FinishedAt.Before(end) {
+			end = s.FinishedAt
+		}
+		if s.StartedAt.After(start) {
+			start = s.StartedAt
+		}
+		overlap := end.Sub(start)
+		if !any || overlap > nearOverlap {
+			near, nearOverlap, any = p, overlap, true
+		}
+		if p.StartedAt.After(s.StartedAt) || p.FinishedAt.Before(s.FinishedAt) {
 			continue
 		}
 		if !found || p.StartedAt.After(best.StartedAt) {
 			best, found = p, true
 		}
+	}
+	if !found {
+		return near, any
 	}
 	return best, found
 }
@@ -583,10 +620,27 @@ func planProviders(run board.Run) map[string]string {
 	return out
 }
 
-// emit makes the spans through tracer, with their recorded times.
+// emit makes the spans through tracer, with their recorded times. A
+// span's parent is made before it, whatever their order in spans: a
+// child whose recorded start is before its group's (clocks of two
+// processes, on Temporal) still gets its parent's context.
 func (b *builder) emit(spans []span) {
 	ctxs := map[string]context.Context{}
-	for _, s := range spans {
+	byKey := map[string]int{}
+	for i, s := range spans {
+		byKey[s.key] = i
+	}
+	done := make([]bool, len(spans))
+	var start func(i int)
+	start = func(i int) {
+		if done[i] {
+			return
+		}
+		done[i] = true
+		s := spans[i]
+		if j, ok := byKey[s.parent]; ok {
+			start(j)
+		}
 		parent, ok := ctxs[s.parent]
 		if !ok {
 			parent = context.Background()
@@ -603,5 +657,8 @@ func (b *builder) emit(spans []span) {
 		}
 		sp.End(trace.WithTimestamp(end))
 		ctxs[s.key] = ctx
+	}
+	for i := range spans {
+		start(i)
 	}
 }

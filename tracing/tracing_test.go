@@ -397,3 +397,47 @@ func TestDeadCollector(t *testing.T) {
 }
 
 var _ sdktrace.SpanExporter = (*collector)(nil)
+
+// TestItemOutsideItsGroupStaysUnderIt: a for_each item whose recorded
+// times stick out of its group's (a run on Temporal: the group's times
+// are the workflow's clock, the items' the workers') is still a child of
+// its group's visit, and of the visit it overlaps most when the group ran
+// twice; never a root of its own.
+func TestItemOutsideItsGroupStaysUnderIt(t *testing.T) {
+	cases := []struct {
+		name                string
+		start, end          int // the item's times, ms
+		wantVisit           int64
+		groupVisits         [][2]int
+		itemVisit, itemSpan int
+	}{
+		{"inside", 110, 150, 1, [][2]int{{100, 200}}, 1, 0},
+		{"starts before its group", 95, 150, 1, [][2]int{{100, 200}}, 1, 0},
+		{"ends after its group", 150, 204, 1, [][2]int{{100, 200}}, 1, 0},
+		{"both", 98, 203, 1, [][2]int{{100, 200}}, 1, 0},
+		{"second visit, sticking out", 299, 350, 2, [][2]int{{100, 200}, {300, 400}}, 1, 0},
+		{"second visit, past its end", 320, 401, 2, [][2]int{{100, 200}, {300, 400}}, 1, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fin := at(1000)
+			b := board.New(board.Run{ID: "01RUN", PlanPath: "plan.yaml", Status: board.StatusSucceeded, StartedAt: at(0), FinishedAt: &fin})
+			rec(t, b, board.StepRecord{Label: "each[0]", Visit: 1, Type: "command", Parent: "each", Status: "succeeded",
+				StartedAt: at(c.start), FinishedAt: at(c.end)}, map[string]any{"exit_code": 0})
+			for i, g := range c.groupVisits {
+				rec(t, b, board.StepRecord{Label: "each", Visit: i + 1, Type: "for_each", Status: "succeeded", StartedAt: at(g[0]), FinishedAt: at(g[1])}, nil)
+			}
+			m := byName(t, export(t, b, Options{}))
+			item := one(t, m, "step each[0]")
+			var parent tracetest.SpanStub
+			for _, g := range m["step each"] {
+				if g.SpanContext.SpanID() == item.Parent.SpanID() {
+					parent = g
+				}
+			}
+			if !parent.SpanContext.IsValid() || attrs(parent)["runner.step.visit"] != c.wantVisit {
+				t.Errorf("the item's parent is %v (%v), want visit %d of each", item.Parent.SpanID(), attrs(parent)["runner.step.visit"], c.wantVisit)
+			}
+		})
+	}
+}

@@ -102,6 +102,10 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	// runner-temporal exports the trace when the run ends (the same
+	// driver, traceconf.ExportRun, as a run here), so it is sent even
+	// where runner-temporal is started on its own.
+	t.OTLPEndpoint = g.otlp
 	start := time.Now()
 	e, err := r.ExecuteOnTemporal(t, g.mask.Writer(stderr), func(ev runs.Event) {
 		switch {

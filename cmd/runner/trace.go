@@ -21,50 +21,12 @@ func addTraceFlag(fs *flag.FlagSet, g *globals) {
 
 // traceRun exports a finished run's (or replay's) trace when tracing is
 // on: to --otlp-endpoint, or where the OTEL_EXPORTER_OTLP_* variables
-// say, through runner-otel. A collector that is slow, dead or refuses
-// costs at most the export timeout (traceconf.Timeout) and a warning;
-// the run's outcome and exit code stay as they were. Off, it reads a few
-// variables and nothing else.
+// say, through runner-otel (traceconf.ExportRun, which runner-temporal
+// shares). A collector that is slow, dead or refuses costs at most the
+// export timeout and a warning; the run's outcome and exit code stay as
+// they were. Off, it reads a few variables and nothing else.
 func traceRun(path string, g *globals, stderr io.Writer) {
-	if !traceconf.Enabled(os.Getenv, g.otlp) {
-		return
-	}
-	warn := g.mask.Writer(stderr)
-	timeout, err := traceconf.Timeout(os.Getenv)
-	if err != nil {
-		fmt.Fprintf(warn, "runner: warning: %v; using %s\n", err, timeout)
-	}
-	args := []string{"-q", "--timeout", timeout.String()}
-	if g.otlp != "" {
-		args = append(args, "--otlp-endpoint", g.otlp)
-	}
-	args = append(args, "--", path) // flags first: runner-otel's flag parsing stops at the path
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+2*time.Second)
-	defer cancel()
-	if err := runHelper(ctx, args, io.Discard, warn); err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			err = fmt.Errorf("%s exited %d", traceconf.Helper, ee.ExitCode())
-		}
-		fmt.Fprintf(warn, "runner: warning: trace not exported: %v\n", err)
-	}
-}
-
-// runHelper runs runner-otel with args. Its own messages go to stderr
-// (it masks the plan's secrets itself); err says only that it failed.
-func runHelper(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	bin, err := traceconf.FindHelper(os.Getenv)
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = time.Second
-	err = cmd.Run()
-	if ctx.Err() != nil {
-		return fmt.Errorf("%s did not finish in time and was stopped", traceconf.Helper)
-	}
-	return err // an *exec.ExitError: runner-otel has said why on stderr
+	traceconf.ExportRun(path, g.otlp, os.Getenv, g.mask.Writer(stderr))
 }
 
 func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -103,7 +65,7 @@ func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	hargs = append(hargs, "--", pos[0])
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout+5*time.Second)
 	defer cancel()
-	err = runHelper(ctx, hargs, stdout, stderr)
+	err = traceconf.RunHelper(ctx, os.Getenv, hargs, stdout, stderr)
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -27,6 +27,7 @@ import (
 	"github.com/planrunner/runner/runs"
 	"github.com/planrunner/runner/steps"
 	rt "github.com/planrunner/runner/temporal"
+	"github.com/planrunner/runner/traceconf"
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -49,7 +50,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]")
+		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR] [--otlp-endpoint URL]")
 		return exitUsage
 	}
 	switch args[0] {
@@ -251,6 +252,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	var opt rt.Options
 	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
 	fs.IntVar(&opt.MaxHistoryEvents, "max-history-events", 0, "continue as new past this many history events (default 10000)")
+	otlp := fs.String("otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
 	fs.String("engine", "temporal", "the engine (only temporal here)")
 	fs.String("log-format", "", "console or json")
 	fs.String("log-level", "", "debug, info, warn or error")
@@ -310,6 +312,12 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "blackboard: %s\n", path)
 	}
+	// The trace is made from the saved board, as for a run in runner's
+	// own process, by the same driver: the same spans, and a collector
+	// in trouble is a warning, never a failed run.
+	m := mask.New()
+	runs.LearnSecrets(m, r.Prog.Plan)
+	traceconf.ExportRun(path, *otlp, os.Getenv, m.Writer(stderr))
 	switch res.Status {
 	case board.StatusSucceeded:
 		return exitOK
