@@ -102,7 +102,7 @@ func (c *conn) dial(log *slog.Logger) (client.Client, error) {
 	}
 	c.sec = sec
 	o := client.Options{HostPort: c.hostPort, Namespace: c.namespace,
-		DataConverter: rt.DataConverter(rt.Store{Dir: c.blobs}, 0), Logger: tlog.NewStructuredLogger(log)}
+		DataConverter: rt.DataConverter(rt.DirStore{Dir: c.blobs}, 0), Logger: tlog.NewStructuredLogger(log)}
 	if err := rt.Secure(&o, c.sec, os.Getenv); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer tc.Close()
-	acts := &rt.Activities{Store: rt.Store{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
+	acts := &rt.Activities{Store: rt.DirStore{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
 	w := rt.NewWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
 	if *health != "" {
 		stop, addr, err := rt.ServeHealth(*health, tc)
@@ -290,7 +290,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := rt.RunPlan(ctx, tc, rt.Store{Dir: c.blobs}, r, ro)
+	res, err := rt.RunPlan(ctx, tc, rt.DirStore{Dir: c.blobs}, r, ro)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		if runs.IsUsage(err) {
@@ -351,7 +351,7 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer tc.Close()
-	b := &rt.Bridge{C: tc, WorkflowID: *wf, RunID: *runID, Board: *path, Store: rt.Store{Dir: c.blobs}, Mask: mask.New()}
+	b := &rt.Bridge{C: tc, WorkflowID: *wf, RunID: *runID, Board: *path, Store: rt.DirStore{Dir: c.blobs}, Mask: mask.New()}
 	for _, n := range plans.ProviderKeyEnvs {
 		b.Mask.Add(os.Getenv(n))
 	}
