@@ -69,8 +69,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // conn are the flags both commands take to reach Temporal.
 type conn struct {
-	hostPort, namespace, queue, blobs string
-	sec                               liveboard.Security
+	hostPort, namespace, queue string
+	sec                        liveboard.Security
+	storeOpt                   rt.StoreOptions
+	store                      rt.Store // opened by dial
+	storeSpec                  string   // the store as one string, for remote.json and a bridge
 }
 
 // connFlags are the flags of every command that dials. Unset, the address,
@@ -88,7 +91,16 @@ func connFlags(fs *flag.FlagSet) *conn {
 	fs.StringVar(&c.sec.ServerName, "tls-server-name", "", "the name the server's certificate must hold (default: the host of --temporal)")
 	fs.StringVar(&c.sec.APIKeyFile, "api-key-file", "", "a file whose first line is the API key (Temporal Cloud); default $TEMPORAL_API_KEY. Never on the command line: ps shows it")
 	fs.StringVar(&c.queue, "task-queue", rt.DefaultTaskQueue, "the task queue workers poll and runs go to")
-	fs.StringVar(&c.blobs, "blobs", rt.DefaultStoreDir(), "the content-addressed store the board and large payloads go through; every worker and client of a run must share it")
+	// The store: one value, a directory or s3://BUCKET/PREFIX, under
+	// three names (--blobs is the first one, which runner passes on).
+	storeHelp := "the content-addressed store the board and large payloads go through: a directory, or s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the shared credentials file); every worker and client of a run must share it (default $RUNNER_TEMPORAL_STORE, else " + rt.DefaultStoreDir() + ")"
+	c.storeOpt.Store = os.Getenv("RUNNER_TEMPORAL_STORE")
+	fs.StringVar(&c.storeOpt.Store, "store", c.storeOpt.Store, storeHelp)
+	fs.StringVar(&c.storeOpt.Store, "store-dir", c.storeOpt.Store, "the store as a directory (same as --store DIR)")
+	fs.StringVar(&c.storeOpt.Store, "blobs", c.storeOpt.Store, "same as --store")
+	fs.StringVar(&c.storeOpt.S3Endpoint, "s3-endpoint", os.Getenv("RUNNER_TEMPORAL_S3_ENDPOINT"), "with an s3:// store: the server, http(s)://HOST[:PORT] (default $RUNNER_TEMPORAL_S3_ENDPOINT, $AWS_ENDPOINT_URL_S3, else AWS)")
+	fs.StringVar(&c.storeOpt.S3Region, "s3-region", "", "with an s3:// store: the region (default $AWS_REGION)")
+	fs.BoolVar(&c.storeOpt.S3PathStyle, "s3-path-style", os.Getenv("RUNNER_TEMPORAL_S3_PATH_STYLE") == "true", "with an s3:// store: address the bucket as HOST/BUCKET (most self-hosted servers; default $RUNNER_TEMPORAL_S3_PATH_STYLE)")
 	return c
 }
 
@@ -101,8 +113,11 @@ func (c *conn) dial(log *slog.Logger) (client.Client, error) {
 		return nil, err
 	}
 	c.sec = sec
+	if c.store, c.storeSpec, err = rt.OpenStore(c.storeOpt, os.Getenv); err != nil {
+		return nil, err
+	}
 	o := client.Options{HostPort: c.hostPort, Namespace: c.namespace,
-		DataConverter: rt.DataConverter(rt.DirStore{Dir: c.blobs}, 0), Logger: tlog.NewStructuredLogger(log)}
+		DataConverter: rt.DataConverter(c.store, 0), Logger: tlog.NewStructuredLogger(log)}
 	if err := rt.Secure(&o, c.sec, os.Getenv); err != nil {
 		return nil, err
 	}
@@ -141,6 +156,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	heartbeat := fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
 	maxSteps := fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
 	health := fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")
+	expectStore := fs.String("expect-store-id", os.Getenv("RUNNER_TEMPORAL_STORE_ID"), "refuse to start unless the store's id (its runner-store.json) is this `ID` (default $RUNNER_TEMPORAL_STORE_ID); the worker also refuses when an open run of its task queue was started with another store")
 	logFormat := fs.String("log-format", "console", "console or json")
 	fs.String("log-level", "", "accepted for runner's global flags; the worker logs at info")
 	fs.Bool("q", false, "accepted for runner's global flags")
@@ -164,7 +180,14 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer tc.Close()
-	acts := &rt.Activities{Store: rt.DirStore{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	storeID, err := rt.CheckWorkerStore(ctx, tc, c.namespace, c.queue, c.store, *expectStore)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner worker: refusing to poll: %v\n", err)
+		return exitFailed
+	}
+	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
 	w := rt.NewWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
 	if *health != "" {
 		stop, addr, err := rt.ServeHealth(*health, tc)
@@ -175,7 +198,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		defer stop()
 		log.Info().Str("addr", addr).Msg("health endpoint: GET /healthz")
 	}
-	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("blobs", c.blobs).Msg("worker started")
+	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("store", c.store.String()).Str("store_id", storeID).Msg("worker started")
 	if err := w.Run(worker.InterruptCh()); err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitFailed
@@ -277,7 +300,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
 	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse, SearchAttributesFrom: c.namespace,
-		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.blobs, Security: c.sec}}
+		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.storeSpec, Security: c.sec}}
 	wfID := rt.WorkflowID(runID)
 	switch {
 	case *events:
@@ -290,7 +313,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := rt.RunPlan(ctx, tc, rt.DirStore{Dir: c.blobs}, r, ro)
+	res, err := rt.RunPlan(ctx, tc, c.store, r, ro)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		if runs.IsUsage(err) {
@@ -351,7 +374,7 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer tc.Close()
-	b := &rt.Bridge{C: tc, WorkflowID: *wf, RunID: *runID, Board: *path, Store: rt.DirStore{Dir: c.blobs}, Mask: mask.New()}
+	b := &rt.Bridge{C: tc, WorkflowID: *wf, RunID: *runID, Board: *path, Store: c.store, Mask: mask.New()}
 	for _, n := range plans.ProviderKeyEnvs {
 		b.Mask.Add(os.Getenv(n))
 	}
