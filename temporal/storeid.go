@@ -64,9 +64,9 @@ func (s DirStore) ID() (string, error) {
 		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
 			return "", err
 		}
-		fresh, err := newStoreIdentity()
-		if err != nil {
-			return "", err
+		fresh, ferr := newStoreIdentity()
+		if ferr != nil {
+			return "", ferr
 		}
 		tmp := filepath.Join(s.Dir, fmt.Sprintf(".id-%d-%d", os.Getpid(), timeNow().UnixNano()))
 		if err := writeDurably(tmp, fresh, ".id-*"); err != nil {

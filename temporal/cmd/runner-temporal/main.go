@@ -49,7 +49,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]")
+		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal gc --temporal HOST:PORT --store S [--grace 1h] [--dry-run]\n       runner-temporal store-id --store S\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]")
 		return exitUsage
 	}
 	switch args[0] {
@@ -57,13 +57,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdWorker(args[1:], stderr)
 	case "run":
 		return cmdRun(args[1:], stdout, stderr)
+	case "gc":
+		return cmdGC(args[1:], stdout, stderr)
+	case "store-id":
+		return cmdStoreID(args[1:], stdout, stderr)
 	case "bridge":
 		return cmdBridge(args[1:], os.Stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker or run)\n", args[0])
+	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker, run, gc or store-id)\n", args[0])
 	return exitUsage
 }
 
@@ -418,4 +422,71 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	json.NewEncoder(stdout).Encode(runs.BridgeHello{Socket: srv.Socket})
 	io.Copy(io.Discard, stdin) // until the caller is done (or gone)
 	return exitOK
+}
+
+// cmdGC deletes the blobs no run Temporal still knows references (see
+// rt.GC): run it on a schedule (docs/temporal.md).
+func cmdGC(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner-temporal gc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := connFlags(fs)
+	grace := fs.Duration("grace", rt.DefaultGCGrace, "keep blobs written more recently than this, referenced or not (a run starting now)")
+	dry := fs.Bool("dry-run", false, "say what would be deleted, delete nothing")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "runner-temporal gc: unexpected arguments %q\n", pos)
+		}
+		return exitUsage
+	}
+	if *grace < time.Minute {
+		fmt.Fprintf(stderr, "runner-temporal gc: --grace %s: want at least 1m (a run starting now writes its blobs before Temporal names them)\n", *grace)
+		return exitUsage
+	}
+	_, slogger := loggers(stderr, "console")
+	tc, err := c.dial(slogger)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal gc: %v\n", err)
+		return exitUsage
+	}
+	defer tc.Close()
+	sw, ok := c.store.(rt.Sweeper)
+	if !ok {
+		fmt.Fprintf(stderr, "runner-temporal gc: the store %s cannot be listed\n", c.store)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := rt.GC(ctx, tc, sw, rt.GCOptions{Namespace: c.namespace, Grace: *grace, DryRun: *dry})
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal gc: %v\n", err)
+		return exitFailed
+	}
+	verb := "deleted"
+	if *dry {
+		verb = "would delete"
+	}
+	fmt.Fprintf(stdout, "store %s: %d blobs, %d referenced by %d runs, %d younger than %s; %s %d (%d bytes)\n",
+		c.store, rep.Scanned, rep.Referenced, rep.Runs, rep.Young, *grace, verb, rep.Deleted, rep.DeletedBytes)
+	return exitOK
+}
+
+// cmdStoreID prints the store's id (creating the store's identity on first
+// use): what to give workers as --expect-store-id.
+func cmdStoreID(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner-temporal store-id", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := connFlags(fs)
+	if _, err := parse(fs, args); err != nil {
+		return exitUsage
+	}
+	s, _, err := rt.OpenStore(c.storeOpt, os.Getenv)
+	if err == nil {
+		var id string
+		if id, err = s.ID(); err == nil {
+			fmt.Fprintln(stdout, id)
+			return exitOK
+		}
+	}
+	fmt.Fprintf(stderr, "runner-temporal store-id: %v\n", err)
+	return exitFailed
 }
