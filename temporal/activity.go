@@ -35,6 +35,8 @@ type StepInput struct {
 	// ReuseLive says a call of the run already went live.
 	Reuse     []string `json:",omitempty"`
 	ReuseLive bool     `json:",omitempty"`
+	// StoreID is the run's store id (Input.StoreID).
+	StoreID string `json:",omitempty"`
 }
 
 // StepOutput is one attempt's outcome, everything the workflow records:
@@ -61,6 +63,9 @@ type Activities struct {
 	// LogMask, when set, learns each run's secrets (as this worker's
 	// environment holds them): the worker's log writes through it.
 	LogMask *mask.Masker
+	// StoreID, when set, is Store's id (CheckWorkerStore): a step of a run
+	// started with another store fails at once, not retried.
+	StoreID string
 
 	mu          sync.Mutex
 	progs       map[string]*engine.Program
@@ -89,6 +94,11 @@ const errBadInput = "runner.bad-input"
 func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, error) {
 	info := activity.GetInfo(ctx)
 	runID := info.WorkflowExecution.ID
+	if in.StoreID != "" && a.StoreID != "" && in.StoreID != a.StoreID {
+		err := storeMismatch(in.StoreID, a.StoreID, a.Store.String(), "run "+runID)
+		a.Log.Error().Str("run", runID).Str("run_store_id", in.StoreID).Str("store_id", a.StoreID).Msg(err.Error())
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errStoreMismatch, nil)
+	}
 	prog, err := a.program(in.PlanPath, in.PlanSHA256)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)

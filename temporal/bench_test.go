@@ -113,7 +113,7 @@ func TestBenchConcurrentRuns(t *testing.T) {
 		fmt.Fprintf(&b, "  - {label: s%d, type: command, run: \"echo %d\"}\n", i, i)
 	}
 	src := b.String()
-	store := Store{Dir: c.blobs}
+	store := DirStore{Dir: c.blobs}
 	tc, err := client.Dial(client.Options{HostPort: c.srv.hostPort, Logger: quietLogger(), DataConverter: DataConverter(store, 0)})
 	if err != nil {
 		t.Fatal(err)

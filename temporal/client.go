@@ -25,6 +25,9 @@ type StartOptions struct {
 	// PlanName is the RunnerPlan search attribute (with
 	// Options.SearchAttributes): the plan's name, else its file's.
 	PlanName string
+	// StoreID is the store's id, recorded in the run (Input.StoreID and
+	// its memo); empty, Start reads it from the store.
+	StoreID string
 }
 
 // Start starts run (its id, plan source and sha256, vars, workdir) as a
@@ -33,14 +36,21 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 	if _, err := store.Put([]byte(run.PlanSource)); err != nil {
 		return nil, err
 	}
+	if opt.StoreID == "" {
+		id, err := store.ID()
+		if err != nil {
+			return nil, fmt.Errorf("the store %s: %w", store, err)
+		}
+		opt.StoreID = id
+	}
 	if opt.TaskQueue == "" {
 		opt.TaskQueue = DefaultTaskQueue
 	}
-	so := client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue}
+	so := client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue, Memo: map[string]any{StoreIDMemo: opt.StoreID}}
 	if opt.Options.SearchAttributes {
 		so.TypedSearchAttributes = startAttributes(cmp.Or(opt.PlanName, filepath.Base(run.PlanPath)), run.RunnerVersion)
 	}
-	return c.ExecuteWorkflow(ctx, so, WorkflowName, Input{Run: run, Options: opt.Options, Reuse: opt.Reuse})
+	return c.ExecuteWorkflow(ctx, so, WorkflowName, Input{Run: run, Options: opt.Options, Reuse: opt.Reuse, StoreID: opt.StoreID})
 }
 
 // PutReused checks each file given to --reuse (a saved run) and puts it

@@ -258,7 +258,7 @@ steps:
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)

@@ -108,7 +108,7 @@ func runOnSuite(t *testing.T, src string) (*board.Board, *Output, error) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)

@@ -224,6 +224,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		in.Reuse = append(in.Reuse, r.Blob)
 	}
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
+	in.StoreID = it.in.StoreID
 	err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
 	// A step stopped by its context fails with the context's cause, as in
 	// one process; the activity's own context knows only that it was

@@ -39,7 +39,7 @@ type liveEnv struct {
 	store Store
 }
 
-func newLiveEnv(t *testing.T) *liveEnv { return newLiveEnvIn(t, Store{Dir: t.TempDir()}) }
+func newLiveEnv(t *testing.T) *liveEnv { return newLiveEnvIn(t, DirStore{Dir: t.TempDir()}) }
 
 // newLiveEnvIn is a test environment whose workflow and activities use store.
 func newLiveEnvIn(t *testing.T, store Store) *liveEnv {

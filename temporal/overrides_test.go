@@ -83,7 +83,7 @@ steps:
 		b, _ := newLiveEnvIn(t, store).runInput(Input{Run: newRun(t, src, t.TempDir()), Reuse: reuse})
 		return b
 	}
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	old := filepath.Join(t.TempDir(), "old.json")
 	first := run(plan("second"), nil, store)
 	if first.Run().Reused != nil {

@@ -143,7 +143,7 @@ func TestReplayHistories(t *testing.T) {
 		rel, _ := filepath.Rel("testdata/histories", f)
 		t.Run(rel, func(t *testing.T) {
 			r := newReplayer(t)
-			Register(r, &Workflow{Store: Store{Dir: t.TempDir()}}, nil)
+			Register(r, &Workflow{Store: DirStore{Dir: t.TempDir()}}, nil)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), f); err != nil {
 				t.Fatalf("the workflow no longer replays %s: %v", f, err)
 			}
@@ -177,7 +177,7 @@ func TestReplayDetectsChange(t *testing.T) {
 	in.Run.PlanSource, in.Run.PlanSHA256 = src, Sum([]byte(src))
 	p.Data, _ = json.Marshal(in)
 	r := newReplayer(t)
-	Register(r, &Workflow{Store: Store{Dir: t.TempDir()}}, nil)
+	Register(r, &Workflow{Store: DirStore{Dir: t.TempDir()}}, nil)
 	err = r.ReplayWorkflowHistory(quietLogger(), hist)
 	if err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
 		t.Fatalf("replaying a changed plan's history: %v; want a nondeterminism error (TMPRL1100)", err)
@@ -186,7 +186,7 @@ func TestReplayDetectsChange(t *testing.T) {
 
 func recordAll(t *testing.T) {
 	srv := startDevServer(t)
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	c, err := client.Dial(client.Options{HostPort: srv.hostPort, Logger: quietLogger(), DataConverter: DataConverter(store, 0)})
 	if err != nil {
 		t.Fatal(err)

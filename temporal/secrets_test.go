@@ -47,7 +47,7 @@ steps:
 	if _, err := Save(l.store, out.Head, path); err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{l.store.Dir, filepath.Dir(path)} {
+	for _, dir := range []string{l.store.String(), filepath.Dir(path)} {
 		filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
 			if err != nil || info.IsDir() {
 				return err
@@ -249,7 +249,7 @@ func TestReplaySecretsHistoryInAnyEnvironment(t *testing.T) {
 				os.Unsetenv("DEPLOY_TOKEN")
 			}
 			r := newReplayer(t)
-			Register(r, &Workflow{Store: Store{Dir: t.TempDir()}}, nil)
+			Register(r, &Workflow{Store: DirStore{Dir: t.TempDir()}}, nil)
 			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLogger(), file); err != nil {
 				t.Fatalf("replaying %s with DEPLOY_TOKEN %s: %v", file, env.name, err)
 			}

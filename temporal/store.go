@@ -5,29 +5,53 @@
 package temporal
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"time"
 )
 
 // Store keeps content-addressed blobs: a blob's name is the sha256 of its
 // bytes, so a name says what it holds forever and writing twice is
 // harmless. The board's history, plan sources and large payloads travel
 // through it as names, so no Temporal payload nears its 2 MB limit. Every
-// worker and client of a run must see the same store: one directory on one
-// host, or a shared directory across hosts.
-type Store struct{ Dir string }
+// worker and client of a run must see the same store: a local directory on
+// one host (DirStore, the default) or an S3-compatible bucket shared by
+// every host (S3Store). OpenStore makes either from a --store value.
+//
+// Put returns only once the blob is durable (fsynced, or acknowledged by
+// the object store): a name is handed on (to a workflow, a history) only
+// after that, so nothing ever references a blob a crash could lose.
+type Store interface {
+	// Put stores data and returns its name, Sum(data).
+	Put(data []byte) (string, error)
+	// Get reads the blob name and checks its bytes against the name.
+	Get(name string) ([]byte, error)
+	// ID is the store's identity (storeid.go): a random id written once,
+	// when the store is first used. Two handles with the same ID are the
+	// same store; a worker and a run whose store IDs differ do not share
+	// blobs and are refused.
+	ID() (string, error)
+	// String says where the store is, for messages: never a credential.
+	String() string
+}
 
-// DefaultStoreDir is where blobs go when no directory is given.
-func DefaultStoreDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "runner-temporal", "blobs")
+// Sweeper is a Store whose blobs can be listed and deleted: what
+// `runner-temporal gc` needs (gc.go).
+type Sweeper interface {
+	Store
+	// List calls fn for every blob, in no particular order.
+	List(ctx context.Context, fn func(BlobInfo) error) error
+	// Delete removes the blob name; a blob already gone is no error.
+	Delete(ctx context.Context, name string) error
+}
+
+// BlobInfo is one blob as List sees it.
+type BlobInfo struct {
+	Name     string
+	Size     int64
+	Modified time.Time // when it was last written (a Put of a blob present refreshes it)
 }
 
 // Sum is the name of data.
@@ -36,59 +60,24 @@ func Sum(data []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// Put stores data and returns its name.
-func (s Store) Put(data []byte) (string, error) {
-	name := Sum(data)
-	path := s.path(name)
-	if _, err := os.Stat(path); err == nil {
-		return name, nil
+// validName reports whether name can be a blob's: 64 lowercase hex digits.
+// Checked before a name reaches a path or an object key.
+func validName(name string) error {
+	if len(name) != 64 {
+		return fmt.Errorf("blob %q: not a sha256 name", name)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", err
+	for _, c := range name {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return fmt.Errorf("blob %q: not a sha256 name", name)
+		}
 	}
-	// A temp file renamed into place: a process killed mid-write leaves no
-	// half blob under the name. Not fsynced, like a local run's journal
-	// without --sync: a blob survives the process, not a power loss.
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".blob-*")
-	if err != nil {
-		return "", err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	return name, nil
+	return nil
 }
 
-// Get reads the blob name and checks its bytes against the name.
-func (s Store) Get(name string) ([]byte, error) {
-	if len(name) != 64 {
-		return nil, fmt.Errorf("blob %q: not a sha256 name", name)
-	}
-	data, err := os.ReadFile(s.path(name))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("blob %s is not in the store %s (workers and the client must share it)", name, s.Dir)
-	}
-	if err != nil {
-		return nil, err
-	}
+// checked returns data if it matches name, else says the blob is damaged.
+func checked(s Store, name string, data []byte) ([]byte, error) {
 	if Sum(data) != name {
-		return nil, fmt.Errorf("blob %s in %s is damaged: its content does not match its name", name, s.Dir)
+		return nil, fmt.Errorf("blob %s in %s is damaged: its content does not match its name", name, s)
 	}
 	return data, nil
 }
-
-func (s Store) path(name string) string { return filepath.Join(s.Dir, name[:2], name) }

@@ -9,7 +9,7 @@ import (
 )
 
 func TestStorePutGet(t *testing.T) {
-	s := Store{Dir: filepath.Join(t.TempDir(), "not", "yet")} // made on the first Put
+	s := DirStore{Dir: filepath.Join(t.TempDir(), "not", "yet")} // made on the first Put
 	for _, data := range [][]byte{[]byte("a board chunk"), {}, []byte(strings.Repeat("x", 1<<20))} {
 		name, err := s.Put(data)
 		if err != nil {
@@ -41,7 +41,7 @@ func TestStorePutGet(t *testing.T) {
 }
 
 func TestStoreGetErrors(t *testing.T) {
-	s := Store{Dir: t.TempDir()}
+	s := DirStore{Dir: t.TempDir()}
 	name, err := s.Put([]byte("original"))
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestStoreGetErrors(t *testing.T) {
 // The workflow writes a chunk per step that touches the world (a new
 // blob each time): go test -run '^$' -bench StorePut ./
 func BenchmarkStorePut(b *testing.B) {
-	s := Store{Dir: b.TempDir()}
+	s := DirStore{Dir: b.TempDir()}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		data := fmt.Appendf(nil, `{"steps":[{"label":"s1","visit":%d,"type":"command","status":"succeeded","result":{"output":"1\n"}}]}`, i)

@@ -35,6 +35,9 @@ type Input struct {
 	// the requests match (runner run --reuse): their paths, and their
 	// blackboard.json bytes in the Store.
 	Reuse []Reused `json:",omitempty"`
+	// StoreID is the id of the store the client used (storeid.go): each
+	// step carries it, and a worker with another store refuses the step.
+	StoreID string `json:",omitempty"`
 }
 
 // Reused is one earlier run given to --reuse.

@@ -39,7 +39,7 @@ func runWorkflow(t *testing.T, src string, opt Options) (*board.Board, *Output) 
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	dir := t.TempDir()
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(5 * time.Minute)
@@ -284,7 +284,7 @@ func TestWorkflowInterrupt(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)
@@ -364,7 +364,7 @@ steps:
       - {when: steps.tick.visits < 30, goto: tick}
   - {label: done, type: command, run: "echo ${{ steps.tick.visits }}"}
 `
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	in := Input{Run: newRun(t, src, t.TempDir()), Options: Options{MaxHistoryEvents: 40}}
 	var out Output
 	for part := 0; ; part++ {
@@ -421,7 +421,7 @@ func TestWorkflowFailedPlanFailsWorkflow(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetWorkerOptions(workerOptions)
 	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, "version: 1\nname: broken\nsteps:\n  - {label: a, type: command, run: 'exit 3'}\n", t.TempDir())})
@@ -446,7 +446,7 @@ func TestWorkflowActivityIDs(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := Store{Dir: t.TempDir()}
+	store := DirStore{Dir: t.TempDir()}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetWorkerOptions(workerOptions)
 	var mu sync.Mutex

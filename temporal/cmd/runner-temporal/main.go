@@ -50,7 +50,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR] [--otlp-endpoint URL]")
+		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal gc --temporal HOST:PORT --store S [--grace 1h] [--dry-run]\n       runner-temporal store-id --store S\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR] [--otlp-endpoint URL]")
 		return exitUsage
 	}
 	switch args[0] {
@@ -58,20 +58,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdWorker(args[1:], stderr)
 	case "run":
 		return cmdRun(args[1:], stdout, stderr)
+	case "gc":
+		return cmdGC(args[1:], stdout, stderr)
+	case "store-id":
+		return cmdStoreID(args[1:], stdout, stderr)
 	case "bridge":
 		return cmdBridge(args[1:], os.Stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker or run)\n", args[0])
+	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker, run, gc or store-id)\n", args[0])
 	return exitUsage
 }
 
 // conn are the flags both commands take to reach Temporal.
 type conn struct {
-	hostPort, namespace, queue, blobs string
-	sec                               liveboard.Security
+	hostPort, namespace, queue string
+	sec                        liveboard.Security
+	storeOpt                   rt.StoreOptions
+	store                      rt.Store // opened by dial
+	storeSpec                  string   // the store as one string, for remote.json and a bridge
 }
 
 // connFlags are the flags of every command that dials. Unset, the address,
@@ -89,7 +96,16 @@ func connFlags(fs *flag.FlagSet) *conn {
 	fs.StringVar(&c.sec.ServerName, "tls-server-name", "", "the name the server's certificate must hold (default: the host of --temporal)")
 	fs.StringVar(&c.sec.APIKeyFile, "api-key-file", "", "a file whose first line is the API key (Temporal Cloud); default $TEMPORAL_API_KEY. Never on the command line: ps shows it")
 	fs.StringVar(&c.queue, "task-queue", rt.DefaultTaskQueue, "the task queue workers poll and runs go to")
-	fs.StringVar(&c.blobs, "blobs", rt.DefaultStoreDir(), "the content-addressed store the board and large payloads go through; every worker and client of a run must share it")
+	// The store: one value, a directory or s3://BUCKET/PREFIX, under
+	// three names (--blobs is the first one, which runner passes on).
+	storeHelp := "the content-addressed store the board and large payloads go through: a directory, or s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the shared credentials file); every worker and client of a run must share it (default $RUNNER_TEMPORAL_STORE, else " + rt.DefaultStoreDir() + ")"
+	c.storeOpt.Store = os.Getenv("RUNNER_TEMPORAL_STORE")
+	fs.StringVar(&c.storeOpt.Store, "store", c.storeOpt.Store, storeHelp)
+	fs.StringVar(&c.storeOpt.Store, "store-dir", c.storeOpt.Store, "the store as a directory (same as --store DIR)")
+	fs.StringVar(&c.storeOpt.Store, "blobs", c.storeOpt.Store, "same as --store")
+	fs.StringVar(&c.storeOpt.S3Endpoint, "s3-endpoint", os.Getenv("RUNNER_TEMPORAL_S3_ENDPOINT"), "with an s3:// store: the server, http(s)://HOST[:PORT] (default $RUNNER_TEMPORAL_S3_ENDPOINT, $AWS_ENDPOINT_URL_S3, else AWS)")
+	fs.StringVar(&c.storeOpt.S3Region, "s3-region", "", "with an s3:// store: the region (default $AWS_REGION)")
+	fs.BoolVar(&c.storeOpt.S3PathStyle, "s3-path-style", os.Getenv("RUNNER_TEMPORAL_S3_PATH_STYLE") == "true", "with an s3:// store: address the bucket as HOST/BUCKET (most self-hosted servers; default $RUNNER_TEMPORAL_S3_PATH_STYLE)")
 	return c
 }
 
@@ -102,8 +118,11 @@ func (c *conn) dial(log *slog.Logger) (client.Client, error) {
 		return nil, err
 	}
 	c.sec = sec
+	if c.store, c.storeSpec, err = rt.OpenStore(c.storeOpt, os.Getenv); err != nil {
+		return nil, err
+	}
 	o := client.Options{HostPort: c.hostPort, Namespace: c.namespace,
-		DataConverter: rt.DataConverter(rt.Store{Dir: c.blobs}, 0), Logger: tlog.NewStructuredLogger(log)}
+		DataConverter: rt.DataConverter(c.store, 0), Logger: tlog.NewStructuredLogger(log)}
 	if err := rt.Secure(&o, c.sec, os.Getenv); err != nil {
 		return nil, err
 	}
@@ -142,6 +161,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	heartbeat := fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
 	maxSteps := fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
 	health := fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")
+	expectStore := fs.String("expect-store-id", os.Getenv("RUNNER_TEMPORAL_STORE_ID"), "refuse to start unless the store's id (its runner-store.json) is this `ID` (default $RUNNER_TEMPORAL_STORE_ID); the worker also refuses when an open run of its task queue was started with another store")
 	logFormat := fs.String("log-format", "console", "console or json")
 	fs.String("log-level", "", "accepted for runner's global flags; the worker logs at info")
 	fs.Bool("q", false, "accepted for runner's global flags")
@@ -165,7 +185,14 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer tc.Close()
-	acts := &rt.Activities{Store: rt.Store{Dir: c.blobs}, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	storeID, err := rt.CheckWorkerStore(ctx, tc, c.namespace, c.queue, c.store, *expectStore)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner worker: refusing to poll: %v\n", err)
+		return exitFailed
+	}
+	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
 	w := rt.NewWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
 	if *health != "" {
 		stop, addr, err := rt.ServeHealth(*health, tc)
@@ -176,7 +203,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		defer stop()
 		log.Info().Str("addr", addr).Msg("health endpoint: GET /healthz")
 	}
-	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("blobs", c.blobs).Msg("worker started")
+	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("store", c.store.String()).Str("store_id", storeID).Msg("worker started")
 	if err := w.Run(worker.InterruptCh()); err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitFailed
@@ -279,7 +306,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
 	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse, SearchAttributesFrom: c.namespace,
-		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.blobs, Security: c.sec}}
+		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.storeSpec, Security: c.sec}}
 	wfID := rt.WorkflowID(runID)
 	switch {
 	case *events:
@@ -292,7 +319,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := rt.RunPlan(ctx, tc, rt.Store{Dir: c.blobs}, r, ro)
+	res, err := rt.RunPlan(ctx, tc, c.store, r, ro)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		if runs.IsUsage(err) {
@@ -359,7 +386,7 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer tc.Close()
-	b := &rt.Bridge{C: tc, WorkflowID: *wf, RunID: *runID, Board: *path, Store: rt.Store{Dir: c.blobs}, Mask: mask.New()}
+	b := &rt.Bridge{C: tc, WorkflowID: *wf, RunID: *runID, Board: *path, Store: c.store, Mask: mask.New()}
 	for _, n := range plans.ProviderKeyEnvs {
 		b.Mask.Add(os.Getenv(n))
 	}
@@ -403,4 +430,71 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	json.NewEncoder(stdout).Encode(runs.BridgeHello{Socket: srv.Socket})
 	io.Copy(io.Discard, stdin) // until the caller is done (or gone)
 	return exitOK
+}
+
+// cmdGC deletes the blobs no run Temporal still knows references (see
+// rt.GC): run it on a schedule (docs/temporal.md).
+func cmdGC(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner-temporal gc", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := connFlags(fs)
+	grace := fs.Duration("grace", rt.DefaultGCGrace, "keep blobs written more recently than this, referenced or not (a run starting now)")
+	dry := fs.Bool("dry-run", false, "say what would be deleted, delete nothing")
+	if pos, err := parse(fs, args); err != nil || len(pos) > 0 {
+		if err == nil {
+			fmt.Fprintf(stderr, "runner-temporal gc: unexpected arguments %q\n", pos)
+		}
+		return exitUsage
+	}
+	if *grace < time.Minute {
+		fmt.Fprintf(stderr, "runner-temporal gc: --grace %s: want at least 1m (a run starting now writes its blobs before Temporal names them)\n", *grace)
+		return exitUsage
+	}
+	_, slogger := loggers(stderr, "console")
+	tc, err := c.dial(slogger)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal gc: %v\n", err)
+		return exitUsage
+	}
+	defer tc.Close()
+	sw, ok := c.store.(rt.Sweeper)
+	if !ok {
+		fmt.Fprintf(stderr, "runner-temporal gc: the store %s cannot be listed\n", c.store)
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := rt.GC(ctx, tc, sw, rt.GCOptions{Namespace: c.namespace, Grace: *grace, DryRun: *dry})
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal gc: %v\n", err)
+		return exitFailed
+	}
+	verb := "deleted"
+	if *dry {
+		verb = "would delete"
+	}
+	fmt.Fprintf(stdout, "store %s: %d blobs, %d referenced by %d runs, %d younger than %s; %s %d (%d bytes)\n",
+		c.store, rep.Scanned, rep.Referenced, rep.Runs, rep.Young, *grace, verb, rep.Deleted, rep.DeletedBytes)
+	return exitOK
+}
+
+// cmdStoreID prints the store's id (creating the store's identity on first
+// use): what to give workers as --expect-store-id.
+func cmdStoreID(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner-temporal store-id", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := connFlags(fs)
+	if _, err := parse(fs, args); err != nil {
+		return exitUsage
+	}
+	s, _, err := rt.OpenStore(c.storeOpt, os.Getenv)
+	if err == nil {
+		var id string
+		if id, err = s.ID(); err == nil {
+			fmt.Fprintln(stdout, id)
+			return exitOK
+		}
+	}
+	fmt.Fprintf(stderr, "runner-temporal store-id: %v\n", err)
+	return exitFailed
 }

@@ -1,0 +1,165 @@
+package temporal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+)
+
+// A store's identity is a small object, runner-store.json, written once
+// when the store is first used and never changed: {"id": "<random>"}.
+// A run records the id of the store its client used (StartOptions, the
+// workflow's memo); a worker reads its own store's id when it starts and
+// refuses to poll for runs of another store (CheckStoreID), and a step
+// whose run names another store fails without retrying. Two hosts
+// pointing at "the same" directory or bucket that is not the same (a
+// local directory on each, a typo in a prefix) are told so at once, not
+// minutes later as missing blobs.
+const storeIDFile = "runner-store.json"
+
+// storeIdentity is runner-store.json's content.
+type storeIdentity struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+// timeNow is time.Now; a variable so gc's tests can age blobs.
+var timeNow = time.Now
+
+func newStoreIdentity() ([]byte, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	return json.Marshal(storeIdentity{ID: "rs-" + hex.EncodeToString(b[:]), Created: timeNow().UTC()})
+}
+
+func parseStoreIdentity(where string, data []byte) (string, error) {
+	var id storeIdentity
+	if err := json.Unmarshal(data, &id); err != nil || id.ID == "" {
+		return "", fmt.Errorf("%s: not a store identity (want {\"id\": ...}); delete it only if the store is empty", where)
+	}
+	return id.ID, nil
+}
+
+// ID reads Dir/runner-store.json, creating it (and Dir) on first use. Two
+// processes creating it at once agree: the file is linked into place only
+// if absent, and whoever loses reads the winner's.
+func (s DirStore) ID() (string, error) {
+	path := filepath.Join(s.Dir, storeIDFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+			return "", err
+		}
+		fresh, ferr := newStoreIdentity()
+		if ferr != nil {
+			return "", ferr
+		}
+		tmp := filepath.Join(s.Dir, fmt.Sprintf(".id-%d-%d", os.Getpid(), timeNow().UnixNano()))
+		if err := writeDurably(tmp, fresh, ".id-*"); err != nil {
+			return "", err
+		}
+		lerr := os.Link(tmp, path) // fails if another process won
+		os.Remove(tmp)
+		if lerr != nil && !errors.Is(lerr, os.ErrExist) {
+			return "", fmt.Errorf("writing the store identity %s: %w", path, lerr)
+		}
+		if lerr == nil {
+			if err := syncDir(s.Dir); err != nil {
+				return "", err
+			}
+		}
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the store identity: %w", err)
+	}
+	return parseStoreIdentity(path, data)
+}
+
+// StoreIDMemo is the memo key a run's store id is recorded under (and
+// Input.StoreID carries it to every step).
+const StoreIDMemo = "runner.store_id"
+
+// errStoreMismatch is the type of a step's error when the worker's store is
+// not the run's: not retried (another attempt on this worker fails alike).
+const errStoreMismatch = "runner.store-mismatch"
+
+// hostname names this host in messages.
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "(unknown host)"
+	}
+	return h
+}
+
+// storeMismatch says a worker's store is not a run's, naming both ids,
+// both stores' places as far as known, and the host.
+func storeMismatch(runStore, workerStore, where, run string) error {
+	return fmt.Errorf("the worker on %s uses the store %s (id %s), but %s was started with the store id %s: "+
+		"the worker and the client must give the same --store (a shared bucket or directory)", hostname(), where, workerStore, run, runStore)
+}
+
+// StoreIDOfMemo reads a run's store id from its workflow memo ("" if none).
+func StoreIDOfMemo(dc converter.DataConverter, memo *commonpb.Memo) string {
+	p := memo.GetFields()[StoreIDMemo]
+	if p == nil {
+		return ""
+	}
+	var id string
+	if dc.FromPayload(p, &id) != nil {
+		return ""
+	}
+	return id
+}
+
+// CheckWorkerStore is what a worker does before it polls: it reads its
+// store's id (creating the store on first use) and refuses to start when
+// that is not expect (--expect-store-id), or when a run still open on its
+// task queue was started with another store: such a worker could only
+// fail those runs' steps, or slow them to a crawl. It returns the id, for
+// the worker's log and Activities.StoreID.
+func CheckWorkerStore(ctx context.Context, c client.Client, namespace, queue string, store Store, expect string) (string, error) {
+	id, err := store.ID()
+	if err != nil {
+		return "", fmt.Errorf("the store %s: %w", store, err)
+	}
+	if expect != "" && expect != id {
+		return "", fmt.Errorf("the worker on %s uses the store %s (id %s), not the expected store %s: give the same --store as the clients", hostname(), store, id, expect)
+	}
+	if c == nil {
+		return id, nil
+	}
+	q := fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", strings.ReplaceAll(queue, "'", ""))
+	dc := converter.GetDefaultDataConverter()
+	var token []byte
+	for range 10 { // the newest thousand open runs are enough to tell
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Namespace: namespace, Query: q, PageSize: 100, NextPageToken: token})
+		if err != nil {
+			return "", fmt.Errorf("listing the open runs of task queue %s to check their store: %w", queue, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			if rid := StoreIDOfMemo(dc, e.GetMemo()); rid != "" && rid != id {
+				return "", storeMismatch(rid, id, store.String(), "the open run "+e.GetExecution().GetWorkflowId())
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	return id, nil
+}
