@@ -48,6 +48,9 @@ type StepOutput struct {
 	Error      string
 	Entries    []board.Entry
 	Recordings []board.Recording
+	// Attempt is Temporal's attempt number of this activity (1, or more
+	// when a worker was lost mid-step): the record counts the re-runs.
+	Attempt int32 `json:",omitempty"`
 }
 
 // Activities runs steps for the workflow.
@@ -119,7 +122,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	close(stop)
 	<-stopped
 
-	out := &StepOutput{Goto: res.Goto, Write: res.Write}
+	out := &StepOutput{Goto: res.Goto, Write: res.Write, Attempt: info.Attempt}
 	if stepErr != nil {
 		out.Error = stepErr.Error()
 	}
