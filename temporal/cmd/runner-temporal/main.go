@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,7 +51,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]")
+		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR]\n       runner-temporal codec-server --blobs DIR [--addr 127.0.0.1:8089] [--cors-origin http://localhost:8233]")
 		return exitUsage
 	}
 	switch args[0] {
@@ -59,11 +61,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[1:], stdout, stderr)
 	case "bridge":
 		return cmdBridge(args[1:], os.Stdin, stdout, stderr)
+	case "codec-server":
+		return cmdCodecServer(args[1:], stderr)
 	case "version":
 		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker or run)\n", args[0])
+	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker, run or codec-server)\n", args[0])
 	return exitUsage
 }
 
@@ -394,5 +398,50 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer srv.Close()
 	json.NewEncoder(stdout).Encode(runs.BridgeHello{Socket: srv.Socket})
 	io.Copy(io.Discard, stdin) // until the caller is done (or gone)
+	return exitOK
+}
+
+// cmdCodecServer serves Temporal's remote codec API over the blob store,
+// so the Web UI and `temporal workflow show --codec-endpoint` show the
+// JSON behind a payload kept in the store.
+func cmdCodecServer(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner-temporal codec-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var blobs string
+	fs.StringVar(&blobs, "blobs", rt.DefaultStoreDir(), "the blob store the workers and clients use")
+	fs.StringVar(&blobs, "store", rt.DefaultStoreDir(), "the same as --blobs")
+	addr := fs.String("addr", "127.0.0.1:8089", "listen on `HOST:PORT`; it serves the store's blobs to whoever reaches it, so keep it on loopback or behind your proxy")
+	var origins stringList
+	fs.Var(&origins, "cors-origin", "a Web UI `ORIGIN` (e.g. http://localhost:8233) whose pages may call this server; repeatable")
+	if pos, err := parse(fs, args); err != nil {
+		return exitUsage
+	} else if len(pos) > 0 {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	for _, o := range origins {
+		if !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") || strings.HasSuffix(o, "/") {
+			fmt.Fprintf(stderr, "runner-temporal codec-server: --cors-origin %q: want scheme://host[:port], no path (as a browser sends it)\n", o)
+			return exitUsage
+		}
+	}
+	if fi, err := os.Stat(blobs); err != nil || !fi.IsDir() {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: --blobs %s: not a directory\n", blobs)
+		return exitUsage
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: --addr %s: %v\n", *addr, err)
+		return exitUsage
+	}
+	srv := &http.Server{Handler: rt.CodecHandler(rt.Store{Dir: blobs}, origins), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "codec server on http://%s (blobs %s)\n", ln.Addr(), blobs)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: %v\n", err)
+		return exitFailed
+	}
 	return exitOK
 }
