@@ -86,6 +86,10 @@ func TestDevServerKilledWorkerLeavesNoOrphan(t *testing.T) {
 	if !strings.Contains(raw, `"attempts":2`) {
 		t.Errorf("blackboard.json does not say tick's 2 attempts")
 	}
+	show := startProc(t, c.work, c.runner, "board", out, "show", "--format", "json")
+	if code := show.wait(t, time.Minute); code != 0 || !strings.Contains(show.out.String(), `"attempts": 2`) && !strings.Contains(show.out.String(), `"attempts":2`) {
+		t.Errorf("runner board show exited %d without tick's 2 attempts:\n%.3000s", code, show.out)
+	}
 	rep := startProc(t, c.work, c.runner, "report", out, "-o", filepath.Join(c.work, "report.html"))
 	if code := rep.wait(t, time.Minute); code != 0 {
 		t.Fatalf("report exited %d:\n%s", code, rep.out)
