@@ -160,6 +160,8 @@ type Set struct {
 	// cross a limit either.
 	heldTokens int
 	heldUSD    float64
+	// resumed: answers of a lost attempt's calls (Resume).
+	resumed map[callKey]board.Recording
 }
 
 // hold is one call's reservation against the run's limits.
