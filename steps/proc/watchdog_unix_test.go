@@ -96,3 +96,17 @@ func tickPids(path string) []int {
 	}
 	return pids
 }
+
+// What the watchdog adds to a step: its entry in the register, written
+// and removed (the watchdog process itself starts once per runner).
+//
+//	go test -run XXX -bench WatchdogEntry -benchtime 2000x ./steps/proc/
+func BenchmarkWatchdogEntry(b *testing.B) {
+	for b.Loop() {
+		startMu.Lock()
+		wd := startWatchdog(nil)
+		wd.arm(1 << 30)
+		startMu.Unlock()
+		wd.disarm()
+	}
+}
