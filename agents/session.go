@@ -249,8 +249,17 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
 	start := time.Now()
 	var resp *Response
-	reused := false
-	if ss.set.reuse != nil && !replayed {
+	reused, resumed := false, false
+	if !replayed {
+		// Answered already by a lost attempt of this step (its worker
+		// died): the same call, not paid again, recorded as it was.
+		if resp, resumed = ss.set.resumedAnswer(info, sum); resumed {
+			if sc, ok := a.p.(*script); ok {
+				sc.take(ss.label)
+			}
+		}
+	}
+	if ss.set.reuse != nil && !replayed && !resumed {
 		if resp, reused = ss.set.reuse.answer(info, sum); reused {
 			resp.Reused = true
 			ss.stats.Retries += resp.Retries
@@ -260,7 +269,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 		}
 	}
 	switch {
-	case reused:
+	case reused, resumed:
 	case replayed:
 		resp, err = ss.replayed(info, a, canon, sum)
 		if err == nil {
@@ -292,7 +301,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	// answer carries its cost (also a reused one, so that a replay of this
 	// run reports the same).
 	cost := resp.CostUSD
-	if !reused && !replayed {
+	if !reused && !replayed && !resumed {
 		cost = roundUSD(callCost(a, req, resp))
 		resp.CostUSD = cost
 	}

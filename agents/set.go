@@ -170,6 +170,8 @@ type Set struct {
 	memMu    sync.Mutex
 	memCache map[memoryKey][]Message  // memory.go: visits decoded
 	memRefs  map[memoryKey]*MemoryRef // memory.go: whose memory each call sent
+	// resumed: answers of a lost attempt's calls (Resume).
+	resumed map[callKey]board.Recording
 }
 
 // hold is one call's reservation against the run's limits.

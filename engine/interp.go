@@ -283,9 +283,12 @@ func (it *interp[C]) attempts(c C, n *Node, visit int, rec *board.StepRecord, vc
 			return r.replayed(n, saved, rec)
 		}
 	}
+	reruns := 0 // the driver's own re-runs of lost attempts, counted too
 	for attempt := 1; ; attempt++ {
-		rec.Attempts = attempt
+		rec.Attempts = attempt + reruns
 		res, err := it.d.Leaf(c, Attempt{Node: n, Visit: visit, Attempt: attempt, r: r, vc: vc})
+		reruns += max(res.Reruns, 0)
+		rec.Attempts = attempt + reruns
 		rec.Inputs = res.inputs
 		if err == nil && n.Until != nil {
 			step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))

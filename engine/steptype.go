@@ -64,6 +64,11 @@ type Result struct {
 	// TimedOut is set by the engine when the step's timeout stopped it:
 	// saved as the result's timed_out, read as steps.<label>.timed_out.
 	TimedOut bool
+	// Reruns, set by a driver, counts the times it ran this attempt again
+	// because it lost it (a Temporal worker that died mid-step): the
+	// step's record counts them in its attempts, so it says how many
+	// times the step really ran. Not part of the saved result.
+	Reruns int
 
 	inputs map[string]string // the templates the step rendered (StepContext.rendered)
 }

@@ -50,6 +50,9 @@ type StepOutput struct {
 	Error      string
 	Entries    []board.Entry
 	Recordings []board.Recording
+	// Attempt is Temporal's attempt number of this activity (1, or more
+	// when a worker was lost mid-step): the record counts the re-runs.
+	Attempt int32 `json:",omitempty"`
 }
 
 // Activities runs steps for the workflow.
@@ -120,16 +123,19 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	}
 	b := r.Board
 	seq, nrec := lastSeq(b), len(b.Recordings())
+	resumeCheckpoint(ctx, r, in.Label, in.Visit)
 
 	// Heartbeats tell the server the worker is alive (one killed is
-	// noticed after HeartbeatTimeout) and bring cancellation to ctx.
+	// noticed after HeartbeatTimeout), bring cancellation to ctx and
+	// checkpoint the step's model calls (activity_checkpoint.go).
 	stop, stopped := make(chan struct{}), make(chan struct{})
-	go func() { defer close(stopped); a.heartbeat(ctx, stop) }()
+	details := func() []any { return checkpointOf(b, nrec, in.Label, in.Visit) }
+	go func() { defer close(stopped); a.heartbeat(ctx, stop, details) }()
 	res, stepErr := r.RunAttempt(ctx, n, in.Visit, in.Attempt)
 	close(stop)
 	<-stopped
 
-	out := &StepOutput{Goto: res.Goto, Write: res.Write}
+	out := &StepOutput{Goto: res.Goto, Write: res.Write, Attempt: info.Attempt}
 	if stepErr != nil {
 		out.Error = stepErr.Error()
 	}
@@ -171,7 +177,7 @@ func lastSeq(b *board.Board) int64 {
 // interval (at most half the heartbeat timeout): a step that ends sooner
 // costs the server no heartbeat, which is an RPC and a write of the
 // activity's state, and its completion tells the server all a beat would.
-func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}) {
+func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}, details func() []any) {
 	every := a.Heartbeat
 	if every <= 0 {
 		every = time.Second
@@ -192,7 +198,7 @@ func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		activity.RecordHeartbeat(ctx)
+		activity.RecordHeartbeat(ctx, details()...)
 		select {
 		case <-stop:
 			return

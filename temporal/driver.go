@@ -257,6 +257,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		return res, err
 	}
 	res.Goto, res.Write = out.Goto, out.Write
+	res.Reruns = max(int(out.Attempt)-1, 0)
 	switch {
 	case out.Error != "" && cause != nil:
 		return res, cause

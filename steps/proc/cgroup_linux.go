@@ -168,6 +168,14 @@ func newStepCgroup(token string) (*stepCgroup, string) {
 	return &stepCgroup{parent: parent, dir: dir, fd: fd}, ""
 }
 
+// path is the cgroup's directory ("" for none).
+func (c *stepCgroup) path() string {
+	if c == nil {
+		return ""
+	}
+	return c.dir
+}
+
 // read reads one of the cgroup's files into buf.
 func (c *stepCgroup) read(name string, buf []byte) ([]byte, error) {
 	fd, err := unix.Openat(c.fd, name, unix.O_RDONLY|unix.O_CLOEXEC, 0)

@@ -154,11 +154,16 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 
 	start := time.Now()
 	startMu.Lock()
+	wd := startWatchdog(cg) // before the step, so no moment of it is unwatched
 	err = cmd.Start()
 	if err == nil {
 		started.Store(cmd.Process.Pid, true)
+		wd.arm(cmd.Process.Pid)
 	}
 	startMu.Unlock()
+	// Deferred before the cgroup's close runs (defers run last first):
+	// the watchdog goes once the step's processes are gone or kept.
+	defer wd.disarm()
 	outW.Close()
 	errW.Close()
 	if sb != nil {

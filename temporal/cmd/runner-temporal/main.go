@@ -12,6 +12,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -50,7 +52,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal gc --temporal HOST:PORT --store S [--grace 1h] [--dry-run]\n       runner-temporal store-id --store S\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR] [--otlp-endpoint URL]")
+		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal gc --temporal HOST:PORT --store S [--grace 1h] [--dry-run]\n       runner-temporal store-id --store S\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR] [--otlp-endpoint URL]\n       runner-temporal codec-server --store S [--addr 127.0.0.1:8089] [--cors-origin http://localhost:8233]")
 		return exitUsage
 	}
 	switch args[0] {
@@ -64,11 +66,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdStoreID(args[1:], stdout, stderr)
 	case "bridge":
 		return cmdBridge(args[1:], os.Stdin, stdout, stderr)
+	case "codec-server":
+		return cmdCodecServer(args[1:], stderr)
 	case "version":
 		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker, run, gc or store-id)\n", args[0])
+	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker, run, gc, store-id or codec-server)\n", args[0])
 	return exitUsage
 }
 
@@ -96,17 +100,23 @@ func connFlags(fs *flag.FlagSet) *conn {
 	fs.StringVar(&c.sec.ServerName, "tls-server-name", "", "the name the server's certificate must hold (default: the host of --temporal)")
 	fs.StringVar(&c.sec.APIKeyFile, "api-key-file", "", "a file whose first line is the API key (Temporal Cloud); default $TEMPORAL_API_KEY. Never on the command line: ps shows it")
 	fs.StringVar(&c.queue, "task-queue", rt.DefaultTaskQueue, "the task queue workers poll and runs go to")
+	storeFlags(fs, &c.storeOpt)
+	return c
+}
+
+// storeFlags are the flags that name the store, on every command that
+// opens it.
+func storeFlags(fs *flag.FlagSet, o *rt.StoreOptions) {
 	// The store: one value, a directory or s3://BUCKET/PREFIX, under
 	// three names (--blobs is the first one, which runner passes on).
 	storeHelp := "the content-addressed store the board and large payloads go through: a directory, or s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the shared credentials file); every worker and client of a run must share it (default $RUNNER_TEMPORAL_STORE, else " + rt.DefaultStoreDir() + ")"
-	c.storeOpt.Store = os.Getenv("RUNNER_TEMPORAL_STORE")
-	fs.StringVar(&c.storeOpt.Store, "store", c.storeOpt.Store, storeHelp)
-	fs.StringVar(&c.storeOpt.Store, "store-dir", c.storeOpt.Store, "the store as a directory (same as --store DIR)")
-	fs.StringVar(&c.storeOpt.Store, "blobs", c.storeOpt.Store, "same as --store")
-	fs.StringVar(&c.storeOpt.S3Endpoint, "s3-endpoint", os.Getenv("RUNNER_TEMPORAL_S3_ENDPOINT"), "with an s3:// store: the server, http(s)://HOST[:PORT] (default $RUNNER_TEMPORAL_S3_ENDPOINT, $AWS_ENDPOINT_URL_S3, else AWS)")
-	fs.StringVar(&c.storeOpt.S3Region, "s3-region", "", "with an s3:// store: the region (default $AWS_REGION)")
-	fs.BoolVar(&c.storeOpt.S3PathStyle, "s3-path-style", os.Getenv("RUNNER_TEMPORAL_S3_PATH_STYLE") == "true", "with an s3:// store: address the bucket as HOST/BUCKET (most self-hosted servers; default $RUNNER_TEMPORAL_S3_PATH_STYLE)")
-	return c
+	o.Store = os.Getenv("RUNNER_TEMPORAL_STORE")
+	fs.StringVar(&o.Store, "store", o.Store, storeHelp)
+	fs.StringVar(&o.Store, "store-dir", o.Store, "the store as a directory (same as --store DIR)")
+	fs.StringVar(&o.Store, "blobs", o.Store, "same as --store")
+	fs.StringVar(&o.S3Endpoint, "s3-endpoint", os.Getenv("RUNNER_TEMPORAL_S3_ENDPOINT"), "with an s3:// store: the server, http(s)://HOST[:PORT] (default $RUNNER_TEMPORAL_S3_ENDPOINT, $AWS_ENDPOINT_URL_S3, else AWS)")
+	fs.StringVar(&o.S3Region, "s3-region", "", "with an s3:// store: the region (default $AWS_REGION)")
+	fs.BoolVar(&o.S3PathStyle, "s3-path-style", os.Getenv("RUNNER_TEMPORAL_S3_PATH_STYLE") == "true", "with an s3:// store: address the bucket as HOST/BUCKET (most self-hosted servers; default $RUNNER_TEMPORAL_S3_PATH_STYLE)")
 }
 
 func (c *conn) dial(log *slog.Logger) (client.Client, error) {
@@ -497,4 +507,49 @@ func cmdStoreID(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "runner-temporal store-id: %v\n", err)
 	return exitFailed
+}
+
+// cmdCodecServer serves Temporal's remote codec API over the blob store,
+// so the Web UI and `temporal workflow show --codec-endpoint` show the
+// JSON behind a payload kept in the store.
+func cmdCodecServer(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("runner-temporal codec-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var so rt.StoreOptions
+	storeFlags(fs, &so)
+	addr := fs.String("addr", "127.0.0.1:8089", "listen on `HOST:PORT`; it serves the store's blobs to whoever reaches it, so keep it on loopback or behind your proxy")
+	var origins stringList
+	fs.Var(&origins, "cors-origin", "a Web UI `ORIGIN` (e.g. http://localhost:8233) whose pages may call this server; repeatable")
+	if pos, err := parse(fs, args); err != nil {
+		return exitUsage
+	} else if len(pos) > 0 {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	for _, o := range origins {
+		if !strings.HasPrefix(o, "http://") && !strings.HasPrefix(o, "https://") || strings.HasSuffix(o, "/") {
+			fmt.Fprintf(stderr, "runner-temporal codec-server: --cors-origin %q: want scheme://host[:port], no path (as a browser sends it)\n", o)
+			return exitUsage
+		}
+	}
+	store, spec, err := rt.OpenStore(so, os.Getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: %v\n", err)
+		return exitUsage
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: --addr %s: %v\n", *addr, err)
+		return exitUsage
+	}
+	srv := &http.Server{Handler: rt.CodecHandler(store, origins), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "codec server on http://%s (store %s)\n", ln.Addr(), spec)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "runner-temporal codec-server: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }

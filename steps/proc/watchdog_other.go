@@ -1,0 +1,9 @@
+//go:build !unix
+
+package proc
+
+type watchdog struct{}
+
+func startWatchdog(*stepCgroup) *watchdog { return nil }
+func (*watchdog) arm(int)                 {}
+func (*watchdog) disarm()                 {}

@@ -1,0 +1,138 @@
+//go:build unix
+
+package proc
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// A step's processes must not outlive runner when runner is killed
+// without a chance to end them (kill -9, the OOM killer, a crash): on
+// Temporal a dead worker's step is run again elsewhere, and an orphan
+// would race its retry (two writers of one workspace). Nothing inside
+// runner can act after SIGKILL, and PR_SET_PDEATHSIG reaches only the
+// first process of a step (and fires when the Go thread that forked it
+// exits, not the process). What does hold is the kernel closing a dead
+// process's file descriptors: runner starts one watchdog, a tiny `sh`
+// outside every step (its own process group, runner's cgroup), that reads
+// a pipe whose write end only runner holds. At EOF, which runner's death
+// gives however it dies, it ends every step still registered: its cgroup
+// (cgroup.kill: all of it, what left the process group included), else
+// its process group. The register is a directory of one small file per
+// running step (its cgroup, then its process group), written by runner
+// as the step starts and removed once its processes are gone, so a step
+// costs the watchdog nothing while runner lives.
+const watchdogScript = `cat >/dev/null
+for f in "$1"/*; do
+	[ -f "$f" ] || continue
+	cg= pgid=
+	{ read cg; read pgid; } < "$f"
+	if [ -n "$cg" ]; then echo 1 > "$cg/cgroup.kill"; fi
+	if [ -n "$pgid" ]; then kill -s KILL -- "-$pgid" 2>/dev/null; fi
+done
+for f in "$1"/*; do
+	[ -f "$f" ] || continue
+	cg=
+	read cg < "$f"
+	i=0
+	while [ -n "$cg" ] && [ $i -lt 100 ] && ! rmdir "$cg" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+done
+rm -rf "$1"
+`
+
+// theWatchdog is this process's watchdog; a new one is started if it
+// died (someone killed it).
+var theWatchdog struct {
+	mu   sync.Mutex
+	dir  string   // the register
+	w    *os.File // the pipe; never written, closed only by our death
+	dead chan struct{}
+}
+
+// watchdog is one step's entry in the register; nil when there is no
+// watchdog (no /bin/sh): the step runs as it did before watchdogs.
+type watchdog struct {
+	path string
+	f    *os.File
+}
+
+// startWatchdog registers a step whose cgroup is cg (nil: none), starting
+// the watchdog if it is not running. Called with startMu held, so that
+// the reaping of orphans never takes the watchdog for one.
+func startWatchdog(cg *stepCgroup) *watchdog {
+	dir := ensureWatchdog()
+	if dir == "" {
+		return nil
+	}
+	f, err := os.CreateTemp(dir, "step-")
+	if err != nil {
+		return nil
+	}
+	f.WriteString(cg.path() + "\n")
+	return &watchdog{path: f.Name(), f: f}
+}
+
+func ensureWatchdog() string {
+	w := &theWatchdog
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead != nil {
+		select {
+		case <-w.dead:
+			w.dead = nil
+		default:
+			return w.dir
+		}
+	}
+	dir, err := os.MkdirTemp("", "runner-watchdog-"+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return ""
+	}
+	r, pw, err := os.Pipe()
+	if err != nil {
+		os.Remove(dir)
+		return ""
+	}
+	defer r.Close()
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript, "runner-watchdog", dir)
+	cmd.Stdin = r
+	// Its own process group: a signal to runner's group (a terminal's
+	// ^C) must not end the watchdog before runner has stopped its steps.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		os.Remove(dir)
+		return ""
+	}
+	started.Store(cmd.Process.Pid, true) // ours to wait for, not an orphan
+	dead := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		started.Delete(cmd.Process.Pid)
+		pw.Close()
+		close(dead)
+	}()
+	w.dir, w.w, w.dead = dir, pw, dead
+	return dir
+}
+
+// arm adds the step's process group to its entry.
+func (wd *watchdog) arm(pgid int) {
+	if wd != nil {
+		wd.f.WriteString(strconv.Itoa(pgid) + "\n")
+		wd.f.Close()
+	}
+}
+
+// disarm removes the step's entry: its processes are gone, or kept on
+// purpose.
+func (wd *watchdog) disarm() {
+	if wd != nil {
+		wd.f.Close()
+		os.Remove(wd.path)
+	}
+}
