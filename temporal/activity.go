@@ -162,7 +162,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		}
 	}
 	if in.Workspace != "" {
-		if out.Workspace, err = a.snapshot(runID); err != nil {
+		if out.Workspace, err = a.snapshot(runID, b.Run().ID); err != nil {
 			return nil, fmt.Errorf("host %s: keeping the run's workspace: %w", a.HostID, err)
 		}
 	}

@@ -191,7 +191,8 @@ func (a *Activities) workspace(runID, name string) (string, *Manifest, error) {
 
 // snapshot puts the run's workspace on this host back in the store after
 // a step, so that another host can take the run over with it.
-func (a *Activities) snapshot(runID string) (string, error) {
+// runID is the workflow's, id the run's own (its .runner/runs/<id>/).
+func (a *Activities) snapshot(runID, id string) (string, error) {
 	a.wsMu.Lock()
 	st := a.hosted[runID]
 	a.wsMu.Unlock()
@@ -201,7 +202,7 @@ func (a *Activities) snapshot(runID string) (string, error) {
 	// One snapshot of a run at a time: parallel steps share its cache.
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return snapshot(a.Store, st.m, st.root, runID, st.cache)
+	return snapshot(a.Store, st.m, st.root, id, st.cache)
 }
 
 // safeName makes a workflow id a directory name.
