@@ -105,9 +105,16 @@ func LoadManifest(store Store, name string) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("workspace manifest %s: %w", name, err)
 	}
+	paths := []string{m.Workdir, m.PlanDir, path.Join(m.PlanDir, m.Plan)}
+	if strings.Contains(m.Plan, "/") || m.Plan == "" || m.Plan == ".." {
+		paths = append(paths, "../"+m.Plan)
+	}
 	for _, f := range m.Files {
-		if !localPath(f.Path) {
-			return nil, fmt.Errorf("workspace manifest %s: path %q leaves the workspace", name, f.Path)
+		paths = append(paths, f.Path)
+	}
+	for _, p := range paths {
+		if !localPath(p) {
+			return nil, fmt.Errorf("workspace manifest %s: path %q leaves the workspace", name, p)
 		}
 	}
 	return &m, nil
