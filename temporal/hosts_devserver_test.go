@@ -225,3 +225,63 @@ func workerLogs(ws []*proc) string {
 	}
 	return b.String()
 }
+
+// A run's host dies in the middle of a step: the step's heartbeats stop,
+// its retry waits on the dead host's queue past --host-timeout, and the
+// run is pinned to the other host, which makes the workspace from the
+// snapshot the last finished step left (the file the first step wrote is
+// there). The run succeeds and says where it ran and why it moved.
+func TestDevServerRepinWhenHostDies(t *testing.T) {
+	c := newCluster(t)
+	roots := map[string]string{"h1": t.TempDir(), "h2": t.TempDir()}
+	workers := map[string]*proc{}
+	for _, h := range []string{"h1", "h2"} {
+		workers[h] = startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+			"--log-format", "json", "--host-id", h, "--work-root", roots[h])
+		waitOutput(t, workers[h], "worker started", time.Minute)
+	}
+	marks := t.TempDir() // outside every workspace: where the test sees the step start
+	checkout := t.TempDir()
+	plan := writePlan(t, checkout, fmt.Sprintf(`
+version: 1
+steps:
+  - {label: first, type: command, run: "echo from-first > a.txt"}
+  - {label: long, type: command, run: "echo start >> %s/long; sleep 4; cat a.txt"}
+  - {label: last, type: command, run: "cat a.txt; echo last >> a.txt"}
+`, marks))
+	out := filepath.Join(checkout, "bb.json")
+	back := t.TempDir()
+	run := startProc(t, checkout, c.rt, "run", plan, "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+		"--out", out, "--heartbeat-timeout", "2s", "--host-timeout", "4s", "--sync-back", back)
+	waitFile(t, filepath.Join(marks, "long"), time.Minute)
+	var first string
+	for h, root := range roots {
+		if entries, _ := os.ReadDir(root); len(entries) > 0 {
+			first = h
+		}
+	}
+	if first == "" {
+		t.Fatal("no host has the run's workspace")
+	}
+	other := map[string]string{"h1": "h2", "h2": "h1"}[first]
+	workers[first].cmd.Process.Kill()
+	workers[first].cmd.Wait()
+	if code := run.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, run.out, workers[other].out)
+	}
+	b := loadBoard(t, out)
+	if got := runSummary(b); got != "first:succeeded long:succeeded last:succeeded" {
+		t.Errorf("steps: %s", got)
+	}
+	if s := stepOf(t, b, "long"); !strings.Contains(string(s.Result), `"stdout":"from-first\n"`) {
+		t.Errorf("long on the new host: %s; want the file the first step wrote on the old one", s.Result)
+	}
+	for _, want := range []string{"ran on host " + first + " (first step)", "ran on host " + other + " (host " + first + " stopped taking the run's tasks)"} {
+		if !strings.Contains(run.out.String(), want) {
+			t.Errorf("the run's output lacks %q:\n%s", want, run.out)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(back, "a.txt")); string(data) != "from-first\nlast\n" {
+		t.Errorf("--sync-back a.txt = %q", data)
+	}
+}
