@@ -185,6 +185,12 @@ func (a *Activities) workspace(runID, name string) (string, *Manifest, error) {
 	if a.hosted == nil {
 		a.hosted = map[string]*hostState{}
 	}
+	if len(a.hosted) >= maxRuns {
+		for k := range a.hosted { // forget any one: its workspace is on disk, found again
+			delete(a.hosted, k)
+			break
+		}
+	}
 	a.hosted[runID] = &hostState{root: root, m: m, cache: hashCache{}}
 	return root, m, nil
 }
