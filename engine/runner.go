@@ -90,9 +90,10 @@ type Runner struct {
 	// (Script.Cut) instead.
 	Untimed bool
 	// Workspace, when set, runs each read of the workdir by files() and
-	// read_file() (a Temporal workflow keeps the answer in its history);
+	// read_file() (a Temporal workflow keeps the answer in its history,
+	// and asks the host its run is pinned to when the workdir is there);
 	// nil: read here.
-	Workspace func(read func() (json.RawMessage, error)) (json.RawMessage, error)
+	Workspace func(call WorkspaceCall, read func() (json.RawMessage, error)) (json.RawMessage, error)
 	// Clock, when set, is the time step visits read (a Temporal workflow's
 	// deterministic clock); nil: the system clock.
 	Clock func() time.Time

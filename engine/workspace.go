@@ -125,7 +125,7 @@ func (r *Runner) workspace(label string, visit int, fn, arg string) (any, error)
 		}
 		var err error
 		if r.Workspace != nil {
-			raw, err = r.Workspace(read)
+			raw, err = r.Workspace(WorkspaceCall{Func: fn, Arg: arg}, read)
 		} else {
 			raw, err = read()
 		}

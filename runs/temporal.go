@@ -96,6 +96,13 @@ type Temporal struct {
 	Blobs            string // the content-addressed store workers share
 	HeartbeatTimeout time.Duration
 	MaxHistoryEvents int
+	// SharedWorkspace: every worker sees the workdir and the plan at
+	// these paths, so the plan's directory does not travel with the run;
+	// SyncBack is where the run's final workdir files are written;
+	// HostTimeout re-pins a run whose host stopped taking its steps.
+	SharedWorkspace bool
+	SyncBack        string
+	HostTimeout     time.Duration
 	// Security reaches a secured cluster (TLS, mTLS, an API key file).
 	Security liveboard.Security
 	// OTLPEndpoint is --otlp-endpoint: runner-temporal exports the run's
@@ -127,6 +134,19 @@ func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*
 	}
 	if t.MaxHistoryEvents > 0 {
 		args = append(args, "--max-history-events", strconv.Itoa(t.MaxHistoryEvents))
+	}
+	if t.SharedWorkspace {
+		args = append(args, "--shared-workspace")
+	}
+	if t.SyncBack != "" {
+		abs, err := filepath.Abs(t.SyncBack)
+		if err != nil {
+			return nil, usage(err)
+		}
+		args = append(args, "--sync-back", abs)
+	}
+	if t.HostTimeout > 0 {
+		args = append(args, "--host-timeout", t.HostTimeout.String())
 	}
 	args = append(args, "--workdir", r.Record.Workdir)
 	for _, p := range r.opts.Reuse {

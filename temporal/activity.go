@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -37,6 +38,9 @@ type StepInput struct {
 	ReuseLive bool     `json:",omitempty"`
 	// StoreID is the run's store id (Input.StoreID).
 	StoreID string `json:",omitempty"`
+	// Workspace is the run's workspace manifest when it travels with the
+	// run (hosts.go): the step runs in this host's copy of it.
+	Workspace string `json:",omitempty"`
 }
 
 // StepOutput is one attempt's outcome, everything the workflow records:
@@ -53,6 +57,9 @@ type StepOutput struct {
 	// Attempt is Temporal's attempt number of this activity (1, or more
 	// when a worker was lost mid-step): the record counts the re-runs.
 	Attempt int32 `json:",omitempty"`
+	// Workspace is the run's workspace after the step, when it travels
+	// with the run: the manifest another host takes the run over with.
+	Workspace string `json:",omitempty"`
 }
 
 // Activities runs steps for the workflow.
@@ -69,6 +76,16 @@ type Activities struct {
 	// StoreID, when set, is Store's id (CheckWorkerStore): a step of a run
 	// started with another store fails at once, not retried.
 	StoreID string
+	// HostID names this worker's host: runs pinned here send their steps
+	// to its own task queue (hosts.go). WorkRoot is where it makes the
+	// workspaces of runs that carry theirs (default DefaultWorkRoot).
+	HostID, WorkRoot string
+	// SharedWorkspace: this worker sees every run's workdir as its client
+	// does (one host, or a shared disk): runs it takes are not pinned.
+	SharedWorkspace bool
+
+	wsMu   sync.Mutex
+	hosted map[string]*hostState // by run id
 
 	mu          sync.Mutex
 	progs       map[string]*engine.Program
@@ -102,7 +119,17 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		a.Log.Error().Str("run", runID).Str("run_store_id", in.StoreID).Str("store_id", a.StoreID).Msg(err.Error())
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errStoreMismatch, nil)
 	}
-	prog, err := a.program(in.PlanPath, in.PlanSHA256)
+	planPath := in.PlanPath
+	if in.Workspace != "" {
+		// The run's files are in this host's copy of its workspace.
+		root, m, err := a.workspace(runID, in.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		planPath = filepath.Join(root, filepath.FromSlash(m.PlanDir), m.Plan)
+		in.Workdir = filepath.Join(root, filepath.FromSlash(m.Workdir))
+	}
+	prog, err := a.program(planPath, in.PlanSHA256)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 	}
@@ -148,6 +175,11 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	for _, rec := range b.Recordings()[nrec:] {
 		if rec.Label == in.Label && rec.Visit == in.Visit {
 			out.Recordings = append(out.Recordings, rec)
+		}
+	}
+	if in.Workspace != "" {
+		if out.Workspace, err = a.snapshot(runID, b.Run().ID); err != nil {
+			return nil, fmt.Errorf("host %s: keeping the run's workspace: %w", a.HostID, err)
 		}
 	}
 	if len(out.Entries) > 0 || len(out.Recordings) > 0 {
@@ -214,7 +246,10 @@ func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}, details 
 func (a *Activities) program(path, sum string) (*engine.Program, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if p := a.progs[sum]; p != nil {
+	// By path too: a plan's path (its run.plan_dir) differs between runs
+	// whose workspaces travel with them.
+	key := sum + "\x00" + path
+	if p := a.progs[key]; p != nil {
 		return p, nil
 	}
 	src, err := a.Store.Get(sum)
@@ -228,7 +263,7 @@ func (a *Activities) program(path, sum string) (*engine.Program, error) {
 	if a.progs == nil {
 		a.progs = map[string]*engine.Program{}
 	}
-	a.progs[sum] = p
+	a.progs[key] = p
 	return p, nil
 }
 
@@ -382,12 +417,12 @@ func (a *Activities) reused(names []string) ([]*board.Board, error) {
 
 func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput) (*engine.Runner, *agents.Reuse, *mask.Masker, error) {
 	wd := a.Workdir
-	if wd == "" {
+	if wd == "" || in.Workspace != "" {
 		wd = in.Workdir
 	}
 	if fi, err := os.Stat(wd); err != nil || !fi.IsDir() {
 		return nil, nil, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"workdir %s does not exist on this worker (start the worker with --workdir)", wd), errBadInput, nil)
+			"host %s: workdir %s does not exist on this worker (start the worker with --workdir, or let the workspace travel with the run)", a.hostName(), wd), errBadInput, nil)
 	}
 	plan := prog.Plan
 	if len(run.Agents) > 0 {
@@ -425,6 +460,15 @@ func (a *Activities) newRunner(prog *engine.Program, run board.Run, in StepInput
 	r := &engine.Runner{Prog: prog, Board: b, Log: a.Log, Workdir: wd, Vars: engine.SavedVars(prog.Plan, in.Vars), Agents: set}
 	r.Prepare()
 	return r, reuse, m, nil
+}
+
+// hostName names this worker's host in errors.
+func (a *Activities) hostName() string {
+	if a.HostID != "" {
+		return a.HostID
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 // Forget drops a finished run's state from this worker.

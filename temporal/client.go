@@ -28,6 +28,10 @@ type StartOptions struct {
 	// StoreID is the store's id, recorded in the run (Input.StoreID and
 	// its memo); empty, Start reads it from the store.
 	StoreID string
+	// SharedWorkspace: every worker sees the run's workdir and plan at the
+	// client's paths (one host, a shared disk): the plan's directory does
+	// not travel with the run and its steps go to any worker.
+	SharedWorkspace bool
 }
 
 // Start starts run (its id, plan source and sha256, vars, workdir) as a
@@ -46,11 +50,20 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 	if opt.TaskQueue == "" {
 		opt.TaskQueue = DefaultTaskQueue
 	}
+	in := Input{Run: run, Options: opt.Options, Reuse: opt.Reuse, StoreID: opt.StoreID}
+	if !opt.SharedWorkspace {
+		// The plan's directory travels with the run (workspace.go).
+		ws, err := PackWorkspace(store, run.PlanPath, run.Workdir)
+		if err != nil {
+			return nil, &runs.UsageError{Err: fmt.Errorf("the run's workspace: %w", err)}
+		}
+		in.Workspace = ws
+	}
 	so := client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue, Memo: map[string]any{StoreIDMemo: opt.StoreID}}
 	if opt.Options.SearchAttributes {
 		so.TypedSearchAttributes = startAttributes(cmp.Or(opt.PlanName, filepath.Base(run.PlanPath)), run.RunnerVersion)
 	}
-	return c.ExecuteWorkflow(ctx, so, WorkflowName, Input{Run: run, Options: opt.Options, Reuse: opt.Reuse, StoreID: opt.StoreID})
+	return c.ExecuteWorkflow(ctx, so, WorkflowName, in)
 }
 
 // PutReused checks each file given to --reuse (a saved run) and puts it
@@ -98,6 +111,9 @@ type RunOptions struct {
 	// WaitObserver, of inputs that wait); Every is how often it is polled.
 	Observer engine.Observer
 	Every    time.Duration
+	// SyncBack, when set, is where the files of the run's final workspace
+	// (its workdir on the host it ran on) are written once it ends.
+	SyncBack string
 }
 
 // RunPlan runs r, set up by runs.New as for a run in one process, as a
@@ -127,6 +143,9 @@ func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o R
 		return nil, err
 	}
 	we, err := Start(context.Background(), c, store, r.Record, o.StartOptions)
+	if runs.IsUsage(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("starting the workflow: %w", err)
 	}
@@ -139,6 +158,11 @@ func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o R
 	}
 	if err := SaveOnce(store, res.Head, r.Board); err != nil {
 		return nil, fmt.Errorf("writing %s: %w", r.Board, err)
+	}
+	if o.SyncBack != "" && res.Workspace != "" {
+		if err := SyncBack(store, res.Workspace, o.SyncBack); err != nil {
+			return res, fmt.Errorf("--sync-back %s: %w", o.SyncBack, err)
+		}
 	}
 	return res, nil
 }

@@ -225,7 +225,20 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	}
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	in.StoreID = it.in.StoreID
-	err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
+	if it.pinned(ctx) {
+		// The step runs on the run's host, in its copy of the workspace.
+		err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
+			if !shared {
+				in.Workspace = it.ws
+			}
+			return in
+		}, &out)
+		if out.Workspace != "" {
+			it.ws = out.Workspace
+		}
+	} else {
+		err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
+	}
 	// A step stopped by its context fails with the context's cause, as in
 	// one process; the activity's own context knows only that it was
 	// canceled, so the cause is the workflow's.

@@ -35,7 +35,8 @@ func newCluster(t *testing.T, serverFlags ...string) *cluster {
 }
 
 func (c *cluster) worker(t *testing.T) *proc {
-	p := startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs, "--log-format", "json")
+	p := startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs, "--log-format", "json",
+		"--work-root", t.TempDir())
 	c.workers = append(c.workers, p)
 	return p
 }
@@ -117,7 +118,7 @@ func TestDevServerWorkerKilledMidStep(t *testing.T) {
 	w1, w2 := c.worker(t), c.worker(t)
 	plan := writePlan(t, c.work, killPlan)
 	out := filepath.Join(c.work, "temporal.json")
-	run := c.run(t, plan, out, "--heartbeat-timeout", "3s")
+	run := c.run(t, plan, out, "--heartbeat-timeout", "3s", "--shared-workspace") // the workers share c.work
 
 	pids := waitFile(t, filepath.Join(c.work, "long.pids"), 60*time.Second)
 	pid, err := strconv.Atoi(strings.TrimSpace(pids))
@@ -213,7 +214,7 @@ steps:
   - {label: second, type: command, run: "echo ${{ steps.first.stdout }} two"}
 `)
 	out := filepath.Join(c.work, "bb.json")
-	run := c.run(t, plan, out)
+	run := c.run(t, plan, out, "--shared-workspace") // first.txt in c.work
 	waitFile(t, filepath.Join(c.work, "first.txt"), 60*time.Second)
 	c.srv.stop()
 	time.Sleep(time.Second)

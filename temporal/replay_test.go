@@ -192,11 +192,17 @@ func recordAll(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	w := NewWorker(c, "record", &Activities{Store: store}, worker.Options{})
+	acts := &Activities{Store: store, HostID: "recorder", WorkRoot: t.TempDir()}
+	w := NewWorker(c, "record", acts, worker.Options{})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	hw := NewHostWorker(c, "record", acts, worker.Options{}) // runs are pinned to their host
+	if err := hw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer hw.Stop()
 	t.Setenv("DEPLOY_TOKEN", recordedSecret) // the worker's environment, for the secrets history
 	for name, src := range historyPlans {
 		// A history is recorded once: the workflow of today must replay
@@ -206,8 +212,12 @@ func recordAll(t *testing.T) {
 		if _, err := os.Stat(file); err == nil {
 			continue
 		}
-		run := newRun(t, src, t.TempDir())
-		run.PlanPath = name + ".yaml"
+		wd := t.TempDir()
+		run := newRun(t, src, wd)
+		run.PlanPath = filepath.Join(wd, name+".yaml") // the plan's directory travels with the run
+		if err := os.WriteFile(run.PlanPath, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		we, err := Start(context.Background(), c, store, run, StartOptions{TaskQueue: "record"})
 		if err != nil {
 			t.Fatal(err)

@@ -149,7 +149,7 @@ func TestDevServerSecuredCluster(t *testing.T) {
 
 	healthAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	w := startProc(t, c.work, c.rt, append([]string{"worker", "--temporal", f.addr, "--task-queue", c.queue, "--blobs", c.blobs,
-		"--api-key-file", keyFile, "--max-concurrent-steps", "2", "--health", healthAddr, "--log-format", "json"}, mtls...)...)
+		"--api-key-file", keyFile, "--max-concurrent-steps", "2", "--health", healthAddr, "--log-format", "json", "--work-root", t.TempDir()}, mtls...)...)
 	waitOutput(t, w, "worker started", time.Minute)
 	if body := httpGet(t, "http://"+healthAddr+"/healthz"); strings.TrimSpace(body) != "ok" {
 		t.Errorf("health: %q", body)
@@ -252,7 +252,7 @@ steps:
 		t.Run("limit "+tc.limit, func(t *testing.T) {
 			queue := c.queue + "-" + tc.limit
 			w := startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", queue, "--blobs", c.blobs,
-				"--max-concurrent-steps", tc.limit, "--log-format", "json")
+				"--max-concurrent-steps", tc.limit, "--log-format", "json", "--work-root", t.TempDir())
 			out := filepath.Join(c.work, "limit-"+tc.limit+".json")
 			p := startProc(t, c.work, c.rt, "run", plan, "--temporal", c.srv.hostPort, "--task-queue", queue, "--blobs", c.blobs, "--out", out)
 			code := p.wait(t, 2*time.Minute)

@@ -3,7 +3,6 @@ package temporal
 import (
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -17,7 +16,7 @@ const DefaultTaskQueue = "runner"
 func Register(r worker.WorkflowRegistry, wf *Workflow, acts *Activities) {
 	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: WorkflowName})
 	if ar, ok := r.(worker.ActivityRegistry); ok && acts != nil {
-		ar.RegisterActivityWithOptions(acts.RunStep, activity.RegisterOptions{Name: ActivityName})
+		registerActivities(ar, acts)
 	}
 }
 

@@ -38,6 +38,10 @@ type Input struct {
 	// StoreID is the id of the store the client used (storeid.go): each
 	// step carries it, and a worker with another store refuses the step.
 	StoreID string `json:",omitempty"`
+	// Workspace is the run's workspace manifest in the Store (the plan's
+	// directory, hosts.go): the run is pinned to one host, which makes it.
+	// "": the workspace is shared (every worker sees the run's workdir).
+	Workspace string `json:",omitempty"`
 }
 
 // Reused is one earlier run given to --reuse.
@@ -61,6 +65,11 @@ type Options struct {
 	// SearchAttributes: the namespace has runner's search attributes
 	// (search.go), so the run keeps them up to date.
 	SearchAttributes bool `json:",omitempty"`
+	// HostTimeout: a step that waits this long for the host its run is
+	// pinned to (the host's worker is gone) pins the run to another host
+	// (default 5m; it must exceed the longest a step may queue on a busy
+	// host).
+	HostTimeout time.Duration `json:",omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -76,6 +85,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxHistoryBytes <= 0 {
 		o.MaxHistoryBytes = 8 << 20
 	}
+	if o.HostTimeout <= 0 {
+		o.HostTimeout = 5 * time.Minute
+	}
 	return o
 }
 
@@ -89,6 +101,11 @@ type Carry struct {
 	Parts  int                // continue-as-new count so far
 	Base   int                // step records before this part
 	Recent []board.StepRecord // the last records, results left out, for progress
+	// The host the run is pinned to, its workspace's latest manifest and
+	// the hosts so far (hosts.go).
+	Host      string `json:",omitempty"`
+	Workspace string `json:",omitempty"`
+	Hosts     []Pin  `json:",omitempty"`
 }
 
 // Output is how the run ended and its final board's chain head.
@@ -97,6 +114,11 @@ type Output struct {
 	Status string
 	Error  string
 	Parts  int
+	// Workspace is the run's final workspace manifest, when its workspace
+	// travelled with it (SyncBack writes it out); Hosts are the hosts its
+	// steps ran on, in order, each with why the run went there.
+	Workspace string `json:",omitempty"`
+	Hosts     []Pin  `json:",omitempty"`
 }
 
 // Progress is what the progress query returns: step records finished
@@ -164,6 +186,15 @@ type interp struct {
 	answered map[string]bool // input visits answered by an update
 	live     bool            // a model call of the run was answered live (see --reuse)
 	ended    bool            // the run has its final status: no more writes
+
+	// Where the run's steps go (hosts.go): the host it is pinned to (""
+	// until its first step that touches the world), the latest manifest
+	// of its workspace, the hosts so far, and a pin under way.
+	host    string
+	ws      string
+	hosts   []Pin
+	pinning bool
+	shared  bool // a worker with --shared-workspace took the run
 }
 
 // start builds the board: new, or the carried one read back from the chain.
@@ -173,6 +204,7 @@ func (it *interp) start(ctx workflow.Context) error {
 	if _, err := it.store.Put([]byte(run.PlanSource)); err != nil {
 		return err
 	}
+	it.ws = it.in.Workspace
 	if c := it.in.Carry; c != nil {
 		b, err := LoadBoard(it.store, c.Head)
 		if err != nil {
@@ -185,6 +217,7 @@ func (it *interp) start(ctx workflow.Context) error {
 		it.startPC, it.parts, it.base = c.PC, c.Parts, c.Base
 		it.recs = c.Recent
 		it.base -= len(c.Recent)
+		it.host, it.ws, it.hosts = c.Host, c.Workspace, c.Hosts
 	} else {
 		it.b = board.New(run)
 		it.led.run = &run
@@ -209,8 +242,18 @@ func (it *interp) start(ctx workflow.Context) error {
 	}
 	// files() and read_file() in the workflow (a for_each list, an if)
 	// read the worker's workdir once; the history keeps what they gave.
-	it.r.Workspace = func(read func() (json.RawMessage, error)) (json.RawMessage, error) {
+	it.r.Workspace = func(call engine.WorkspaceCall, read func() (json.RawMessage, error)) (json.RawMessage, error) {
 		var raw json.RawMessage
+		if it.pinned(ctx) {
+			// The workdir is on the run's host: ask it.
+			if err := it.ensurePinned(ctx); err != nil {
+				return nil, err
+			}
+			if !it.shared {
+				err := it.onHost(ctx, readOptions, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw)
+				return raw, err
+			}
+		}
 		err := workflow.SideEffect(ctx, func(workflow.Context) any {
 			out, err := read()
 			if err != nil {
@@ -291,7 +334,7 @@ func (it *interp) continueAsNew(ctx workflow.Context, pc int) error {
 	in := it.in
 	visits, total := it.r.Counts()
 	in.Carry = &Carry{Head: head, PC: pc, Visits: visits, Total: total, Parts: it.parts + 1,
-		Base: it.base + len(it.recs), Recent: recent}
+		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 
@@ -332,7 +375,11 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 	if ferr != nil {
 		panic(ferr)
 	}
-	out := &Output{Head: head, Status: status, Error: run.Error, Parts: it.parts} // run.Error as the board keeps it: masked
+	out := &Output{Head: head, Status: status, Error: run.Error, Parts: it.parts, // run.Error as the board keeps it: masked
+		Hosts: it.hosts}
+	if it.in.Workspace != "" {
+		out.Workspace = it.ws
+	}
 	if status != engine.StatusSucceeded && workflow.GetVersion(ctx, planFailsWorkflow, workflow.DefaultVersion, 1) >= 1 {
 		// Temporal's own tools (the UI, `temporal workflow list --query
 		// 'ExecutionStatus="Failed"'`) show a plan that failed as failed.

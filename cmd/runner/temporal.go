@@ -33,6 +33,9 @@ func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 	fs.StringVar(&t.Blobs, "blobs", "", "with --engine temporal: the content-addressed store workers share")
 	fs.DurationVar(&t.HeartbeatTimeout, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
 	fs.IntVar(&t.MaxHistoryEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
+	fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
+	fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
+	fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 5m)")
 	securityFlags(fs, &t.Security, "with --engine temporal: ")
 	return engine
 }
@@ -57,7 +60,10 @@ func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.String("namespace", "default", "the Temporal namespace")
 	fs.String("task-queue", "runner", "the task queue to poll")
 	fs.String("blobs", "", "the content-addressed store every worker and client of a run shares (default: the user cache directory)")
-	fs.String("workdir", "", "where steps run (default: the run's workdir)")
+	fs.String("workdir", "", "with --shared-workspace: where steps run (default: the run's workdir)")
+	fs.String("host-id", "", "this worker's host: runs pinned here send their steps to QUEUE@HOST (default: the host name and a random suffix; give a stable one to keep its runs across a restart)")
+	fs.String("work-root", "", "where the workspaces of runs pinned here are made (default: the user cache directory)")
+	fs.Bool("shared-workspace", false, "this worker sees every run's workdir and plan at the client's paths: runs it takes are not pinned")
 	fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
 	fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
 	fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")

@@ -167,7 +167,10 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := connFlags(fs)
-	workdir := fs.String("workdir", "", "run steps here (default: the run's workdir, which must exist on this host)")
+	workdir := fs.String("workdir", "", "with --shared-workspace: run steps here (default: the run's workdir, which must exist on this host)")
+	hostID := fs.String("host-id", "", "this worker's host, whose task queue (QUEUE@HOST) takes the steps of runs pinned here; give a stable one to keep them across a restart (default: the host name and a random suffix)")
+	workRoot := fs.String("work-root", rt.DefaultWorkRoot(), "where the workspaces of runs pinned here are made, one directory per run")
+	shared := fs.Bool("shared-workspace", false, "this worker sees every run's workdir and plan at the client's paths (one host, a shared disk): runs it takes are not pinned to it")
 	heartbeat := fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
 	maxSteps := fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
 	health := fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")
@@ -202,8 +205,20 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner worker: refusing to poll: %v\n", err)
 		return exitFailed
 	}
-	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask}
+	if *hostID == "" {
+		*hostID = rt.NewHostID()
+	}
+	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask,
+		HostID: *hostID, WorkRoot: *workRoot, SharedWorkspace: *shared}
 	w := rt.NewWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
+	// This host's own queue: the steps of the runs pinned here. The limit
+	// on concurrent steps is per queue, so each takes its share.
+	hw := rt.NewHostWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
+	if err := hw.Start(); err != nil {
+		fmt.Fprintf(stderr, "runner worker: %v\n", err)
+		return exitFailed
+	}
+	defer hw.Stop()
 	if *health != "" {
 		stop, addr, err := rt.ServeHealth(*health, tc)
 		if err != nil {
@@ -213,7 +228,8 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		defer stop()
 		log.Info().Str("addr", addr).Msg("health endpoint: GET /healthz")
 	}
-	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("store", c.store.String()).Str("store_id", storeID).Msg("worker started")
+	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("store", c.store.String()).Str("store_id", storeID).
+		Str("host", *hostID).Str("host_queue", rt.HostQueue(c.queue, *hostID)).Str("work_root", *workRoot).Msg("worker started")
 	if err := w.Run(worker.InterruptCh()); err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitFailed
@@ -284,10 +300,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.Var(o.Agents, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "directory steps run in (default: the current directory)")
 	fs.StringVar(&o.Board, "out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
+	sharedWS := fs.Bool("shared-workspace", false, "every worker sees the workdir and the plan at these paths (one host, a shared disk): the plan's directory does not travel with the run, and its steps may run on any worker")
+	syncBack := fs.String("sync-back", "", "write the files of the run's final workdir (on the host it ran on) into `DIR` when it ends (e.g. . to take its changes)")
 	events := fs.Bool("events", false, "print progress as JSON lines on stdout (for the runner binary)")
 	quiet := fs.Bool("q", false, "quiet: errors only, no progress")
 	var opt rt.Options
 	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
+	fs.DurationVar(&opt.HostTimeout, "host-timeout", 0, "a step that waits this long for the host its run is pinned to pins the run to another host (default 5m)")
 	fs.IntVar(&opt.MaxHistoryEvents, "max-history-events", 0, "continue as new past this many history events (default 10000)")
 	otlp := fs.String("otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
 	fs.String("engine", "temporal", "the engine (only temporal here)")
@@ -315,7 +334,8 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
-	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt}, ReuseFiles: reuse, SearchAttributesFrom: c.namespace,
+	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt, SharedWorkspace: *sharedWS}, ReuseFiles: reuse,
+		SearchAttributesFrom: c.namespace, SyncBack: *syncBack,
 		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.storeSpec, Security: c.sec}}
 	wfID := rt.WorkflowID(runID)
 	switch {
@@ -346,6 +366,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		if res.Error != "" {
 			fmt.Fprintf(stderr, "error: %s\n", res.Error)
+		}
+		if !*quiet {
+			for _, h := range res.Hosts {
+				fmt.Fprintf(stderr, "ran on host %s (%s)\n", h.Host, h.Reason)
+			}
 		}
 		fmt.Fprintf(stdout, "blackboard: %s\n", path)
 	}

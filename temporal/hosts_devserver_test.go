@@ -1,0 +1,287 @@
+package temporal
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/internal/testtool"
+)
+
+// inputPlan asks a person, then uses the answer in a file it writes and
+// reads back in a later step (so a host change between them would show).
+const inputPlan = `
+version: 1
+name: asked
+steps:
+  - label: ask
+    type: input
+    prompt: "Which colour?"
+    form: {properties: {colour: {type: string}}, required: [colour]}
+  - {label: write, type: command, run: "echo ${{ steps.ask.output.colour }} > colour.txt"}
+  - {label: read, type: command, run: "cat colour.txt"}
+`
+
+// namespaced is how a worker gets a mount namespace of its own here:
+// unshare(1) with CAP_SYS_ADMIN (root), else in a user namespace. The
+// probe mounts a tmpfs, as the workers will. "" (and a skip, or a
+// failure under CI=true) where neither works.
+func namespaced(t *testing.T) []string {
+	t.Helper()
+	bin, err := exec.LookPath("unshare")
+	if err != nil {
+		testtool.Missing(t, "unshare (util-linux)", "apt-get install util-linux")
+	}
+	dir := t.TempDir()
+	for _, pre := range [][]string{
+		{bin, "--mount", "--propagation", "private"},
+		{bin, "--user", "--map-root-user", "--mount", "--propagation", "private"},
+	} {
+		args := append(append([]string{}, pre[1:]...), "sh", "-c", `mount -t tmpfs tmpfs "$1"`, "sh", dir)
+		if out, err := exec.Command(pre[0], args...).CombinedOutput(); err == nil {
+			return pre
+		} else {
+			t.Logf("%v: %v %s", pre, err, out)
+		}
+	}
+	testtool.Missing(t, "mount namespaces (CAP_SYS_ADMIN, or unprivileged user namespaces)",
+		"run as root, or enable user namespaces (sysctl kernel.unprivileged_userns_clone=1)")
+	return nil
+}
+
+// The issue's acceptance, the setup docs/temporal.md "Many hosts" gives a
+// user with three machines: a Temporal server, one shared store, and three
+// workers that share nothing else. Each worker runs in a mount namespace of
+// its own, with a tmpfs over its work root (its own disk) and one over the
+// client's checkout (so no worker can read the plan at the client's path).
+// The flagship example, a for_each fan-out over files() and a plan with
+// an input answered through the CLI all succeed; every run's steps ran on
+// one host (its workspace is on exactly one worker's disk); the saved
+// boards replay offline and equal those of local runs of the same plans;
+// --sync-back brings the run's files home.
+func TestDevServerThreeHosts(t *testing.T) {
+	pre := namespaced(t)
+	c := newCluster(t)
+	t.Setenv("RUNNER_TEMPORAL", c.rt)
+
+	checkout := t.TempDir() // the client's: hidden from the workers
+	repo, _ := filepath.Abs("..")
+	for _, ex := range []string{"fix-tests", "summarize-files"} {
+		if err := os.CopyFS(filepath.Join(checkout, "examples", ex), os.DirFS(filepath.Join(repo, "examples", ex))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.MkdirAll(filepath.Join(checkout, "asked"), 0o755)
+	writePlan(t, filepath.Join(checkout, "asked"), inputPlan)
+	// The fix-tests test step builds Go with the test's own build cache.
+	gocache := strings.TrimSpace(string(must(exec.Command("go", "env", "GOCACHE").Output())))
+	workRoot := filepath.Join(t.TempDir(), "work") // the same path on every host, a disk of its own on each
+	os.MkdirAll(workRoot, 0o755)
+	var workers []*proc
+	for i := range 3 {
+		home := t.TempDir()
+		args := append(append([]string{}, pre[1:]...), "sh", "-c",
+			`mount -t tmpfs tmpfs "$1" && mount -t tmpfs tmpfs "$2" && shift 2 && exec "$@"`, "sh", workRoot, checkout,
+			c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+			"--work-root", workRoot, "--host-id", fmt.Sprintf("host%d", i+1), "--log-format", "json")
+		env := append(os.Environ(), "HOME="+home, "GOCACHE="+gocache, "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local", "GOTELEMETRY=off")
+		workers = append(workers, startProcEnv(t, c.work, env, pre[0], args...))
+	}
+	for _, w := range workers {
+		waitOutput(t, w, "worker started", time.Minute)
+	}
+
+	type runCase struct {
+		name, plan string
+		answer     []string // runner answer's arguments, once the run waits
+	}
+	cases := []runCase{
+		{"flagship", "examples/fix-tests/plan.yaml", nil},
+		{"fan-out", "examples/summarize-files/plan.yaml", nil},
+		{"input", "asked/plan.yaml", []string{"--step", "ask", "--set", "colour=teal"}},
+	}
+	for _, rc := range cases {
+		t.Run(rc.name, func(t *testing.T) {
+			out := filepath.Join(checkout, "out", rc.name, "blackboard.json")
+			back := filepath.Join(t.TempDir(), "back")
+			p := startProc(t, checkout, c.rt, "run", filepath.Join(checkout, rc.plan), "--temporal", c.srv.hostPort,
+				"--task-queue", c.queue, "--blobs", c.blobs, "--out", out, "--workdir", checkout, "--sync-back", back)
+			if rc.answer != nil {
+				waitOutput(t, p, "runner answer", 2*time.Minute)
+				if code, got := runIn(t, checkout, c.runner, append([]string{"answer", out}, rc.answer...)...); code != 0 {
+					t.Fatalf("answer: exit %d\n%s", code, got)
+				}
+			}
+			if code := p.wait(t, 5*time.Minute); code != 0 {
+				t.Fatalf("run on three hosts: exit %d\n%s\nworkers:\n%s", code, p.out, workerLogs(workers))
+			}
+			got := loadBoard(t, out)
+			runID := got.Run().ID
+
+			// One host has the run's workspace, the others none.
+			var on []string
+			for i, w := range workers {
+				if _, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", w.cmd.Process.Pid), workRoot, WorkflowID(runID))); err == nil {
+					on = append(on, fmt.Sprintf("host%d", i+1))
+				}
+			}
+			if len(on) != 1 {
+				t.Errorf("the run's workspace is on %v; want one host", on)
+			}
+			if !strings.Contains(p.out.String(), "ran on host") {
+				t.Errorf("the run does not say where it ran:\n%s", p.out)
+			}
+
+			// As a local run of the same plan, step for step.
+			localWD := t.TempDir()
+			for _, ex := range []string{"examples", "asked"} {
+				os.CopyFS(filepath.Join(localWD, ex), os.DirFS(filepath.Join(checkout, ex)))
+			}
+			local := filepath.Join(localWD, "local.json")
+			args := []string{"run", filepath.Join(localWD, rc.plan), "--out", local, "--workdir", localWD, "-q"}
+			if rc.answer != nil {
+				// Locally the input saves the run as waiting; the answer
+				// resumes it.
+				runIn(t, localWD, c.runner, args...)
+				args = append([]string{"answer", local, "--resume"}, rc.answer...)
+			}
+			if code, got := runIn(t, localWD, c.runner, args...); code != 0 {
+				t.Fatalf("local run: exit %d\n%s", code, got)
+			}
+			want := loadBoard(t, local)
+			gs, ge := crossViews(got)
+			ws, we := crossViews(want)
+			// The runs' ids differ (each names its own directory).
+			for i := range ws {
+				ws[i].Result = []byte(strings.ReplaceAll(string(ws[i].Result), want.Run().ID, runID))
+			}
+			for i := range we {
+				we[i] = strings.ReplaceAll(we[i], want.Run().ID, runID)
+			}
+			if d := sameSteps(ws, gs); d != "" {
+				t.Errorf("three hosts vs local: %s", d)
+			}
+			if d := firstDiff(we, ge); d != "" {
+				t.Errorf("entries, three hosts vs local: %s", d)
+			}
+			if code, got := runIn(t, checkout, c.runner, "replay", out, "--offline"); code != 0 || !strings.Contains(got, "matched") {
+				t.Errorf("replay --offline: exit %d\n%s", code, got)
+			}
+			// The run's files came back.
+			own := filepath.Join(back, ".runner", "runs", runID)
+			switch rc.name {
+			case "flagship":
+				if data, err := os.ReadFile(filepath.Join(own, "project", "stats.go")); err != nil || !strings.Contains(string(data), "if len(xs) == 0") {
+					t.Errorf("--sync-back: the fixed project is not back (%v):\n%s", err, data)
+				}
+			case "input":
+				if data, err := os.ReadFile(filepath.Join(back, "colour.txt")); err != nil || strings.TrimSpace(string(data)) != "teal" {
+					t.Errorf("--sync-back: colour.txt = %q, %v", data, err)
+				}
+			}
+		})
+	}
+}
+
+// startProcEnv is startProc with the process's environment.
+func startProcEnv(t *testing.T, dir string, env []string, bin string, args ...string) *proc {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	p := &proc{cmd: cmd, out: &syncBuffer{}}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+			}
+		}
+	})
+	return p
+}
+
+func runIn(t *testing.T, dir, bin string, args ...string) (int, string) {
+	t.Helper()
+	p := startProc(t, dir, bin, args...)
+	return p.wait(t, 3*time.Minute), p.out.String()
+}
+
+func workerLogs(ws []*proc) string {
+	var b strings.Builder
+	for i, w := range ws {
+		fmt.Fprintf(&b, "--- host%d\n%s\n", i+1, w.out)
+	}
+	return b.String()
+}
+
+// A run's host dies in the middle of a step: the step's heartbeats stop,
+// its retry waits on the dead host's queue past --host-timeout, and the
+// run is pinned to the other host, which makes the workspace from the
+// snapshot the last finished step left (the file the first step wrote is
+// there). The run succeeds and says where it ran and why it moved.
+func TestDevServerRepinWhenHostDies(t *testing.T) {
+	c := newCluster(t)
+	roots := map[string]string{"h1": t.TempDir(), "h2": t.TempDir()}
+	workers := map[string]*proc{}
+	for _, h := range []string{"h1", "h2"} {
+		workers[h] = startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+			"--log-format", "json", "--host-id", h, "--work-root", roots[h])
+		waitOutput(t, workers[h], "worker started", time.Minute)
+	}
+	marks := t.TempDir() // outside every workspace: where the test sees the step start
+	checkout := t.TempDir()
+	plan := writePlan(t, checkout, fmt.Sprintf(`
+version: 1
+steps:
+  - {label: first, type: command, run: "echo from-first > a.txt"}
+  - {label: long, type: command, run: "echo start >> %s/long; sleep 4; cat a.txt"}
+  - {label: last, type: command, run: "cat a.txt; echo last >> a.txt"}
+`, marks))
+	out := filepath.Join(checkout, "bb.json")
+	back := t.TempDir()
+	run := startProc(t, checkout, c.rt, "run", plan, "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+		"--out", out, "--heartbeat-timeout", "2s", "--host-timeout", "4s", "--sync-back", back)
+	waitFile(t, filepath.Join(marks, "long"), time.Minute)
+	var first string
+	for h, root := range roots {
+		if entries, _ := os.ReadDir(root); len(entries) > 0 {
+			first = h
+		}
+	}
+	if first == "" {
+		t.Fatal("no host has the run's workspace")
+	}
+	other := map[string]string{"h1": "h2", "h2": "h1"}[first]
+	workers[first].cmd.Process.Kill()
+	workers[first].cmd.Wait()
+	if code := run.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, run.out, workers[other].out)
+	}
+	b := loadBoard(t, out)
+	if got := runSummary(b); got != "first:succeeded long:succeeded last:succeeded" {
+		t.Errorf("steps: %s", got)
+	}
+	if s := stepOf(t, b, "long"); !strings.Contains(string(s.Result), `"stdout":"from-first\n"`) {
+		t.Errorf("long on the new host: %s; want the file the first step wrote on the old one", s.Result)
+	}
+	for _, want := range []string{"ran on host " + first + " (first step)", "ran on host " + other + " (host " + first + " stopped taking the run's tasks)"} {
+		if !strings.Contains(run.out.String(), want) {
+			t.Errorf("the run's output lacks %q:\n%s", want, run.out)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(back, "a.txt")); string(data) != "from-first\nlast\n" {
+		t.Errorf("--sync-back a.txt = %q", data)
+	}
+}
