@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/plans"
 	"github.com/rs/zerolog"
 )
 
@@ -45,8 +43,6 @@ func TestForEachOnBlock(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out := `${{ steps.fan.outputs[0].up ?? "" }}`
-			_ = out
 			after := `${{ join(map(steps.fan.outputs, {(#.up ?? "") + (#.at ?? "") + (#.sum ?? "")}), " ") }}|${{ steps.fan.counts.succeeded }}`
 			src := "version: 1\nsteps:\n  - label: outer\n    parallel:\n" + tc.block +
 				"      - {label: other, type: echo, text: x}\n" +
@@ -79,13 +75,6 @@ func TestForEachOnBlock(t *testing.T) {
 		})
 	}
 }
-
-var _ = context.Background
-var _ = errors.New
-var _ = plans.Errors{}
-var _ = board.New
-var _ = engine.Compile
-var _ = zerolog.Nop
 
 // Every label a run records is found again in the plan, with the label of
 // the visit that holds it: items, a for_each block's steps, steps nested
@@ -189,8 +178,6 @@ steps:
 	if _, res := lastResult(t, b, "after"); res["output"] != "A,B,C" {
 		t.Errorf("after: %q", res["output"])
 	}
-	var errs plans.Errors
-	_ = errors.As(err, &errs)
 }
 
 // limits.max_steps counts, before any item starts, each item with the
