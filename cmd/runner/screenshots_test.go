@@ -24,11 +24,14 @@ func TestDocScreenshots(t *testing.T) {
 	chromium(t)
 	shots := map[string][]byte{}
 
+	// One browser at a time (each subtest closes its own): two at once
+	// on a loaded machine were too slow to load a page.
 	// runner serve's page of a live run: a for_each done, a step running.
-	wd := t.TempDir()
-	gate := filepath.Join(wd, "gate")
-	plan := filepath.Join(wd, "plan.yaml")
-	os.WriteFile(plan, []byte(fmt.Sprintf(`version: 1
+	t.Run("serve", func(t *testing.T) {
+		wd := t.TempDir()
+		gate := filepath.Join(wd, "gate")
+		plan := filepath.Join(wd, "plan.yaml")
+		os.WriteFile(plan, []byte(fmt.Sprintf(`version: 1
 name: release
 description: Build every package, then test while a person approves the release.
 steps:
@@ -43,35 +46,41 @@ steps:
       - {label: test, type: command, run: "while [ ! -f %s ]; do sleep 0.05; done; echo ok"}
   - {label: approve, type: input, prompt: "Ship the release?", form: {properties: {ship: {type: boolean}}, required: [ship]}}
 `, gate)), 0o644)
-	url := startServe(t, wd)
-	base := url[:strings.Index(url, "/?token=")]
-	run := exec.Command(binary, "run", plan, "-q")
-	run.Dir = wd
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644); run.Wait() })
-	d := chromiumpkg.Open(t, url, base+"/")
-	shotSize(d)
-	d.WaitFor(`!!document.querySelector('#runs tr[data-id] a')`, "the run in the list")
-	d.Eval(`document.querySelector('#runs tr[data-id] a').click()`)
-	d.WaitLoaded(base + "/runs/")
-	d.WaitFor(`!!document.querySelector('#running code[data-label="test"]') && document.querySelector('#steps [data-label="build"]')?.dataset.status === "succeeded"`, "test running, build done")
-	shots["serve-run.png"] = screenshot(t, d)
+		url := startServe(t, wd)
+		base := url[:strings.Index(url, "/?token=")]
+		run := exec.Command(binary, "run", plan, "-q")
+		run.Dir = wd
+		if err := run.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.WriteFile(gate, nil, 0o644); run.Wait() })
+		d := chromiumpkg.Open(t, url, base+"/")
+		shotSize(d)
+		d.WaitFor(`!!document.querySelector('#runs tr[data-id] a')`, "the run in the list")
+		d.Eval(`document.querySelector('#runs tr[data-id] a').click()`)
+		d.WaitLoaded(base + "/runs/")
+		d.WaitFor(`!!document.querySelector('#running code[data-label="test"]') && document.querySelector('#steps [data-label="build"]')?.dataset.status === "succeeded"`, "test running, build done")
+		shots["serve-run.png"] = screenshot(t, d)
+	})
 
 	// The report of an example run.
-	wd = t.TempDir()
-	r := runCLI(t, wd, "run", filepath.Join(repoRoot(), "examples/summarize-files/plan.yaml"), "-q")
-	if r.code != 0 {
-		t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+	t.Run("report", func(t *testing.T) {
+		wd := t.TempDir()
+		r := runCLI(t, wd, "run", filepath.Join(repoRoot(), "examples/summarize-files/plan.yaml"), "-q")
+		if r.code != 0 {
+			t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+		}
+		page := filepath.Join(wd, "report.html")
+		if r := runCLI(t, wd, "report", blackboardPath(t, r.stdout), "-o", page); r.code != 0 {
+			t.Fatalf("report: exit %d %s", r.code, r.stderr)
+		}
+		d := chromiumpkg.Open(t, "file://"+page, "file:")
+		shotSize(d)
+		shots["report.png"] = screenshot(t, d)
+	})
+	if t.Failed() {
+		return
 	}
-	page := filepath.Join(wd, "report.html")
-	if r := runCLI(t, wd, "report", blackboardPath(t, r.stdout), "-o", page); r.code != 0 {
-		t.Fatalf("report: exit %d %s", r.code, r.stderr)
-	}
-	d = chromiumpkg.Open(t, "file://"+page, "file:")
-	shotSize(d)
-	shots["report.png"] = screenshot(t, d)
 
 	for name, data := range shots {
 		path := filepath.Join(repoRoot(), "docs", "images", name)
