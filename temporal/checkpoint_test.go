@@ -78,7 +78,7 @@ steps:
     prompt: Plan a picnic.
 `, srv.URL))
 	out := filepath.Join(c.work, "bb.json")
-	run := c.run(t, plan, out, "--heartbeat-timeout", "3s")
+	run := c.run(t, plan, out, "--heartbeat-timeout", "3s", "--shared-workspace") // the retry goes to the second worker, not to the dead one's host
 
 	select {
 	case <-m.second:

@@ -30,7 +30,7 @@ func TestDevServerKilledWorkerLeavesNoOrphan(t *testing.T) {
 	w1 := c.worker(t)
 	plan := writePlan(t, c.work, tickPlan)
 	out := filepath.Join(c.work, "bb.json")
-	run := c.run(t, plan, out, "--heartbeat-timeout", "3s")
+	run := c.run(t, plan, out, "--heartbeat-timeout", "3s", "--shared-workspace") // the retry goes to the second worker, not to the dead one's host
 
 	first := strings.Fields(waitFile(t, filepath.Join(c.work, "started"), time.Minute))
 	if len(first) != 2 || first[0] != strconv.Itoa(w1.cmd.Process.Pid) {
