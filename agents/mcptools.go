@@ -73,11 +73,36 @@ type serverConn struct {
 
 // Close ends the MCP servers the run started (their process groups).
 // runs calls it when the run ends; a Set is not used after.
-func (s *Set) Close() error {
-	s.servers.mu.Lock()
-	conns := s.servers.conns
-	s.servers.conns, s.servers.closed = nil, true
-	s.servers.mu.Unlock()
+func (s *Set) Close() error { return s.servers.close() }
+
+// Servers holds the MCP servers of scope run that steps start while it
+// is in their context (WithServers), instead of the Set's: on Temporal a
+// worker runs a step of a run without knowing whether the run has more
+// steps for it, so the servers a step starts there are the step's, and
+// end with it (Close), rather than live as long as the worker.
+type Servers struct{ s servers }
+
+// NewServers makes an empty pool.
+func NewServers() *Servers { return &Servers{} }
+
+// Close ends the pool's servers (their process groups) and makes any
+// later start fail: a step still running past it cannot start one that
+// nothing would end.
+func (p *Servers) Close() error { return p.s.close() }
+
+type serversKey struct{}
+
+// WithServers makes the steps run with ctx start their MCP servers of
+// scope run in p, which the caller ends.
+func WithServers(ctx context.Context, p *Servers) context.Context {
+	return context.WithValue(ctx, serversKey{}, p)
+}
+
+func (s *servers) close() error {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns, s.closed = nil, true
+	s.mu.Unlock()
 	var errs []error
 	for _, c := range conns {
 		c.once.Do(func() {}) // one still starting has finished (Do waits)
@@ -132,10 +157,13 @@ func (ss *Session) conn(ctx context.Context, srv *plans.MCPServer) (*mcp.Conn, e
 	}
 	key := ss.agent.Name + "/" + srv.Name
 	s := &ss.set.servers
+	if p, ok := ctx.Value(serversKey{}).(*Servers); ok && p != nil {
+		s = &p.s
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("MCP server %s: the run has ended", srv.Name)
+		return nil, fmt.Errorf("MCP server %s not started: the run (on Temporal, the step, or the worker) has ended", srv.Name)
 	}
 	if s.conns == nil {
 		s.conns = map[string]*serverConn{}

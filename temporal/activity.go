@@ -87,6 +87,11 @@ type Activities struct {
 	wsMu   sync.Mutex
 	hosted map[string]*hostState // by run id
 
+	// The MCP servers of the steps running here (mcpservers.go).
+	srvMu      sync.Mutex
+	srvPools   map[*agents.Servers]struct{}
+	srvStopped bool
+
 	mu          sync.Mutex
 	progs       map[string]*engine.Program
 	runs        map[string]*runState    // by run id
@@ -158,7 +163,9 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	details := func() []any { return checkpointOf(b, nrec, in.Label, in.Visit) }
 	go func() { defer close(stopped); a.heartbeat(ctx, stop, details) }()
-	res, stepErr := r.RunAttempt(ctx, n, in.Visit, in.Attempt)
+	sctx, endServers := a.stepServers(ctx)
+	res, stepErr := r.RunAttempt(sctx, n, in.Visit, in.Attempt)
+	endServers() // before the step's end is reported: none outlives the run
 	close(stop)
 	<-stopped
 

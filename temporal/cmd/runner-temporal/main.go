@@ -230,7 +230,12 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	}
 	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("store", c.store.String()).Str("store_id", storeID).
 		Str("host", *hostID).Str("host_queue", rt.HostQueue(c.queue, *hostID)).Str("work_root", *workRoot).Msg("worker started")
-	if err := w.Run(worker.InterruptCh()); err != nil {
+	err = w.Run(worker.InterruptCh())
+	// The host queue stops too before the steps' MCP servers end, so no
+	// step of it starts one after.
+	hw.Stop()
+	acts.EndServers()
+	if err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitFailed
 	}
