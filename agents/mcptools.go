@@ -63,6 +63,7 @@ type servers struct {
 	mu     sync.Mutex
 	conns  map[string]*serverConn
 	closed bool
+	ending chan struct{} // closed when close has ended them
 }
 
 type serverConn struct {
@@ -98,8 +99,18 @@ func WithServers(ctx context.Context, p *Servers) context.Context {
 	return context.WithValue(ctx, serversKey{}, p)
 }
 
+// close ends the servers; one called while another is ending them
+// returns when they are ended, so that a caller may exit after it.
 func (s *servers) close() error {
 	s.mu.Lock()
+	if s.ending != nil {
+		ending := s.ending
+		s.mu.Unlock()
+		<-ending
+		return nil
+	}
+	s.ending = make(chan struct{})
+	defer close(s.ending)
 	conns := s.conns
 	s.conns, s.closed = nil, true
 	s.mu.Unlock()

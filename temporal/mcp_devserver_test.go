@@ -17,7 +17,8 @@ import (
 // fsServerScript writes a program that starts the reference filesystem
 // MCP server (from npm, in $RUNNER_TEST_NODE_MODULES) after appending its
 // pid, which is its process group's id (runner starts each server in a
-// group of its own), to pids.
+// group of its own), to pids, and a child that outlives the server
+// unless its group is ended.
 func fsServerScript(t *testing.T, dir, pids string) string {
 	t.Helper()
 	const how = "npm install --prefix DIR @modelcontextprotocol/server-filesystem@2026.8.31 and set RUNNER_TEST_NODE_MODULES=DIR/node_modules; .ci/install and .ci/run do"
@@ -28,7 +29,9 @@ func fsServerScript(t *testing.T, dir, pids string) string {
 		testtool.Missing(t, "@modelcontextprotocol/server-filesystem", how)
 	}
 	p := filepath.Join(dir, "fs-server")
-	script := fmt.Sprintf("#!/bin/sh\necho $$ >> %q\nexec %q %q \"$@\"\n", pids, node, entry)
+	// The sleep is what a server may start that would not end with its
+	// stdin: only ending the group ends it.
+	script := fmt.Sprintf("#!/bin/sh\necho $$ >> %q\nsleep 300 </dev/null >/dev/null 2>&1 &\nexec %q %q \"$@\"\n", pids, node, entry)
 	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -30,17 +30,19 @@ func (a *Activities) stepServers(ctx context.Context) (_ context.Context, end fu
 	}
 	a.srvMu.Unlock()
 	return agents.WithServers(ctx, p), func() {
-		a.srvMu.Lock()
-		delete(a.srvPools, p)
-		a.srvMu.Unlock()
+		// Forgotten only once ended: EndServers, meanwhile, waits for it.
 		if err := p.Close(); err != nil {
 			a.Log.Warn().Err(err).Msg("ending a step's MCP servers")
 		}
+		a.srvMu.Lock()
+		delete(a.srvPools, p)
+		a.srvMu.Unlock()
 	}
 }
 
 // EndServers ends the MCP servers of every step still running on this
-// worker, and any a step would start after. The worker command calls it
+// worker (waiting for those a step is ending itself), and any a step
+// would start after. The worker command calls it
 // once it has stopped polling: the SDK cancels running activities on
 // stop, but does not wait for them to return, so their own ends could
 // come after the process has exited.
