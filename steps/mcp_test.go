@@ -12,11 +12,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/planrunner/runner/agents"
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
+	"github.com/rs/zerolog"
 )
 
 // toolTurn is one scripted model answer: tool calls (name, JSON
@@ -407,5 +409,51 @@ func TestMCPResumedVisitNumbersOn(t *testing.T) {
 	}
 	if fmt.Sprint(calls) != "[3 4]" {
 		t.Errorf("MCP exchange numbers = %v, want [3 4]", calls)
+	}
+}
+
+// TestMCPServersOfAContext: a step run with a pool of servers in its
+// context (as a Temporal worker runs each step) starts its scope-run
+// servers in that pool, not the run's, so each pool starts its own; and
+// once the pool is closed a step cannot start one there (a server nothing
+// would end), with an error that says so.
+func TestMCPServersOfAContext(t *testing.T) {
+	ts := newToolServer(t)
+	f := newWireFake(t, "openai",
+		toolTurn{calls: [][2]string{{"edge__echo", `{"text":"a"}`}}}, toolTurn{text: "one"},
+		toolTurn{calls: [][2]string{{"edge__echo", `{"text":"b"}`}}}, toolTurn{text: "two"},
+		toolTurn{calls: [][2]string{{"edge__echo", `{"text":"c"}`}}}, toolTurn{text: "three"})
+	src := mcpPlan("openai", f.srv.URL, ts.url, "edge.echo")
+	prog, err := engine.Compile("plan.yaml", []byte(src), Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := mcpAgents(t, src, agents.Options{})
+	run := func(p *agents.Servers) (*board.Board, error) {
+		b := board.New(board.Run{ID: "run1"})
+		r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: t.TempDir(), Agents: set,
+			Sleep: func(context.Context, time.Duration) error { return nil }}
+		return b, r.Run(agents.WithServers(context.Background(), p))
+	}
+	for i := 1; i <= 2; i++ {
+		p := agents.NewServers()
+		if _, err := run(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := ts.inits.Load(); n != int32(i) {
+			t.Errorf("after %d pools the server was started %d times, want %d", i, n, i)
+		}
+	}
+	closed := agents.NewServers()
+	closed.Close()
+	b, _ := run(closed)
+	if _, status, errText := saved(t, b, "ask"); status != "failed" || !strings.Contains(errText, "MCP server edge not started") {
+		t.Errorf("a step with a closed pool: %s, %q", status, errText)
+	}
+	if n := ts.inits.Load(); n != 2 {
+		t.Errorf("the server was started %d times, want 2", n)
 	}
 }
