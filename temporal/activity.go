@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ type StepInput struct {
 // step added to the board itself (an llm step's conversation entries and
 // its model recordings, exactly as runner records them).
 type StepOutput struct {
-	Result     []byte // JSON: output and the type's fields
+	Result     RawJSON // JSON: output and the type's fields
 	Goto       string
 	Write      *board.WriteOp
 	Error      string
@@ -173,10 +174,12 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	if stepErr != nil {
 		out.Error = stepErr.Error()
 	}
-	if out.Result, err = engine.EncodeResult(res); err != nil {
-		out.Result, _ = engine.EncodeResult(engine.Result{})
+	var enc json.RawMessage
+	if enc, err = engine.EncodeResult(res); err != nil {
+		enc, _ = engine.EncodeResult(engine.Result{})
 		out.Error = err.Error()
 	}
+	out.Result = RawJSON(enc)
 	out.masked(a.mask(runID)) // entries and recordings were masked as they entered the board
 	out.Entries = b.Query(board.Filter{AfterSeq: seq, Label: in.Label})
 	for _, rec := range b.Recordings()[nrec:] {

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -265,7 +266,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	for _, r := range out.Recordings {
 		it.addRecording(r)
 	}
-	res, err := engine.DecodeResult(n, out.Result)
+	res, err := engine.DecodeResult(n, json.RawMessage(out.Result))
 	if err != nil {
 		return res, err
 	}
