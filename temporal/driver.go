@@ -191,9 +191,12 @@ func (it *interp) Recorded(*engine.Node) {
 // first so that the worker reads what the step may read.
 func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	ctx, n := c.ctx, a.Node
-	head, err := it.led.flush(it.b)
+	head, err := it.led.flush(ctx, it.b)
 	if err != nil {
-		panic(err) // the store failed: retry the workflow task
+		if it.io.direct {
+			panic(err) // the store failed: retry the workflow task (histories from before storeActivities)
+		}
+		return engine.Result{}, err
 	}
 	timeout := it.opt.StepTimeout
 	if n.Timeout > 0 {
