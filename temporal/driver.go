@@ -228,6 +228,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	}
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	in.StoreID = it.in.StoreID
+	lostWithHost := 0
 	if it.pinned(ctx) {
 		// The step runs on the run's host, in its copy of the workspace.
 		err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
@@ -235,7 +236,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 				in.Workspace = it.ws
 			}
 			return in
-		}, &out)
+		}, &out, &lostWithHost)
 		if out.Workspace != "" {
 			it.ws = out.Workspace
 		}
@@ -273,7 +274,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		return res, err
 	}
 	res.Goto, res.Write = out.Goto, out.Write
-	res.Reruns = max(int(out.Attempt)-1, 0)
+	res.Reruns = max(int(out.Attempt)-1, 0) + lostWithHost
 	switch {
 	case out.Error != "" && cause != nil:
 		return res, cause

@@ -80,6 +80,10 @@ func TestDevServerThreeHostsS3(t *testing.T) {
 	pre := namespaced(t)
 	c := newCluster(t)
 	srv := startS3Server(t)
+	// The flagship's go test builds with go's own build cache, read before
+	// useCredentials gives the test a HOME of its own (a cold cache there
+	// takes minutes).
+	t.Setenv("GOCACHE", strings.TrimSpace(string(must(exec.Command("go", "env", "GOCACHE").Output()))))
 	srv.useCredentials(t)
 	local := c.blobs
 	c.blobs = srv.storeURL("three-hosts")

@@ -258,7 +258,7 @@ func (it *interp) start(ctx workflow.Context) error {
 				return nil, err
 			}
 			if !it.shared {
-				err := it.onHost(ctx, readOptions, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw)
+				err := it.onHost(ctx, readOptions, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw, nil)
 				return raw, err
 			}
 		}
