@@ -3,6 +3,7 @@ package temporal
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -161,9 +162,13 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	// Heartbeats tell the server the worker is alive (one killed is
 	// noticed after HeartbeatTimeout), bring cancellation to ctx and
 	// checkpoint the step's model calls (activity_checkpoint.go).
+	// A worker cut off from the server stops its step (contact.go).
+	actx := ctx
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	details := func() []any { return checkpointOf(b, nrec, in.Label, in.Visit) }
-	go func() { defer close(stopped); a.heartbeat(ctx, stop, details) }()
+	go func() { defer close(stopped); a.heartbeat(ctx, stop, details, lost) }()
 	sctx, endServers := a.stepServers(ctx)
 	res, stepErr := r.RunAttempt(sctx, n, in.Visit, in.Attempt)
 	endServers() // before the step's end is reported: none outlives the run
@@ -199,6 +204,10 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		}
 		a.mu.Unlock()
 	}
+	if cause := context.Cause(ctx); actx.Err() == nil && errors.Is(cause, errContactLost) {
+		a.Log.Error().Str("run", runID).Str("step", in.Label).Int("visit", in.Visit).Msg(cause.Error())
+		return nil, cause // the server has already timed this attempt out
+	}
 	if ctx.Err() != nil {
 		// Canceled (a sibling's fail_fast, an interrupt): what the step
 		// learned before it stopped goes back with the cancellation, as a
@@ -219,8 +228,9 @@ func lastSeq(b *board.Board) int64 {
 // interval (at most half the heartbeat timeout): a step that ends sooner
 // costs the server no heartbeat, which is an RPC and a write of the
 // activity's state, and its completion tells the server all a beat would.
-func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}, details func() []any) {
+func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}, details func() []any, lost context.CancelCauseFunc) {
 	every := a.Heartbeat
+	alive := newContact(ctx, time.Now())
 	if every <= 0 {
 		every = time.Second
 	}
@@ -241,6 +251,10 @@ func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}, details 
 	defer t.Stop()
 	for {
 		activity.RecordHeartbeat(ctx, details()...)
+		if err := alive.beat(ctx, every, time.Now); err != nil {
+			lost(err)
+			return
+		}
 		select {
 		case <-stop:
 			return

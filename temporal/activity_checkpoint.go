@@ -24,18 +24,17 @@ type checkpoint struct {
 // checkpointOf is what the step has recorded since the board held nrec
 // recordings: its own model calls.
 func checkpointOf(b *board.Board, nrec int, label string, visit int) []any {
+	// Never empty: a heartbeat with details is how the workflow knows an
+	// attempt lost with its host had run (onHost counts it).
+	var cp checkpoint
 	recs := b.Recordings()
 	if len(recs) <= nrec {
-		return nil
+		return []any{cp}
 	}
-	var cp checkpoint
 	for _, r := range recs[nrec:] {
 		if r.Label == label && r.Visit == visit && r.Kind == agents.KindLLM {
 			cp.Recordings = append(cp.Recordings, r)
 		}
-	}
-	if len(cp.Recordings) == 0 {
-		return nil
 	}
 	return []any{cp}
 }
@@ -57,5 +56,7 @@ func resumeCheckpoint(ctx context.Context, r *engine.Runner, label string, visit
 			mine = append(mine, rec)
 		}
 	}
-	r.Agents.Resume(mine)
+	if len(mine) > 0 {
+		r.Agents.Resume(mine)
+	}
 }

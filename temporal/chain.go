@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/planrunner/runner/board"
+	"go.temporal.io/sdk/workflow"
 )
 
 // The board's history travels as a chain of chunks in the Store. A chunk
@@ -54,9 +55,9 @@ func (c *chunk) apply(b *board.Board) error {
 }
 
 func putChunk(s Store, c *chunk) (string, error) {
-	data, err := json.Marshal(c)
+	data, err := encodeChunk(c)
 	if err != nil {
-		return "", fmt.Errorf("encoding a board chunk: %w", err)
+		return "", err
 	}
 	return s.Put(data)
 }
@@ -105,6 +106,11 @@ func LoadBoard(s Store, head string) (*board.Board, error) {
 	if err != nil {
 		return nil, err
 	}
+	return buildBoard(head, cs)
+}
+
+// buildBoard builds the board of the chain cs (oldest first) ending at head.
+func buildBoard(head string, cs []*chunk) (*board.Board, error) {
 	if len(cs) == 0 || cs[0].Run == nil {
 		return nil, fmt.Errorf("board chain %s does not start with the run", head)
 	}
@@ -120,7 +126,7 @@ func LoadBoard(s Store, head string) (*board.Board, error) {
 // ledger is the workflow's side of the chain: what changed on its board
 // since the last chunk.
 type ledger struct {
-	store   Store
+	io      storeIO
 	head    string
 	lastSeq int64
 	run     *board.Run
@@ -130,10 +136,28 @@ type ledger struct {
 	// worker's model calls, the interpreter's own: a for_each's items, a
 	// sub-plan call's vars, which a worker running a callee step needs).
 	nrec int
+	// pending is the put of head under way (parallel branches flush
+	// concurrently): a chunk is handed to a step only once it and every
+	// chunk before it are in the store.
+	pending workflow.Future
 }
 
-// flush writes what changed as a chunk and returns the new head.
-func (l *ledger) flush(b *board.Board) (string, error) {
+// flush writes what changed as a chunk and returns the new head, once
+// that chunk (and every earlier one) is durable in the store.
+func (l *ledger) flush(ctx workflow.Context, b *board.Board) (string, error) {
+	// The put runs whatever becomes of the step that asked for it (a
+	// sibling failing cancels it, the run being interrupted cancels all):
+	// later chunks name this one.
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	for l.pending != nil {
+		p := l.pending
+		if err := p.Get(ctx, nil); err != nil {
+			return "", err
+		}
+		if l.pending == p {
+			l.pending = nil
+		}
+	}
 	all := b.Recordings()
 	c := &chunk{Prev: l.head, Run: l.run, Steps: l.steps}
 	if l.nrec < len(all) {
@@ -143,13 +167,30 @@ func (l *ledger) flush(b *board.Board) (string, error) {
 	if c.empty() {
 		return l.head, nil
 	}
-	name, err := putChunk(l.store, c)
+	data, err := encodeChunk(c)
 	if err != nil {
 		return "", err
 	}
+	// What the chunk holds is taken now, so a branch flushing meanwhile
+	// does not take it again; it waits for this put (pending) and chains
+	// onto its name.
+	l.advance(c, len(all))
+	f, set := workflow.NewFuture(ctx)
+	l.pending = f
+	name, err := l.io.put(ctx, data)
+	if err == nil {
+		l.head = name
+	}
+	set.Set(nil, err)
+	if l.pending == f {
+		l.pending = nil
+	}
+	return name, err
+}
+
+func (l *ledger) advance(c *chunk, nrec int) {
 	if n := len(c.Entries); n > 0 {
 		l.lastSeq = c.Entries[n-1].Seq
 	}
-	l.head, l.run, l.steps, l.nrec = name, nil, nil, len(all)
-	return name, nil
+	l.run, l.steps, l.nrec = nil, nil, nrec
 }

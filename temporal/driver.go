@@ -192,9 +192,12 @@ func (it *interp) Recorded(*engine.Node) {
 // first so that the worker reads what the step may read.
 func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	ctx, n := c.ctx, a.Node
-	head, err := it.led.flush(it.b)
+	head, err := it.led.flush(ctx, it.b)
 	if err != nil {
-		panic(err) // the store failed: retry the workflow task
+		if it.io.direct {
+			panic(err) // the store failed: retry the workflow task (histories from before storeActivities)
+		}
+		return engine.Result{}, err
 	}
 	timeout := it.opt.StepTimeout
 	if n.Timeout > 0 {
@@ -226,6 +229,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	}
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	in.StoreID = it.in.StoreID
+	lostWithHost := 0
 	if it.pinned(ctx) {
 		// The step runs on the run's host, in its copy of the workspace.
 		err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
@@ -233,7 +237,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 				in.Workspace = it.ws
 			}
 			return in
-		}, &out)
+		}, &out, &lostWithHost)
 		if out.Workspace != "" {
 			it.ws = out.Workspace
 		}
@@ -271,7 +275,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		return res, err
 	}
 	res.Goto, res.Write = out.Goto, out.Write
-	res.Reruns = max(int(out.Attempt)-1, 0)
+	res.Reruns = max(int(out.Attempt)-1, 0) + lostWithHost
 	switch {
 	case out.Error != "" && cause != nil:
 		return res, cause

@@ -289,7 +289,13 @@ func (it *interp) ensurePinned(ctx workflow.Context) error {
 // onHost runs an activity on the run's host, pinning it first, and
 // re-pinning it when the host stopped taking its tasks. arg makes the
 // activity's input: for the host, or (shared) for any worker.
-func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name string, arg func(shared bool) any, out any) error {
+//
+// lost, if not nil, counts the attempts lost with a host: an activity
+// whose retry waited past the host timeout, having heartbeated (it ran).
+// The re-pinned activity starts again at Temporal's attempt 1, so the
+// step's record adds them (a step lost before its first heartbeat, about
+// a second in, is not counted).
+func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name string, arg func(shared bool) any, out any, lost *int) error {
 	for {
 		if err := it.ensurePinned(ctx); err != nil {
 			return err
@@ -306,6 +312,9 @@ func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name
 		if err != nil && errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START && ctx.Err() == nil {
 			if it.host == host {
 				it.host = "" // lost: the next turn pins the run again
+			}
+			if lost != nil && te.HasLastHeartbeatDetails() {
+				*lost++
 			}
 			continue
 		}

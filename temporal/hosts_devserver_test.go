@@ -67,6 +67,44 @@ func namespaced(t *testing.T) []string {
 func TestDevServerThreeHosts(t *testing.T) {
 	pre := namespaced(t)
 	c := newCluster(t)
+	threeHosts(t, pre, c, "")
+}
+
+// TestDevServerThreeHostsS3 is TestDevServerThreeHosts on the store a user
+// with three machines has (docs/temporal.md "Three machines, exactly"): an
+// S3 bucket on a real S3 server (versitygw), the credentials in the
+// environment of the client and each worker. No directory is shared: each
+// worker has a tmpfs over the local store directory too, and the runs
+// write nothing there.
+func TestDevServerThreeHostsS3(t *testing.T) {
+	pre := namespaced(t)
+	c := newCluster(t)
+	srv := startS3Server(t)
+	// The flagship's go test builds with go's own build cache, read before
+	// useCredentials gives the test a HOME of its own (a cold cache there
+	// takes minutes).
+	t.Setenv("GOCACHE", strings.TrimSpace(string(must(exec.Command("go", "env", "GOCACHE").Output()))))
+	srv.useCredentials(t)
+	local := c.blobs
+	c.blobs = srv.storeURL("three-hosts")
+	threeHosts(t, pre, c, local)
+	if fi, _ := os.ReadDir(local); len(fi) != 0 {
+		t.Errorf("the local store directory was written: %v", fi)
+	}
+	blobs := 0
+	for _, k := range srv.objects(t, "three-hosts/") {
+		if validName(filepath.Base(k)) == nil {
+			blobs++
+		}
+	}
+	if blobs < 10 {
+		t.Errorf("the bucket holds %d blobs; want the runs' board chunks, plans and workspaces", blobs)
+	}
+}
+
+// threeHosts runs the three plans on three namespaced workers sharing c's
+// store; hide, if not "", is a directory each worker gets a tmpfs over.
+func threeHosts(t *testing.T, pre []string, c *cluster, hide string) {
 	t.Setenv("RUNNER_TEMPORAL", c.rt)
 
 	checkout := t.TempDir() // the client's: hidden from the workers
@@ -85,8 +123,13 @@ func TestDevServerThreeHosts(t *testing.T) {
 	var workers []*proc
 	for i := range 3 {
 		home := t.TempDir()
+		mounts := []string{workRoot, checkout}
+		if hide != "" {
+			mounts = append(mounts, hide)
+		}
 		args := append(append([]string{}, pre[1:]...), "sh", "-c",
-			`mount -t tmpfs tmpfs "$1" && mount -t tmpfs tmpfs "$2" && shift 2 && exec "$@"`, "sh", workRoot, checkout,
+			`for d; do [ "$d" = -- ] && break; mount -t tmpfs tmpfs "$d" || exit 1; shift; done; shift; exec "$@"`, "sh")
+		args = append(append(args, mounts...), "--",
 			c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
 			"--work-root", workRoot, "--host-id", fmt.Sprintf("host%d", i+1), "--log-format", "json")
 		env := append(os.Environ(), "HOME="+home, "GOCACHE="+gocache, "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local", "GOTELEMETRY=off")

@@ -21,10 +21,10 @@ func Register(r worker.WorkflowRegistry, wf *Workflow, acts *Activities) {
 }
 
 // WorkflowTaskBudget is how long one workflow task may run before the SDK
-// takes it for a deadlock (its default is one second). The interpreter
-// reads and writes board chunks in the blob store, and after a
-// continue-as-new reads the whole board back: on a busy host that can take
-// longer than a second without anything being wrong.
+// takes it for a deadlock (its default is one second). A continued run
+// rebuilds its whole board in the task, and a history from before
+// storeActivities reads and writes the blob store in it: on a busy host
+// that can take longer than a second without anything being wrong.
 const WorkflowTaskBudget = 30 * time.Second
 
 // NewWorker makes a worker that runs plans' workflows and steps from queue.

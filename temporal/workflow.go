@@ -155,7 +155,10 @@ func (w *Workflow) Run(ctx workflow.Context, in Input) (*Output, error) {
 	it := &interp{store: w.Store, prog: prog, opt: in.Options.withDefaults(), in: in,
 		running: map[string]Running{}, answered: map[string]bool{}}
 	if err := it.start(ctx); err != nil {
-		panic(err) // the store failed: let the task retry rather than fail the run
+		if it.io.direct {
+			panic(err) // the store failed: let the task retry rather than fail the run
+		}
+		return nil, err // the store's activities retry: this is not the store
 	}
 	if err := workflow.SetQueryHandler(ctx, ProgressName, it.progress); err != nil {
 		return nil, err
@@ -168,6 +171,7 @@ func (w *Workflow) Run(ctx workflow.Context, in Input) (*Output, error) {
 
 type interp struct {
 	store Store
+	io    storeIO // the Store, through local activities (storeact.go)
 	prog  *engine.Program
 	opt   Options
 	in    Input
@@ -200,13 +204,17 @@ type interp struct {
 // start builds the board: new, or the carried one read back from the chain.
 func (it *interp) start(ctx workflow.Context) error {
 	run := it.in.Run
-	it.led = &ledger{store: it.store}
-	if _, err := it.store.Put([]byte(run.PlanSource)); err != nil {
+	// Histories from before storeActivities read and wrote the Store in
+	// the workflow task; today's do it in local activities.
+	it.io = storeIO{acts: storeActs{store: it.store},
+		direct: workflow.GetVersion(ctx, storeActivities, workflow.DefaultVersion, 1) == workflow.DefaultVersion}
+	it.led = &ledger{io: it.io}
+	if _, err := it.io.put(ctx, []byte(run.PlanSource)); err != nil {
 		return err
 	}
 	it.ws = it.in.Workspace
 	if c := it.in.Carry; c != nil {
-		b, err := LoadBoard(it.store, c.Head)
+		b, err := it.io.loadBoard(ctx, c.Head)
 		if err != nil {
 			return err
 		}
@@ -250,7 +258,7 @@ func (it *interp) start(ctx workflow.Context) error {
 				return nil, err
 			}
 			if !it.shared {
-				err := it.onHost(ctx, readOptions, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw)
+				err := it.onHost(ctx, readOptions, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw, nil)
 				return raw, err
 			}
 		}
@@ -323,9 +331,17 @@ func (it *interp) tooLong(ctx workflow.Context) bool {
 func (it *interp) continueAsNew(ctx workflow.Context, pc int) error {
 	run := it.b.Run()
 	c := &chunk{Run: &run, Entries: it.b.Entries(), Steps: it.b.Steps(), Recordings: it.b.Recordings()}
-	head, err := putChunk(it.store, c)
+	data, err := encodeChunk(c)
 	if err != nil {
-		panic(err)
+		return err
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	head, err := it.io.put(dctx, data)
+	if err != nil {
+		if it.io.direct {
+			panic(err)
+		}
+		return err
 	}
 	recent := it.recs
 	if len(recent) > 64 {
@@ -371,9 +387,12 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 	}
 	run := it.b.Run()
 	it.led.run = &run
-	head, ferr := it.led.flush(it.b)
+	head, ferr := it.led.flush(ctx, it.b)
 	if ferr != nil {
-		panic(ferr)
+		if it.io.direct {
+			panic(ferr) // as the workflow before storeActivities did
+		}
+		return nil, ferr
 	}
 	out := &Output{Head: head, Status: status, Error: run.Error, Parts: it.parts, // run.Error as the board keeps it: masked
 		Hosts: it.hosts}
