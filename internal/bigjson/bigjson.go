@@ -26,13 +26,39 @@ func Marshal(v any) ([]byte, error) {
 	if !hasLarge(v, 0) {
 		return json.Marshal(v)
 	}
-	var e encoder
+	return Append(nil, v, 0)
+}
+
+// Append appends Marshal(v) to dst, growing it once, to its final size
+// plus room for reserve more bytes (what the caller writes after), so a
+// value with a large string is not copied again to add a prefix or a
+// suffix around it.
+func Append(dst []byte, v any, reserve int) ([]byte, error) {
+	if !hasLarge(v, 0) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		return append(grow(dst, len(b)+reserve), b...), nil
+	}
+	e := encoder{}
 	if err := e.size(v, 0); err != nil {
 		return nil, err
 	}
-	e.buf = make([]byte, 0, e.n)
+	e.buf = grow(dst, e.n+reserve)
 	e.write(v, 0)
 	return e.buf, nil
+}
+
+// grow returns dst with room for n more bytes, in a buffer of exactly
+// that size when it must move (slices.Grow would round up).
+func grow(dst []byte, n int) []byte {
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	b := make([]byte, len(dst), len(dst)+n)
+	copy(b, dst)
+	return b
 }
 
 // hasLarge reports whether v holds a large string where Marshal looks.

@@ -97,3 +97,29 @@ func TestMarshalLargeAllocatesOnce(t *testing.T) {
 		}
 	}
 }
+
+// Append puts the encoding after what dst holds, in one allocation with
+// the room asked for after it.
+func TestAppendOneAllocation(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	for _, v := range []any{big, "small"} {
+		want, _ := json.Marshal(v)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		got, err := Append([]byte(`{"output":`), v, 1)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, append([]byte(`{"output":`), want...)) {
+			t.Errorf("got %.40q", got)
+		}
+		if cap(got)-len(got) < 1 {
+			t.Errorf("no room left for the byte asked for")
+		}
+		if len(v.(string)) >= Large && float64(after.TotalAlloc-before.TotalAlloc) > 1.05*float64(len(got)) {
+			t.Errorf("appending %d bytes allocated %d", len(got), after.TotalAlloc-before.TotalAlloc)
+		}
+	}
+}
