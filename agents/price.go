@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -311,11 +312,18 @@ func RecordingCost(r board.Recording) (float64, bool) {
 	if r.Kind != KindLLM {
 		return 0, false
 	}
-	resp, err := decodeResponse(r.Response)
-	if err != nil {
+	// Only what the cost needs: decoding the whole response made a copy of
+	// the answer's text, 50 MB for a 50 MB answer, at the end of every run
+	// (issue 22).
+	var resp struct {
+		Usage   Usage   `json:"usage"`
+		Model   string  `json:"model"`
+		CostUSD float64 `json:"cost_usd"`
+	}
+	if err := json.Unmarshal(r.Response, &resp); err != nil {
 		return 0, false
 	}
-	return responseCost(resp)
+	return responseCost(&Response{Usage: resp.Usage, Model: resp.Model, CostUSD: resp.CostUSD})
 }
 
 // responseCost is RecordedUsage's rule for one answer.

@@ -402,7 +402,7 @@ func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum stri
 		return err
 	}
 	ss.posted = len(ss.Messages)
-	out, err := json.Marshal(resp)
+	out, err := encodeResponse(resp)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/bigjson"
 )
 
 // Step statuses, as expressions and blackboard.json see them.
@@ -198,31 +199,35 @@ func withTimedOut(m map[string]any, res Result) map[string]any {
 // encodeResult is the `result` object saved for a step: the type's fields
 // and `output`.
 func encodeResult(res Result) (json.RawMessage, error) {
-	out, err := json.Marshal(res.Output)
+	// The output is encoded straight into the result's buffer, sized once
+	// (bigjson): a model's answer of tens of megabytes was encoded by
+	// json.Marshal (about four times its size allocated) and then copied
+	// behind the prefix (issue 22).
+	const timedOut = `,"timed_out":true`
+	var fields []byte
+	if res.Fields != nil {
+		var err error
+		if fields, err = json.Marshal(res.Fields); err != nil {
+			return nil, fmt.Errorf("encoding result: %w", err)
+		}
+		if len(fields) < 2 || fields[0] != '{' {
+			return nil, fmt.Errorf("result fields must encode as a JSON object, got %.40s", fields)
+		}
+	}
+	buf, err := bigjson.Append([]byte(`{"output":`), res.Output, len(timedOut)+len(fields)+1)
 	if err != nil {
 		return nil, fmt.Errorf("encoding output: %w", err)
 	}
 	if res.Fields == nil {
-		buf := append([]byte(`{"output":`), out...)
 		if res.TimedOut {
-			buf = append(buf, `,"timed_out":true`...)
+			buf = append(buf, timedOut...)
 		}
 		return append(buf, '}'), nil
 	}
-	fields, err := json.Marshal(res.Fields)
-	if err != nil {
-		return nil, fmt.Errorf("encoding result: %w", err)
-	}
-	if len(fields) < 2 || fields[0] != '{' {
-		return nil, fmt.Errorf("result fields must encode as a JSON object, got %.40s", fields)
-	}
-	// Splice "output" in as the first member rather than decoding and
+	// Splice the fields in after "output" rather than decoding and
 	// encoding again: this runs once per step.
-	buf := make([]byte, 0, len(fields)+len(out)+32)
-	buf = append(buf, `{"output":`...)
-	buf = append(buf, out...)
-	if res.TimedOut && !bytes.Contains(fields, []byte(`"timed_out":true`)) {
-		buf = append(buf, `,"timed_out":true`...)
+	if res.TimedOut && !bytes.Contains(fields, []byte(timedOut[1:])) {
+		buf = append(buf, timedOut...)
 	}
 	if len(fields) > 2 {
 		buf = append(buf, ',')

@@ -1,0 +1,255 @@
+package plans
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	"gopkg.in/yaml.v3"
+)
+
+// jsonDepthLimit bounds the nesting the JSON reader follows (it recurses);
+// a deeper file is left to the YAML parser, which has its own limits.
+const jsonDepthLimit = 1000
+
+// jsonNodes reads src, a responses file written as JSON, into the same
+// node tree yaml.v3 would build (tags, positions, styles), so the checks
+// and messages of ParseResponses apply unchanged. It exists for memory:
+// yaml.v3 builds a scalar by appending byte by byte, allocating about six
+// times a 50 MiB answer while reading it (issue 22). Here the file's bytes
+// become the text of its strings without a copy: a string without escapes
+// is a slice of src, viewed as a string. src must not be changed after
+// this call (LoadResponsesFile reads it fresh and drops it).
+//
+// ok is false when src is not exactly one valid JSON value, or is not
+// valid UTF-8: the caller then parses it as YAML, which reports what is
+// wrong and where; the JSON reader itself never reports an error.
+func jsonNodes(src []byte) (doc *yaml.Node, ok bool) {
+	if len(src) == 0 || !utf8.Valid(src) {
+		return nil, false
+	}
+	j := &jsonReader{src: src, text: unsafe.String(&src[0], len(src)), line: 1}
+	j.space()
+	root, ok := j.value(0)
+	if !ok {
+		return nil, false
+	}
+	j.space()
+	if j.off != len(src) {
+		return nil, false
+	}
+	return &yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: root.Column, Content: []*yaml.Node{root}}, true
+}
+
+type jsonReader struct {
+	src  []byte
+	text string // src viewed as a string: its substrings are the node values
+	off  int
+	// Positions: the line (from 1), the offset where it starts, and the
+	// last offset on it whose column (in characters) is known, so a long
+	// line is counted once, not once per node.
+	line, lineStart, colOff, col int
+}
+
+func (j *jsonReader) space() {
+	for j.off < len(j.src) {
+		switch j.src[j.off] {
+		case '\n':
+			j.line++
+			j.lineStart = j.off + 1
+			j.colOff, j.col = j.lineStart, 0
+		case ' ', '\t', '\r':
+		default:
+			return
+		}
+		j.off++
+	}
+}
+
+// pos is the line and column (from 1, in characters) of j.off.
+func (j *jsonReader) pos() (int, int) {
+	if j.colOff < j.lineStart {
+		j.colOff, j.col = j.lineStart, 0
+	}
+	j.col += utf8.RuneCount(j.src[j.colOff:j.off])
+	j.colOff = j.off
+	return j.line, j.col + 1
+}
+
+func (j *jsonReader) value(depth int) (*yaml.Node, bool) {
+	if j.off >= len(j.src) || depth > jsonDepthLimit {
+		return nil, false
+	}
+	line, col := j.pos()
+	n := &yaml.Node{Line: line, Column: col}
+	switch c := j.src[j.off]; {
+	case c == '{':
+		n.Kind, n.Tag, n.Style = yaml.MappingNode, "!!map", yaml.FlowStyle
+		j.off++
+		j.space()
+		if j.off < len(j.src) && j.src[j.off] == '}' {
+			j.off++
+			return n, true
+		}
+		for {
+			j.space()
+			if j.off >= len(j.src) || j.src[j.off] != '"' {
+				return nil, false
+			}
+			k, ok := j.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			j.space()
+			if j.off >= len(j.src) || j.src[j.off] != ':' {
+				return nil, false
+			}
+			j.off++
+			j.space()
+			v, ok := j.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			n.Content = append(n.Content, k, v)
+			if more, ok := j.next('}'); !more {
+				return n, ok
+			}
+		}
+	case c == '[':
+		n.Kind, n.Tag, n.Style = yaml.SequenceNode, "!!seq", yaml.FlowStyle
+		j.off++
+		j.space()
+		if j.off < len(j.src) && j.src[j.off] == ']' {
+			j.off++
+			return n, true
+		}
+		for {
+			j.space()
+			v, ok := j.value(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			n.Content = append(n.Content, v)
+			if more, ok := j.next(']'); !more {
+				return n, ok
+			}
+		}
+	case c == '"':
+		s, ok := j.str()
+		if !ok {
+			return nil, false
+		}
+		n.Kind, n.Tag, n.Style, n.Value = yaml.ScalarNode, "!!str", yaml.DoubleQuotedStyle, s
+		return n, true
+	default:
+		start := j.off
+		for j.off < len(j.src) && !isJSONDelim(j.src[j.off]) {
+			j.off++
+		}
+		word := j.text[start:j.off]
+		n.Kind, n.Value = yaml.ScalarNode, word
+		switch {
+		case word == "true" || word == "false":
+			n.Tag = "!!bool"
+		case word == "null":
+			n.Tag = "!!null"
+		case isJSONNumber(word):
+			n.Tag = "!!float"
+			if _, err := strconv.ParseInt(word, 10, 64); err == nil {
+				n.Tag = "!!int"
+			}
+		default:
+			return nil, false
+		}
+		return n, true
+	}
+}
+
+// next reads what follows a member: ',' (more), the closing bracket (the
+// end, ok) or anything else (the end, not ok).
+func (j *jsonReader) next(closer byte) (more, ok bool) {
+	j.space()
+	if j.off >= len(j.src) {
+		return false, false
+	}
+	c := j.src[j.off]
+	j.off++
+	return c == ',', c == closer
+}
+
+// str reads a JSON string at j.off. Without escapes (the usual case, and
+// the case of a large answer) its text is a substring of the file, not a
+// copy; with them, encoding/json decodes the literal.
+func (j *jsonReader) str() (string, bool) {
+	start := j.off
+	j.off++
+	escaped := false
+	for j.off < len(j.src) {
+		switch c := j.src[j.off]; {
+		case c == '"':
+			j.off++
+			if !escaped {
+				return j.text[start+1 : j.off-1], true
+			}
+			var s string
+			if json.Unmarshal(j.src[start:j.off], &s) != nil {
+				return "", false
+			}
+			return s, true
+		case c == '\\':
+			escaped = true
+			j.off += 2
+		case c < 0x20:
+			return "", false
+		default:
+			j.off++
+		}
+	}
+	return "", false
+}
+
+func isJSONDelim(c byte) bool {
+	switch c {
+	case ',', ']', '}', ':', ' ', '\t', '\r', '\n', '"', '[', '{':
+		return true
+	}
+	return false
+}
+
+// isJSONNumber reports whether s is a number as JSON writes it.
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		st := i
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+		return i - st
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
