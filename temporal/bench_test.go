@@ -16,6 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/steps"
+	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
 )
 
@@ -24,11 +28,18 @@ import (
 //
 //	go test -run TestBenchStepOverhead -bench-temporal -v ./
 //	go test -run TestBenchConcurrentRuns -bench-temporal -bench-runs 1000 -v ./
+//	go test ./ -timeout 60m -run TestBenchConcurrentRuns -bench-temporal -bench-runs 1000 -bench-workers 3 -bench-inprocess -v
+//
+// (Flags for the test after the package, or all before it: the go command
+// hands everything from its first unknown flag on to the test binary,
+// whose flag parsing stops at a package name.)
 var (
 	benchTemporal = flag.Bool("bench-temporal", false, "run the Temporal benchmarks (dev server, loopback)")
 	benchRuns     = flag.Int("bench-runs", 1000, "concurrent runs for TestBenchConcurrentRuns")
 	benchVisits   = flag.Int("bench-visits", 200, "loop visits for TestBenchStepOverhead")
 	benchServer   = flag.String("bench-server-flags", "", "more `temporal server start-dev` flags for the benchmarks, space-separated")
+	benchWorkers  = flag.Int("bench-workers", 4, "`runner-temporal worker` processes for TestBenchConcurrentRuns")
+	benchInProc   = flag.Bool("bench-inprocess", false, "TestBenchConcurrentRuns: first run the same runs in process, as the baseline")
 )
 
 func loopPlan(visits int) string {
@@ -97,15 +108,16 @@ func TestBenchStepOverhead(t *testing.T) {
 }
 
 // Many runs at once: N runs of a 10-step plan started together on one dev
-// server with 4 workers; throughput and run latency (start to result).
+// server with -bench-workers workers; throughput, run latency (start to
+// result), and the CPU time and peak memory of the server and each
+// worker. With -bench-inprocess the same N runs first run in this process
+// (benchInProcess), the baseline.
 func TestBenchConcurrentRuns(t *testing.T) {
 	if !*benchTemporal {
 		t.Skip("a benchmark: -bench-temporal")
 	}
-	c := newCluster(t, strings.Fields(*benchServer)...)
-	var workers []*proc
-	for i := 0; i < 4; i++ {
-		workers = append(workers, c.worker(t))
+	if *benchWorkers < 1 {
+		t.Fatalf("-bench-workers %d: want 1 or more", *benchWorkers)
 	}
 	var b strings.Builder
 	b.WriteString("version: 1\nsteps:\n")
@@ -113,13 +125,30 @@ func TestBenchConcurrentRuns(t *testing.T) {
 		fmt.Fprintf(&b, "  - {label: s%d, type: command, run: \"echo %d\"}\n", i, i)
 	}
 	src := b.String()
+	n := *benchRuns
+	if *benchInProc {
+		benchInProcess(t, src, n)
+	}
+	c := newCluster(t, strings.Fields(*benchServer)...)
+	var workers []*proc
+	for i := 0; i < *benchWorkers; i++ {
+		workers = append(workers, c.worker(t))
+	}
+	// The runs' plan file, which each run's workspace carries to the
+	// worker it is pinned to (the default; runs on Temporal, as
+	// `runner-temporal run` starts them).
+	planFile := writePlan(t, c.work, src)
 	store := DirStore{Dir: c.blobs}
 	tc, err := client.Dial(client.Options{HostPort: c.srv.hostPort, Logger: quietLogger(), DataConverter: DataConverter(store, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	n := *benchRuns
+	// A bound on a broken benchmark (a run that never ends), not a
+	// measure: ten seconds a run and ten minutes more (a 100-run set took
+	// over 7 minutes at a load average of 50 on the 2-core VM).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*10*time.Second+10*time.Minute)
+	defer cancel()
 	lat := make([]time.Duration, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -132,19 +161,20 @@ func TestBenchConcurrentRuns(t *testing.T) {
 			defer wg.Done()
 			t0 := time.Now()
 			run := newRun(t, src, c.work)
+			run.PlanPath = planFile
 			var we client.WorkflowRun
 			var err error
 			// A busy server may time a start out; the id makes a retry safe.
 			for try := 0; try < 5; try++ {
-				if we, err = Start(context.Background(), tc, store, run, StartOptions{TaskQueue: c.queue}); err == nil || !transient(err) {
+				if we, err = Start(ctx, tc, store, run, StartOptions{TaskQueue: c.queue}); err == nil || !transient(err) {
 					break
 				}
 			}
 			if err == nil {
 				var out Output
-				err = OutputOf(we.Get(context.Background(), &out), &out)
+				err = OutputOf(we.Get(ctx, &out), &out)
 				for try := 0; err != nil && transient(err) && try < 10; try++ {
-					err = OutputOf(tc.GetWorkflow(context.Background(), we.GetID(), "").Get(context.Background(), &out), &out)
+					err = OutputOf(tc.GetWorkflow(ctx, we.GetID(), "").Get(ctx, &out), &out)
 				}
 				if err == nil && out.Status != "succeeded" {
 					err = fmt.Errorf("run %s", out.Status)
@@ -159,17 +189,111 @@ func TestBenchConcurrentRuns(t *testing.T) {
 	req := serverRequests(t, c.srv.metrics)
 	for _, err := range errs {
 		if err != nil {
+			for i, p := range workers {
+				t.Logf("worker %d:\n%s", i+1, p.out)
+			}
 			t.Fatal(err)
 		}
 	}
+	w := len(workers)
+	t.Logf("on Temporal: %d runs of 10 steps, %d workers: %s", n, w, latencies(lat, wall))
+	t.Logf("CPU during the runs (user+system): dev server %s, %d workers %s (%s), client (this test process) %s; %.2f of %d cores busy",
+		cpu.server.Round(10*time.Millisecond), w, cpu.workerSum().Round(10*time.Millisecond), cpu.workerList(), cpu.client.Round(10*time.Millisecond),
+		(cpu.server+cpu.workerSum()+cpu.client).Seconds()/wall.Seconds(), runtime.NumCPU())
+	var rss []string
+	for _, p := range workers {
+		rss = append(rss, peakRSS(p.cmd.Process.Pid))
+	}
+	t.Logf("peak resident memory: dev server %s, workers %s", peakRSS(c.srv.cmd.Process.Pid), strings.Join(rss, " "))
+	t.Logf("per step: %s", perStep(req0, req, 10*n))
+}
+
+// benchInProcess is the baseline of TestBenchConcurrentRuns: the same n
+// runs of the same plan, all started at once in this one process, each
+// as `runner run` runs a plan (the root engine, a board saved to its own
+// blackboard.json with a journal beside it). In process rather than n
+// `runner run` processes because the Temporal side starts no process per
+// run either (its runs are started by this process and run by long-lived
+// workers): n process starts would measure Go's start-up, not the engine.
+// Each step's command is a process on both sides.
+func benchInProcess(t *testing.T, src string, n int) {
+	prog, err := engine.Compile("plan.yaml", []byte(src), steps.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lat := make([]time.Duration, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	cpu0 := procCPU(t, os.Getpid())
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t0 := time.Now()
+			errs[i] = func() error {
+				work := filepath.Join(dir, strconv.Itoa(i))
+				if err := os.Mkdir(work, 0o755); err != nil {
+					return err
+				}
+				run := newRun(t, src, work)
+				b, err := board.Create(filepath.Join(work, "blackboard.json"), run, board.Options{})
+				if err != nil {
+					return err
+				}
+				defer b.Close()
+				r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: work, Vars: run.Vars}
+				if err := r.Run(context.Background()); err != nil {
+					return err
+				}
+				if st := b.Run().Status; st != board.StatusSucceeded {
+					return fmt.Errorf("run %s", st)
+				}
+				return b.Save()
+			}()
+			lat[i] = time.Since(t0)
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	cpu := procCPU(t, os.Getpid()) - cpu0
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("in process: %d runs of 10 steps: %s", n, latencies(lat, wall))
+	t.Logf("in process: CPU during the runs (user+system, this process) %s; %.2f of %d cores busy; peak resident memory %s",
+		cpu.Round(10*time.Millisecond), cpu.Seconds()/wall.Seconds(), runtime.NumCPU(), peakRSS(os.Getpid()))
+}
+
+// latencies sorts lat and says wall time, throughput and run latency.
+func latencies(lat []time.Duration, wall time.Duration) string {
+	n := len(lat)
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration { return lat[int(p*float64(n-1))].Round(time.Millisecond) }
-	t.Logf("%d runs of 10 steps, 4 workers: %s wall, %.1f runs/s, %.0f steps/s; run latency p50 %s, p99 %s, max %s",
-		n, wall.Round(time.Millisecond), float64(n)/wall.Seconds(), float64(10*n)/wall.Seconds(), pct(0.5), pct(0.99), lat[n-1].Round(time.Millisecond))
-	t.Logf("CPU during the runs (user+system): dev server %s, 4 workers %s (%s), client (this test process) %s; %.2f of %d cores busy",
-		cpu.server.Round(10*time.Millisecond), cpu.workerSum().Round(10*time.Millisecond), cpu.workerList(), cpu.client.Round(10*time.Millisecond),
-		(cpu.server+cpu.workerSum()+cpu.client).Seconds()/wall.Seconds(), runtime.NumCPU())
-	t.Logf("per step: %s", perStep(req0, req, 10*n))
+	return fmt.Sprintf("%s wall, %.1f runs/s, %.0f steps/s; run latency p50 %s, p99 %s, max %s",
+		wall.Round(time.Millisecond), float64(n)/wall.Seconds(), float64(10*n)/wall.Seconds(), pct(0.5), pct(0.99), lat[n-1].Round(time.Millisecond))
+}
+
+// peakRSS is a process's peak resident memory so far (VmHWM in
+// /proc/PID/status), or "?" when it cannot be read.
+func peakRSS(pid int) string {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			if err != nil {
+				return "?"
+			}
+			return fmt.Sprintf("%.0f MB", float64(kb)/1024)
+		}
+	}
+	return "?"
 }
 
 // serverRequests counts the dev server's requests so far from its
