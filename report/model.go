@@ -39,17 +39,22 @@ type view struct {
 	Timeline  []row
 	Steps     []*stepView // every visit, in saved order
 	Tree      []*stepView // the visits not run by another, each with its children (group.go)
-	NeverRan  []string
-	Keys      []keyView
-	Sections  []sectionView
-	Conflicts []board.Entry
-	Topics    []kv
-	Generated string
-	Resumed   bool
-	Waiting   []waitView
-	Live      *Live
-	Seq       int // the board's entries when the page was made
-	Running   []runningView
+	// The timeline's rows and the steps in runs of chunk (see chunkSize):
+	// one run, unwrapped, for a short page.
+	TimelineChunks [][]row
+	TreeChunks     [][]*stepView
+	Chunked        bool
+	NeverRan       []string
+	Keys           []keyView
+	Sections       []sectionView
+	Conflicts      []board.Entry
+	Topics         []kv
+	Generated      string
+	Resumed        bool
+	Waiting        []waitView
+	Live           *Live
+	Seq            int // the board's entries when the page was made
+	Running        []runningView
 }
 
 // runningView is a step visit running as the live page is made.
@@ -271,6 +276,8 @@ func build(b *board.Board, opt Options) *view {
 	v.Timeline = timeline(v.Steps, byParent)
 	v.Tree = tree(v.Steps)
 	dedupTexts(v.Tree, map[string]*textView{}, new(int))
+	v.TimelineChunks, v.TreeChunks = chunks(v.Timeline), chunks(v.Tree)
+	v.Chunked = len(v.TimelineChunks) > 1 || len(v.TreeChunks) > 1
 	if len(v.Steps) > 500 {
 		// A long run: closed sections cost the browser no layout.
 		for _, s := range v.Steps {
@@ -888,4 +895,25 @@ func listing(entries []entryView) string {
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// chunkSize is how many timeline rows or steps a long page wraps in one
+// box that the browser lays out only near the screen (content-visibility).
+// While the page loads, the browser lays the page out again and again as
+// the parser adds to it; with 10,000 siblings in one box each of those
+// layouts walks all of them, with boxes of 100 only the box being filled
+// and the hundred boxes.
+const chunkSize = 100
+
+func chunks[T any](all []T) [][]T {
+	if len(all) <= 2*chunkSize {
+		return [][]T{all}
+	}
+	var out [][]T
+	for len(all) > 0 {
+		n := min(chunkSize, len(all))
+		out = append(out, all[:n])
+		all = all[n:]
+	}
+	return out
 }
