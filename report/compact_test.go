@@ -117,3 +117,39 @@ func TestReportCompactBodies(t *testing.T) {
 		}
 	}
 }
+
+// A long page's timeline rows and steps come in boxes of chunkSize, which
+// the browser lays out only near the screen; every visit is in one box,
+// in order, and a short page has no boxes.
+func TestReportLongPageInBoxes(t *testing.T) {
+	for _, n := range []int{10, 250} {
+		var steps []board.StepRecord
+		for i := 1; i <= n; i++ {
+			steps = append(steps, step("s", i, "", "succeeded", i*10, 5, `{"output":"ok"}`))
+		}
+		out := render(t, board.Run{ID: "r"}, steps, nil)
+		tl := out[strings.Index(out, `id="timeline"`):strings.Index(out, "<h2>Steps</h2>")]
+		st := out[strings.Index(out, `<div id="steps">`):strings.Index(out, "<h2>Board</h2>")]
+		want := 0
+		if n > 2*chunkSize {
+			want = (n + chunkSize - 1) / chunkSize
+		}
+		if got := strings.Count(tl, `<div class="chunk">`); got != want {
+			t.Errorf("%d steps: %d boxes in the timeline, want %d", n, got, want)
+		}
+		if got := strings.Count(st, `<div class="chunk">`); got != want {
+			t.Errorf("%d steps: %d boxes of steps, want %d", n, got, want)
+		}
+		last := -1
+		for i := 1; i <= n; i++ {
+			id := fmt.Sprintf(`id="step-s-%d"`, i)
+			if strings.Count(st, id) != 1 || strings.Count(tl, fmt.Sprintf(`href="#step-s-%d"`, i)) != 1 {
+				t.Fatalf("%d steps: visit %d not once in the steps and the timeline", n, i)
+			}
+			if at := strings.Index(st, id); at < last {
+				t.Fatalf("%d steps: visit %d out of order", n, i)
+			}
+			last = strings.Index(st, id)
+		}
+	}
+}
