@@ -14,8 +14,17 @@ import (
 
 type Node struct {
 	ID, Text string
-	Children []Node // a parallel group
+	Children []Node // a block's steps: a parallel group's, a sequence's, a callee's
+	Kind     string // a block's kind (Kind*); "" : a step
+	Each     bool   // for_each: the step or block runs once per item
 }
+
+// The kinds of block.
+const (
+	KindParallel = "parallel"
+	KindSequence = "sequence"
+	KindCall     = "call"
+)
 
 type Edge struct {
 	From, To, Label string
@@ -65,46 +74,21 @@ func NodeText(n *engine.Node) string {
 	return text
 }
 
-// Build lays a plan out: steps top to bottom, groups as boxes whose
-// children each get the edge in and the edge out (fan-out, fan-in), and
-// branch cases as labelled edges to their targets; a case that jumps back
-// up is a back edge.
+// Build lays a plan out: steps top to bottom; a block (a parallel group,
+// a sequence, a sub-plan call, any of them under for_each) as a box
+// holding its steps, drawn the same way at any depth; edges come into a
+// block at the steps it starts with and leave from those it ends with
+// (a group's children: fan-out, fan-in; a sequence's or a call's first
+// and last step); `needs` inside a group are edges between its children;
+// branch cases are labelled dashed edges to their targets, and a case
+// that jumps back up is a back edge.
 func Build(prog *engine.Program) *Graph {
 	g := &Graph{}
 	pos := map[string]int{}
 	for i, n := range prog.Steps {
 		pos[n.Label] = i
 	}
-	// ins and outs are where edges into and out of a step attach: a
-	// group's children.
-	// A call (type: plan) is a box holding the callee's steps in order:
-	// edges come in at its first and leave from its last.
-	callee := func(n *engine.Node, i int) string { return n.Label + "__" + n.Sub.Steps[i].Label }
-	ins := func(n *engine.Node) []string {
-		if n.Sub != nil && len(n.Sub.Steps) > 0 {
-			return []string{callee(n, 0)}
-		}
-		return nil
-	}
-	ends := func(n *engine.Node) []string {
-		if n.Sub != nil && len(n.Sub.Steps) > 0 {
-			return []string{callee(n, len(n.Sub.Steps)-1)}
-		}
-		if n.Children == nil {
-			return []string{n.Label}
-		}
-		var out []string
-		for _, c := range n.Children {
-			out = append(out, c.Label)
-		}
-		return out
-	}
-	link := func(from []string, to string, e Edge) {
-		for _, f := range from {
-			e.From, e.To = f, to
-			g.Edges = append(g.Edges, e)
-		}
-	}
+	b := &builder{g: g}
 	// Terminals get upper-case ids: labels are lower case, and Mermaid
 	// reads a node called `end` as the end of a subgraph.
 	g.Nodes = append(g.Nodes, Node{ID: "START", Text: "start"})
@@ -112,49 +96,31 @@ func Build(prog *engine.Program) *Graph {
 	usedEnd, usedFail := false, false
 	var jumps []Edge
 	for i, n := range prog.Steps {
-		gn := Node{ID: n.Label, Text: NodeText(n)}
-		for _, c := range n.Children {
-			gn.Children = append(gn.Children, Node{ID: c.Label, Text: NodeText(c)})
-		}
-		if n.Sub != nil {
-			gn.Text += "\n▣ runs " + n.Call.Path
-			for j, c := range n.Sub.Steps {
-				gn.Children = append(gn.Children, Node{ID: callee(n, j), Text: n.Label + "/" + NodeText(c)})
-				if j > 0 {
-					g.Edges = append(g.Edges, Edge{From: callee(n, j-1), To: callee(n, j)})
-				}
-			}
-		}
+		gn, ins, outs := b.node(n, "")
 		g.Nodes = append(g.Nodes, gn)
-		into := ends(n)
-		if in := ins(n); in != nil {
-			into = in
+		for _, to := range ins {
+			b.link(prev, to, Edge{})
 		}
-		for _, to := range into {
-			link(prev, to, Edge{})
-		}
-		prev = ends(n)
-		if b, ok := n.Impl.(engine.Brancher); ok {
+		prev = outs
+		if br, ok := n.Impl.(engine.Brancher); ok {
 			hasDefault := false
-			for _, br := range b.Branches() {
-				label := br.When
+			for _, c := range br.Branches() {
+				label := c.When
 				if label == "" {
 					label, hasDefault = "otherwise", true
 				}
-				j, known := pos[br.To]
+				j, known := pos[c.To]
 				back := known && j <= i
-				for _, to := range targets(prog, br.To) {
-					jumps = append(jumps, Edge{From: n.Label, To: to, Label: label, Dashed: true, Back: back})
-				}
-				usedEnd = usedEnd || br.To == "end"
-				usedFail = usedFail || br.To == "fail"
+				jumps = append(jumps, Edge{From: n.Label, To: c.To, Label: label, Dashed: true, Back: back})
+				usedEnd = usedEnd || c.To == "end"
+				usedFail = usedFail || c.To == "fail"
 			}
 			if hasDefault {
 				prev = nil // no fall-through
 			}
 		}
 		if i == len(prog.Steps)-1 && len(prev) > 0 {
-			link(prev, "END", Edge{})
+			b.link(prev, "END", Edge{})
 			usedEnd = true
 		}
 	}
@@ -162,7 +128,15 @@ func Build(prog *engine.Program) *Graph {
 	// plan's order.
 	for _, back := range []bool{false, true} {
 		for _, e := range jumps {
-			if e.Back == back {
+			if e.Back != back {
+				continue
+			}
+			// A jump lands where edges into its target's box attach (a
+			// group's children, a sequence's first step), known once all
+			// boxes are laid out.
+			for _, to := range b.targets(prog, e.To) {
+				e := e
+				e.To = to
 				g.Edges = append(g.Edges, e)
 			}
 		}
@@ -176,14 +150,122 @@ func Build(prog *engine.Program) *Graph {
 	return g
 }
 
-// targets are the boxes a jump to label lands on: a group's children.
-func targets(prog *engine.Program, label string) []string {
-	if n := prog.Node(label); n != nil && n.Children != nil {
-		var out []string
+type builder struct {
+	g *Graph
+	// ins are where edges into a step's box attach, by the step's id (a
+	// jump to a group lands on them).
+	ins map[string][]string
+}
+
+func (b *builder) link(from []string, to string, e Edge) {
+	for _, f := range from {
+		e.From, e.To = f, to
+		b.g.Edges = append(b.g.Edges, e)
+	}
+}
+
+// node lays out step n (its id prefixed by the calls it is inside) and
+// says where edges into it attach (ins) and leave from (outs).
+func (b *builder) node(n *engine.Node, prefix string) (gn Node, ins, outs []string) {
+	id := prefix + n.Label
+	gn = Node{ID: id, Text: NodeText(n)}
+	if n.Sub != nil {
+		gn.Text += "\n▣ runs " + n.Call.Path
+	}
+	if n.ForEach != nil {
+		gn.Each = true
+	}
+	if prefix != "" {
+		// A callee's step (at any depth in its plan) says whose it is, as
+		// the run labels it: CALL/LABEL.
+		gn.Text = strings.ReplaceAll(strings.TrimSuffix(prefix, "__"), "__", "/") + "/" + gn.Text
+	}
+	switch {
+	case n.Children != nil:
+		gn.Kind = KindParallel
+		// needs make the group a DAG: a child starts from those it needs,
+		// and only the children nothing in the group needs end it.
+		needed := map[string]bool{}
 		for _, c := range n.Children {
-			out = append(out, c.Label)
+			for _, l := range c.Needs {
+				needed[l] = true
+			}
 		}
-		return out
+		childOuts := map[string][]string{}
+		childIns := map[string][]string{}
+		for _, c := range n.Children {
+			cn, ci, co := b.node(c, prefix)
+			gn.Children = append(gn.Children, cn)
+			childIns[c.Label], childOuts[c.Label] = ci, co
+			if len(c.Needs) == 0 {
+				ins = append(ins, ci...)
+			}
+			if !needed[c.Label] {
+				outs = append(outs, co...)
+			}
+		}
+		for _, c := range n.Children {
+			for _, l := range c.Needs {
+				for _, to := range childIns[c.Label] {
+					b.link(childOuts[l], to, Edge{Label: "needs"})
+				}
+			}
+		}
+	case n.Seq != nil:
+		gn.Kind = KindSequence
+		gn.Text = sequenceText(n) // its steps are drawn inside it, not listed
+		ins, outs = b.chain(&gn, n.Seq, prefix)
+	case n.Sub != nil && len(n.Sub.Steps) > 0:
+		gn.Kind = KindCall
+		ins, outs = b.chain(&gn, n.Sub.Steps, id+"__")
+	default:
+		ins, outs = []string{id}, []string{id}
+	}
+	if b.ins == nil {
+		b.ins = map[string][]string{}
+	}
+	b.ins[id] = ins
+	return gn, ins, outs
+}
+
+// chain lays steps out in order inside box gn (a sequence's, a callee's).
+func (b *builder) chain(gn *Node, steps []*engine.Node, prefix string) (ins, outs []string) {
+	for j, c := range steps {
+		cn, ci, co := b.node(c, prefix)
+		gn.Children = append(gn.Children, cn)
+		if j == 0 {
+			ins = ci
+		} else {
+			for _, to := range ci {
+				b.link(outs, to, Edge{})
+			}
+		}
+		outs = co
+	}
+	return ins, outs
+}
+
+// sequenceText is a sequence box's title: NodeText without the list of
+// its steps (they are drawn inside it).
+func sequenceText(n *engine.Node) string {
+	lines := strings.Split(NodeText(n), "\n")
+	out := lines[:1]
+	for _, l := range lines[1:] {
+		if len(l) > 0 && l[0] >= '0' && l[0] <= '9' {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// targets are the boxes a jump to label lands on: where edges into its
+// box attach (a group's children, a sequence's first step).
+func (b *builder) targets(prog *engine.Program, label string) []string {
+	if n := prog.Node(label); n != nil {
+		if in := b.ins[label]; len(in) > 0 {
+			return in
+		}
 	}
 	return []string{terminal(label)}
 }
@@ -197,22 +279,43 @@ func terminal(to string) string {
 
 func IsTerminal(id string) bool { return id == "START" || id == "END" || id == "FAIL" }
 
+// mermaidWords are the words a Mermaid flowchart reads as its own where a
+// node id can stand; a step so labelled gets the id L_label (labels are
+// lower case, so no other step has it).
+var mermaidWords = map[string]bool{"graph": true, "flowchart": true, "subgraph": true, "end": true,
+	"style": true, "classdef": true, "class": true, "click": true, "linkstyle": true, "direction": true,
+	"call": true, "href": true, "callback": true, "default": true, "interpolate": true}
+
 func (g *Graph) Mermaid(w io.Writer) {
 	fmt.Fprintln(w, "flowchart TD")
 	q := func(s string) string { return `"` + strings.NewReplacer(`"`, "#quot;", "\n", "<br/>").Replace(s) + `"` }
-	for _, n := range g.Nodes {
+	id := func(s string) string {
+		if mermaidWords[s] {
+			return "L_" + s
+		}
+		return s
+	}
+	var each []string
+	var node func(n Node, indent string)
+	node = func(n Node, indent string) {
 		switch {
 		case n.Children != nil:
-			fmt.Fprintf(w, "  subgraph %s[%s]\n", n.ID, q(n.Text))
+			fmt.Fprintf(w, "%ssubgraph %s[%s]\n", indent, id(n.ID), q(n.Text))
 			for _, c := range n.Children {
-				fmt.Fprintf(w, "    %s[%s]\n", c.ID, q(c.Text))
+				node(c, indent+"  ")
 			}
-			fmt.Fprintln(w, "  end")
+			fmt.Fprintf(w, "%send\n", indent)
 		case IsTerminal(n.ID):
-			fmt.Fprintf(w, "  %s((%s))\n", n.ID, n.Text)
+			fmt.Fprintf(w, "%s%s((%s))\n", indent, n.ID, n.Text)
 		default:
-			fmt.Fprintf(w, "  %s[%s]\n", n.ID, q(n.Text))
+			fmt.Fprintf(w, "%s%s[%s]\n", indent, id(n.ID), q(n.Text))
 		}
+		if n.Each {
+			each = append(each, n.ID)
+		}
+	}
+	for _, n := range g.Nodes {
+		node(n, "  ")
 	}
 	for _, e := range g.Edges {
 		arrow := "-->"
@@ -220,10 +323,15 @@ func (g *Graph) Mermaid(w io.Writer) {
 			arrow = "-.->"
 		}
 		if e.Label != "" {
-			fmt.Fprintf(w, "  %s %s|%s| %s\n", e.From, arrow, q(e.Label), e.To)
+			fmt.Fprintf(w, "  %s %s|%s| %s\n", id(e.From), arrow, q(e.Label), id(e.To))
 		} else {
-			fmt.Fprintf(w, "  %s %s %s\n", e.From, arrow, e.To)
+			fmt.Fprintf(w, "  %s %s %s\n", id(e.From), arrow, id(e.To))
 		}
+	}
+	// A for_each step or block, which fans out into one run per item: a
+	// double-weight dashed border, besides the ⇉ line in its text.
+	for _, e := range each {
+		fmt.Fprintf(w, "  style %s stroke-width:3px,stroke-dasharray:6 3\n", id(e))
 	}
 }
 
@@ -231,20 +339,40 @@ func (g *Graph) DOT(w io.Writer) {
 	q := func(s string) string {
 		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
 	}
+	// A step may be called node, edge or graph, which DOT reads as
+	// keywords: such ids are quoted (labels are [a-z][a-z0-9_]*, valid
+	// ids otherwise).
+	id := func(s string) string {
+		switch strings.ToLower(strings.TrimPrefix(s, "cluster_")) {
+		case "node", "edge", "graph", "digraph", "subgraph", "strict":
+			return q(s)
+		}
+		return s
+	}
 	fmt.Fprintln(w, "digraph plan {\n  rankdir=TB;\n  node [shape=box];")
-	for _, n := range g.Nodes {
+	var node func(n Node, indent string)
+	node = func(n Node, indent string) {
 		switch {
 		case n.Children != nil:
-			fmt.Fprintf(w, "  subgraph cluster_%s {\n    label=%s;\n", n.ID, q(n.Text))
-			for _, c := range n.Children {
-				fmt.Fprintf(w, "    %s [label=%s];\n", c.ID, q(c.Text))
+			fmt.Fprintf(w, "%ssubgraph %s {\n%s  label=%s;\n", indent, id("cluster_"+n.ID), indent, q(n.Text))
+			if n.Each {
+				// One run per item: a dashed, bold frame.
+				fmt.Fprintf(w, "%s  style=\"dashed,bold\";\n", indent)
 			}
-			fmt.Fprintln(w, "  }")
+			for _, c := range n.Children {
+				node(c, indent+"  ")
+			}
+			fmt.Fprintf(w, "%s}\n", indent)
 		case IsTerminal(n.ID):
-			fmt.Fprintf(w, "  %s [shape=circle, label=%s];\n", n.ID, q(n.Text))
+			fmt.Fprintf(w, "%s%s [shape=circle, label=%s];\n", indent, n.ID, q(n.Text))
+		case n.Each:
+			fmt.Fprintf(w, "%s%s [label=%s, style=\"dashed,bold\"];\n", indent, id(n.ID), q(n.Text))
 		default:
-			fmt.Fprintf(w, "  %s [label=%s];\n", n.ID, q(n.Text))
+			fmt.Fprintf(w, "%s%s [label=%s];\n", indent, id(n.ID), q(n.Text))
 		}
+	}
+	for _, n := range g.Nodes {
+		node(n, "  ")
 	}
 	for _, e := range g.Edges {
 		attrs := []string{}
@@ -257,7 +385,7 @@ func (g *Graph) DOT(w io.Writer) {
 		if e.Back {
 			attrs = append(attrs, "constraint=false")
 		}
-		fmt.Fprintf(w, "  %s -> %s", e.From, e.To)
+		fmt.Fprintf(w, "  %s -> %s", id(e.From), id(e.To))
 		if len(attrs) > 0 {
 			fmt.Fprintf(w, " [%s]", strings.Join(attrs, ", "))
 		}

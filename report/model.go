@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/planrunner/runner/agents"
@@ -38,17 +39,22 @@ type view struct {
 	Timeline  []row
 	Steps     []*stepView // every visit, in saved order
 	Tree      []*stepView // the visits not run by another, each with its children (group.go)
-	NeverRan  []string
-	Keys      []keyView
-	Sections  []sectionView
-	Conflicts []board.Entry
-	Topics    []kv
-	Generated string
-	Resumed   bool
-	Waiting   []waitView
-	Live      *Live
-	Seq       int // the board's entries when the page was made
-	Running   []runningView
+	// The timeline's rows and the steps in runs of chunk (see chunkSize):
+	// one run, unwrapped, for a short page.
+	TimelineChunks [][]row
+	TreeChunks     [][]*stepView
+	Chunked        bool
+	NeverRan       []string
+	Keys           []keyView
+	Sections       []sectionView
+	Conflicts      []board.Entry
+	Topics         []kv
+	Generated      string
+	Resumed        bool
+	Waiting        []waitView
+	Live           *Live
+	Seq            int // the board's entries when the page was made
+	Running        []runningView
 }
 
 // runningView is a step visit running as the live page is made.
@@ -103,26 +109,38 @@ type stepView struct {
 }
 
 type callView struct {
-	Call         int
-	Agent        string
-	Model        string
-	System       string
-	Messages     []messageView
-	Answer       string
-	ToolCalls    []toolCallView
-	Usage        string
-	FinishReason string
-	Cost         float64 // recorded, else at the model's price
-	HasCost      bool    // false: neither is known
+	Call      int
+	Agent     string
+	Model     string
+	System    string
+	Messages  []messageView
+	Answer    string
+	ToolCalls []toolCallView
+	// How System and Answer are shown (see dedupTexts).
+	SystemV, AnswerV *textView
+	Usage            string
+	FinishReason     string
+	Cost             float64 // recorded, else at the model's price
+	HasCost          bool    // false: neither is known
 }
 
 type messageView struct {
 	Role, Content string
+	ContentV      *textView // how Content is shown (see dedupTexts)
 	ToolCalls     []toolCallView
 	IsError       bool
 }
 
 type toolCallView struct{ Name, Args string }
+
+// textView is a model call's system prompt, message or answer as the page
+// shows it: the text itself (with an ID when later calls point to it), or,
+// for a long text already shown, a link to where it is (Ref).
+type textView struct {
+	Text, ID     string
+	Ref, RefName string
+	Len          int
+}
 
 type fileView struct {
 	Path, Op       string
@@ -161,7 +179,16 @@ type keyView struct {
 type sectionView struct {
 	Name    string
 	Entries []entryView
+	// Listing is a long section's entries as aligned text lines, written
+	// instead of a table (see listingMin); "" : a table.
+	Listing string
 }
+
+// listingMin is the number of entries from which a board section is
+// written as one block of text lines rather than a table: a run of 10,000
+// steps logs 10,000 entries, and a table row costs the browser nine
+// elements where a line costs none. The section starts closed either way.
+const listingMin = 200
 
 type entryView struct {
 	Seq                                 int64
@@ -169,6 +196,7 @@ type entryView struct {
 	Version                             int64
 	Content                             string
 	Deleted                             bool
+	Block                               bool // shown as a block (<pre>), not a line
 }
 
 // build turns a board into what the page shows.
@@ -247,6 +275,9 @@ func build(b *board.Board, opt Options) *view {
 	}
 	v.Timeline = timeline(v.Steps, byParent)
 	v.Tree = tree(v.Steps)
+	dedupTexts(v.Tree, map[string]*textView{}, new(int))
+	v.TimelineChunks, v.TreeChunks = chunks(v.Timeline), chunks(v.Tree)
+	v.Chunked = len(v.TimelineChunks) > 1 || len(v.TreeChunks) > 1
 	if len(v.Steps) > 500 {
 		// A long run: closed sections cost the browser no layout.
 		for _, s := range v.Steps {
@@ -547,7 +578,9 @@ func testOf(res map[string]any) *testView {
 	t := &testView{Outcome: text(res["outcome"]), Summary: text(res["summary"])}
 	if c, ok := res["counts"].(map[string]any); ok {
 		for _, k := range []string{"total", "passed", "failed", "skipped", "errors"} {
-			t.Counts = append(t.Counts, kv{k, text(c[k])})
+			if n := text(c[k]); n != "" {
+				t.Counts = append(t.Counts, kv{k, n}) // a count the tool did not give is not shown as blank
+			}
 		}
 	}
 	list, _ := res["failures"].([]any)
@@ -685,6 +718,9 @@ func (v *view) board(b *board.Board, now time.Time) {
 	for _, e := range b.Entries() {
 		ev := entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
 			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
+		// Most entries are a word or a line: a plain cell is one element
+		// fewer per entry than a <pre> (10,000 in a long run).
+		ev.Block = len(ev.Content) > 120 || strings.ContainsAny(ev.Content, "\n\t")
 		bySection[e.Section] = append(bySection[e.Section], ev)
 		if e.Topic != "" {
 			topics[e.Topic]++
@@ -694,7 +730,11 @@ func (v *view) board(b *board.Board, now time.Time) {
 		}
 	}
 	for _, s := range sortedKeys(bySection) {
-		v.Sections = append(v.Sections, sectionView{Name: s, Entries: bySection[s]})
+		sv := sectionView{Name: s, Entries: bySection[s]}
+		if len(sv.Entries) >= listingMin {
+			sv.Listing = listing(sv.Entries)
+		}
+		v.Sections = append(v.Sections, sv)
 	}
 	for _, t := range sortedKeys(topics) {
 		v.Topics = append(v.Topics, kv{t, fmt.Sprint(topics[t])})
@@ -776,6 +816,104 @@ func Tokens(recs []board.Recording) []ModelUsage {
 	out := make([]ModelUsage, len(models))
 	for i, m := range models {
 		out[i] = ModelUsage{Model: m.Model, Calls: m.Calls, InputTokens: m.Input, OutputTokens: m.Output, CostUSD: m.Cost}
+	}
+	return out
+}
+
+// sameTextMin is the length from which a text repeated across model calls
+// (a system prompt sent with each of thousands of calls, the history an
+// agent with memory sends again each call) is written once and the other
+// calls link to it. A shorter text costs less written out than a link.
+const sameTextMin = 200
+
+// dedupTexts sets how each model call's texts are shown, walking the steps
+// in the page's order so that a text is written where it first appears
+// and later copies link back to it. The page stays searchable: each text
+// is in it once, and following the link opens the step that holds it.
+func dedupTexts(steps []*stepView, first map[string]*textView, n *int) {
+	show := func(text, what string, s *stepView, call int) *textView {
+		if text == "" {
+			return nil
+		}
+		if len(text) < sameTextMin {
+			return &textView{Text: text, Len: len(text)}
+		}
+		if f := first[text]; f != nil {
+			if f.ID == "" {
+				*n++
+				f.ID = fmt.Sprintf("text-%d", *n)
+			}
+			return &textView{Ref: f.ID, RefName: f.RefName, Len: len(text)}
+		}
+		t := &textView{Text: text, Len: len(text), RefName: fmt.Sprintf("%s of %s, call %d", what, s.Name, call)}
+		first[text] = t
+		return t
+	}
+	for _, s := range steps {
+		// A visit run again after a resume shares its calls' slice with
+		// the earlier run: copy before setting how this one shows them.
+		s.Calls = append([]callView(nil), s.Calls...)
+		for i := range s.Calls {
+			c := &s.Calls[i]
+			c.SystemV = show(c.System, "the system prompt", s, c.Call)
+			c.Messages = append([]messageView(nil), c.Messages...)
+			for j := range c.Messages {
+				m := &c.Messages[j]
+				m.ContentV = show(m.Content, "the "+m.Role+" message", s, c.Call)
+			}
+			c.AnswerV = show(c.Answer, "the answer", s, c.Call)
+		}
+		dedupTexts(s.Kids, first, n)
+	}
+}
+
+// listing writes entries as the section table's columns, one entry a
+// line; a content of several lines goes on, indented, under its entry.
+func listing(entries []entryView) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "seq\ttime\trole\tauthor\tstep\tkey\tcontent")
+	for _, e := range entries {
+		key := ""
+		if e.Key != "" {
+			key = fmt.Sprintf("%s v%d", e.Key, e.Version)
+			if e.Deleted {
+				key += " (deleted)"
+			}
+		}
+		if e.Topic != "" {
+			key = strings.TrimSpace(key + " topic " + e.Topic)
+		}
+		content := strings.ReplaceAll(e.Content, "\t", "    ") // a tab would be read as a column
+		first, rest, more := strings.Cut(content, "\n")
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.TS, e.Role, e.Author, e.Label, key, first)
+		if more {
+			// Lines without tabs end the column block: tabwriter aligns
+			// the entries either side of them on their own.
+			fmt.Fprintf(tw, "%s\n", "    "+strings.ReplaceAll(rest, "\n", "\n    "))
+		}
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// chunkSize is how many timeline rows or steps a long page wraps in one
+// box that the browser lays out only near the screen (content-visibility).
+// While the page loads, the browser lays the page out again and again as
+// the parser adds to it; with 10,000 siblings in one box each of those
+// layouts walks all of them, with boxes of 100 only the box being filled
+// and the hundred boxes.
+const chunkSize = 100
+
+func chunks[T any](all []T) [][]T {
+	if len(all) <= 2*chunkSize {
+		return [][]T{all}
+	}
+	var out [][]T
+	for len(all) > 0 {
+		n := min(chunkSize, len(all))
+		out = append(out, all[:n])
+		all = all[n:]
 	}
 	return out
 }

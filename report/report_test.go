@@ -74,10 +74,10 @@ func TestReportRunStates(t *testing.T) {
 			[]string{`id="run-status">failed</span>`, `<pre class="err" id="run-error">step last: exit status 1</pre>`,
 				`<div class="kids" data-group="checks"><div class="kid" data-label="vet"`, // children beside their group
 				// each child its own bar, on the run's scale (3 s): vet ran 20–70 ms, lint 20–50 ms
-				`<a href="#step-vet-1">vet</a><span><span class="badge succeeded">succeeded</span></span><span class="meta">50ms</span><div class="track"><span class="succeeded" style="left:0.67%;width:1.67%"></span></div></div>`,
+				`<a href="#step-vet-1">vet</a><span class="badge succeeded">succeeded</span><span class="meta">50ms</span><div class="track"><span class="succeeded" style="left:0.67%;width:1.67%"></span></div></div>`,
 				`<div class="track"><span class="tolerated" style="left:0.67%;width:1.00%"></span></div></div>`,
-				`data-label="lint" data-visit="1" data-status="failed" data-type="command"><a href="#step-lint-1">lint</a><span><span class="badge tolerated"`,
-				`<a href="#step-b-1">b</a><span><span class="badge tolerated"`,
+				`data-label="lint" data-visit="1" data-status="failed" data-type="command"><a href="#step-lint-1">lint</a><span class="badge tolerated"`,
+				`<a href="#step-b-1">b</a><span class="badge tolerated"`,
 				`data-label="last" data-visit="1" data-type="command" data-status="failed" open>`, "3.0s"},
 			[]string{"never-ran"}},
 		{"interrupted, never finished", board.Run{ID: "r2", Status: "running"},
