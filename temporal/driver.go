@@ -155,8 +155,9 @@ func (it *interp) stepContext(c wctx) context.Context {
 // BeforeTop continues as new at a top-level step boundary when the
 // history grows large.
 func (it *interp) BeforeTop(c wctx, pc int) error {
+	it.topPC = pc
 	if it.tooLong(c.ctx) {
-		return it.continueAsNew(c.ctx, pc)
+		return it.continueAsNew(c.ctx, pc, false)
 	}
 	return nil
 }
@@ -170,6 +171,7 @@ func (it *interp) Visiting(label, parent string, visit int) {
 func (it *interp) Visited(label string, visit int) {
 	key := visitKey(label, visit)
 	delete(it.running, key)
+	delete(it.inflight, label)
 	for i, k := range it.order {
 		if k == key {
 			it.order = append(it.order[:i], it.order[i+1:]...)

@@ -106,6 +106,9 @@ type Carry struct {
 	Host      string `json:",omitempty"`
 	Workspace string `json:",omitempty"`
 	Hosts     []Pin  `json:",omitempty"`
+	// Mid: the part begins inside the step at PC, a for_each stopped
+	// between items (fanout.go): its recorded items are not run again.
+	Mid bool `json:",omitempty"`
 }
 
 // Output is how the run ended and its final board's chain head.
@@ -195,6 +198,12 @@ type interp struct {
 	hosts   []Pin
 	pinning bool
 	shared  bool // a worker with --shared-workspace took the run
+
+	// A for_each stopped between items for the next part (fanout.go).
+	topPC        int            // the top-level step under way
+	itemsCut     bool           // no item starts any more in this part
+	inflight     map[string]int // items under way: the events each will add
+	itemsStarted int            // items started in this part
 }
 
 // start builds the board: new, or the carried one read back from the chain.
@@ -274,6 +283,9 @@ func (it *interp) start(ctx workflow.Context) error {
 				return err
 			}
 		}
+		if c.Mid {
+			it.r.Continuing(it.b.Steps())
+		}
 	}
 	return nil
 }
@@ -309,6 +321,9 @@ func (it *interp) run(ctx workflow.Context) (*Output, error) {
 	if errors.As(err, &can) {
 		return nil, err
 	}
+	if errors.Is(err, engine.ErrContinued) { // a for_each stopped between items (fanout.go)
+		return nil, it.continueAsNew(ctx, it.topPC, true)
+	}
 	return it.finish(ctx, err)
 }
 
@@ -320,7 +335,7 @@ func (it *interp) tooLong(ctx workflow.Context) bool {
 
 // continueAsNew writes the whole board as one chunk (so the next part and
 // the workers read one blob, not the whole chain) and starts the next part.
-func (it *interp) continueAsNew(ctx workflow.Context, pc int) error {
+func (it *interp) continueAsNew(ctx workflow.Context, pc int, mid bool) error {
 	run := it.b.Run()
 	c := &chunk{Run: &run, Entries: it.b.Entries(), Steps: it.b.Steps(), Recordings: it.b.Recordings()}
 	head, err := putChunk(it.store, c)
@@ -334,7 +349,7 @@ func (it *interp) continueAsNew(ctx workflow.Context, pc int) error {
 	in := it.in
 	visits, total := it.r.Counts()
 	in.Carry = &Carry{Head: head, PC: pc, Visits: visits, Total: total, Parts: it.parts + 1,
-		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts}
+		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts, Mid: mid}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 
