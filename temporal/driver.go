@@ -238,6 +238,8 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		if out.Workspace != "" {
 			it.ws = out.Workspace
 		}
+	} else if it.asLocal(ctx, n) {
+		err = it.runLocal(ctx, n, in, &out) // local.go
 	} else {
 		err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
 	}

@@ -70,6 +70,9 @@ type Options struct {
 	// (default 5m; it must exceed the longest a step may queue on a busy
 	// host).
 	HostTimeout time.Duration `json:",omitempty"`
+	// LocalStepsUnder: a command step whose own timeout is at most this
+	// runs as a local activity (local.go); 0: none does.
+	LocalStepsUnder time.Duration `json:",omitempty"`
 }
 
 func (o Options) withDefaults() Options {
