@@ -239,12 +239,13 @@ func recordAll(t *testing.T) {
 		if name == "live" {
 			drive(t, c, we.GetID())
 		}
+		first := we.GetRunID() // the run's first part: Get follows a continue-as-new to the last
 		var out Output
 		if err := OutputOf(we.Get(context.Background(), &out), &out); err != nil {
 			t.Fatal(err)
 		}
 		hist := &historypb.History{}
-		it := c.GetWorkflowHistory(context.Background(), we.GetID(), we.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		it := c.GetWorkflowHistory(context.Background(), we.GetID(), first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {
