@@ -3,7 +3,6 @@ package temporal
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -174,7 +173,7 @@ steps:
 			if d := firstDiff(we, ge); d != "" {
 				t.Errorf("entries differ: %s", d)
 			}
-			t.Log(fmt.Sprintf("%d parts", parts))
+			t.Logf("%d parts", parts)
 		})
 	}
 }
