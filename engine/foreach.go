@@ -200,7 +200,10 @@ func (r *Runner) items(n *Node, visit int, vc *visitClock) ([]any, error) {
 	// counts once, with every step of a block or callee it runs (each
 	// once; a loop's further visits count as they run).
 	per := n.itemCost()
-	if max := r.Prog.Plan.Limits.MaxSteps; r.total.Load()+int64(len(list))*per > int64(max) {
+	r.mu.Lock()
+	counted := int64(len(r.done[n.Label])) * per // items a resumed or continued visit recorded already
+	r.mu.Unlock()
+	if max := r.Prog.Plan.Limits.MaxSteps; r.total.Load()-counted+int64(len(list))*per > int64(max) {
 		what := "each item is a step"
 		if per > 1 {
 			what = fmt.Sprintf("each item is %d steps: the item and the %d steps it runs, %d in all", per, per-1, int64(len(list))*per)
@@ -327,6 +330,9 @@ func eachResult(kids []*Node, errs []error) (Result, error) {
 		}
 	}
 	out := Result{Output: outputs, Fields: res}
+	if err := continued(errs); err != nil {
+		return out, err
+	}
 	var failed []error
 	var wait error
 	for _, err := range errs {

@@ -38,6 +38,11 @@ func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 	if limit <= 0 || limit > len(kids) {
 		limit = len(kids)
 	}
+	if r.doneFailed(n) && n.FailFast {
+		// A child failed in an earlier part of the run (continue.go): the
+		// ones that had not started do not start, as in one part.
+		cancel(errSiblingFailed)
+	}
 	g := n.dagOf(kids)
 	var done []bool // with needs: which children have returned (read in Await's ready)
 	if g != nil {
@@ -52,12 +57,19 @@ func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 		ch := kids[i]
 		// Checked first: a child that completed before the run was
 		// resumed is done, not canceled by a sibling's new failure.
-		if r.resumedDone(n, ch) {
+		if rec, ok := r.resumedDone(n, ch); ok {
+			errs[i] = doneErr(ch, rec)
 			return
 		}
 		if !started {
 			errs[i] = it.notStarted(cc, ch, n.Label)
 			return
+		}
+		if n.Each != nil {
+			if err := it.gateItem(cc, ch); err != nil {
+				errs[i] = err // not started: the next part starts it
+				return
+			}
 		}
 		if g != nil && len(g.needs[i]) > 0 {
 			it.d.Await(cc, func() bool {
@@ -75,7 +87,7 @@ func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 		}
 		if _, err := it.visit(cc, ch, n.Label); err != nil {
 			errs[i] = err
-			if n.FailFast && !isWaiting(err) { // a question is not a failure: siblings go on
+			if n.FailFast && !isWaiting(err) && !errors.Is(err, ErrContinued) { // a question is not a failure, nor a pause: siblings go on
 				cancel(errSiblingFailed)
 			}
 		}
@@ -104,12 +116,12 @@ func (it *interp[C]) isDone(done []bool, i int) bool { return done[i] } // calle
 
 // resumedDone reports whether child ch of n completed before the run was
 // resumed; an item's state is then taken from its record.
-func (r *Runner) resumedDone(n, ch *Node) bool {
+func (r *Runner) resumedDone(n, ch *Node) (board.StepRecord, bool) {
 	rec, ok := r.alreadyDone(n.Label, ch.Label)
 	if ok && ch.item != nil {
 		ch.item.view = r.recordView(ch, rec)
 	}
-	return ok
+	return rec, ok
 }
 
 // inOrder runs kids one after another in the given order (children it
@@ -141,7 +153,8 @@ func (it *interp[C]) inOrder(c C, n *Node, kids []*Node, order []string) []error
 	errs := make([]error, len(kids))
 	for _, ch := range sorted {
 		i := index[ch]
-		if r.resumedDone(n, ch) {
+		if rec, ok := r.resumedDone(n, ch); ok {
+			errs[i] = doneErr(ch, rec)
 			continue
 		}
 		if stop := it.stopped(c); stop != nil {
@@ -184,6 +197,9 @@ func (r *Runner) groupResult(n *Node, errs []error) (Result, error) {
 		outputs[c.localLabel()] = r.evalOf(c).get(c.localLabel())["output"]
 	}
 	res := Result{Output: outputs}
+	if err := continued(errs); err != nil {
+		return res, err
+	}
 	var failed []error
 	var wait error
 	for _, err := range errs {

@@ -205,6 +205,10 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 			res, stepErr = it.attempts(c, n, visit, &rec, vc)
 		}
 	}
+	if errors.Is(stepErr, ErrContinued) {
+		r.unvisit(n.Label) // the next part enters this visit again (continue.go)
+		return "", stepErr
+	}
 	if errors.Is(stepErr, ErrEnded) {
 		return "", stepErr // the recording ends inside: nothing of this visit is saved
 	}

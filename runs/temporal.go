@@ -96,6 +96,7 @@ type Temporal struct {
 	Blobs            string // the content-addressed store workers share
 	HeartbeatTimeout time.Duration
 	MaxHistoryEvents int
+	LocalStepsUnder  time.Duration // command steps with a timeout at most this run as local activities
 	// SharedWorkspace: every worker sees the workdir and the plan at
 	// these paths, so the plan's directory does not travel with the run;
 	// SyncBack is where the run's final workdir files are written;
@@ -134,6 +135,9 @@ func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*
 	}
 	if t.MaxHistoryEvents > 0 {
 		args = append(args, "--max-history-events", strconv.Itoa(t.MaxHistoryEvents))
+	}
+	if t.LocalStepsUnder > 0 {
+		args = append(args, "--local-steps-under", t.LocalStepsUnder.String())
 	}
 	if t.SharedWorkspace {
 		args = append(args, "--shared-workspace")

@@ -156,8 +156,9 @@ func (it *interp) stepContext(c wctx) context.Context {
 // BeforeTop continues as new at a top-level step boundary when the
 // history grows large.
 func (it *interp) BeforeTop(c wctx, pc int) error {
+	it.topPC = pc
 	if it.tooLong(c.ctx) {
-		return it.continueAsNew(c.ctx, pc)
+		return it.continueAsNew(c.ctx, pc, false)
 	}
 	return nil
 }
@@ -171,6 +172,7 @@ func (it *interp) Visiting(label, parent string, visit int) {
 func (it *interp) Visited(label string, visit int) {
 	key := visitKey(label, visit)
 	delete(it.running, key)
+	delete(it.inflight, label)
 	for i, k := range it.order {
 		if k == key {
 			it.order = append(it.order[:i], it.order[i+1:]...)
@@ -241,6 +243,8 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		if out.Workspace != "" {
 			it.ws = out.Workspace
 		}
+	} else if it.asLocal(ctx, n) {
+		err = it.runLocal(ctx, n, in, &out) // local.go
 	} else {
 		err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
 	}

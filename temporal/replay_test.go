@@ -91,6 +91,20 @@ steps:
     default: {approve: false}
   - {label: deploy, type: command, run: "echo ${{ board('jobs:next') }} ${{ steps.review.output.approve }}"}
 `,
+	// A for_each longer than the history bound (historyOptions).
+	"fan-out": `
+version: 1
+steps:
+  - {label: each, type: command, for_each: '0..59', max_concurrency: 4, run: "echo ${{ item }}"}
+  - {label: seen, type: command, run: "echo ${{ len(steps.each.outputs) }}"}
+`,
+}
+
+// historyOptions are the options a history plan is recorded with.
+var historyOptions = map[string]Options{
+	// A bound of 200 events: the for_each passes it between items, and
+	// the run continues as new there (fanout.go).
+	"fan-out": {MaxHistoryEvents: 200},
 }
 
 // drive makes the updates of the "live" history once the run waits.
@@ -218,19 +232,20 @@ func recordAll(t *testing.T) {
 		if err := os.WriteFile(run.PlanPath, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		we, err := Start(context.Background(), c, store, run, StartOptions{TaskQueue: "record"})
+		we, err := Start(context.Background(), c, store, run, StartOptions{TaskQueue: "record", Options: historyOptions[name]})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if name == "live" {
 			drive(t, c, we.GetID())
 		}
+		first := we.GetRunID() // the run's first part: Get follows a continue-as-new to the last
 		var out Output
 		if err := OutputOf(we.Get(context.Background(), &out), &out); err != nil {
 			t.Fatal(err)
 		}
 		hist := &historypb.History{}
-		it := c.GetWorkflowHistory(context.Background(), we.GetID(), we.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		it := c.GetWorkflowHistory(context.Background(), we.GetID(), first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
 			ev, err := it.Next()
 			if err != nil {

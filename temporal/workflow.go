@@ -70,6 +70,9 @@ type Options struct {
 	// (default 5m; it must exceed the longest a step may queue on a busy
 	// host).
 	HostTimeout time.Duration `json:",omitempty"`
+	// LocalStepsUnder: a command step whose own timeout is at most this
+	// runs as a local activity (local.go); 0: none does.
+	LocalStepsUnder time.Duration `json:",omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -106,6 +109,9 @@ type Carry struct {
 	Host      string `json:",omitempty"`
 	Workspace string `json:",omitempty"`
 	Hosts     []Pin  `json:",omitempty"`
+	// Mid: the part begins inside the step at PC, a for_each stopped
+	// between items (fanout.go): its recorded items are not run again.
+	Mid bool `json:",omitempty"`
 }
 
 // Output is how the run ended and its final board's chain head.
@@ -199,6 +205,12 @@ type interp struct {
 	hosts   []Pin
 	pinning bool
 	shared  bool // a worker with --shared-workspace took the run
+
+	// A for_each stopped between items for the next part (fanout.go).
+	topPC        int            // the top-level step under way
+	itemsCut     bool           // no item starts any more in this part
+	inflight     map[string]int // items under way: the events each will add
+	itemsStarted int            // items started in this part
 }
 
 // start builds the board: new, or the carried one read back from the chain.
@@ -282,6 +294,9 @@ func (it *interp) start(ctx workflow.Context) error {
 				return err
 			}
 		}
+		if c.Mid {
+			it.r.Continuing(it.b.Steps())
+		}
 	}
 	return nil
 }
@@ -317,6 +332,9 @@ func (it *interp) run(ctx workflow.Context) (*Output, error) {
 	if errors.As(err, &can) {
 		return nil, err
 	}
+	if errors.Is(err, engine.ErrContinued) { // a for_each stopped between items (fanout.go)
+		return nil, it.continueAsNew(ctx, it.topPC, true)
+	}
 	return it.finish(ctx, err)
 }
 
@@ -328,7 +346,7 @@ func (it *interp) tooLong(ctx workflow.Context) bool {
 
 // continueAsNew writes the whole board as one chunk (so the next part and
 // the workers read one blob, not the whole chain) and starts the next part.
-func (it *interp) continueAsNew(ctx workflow.Context, pc int) error {
+func (it *interp) continueAsNew(ctx workflow.Context, pc int, mid bool) error {
 	run := it.b.Run()
 	c := &chunk{Run: &run, Entries: it.b.Entries(), Steps: it.b.Steps(), Recordings: it.b.Recordings()}
 	data, err := encodeChunk(c)
@@ -350,7 +368,7 @@ func (it *interp) continueAsNew(ctx workflow.Context, pc int) error {
 	in := it.in
 	visits, total := it.r.Counts()
 	in.Carry = &Carry{Head: head, PC: pc, Visits: visits, Total: total, Parts: it.parts + 1,
-		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts}
+		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts, Mid: mid}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 

@@ -313,6 +313,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
 	fs.DurationVar(&opt.HostTimeout, "host-timeout", 0, "a step that waits this long for the host its run is pinned to pins the run to another host (default 5m)")
 	fs.IntVar(&opt.MaxHistoryEvents, "max-history-events", 0, "continue as new past this many history events (default 10000)")
+	fs.DurationVar(&opt.LocalStepsUnder, "local-steps-under", 0, "a command step whose timeout is at most this runs as a local activity, on the worker that runs the workflow (not with a pinned run; default 0: none)")
 	otlp := fs.String("otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
 	fs.String("engine", "temporal", "the engine (only temporal here)")
 	fs.String("log-format", "", "console or json")
