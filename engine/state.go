@@ -70,11 +70,23 @@ func (e *evaluator) stepsView() map[string]any {
 
 func newEvaluator(prog *Program, base map[string]any) *evaluator {
 	e := &evaluator{steps: map[string]any{}, base: base}
+	// A view is never changed once set (set replaces it), so the steps
+	// not run yet share one pending view per result type: building one
+	// map per step made starting, resuming and replaying a 100k-step plan
+	// build 100k identical maps (6% of a resume).
+	pending := map[reflect.Type]map[string]any{}
 	for _, s := range prog.Plan.AllSteps() {
 		if s.Label == "" {
 			continue
 		}
-		e.steps[s.Label] = stateView(StatusPending, nil, "", 0, 0, zeroResult(prog.Node(s.Label)))
+		z := zeroResult(prog.Node(s.Label))
+		t := reflect.TypeOf(z)
+		v, ok := pending[t]
+		if !ok {
+			v = stateView(StatusPending, nil, "", 0, 0, z)
+			pending[t] = v
+		}
+		e.steps[s.Label] = v
 	}
 	return e
 }
