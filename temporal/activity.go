@@ -68,6 +68,9 @@ type StepOutput struct {
 type Activities struct {
 	Store Store
 	Log   zerolog.Logger
+	// health asks the server whether it is up (contact.go); NewWorker and
+	// NewHostWorker set it from their client.
+	health func(context.Context) error
 	// Workdir, when set, is where steps run on this worker; else the run's.
 	Workdir string
 	// Heartbeat is how often a running step tells the server it is alive.
@@ -230,7 +233,7 @@ func lastSeq(b *board.Board) int64 {
 // activity's state, and its completion tells the server all a beat would.
 func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}, details func() []any, lost context.CancelCauseFunc) {
 	every := a.Heartbeat
-	alive := newContact(ctx, time.Now())
+	alive := newContact(ctx, time.Now(), a.health)
 	if every <= 0 {
 		every = time.Second
 	}

@@ -97,6 +97,9 @@ type WorkspaceRead struct {
 // activities of the runs pinned here.
 func NewHostWorker(c client.Client, queue string, acts *Activities, opt worker.Options) worker.Worker {
 	w := worker.New(c, HostQueue(queue, acts.HostID), opt)
+	if acts.health == nil {
+		acts.health = healthCheck(c)
+	}
 	registerActivities(w, acts)
 	return w
 }

@@ -44,8 +44,18 @@ steps:
 			Register(env, &Workflow{Store: store}, &Activities{Store: store})
 			env.SetWorkerOptions(workerOptions)
 			local, remote := 0, 0
-			env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { local++ })
-			env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) { remote++ })
+			// Steps only: the store's reads and writes are local
+			// activities of their own (storeact.go).
+			env.SetOnLocalActivityStartedListener(func(i *activity.Info, _ context.Context, _ []any) {
+				if i.ActivityType.Name == ActivityName {
+					local++
+				}
+			})
+			env.SetOnActivityStartedListener(func(i *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if i.ActivityType.Name == ActivityName {
+					remote++
+				}
+			})
 			env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir()), Options: Options{LocalStepsUnder: tt.under}})
 			var out Output
 			if err := envOutput(env, &out); err != nil {

@@ -33,6 +33,9 @@ func NewWorker(c client.Client, queue string, acts *Activities, opt worker.Optio
 		opt.DeadlockDetectionTimeout = WorkflowTaskBudget
 	}
 	w := worker.New(c, queue, opt)
+	if acts.health == nil {
+		acts.health = healthCheck(c)
+	}
 	Register(w, &Workflow{Store: acts.Store}, acts)
 	return w
 }
