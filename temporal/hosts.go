@@ -118,7 +118,10 @@ func (a *Activities) Pin(ctx context.Context, in PinInput) (*PinOutput, error) {
 	if a.HostID == "" {
 		return nil, temporal.NewNonRetryableApplicationError("this worker has no host id: it cannot take runs whose workspace travels with them", errBadInput, nil)
 	}
-	if _, _, err := a.workspace(activity.GetInfo(ctx).WorkflowExecution.ID, in.Workspace); err != nil {
+	stop := beatWhile(ctx)
+	_, _, err := a.workspace(activity.GetInfo(ctx).WorkflowExecution.ID, in.Workspace)
+	stop()
+	if err != nil {
 		return nil, err
 	}
 	return &PinOutput{Host: a.HostID}, nil
@@ -251,9 +254,13 @@ func (it *interp) pin(ctx workflow.Context, reason string) error {
 	}
 	it.pinning = true
 	defer func() { it.pinning = false }()
+	// Making the workspace may take minutes (StartToClose), but a worker
+	// that dies or is cut off while it does must not hold the run that
+	// long: Pin heartbeats, and a silent worker's pin is tried again on
+	// another (runs sat 10 minutes at pin#1 when a worker died holding it).
 	ao := workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    0,
+		HeartbeatTimeout:    it.opt.HeartbeatTimeout,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: 30 * time.Second, MaximumAttempts: 20, NonRetryableErrorTypes: []string{errBadInput}},
 		ActivityID: fmt.Sprintf("pin#%d", len(it.hosts)+1),
@@ -330,4 +337,29 @@ var readOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Minute,
 	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 		MaximumInterval: 30 * time.Second, MaximumAttempts: 20, NonRetryableErrorTypes: []string{errBadInput}},
+}
+
+// beatWhile heartbeats an activity until the returned func is called, as
+// often as its heartbeat timeout needs (none: it does nothing).
+func beatWhile(ctx context.Context) (stop func()) {
+	ht := activity.GetInfo(ctx).HeartbeatTimeout
+	if ht <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(ht / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
