@@ -434,3 +434,164 @@ steps:
 		})
 	}
 }
+
+// subPlanToolFiles writes a plan whose agent may call two sub-plan
+// tools: greet runs greet.yaml (a command step writes made.txt; its
+// outputs echo its vars) and broken runs broken.yaml (its step exits 4).
+func subPlanToolFiles(t *testing.T, dir, provider, base string) string {
+	t.Helper()
+	if provider == "openai" {
+		base += "/v1"
+	}
+	files := map[string]string{
+		"greet.yaml": `
+version: 1
+vars:
+  name:
+  count: 2
+steps:
+  - label: write
+    type: command
+    run: echo "hello ${{ vars.name }} x${{ vars.count }}" >> made.txt; echo wrote
+outputs:
+  greeting: '"hello " + vars.name'
+  count: vars.count
+  said: steps.write.output
+`,
+		"broken.yaml": `
+version: 1
+steps:
+  - {label: boom, type: command, run: echo no >&2; exit 4}
+`,
+		"plan.yaml": `
+version: 1
+tools:
+  greet:
+    description: Greets someone, in made.txt.
+    plan: greet.yaml
+  broken: {description: Always fails., plan: broken.yaml}
+agents:
+  coder:
+    provider: ` + provider + `
+    model: test-model
+    base_url: "` + base + `"
+    tools: [greet, broken]
+steps:
+  - {label: ask, type: llm, agent: coder, prompt: "Use the tools."}
+`,
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "plan.yaml")
+}
+
+// runPlanFile runs the plan file path in workdir with the model API keys.
+func runPlanFile(t *testing.T, path, workdir string, opt agents.Options) (*board.Board, error) {
+	t.Helper()
+	if opt.Getenv == nil {
+		opt.Getenv = func(k string) string {
+			return map[string]string{"OPENAI_API_KEY": "sk-step-test", "ANTHROPIC_API_KEY": "sk-ant-test"}[k]
+		}
+	}
+	opt.Sleep = func(context.Context, time.Duration) error { return nil }
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := engine.Compile(path, src, Registry())
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	set, err := agents.New(prog.Plan, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	b := board.New(board.Run{ID: "run1"})
+	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: workdir, Agents: set,
+		Sleep: func(context.Context, time.Duration) error { return nil }}
+	return b, r.Run(context.Background())
+}
+
+// TestPlanToolSubPlan: a tool that runs a sub-plan, through each
+// provider's wire format. The model is offered the callee's vars as the
+// tool's parameters (a var without a default required, each typed by
+// its default); a call runs the callee in the step's workdir (its
+// command writes made.txt) and the model gets its declared outputs as
+// {"status","outputs"}; arguments that do not match run nothing; a
+// failed callee is a failure the model sees, and the step goes on. An
+// offline replay and a --reuse --offline run give the same answer
+// without running the callee (made.txt is not written again).
+func TestPlanToolSubPlan(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			f := newWireFake(t, provider,
+				toolTurn{calls: [][2]string{{"greet", `{"name":"ada","count":3}`}, {"greet", `{"count":"three"}`}, {"broken", `{}`}}},
+				toolTurn{text: "done"})
+			dir := t.TempDir()
+			path := subPlanToolFiles(t, dir, provider, f.srv.URL)
+			b, err := runPlanFile(t, path, dir, agents.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := llmSaved(t, b, "ask")["output"]; out != "done" {
+				t.Fatalf("output = %v", out)
+			}
+			made, err := os.ReadFile(filepath.Join(dir, "made.txt"))
+			if err != nil || string(made) != "hello ada x3\n" {
+				t.Fatalf("the callee did not run once with the arguments: made.txt = %q, %v", made, err)
+			}
+			first := f.requestText(0)
+			for _, want := range []string{`"greet"`, "Greets someone, in made.txt.", `\"name\"`, `\"count\"`, `\"integer\"`, `\"required\":[\"name\"]`} {
+				want = strings.ReplaceAll(want, `\"`, `"`)
+				if !strings.Contains(first, want) {
+					t.Errorf("the model was not offered %s: %s", want, first)
+				}
+			}
+			second := f.requestText(1)
+			okAnswer, _ := json.Marshal(`{"outputs":{"count":3,"greeting":"hello ada","said":"wrote"},"status":"succeeded"}`)
+			for _, want := range []string{strings.Trim(string(okAnswer), `"`),
+				"the arguments do not match the input schema of greet", "nothing was run",
+				`{\"error\":`, "exit status 4", `\"status\":\"failed\"`} {
+				if !strings.Contains(second, want) {
+					t.Errorf("the second request lacks %s: %s", want, second)
+				}
+			}
+			kinds := map[string]int{}
+			for _, r := range b.Recordings() {
+				kinds[r.Kind]++
+			}
+			if kinds[agents.KindTool] != 2 || kinds[agents.KindLLM] != 2 { // greet and broken; the bad greet ran nothing
+				t.Errorf("recordings by kind = %v", kinds)
+			}
+
+			// Offline replay and --reuse --offline: the model is gone and
+			// the callee does not run (made.txt stays as it is).
+			f.srv.Close()
+			noNet := &http.Client{Transport: llmNoNetwork{t}}
+			rb, err := runPlanFile(t, path, dir, agents.Options{Replay: agents.FromRecordings(b.Recordings()),
+				Getenv: func(string) string { return "" }, HTTPClient: noNet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := llmSaved(t, rb, "ask")["output"]; out != "done" {
+				t.Errorf("replayed output = %v", out)
+			}
+			u := agents.NewReuse(b)
+			u.ReuseTools()
+			ub, err := runPlanFile(t, path, dir, agents.Options{Reuse: u, HTTPClient: noNet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := llmSaved(t, ub, "ask")["output"]; out != "done" {
+				t.Errorf("reused output = %v", out)
+			}
+			if again, _ := os.ReadFile(filepath.Join(dir, "made.txt")); string(again) != string(made) {
+				t.Errorf("the replay ran the callee: made.txt = %q", again)
+			}
+		})
+	}
+}
