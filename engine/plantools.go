@@ -54,6 +54,9 @@ func (p *Program) compileTools(r *plans.Reporter, reg *Registry) map[string]*Pla
 	out := map[string]*PlanTool{}
 	for _, t := range p.Plan.Tools {
 		if t.Call != nil {
+			if t.Call.Plan == nil {
+				continue // reported by the loader
+			}
 			if pt := p.compileToolPlan(r, reg, t); pt != nil {
 				out[t.Name] = pt
 			}

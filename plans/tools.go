@@ -116,10 +116,12 @@ func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 		if planN != nil {
 			if len(cmd.Content) > 0 {
 				r.At(cmd.Content[0], "%s: %s: a tool runs either a plan: or a run: command, not both", what, cmd.Content[0].Value)
+				out = append(out, t) // still a tool the agents may name
 				continue
 			}
 			if paramsN != nil {
 				r.At(paramsN, "%s: a plan tool's parameters are the called plan's vars; remove parameters:", what)
+				out = append(out, t)
 				continue
 			}
 			if path, ok := String(r, planN, what+".plan"); ok {
@@ -151,21 +153,18 @@ func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 }
 
 // loadToolPlans loads the callees of the plan's sub-plan tools, as a
-// `type: plan` step's are loaded; a tool whose callee could not be read
-// is reported and dropped.
+// `type: plan` step's are loaded. A tool whose callee could not be read
+// is reported and stays (Call.Plan nil), so the agents naming it are not
+// told it does not exist.
 func loadToolPlans(r *Reporter, p *Plan) {
-	kept := p.Tools[:0]
 	for _, t := range p.Tools {
 		if c := t.Call; c != nil {
 			c.File, c.Plan = loadCallee(r, p, c.Node, c.Path)
-			if c.Plan == nil {
-				continue
+			if c.Plan != nil {
+				joinCalleeAgents(p, c.Plan, c.File, nil, t.AgentName)
 			}
-			joinCalleeAgents(p, c.Plan, c.File, nil, t.AgentName)
 		}
-		kept = append(kept, t)
 	}
-	p.Tools = kept
 }
 
 // AgentName is the run-wide name of agent name of a sub-plan tool's

@@ -288,7 +288,12 @@ steps:
 		{"unknown field", `  grep: {description: d, run: echo, max_outptu: 3}`, "grep", `plan.yaml:4:37: unknown field "max_outptu" in tools.grep (did you mean "max_output"?)`},
 		{"bad name", `  my-tool: {description: d, run: echo}`, "grep", `tool name "my-tool" must be letters, digits and _`},
 		{"board name", `  board_read: {description: d, run: echo}`, "board_read", `tool name "board_read" is a board tool's`},
-		{"sub-plan not yet", `  rev: {description: d, plan: review.yaml}`, "rev", `tools.rev: plan: a sub-plan as a tool is not supported yet`},
+		{"sub-plan cycle", `  rev: {description: d, plan: plan.yaml}`, "rev", `plan.yaml:4:31: plan plan.yaml: calls form a cycle: plan.yaml → plan.yaml`},
+		{"sub-plan missing", `  rev: {description: d, plan: nowhere.yaml}`, "rev", `plan.yaml:4:31: plan nowhere.yaml: `},
+		{"sub-plan empty", `  rev: {description: d, plan: ""}`, "rev", `plan.yaml:4:31: tools.rev.plan is empty`},
+		{"plan and run", `  rev: {description: d, plan: x.yaml, run: echo}`, "rev", `plan.yaml:4:39: tools.rev: run: a tool runs either a plan: or a run: command, not both`},
+		{"plan and parameters", `  rev: {description: d, plan: x.yaml, parameters: {}}`, "rev", `plan.yaml:4:39: tools.rev: a plan tool's parameters are the called plan's vars`},
+		{"plan without description", `  rev: {plan: x.yaml}`, "rev", `tools.rev is missing required field "description"`},
 		{"bad timeout", `  grep: {description: d, run: echo, timeout: 5}`, "grep", `tools.grep.timeout: "5" is not a duration`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -591,6 +596,40 @@ func TestPlanToolSubPlan(t *testing.T) {
 			}
 			if again, _ := os.ReadFile(filepath.Join(dir, "made.txt")); string(again) != string(made) {
 				t.Errorf("the replay ran the callee: made.txt = %q", again)
+			}
+		})
+	}
+}
+
+// TestPlanToolSubPlanCycle: a sub-plan tool whose callee comes back to a
+// file it left, through another tool or a type: plan step, is refused
+// at load with the file and line that closes the cycle.
+func TestPlanToolSubPlanCycle(t *testing.T) {
+	tool := func(file string) string {
+		return "tools:\n  again: {description: d, plan: " + file + "}\n"
+	}
+	for _, tt := range []struct{ name, top, other, want string }{
+		{"tool to tool", tool("b.yaml"), tool("a.yaml"), "b.yaml:3:33: plan a.yaml: calls form a cycle: a.yaml → b.yaml → a.yaml"},
+		{"tool to call step", tool("b.yaml"), "", "b.yaml:5:34: plan a.yaml: calls form a cycle: a.yaml → b.yaml → a.yaml"},
+		{"call step to tool", "", tool("a.yaml"), "b.yaml:3:33: plan a.yaml: calls form a cycle: a.yaml → b.yaml → a.yaml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			steps := func(tools, callee string) string {
+				if tools != "" {
+					return "version: 1\n" + tools + "steps:\n  - {label: s, type: command, run: echo}\n"
+				}
+				return "version: 1\n\nsteps:\n  - {label: s, type: command, run: echo}\n  - {label: c, type: plan, plan: " + callee + "}\n"
+			}
+			for name, src := range map[string]string{"a.yaml": steps(tt.top, "b.yaml"), "b.yaml": steps(tt.other, "a.yaml")} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			src, _ := os.ReadFile(filepath.Join(dir, "a.yaml"))
+			_, err := engine.Compile(filepath.Join(dir, "a.yaml"), src, Registry())
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, tt.want)) {
+				t.Errorf("err = %v\nwant %s", err, tt.want)
 			}
 		})
 	}
