@@ -463,6 +463,15 @@ outputs:
   count: vars.count
   said: steps.write.output
 `,
+		"think.yaml": `
+version: 1
+agents:
+  helper: {provider: script, responses: ["the callee's own agent answered"]}
+steps:
+  - {label: think, type: llm, agent: helper, prompt: think}
+outputs:
+  thought: steps.think.output
+`,
 		"broken.yaml": `
 version: 1
 steps:
@@ -475,12 +484,13 @@ tools:
     description: Greets someone, in made.txt.
     plan: greet.yaml
   broken: {description: Always fails., plan: broken.yaml}
+  think: {description: Asks the callee's agent., plan: think.yaml}
 agents:
   coder:
     provider: ` + provider + `
     model: test-model
     base_url: "` + base + `"
-    tools: [greet, broken]
+    tools: [greet, broken, think]
 steps:
   - {label: ask, type: llm, agent: coder, prompt: "Use the tools."}
 `,
@@ -534,7 +544,7 @@ func TestPlanToolSubPlan(t *testing.T) {
 	for _, provider := range []string{"openai", "anthropic"} {
 		t.Run(provider, func(t *testing.T) {
 			f := newWireFake(t, provider,
-				toolTurn{calls: [][2]string{{"greet", `{"name":"ada","count":3}`}, {"greet", `{"count":"three"}`}, {"broken", `{}`}}},
+				toolTurn{calls: [][2]string{{"greet", `{"name":"ada","count":3}`}, {"greet", `{"count":"three"}`}, {"broken", `{}`}, {"think", `{}`}}},
 				toolTurn{text: "done"})
 			dir := t.TempDir()
 			path := subPlanToolFiles(t, dir, provider, f.srv.URL)
@@ -560,7 +570,7 @@ func TestPlanToolSubPlan(t *testing.T) {
 			okAnswer, _ := json.Marshal(`{"outputs":{"count":3,"greeting":"hello ada","said":"wrote"},"status":"succeeded"}`)
 			for _, want := range []string{strings.Trim(string(okAnswer), `"`),
 				"the arguments do not match the input schema of greet", "nothing was run",
-				`{\"error\":`, "exit status 4", `\"status\":\"failed\"`} {
+				`{\"error\":`, "exit status 4", `\"status\":\"failed\"`, `the callee's own agent answered`} {
 				if !strings.Contains(second, want) {
 					t.Errorf("the second request lacks %s: %s", want, second)
 				}
@@ -569,7 +579,7 @@ func TestPlanToolSubPlan(t *testing.T) {
 			for _, r := range b.Recordings() {
 				kinds[r.Kind]++
 			}
-			if kinds[agents.KindTool] != 2 || kinds[agents.KindLLM] != 2 { // greet and broken; the bad greet ran nothing
+			if kinds[agents.KindTool] != 3 || kinds[agents.KindLLM] != 2 { // greet, broken and think; the bad greet ran nothing
 				t.Errorf("recordings by kind = %v", kinds)
 			}
 
