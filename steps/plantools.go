@@ -116,7 +116,8 @@ func section(name, text string, lines int) string {
 }
 
 // describeTools splits an agent's tools patterns for the dry run: its MCP
-// patterns as written, and the plan's tools they name.
+// patterns as written, and the plan's tools they name (a sub-plan tool
+// with its file).
 func describeTools(p *plans.Plan, a *plans.Agent) (mcp, own []string) {
 	for _, pat := range a.Tools {
 		if !plans.PlanToolPattern(pat) {
@@ -125,6 +126,9 @@ func describeTools(p *plans.Plan, a *plans.Agent) (mcp, own []string) {
 	}
 	for _, n := range p.ToolNames() {
 		if plans.PlanToolAllowed(a.Tools, n) {
+			if t := p.Tool(n); t != nil && t.Call != nil {
+				n += " (plan " + t.Call.Path + ")" // what a call runs
+			}
 			own = append(own, n)
 		}
 	}

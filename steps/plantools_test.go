@@ -555,6 +555,14 @@ func TestPlanToolSubPlan(t *testing.T) {
 			if out := llmSaved(t, b, "ask")["output"]; out != "done" {
 				t.Fatalf("output = %v", out)
 			}
+			src, _ := os.ReadFile(path)
+			prog, err := engine.Compile(path, src, Registry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := prog.Node("ask").Impl.(engine.Describer).Describe(); !strings.Contains(d, "tools broken (plan broken.yaml), greet (plan greet.yaml), think (plan think.yaml)") {
+				t.Errorf("the dry run does not say what the tools run: %q", d)
+			}
 			made, err := os.ReadFile(filepath.Join(dir, "made.txt"))
 			if err != nil || string(made) != "hello ada x3\n" {
 				t.Fatalf("the callee did not run once with the arguments: made.txt = %q, %v", made, err)
