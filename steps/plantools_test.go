@@ -652,3 +652,37 @@ func TestPlanToolSubPlanCycle(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanToolSubPlanTimeout: a sub-plan tool's timeout stops the
+// callee's steps; the model is told, marked failed, and the step goes on.
+func TestPlanToolSubPlanTimeout(t *testing.T) {
+	f := newWireFake(t, "openai", toolTurn{calls: [][2]string{{"slow", `{}`}}}, toolTurn{text: "done"})
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"slow.yaml": "version: 1\nsteps:\n  - {label: wait, type: command, run: sleep 30}\n",
+		"plan.yaml": `
+version: 1
+tools:
+  slow: {description: Sleeps., plan: slow.yaml, timeout: 50ms}
+agents:
+  coder: {provider: openai, model: m, base_url: "` + f.srv.URL + `/v1", tools: [slow]}
+steps:
+  - {label: ask, type: llm, agent: coder, prompt: go}
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := runPlanFile(t, filepath.Join(dir, "plan.yaml"), dir, agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := llmSaved(t, b, "ask")["output"]; out != "done" {
+		t.Errorf("output = %v", out)
+	}
+	second := f.requestText(1)
+	if !strings.Contains(second, `\"status\":\"failed\"`) || !strings.Contains(second, "slow timed out after 50ms and was stopped") {
+		t.Errorf("the model was not told of the timeout: %s", second)
+	}
+}
