@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/types"
+	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/plans"
 	"gopkg.in/yaml.v3"
@@ -35,7 +36,12 @@ type PlanTool struct {
 	Parameters json.RawMessage
 	Timeout    time.Duration
 	impl       Step
+	// sub is a sub-plan tool's callee (nil: a command tool).
+	sub *Program
 }
+
+// IsPlan reports whether the tool runs a sub-plan rather than a command.
+func (t *PlanTool) IsPlan() bool { return t.sub != nil }
 
 // toolCommandType is the step type a tool's command is decoded as.
 const toolCommandType = "command"
@@ -45,13 +51,25 @@ func (p *Program) compileTools(r *plans.Reporter, reg *Registry) map[string]*Pla
 	if len(p.Plan.Tools) == 0 {
 		return nil
 	}
-	kind, ok := reg.Lookup(toolCommandType)
-	if !ok {
-		r.At(p.Plan.Tools[0].KeyNode, "tools: this runner has no %s step type to run a tool's script with", toolCommandType)
-		return nil
-	}
 	out := map[string]*PlanTool{}
 	for _, t := range p.Plan.Tools {
+		if t.Call != nil {
+			if t.Call.Plan == nil {
+				continue // reported by the loader
+			}
+			if pt := p.compileToolPlan(r, reg, t); pt != nil {
+				out[t.Name] = pt
+			}
+			continue
+		}
+		if t.Command == nil {
+			continue
+		}
+		kind, ok := reg.Lookup(toolCommandType)
+		if !ok {
+			r.At(t.KeyNode, "tools.%s: this runner has no %s step type to run a tool's script with", t.Name, toolCommandType)
+			continue
+		}
 		what := "tools." + t.Name
 		raw, props := toolSchema(r, t.Parameters, what)
 		if raw == nil {
@@ -67,6 +85,72 @@ func (p *Program) compileTools(r *plans.Reporter, reg *Registry) map[string]*Pla
 		impl := kind.Decode(d)
 		d.finish()
 		out[t.Name] = &PlanTool{Name: t.Name, Description: t.Description, Parameters: raw, Timeout: t.Timeout, impl: impl}
+	}
+	return out
+}
+
+// compileToolPlan compiles a sub-plan tool: its callee as a program of
+// its own (its agents are the run's tools/TOOL/NAME), and its parameters,
+// the JSON Schema of the callee's vars.
+func (p *Program) compileToolPlan(r *plans.Reporter, reg *Registry, t *plans.Tool) *PlanTool {
+	callee := t.Call.Plan
+	amap := map[string]string{}
+	for _, a := range callee.Agents {
+		amap[a.Name] = p.globalAgent(t.AgentName(a.Name))
+	}
+	cr := &plans.Reporter{File: callee.Path}
+	sub := compilePlan(cr, callee, reg, amap)
+	r.List = append(r.List, cr.List...)
+	n := 0
+	for _, e := range r.List {
+		if e.File == callee.Path {
+			n++
+		}
+	}
+	if n > 0 {
+		r.At(t.Call.Node, "tools.%s: plan %s has %d problem(s), listed under %s", t.Name, t.Call.Path, n, callee.Path)
+	}
+	raw, err := json.Marshal(varsSchema(callee))
+	if err != nil {
+		r.At(t.Call.Node, "tools.%s: the vars of %s make no JSON Schema: %v", t.Name, t.Call.Path, err)
+		return nil
+	}
+	return &PlanTool{Name: t.Name, Description: t.Description, Parameters: raw, Timeout: t.Timeout, sub: sub}
+}
+
+// varsSchema is the JSON Schema of a sub-plan tool's arguments: one
+// property per var of the callee, typed by its default as a `type: plan`
+// call's vars are (an int var takes integers only, a float var any
+// number); a var whose default is null takes any value and is required.
+func varsSchema(p *plans.Plan) map[string]any {
+	props := map[string]any{}
+	required := []string{}
+	for _, v := range p.Vars {
+		prop := map[string]any{}
+		switch v.Default.(type) {
+		case nil:
+			required = append(required, v.Name)
+		case string:
+			prop["type"] = "string"
+		case bool:
+			prop["type"] = "boolean"
+		case int, int64:
+			prop["type"] = "integer"
+		case float64:
+			prop["type"] = "number"
+		case []any:
+			prop["type"] = "array"
+		case map[string]any:
+			prop["type"] = "object"
+		}
+		if v.Default != nil {
+			prop["default"] = yamlJSON(v.Default)
+		}
+		props[v.Name] = prop
+	}
+	out := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		out["required"] = required
 	}
 	return out
 }
@@ -211,6 +295,9 @@ func (sc *StepContext) PlanTool(name string) *PlanTool {
 // timeout and ctx. The result is the command's (Fields a command
 // result); a non-zero exit is an error beside it.
 func (sc *StepContext) RunPlanTool(ctx context.Context, t *PlanTool, args map[string]any) (Result, error) {
+	if t.sub != nil {
+		return sc.runToolPlan(ctx, t, args)
+	}
 	vc := visitClock{}
 	if sc.clock != nil {
 		vc = *sc.clock
@@ -238,4 +325,54 @@ func (sc *StepContext) PlanTools() []*PlanTool {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// runToolPlan runs a call of sub-plan tool t: the callee runs whole as a
+// nested run over a fresh in-memory board (its records are not the
+// step's: the session records the call and its result, so a replay
+// never runs it again), in the step's workdir, with the run's agent set
+// (the callee's agents are in it as tools/TOOL/NAME) and secrets, bounded
+// by the tool's timeout and ctx (the step's, so the parent's timeout and
+// cancellation hold). The result's Fields are a *PlanResult, the
+// callee's declared outputs; a failed callee is an error.
+func (sc *StepContext) runToolPlan(ctx context.Context, t *PlanTool, args map[string]any) (Result, error) {
+	nr := &Runner{Prog: t.sub, Log: sc.Log.With().Str("tool", t.Name).Logger(), Workdir: sc.Workdir,
+		Vars: calleeVars(t.sub.Plan, args)}
+	runID := sc.RunID + "/tools/" + t.Name
+	if p := sc.runner; p != nil {
+		set, err := p.agentSet()
+		if err != nil {
+			return Result{}, err
+		}
+		nr.Agents, nr.Secrets, nr.Sleep, nr.Jitter, nr.Clock = set, p.Secrets, p.Sleep, p.Jitter, p.Clock
+	}
+	nr.Board = board.New(board.Run{ID: runID, PlanPath: t.sub.Plan.Path, PlanSHA256: t.sub.Plan.SHA256,
+		Vars: nr.Vars, Workdir: sc.Workdir, StartedAt: time.Now().UTC()})
+	ctx, cancel := context.WithTimeout(ctx, t.Timeout)
+	defer cancel()
+	if err := nr.Run(ctx); err != nil {
+		return Result{}, err
+	}
+	outputs, err := nr.outputs()
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Output: outputs, Fields: &PlanResult{Outputs: outputs}}, nil
+}
+
+// outputs evaluates the run's plan's declared outputs once it has run.
+func (r *Runner) outputs() (map[string]any, error) {
+	out := map[string]any{}
+	for _, o := range r.Prog.outputs {
+		var v any
+		err := r.eval.with(nil, nil, func(env map[string]any) (e error) {
+			v, e = o.expr.Eval(env)
+			return e
+		})
+		if err != nil {
+			return nil, fmt.Errorf("outputs.%s: %w", o.name, err)
+		}
+		out[o.name] = jsonValue(v)
+	}
+	return out, nil
 }

@@ -139,12 +139,19 @@ func (p *Program) compileCallee(r *plans.Reporter, reg *Registry, s *plans.Step)
 }
 
 // Sources are the plan files the program was compiled from, the run's
-// and every callee's, by path.
+// and every callee's (of call steps and sub-plan tools), by path.
 func (p *Program) Sources() map[string][]byte {
 	out := map[string][]byte{p.Plan.Path: p.Plan.Source}
 	for _, n := range p.nodes {
 		if n.Sub != nil {
 			for k, v := range n.Sub.Sources() {
+				out[k] = v
+			}
+		}
+	}
+	for _, t := range p.tools { // sub-plan tools' callees
+		if t.sub != nil {
+			for k, v := range t.sub.Sources() {
 				out[k] = v
 			}
 		}

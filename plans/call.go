@@ -95,46 +95,11 @@ func parseCall(r *Reporter, p *Plan, s *Step, has map[string]*yaml.Node) *Call {
 		return c
 	}
 	c.Path = path
-	c.File = path
-	if !filepath.IsAbs(path) {
-		c.File = filepath.Join(filepath.Dir(p.Path), path)
-	}
-	abs := absPath(c.File)
-	st := p.load
-	if st == nil {
-		st = &loadState{chain: []string{absPath(p.Path)}}
-	}
-	for i, f := range st.chain {
-		if f == abs {
-			names := make([]string, 0, len(st.chain)-i+1)
-			for _, g := range st.chain[i:] {
-				names = append(names, filepath.Base(g))
-			}
-			names = append(names, filepath.Base(abs))
-			r.At(pn, "plan %s: calls form a cycle: %s (a plan may not call itself, directly or through others)", path, strings.Join(names, " → "))
-			return c
-		}
-	}
-	if len(st.chain) >= MaxCallDepth {
-		r.At(pn, "plan %s: calls nest more than %d plans deep", path, MaxCallDepth)
+	c.File, c.Plan = loadCallee(r, p, pn, path)
+	callee := c.Plan
+	if callee == nil {
 		return c
 	}
-	src, err := readlimit.File(c.File, readlimit.Plan)
-	if err != nil {
-		r.At(pn, "plan %s: %v (the path is relative to %s)", path, err, filepath.Dir(absPath(p.Path)))
-		return c
-	}
-	callee, err := parse(c.File, src, &loadState{chain: append(append([]string(nil), st.chain...), abs)})
-	c.Plan = callee
-	if err != nil {
-		var list Errors
-		if !asErrors(err, &list) {
-			r.At(pn, "plan %s: %v", path, err)
-			return c
-		}
-		r.List = append(r.List, list...)
-	}
-	checkCallee(r, callee)
 	if vn, ok := has["vars"]; ok {
 		for _, f := range Fields(r, vn, "vars") {
 			if _, known := callee.VarDefault(f.Key); !known {
@@ -160,22 +125,76 @@ func parseCall(r *Reporter, p *Plan, s *Step, has map[string]*yaml.Node) *Call {
 	}
 	// The callee's own agents (those not passed) join the caller's, named
 	// under the call, so one agent set serves the whole run.
+	joinCalleeAgents(p, callee, c.File, c.Agents, func(name string) string { return c.AgentName(s.Label, name) })
+	return c
+}
+
+// joinCalleeAgents adds callee's agents (but those passed) to p's, each
+// under its run-wide name.
+func joinCalleeAgents(p, callee *Plan, file string, passed map[string]string, name func(string) string) {
 	for _, a := range callee.Agents {
-		if _, passed := c.Agents[a.Name]; passed {
+		if _, ok := passed[a.Name]; ok {
 			continue
 		}
 		cp := *a
-		cp.Name = c.AgentName(s.Label, a.Name)
+		cp.Name = name(a.Name)
 		cp.Fallback = make([]string, len(a.Fallback))
 		for i, fb := range a.Fallback {
-			cp.Fallback[i] = c.AgentName(s.Label, fb)
+			cp.Fallback[i] = name(fb)
 		}
 		if cp.ResponsesFile != "" && !filepath.IsAbs(cp.ResponsesFile) {
-			cp.ResponsesFile = filepath.Join(filepath.Dir(absPath(c.File)), cp.ResponsesFile)
+			cp.ResponsesFile = filepath.Join(filepath.Dir(absPath(file)), cp.ResponsesFile)
 		}
 		p.Agents = append(p.Agents, &cp)
 	}
-	return c
+}
+
+// loadCallee reads and checks the plan file path (as written at pn,
+// relative to p's file) that p calls, by a `type: plan` step or a tool's
+// `plan:`: a chain of calls that comes back to a file it left, or nests
+// more than MaxCallDepth deep, is refused. It gives the resolved file and
+// the callee (nil when it could not be read).
+func loadCallee(r *Reporter, p *Plan, pn *yaml.Node, path string) (string, *Plan) {
+	file := path
+	if !filepath.IsAbs(path) {
+		file = filepath.Join(filepath.Dir(p.Path), path)
+	}
+	abs := absPath(file)
+	st := p.load
+	if st == nil {
+		st = &loadState{chain: []string{absPath(p.Path)}}
+	}
+	for i, f := range st.chain {
+		if f == abs {
+			names := make([]string, 0, len(st.chain)-i+1)
+			for _, g := range st.chain[i:] {
+				names = append(names, filepath.Base(g))
+			}
+			names = append(names, filepath.Base(abs))
+			r.At(pn, "plan %s: calls form a cycle: %s (a plan may not call itself, directly or through others)", path, strings.Join(names, " → "))
+			return file, nil
+		}
+	}
+	if len(st.chain) >= MaxCallDepth {
+		r.At(pn, "plan %s: calls nest more than %d plans deep", path, MaxCallDepth)
+		return file, nil
+	}
+	src, err := readlimit.File(file, readlimit.Plan)
+	if err != nil {
+		r.At(pn, "plan %s: %v (the path is relative to %s)", path, err, filepath.Dir(absPath(p.Path)))
+		return file, nil
+	}
+	callee, err := parse(file, src, &loadState{chain: append(append([]string(nil), st.chain...), abs)})
+	if err != nil {
+		var list Errors
+		if !asErrors(err, &list) {
+			r.At(pn, "plan %s: %v", path, err)
+			return file, nil
+		}
+		r.List = append(r.List, list...)
+	}
+	checkCallee(r, callee)
+	return file, callee
 }
 
 // checkCallee refuses what a called plan may not hold: a callee runs in

@@ -113,6 +113,7 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 	if !has["steps"] && root.Kind == yaml.MappingNode {
 		r.At(root, "missing required field \"steps\"")
 	}
+	loadToolPlans(r, p)
 	checkAgentTools(r, p)
 	if p.Limits.MaxSteps == 0 {
 		p.Limits.MaxSteps = DefaultMaxSteps

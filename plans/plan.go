@@ -311,6 +311,12 @@ func (p *Plan) DropNodes() {
 	}
 	for _, t := range p.Tools {
 		t.Node, t.KeyNode, t.Parameters, t.Command = nil, nil, nil, nil
+		if t.Call != nil {
+			t.Call.Node = nil
+			if t.Call.Plan != nil {
+				t.Call.Plan.DropNodes()
+			}
+		}
 	}
 	p.runOnly = nil
 }

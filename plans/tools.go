@@ -17,6 +17,11 @@ import (
 // So a tool is written once and offered to the agents that name it,
 // exactly as an MCP server's tools are.
 
+// A tool may instead run a sub-plan (`plan: FILE`): the file is loaded
+// and checked as a `type: plan` step's callee, its typed vars are the
+// tool's parameters (those without a default required) and its declared
+// outputs the result the model gets.
+
 // Tool is a tool the plan defines.
 type Tool struct {
 	Name        string
@@ -31,8 +36,20 @@ type Tool struct {
 	// sandbox) as a mapping: the engine decodes it as a command step's,
 	// so a tool's script obeys every rule a command step's does.
 	Command *yaml.Node
+	// Call is set for a tool that runs a sub-plan (`plan:`): the callee,
+	// loaded and checked as a `type: plan` step's is (cycles refused). Its
+	// vars are the tool's parameters, its declared outputs the result.
+	Call    *ToolPlan
 	Node    *yaml.Node
 	KeyNode *yaml.Node
+}
+
+// ToolPlan is a sub-plan tool's callee.
+type ToolPlan struct {
+	Path string     // as written in `plan:`
+	File string     // resolved: relative to the caller's directory
+	Plan *Plan      // the callee (nil when it could not be read)
+	Node *yaml.Node // the `plan:` value
 }
 
 // DefaultToolTimeout bounds one call of a plan tool that sets no timeout:
@@ -41,7 +58,7 @@ type Tool struct {
 const DefaultToolTimeout = time.Minute
 
 // toolOwnFields are a tool's fields beside its command's.
-var toolOwnFields = []string{"description", "parameters", "timeout"}
+var toolOwnFields = []string{"description", "parameters", "timeout", "plan"}
 
 // ToolCommandFields are the command fields a tool may have; the engine
 // decodes them as a command step's.
@@ -66,12 +83,14 @@ func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 		}
 		cmd := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: t.nodeLine(), Column: t.nodeColumn()}
 		hasRun := false
+		var planN, paramsN *yaml.Node
 		for _, g := range Fields(r, f.Value, what) {
 			switch g.Key {
 			case "description":
 				t.Description, _ = String(r, g.Value, what+".description")
 			case "parameters":
 				t.Parameters = Resolve(g.Value)
+				paramsN = g.KeyN
 			case "timeout":
 				if d, ok := Duration(r, g.Value, what+".timeout"); ok {
 					if d == 0 {
@@ -83,7 +102,7 @@ func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 				hasRun = hasRun || g.Key == "run"
 				cmd.Content = append(cmd.Content, g.KeyN, g.Value)
 			case "plan":
-				r.At(g.KeyN, "%s: plan: a sub-plan as a tool is not supported yet (issue 24 §2); give the tool a run: command, or call the plan with a type: plan step", what)
+				planN = g.Value
 			default:
 				Unknown(r, g, what, append(append([]string(nil), toolOwnFields...), ToolCommandFields...))
 			}
@@ -93,6 +112,32 @@ func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 		}
 		if strings.TrimSpace(t.Description) == "" {
 			r.At(t.Node, "%s is missing required field \"description\" (the model reads it to know what the tool does)", what)
+		}
+		if planN != nil {
+			if len(cmd.Content) > 0 {
+				r.At(cmd.Content[0], "%s: %s: a tool runs either a plan: or a run: command, not both", what, cmd.Content[0].Value)
+				out = append(out, t) // still a tool the agents may name
+				continue
+			}
+			if paramsN != nil {
+				r.At(paramsN, "%s: a plan tool's parameters are the called plan's vars; remove parameters:", what)
+				out = append(out, t)
+				continue
+			}
+			if path, ok := String(r, planN, what+".plan"); ok {
+				if strings.TrimSpace(path) == "" {
+					r.At(planN, "%s.plan is empty; it names the plan file the tool runs, relative to this one", what)
+					continue
+				}
+				// Loaded once the whole plan is read (loadToolPlans):
+				// the callee's agents join the plan's.
+				t.Call = &ToolPlan{Path: path, Node: Resolve(planN)}
+				if t.Timeout == 0 {
+					t.Timeout = DefaultToolTimeout
+				}
+				out = append(out, t)
+			}
+			continue
 		}
 		if !hasRun {
 			r.At(t.Node, "%s is missing required field \"run\" (the shell script the tool runs; ${{ args.NAME }} gives it an argument as data)", what)
@@ -106,6 +151,26 @@ func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 	}
 	return out
 }
+
+// loadToolPlans loads the callees of the plan's sub-plan tools, as a
+// `type: plan` step's are loaded. A tool whose callee could not be read
+// is reported and stays (Call.Plan nil), so the agents naming it are not
+// told it does not exist.
+func loadToolPlans(r *Reporter, p *Plan) {
+	for _, t := range p.Tools {
+		if c := t.Call; c != nil {
+			c.File, c.Plan = loadCallee(r, p, c.Node, c.Path)
+			if c.Plan != nil {
+				joinCalleeAgents(p, c.Plan, c.File, nil, t.AgentName)
+			}
+		}
+	}
+}
+
+// AgentName is the run-wide name of agent name of a sub-plan tool's
+// callee: tools/TOOL/NAME, a name neither a plan's agent nor a call
+// step's callee agent (LABEL/NAME) can take.
+func (t *Tool) AgentName(name string) string { return "tools/" + t.Name + "/" + name }
 
 func (t *Tool) nodeLine() int {
 	if t.Node == nil {

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,11 +25,15 @@ func offerPlanTools(ctx context.Context, sc *engine.StepContext, ss *agents.Sess
 	var offer []agents.PlanTool
 	for _, name := range ss.PlanToolsAllowed(names) {
 		t := byName[name]
+		kind, run := "command", runCommandTool
+		if t.IsPlan() {
+			kind, run = "plan", runPlanTool
+		}
 		offer = append(offer, agents.PlanTool{
 			Tool: agents.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters},
-			Kind: "command",
+			Kind: kind,
 			Run: func(_ context.Context, args map[string]any) (string, bool, error) {
-				return runCommandTool(ctx, sc, t, args)
+				return run(ctx, sc, t, args)
 			},
 		})
 	}
@@ -68,6 +73,34 @@ func runCommandTool(ctx context.Context, sc *engine.StepContext, t *engine.PlanT
 	return "", false, fmt.Errorf("tool %s: %w", t.Name, err)
 }
 
+// runPlanTool runs one call of a sub-plan tool. What the model sees:
+// {"status": "succeeded", "outputs": {...}} (the callee's declared
+// outputs), or, when the callee failed or timed out, {"status":
+// "failed", "error": ...} as a failure (the step goes on: the model
+// decides what to do about it). A step that is itself stopped is an
+// error of the step.
+func runPlanTool(ctx context.Context, sc *engine.StepContext, t *engine.PlanTool, args map[string]any) (string, bool, error) {
+	res, err := sc.RunPlanTool(ctx, t, args)
+	if ctx.Err() != nil {
+		return "", false, context.Cause(ctx)
+	}
+	answer := map[string]any{"status": engine.StatusSucceeded}
+	if err != nil {
+		msg := err.Error()
+		if errors.Is(err, context.DeadlineExceeded) {
+			msg = fmt.Sprintf("%s timed out after %s and was stopped: %s", t.Name, t.Timeout, msg)
+		}
+		answer = map[string]any{"status": engine.StatusFailed, "error": msg}
+	} else if pr, ok := res.Fields.(*engine.PlanResult); ok {
+		answer["outputs"] = pr.Outputs
+	}
+	text, jerr := json.Marshal(answer)
+	if jerr != nil {
+		return "", false, fmt.Errorf("tool %s: its result cannot be given as JSON: %w", t.Name, jerr)
+	}
+	return string(text), err != nil, nil
+}
+
 // section is a stream of a failed tool's for the model: under its name,
 // its last lines only when lines > 0; nothing when it is empty.
 func section(name, text string, lines int) string {
@@ -83,7 +116,8 @@ func section(name, text string, lines int) string {
 }
 
 // describeTools splits an agent's tools patterns for the dry run: its MCP
-// patterns as written, and the plan's tools they name.
+// patterns as written, and the plan's tools they name (a sub-plan tool
+// with its file).
 func describeTools(p *plans.Plan, a *plans.Agent) (mcp, own []string) {
 	for _, pat := range a.Tools {
 		if !plans.PlanToolPattern(pat) {
@@ -92,6 +126,9 @@ func describeTools(p *plans.Plan, a *plans.Agent) (mcp, own []string) {
 	}
 	for _, n := range p.ToolNames() {
 		if plans.PlanToolAllowed(a.Tools, n) {
+			if t := p.Tool(n); t != nil && t.Call != nil {
+				n += " (plan " + t.Call.Path + ")" // what a call runs
+			}
 			own = append(own, n)
 		}
 	}

@@ -288,7 +288,12 @@ steps:
 		{"unknown field", `  grep: {description: d, run: echo, max_outptu: 3}`, "grep", `plan.yaml:4:37: unknown field "max_outptu" in tools.grep (did you mean "max_output"?)`},
 		{"bad name", `  my-tool: {description: d, run: echo}`, "grep", `tool name "my-tool" must be letters, digits and _`},
 		{"board name", `  board_read: {description: d, run: echo}`, "board_read", `tool name "board_read" is a board tool's`},
-		{"sub-plan not yet", `  rev: {description: d, plan: review.yaml}`, "rev", `tools.rev: plan: a sub-plan as a tool is not supported yet`},
+		{"sub-plan cycle", `  rev: {description: d, plan: plan.yaml}`, "rev", `plan.yaml:4:31: plan plan.yaml: calls form a cycle: plan.yaml → plan.yaml`},
+		{"sub-plan missing", `  rev: {description: d, plan: nowhere.yaml}`, "rev", `plan.yaml:4:31: plan nowhere.yaml: `},
+		{"sub-plan empty", `  rev: {description: d, plan: ""}`, "rev", `plan.yaml:4:31: tools.rev.plan is empty`},
+		{"plan and run", `  rev: {description: d, plan: x.yaml, run: echo}`, "rev", `plan.yaml:4:39: tools.rev: run: a tool runs either a plan: or a run: command, not both`},
+		{"plan and parameters", `  rev: {description: d, plan: x.yaml, parameters: {}}`, "rev", `plan.yaml:4:39: tools.rev: a plan tool's parameters are the called plan's vars`},
+		{"plan without description", `  rev: {plan: x.yaml}`, "rev", `tools.rev is missing required field "description"`},
 		{"bad timeout", `  grep: {description: d, run: echo, timeout: 5}`, "grep", `tools.grep.timeout: "5" is not a duration`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,5 +437,252 @@ steps:
 				t.Error("an argument ran a command")
 			}
 		})
+	}
+}
+
+// subPlanToolFiles writes a plan whose agent may call two sub-plan
+// tools: greet runs greet.yaml (a command step writes made.txt; its
+// outputs echo its vars) and broken runs broken.yaml (its step exits 4).
+func subPlanToolFiles(t *testing.T, dir, provider, base string) string {
+	t.Helper()
+	if provider == "openai" {
+		base += "/v1"
+	}
+	files := map[string]string{
+		"greet.yaml": `
+version: 1
+vars:
+  name:
+  count: 2
+steps:
+  - label: write
+    type: command
+    run: echo "hello ${{ vars.name }} x${{ vars.count }}" >> made.txt; echo wrote
+outputs:
+  greeting: '"hello " + vars.name'
+  count: vars.count
+  said: steps.write.output
+`,
+		"think.yaml": `
+version: 1
+agents:
+  helper: {provider: script, responses: ["the callee's own agent answered"]}
+steps:
+  - {label: think, type: llm, agent: helper, prompt: think}
+outputs:
+  thought: steps.think.output
+`,
+		"broken.yaml": `
+version: 1
+steps:
+  - {label: boom, type: command, run: echo no >&2; exit 4}
+`,
+		"plan.yaml": `
+version: 1
+tools:
+  greet:
+    description: Greets someone, in made.txt.
+    plan: greet.yaml
+  broken: {description: Always fails., plan: broken.yaml}
+  think: {description: Asks the callee's agent., plan: think.yaml}
+agents:
+  coder:
+    provider: ` + provider + `
+    model: test-model
+    base_url: "` + base + `"
+    tools: [greet, broken, think]
+steps:
+  - {label: ask, type: llm, agent: coder, prompt: "Use the tools."}
+`,
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "plan.yaml")
+}
+
+// runPlanFile runs the plan file path in workdir with the model API keys.
+func runPlanFile(t *testing.T, path, workdir string, opt agents.Options) (*board.Board, error) {
+	t.Helper()
+	if opt.Getenv == nil {
+		opt.Getenv = func(k string) string {
+			return map[string]string{"OPENAI_API_KEY": "sk-step-test", "ANTHROPIC_API_KEY": "sk-ant-test"}[k]
+		}
+	}
+	opt.Sleep = func(context.Context, time.Duration) error { return nil }
+	src, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := engine.Compile(path, src, Registry())
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	set, err := agents.New(prog.Plan, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	b := board.New(board.Run{ID: "run1"})
+	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: workdir, Agents: set,
+		Sleep: func(context.Context, time.Duration) error { return nil }}
+	return b, r.Run(context.Background())
+}
+
+// TestPlanToolSubPlan: a tool that runs a sub-plan, through each
+// provider's wire format. The model is offered the callee's vars as the
+// tool's parameters (a var without a default required, each typed by
+// its default); a call runs the callee in the step's workdir (its
+// command writes made.txt) and the model gets its declared outputs as
+// {"status","outputs"}; arguments that do not match run nothing; a
+// failed callee is a failure the model sees, and the step goes on. An
+// offline replay and a --reuse --offline run give the same answer
+// without running the callee (made.txt is not written again).
+func TestPlanToolSubPlan(t *testing.T) {
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			f := newWireFake(t, provider,
+				toolTurn{calls: [][2]string{{"greet", `{"name":"ada","count":3}`}, {"greet", `{"count":"three"}`}, {"broken", `{}`}, {"think", `{}`}}},
+				toolTurn{text: "done"})
+			dir := t.TempDir()
+			path := subPlanToolFiles(t, dir, provider, f.srv.URL)
+			b, err := runPlanFile(t, path, dir, agents.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := llmSaved(t, b, "ask")["output"]; out != "done" {
+				t.Fatalf("output = %v", out)
+			}
+			src, _ := os.ReadFile(path)
+			prog, err := engine.Compile(path, src, Registry())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := prog.Node("ask").Impl.(engine.Describer).Describe(); !strings.Contains(d, "tools broken (plan broken.yaml), greet (plan greet.yaml), think (plan think.yaml)") {
+				t.Errorf("the dry run does not say what the tools run: %q", d)
+			}
+			made, err := os.ReadFile(filepath.Join(dir, "made.txt"))
+			if err != nil || string(made) != "hello ada x3\n" {
+				t.Fatalf("the callee did not run once with the arguments: made.txt = %q, %v", made, err)
+			}
+			first := f.requestText(0)
+			for _, want := range []string{`"greet"`, "Greets someone, in made.txt.", `\"name\"`, `\"count\"`, `\"integer\"`, `\"required\":[\"name\"]`} {
+				want = strings.ReplaceAll(want, `\"`, `"`)
+				if !strings.Contains(first, want) {
+					t.Errorf("the model was not offered %s: %s", want, first)
+				}
+			}
+			second := f.requestText(1)
+			okAnswer, _ := json.Marshal(`{"outputs":{"count":3,"greeting":"hello ada","said":"wrote"},"status":"succeeded"}`)
+			for _, want := range []string{strings.Trim(string(okAnswer), `"`),
+				"the arguments do not match the input schema of greet", "nothing was run",
+				`{\"error\":`, "exit status 4", `\"status\":\"failed\"`, `the callee's own agent answered`} {
+				if !strings.Contains(second, want) {
+					t.Errorf("the second request lacks %s: %s", want, second)
+				}
+			}
+			kinds := map[string]int{}
+			for _, r := range b.Recordings() {
+				kinds[r.Kind]++
+			}
+			if kinds[agents.KindTool] != 3 || kinds[agents.KindLLM] != 2 { // greet, broken and think; the bad greet ran nothing
+				t.Errorf("recordings by kind = %v", kinds)
+			}
+
+			// Offline replay and --reuse --offline: the model is gone and
+			// the callee does not run (made.txt stays as it is).
+			f.srv.Close()
+			noNet := &http.Client{Transport: llmNoNetwork{t}}
+			rb, err := runPlanFile(t, path, dir, agents.Options{Replay: agents.FromRecordings(b.Recordings()),
+				Getenv: func(string) string { return "" }, HTTPClient: noNet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := llmSaved(t, rb, "ask")["output"]; out != "done" {
+				t.Errorf("replayed output = %v", out)
+			}
+			u := agents.NewReuse(b)
+			u.ReuseTools()
+			ub, err := runPlanFile(t, path, dir, agents.Options{Reuse: u, HTTPClient: noNet})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := llmSaved(t, ub, "ask")["output"]; out != "done" {
+				t.Errorf("reused output = %v", out)
+			}
+			if again, _ := os.ReadFile(filepath.Join(dir, "made.txt")); string(again) != string(made) {
+				t.Errorf("the replay ran the callee: made.txt = %q", again)
+			}
+		})
+	}
+}
+
+// TestPlanToolSubPlanCycle: a sub-plan tool whose callee comes back to a
+// file it left, through another tool or a type: plan step, is refused
+// at load with the file and line that closes the cycle.
+func TestPlanToolSubPlanCycle(t *testing.T) {
+	tool := func(file string) string {
+		return "tools:\n  again: {description: d, plan: " + file + "}\n"
+	}
+	for _, tt := range []struct{ name, top, other, want string }{
+		{"tool to tool", tool("b.yaml"), tool("a.yaml"), "b.yaml:3:33: plan a.yaml: calls form a cycle: a.yaml → b.yaml → a.yaml"},
+		{"tool to call step", tool("b.yaml"), "", "b.yaml:5:34: plan a.yaml: calls form a cycle: a.yaml → b.yaml → a.yaml"},
+		{"call step to tool", "", tool("a.yaml"), "b.yaml:3:33: plan a.yaml: calls form a cycle: a.yaml → b.yaml → a.yaml"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			steps := func(tools, callee string) string {
+				if tools != "" {
+					return "version: 1\n" + tools + "steps:\n  - {label: s, type: command, run: echo}\n"
+				}
+				return "version: 1\n\nsteps:\n  - {label: s, type: command, run: echo}\n  - {label: c, type: plan, plan: " + callee + "}\n"
+			}
+			for name, src := range map[string]string{"a.yaml": steps(tt.top, "b.yaml"), "b.yaml": steps(tt.other, "a.yaml")} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			src, _ := os.ReadFile(filepath.Join(dir, "a.yaml"))
+			_, err := engine.Compile(filepath.Join(dir, "a.yaml"), src, Registry())
+			if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, tt.want)) {
+				t.Errorf("err = %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlanToolSubPlanTimeout: a sub-plan tool's timeout stops the
+// callee's steps; the model is told, marked failed, and the step goes on.
+func TestPlanToolSubPlanTimeout(t *testing.T) {
+	f := newWireFake(t, "openai", toolTurn{calls: [][2]string{{"slow", `{}`}}}, toolTurn{text: "done"})
+	dir := t.TempDir()
+	for name, src := range map[string]string{
+		"slow.yaml": "version: 1\nsteps:\n  - {label: wait, type: command, run: sleep 30}\n",
+		"plan.yaml": `
+version: 1
+tools:
+  slow: {description: Sleeps., plan: slow.yaml, timeout: 50ms}
+agents:
+  coder: {provider: openai, model: m, base_url: "` + f.srv.URL + `/v1", tools: [slow]}
+steps:
+  - {label: ask, type: llm, agent: coder, prompt: go}
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := runPlanFile(t, filepath.Join(dir, "plan.yaml"), dir, agents.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := llmSaved(t, b, "ask")["output"]; out != "done" {
+		t.Errorf("output = %v", out)
+	}
+	second := f.requestText(1)
+	if !strings.Contains(second, `\"status\":\"failed\"`) || !strings.Contains(second, "slow timed out after 50ms and was stopped") {
+		t.Errorf("the model was not told of the timeout: %s", second)
 	}
 }

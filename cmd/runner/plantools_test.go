@@ -24,14 +24,21 @@ func TestPlanToolsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := false
+	found, words := false, false
 	for _, rec := range b.Recordings() {
 		if rec.Kind == "tool" && rec.Label == "count" && strings.Contains(string(rec.Response), `"text":"3\n"`) {
 			found = true
 		}
+		// count_words runs words.yaml as a tool: its outputs, as JSON.
+		if rec.Kind == "tool" && rec.Label == "count" && strings.Contains(string(rec.Response), `{\"outputs\":{\"words\":\"3\"},\"status\":\"succeeded\"}`) {
+			words = true
+		}
 	}
 	if !found {
 		t.Errorf("no recorded call of count_lines answering 3: %v", b.Recordings())
+	}
+	if !words {
+		t.Errorf("no recorded call of the sub-plan tool count_words answering 3: %v", b.Recordings())
 	}
 	if err := os.Remove(filepath.Join(wd, "notes.txt")); err != nil {
 		t.Fatal(err)
