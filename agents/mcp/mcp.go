@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -63,6 +64,8 @@ type Conn struct {
 	session *sdk.ClientSession
 	cmd     *exec.Cmd
 	stderr  *tail
+	// stderrDone is closed when the server's stderr has ended.
+	stderrDone chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -92,7 +95,22 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 		// started too (npx starts node, which may start more).
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		c.stderr = &tail{log: log.With().Str("mcp_server", srv.Name).Logger(), mask: srv.Mask}
-		cmd.Stderr = c.stderr
+		// A pipe of our own rather than exec's copying goroutine: its
+		// end tells when the server (and all it started) has let go of
+		// stderr, so the error that says it died can wait for its last
+		// words (they came after the EOF on stdout that said it died).
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("MCP server %s: %v", srv.Name, err)
+		}
+		defer pw.Close() // the server holds its own copy once started
+		c.stderrDone = make(chan struct{})
+		go func() {
+			_, _ = io.Copy(c.stderr, pr)
+			pr.Close()
+			close(c.stderrDone)
+		}()
+		cmd.Stderr = pw
 		c.cmd = cmd
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: killGrace}
 	case srv.URL != "":
@@ -107,7 +125,7 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 	s, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		c.killGroup()
-		return nil, fmt.Errorf("MCP server %s did not start: %v%s", srv.Name, err, c.lastStderr())
+		return nil, fmt.Errorf("MCP server %s did not start: %v%s", srv.Name, err, c.lastStderrAfterExit())
 	}
 	c.session = s
 	return c, nil
@@ -159,9 +177,25 @@ func (c *Conn) fail(what string, err error) error {
 	gone := errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, os.ErrClosed) || strings.Contains(err.Error(), "EOF") ||
 		strings.Contains(err.Error(), "broken pipe") || strings.Contains(err.Error(), "connection closed")
 	if gone {
-		return fmt.Errorf("%w: %s %s: %v%s", ErrServerGone, c.srv.Name, what, err, c.lastStderr())
+		return fmt.Errorf("%w: %s %s: %v%s", ErrServerGone, c.srv.Name, what, err, c.lastStderrAfterExit())
 	}
 	return err
+}
+
+// stderrWait bounds how long a dead server's error waits for the rest
+// of its stderr (something it started may hold stderr open).
+const stderrWait = 2 * time.Second
+
+// lastStderrAfterExit is lastStderr once the server's stderr has ended,
+// or stderrWait has passed.
+func (c *Conn) lastStderrAfterExit() string {
+	if c.stderrDone != nil {
+		select {
+		case <-c.stderrDone:
+		case <-time.After(stderrWait):
+		}
+	}
+	return c.lastStderr()
 }
 
 func (c *Conn) lastStderr() string {
