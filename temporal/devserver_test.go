@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -50,7 +51,10 @@ type devServer struct {
 	hostPort string
 	cmd      *exec.Cmd
 	log      *bytes.Buffer
-	extra    []string // more `start-dev` flags
+	extra    []string      // more `start-dev` flags
+	exited   chan struct{} // closed when cmd has been waited for
+	started  bool          // it came up once: clients know its port
+	logMu    sync.Mutex
 }
 
 func startDevServer(t testing.TB, extra ...string) *devServer {
@@ -62,17 +66,44 @@ func startDevServer(t testing.TB, extra ...string) *devServer {
 	return s
 }
 
+// start starts the server and waits until it answers. A port picked by
+// freePort can be taken by someone else before the server binds it (the
+// tests run in parallel, and the kernel hands out ephemeral ports too), so
+// a start that dies with "address already in use" is tried again on fresh
+// ports; only the frontend port stays once clients know it.
 func (s *devServer) start() {
+	for attempt := 1; ; attempt++ {
+		err := s.startOnce()
+		if err == nil {
+			return
+		}
+		if !strings.Contains(s.log.String(), "address already in use") || attempt == 5 {
+			s.t.Fatalf("the dev server did not come up on %s: %v\n%s", s.hostPort, err, s.log)
+		}
+		if !s.started {
+			s.port = freePort(s.t)
+			s.hostPort = fmt.Sprintf("127.0.0.1:%d", s.port)
+		} else {
+			time.Sleep(time.Second) // our own port: wait for whoever holds it
+		}
+		s.metrics = freePort(s.t)
+	}
+}
+
+func (s *devServer) startOnce() error {
 	s.log = &bytes.Buffer{}
 	s.cmd = exec.Command(s.bin, "server", "start-dev", "--headless", "--db-filename", s.db, "--ip", "127.0.0.1",
 		"--port", strconv.Itoa(s.port), "--http-port", strconv.Itoa(freePort(s.t)), "--metrics-port", strconv.Itoa(s.metrics),
 		"--log-level", "error")
 	s.cmd.Args = append(s.cmd.Args, s.extra...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	s.cmd.Stdout, s.cmd.Stderr = &lockedWriter{w: s.log, mu: &s.logMu}, &lockedWriter{w: s.log, mu: &s.logMu}
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	s.exited = exited
+	go func(cmd *exec.Cmd) { cmd.Wait(); close(exited) }(s.cmd)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		c, err := client.Dial(client.Options{HostPort: s.hostPort, Logger: quietLogger()})
@@ -80,11 +111,19 @@ func (s *devServer) start() {
 			_, err = c.CheckHealth(context.Background(), &client.CheckHealthRequest{})
 			c.Close()
 			if err == nil {
-				return
+				s.started = true
+				return nil
 			}
 		}
+		select {
+		case <-exited:
+			s.cmd = nil
+			return fmt.Errorf("it exited: %v", err)
+		default:
+		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("the dev server did not come up on %s: %v\n%s", s.hostPort, err, s.log)
+			s.stop()
+			return err
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -95,15 +134,26 @@ func (s *devServer) stop() {
 		return
 	}
 	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { s.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.exited:
 	case <-time.After(15 * time.Second):
 		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-s.exited
 	}
 	s.cmd = nil
+}
+
+// lockedWriter lets the server's stdout and stderr share one buffer that
+// the test reads while the server runs.
+type lockedWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // binaries builds runner-temporal and the default runner once per test run.
