@@ -43,6 +43,10 @@ type StepInput struct {
 	// Workspace is the run's workspace manifest when it travels with the
 	// run (hosts.go): the step runs in this host's copy of it.
 	Workspace string `json:",omitempty"`
+	// Beside says other steps of the run were running when this one was
+	// handed Head (parallel children, for_each items): a worker whose copy
+	// of the run is already past Head runs it on that copy.
+	Beside bool `json:",omitempty"`
 }
 
 // StepOutput is one attempt's outcome, everything the workflow records:
@@ -115,6 +119,9 @@ type runState struct {
 	// dirty: a step on this worker added to the board itself, so the board
 	// is ahead of the chain; the next step starts from the chain again.
 	dirty bool
+	// known are the chunks r holds (every head it has been at): a step
+	// handed one of them comes from before r's head.
+	known map[string]bool
 }
 
 // errBadInput marks a problem no retry can fix (the plan does not load).
@@ -300,7 +307,14 @@ func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*e
 
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.r != nil && st.head == in.Head {
+	if st.r != nil && (st.head == in.Head || in.Beside && st.known[in.Head]) {
+		// A step handed an earlier head than this worker's copy is at
+		// was dispatched beside steps that have finished since (parallel
+		// children and for_each items start in one order and reach
+		// their worker in another). It sees what they finished, as a
+		// step in one process sees what its siblings finished before it
+		// started; rebuilding the older board from the whole chain cost
+		// every such step the run's length (quadratic in a big for_each).
 		return st.r, nil
 	}
 	cs, met, err := readChain(a.Store, in.Head, st.head)
@@ -329,8 +343,10 @@ func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*e
 			return nil, err
 		}
 		st.r, st.reuse, st.mask = r, u, m
+		st.known = map[string]bool{}
 	}
 	for _, c := range cs {
+		st.known[c.name] = true
 		if err := c.apply(st.r.Board); err != nil {
 			return nil, err
 		}

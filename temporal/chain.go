@@ -22,6 +22,7 @@ type chunk struct {
 	Entries    []board.Entry      `json:"entries,omitempty"`
 	Steps      []board.StepRecord `json:"steps,omitempty"`
 	Recordings []board.Recording  `json:"recordings,omitempty"`
+	name       string             // its name in the Store, once read
 }
 
 func (c *chunk) empty() bool {
@@ -67,7 +68,7 @@ func getChunk(s Store, name string) (*chunk, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &chunk{}
+	c := &chunk{name: name}
 	if err := json.Unmarshal(data, c); err != nil {
 		return nil, fmt.Errorf("board chunk %s: %w", name, err)
 	}

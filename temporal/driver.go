@@ -190,6 +190,26 @@ func (it *interp) Recorded(*engine.Node) {
 	it.recs = append(it.recs, rec)
 }
 
+// beside reports whether steps other than label and the groups around it
+// are running: label's head may then be older than a worker's copy of the
+// run by the time it gets there (StepInput.Beside).
+func (it *interp) beside(label string) bool {
+	parent := make(map[string]string, len(it.running))
+	for _, r := range it.running {
+		parent[r.Label] = r.Parent
+	}
+	around := map[string]bool{label: true}
+	for l := parent[label]; l != "" && !around[l]; l = parent[l] {
+		around[l] = true
+	}
+	for _, r := range it.running {
+		if !around[r.Label] {
+			return true
+		}
+	}
+	return false
+}
+
 // activity runs one attempt on a worker, the board flushed to the store
 // first so that the worker reads what the step may read.
 func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
@@ -226,6 +246,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	if _, item, ok := n.ItemOf(); ok {
 		in.Item = item
 	}
+	in.Beside = it.beside(n.Label)
 	for _, r := range it.in.Reuse {
 		in.Reuse = append(in.Reuse, r.Blob)
 	}
