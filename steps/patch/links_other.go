@@ -30,3 +30,5 @@ func staleStaging(root *os.Root, p, name string) bool { return false }
 func (t *tree) renameAcross(old, p string) error { return t.root.Rename(old, p) }
 
 func isCrossDevice(err error) bool { return false }
+
+func processUmask() int { return -1 }

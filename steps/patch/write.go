@@ -50,6 +50,7 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	// tree could not be restored: then it is the way back.
 	drop := func() {
 		if backup != "" {
+			p.tree.forget(backup)
 			_ = p.tree.root.RemoveAll(backup)
 			removeDirs(p.tree, made)
 		}
