@@ -91,8 +91,8 @@ func (t *tree) readFast(p string, size int64) (_ []byte, ok bool, _ error) {
 	}
 }
 
-// writeFast writes data to the new file p with mode, synced.
-func (t *tree) writeFast(p string, data []byte, mode fs.FileMode) (ok bool, _ error) {
+// writeFast writes data to the new file p with mode, synced if sync.
+func (t *tree) writeFast(p string, data []byte, mode fs.FileMode, sync bool) (ok bool, _ error) {
 	d, name := split(p)
 	df, ok, err := t.dirFD(d)
 	if err != nil || !ok {
@@ -121,7 +121,7 @@ func (t *tree) writeFast(p string, data []byte, mode fs.FileMode) (ok bool, _ er
 	if err == nil && chmod {
 		err = unix.Fchmod(fd, unixMode(mode))
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = unix.Fsync(fd)
 	}
 	if cerr := unix.Close(fd); err == nil {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // tree is the directory a diff applies to. It opens one os.Root per
@@ -30,6 +31,11 @@ type tree struct {
 	// umask is the process's, read once per apply (-1: unknown), so new
 	// files whose mode it leaves whole are made with it (writeFast).
 	umask int
+	// deferSync: stageOne writes new contents without an fsync each, and
+	// syncStaged makes them durable at once before the first rename
+	// (syncfs.go); unsynced says some were.
+	deferSync bool
+	unsynced  atomic.Bool
 }
 
 // dirHandle is a directory opened as a file and its descriptor, taken
@@ -339,7 +345,16 @@ func (t *tree) mkdirAll(p string) error {
 
 // writeTemp writes data to a new file tmp with mode, synced.
 func (t *tree) writeTemp(tmp string, data []byte, mode fs.FileMode) error {
-	if ok, err := t.writeFast(tmp, data, mode); ok {
+	return t.writeNew(tmp, data, mode, true)
+}
+
+// writeNew writes data to a new file tmp with mode, synced unless sync
+// is false (then syncStaged must run before tmp is renamed anywhere).
+func (t *tree) writeNew(tmp string, data []byte, mode fs.FileMode, sync bool) error {
+	if !sync {
+		t.unsynced.Store(true)
+	}
+	if ok, err := t.writeFast(tmp, data, mode, sync); ok {
 		return err
 	}
 	r, name, err := t.at(tmp)
@@ -357,7 +372,7 @@ func (t *tree) writeTemp(tmp string, data []byte, mode fs.FileMode) error {
 	if err == nil {
 		err = f.Chmod(mode)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
