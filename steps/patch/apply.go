@@ -123,6 +123,7 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	defer t.dropStaging()
 	if !opt.Check {
 		t.cleanStale()
+		t.deferSync = haveSyncFS
 	}
 	pl := &planner{ctx: ctx, tree: t, opt: opt, detected: map[bool]int{}, stats: map[string]lstatResult{}, state: map[string]*target{}}
 	if err := pl.plan(fds); err != nil {

@@ -101,7 +101,10 @@ func writeBackup(ctx context.Context, t *tree, id string, ts []*target) (dir str
 		}
 		if d := dirOf(tg.path); d != "" && !mkdirs[d] {
 			mkdirs[d] = true
-			if err := root.MkdirAll(dir+"/"+d, 0o755); err != nil {
+			// Through the tree's directory handles, which the links
+			// below use too: MkdirAll on the Root walked the whole
+			// path, one openat per component, for every directory.
+			if err := t.mkdirAll(dir + "/" + d); err != nil {
 				return "", nil, fmt.Errorf("patch: backup: %w", err)
 			}
 		}
@@ -119,6 +122,7 @@ func writeBackup(ctx context.Context, t *tree, id string, ts []*target) (dir str
 	if err := errors.Join(errs...); err != nil {
 		// Not a backup: take it away again, with the directories made
 		// for it.
+		t.forget(dir)
 		_ = root.RemoveAll(dir)
 		removeDirs(t, made)
 		return "", nil, fmt.Errorf("patch: backup: %w", err)

@@ -19,7 +19,9 @@ func dirBudget() int { return 256 }
 // readFast and writeFast have no faster way here than os.Root.
 func (t *tree) readFast(p string, size int64) ([]byte, bool, error) { return nil, false, nil }
 
-func (t *tree) writeFast(p string, data []byte, mode fs.FileMode) (bool, error) { return false, nil }
+func (t *tree) writeFast(p string, data []byte, mode fs.FileMode, sync bool) (bool, error) {
+	return false, nil
+}
 
 // lockStaging has no lock to take here: stale staging directories are
 // not found, and stay under .runner/staging.
@@ -30,3 +32,5 @@ func staleStaging(root *os.Root, p, name string) bool { return false }
 func (t *tree) renameAcross(old, p string) error { return t.root.Rename(old, p) }
 
 func isCrossDevice(err error) bool { return false }
+
+func processUmask() int { return -1 }

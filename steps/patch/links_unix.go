@@ -36,15 +36,15 @@ func links(fi fs.FileInfo) int {
 func (t *tree) link(oldp, newp string) error {
 	od, ob := split(oldp)
 	nd, nb := split(newp)
-	of, err := t.dirFile(od)
-	if err != nil || of == nil {
+	of, ok, err := t.dirFD(od)
+	if err != nil || !ok {
 		return t.root.Link(oldp, newp)
 	}
-	nf, err := t.dirFile(nd)
-	if err != nil || nf == nil {
+	nf, ok, err := t.dirFD(nd)
+	if err != nil || !ok {
 		return t.root.Link(oldp, newp)
 	}
-	return unix.Linkat(int(of.Fd()), ob, int(nf.Fd()), nb, 0)
+	return unix.Linkat(int(of), ob, int(nf), nb, 0)
 }
 
 // The two calls below read and write a file with one openat(2) on its
@@ -57,12 +57,12 @@ func (t *tree) link(oldp, newp string) error {
 // readFast reads p (size bytes expected) without following a link.
 func (t *tree) readFast(p string, size int64) (_ []byte, ok bool, _ error) {
 	d, name := split(p)
-	df, err := t.dirFile(d)
-	if err != nil || df == nil {
+	df, ok, err := t.dirFD(d)
+	if err != nil || !ok {
 		return nil, false, nil
 	}
 	// O_NONBLOCK: a FIFO put in the file's place cannot hang the open.
-	fd, err := unix.Openat(int(df.Fd()), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := unix.Openat(int(df), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, true, &fs.PathError{Op: "open", Path: p, Err: err}
 	}
@@ -91,15 +91,22 @@ func (t *tree) readFast(p string, size int64) (_ []byte, ok bool, _ error) {
 	}
 }
 
-// writeFast writes data to the new file p with mode, synced.
-func (t *tree) writeFast(p string, data []byte, mode fs.FileMode) (ok bool, _ error) {
+// writeFast writes data to the new file p with mode, synced if sync.
+func (t *tree) writeFast(p string, data []byte, mode fs.FileMode, sync bool) (ok bool, _ error) {
 	d, name := split(p)
-	df, err := t.dirFile(d)
-	if err != nil || df == nil {
+	df, ok, err := t.dirFD(d)
+	if err != nil || !ok {
 		return false, nil
 	}
-	dfd := int(df.Fd())
-	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	dfd := int(df)
+	// Made with its mode when the umask leaves that mode whole (the usual
+	// case: 0644 or 0755 under umask 022), which spares an fchmod per
+	// file; otherwise made private and given its mode after.
+	perm, chmod := uint32(0o600), true
+	if u := unixMode(mode); u == uint32(mode.Perm()) && t.umask >= 0 && u&uint32(t.umask) == 0 {
+		perm, chmod = u, false
+	}
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return true, &fs.PathError{Op: "create", Path: p, Err: err}
 	}
@@ -111,10 +118,10 @@ func (t *tree) writeFast(p string, data []byte, mode fs.FileMode) (ok bool, _ er
 		}
 		data = data[m:]
 	}
-	if err == nil {
+	if err == nil && chmod {
 		err = unix.Fchmod(fd, unixMode(mode))
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = unix.Fsync(fd)
 	}
 	if cerr := unix.Close(fd); err == nil {
@@ -125,6 +132,41 @@ func (t *tree) writeFast(p string, data []byte, mode fs.FileMode) (ok bool, _ er
 		return true, &fs.PathError{Op: "write", Path: p, Err: err}
 	}
 	return true, nil
+}
+
+// processUmask is the process's umask as Linux reports it in
+// /proc/self/status, or -1 when it cannot be read (then every file is
+// given its mode with fchmod). It is read, not set: umask(2) sets it for
+// the whole process, and another goroutine creating a file meanwhile
+// would get the wrong mode.
+func processUmask() int {
+	fd, err := unix.Open("/proc/self/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	defer unix.Close(fd)
+	var buf [4096]byte
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || m == 0 {
+			break
+		}
+		n += m
+	}
+	_, rest, ok := strings.Cut(string(buf[:n]), "\nUmask:")
+	if !ok {
+		return -1
+	}
+	line, _, _ := strings.Cut(rest, "\n")
+	u, err := strconv.ParseUint(strings.TrimSpace(line), 8, 32)
+	if err != nil || u > 0o777 {
+		return -1
+	}
+	return int(u)
 }
 
 func unixMode(m fs.FileMode) uint32 {
@@ -183,15 +225,15 @@ func staleStaging(root *os.Root, p, name string) bool {
 func (t *tree) renameAcross(old, p string) error {
 	od, ob := split(old)
 	nd, nb := split(p)
-	of, err := t.dirFile(od)
-	if err != nil || of == nil {
+	of, ok, err := t.dirFD(od)
+	if err != nil || !ok {
 		return t.root.Rename(old, p)
 	}
-	nf, err := t.dirFile(nd)
-	if err != nil || nf == nil {
+	nf, ok, err := t.dirFD(nd)
+	if err != nil || !ok {
 		return t.root.Rename(old, p)
 	}
-	if err := unix.Renameat(int(of.Fd()), ob, int(nf.Fd()), nb); err != nil {
+	if err := unix.Renameat(int(of), ob, int(nf), nb); err != nil {
 		return &os.LinkError{Op: "rename", Old: old, New: p, Err: err}
 	}
 	return nil

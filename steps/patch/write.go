@@ -50,6 +50,7 @@ func (p *planner) write(ctx context.Context) (string, error) {
 	// tree could not be restored: then it is the way back.
 	drop := func() {
 		if backup != "" {
+			p.tree.forget(backup)
 			_ = p.tree.root.RemoveAll(backup)
 			removeDirs(p.tree, made)
 		}
@@ -61,6 +62,11 @@ func (p *planner) write(ctx context.Context) (string, error) {
 			return "", stopped(ctx, "while writing the new contents")
 		}
 		return "", err
+	}
+	if err := p.tree.syncStaged(ts); err != nil {
+		unstage(p.tree, ts)
+		drop()
+		return "", fmt.Errorf("patch: making the new contents durable: %w (nothing was changed)", err)
 	}
 	var done []*target
 	for i, t := range ts {
@@ -155,12 +161,13 @@ func stageOne(t *tree, tg *target) error {
 	if err != nil {
 		return err
 	}
+	sync := !t.deferSync
 	if tg.pend == nil {
-		err = t.writeTemp(tmp, tg.data, tg.mode)
+		err = t.writeNew(tmp, tg.data, tg.mode, sync)
 	} else {
 		bp := bufs.Get().(*[]byte)
 		*bp, _ = emitInto(*bp, tg.pend.c, tg.pend.pls, tg.pend.exact) // measured ok before
-		err = t.writeTemp(tmp, *bp, tg.mode)
+		err = t.writeNew(tmp, *bp, tg.mode, sync)
 		if cap(*bp) > 4<<20 {
 			*bp = nil // do not keep a huge buffer around
 		}
