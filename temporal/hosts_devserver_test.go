@@ -66,10 +66,32 @@ func namespaced(t *testing.T) []string {
 // one host (its workspace is on exactly one worker's disk); the saved
 // boards replay offline and equal those of local runs of the same plans;
 // --sync-back brings the run's files home.
+//
+// Here the workers see no cgroup v2 (a tmpfs over each cgroup2 mount), so
+// a step's processes are tracked by their process group, and the worker
+// killed mid-step (the last case) is cleaned up after by its watchdog's
+// process-group kill; TestDevServerThreeHostsS3 keeps the cgroups where
+// the host has them (cgroup.kill).
 func TestDevServerThreeHosts(t *testing.T) {
 	pre := namespaced(t)
 	c := newCluster(t)
-	threeHosts(t, pre, c, "")
+	threeHosts(t, pre, c, cgroup2Mounts(t)...)
+}
+
+// cgroup2Mounts lists where cgroup v2 is mounted on this host.
+func cgroup2Mounts(t *testing.T) []string {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(mi), "\n") {
+		left, right, ok := strings.Cut(l, " - ")
+		if f := strings.Fields(left); ok && len(f) >= 5 && strings.HasPrefix(right, "cgroup2 ") {
+			out = append(out, strings.ReplaceAll(f[4], `\040`, " "))
+		}
+	}
+	return out
 }
 
 // TestDevServerThreeHostsS3 is TestDevServerThreeHosts on the store a user
@@ -105,8 +127,9 @@ func TestDevServerThreeHostsS3(t *testing.T) {
 }
 
 // threeHosts runs the three plans on three namespaced workers sharing c's
-// store; hide, if not "", is a directory each worker gets a tmpfs over.
-func threeHosts(t *testing.T, pre []string, c *cluster, hide string) {
+// store, then kills one mid-step; hide are directories each worker gets a
+// tmpfs over.
+func threeHosts(t *testing.T, pre []string, c *cluster, hide ...string) {
 	t.Setenv("RUNNER_TEMPORAL", c.rt)
 
 	checkout := t.TempDir() // the client's: hidden from the workers
@@ -125,10 +148,7 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide string) {
 	var workers []*proc
 	for i := range 3 {
 		home := t.TempDir()
-		mounts := []string{workRoot, checkout}
-		if hide != "" {
-			mounts = append(mounts, hide)
-		}
+		mounts := append([]string{workRoot, checkout}, hide...)
 		args := append(append([]string{}, pre[1:]...), "sh", "-c",
 			`for d; do [ "$d" = -- ] && break; mount -t tmpfs tmpfs "$d" || exit 1; shift; done; shift; exec "$@"`, "sh")
 		args = append(append(args, mounts...), "--",
@@ -304,6 +324,12 @@ steps:
 		t.Fatal(err)
 	}
 	dead.wait(t, 10*time.Second)
+	// The watchdog acts at once; a second later the step (asleep for 4
+	// more) must be gone, and every other process of the dead host.
+	time.Sleep(time.Second)
+	if left := inNamespace(ns); len(left) > 0 {
+		t.Errorf("processes of the killed host %s survive it: %s", host, strings.Join(left, "; "))
+	}
 
 	if code := run.wait(t, 3*time.Minute); code != 0 {
 		t.Fatalf("run after %s was killed: exit %d\n%s\nworkers:\n%s", host, code, run.out, workerLogs(workers))
