@@ -40,6 +40,7 @@ var (
 	benchServer   = flag.String("bench-server-flags", "", "more `temporal server start-dev` flags for the benchmarks, space-separated")
 	benchWorkers  = flag.Int("bench-workers", 4, "`runner-temporal worker` processes for TestBenchConcurrentRuns")
 	benchInProc   = flag.Bool("bench-inprocess", false, "TestBenchConcurrentRuns: first run the same runs in process, as the baseline")
+	benchRounds   = flag.Int("bench-rounds", 3, "TestBenchQuickSteps: interleaved rounds of the three ways")
 )
 
 func loopPlan(visits int) string {
@@ -436,7 +437,7 @@ func TestBenchQuickSteps(t *testing.T) {
 	type figure struct{ wall, server, worker, client time.Duration }
 	got := map[string][]figure{}
 	per := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000/float64(n)) }
-	for i := 0; i < 3; i++ { // interleaved
+	for i := 0; i < *benchRounds; i++ { // interleaved
 		for _, mode := range []string{"in process", "activities", "local activities"} {
 			load, _ := os.ReadFile("/proc/loadavg")
 			out := filepath.Join(c.work, fmt.Sprintf("%d-%s.json", i, strings.ReplaceAll(mode, " ", "-")))
