@@ -50,7 +50,7 @@ func (s *slowStore) Put(data []byte) (string, error) { s.wait("put"); return s.S
 // is never timed out and run again beside itself (two copies of one step
 // on one workspace, or a run re-pinned away from a host that was only
 // slow). Each case makes one stretch of one activity slow (a store call
-// there takes 3 heartbeat timeouts), then reads the run's history: the
+// there takes 2.5 heartbeat timeouts), then reads the run's history: the
 // activity finished in its first attempt. Without heartbeats in that
 // stretch the server times the attempt out and Temporal starts another
 // (attempt 2), which is what each case catches.
@@ -61,7 +61,8 @@ func (s *slowStore) Put(data []byte) (string, error) { s.wait("put"); return s.S
 // reads the run's manifest again before its first step or read.
 func TestDevServerLongActivitiesHeartbeat(t *testing.T) {
 	srv := startDevServer(t)
-	const ht = time.Second
+	// 3 s: at a load average of 50 a 1 s timeout was missed with beats every 0.33 s.
+	const ht = 3 * time.Second
 	first := func(kind string) func(string, int) bool {
 		return func(op string, n int) bool { return op == kind && n == 1 }
 	}
@@ -93,7 +94,7 @@ func TestDevServerLongActivitiesHeartbeat(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			slow := &slowStore{Store: store, delay: 3 * ht, slow: tc.slow}
+			slow := &slowStore{Store: store, delay: 5 * ht / 2, slow: tc.slow}
 			root := t.TempDir()
 			pinActs := &Activities{Store: store, HostID: "h1", WorkRoot: root, Heartbeat: ht / 4}
 			hostActs := &Activities{Store: store, HostID: "h1", WorkRoot: root, Heartbeat: ht / 4}
