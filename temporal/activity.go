@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/planrunner/runner/agents"
@@ -136,6 +137,28 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		a.Log.Error().Str("run", runID).Str("run_store_id", in.StoreID).Str("store_id", a.StoreID).Msg(err.Error())
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errStoreMismatch, nil)
 	}
+	// Heartbeats tell the server the worker is alive (one killed is
+	// noticed after HeartbeatTimeout), bring cancellation to ctx and
+	// checkpoint the step's model calls (activity_checkpoint.go).
+	// A worker cut off from the server stops its step (contact.go).
+	// They run from the activity's start to its end: making the
+	// workspace, reading the plan and board before the step, and putting
+	// the workspace back in the store after it may each take longer than
+	// the heartbeat timeout (a big workspace, a far store), and a live
+	// worker's attempt timed out there would run again beside itself.
+	actx := ctx
+	ctx, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	var details atomic.Value // func() []any: what the next beat carries
+	details.Store(carried(ctx))
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		a.heartbeat(ctx, stop, func() []any { return details.Load().(func() []any)() }, lost)
+	}()
+	var endBeats sync.Once
+	defer endBeats.Do(func() { close(stop); <-stopped })
+
 	planPath := in.PlanPath
 	if in.Workspace != "" {
 		// The run's files are in this host's copy of its workspace.
@@ -169,21 +192,10 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	seq, nrec := lastSeq(b), len(b.Recordings())
 	resumeCheckpoint(ctx, r, in.Label, in.Visit)
 
-	// Heartbeats tell the server the worker is alive (one killed is
-	// noticed after HeartbeatTimeout), bring cancellation to ctx and
-	// checkpoint the step's model calls (activity_checkpoint.go).
-	// A worker cut off from the server stops its step (contact.go).
-	actx := ctx
-	ctx, lost := context.WithCancelCause(ctx)
-	defer lost(nil)
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	details := func() []any { return checkpointOf(b, nrec, in.Label, in.Visit) }
-	go func() { defer close(stopped); a.heartbeat(ctx, stop, details, lost) }()
+	details.Store(func() []any { return checkpointOf(b, nrec, in.Label, in.Visit) })
 	sctx, endServers := a.stepServers(ctx)
 	res, stepErr := r.RunAttempt(sctx, n, in.Visit, in.Attempt)
 	endServers() // before the step's end is reported: none outlives the run
-	close(stop)
-	<-stopped
 
 	out := &StepOutput{Goto: res.Goto, Write: res.Write, Attempt: info.Attempt}
 	if stepErr != nil {
@@ -207,6 +219,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 			return nil, fmt.Errorf("host %s: keeping the run's workspace: %w", a.HostID, err)
 		}
 	}
+	endBeats.Do(func() { close(stop); <-stopped })
 	if len(out.Entries) > 0 || len(out.Recordings) > 0 {
 		a.mu.Lock()
 		if st := a.runs[runID]; st != nil {

@@ -60,3 +60,19 @@ func resumeCheckpoint(ctx context.Context, r *engine.Runner, label string, visit
 		r.Agents.Resume(mine)
 	}
 }
+
+// carried is what an attempt's beats carry before its step runs: the
+// previous attempt's checkpoint, if it left one, so that a beat sent
+// while the workspace and board are read does not erase it (and a lost
+// attempt that had run is still counted); else nothing, so that an
+// attempt lost before its step started is not counted as a run.
+func carried(ctx context.Context) func() []any {
+	if !activity.HasHeartbeatDetails(ctx) {
+		return func() []any { return nil }
+	}
+	var cp checkpoint
+	if err := activity.GetHeartbeatDetails(ctx, &cp); err != nil {
+		return func() []any { return nil }
+	}
+	return func() []any { return []any{cp} }
+}

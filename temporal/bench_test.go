@@ -40,6 +40,7 @@ var (
 	benchServer   = flag.String("bench-server-flags", "", "more `temporal server start-dev` flags for the benchmarks, space-separated")
 	benchWorkers  = flag.Int("bench-workers", 4, "`runner-temporal worker` processes for TestBenchConcurrentRuns")
 	benchInProc   = flag.Bool("bench-inprocess", false, "TestBenchConcurrentRuns: first run the same runs in process, as the baseline")
+	benchRounds   = flag.Int("bench-rounds", 3, "TestBenchQuickSteps: interleaved rounds of the three ways")
 )
 
 func loopPlan(visits int) string {
@@ -409,4 +410,97 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// Quick steps as local activities (issue #22): the same loop, its
+// command step given a timeout (10 s) so that --local-steps-under may send
+// it to a local activity, run interleaved three ways, as whole processes:
+// `runner run` in process; `runner-temporal run` on a dev server with one
+// worker, every step a normal activity; and the same with
+// --local-steps-under 30s. Both Temporal runs share the workspace
+// (--shared-workspace): a run pinned to a host keeps normal activities.
+// Per loop visit (a command step and a branch): wall time and the CPU
+// time (user+system) of the dev server, the worker (with its steps'
+// processes, as the in-process figure has them) and the client.
+//
+//	go test ./ -run TestBenchQuickSteps -v -bench-temporal -bench-visits 100 \
+//	  -bench-server-flags "--sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal"
+func TestBenchQuickSteps(t *testing.T) {
+	if !*benchTemporal {
+		t.Skip("a benchmark: -bench-temporal")
+	}
+	n := *benchVisits
+	c := newCluster(t, strings.Fields(*benchServer)...)
+	w := c.worker(t)
+	src := strings.Replace(loopPlan(n), `run: "true",`, `run: "true", timeout: 10s,`, 1)
+	plan := writePlan(t, c.work, src)
+	type figure struct{ wall, server, worker, client time.Duration }
+	got := map[string][]figure{}
+	per := func(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000/float64(n)) }
+	for i := 0; i < *benchRounds; i++ { // interleaved
+		for _, mode := range []string{"in process", "activities", "local activities"} {
+			load, _ := os.ReadFile("/proc/loadavg")
+			out := filepath.Join(c.work, fmt.Sprintf("%d-%s.json", i, strings.ReplaceAll(mode, " ", "-")))
+			cpu0 := cpuTimes{server: procCPU(t, c.srv.cmd.Process.Pid), workers: []time.Duration{procCPUAll(t, w.cmd.Process.Pid)}}
+			start := time.Now()
+			var p *proc
+			switch mode {
+			case "in process":
+				p = startProc(t, c.work, c.runner, "run", plan, "--out", out, "-q")
+			case "activities":
+				p = c.run(t, plan, out, "--shared-workspace")
+			default:
+				p = c.run(t, plan, out, "--shared-workspace", "--local-steps-under", "30s")
+			}
+			if code := p.wait(t, 30*time.Minute); code != 0 {
+				t.Fatalf("%s: exit %d\n%s", mode, code, p.out)
+			}
+			f := figure{wall: time.Since(start), client: p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()}
+			if mode != "in process" {
+				f.server = procCPU(t, c.srv.cmd.Process.Pid) - cpu0.server
+				f.worker = procCPUAll(t, w.cmd.Process.Pid) - cpu0.workers[0]
+				e := endOf(t, p.out.String())
+				tc, err := client.Dial(client.Options{HostPort: c.srv.hostPort, Logger: quietLogger()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d, err := tc.DescribeWorkflowExecution(context.Background(), e.Workflow, "")
+				tc.Close()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%d %s: %d parts, last part %d history events (%.2f per visit)", i, mode, e.Parts, d.WorkflowExecutionInfo.HistoryLength,
+					float64(d.WorkflowExecutionInfo.HistoryLength)/float64(n))
+			}
+			got[mode] = append(got[mode], f)
+			t.Logf("%d %s (load %s): per visit, ms: wall %s; CPU server %s, worker %s, client %s", i, mode, strings.Join(strings.Fields(string(load))[:3], " "),
+				per(f.wall), per(f.server), per(f.worker), per(f.client))
+		}
+	}
+	for _, mode := range []string{"in process", "activities", "local activities"} {
+		var wall, cpu []string
+		for _, f := range got[mode] {
+			wall = append(wall, per(f.wall))
+			cpu = append(cpu, per(f.server+f.worker+f.client))
+		}
+		t.Logf("%s, %d visits, per visit in ms: wall %s; CPU (server+worker+client) %s", mode, n, strings.Join(wall, " "), strings.Join(cpu, " "))
+	}
+}
+
+// procCPUAll is procCPU with the CPU of the children the process has
+// waited for (a worker's steps' processes): fields 14 to 17.
+func procCPUAll(t *testing.T, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Logf("no CPU figure for %d: %v", pid, err)
+		return 0
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	var ticks int64
+	for _, i := range []int{11, 12, 13, 14} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		ticks += v
+	}
+	return time.Duration(ticks) * 10 * time.Millisecond
 }

@@ -129,6 +129,9 @@ func (a *Activities) Pin(ctx context.Context, in PinInput) (*PinOutput, error) {
 
 // ReadWorkspace answers a files() or read_file() of a run pinned here.
 func (a *Activities) ReadWorkspace(ctx context.Context, in WorkspaceRead) (json.RawMessage, error) {
+	// A worker restarted with an empty memory reads the manifest again
+	// (or makes the workspace), and a big tree takes long to list.
+	defer beatWhile(ctx)()
 	root, m, err := a.workspace(activity.GetInfo(ctx).WorkflowExecution.ID, in.Workspace)
 	if err != nil {
 		return nil, err
@@ -332,7 +335,8 @@ func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name
 	}
 }
 
-// readOptions are a files() or read_file() on the run's host.
+// readOptions are a files() or read_file() on the run's host (with the
+// run's heartbeat timeout: ReadWorkspace heartbeats).
 var readOptions = workflow.ActivityOptions{
 	StartToCloseTimeout: 5 * time.Minute,
 	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,

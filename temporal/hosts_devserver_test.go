@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -64,10 +66,32 @@ func namespaced(t *testing.T) []string {
 // one host (its workspace is on exactly one worker's disk); the saved
 // boards replay offline and equal those of local runs of the same plans;
 // --sync-back brings the run's files home.
+//
+// Here the workers see no cgroup v2 (a tmpfs over each cgroup2 mount), so
+// a step's processes are tracked by their process group, and the worker
+// killed mid-step (the last case) is cleaned up after by its watchdog's
+// process-group kill; TestDevServerThreeHostsS3 keeps the cgroups where
+// the host has them (cgroup.kill).
 func TestDevServerThreeHosts(t *testing.T) {
 	pre := namespaced(t)
 	c := newCluster(t)
-	threeHosts(t, pre, c, "")
+	threeHosts(t, pre, c, cgroup2Mounts(t)...)
+}
+
+// cgroup2Mounts lists where cgroup v2 is mounted on this host.
+func cgroup2Mounts(t *testing.T) []string {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(mi), "\n") {
+		left, right, ok := strings.Cut(l, " - ")
+		if f := strings.Fields(left); ok && len(f) >= 5 && strings.HasPrefix(right, "cgroup2 ") {
+			out = append(out, strings.ReplaceAll(f[4], `\040`, " "))
+		}
+	}
+	return out
 }
 
 // TestDevServerThreeHostsS3 is TestDevServerThreeHosts on the store a user
@@ -103,8 +127,9 @@ func TestDevServerThreeHostsS3(t *testing.T) {
 }
 
 // threeHosts runs the three plans on three namespaced workers sharing c's
-// store; hide, if not "", is a directory each worker gets a tmpfs over.
-func threeHosts(t *testing.T, pre []string, c *cluster, hide string) {
+// store, then kills one mid-step; hide are directories each worker gets a
+// tmpfs over.
+func threeHosts(t *testing.T, pre []string, c *cluster, hide ...string) {
 	t.Setenv("RUNNER_TEMPORAL", c.rt)
 
 	checkout := t.TempDir() // the client's: hidden from the workers
@@ -123,10 +148,7 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide string) {
 	var workers []*proc
 	for i := range 3 {
 		home := t.TempDir()
-		mounts := []string{workRoot, checkout}
-		if hide != "" {
-			mounts = append(mounts, hide)
-		}
+		mounts := append([]string{workRoot, checkout}, hide...)
 		args := append(append([]string{}, pre[1:]...), "sh", "-c",
 			`for d; do [ "$d" = -- ] && break; mount -t tmpfs tmpfs "$d" || exit 1; shift; done; shift; exec "$@"`, "sh")
 		args = append(append(args, mounts...), "--",
@@ -229,6 +251,144 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide string) {
 			}
 		})
 	}
+	// Last: it leaves one host dead.
+	t.Run("killed worker", func(t *testing.T) { killedHost(t, c, workers, checkout, workRoot) })
+}
+
+// killedHost is the acceptance's last clause: one worker is killed
+// (SIGKILL, the worker process in its mount namespace) in the middle of a
+// step, and its orphan does not run on. The step writes a start mark to a
+// directory outside every workspace, sleeps, then writes an end mark; the
+// worker killed is the one whose disk has the run's workspace (the host
+// the run is pinned to), and the step's process is checked to be in its
+// namespace. The run moves to another host with the workspace the first
+// step left, succeeds and replays offline; the dead host's step never
+// writes its end mark (the test waits past its sleep), and no process of
+// the dead host's namespace is left (its step, the step's children, the
+// watchdog).
+func killedHost(t *testing.T, c *cluster, workers []*proc, checkout, workRoot string) {
+	marks := t.TempDir() // outside every workspace; not hidden from the workers
+	dir := filepath.Join(checkout, "killed")
+	os.MkdirAll(dir, 0o755)
+	plan := writePlan(t, dir, fmt.Sprintf(`
+version: 1
+name: killed
+steps:
+  - {label: first, type: command, run: "echo from-first > a.txt"}
+  - {label: long, type: command, run: "echo start $$ >> %[1]s/marks; sleep 6; echo end $$ >> %[1]s/marks; cat a.txt"}
+  - {label: last, type: command, run: "cat a.txt"}
+`, marks))
+	// The hosts' workspaces before the run: the run's is the one added.
+	hostRoot := func(w *proc) string { return filepath.Join(fmt.Sprintf("/proc/%d/root", w.cmd.Process.Pid), workRoot) }
+	before := make([]map[string]bool, len(workers))
+	for i, w := range workers {
+		before[i] = map[string]bool{}
+		entries, _ := os.ReadDir(hostRoot(w))
+		for _, e := range entries {
+			before[i][e.Name()] = true
+		}
+	}
+	out := filepath.Join(checkout, "out", "killed", "blackboard.json")
+	run := startProc(t, checkout, c.rt, "run", plan, "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+		"--out", out, "--workdir", checkout, "--heartbeat-timeout", "3s", "--host-timeout", "5s")
+	started := strings.Fields(waitFile(t, filepath.Join(marks, "marks"), 2*time.Minute))
+	if len(started) != 2 || started[0] != "start" {
+		t.Fatalf("marks = %q; want one start", started)
+	}
+	pid := started[1]
+	pinned := -1
+	for i, w := range workers {
+		entries, _ := os.ReadDir(hostRoot(w))
+		for _, e := range entries {
+			if !before[i][e.Name()] {
+				pinned = i
+			}
+		}
+	}
+	if pinned < 0 {
+		t.Fatalf("no host made the run's workspace\n%s", workerLogs(workers))
+	}
+	dead := workers[pinned]
+	host := fmt.Sprintf("host%d", pinned+1)
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", dead.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stepNS, err := os.Readlink("/proc/" + pid + "/ns/mnt"); err != nil || stepNS != ns {
+		t.Fatalf("the step (pid %s) runs in mount namespace %q (%v); want %s's, %s", pid, stepNS, err, host, ns)
+	}
+	// Past the step's first heartbeat (half the heartbeat timeout), so the
+	// lost attempt is counted; well before its end mark.
+	time.Sleep(2 * time.Second)
+	if err := syscall.Kill(dead.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	dead.wait(t, 10*time.Second)
+	// The watchdog acts at once; a second later the step (asleep for 4
+	// more) must be gone, and every other process of the dead host.
+	time.Sleep(time.Second)
+	if left := inNamespace(ns); len(left) > 0 {
+		t.Errorf("processes of the killed host %s survive it: %s", host, strings.Join(left, "; "))
+	}
+
+	if code := run.wait(t, 3*time.Minute); code != 0 {
+		t.Fatalf("run after %s was killed: exit %d\n%s\nworkers:\n%s", host, code, run.out, workerLogs(workers))
+	}
+	// The orphan's sleep ended long ago (the retry waited the heartbeat
+	// and host timeouts); give it the rest of it anyway.
+	waitUntil := time.Now().Add(7 * time.Second)
+	time.Sleep(time.Until(waitUntil))
+	lines := strings.Split(strings.TrimSpace(string(must(os.ReadFile(filepath.Join(marks, "marks"))))), "\n")
+	var retry string
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) == 2 && f[0] == "start" {
+			retry = f[1]
+		}
+	}
+	if slices.Contains(lines, "end "+pid) {
+		t.Errorf("the killed host's step (pid %s) ran on to its end: marks %q", pid, lines)
+	}
+	if retry == "" || retry == pid || !slices.Contains(lines, "end "+retry) {
+		t.Errorf("marks %q; want the step started again (another pid) and ended", lines)
+	}
+	if left := inNamespace(ns); len(left) > 0 {
+		t.Errorf("processes of the killed host %s survive it: %s", host, strings.Join(left, "; "))
+	}
+
+	b := loadBoard(t, out)
+	if got := runSummary(b); got != "first:succeeded long:succeeded last:succeeded" {
+		t.Errorf("steps: %s", got)
+	}
+	if s := stepOf(t, b, "long"); !strings.Contains(string(s.Result), `"from-first\n"`) {
+		t.Errorf("long on the new host: %s; want the file the first step wrote on the dead one", s.Result)
+	}
+	if rec := lastRecord(b, "long"); rec.Attempts != 2 {
+		t.Errorf("long: attempts %d; want 2 (one lost with %s)", rec.Attempts, host)
+	}
+	if want := "(host " + host + " stopped taking the run's tasks)"; !strings.Contains(run.out.String(), want) {
+		t.Errorf("the run's output lacks %q:\n%s", want, run.out)
+	}
+	if code, got := runIn(t, checkout, c.runner, "replay", out, "--offline"); code != 0 || !strings.Contains(got, "matched") {
+		t.Errorf("replay --offline: exit %d\n%s", code, got)
+	}
+}
+
+// inNamespace lists the live processes in mount namespace ns (zombies,
+// which have none left, aside).
+func inNamespace(ns string) []string {
+	var left []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		if got, err := os.Readlink("/proc/" + e.Name() + "/ns/mnt"); err != nil || got != ns {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		left = append(left, e.Name()+" "+strings.ReplaceAll(strings.TrimSpace(string(cmdline)), "\x00", " "))
+	}
+	return left
 }
 
 // startProcEnv is startProc with the process's environment.

@@ -40,10 +40,14 @@ func (s storeActs) ReadChain(_ context.Context, head string) ([]*chunk, error) {
 
 // storeOptions: a local activity per put, retried for as long as the store
 // is down (with backoff up to a minute; the SDK turns a long wait into
-// timers, so no workflow task is held); a put is quick, so a minute is a
-// generous bound for one attempt.
+// timers, so no workflow task is held). A local activity cannot
+// heartbeat, so its timeout must be one a working store never reaches:
+// past one S3 request's own bound (s3OpTimeout; a put is one request), or
+// a slow but working put (a 3 MB chunk on a far link) would be cut and
+// tried again for ever. A worker that dies meanwhile is noticed by its
+// workflow task's timeout, not by this one.
 var storeOptions = workflow.LocalActivityOptions{
-	StartToCloseTimeout: time.Minute,
+	StartToCloseTimeout: s3OpTimeout + time.Minute,
 	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 		MaximumInterval: time.Minute},
 }

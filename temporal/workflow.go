@@ -270,7 +270,9 @@ func (it *interp) start(ctx workflow.Context) error {
 				return nil, err
 			}
 			if !it.shared {
-				err := it.onHost(ctx, readOptions, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw, nil)
+				ro := readOptions
+				ro.HeartbeatTimeout = it.opt.HeartbeatTimeout // a dead host is noticed as for a step
+				err := it.onHost(ctx, ro, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw, nil)
 				return raw, err
 			}
 		}
