@@ -227,6 +227,16 @@ func (s *script) Times(label string, visit int) (time.Time, time.Time, bool) {
 	return r.StartedAt, r.FinishedAt, true
 }
 
+// Stopped reports whether the recorded visit was cut short by the run's
+// stop (engine.StopScript).
+func (s *script) Stopped(label string, visit int) bool {
+	if s.live() {
+		return true
+	}
+	r, ok := s.record(label, visit)
+	return !ok || engine.Interrupted(r)
+}
+
 func (s *script) Clock(label string, visit, call int) (time.Time, bool) {
 	if s.live() {
 		return time.Time{}, false
