@@ -181,26 +181,18 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 		}
 	}
 	if run {
-		if n.Each != nil {
-			res, stepErr = it.forEach(c, n, visit, vc)
-		} else if n.Children != nil || n.Seq != nil || n.Sub != nil {
-			if n.Sub != nil {
+		if n.Each != nil || n.Children != nil || n.Seq != nil || n.Sub != nil {
+			switch {
+			case n.Each != nil:
+				res, stepErr = it.forEach(c, n, visit, vc)
+			case n.Sub != nil:
 				res, stepErr = it.call(c, n, visit, vc)
-			} else if n.Seq != nil {
+			case n.Seq != nil:
 				res, stepErr = it.sequence(c, n, visit)
-			} else {
+			default:
 				res, stepErr = it.group(c, n, visit)
 			}
-			if r.Script != nil {
-				if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
-					it.cut(cause)
-				}
-				if stepErr == nil || !errors.Is(stepErr, ErrEnded) {
-					if r.Script.EndsAfter(n.Label, visit) {
-						stepErr = &RunError{Status: StatusInterrupted, Label: n.Label, Err: ErrEnded, Fatal: true}
-					}
-				}
-			}
+			stepErr = it.afterChildren(n, visit, stepErr)
 		} else {
 			res, stepErr = it.attempts(c, n, visit, &rec, vc)
 		}
@@ -217,6 +209,14 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 		return "", waitingErr(n.Label, stepErr) // nothing of this visit is saved: resume asks again
 	}
 	stop := it.stopped(c)
+	if stop != nil && !finish.IsZero() {
+		// A replay runs a group's children one at a time: the run may be
+		// stopped here, replayed, while this visit finished before the
+		// stop as recorded (beside the sibling the stop came during).
+		if s, ok := r.Script.(StopScript); ok && !s.Stopped(n.Label, visit) {
+			stop = nil
+		}
+	}
 	if stepErr != nil {
 		status = StatusFailed
 		switch {
@@ -269,6 +269,29 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 		return "", &RunError{Status: StatusFailed, Label: n.Label, Err: stepErr}
 	}
 	return res.Goto, nil
+}
+
+// afterChildren ends a replayed run where its recording ended between the
+// last child of a visit with children (a group, sequence, call or
+// for_each: its items) and the visit's own record: the timeout or an
+// interrupt came then (CutAfter: the visit is saved canceled), or the
+// process was killed then (EndsAfter: the visit is not saved in this part).
+// A for_each must be asked like a group: its items decide how it ends as
+// a group's children do, and a recording cut there replayed as if it
+// had not been (status failed, or a run that went on), or lost the
+// resumed part's rerun of the step.
+func (it *interp[C]) afterChildren(n *Node, visit int, stepErr error) error {
+	r := it.r
+	if r.Script == nil {
+		return stepErr
+	}
+	if cause := r.Script.CutAfter(n.Label, visit); cause != nil {
+		it.cut(cause)
+	}
+	if (stepErr == nil || !errors.Is(stepErr, ErrEnded)) && r.Script.EndsAfter(n.Label, visit) {
+		return &RunError{Status: StatusInterrupted, Label: n.Label, Err: ErrEnded, Fatal: true}
+	}
+	return stepErr
 }
 
 func (it *interp[C]) record(n *Node, rec *board.StepRecord, res Result, vc *visitClock) error {

@@ -80,6 +80,13 @@ type Script interface {
 	EndsAfter(label string, visit int) bool
 }
 
+// StopScript is what a replay's Script may add: whether a recorded step
+// visit ended cut short by the run's stop (Interrupted), rather than
+// before it.
+type StopScript interface {
+	Stopped(label string, visit int) bool
+}
+
 // Cancel is how fail_fast treated a group's child.
 type Cancel int
 

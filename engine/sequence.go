@@ -17,15 +17,10 @@ func (it *interp[C]) sequence(c C, n *Node, visit int) (Result, error) {
 	r := it.r
 	var err error
 	for pc := 0; pc < len(n.Seq); {
-		if stop := it.stopped(c); stop != nil {
-			err = stop
-			break
-		}
-		if errors.Is(it.d.Cause(c), errSiblingFailed) {
-			err = errSiblingFailed // a step of another branch failed: the rest does not start
-			break
-		}
 		ch := n.Seq[pc]
+		if err = it.halted(c, n.Label, ch); err != nil {
+			break // the run stopped, or a step of another branch failed: the rest does not start
+		}
 		var jump string
 		if rec, ok := r.alreadyDone(n.Label, ch.Label); ok {
 			jump = rec.Goto
@@ -41,6 +36,30 @@ func (it *interp[C]) sequence(c C, n *Node, visit int) (Result, error) {
 		outputs[ch.localLabel()] = r.evalOf(ch).get(ch.localLabel())["output"]
 	}
 	return Result{Output: outputs}, err
+}
+
+// halted is why a sequence or a call does not start its next step ch: the
+// run stopped, or a step of another branch failed (fail_fast). A replay
+// runs a group's children one at a time, so the moment the run stopped
+// may come, replayed, before a sibling's steps that ran beside it: a step
+// the recording has started before that moment and is visited (visit
+// then does as recorded), as is one done before the part was resumed (it
+// is history); one it does not have is not started.
+func (it *interp[C]) halted(c C, parent string, ch *Node) error {
+	stop := it.stopped(c)
+	sibling := errors.Is(it.d.Cause(c), errSiblingFailed)
+	if stop == nil && !sibling {
+		return nil
+	}
+	if r := it.r; r.Script != nil {
+		if _, _, ok := r.Script.Times(ch.Label, r.nextVisit(ch.Label)); ok || r.resumedHas(parent, ch.Label) {
+			return nil
+		}
+	}
+	if stop != nil {
+		return stop
+	}
+	return errSiblingFailed
 }
 
 // seqNext is where a sequence goes after its step pc returned jump.
@@ -70,4 +89,13 @@ func (n *Node) inSequence() bool {
 	// A callee's top-level steps are the call's children; a goto among
 	// them stays in the call, as in a sequence.
 	return (n.Step.Parent != nil && n.Step.Parent.Sequence) || (n.Step.Parent == nil && n.frame != "")
+}
+
+// resumedHas reports whether child of group completed before the run was
+// resumed (alreadyDone, without taking it).
+func (r *Runner) resumedHas(group, child string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.done[group][child]
+	return ok
 }

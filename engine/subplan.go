@@ -503,15 +503,10 @@ func (it *interp[C]) call(c C, n *Node, visit int, vc *visitClock) (Result, erro
 	fr := r.frame(n.Label, vars)
 	kids := underAll(n.Sub.Steps, n.Label)
 	for pc := 0; pc < len(kids); {
-		if stop := it.stopped(c); stop != nil {
-			err = stop
-			break
-		}
-		if errors.Is(it.d.Cause(c), errSiblingFailed) {
-			err = errSiblingFailed
-			break
-		}
 		ch := kids[pc]
+		if err = it.halted(c, n.Label, ch); err != nil {
+			break // the run stopped, or a step of another branch failed: the rest does not start
+		}
 		var jump string
 		if rec, ok := r.alreadyDone(n.Label, ch.Label); ok {
 			jump = rec.Goto

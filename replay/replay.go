@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -126,11 +127,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("%w: --agent %s: the plan has no agent %q", ErrUsage, name, name)
 		}
 	}
-	types := map[string]string{}
-	for _, s := range prog.Plan.AllSteps() {
-		types[s.Label] = s.Type
-	}
-	sc := newScript(rec, types, prog.Plan.Limits.Timeout, opt.Workdir == "", fk, prog.ParentLabel)
+	sc := newScript(rec, StepTypes(prog), prog.Plan.Limits.Timeout, opt.Workdir == "", fk, prog.ParentLabel)
 	chk := newChecker(sc)
 
 	run := saved
@@ -232,6 +229,28 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// StepTypes gives the step type of a recorded label, as the program finds
+// it: a plan label, a for_each item (LABEL[i]), a step inside a for_each
+// block's item (ITEM/LABEL) or a callee's step (CALL/LABEL). The plan's
+// own labels alone missed the last two, and an offline replay ran their
+// commands for real.
+func StepTypes(prog *engine.Program) func(label string) string {
+	var mu sync.Mutex // the live part of a fork asks from parallel children
+	known := map[string]string{}
+	return func(label string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		t, ok := known[label]
+		if !ok {
+			if n := prog.Node(label); n != nil {
+				t = n.Type
+			}
+			known[label] = t
+		}
+		return t
+	}
 }
 
 // nextVisitOf is the visit of label the replay stopped at.

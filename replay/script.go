@@ -53,8 +53,8 @@ type script struct {
 	items   map[visitKey]json.RawMessage // for_each lists (engine.ItemsScript)
 	ws      map[clockKey]board.Recording // files() and read_file() (engine.WorkspaceScript)
 	offline bool
-	types   map[string]string // label -> step type
-	timeout time.Duration     // the plan's limits.timeout
+	types   func(label string) string // a recorded label's step type
+	timeout time.Duration             // the plan's limits.timeout
 	fork    *fork
 	seg     int
 	virtual atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
@@ -73,7 +73,7 @@ type clockKey struct {
 	visit, call int
 }
 
-func newScript(rec *board.Board, types map[string]string, timeout time.Duration, offline bool, fk *fork, parent func(string) string) *script {
+func newScript(rec *board.Board, types func(string) string, timeout time.Duration, offline bool, fk *fork, parent func(string) string) *script {
 	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, items: map[visitKey]json.RawMessage{}, ws: map[clockKey]board.Recording{},
 		offline: offline, types: types, timeout: timeout, fork: fk}
 	run := rec.Run()
@@ -184,7 +184,7 @@ func (s *script) Workspace(label string, visit, call int) (board.Recording, bool
 }
 
 func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
-	if t := s.types[engine.BaseLabel(label)]; s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
+	if t := s.types(label); s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
 		return board.StepRecord{}, false
 	}
 	r, ok := s.record(label, visit)
@@ -225,6 +225,16 @@ func (s *script) Times(label string, visit int) (time.Time, time.Time, bool) {
 	}
 	s.setVirtual(r.StartedAt)
 	return r.StartedAt, r.FinishedAt, true
+}
+
+// Stopped reports whether the recorded visit was cut short by the run's
+// stop (engine.StopScript).
+func (s *script) Stopped(label string, visit int) bool {
+	if s.live() {
+		return true
+	}
+	r, ok := s.record(label, visit)
+	return !ok || engine.Interrupted(r)
 }
 
 func (s *script) Clock(label string, visit, call int) (time.Time, bool) {

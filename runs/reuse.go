@@ -44,11 +44,9 @@ func (ru *reuse) script() engine.Script {
 	if !ru.offline {
 		return nil
 	}
-	o := &offlineResults{runs: ru.runs, types: map[string]string{}}
-	for _, s := range ru.prog.Plan.AllSteps() {
-		o.types[s.Label] = s.Type
-	}
-	return o
+	// Types by the program, not the plan's labels: a for_each item, a
+	// step of a block's item or of a callee ran for real under --offline.
+	return &offlineResults{runs: ru.runs, types: replay.StepTypes(ru.prog)}
 }
 
 // save writes in the run's file how many calls and tokens were reused and
@@ -76,11 +74,11 @@ func (ru *reuse) save(b *board.Board, warnings io.Writer) agents.ReuseStats {
 // results, from the first reused run that has the step visit.
 type offlineResults struct {
 	runs  []*board.Board
-	types map[string]string // the plan's step types by label
+	types func(label string) string // a step visit's type (replay.StepTypes)
 }
 
 func (o *offlineResults) Result(label string, visit int) (board.StepRecord, bool) {
-	if !replay.LocalTypes[o.types[label]] {
+	if !replay.LocalTypes[o.types(label)] {
 		return board.StepRecord{}, false
 	}
 	for _, b := range o.runs {

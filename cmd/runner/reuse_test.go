@@ -120,25 +120,43 @@ func TestRunReuse(t *testing.T) {
 	}
 }
 
-// --offline with --reuse takes command results from the recording too.
+// --offline with --reuse takes command results from the recording too,
+// wherever the command is: at the top, as a for_each item, in a for_each
+// block's item, in a called plan (once run for real there: the step type
+// was looked up by the plan's own labels only).
 func TestRunReuseOffline(t *testing.T) {
-	wd := t.TempDir()
-	plan := filepath.Join(wd, "plan.yaml")
-	os.WriteFile(plan, []byte("version: 1\nname: cmd\nsteps:\n  - {label: c, type: command, run: \"date +%s%N > stamp; cat stamp\"}\n"), 0o644)
-	r := runCLI(t, wd, "run", plan, "-q")
-	if r.code != 0 {
-		t.Fatal(r.stderr)
+	cases := []struct{ name, steps string }{
+		{"top", `  - {label: c, type: command, run: "date +%s%N > stamp; cat stamp"}`},
+		{"for_each item", `  - {label: c, type: command, for_each: '["a"]', run: "date +%s%N > stamp; cat stamp"}`},
+		{"for_each group", `  - label: c
+    for_each: '["a"]'
+    parallel:
+      - {label: d, type: command, run: "date +%s%N > stamp; cat stamp"}
+      - {label: e, type: board, op: write, key: k, value: x}`},
+		{"call", `  - {label: c, type: plan, plan: callee.yaml}`},
 	}
-	old := blackboardPath(t, r.stdout)
-	os.Remove(filepath.Join(wd, "stamp"))
-	r = runCLI(t, wd, "run", plan, "-q", "--reuse", old, "--offline")
-	if r.code != 0 {
-		t.Fatal(r.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(wd, "stamp")); err == nil {
-		t.Error("--offline ran the command")
-	}
-	if r = runCLI(t, wd, "run", plan, "-q", "--offline"); r.code != 2 || !strings.Contains(r.stderr, "--reuse") {
-		t.Errorf("--offline alone: exit %d %s", r.code, r.stderr)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			plan := filepath.Join(wd, "plan.yaml")
+			os.WriteFile(plan, []byte("version: 1\nname: cmd\nsteps:\n"+tc.steps+"\n"), 0o644)
+			os.WriteFile(filepath.Join(wd, "callee.yaml"), []byte("version: 1\nname: callee\nsteps:\n  - {label: d, type: command, run: \"date +%s%N > stamp; cat stamp\"}\n"), 0o644)
+			r := runCLI(t, wd, "run", plan, "-q")
+			if r.code != 0 {
+				t.Fatal(r.stderr)
+			}
+			old := blackboardPath(t, r.stdout)
+			os.Remove(filepath.Join(wd, "stamp"))
+			r = runCLI(t, wd, "run", plan, "-q", "--reuse", old, "--offline")
+			if r.code != 0 {
+				t.Fatal(r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(wd, "stamp")); err == nil {
+				t.Error("--offline ran the command")
+			}
+			if r = runCLI(t, wd, "run", plan, "-q", "--offline"); r.code != 2 || !strings.Contains(r.stderr, "--reuse") {
+				t.Errorf("--offline alone: exit %d %s", r.code, r.stderr)
+			}
+		})
 	}
 }
