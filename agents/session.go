@@ -368,6 +368,27 @@ func decodeResponse(raw json.RawMessage) (*Response, error) {
 	return &r, nil
 }
 
+// decodeUsage is decodeResponse without the text (left empty): for the
+// sums of tokens and cost, which every run makes at its end and a resume
+// at its start; decoding the text copied each recorded answer to read
+// its usage (issue 22).
+func decodeUsage(raw json.RawMessage) (*Response, error) {
+	var r Response
+	in := struct {
+		*Response
+		Text skipText `json:"text"`
+	}{Response: &r}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// skipText is a JSON value not decoded (json.Unmarshal has checked it).
+type skipText struct{}
+
+func (*skipText) UnmarshalJSON([]byte) error { return nil }
+
 // bigText is a JSON string decoded in one allocation of its size.
 type bigText string
 
