@@ -221,7 +221,7 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 			continue
 		}
 		a := s.agents[r.Agent]
-		resp, err := decodeResponse(r.Response)
+		resp, err := decodeUsage(r.Response)
 		if a == nil || err != nil {
 			continue
 		}
@@ -287,7 +287,7 @@ func RecordedUsage(recs []board.Recording) RunUsage {
 		if r.Kind != KindLLM {
 			continue
 		}
-		resp, err := decodeResponse(r.Response)
+		resp, err := decodeUsage(r.Response)
 		if err != nil {
 			continue
 		}

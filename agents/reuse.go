@@ -84,7 +84,7 @@ func llmAnswer(r board.Recording) (*Response, bool) {
 	if r.Kind != KindLLM {
 		return nil, false
 	}
-	resp, err := decodeResponse(r.Response)
+	resp, err := decodeUsage(r.Response) // its usage and flags: not the text
 	return resp, err == nil
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/planrunner/runner/agents/mcp"
 	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/bigjson"
 	"github.com/rs/zerolog"
 )
 
@@ -249,6 +250,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
 	start := time.Now()
 	var resp *Response
+	var recorded json.RawMessage // a replayed answer as its recording holds it
 	reused, resumed := false, false
 	if !replayed {
 		// Answered already by a lost attempt of this step (its worker
@@ -271,7 +273,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	switch {
 	case reused, resumed:
 	case replayed:
-		resp, err = ss.replayed(info, a, canon, sum)
+		resp, recorded, err = ss.replayed(info, a, canon, sum)
 		if err == nil {
 			ss.stats.Retries += resp.Retries
 		}
@@ -311,7 +313,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	ss.stats.CostUSD += cost
 	ss.stats.Model, ss.stats.FinishReason, ss.stats.Agent = resp.Model, resp.FinishReason, a.Name
 	ss.set.done(ss.label, ss.visit, call, resp.Usage, cost, held)
-	if err := ss.record(info, a, canon, sum, resp); err != nil {
+	if err := ss.record(info, a, canon, sum, resp, recorded); err != nil {
 		return nil, err
 	}
 	ss.Log.Debug().Int("call", call).Str("model", resp.Model).Int("input_tokens", resp.Usage.InputTokens).
@@ -328,39 +330,87 @@ func (ss *Session) live() bool {
 
 // replayed answers a call from the replay source, or says how the run
 // diverged from it.
-func (ss *Session) replayed(c *callInfo, a *Agent, canon json.RawMessage, sum string) (*Response, error) {
+func (ss *Session) replayed(c *callInfo, a *Agent, canon json.RawMessage, sum string) (*Response, json.RawMessage, error) {
 	rec, ok := ss.set.replay.Recording(c.label, c.visit, c.call)
 	if !ok {
-		return nil, &Divergence{Label: c.label, Visit: c.visit, Call: c.call, Now: canon}
+		return nil, nil, &Divergence{Label: c.label, Visit: c.visit, Call: c.call, Now: canon}
 	}
 	if rec.Agent != "" && rec.Agent != a.Name && a == ss.agent && slices.Contains(a.Spec.Fallback, rec.Agent) {
-		return nil, &fellBack{agent: rec.Agent}
+		return nil, nil, &fellBack{agent: rec.Agent}
 	}
 	if rec.RequestSHA256 != sum {
 		recorded := rec.Request
 		if recorded == nil {
 			recorded = json.RawMessage(`null`) // kept without its request: still a divergence, not a missing call
 		}
-		return nil, &Divergence{Label: c.label, Visit: c.visit, Call: c.call, Recorded: recorded, Now: canon}
+		return nil, nil, &Divergence{Label: c.label, Visit: c.visit, Call: c.call, Recorded: recorded, Now: canon}
 	}
 	resp, err := decodeResponse(rec.Response)
 	if err != nil {
-		return nil, fmt.Errorf("replay: step %s visit %d call %d: the recorded answer is unreadable: %w", c.label, c.visit, c.call, err)
+		return nil, nil, fmt.Errorf("replay: step %s visit %d call %d: the recorded answer is unreadable: %w", c.label, c.visit, c.call, err)
 	}
-	return resp, nil
+	return resp, rec.Response, nil
 }
 
 func decodeResponse(raw json.RawMessage) (*Response, error) {
 	var r Response
-	if err := json.Unmarshal(raw, &r); err != nil {
+	// The text through bigText: encoding/json unquotes a text with
+	// escapes (a model's answer has newlines) into a scratch buffer and
+	// copies that into the string, twice a 50 MiB answer (issue 22).
+	in := struct {
+		*Response
+		Text bigText `json:"text"`
+	}{Response: &r}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, err
+	}
+	r.Text = string(in.Text)
+	return &r, nil
+}
+
+// decodeUsage is decodeResponse without the text (left empty): for the
+// sums of tokens and cost, which every run makes at its end and a resume
+// at its start; decoding the text copied each recorded answer to read
+// its usage (issue 22).
+func decodeUsage(raw json.RawMessage) (*Response, error) {
+	var r Response
+	in := struct {
+		*Response
+		Text skipText `json:"text"`
+	}{Response: &r}
+	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
+// skipText is a JSON value not decoded (json.Unmarshal has checked it).
+type skipText struct{}
+
+func (*skipText) UnmarshalJSON([]byte) error { return nil }
+
+// bigText is a JSON string decoded in one allocation of its size.
+type bigText string
+
+func (t *bigText) UnmarshalJSON(lit []byte) error {
+	if string(lit) == "null" {
+		return nil // as encoding/json leaves a string
+	}
+	s, err := bigjson.Unquote(lit)
+	if err != nil {
+		return fmt.Errorf("text: %w", err)
+	}
+	*t = bigText(s)
+	return nil
+}
+
 // record puts the call on the board: the messages sent that are not there
-// yet, the answer, and the exchange as a recording.
-func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response) error {
+// yet, the answer, and the exchange as a recording. recorded, when not
+// nil, is the answer as the replayed recording holds it: the replay's
+// recording shares those bytes rather than encoding the answer again
+// (a 50 MiB answer was held once more, issue 22), and says what the
+// original said, byte for byte.
+func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded json.RawMessage) error {
 	b := ss.board
 	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 	if b == nil {
@@ -402,9 +452,12 @@ func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum stri
 		return err
 	}
 	ss.posted = len(ss.Messages)
-	out, err := encodeResponse(resp)
-	if err != nil {
-		return err
+	out := recorded
+	if out == nil {
+		var err error
+		if out, err = encodeResponse(resp); err != nil {
+			return err
+		}
 	}
 	return b.AddRecording(board.Recording{Label: c.label, Visit: c.visit, Kind: KindLLM, Call: c.call,
 		Agent: a.Name, RequestSHA256: sum, Request: bytes.Clone(canon), Response: out})

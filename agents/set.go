@@ -332,7 +332,7 @@ func (s *Set) bindLocked(b *board.Board) {
 		if r.Kind != KindLLM {
 			continue
 		}
-		if resp, err := decodeResponse(r.Response); err == nil {
+		if resp, err := decodeUsage(r.Response); err == nil {
 			s.used += resp.Usage.Total()
 			if a := s.agents[r.Agent]; a != nil {
 				cost, _ := recordedCost(a, resp)

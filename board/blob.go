@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Large strings are stored once (docs/spec.md §3, "Large values"). A model
@@ -73,7 +74,7 @@ func hashLiteral(lit []byte) (string, error) {
 var errNotString = errors.New("not a JSON string")
 
 // unquoteTo writes the text of the JSON string literal lit to w.
-func unquoteTo(w hash.Hash, lit []byte) error {
+func unquoteTo(w interface{ Write([]byte) (int, error) }, lit []byte) error {
 	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
 		return errNotString
 	}
@@ -360,11 +361,34 @@ func (t *blobTable) text(key string) string {
 	if s, ok := t.str[key]; ok {
 		return s
 	}
-	var s string
-	json.Unmarshal(t.lit[key], &s) // checked by put
+	s := unquote(t.lit[key]) // checked by put
 	t.str[key] = s
 	return s
 }
+
+// unquote is the text of a JSON string literal known to be one, in one
+// allocation of its size: json.Unmarshal unquotes a string with escapes
+// into a scratch buffer, then copies it (twice a 50 MiB answer with
+// newlines, issue 22).
+func unquote(lit []byte) string {
+	var n counter
+	unquoteTo(&n, lit)
+	if n == 0 {
+		return ""
+	}
+	b := appender(make([]byte, 0, int(n)))
+	unquoteTo(&b, lit)
+	// b is not written again: the string may share its bytes.
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+type counter int
+
+func (c *counter) Write(p []byte) (int, error) { *c += counter(len(p)); return len(p), nil }
+
+type appender []byte
+
+func (a *appender) Write(p []byte) (int, error) { *a = append(*a, p...); return len(p), nil }
 
 // check refuses refs that are not in the table; what names the record.
 func (t *blobTable) check(what string, refs []string) (map[string]bool, error) {

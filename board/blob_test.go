@@ -318,8 +318,11 @@ func TestLargeValueMemory(t *testing.T) {
 		t.Errorf("Save allocated %d bytes for a value of %d: want under a quarter of it", a, n)
 	}
 	var loaded *Board
-	if a := alloc(func() { loaded, err = Load(path) }); err != nil || a > 6*n {
-		t.Errorf("Load allocated %d bytes (%.1f times the value), err %v: want at most 6 (the file, the text, the results and recordings that hold it in JSON)", a, float64(a)/float64(n), err)
+	// The file, the text (decoded once, in one allocation: 4.6 times the
+	// value in all while json.Unmarshal decoded it twice), the step
+	// result's and the recording's JSON.
+	if a := alloc(func() { loaded, err = Load(path) }); err != nil || a > 4*n {
+		t.Errorf("Load allocated %d bytes (%.1f times the value), err %v: want at most 4 (the file, the text, the result and recording that hold it in JSON)", a, float64(a)/float64(n), err)
 	}
 	if !reflect.DeepEqual(loaded.Entries()[1].Content, text) {
 		t.Error("the value did not read back")

@@ -1,8 +1,8 @@
 package plans
 
 import (
-	"encoding/json"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -72,7 +72,10 @@ func (j *jsonReader) pos() (int, int) {
 	if j.colOff < j.lineStart {
 		j.colOff, j.col = j.lineStart, 0
 	}
-	j.col += utf8.RuneCount(j.src[j.colOff:j.off])
+	// On the string view: utf8.RuneCount copies its input from the first
+	// non-ASCII byte on (string(p[n:])), a copy of the file's rest each
+	// time a line holds, say, an é (issue 22).
+	j.col += utf8.RuneCountInString(j.text[j.colOff:j.off])
 	j.colOff = j.off
 	return j.line, j.col + 1
 }
@@ -147,7 +150,7 @@ func (j *jsonReader) value(depth int) (*yaml.Node, bool) {
 		for j.off < len(j.src) && !isJSONDelim(j.src[j.off]) {
 			j.off++
 		}
-		word := j.text[start:j.off]
+		word := strings.Clone(j.text[start:j.off]) // not a substring: see aliasMin
 		n.Kind, n.Value = yaml.ScalarNode, word
 		switch {
 		case word == "true" || word == "false":
@@ -178,9 +181,16 @@ func (j *jsonReader) next(closer byte) (more, ok bool) {
 	return c == ',', c == closer
 }
 
-// str reads a JSON string at j.off. Without escapes (the usual case, and
-// the case of a large answer) its text is a substring of the file, not a
-// copy; with them, encoding/json decodes the literal.
+// aliasMin is the length from which a string without escapes is a
+// substring of the file rather than a copy. A short one (a key, a model's
+// name) is copied: as a substring it would keep the whole file, answer
+// and all, alive for as long as the responses are, even when that answer
+// had escapes and was copied out (issue 22).
+const aliasMin = 4 << 10
+
+// str reads a JSON string at j.off. A long one without escapes (the
+// case of a large answer written as it is) is a substring of the file,
+// not a copy; one with escapes is decoded in one allocation of its size.
 func (j *jsonReader) str() (string, bool) {
 	start := j.off
 	j.off++
@@ -190,13 +200,13 @@ func (j *jsonReader) str() (string, bool) {
 		case c == '"':
 			j.off++
 			if !escaped {
-				return j.text[start+1 : j.off-1], true
+				s := j.text[start+1 : j.off-1]
+				if len(s) < aliasMin {
+					s = strings.Clone(s)
+				}
+				return s, true
 			}
-			var s string
-			if json.Unmarshal(j.src[start:j.off], &s) != nil {
-				return "", false
-			}
-			return s, true
+			return unquoteString(j.src[start:j.off])
 		case c == '\\':
 			escaped = true
 			j.off += 2

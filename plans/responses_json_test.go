@@ -147,3 +147,45 @@ func describeNode(n *yaml.Node) string {
 	b, _ := json.Marshal(map[string]any{"kind": n.Kind, "tag": n.Tag, "value": n.Value, "line": n.Line, "col": n.Column, "n": len(n.Content)})
 	return string(b)
 }
+
+// An answer with escapes (a model's answer has newlines and quotes) is
+// decoded in one allocation of its size, and the responses then hold the
+// answer once: neither the file nor encoding/json's scratch copy stays
+// alive behind it (issue 22: the file was kept by the substrings that
+// were its keys, and the answer was decoded twice).
+func TestLargeEscapedResponseFileMemory(t *testing.T) {
+	for _, tc := range []struct{ name, text string }{
+		{"plain", strings.Repeat("x", 8<<20)},
+		{"escapes", strings.Repeat("a \"quoted\" line, <b> & é\t\n", (8<<20)/28)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src, _ := json.Marshal(map[string]any{"ask": []any{tc.text, map[string]any{"text": "short"}}, "other": []any{"two"}})
+			if err := os.WriteFile(filepath.Join(dir, "answers.json"), src, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var before, after, held runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			resp, err := LoadResponsesFile(filepath.Join(dir, "plan.yaml"), "answers.json")
+			runtime.ReadMemStats(&after)
+			texts := map[string]string{}
+			for _, r := range resp {
+				texts[r.Label] += r.Text + "|"
+			}
+			if err != nil || len(resp) != 3 || texts["ask"] != tc.text+"|short|" || texts["other"] != "two|" {
+				t.Fatalf("got %d answers, err %v", len(resp), err)
+			}
+			size := float64(len(tc.text))
+			if alloc := float64(after.TotalAlloc - before.TotalAlloc); alloc > float64(len(src))+1.05*size+(1<<20) {
+				t.Errorf("loading allocated %.0f bytes, %.2f per byte of the answer; want the file (%d bytes) and at most one copy (%.2f)", alloc, alloc/size, len(src), (float64(len(src))+size)/size)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&held)
+			if live := float64(held.HeapAlloc) - float64(before.HeapAlloc); live > 1.1*size+(1<<20) {
+				t.Errorf("the loaded responses hold %.2f bytes per byte of the answer; want it once", live/size)
+			}
+			runtime.KeepAlive(resp)
+		})
+	}
+}

@@ -810,13 +810,52 @@ type ModelUsage struct {
 	CostUSD      float64 `json:"cost_usd,omitempty"`
 }
 
-// Tokens sums a run's recorded model calls per model, sorted by model.
+// Tokens sums a run's recorded model calls per model, sorted by model:
+// what usage sums, without what the page shows. It runs at the end of
+// every run, so it decodes the usage and the model only: decoding the
+// whole answer (as usage does, for the page) copied its text, 50 MB for
+// a 50 MB answer, at the run's peak (issue 22).
 func Tokens(recs []board.Recording) []ModelUsage {
-	models, _, _ := usage(recs, map[string][]callView{})
-	out := make([]ModelUsage, len(models))
-	for i, m := range models {
-		out[i] = ModelUsage{Model: m.Model, Calls: m.Calls, InputTokens: m.Input, OutputTokens: m.Output, CostUSD: m.Cost}
+	per := map[string]*ModelUsage{}
+	for _, r := range recs {
+		if r.Kind != agents.KindLLM {
+			continue
+		}
+		var resp struct {
+			Usage struct {
+				Input  int `json:"input_tokens"`
+				Output int `json:"output_tokens"`
+			} `json:"usage"`
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(r.Response, &resp) != nil {
+			continue
+		}
+		model := resp.Model
+		if model == "" {
+			var req struct {
+				Model string `json:"model"`
+			}
+			json.Unmarshal(r.Request, &req)
+			model = req.Model
+		}
+		m := per[model]
+		if m == nil {
+			m = &ModelUsage{Model: model}
+			per[model] = m
+		}
+		m.Calls++
+		m.InputTokens += resp.Usage.Input
+		m.OutputTokens += resp.Usage.Output
+		if cost, known := agents.RecordingCost(r); known {
+			m.CostUSD += cost
+		}
 	}
+	out := make([]ModelUsage, 0, len(per))
+	for _, m := range per {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
 	return out
 }
 
