@@ -30,15 +30,16 @@
     for (const box of boxes) if (box.dataset.ids.split(" ").includes(id)) return box;
     return null;
   };
-  // reveal brings the step with this id into the page, its sections open.
+  // reveal opens the step with this id (a link to a closed step opens it)
+  // and the sections around it, bringing it into the page first if it is
+  // not there yet.
   const reveal = async (id) => {
     const box = holder(id);
-    if (!box) return;
-    await show(box);
-    const el = document.getElementById(id);
+    if (box) await show(box);
+    const el = id && document.getElementById(id);
     if (!el) return;
     for (let e = el; e; e = e.parentElement) if (e.tagName === "DETAILS") e.open = true;
-    el.scrollIntoView();
+    if (box) el.scrollIntoView();
   };
   const idOf = (hash) => {
     try { return decodeURIComponent(hash.slice(1)); } catch (e) { return ""; } // a malformed address names no step
