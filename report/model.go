@@ -44,17 +44,21 @@ type view struct {
 	TimelineChunks [][]row
 	TreeChunks     [][]*stepView
 	Chunked        bool
-	NeverRan       []string
-	Keys           []keyView
-	Sections       []sectionView
-	Conflicts      []board.Entry
-	Topics         []kv
-	Generated      string
-	Resumed        bool
-	Waiting        []waitView
-	Live           *Live
-	Seq            int // the board's entries when the page was made
-	Running        []runningView
+	// Lazy: the steps' boxes keep their closed steps as data (lazy.go),
+	// StepBoxes then being what the template writes of them.
+	Lazy      bool
+	StepBoxes [][]segment
+	NeverRan  []string
+	Keys      []keyView
+	Sections  []sectionView
+	Conflicts []board.Entry
+	Topics    []kv
+	Generated string
+	Resumed   bool
+	Waiting   []waitView
+	Live      *Live
+	Seq       int // the board's entries when the page was made
+	Running   []runningView
 }
 
 // runningView is a step visit running as the live page is made.

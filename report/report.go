@@ -27,6 +27,9 @@ var page = sync.OnceValue(func() *template.Template {
 		"css": func() template.CSS { return template.CSS(css) },
 		"usd": agents.FormatUSD,
 		"add": func(a, b int) int { return a + b },
+		// The script of a long page and the CSP source that allows it alone.
+		"lazyScript": func() template.HTML { return template.HTML("<script>" + lazyScript + "</script>") },
+		"lazyCSP":    func() string { return lazyCSP },
 	}).Parse(pageSource))
 })
 
@@ -75,8 +78,18 @@ func WriteWith(w io.Writer, b *board.Board, opt Options) error {
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
 	}
+	v := build(b, opt)
+	if v.Chunked && opt.Live == nil {
+		// The live page's script follows each step by its element:
+		// it stays all markup.
+		boxes, err := lazyBoxes(page(), v.TreeChunks)
+		if err != nil {
+			return err
+		}
+		v.Lazy, v.StepBoxes = true, boxes
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	if err := page().Execute(bw, build(b, opt)); err != nil {
+	if err := page().Execute(bw, v); err != nil {
 		return err
 	}
 	return bw.Flush()

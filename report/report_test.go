@@ -49,7 +49,7 @@ func render(t *testing.T, run board.Run, steps []board.StepRecord, setup func(b 
 	if err := WriteAt(&buf, b, t0.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	return buf.String()
+	return unlazy(t, buf.String())
 }
 
 // Failed, interrupted (never finished), resumed and replayed runs all
