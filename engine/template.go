@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/file"
@@ -38,7 +39,76 @@ type Expr struct {
 	// typ is the type the checker gave it (nil: unknown), for a call's
 	// vars and a callee's outputs.
 	typ reflect.Type
+	// refs are the steps it names (see stepRefs).
+	refs stepRefs
 }
+
+// stepRefs are the steps an expression may read: the labels it names as
+// steps.LABEL or steps["LABEL"], or all of them when it uses `steps`
+// any other way. A resumed run builds the views of those only.
+type stepRefs struct {
+	labels []string
+	all    bool
+}
+
+// stepRefs are the steps e names; all when it cannot be compiled (its
+// evaluation fails anyway).
+func (e *Expr) stepRefs() stepRefs {
+	if e.load() != nil {
+		return stepRefs{all: true}
+	}
+	return e.refs
+}
+
+// refs are the steps the template's expressions name.
+func (t *Template) refs() stepRefs {
+	var out stepRefs
+	n := 0
+	for _, p := range t.parts {
+		if p.expr == nil {
+			continue
+		}
+		r := p.expr.stepRefs()
+		if r.all {
+			return r
+		}
+		if n++; n == 1 {
+			out.labels = r.labels
+		} else {
+			out.labels = append(out.labels[:len(out.labels):len(out.labels)], r.labels...)
+		}
+	}
+	return out
+}
+
+// namedSteps finds the steps an expression's tree names.
+func namedSteps(root *ast.Node) stepRefs {
+	f := &stepsFinder{}
+	ast.Walk(root, f)
+	f.refs.all = f.uses > len(f.refs.labels)
+	return f.refs
+}
+
+type stepsFinder struct {
+	refs stepRefs
+	uses int // identifiers `steps`, named or not
+}
+
+func (f *stepsFinder) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
+		if x.Value == "steps" {
+			f.uses++
+		}
+	case *ast.MemberNode:
+		if id, ok := x.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
+			if p, ok := x.Property.(*ast.StringNode); ok {
+				f.refs.labels = append(f.refs.labels, p.Value)
+			}
+		}
+	}
+}
+
 
 // Template is a string with ${{ expr }} parts, compiled.
 type Template struct {
@@ -90,7 +160,7 @@ func (e *Expr) load() error {
 			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(err, d.scope))
 			return
 		}
-		e.prog, e.secret, e.typ = c.prog, c.secret, c.typ
+		e.prog, e.secret, e.typ, e.refs = c.prog, c.secret, c.typ, c.refs
 	})
 	return e.err
 }
@@ -115,7 +185,7 @@ func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}, nil
+	return &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type(), refs: namedSteps(&tree.Node)}, nil
 }
 
 // Eval runs the expression. One that reads a secret is handed to the
