@@ -109,7 +109,6 @@ func (f *stepsFinder) Visit(n *ast.Node) {
 	}
 }
 
-
 // Template is a string with ${{ expr }} parts, compiled.
 type Template struct {
 	Src   string
