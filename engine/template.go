@@ -39,8 +39,10 @@ type Expr struct {
 	// typ is the type the checker gave it (nil: unknown), for a call's
 	// vars and a callee's outputs.
 	typ reflect.Type
-	// refs are the steps it names (see stepRefs).
-	refs stepRefs
+	// refs are the steps it names (see stepRefs), found on first need:
+	// validate and a run's start never need them.
+	refs     stepRefs
+	refsOnce sync.Once
 }
 
 // stepRefs are the steps an expression may read: the labels it names as
@@ -54,9 +56,13 @@ type stepRefs struct {
 // stepRefs are the steps e names; all when it cannot be compiled (its
 // evaluation fails anyway).
 func (e *Expr) stepRefs() stepRefs {
-	if e.load() != nil {
+	if e.load() != nil || e.prog == nil {
 		return stepRefs{all: true}
 	}
+	e.refsOnce.Do(func() {
+		root := e.prog.Node()
+		e.refs = namedSteps(&root)
+	})
 	return e.refs
 }
 
@@ -159,7 +165,7 @@ func (e *Expr) load() error {
 			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(err, d.scope))
 			return
 		}
-		e.prog, e.secret, e.typ, e.refs = c.prog, c.secret, c.typ, c.refs
+		e.prog, e.secret, e.typ = c.prog, c.secret, c.typ
 	})
 	return e.err
 }
@@ -184,7 +190,7 @@ func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type(), refs: namedSteps(&tree.Node)}, nil
+	return &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}, nil
 }
 
 // Eval runs the expression. One that reads a secret is handed to the
