@@ -542,6 +542,8 @@ type recordIn struct {
 	Step    *stepIn                    `json:"step"`
 	Rec     *recIn                     `json:"rec"`
 	Run     *Run                       `json:"run"`
+	// SameSource: see record.SameSource.
+	SameSource bool `json:"same_plan_source"`
 }
 
 // resolveRecord adds a journal line's blobs to the board's table and puts
@@ -561,7 +563,7 @@ func (b *Board) resolveRecord(in *recordIn) (record, error) {
 		}
 		b.blobsKnown[k] = true
 	}
-	rec := record{N: in.N, Run: in.Run}
+	rec := record{N: in.N, Run: in.Run, SameSource: in.SameSource}
 	if in.Entry != nil {
 		rec.Entry = in.Entry.get()
 		if err := t.resolveEntry(rec.Entry, in.Entry.Refs); err != nil {

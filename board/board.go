@@ -518,7 +518,13 @@ func (b *Board) UpdateRun(f func(*Run)) error {
 	r := b.run
 	f(&r)
 	b.redactRun(&r)
-	if err := b.logLocked(record{Run: &r}); err != nil {
+	rec := record{Run: &r}
+	if r.PlanSource != "" && r.PlanSource == b.run.PlanSource {
+		lean := r
+		lean.PlanSource = ""
+		rec = record{Run: &lean, SameSource: true}
+	}
+	if err := b.logLocked(rec); err != nil {
 		return err
 	}
 	b.run = r

@@ -47,6 +47,9 @@ func appendRecord(buf []byte, rec *record, x *blobSink) ([]byte, error) {
 		data, err = json.Marshal(rec.Run)
 		buf = append(buf, `,"run":`...)
 		buf = append(buf, data...)
+		if rec.SameSource {
+			buf = append(buf, `,"same_plan_source":true`...)
+		}
 	}
 	return buf, err
 }

@@ -301,7 +301,11 @@ func (b *Board) foldJournal(path string) error {
 		case rec.Rec != nil:
 			b.recordings = append(b.recordings, *rec.Rec)
 		case rec.Run != nil:
+			src := b.run.PlanSource
 			b.run = *rec.Run
+			if rec.SameSource {
+				b.run.PlanSource = src
+			}
 		}
 	}
 }

@@ -181,3 +181,53 @@ func TestLoadAnyLayout(t *testing.T) {
 		t.Fatalf("key k: %+v", e)
 	}
 }
+
+// A change of the run record that keeps its plan source journals the
+// record without it (a 100k-step plan is 10 MB, written twice per
+// resume); loading gives it back, and a changed source is journaled whole.
+func TestRunRecordJournaledWithoutAnUnchangedPlanSource(t *testing.T) {
+	src := strings.Repeat("steps: [a long plan]\n", 2000)
+	cases := []struct {
+		name   string
+		change func(*Run)
+		want   string // plan source after load
+		whole  bool   // the source is in the journal
+	}{
+		{"status only", func(r *Run) { r.Status = StatusFailed }, src, false},
+		{"status twice", func(r *Run) { r.Status, r.Error = StatusFailed, "x" }, src, false},
+		{"a new source", func(r *Run) { r.PlanSource = "version: 1\n# edited\n" }, "version: 1\n# edited\n", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := t.TempDir() + "/blackboard.json"
+			b, err := Create(path, Run{ID: "r1", Status: StatusRunning, PlanSource: src}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if err := b.UpdateRun(tc.change); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.UpdateRun(func(r *Run) { r.Status = StatusFailed }); err != nil {
+				t.Fatal(err)
+			}
+			j, _ := os.ReadFile(JournalPath(path))
+			if got := strings.Contains(string(j), "a long plan") || strings.Contains(string(j), "# edited"); got != tc.whole || len(j) == 0 {
+				t.Errorf("journal holds the source: %v, want %v (%d bytes)", got, tc.whole, len(j))
+			}
+			loaded, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := loaded.Run(); r.PlanSource != tc.want || r.Status != StatusFailed {
+				t.Errorf("loaded run: status %s, source %.30q…; want %.30q…", r.Status, r.PlanSource, tc.want)
+			}
+			if err := b.Save(); err != nil {
+				t.Fatal(err)
+			}
+			if saved, _ := Load(path); saved.Run().PlanSource != tc.want {
+				t.Errorf("saved source %.30q…", saved.Run().PlanSource)
+			}
+		})
+	}
+}

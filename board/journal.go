@@ -18,6 +18,10 @@ type record struct {
 	Step    *StepRecord `json:"step,omitempty"`
 	Rec     *Recording  `json:"rec,omitempty"`
 	Run     *Run        `json:"run,omitempty"`
+	// SameSource: Run's plan_source is left out, being the one the
+	// board held before this record (a 100k-step plan is 10 MB, and a
+	// resume wrote it twice for every record of its status).
+	SameSource bool `json:"same_plan_source,omitempty"`
 }
 
 // journal is the append-only file beside blackboard.json. Each change is one

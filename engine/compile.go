@@ -105,6 +105,22 @@ func Load(path string, reg *Registry) (*Program, error) {
 // YAML structure to a misspelt name deep in an expression, comes back at
 // once as plans.Errors.
 func Compile(path string, src []byte, reg *Registry) (*Program, error) {
+	return compile(path, src, reg, false)
+}
+
+// CompileChecked compiles a plan this runner has checked whole before
+// (the unchanged plan of a run being resumed, or replayed): the YAML, the
+// steps and their fields are checked as Compile does, but each of its own
+// expressions is type-checked and compiled when it is first evaluated,
+// since most of a resumed run's are never evaluated again. A called
+// plan, read from its own file, is checked whole. Never use it for a plan
+// that has not been through Compile: an expression's mistake would show
+// only when a step reaches it.
+func CompileChecked(path string, src []byte, reg *Registry) (*Program, error) {
+	return compile(path, src, reg, true)
+}
+
+func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, error) {
 	plan, err := plans.Parse(path, src)
 	var list plans.Errors
 	if err != nil {
@@ -113,7 +129,7 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 		}
 	}
 	r := &plans.Reporter{File: path, List: list}
-	prog := compilePlan(r, plan, reg, nil)
+	prog := compilePlan(r, plan, reg, nil, deferred)
 	// A run needs neither the YAML tree nor the expression types: every
 	// position is in the problems already reported. Keeping them cost
 	// most of the memory a loaded plan held.
@@ -126,7 +142,8 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 
 // compilePlan compiles a parsed plan: the run's, or a callee (agents
 // then maps its agent names to the run's).
-func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string) *Program {
+// deferred: its expressions are compiled on first use (CompileChecked).
+func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string, deferred bool) *Program {
 	prog := &Program{Plan: plan, nodes: map[string]*Node{}, agents: agents}
 	// Callees first: a call's steps.X.outputs has the types of the
 	// callee's outputs.
@@ -139,6 +156,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 		}
 	}
 	prog.scope = newScope(scopeType(plan, reg, calls))
+	prog.scope.deferred = deferred
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
 	prog.tools = prog.compileTools(r, reg)

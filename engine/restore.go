@@ -39,11 +39,17 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 			r.visits[rec.Label] = rec.Visit
 		}
 		r.total.Add(1)
-		res, err := decodeResult(n, rec.Result)
-		if err != nil {
-			return err
+		if n.item == nil && n.Each == nil && n.Sub == nil {
+			// Its view is built when an expression first names it
+			// (evaluator.need): most are never named again.
+			r.evalOf(n).deferView(n.localLabel(), n, rec)
+		} else {
+			res, err := decodeResult(n, rec.Result)
+			if err != nil {
+				return err
+			}
+			r.setView(n, r.viewOf(n, *rec, res))
 		}
-		r.setView(n, r.viewOf(n, *rec, res))
 		if n.Children != nil || n.Seq != nil || n.Each != nil || n.Sub != nil {
 			delete(pending, n.Label) // the group finished: its children are history
 		}

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/expr-lang/expr"
@@ -57,6 +58,11 @@ type Scope struct {
 	// secretEnv are the plan's env names whose value is made from a
 	// secret: reading env.NAME reads a secret (see Expr.secret).
 	secretEnv map[string]bool
+	// deferred: the plan was checked whole before (CompileChecked), so
+	// its expressions are compiled on first use (Expr.load), one at a
+	// time under mu: conf and expr's type cache in it are filled then.
+	deferred bool
+	mu       sync.Mutex
 }
 
 // config is the compiler configuration for this scope, built once:
@@ -137,7 +143,7 @@ func (s *Scope) with(name string, t types.Type) *Scope {
 	}
 	td.Fields[name] = t.Nature()
 	nt.TypeData = &td
-	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv}
+	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv, deferred: s.deferred}
 }
 
 // stepType is the type of steps.<label>, or Any when there is none.

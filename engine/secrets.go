@@ -144,7 +144,7 @@ func secretEnvNames(p *plans.Plan, env []*Template) map[string]bool {
 			continue
 		}
 		for _, part := range t.parts {
-			if part.expr != nil && part.expr.secret {
+			if part.expr != nil && part.expr.load() == nil && part.expr.secret {
 				out[p.Env[i].Name] = true
 			}
 		}

@@ -36,6 +36,78 @@ type evaluator struct {
 	// for_each block's item, eachgroup.go): its base and steps show
 	// through where this one has none of its own.
 	parent *evaluator
+	// saved are the steps a resumed run restored whose view is not built
+	// yet (Runner.Restore): decoding every saved result and building its
+	// view was a sixth of resuming a 100k-step run, and an expression
+	// names a handful. A step's view is built when an evaluation that may
+	// name it starts (need), under mu, and replaces its entry in steps.
+	saved map[string]savedStep
+}
+
+// savedStep is a completed step's saved record whose view is built on
+// first use.
+type savedStep struct {
+	n   *Node
+	rec *board.StepRecord
+}
+
+// defer_ notes label's saved record, its view built on first use.
+func (e *evaluator) deferView(label string, n *Node, rec *board.StepRecord) {
+	e.mu.Lock()
+	if e.saved == nil {
+		e.saved = map[string]savedStep{}
+	}
+	e.saved[label] = savedStep{n, rec}
+	e.mu.Unlock()
+}
+
+// need builds the views of the saved steps refs may name (all of them
+// for refs.all), here and in the evaluators under this one.
+func (e *evaluator) need(refs stepRefs) error {
+	for ; e != nil; e = e.parent {
+		e.mu.RLock()
+		n := len(e.saved)
+		e.mu.RUnlock()
+		if n == 0 {
+			continue
+		}
+		if err := e.build(refs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *evaluator) build(refs stepRefs) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	one := func(label string) error {
+		s, ok := e.saved[label]
+		if !ok {
+			return nil
+		}
+		res, err := decodeResult(s.n, s.rec.Result)
+		if err != nil {
+			return err
+		}
+		e.steps[label] = withTimedOut(stateView(s.rec.Status, res.Output, s.rec.Error, s.rec.Visit, s.rec.DurationMS, orZero(res.Fields, s.n)), res)
+		delete(e.saved, label)
+		return nil
+	}
+	if refs.all {
+		for label := range e.saved {
+			if err := one(label); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, label := range refs.labels {
+		if err := one(label); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // baseEnv is a copy of the names every evaluation sees.
@@ -55,6 +127,7 @@ func (e *evaluator) baseEnv() map[string]any {
 
 // stepsView is a copy of steps, the parents' overlaid by this one's.
 func (e *evaluator) stepsView() map[string]any {
+	// with has built every saved view (need) before it copies them.
 	var m map[string]any
 	if e.parent != nil {
 		m = e.parent.stepsView()
@@ -107,6 +180,15 @@ func zeroResult(n *Node) any {
 // with runs f with the environment for one evaluation; extra names (such
 // as `step` for retry.until) are added to it.
 func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
+	return e.withRefs(stepRefs{all: true}, extra, vc, f)
+}
+
+// withRefs is with for an evaluation that names at most the steps refs
+// says (whose views it builds first).
+func (e *evaluator) withRefs(refs stepRefs, extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
+	if err := e.need(refs); err != nil {
+		return err
+	}
 	env := e.baseEnv()
 	for k, v := range extra {
 		env[k] = v
@@ -133,7 +215,7 @@ func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[st
 }
 
 func (e *evaluator) render(t *Template, vc *visitClock) (s string, err error) {
-	err = e.with(nil, vc, func(env map[string]any) error {
+	err = e.withRefs(t.refs(), nil, vc, func(env map[string]any) error {
 		s, err = t.render(env)
 		return err
 	})
@@ -141,7 +223,7 @@ func (e *evaluator) render(t *Template, vc *visitClock) (s string, err error) {
 }
 
 func (e *evaluator) renderShell(t *Template, vc *visitClock) (c *ShellCommand, err error) {
-	err = e.with(nil, vc, func(env map[string]any) error {
+	err = e.withRefs(t.refs(), nil, vc, func(env map[string]any) error {
 		c, err = t.renderShell(env)
 		return err
 	})
@@ -149,7 +231,7 @@ func (e *evaluator) renderShell(t *Template, vc *visitClock) (c *ShellCommand, e
 }
 
 func (e *evaluator) value(t *Template, vc *visitClock) (v any, err error) {
-	err = e.with(nil, vc, func(env map[string]any) error {
+	err = e.withRefs(t.refs(), nil, vc, func(env map[string]any) error {
 		v, err = t.Value(env)
 		return err
 	})
@@ -157,7 +239,7 @@ func (e *evaluator) value(t *Template, vc *visitClock) (v any, err error) {
 }
 
 func (e *evaluator) bool(x *Expr, extra map[string]any, vc *visitClock) (ok bool, err error) {
-	err = e.with(extra, vc, func(env map[string]any) error {
+	err = e.withRefs(x.stepRefs(), extra, vc, func(env map[string]any) error {
 		ok, err = x.Bool(env)
 		return err
 	})
@@ -167,10 +249,14 @@ func (e *evaluator) bool(x *Expr, extra map[string]any, vc *visitClock) (ok bool
 func (e *evaluator) set(label string, view map[string]any) {
 	e.mu.Lock()
 	e.steps[label] = view
+	delete(e.saved, label)
 	e.mu.Unlock()
 }
 
 func (e *evaluator) get(label string) map[string]any {
+	if e.need(stepRefs{labels: []string{label}}) != nil {
+		return nil
+	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	v, _ := e.steps[label].(map[string]any)

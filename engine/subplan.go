@@ -122,7 +122,7 @@ func (p *Program) compileCallee(r *plans.Reporter, reg *Registry, s *plans.Step)
 		amap[a.Name] = p.globalAgent(call.AgentName(s.Label, a.Name))
 	}
 	cr := &plans.Reporter{File: call.Plan.Path}
-	sub := compilePlan(cr, call.Plan, reg, amap)
+	sub := compilePlan(cr, call.Plan, reg, amap, false)
 	r.List = append(r.List, cr.List...)
 	// Said at the call too, so reading the caller's problems alone shows
 	// that its callee has some.
@@ -187,7 +187,7 @@ func (p *Program) compileOutputs(r *plans.Reporter) types.Map {
 }
 
 func typeOfExpr(e *Expr) types.Type {
-	if e.typ == nil || e.typ.Kind() == reflect.Interface {
+	if e.load() != nil || e.typ == nil || e.typ.Kind() == reflect.Interface {
 		return types.Any
 	}
 	return goType(e.typ)

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/file"
@@ -24,14 +25,94 @@ import (
 
 // Expr is a compiled expression.
 type Expr struct {
-	Src  string
-	prog *vm.Program
+	Src string
+	// deferred is set on an expression of a plan compiled by
+	// CompileChecked: it is type-checked and compiled on first use
+	// (load), under once, so parallel steps may be the first together.
+	deferred *deferredExpr
+	once     sync.Once
+	err      error // the deferred compile's error
+	prog     *vm.Program
 	// secret: it reads a secret (secrets.NAME, or a plan env value made
 	// from one), so Runner.SecretEval decides it (see Eval).
 	secret bool
 	// typ is the type the checker gave it (nil: unknown), for a call's
 	// vars and a callee's outputs.
 	typ reflect.Type
+	// refs are the steps it names (see stepRefs), found on first need:
+	// validate and a run's start never need them.
+	refs     stepRefs
+	refsOnce sync.Once
+}
+
+// stepRefs are the steps an expression may read: the labels it names as
+// steps.LABEL or steps["LABEL"], or all of them when it uses `steps`
+// any other way. A resumed run builds the views of those only.
+type stepRefs struct {
+	labels []string
+	all    bool
+}
+
+// stepRefs are the steps e names; all when it cannot be compiled (its
+// evaluation fails anyway).
+func (e *Expr) stepRefs() stepRefs {
+	if e.load() != nil || e.prog == nil {
+		return stepRefs{all: true}
+	}
+	e.refsOnce.Do(func() {
+		root := e.prog.Node()
+		e.refs = namedSteps(&root)
+	})
+	return e.refs
+}
+
+// refs are the steps the template's expressions name.
+func (t *Template) refs() stepRefs {
+	var out stepRefs
+	n := 0
+	for _, p := range t.parts {
+		if p.expr == nil {
+			continue
+		}
+		r := p.expr.stepRefs()
+		if r.all {
+			return r
+		}
+		if n++; n == 1 {
+			out.labels = r.labels
+		} else {
+			out.labels = append(out.labels[:len(out.labels):len(out.labels)], r.labels...)
+		}
+	}
+	return out
+}
+
+// namedSteps finds the steps an expression's tree names.
+func namedSteps(root *ast.Node) stepRefs {
+	f := &stepsFinder{}
+	ast.Walk(root, f)
+	f.refs.all = f.uses > len(f.refs.labels)
+	return f.refs
+}
+
+type stepsFinder struct {
+	refs stepRefs
+	uses int // identifiers `steps`, named or not
+}
+
+func (f *stepsFinder) Visit(n *ast.Node) {
+	switch x := (*n).(type) {
+	case *ast.IdentifierNode:
+		if x.Value == "steps" {
+			f.uses++
+		}
+	case *ast.MemberNode:
+		if id, ok := x.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
+			if p, ok := x.Property.(*ast.StringNode); ok {
+				f.refs.labels = append(f.refs.labels, p.Value)
+			}
+		}
+	}
 }
 
 // Template is a string with ${{ expr }} parts, compiled.
@@ -50,9 +131,46 @@ type part struct {
 	off  int   // byte offset of the part in Src
 }
 
+// deferredExpr is what compiling an expression later takes.
+type deferredExpr struct {
+	scope  *Scope
+	asBool bool
+}
+
 // compileExpr compiles src against the scope; asBool requires a boolean.
-// It is expr.Compile with the scope's configuration reused.
+// It is expr.Compile with the scope's configuration reused. In a scope of
+// a plan already checked (Scope.deferred) it only notes what to compile.
 func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
+	if scope.deferred {
+		return &Expr{Src: src, deferred: &deferredExpr{scope, asBool}}, nil
+	}
+	return compileNow(src, scope, asBool)
+}
+
+// load compiles a deferred expression, once. A plan that was checked
+// whole when its run started has no error here unless the expression
+// language changed under it; then the step using it fails, saying so.
+func (e *Expr) load() error {
+	if e.deferred == nil {
+		return nil
+	}
+	e.once.Do(func() {
+		d := e.deferred
+		// The scope's configuration holds expr's type cache, which
+		// checking fills: one compile at a time per scope.
+		d.scope.mu.Lock()
+		defer d.scope.mu.Unlock()
+		c, err := compileNow(e.Src, d.scope, d.asBool)
+		if err != nil {
+			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(err, d.scope))
+			return
+		}
+		e.prog, e.secret, e.typ = c.prog, c.secret, c.typ
+	})
+	return e.err
+}
+
+func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	cfg := scope.config(asBool)
 	tree, err := checker.ParseCheck(src, cfg)
 	if err != nil {
@@ -78,6 +196,9 @@ func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
 // Eval runs the expression. One that reads a secret is handed to the
 // evaluation's secretEval when it has one (Runner.SecretEval).
 func (e *Expr) Eval(env map[string]any) (any, error) {
+	if err := e.load(); err != nil {
+		return nil, err
+	}
 	if e.secret {
 		if f, ok := env[secretEvalName].(secretEval); ok {
 			return f(e, env)
@@ -227,6 +348,9 @@ func (t *Template) render(env map[string]any) (string, error) {
 // ${{ }}, text otherwise (nil: unknown).
 func (t *Template) valueType() reflect.Type {
 	if len(t.parts) == 1 && t.parts[0].expr != nil {
+		if t.parts[0].expr.load() != nil {
+			return nil
+		}
 		return t.parts[0].expr.typ
 	}
 	return reflect.TypeOf("")

@@ -74,7 +74,15 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 	if r.src, r.Note, err = resumePlanSource(r.Record, o.Force); err != nil {
 		return fail(usage(err))
 	}
-	prog, err := engine.Compile(r.Record.PlanPath, r.src, steps.Registry())
+	// The plan the run started with was checked whole then: its
+	// expressions are compiled when a step first uses them (most of a
+	// resumed run's never are). A plan changed since (--force) is
+	// checked whole again.
+	compile := engine.Compile
+	if sha256hex(r.src) == r.Record.PlanSHA256 {
+		compile = engine.CompileChecked
+	}
+	prog, err := compile(r.Record.PlanPath, r.src, steps.Registry())
 	if err != nil {
 		return fail(&PlanError{prog, err})
 	}
