@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/planrunner/runner/internal/bigjson"
 	"gopkg.in/yaml.v3"
 )
 
@@ -206,7 +207,8 @@ func (j *jsonReader) str() (string, bool) {
 				}
 				return s, true
 			}
-			return unquoteString(j.src[start:j.off])
+			s, err := bigjson.Unquote(j.src[start:j.off])
+			return s, err == nil
 		case c == '\\':
 			escaped = true
 			j.off += 2
