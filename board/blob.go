@@ -5,14 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash"
-	"strconv"
 	"sync"
-	"unicode/utf16"
 	"unicode/utf8"
-	"unsafe"
+
+	"github.com/planrunner/runner/internal/bigjson"
 )
 
 // Large strings are stored once (docs/spec.md §3, "Large values"). A model
@@ -65,104 +63,10 @@ func hashText(s string) string {
 // are decoded into a small buffer. It also checks the literal is one.
 func hashLiteral(lit []byte) (string, error) {
 	h := sha256.New()
-	if err := unquoteTo(h, lit); err != nil {
+	if err := bigjson.UnquoteTo(h, lit); err != nil {
 		return "", err
 	}
 	return blobKey(h), nil
-}
-
-var errNotString = errors.New("not a JSON string")
-
-// unquoteTo writes the text of the JSON string literal lit to w.
-func unquoteTo(w interface{ Write([]byte) (int, error) }, lit []byte) error {
-	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
-		return errNotString
-	}
-	body := lit[1 : len(lit)-1]
-	var out [4 << 10]byte
-	n := 0
-	flush := func() { w.Write(out[:n]); n = 0 }
-	put := func(r rune) {
-		if n+utf8.UTFMax > len(out) {
-			flush()
-		}
-		n += utf8.EncodeRune(out[n:], r)
-	}
-	for i := 0; i < len(body); {
-		c := body[i]
-		switch {
-		case c == '"' || c < 0x20:
-			return errNotString
-		case c == '\\':
-			if i+1 >= len(body) {
-				return errNotString
-			}
-			switch e := body[i+1]; e {
-			case '"', '\\', '/':
-				put(rune(e))
-			case 'b':
-				put('\b')
-			case 'f':
-				put('\f')
-			case 'n':
-				put('\n')
-			case 'r':
-				put('\r')
-			case 't':
-				put('\t')
-			case 'u':
-				r, ok := hex4(body[i+2:])
-				if !ok {
-					return errNotString
-				}
-				i += 6
-				if utf16.IsSurrogate(r) {
-					if r2, ok := hex4(body[min(i+2, len(body)):]); ok && i+1 < len(body) && body[i] == '\\' && body[i+1] == 'u' {
-						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-							put(dec)
-							i += 6
-							continue
-						}
-					}
-					r = utf8.RuneError
-				}
-				put(r)
-				continue
-			default:
-				return errNotString
-			}
-			i += 2
-		case c < utf8.RuneSelf:
-			j := i + 1
-			for j < len(body) && body[j] < utf8.RuneSelf && body[j] >= 0x20 && body[j] != '"' && body[j] != '\\' {
-				j++
-			}
-			flush()
-			w.Write(body[i:j])
-			i = j
-		default:
-			r, size := utf8.DecodeRune(body[i:])
-			if r == utf8.RuneError && size == 1 {
-				put(utf8.RuneError)
-			} else {
-				if n+size > len(out) {
-					flush()
-				}
-				n += copy(out[n:], body[i:i+size])
-			}
-			i += size
-		}
-	}
-	flush()
-	return nil
-}
-
-func hex4(b []byte) (rune, bool) {
-	if len(b) < 4 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(string(b[:4]), 16, 32)
-	return rune(v), err == nil
 }
 
 // nextString finds the next string literal in valid JSON raw at or after
@@ -361,34 +265,12 @@ func (t *blobTable) text(key string) string {
 	if s, ok := t.str[key]; ok {
 		return s
 	}
-	s := unquote(t.lit[key]) // checked by put
+	// One allocation of the text's size (internal/bigjson): json.Unmarshal
+	// would copy a 50 MiB answer with newlines twice (issue 22).
+	s, _ := bigjson.Unquote(t.lit[key]) // checked by put
 	t.str[key] = s
 	return s
 }
-
-// unquote is the text of a JSON string literal known to be one, in one
-// allocation of its size: json.Unmarshal unquotes a string with escapes
-// into a scratch buffer, then copies it (twice a 50 MiB answer with
-// newlines, issue 22).
-func unquote(lit []byte) string {
-	var n counter
-	unquoteTo(&n, lit)
-	if n == 0 {
-		return ""
-	}
-	b := appender(make([]byte, 0, int(n)))
-	unquoteTo(&b, lit)
-	// b is not written again: the string may share its bytes.
-	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-type counter int
-
-func (c *counter) Write(p []byte) (int, error) { *c += counter(len(p)); return len(p), nil }
-
-type appender []byte
-
-func (a *appender) Write(p []byte) (int, error) { *a = append(*a, p...); return len(p), nil }
 
 // check refuses refs that are not in the table; what names the record.
 func (t *blobTable) check(what string, refs []string) (map[string]bool, error) {

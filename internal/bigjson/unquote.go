@@ -2,6 +2,7 @@ package bigjson
 
 import (
 	"errors"
+	"io"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -30,6 +31,40 @@ func Unquote(lit []byte) (string, error) {
 	unquoteTo(&b, lit)
 	// b is not written again: the string may share its bytes.
 	return unsafe.String(unsafe.SliceData(b), len(b)), nil
+}
+
+// UnquoteTo writes the text of the JSON string literal lit to w, as
+// Unquote decodes it, without building it (the board hashes a large
+// value's text this way), through a small buffer.
+func UnquoteTo(w io.Writer, lit []byte) error {
+	bw := &buffered{w: w}
+	err := unquoteTo(bw, lit)
+	bw.flush()
+	return err
+}
+
+type buffered struct {
+	w   io.Writer
+	buf [4 << 10]byte
+	n   int
+}
+
+func (b *buffered) write(p []byte) {
+	if b.n+len(p) > len(b.buf) {
+		b.flush()
+		if len(p) > len(b.buf) {
+			b.w.Write(p)
+			return
+		}
+	}
+	b.n += copy(b.buf[b.n:], p)
+}
+
+func (b *buffered) flush() {
+	if b.n > 0 {
+		b.w.Write(b.buf[:b.n])
+		b.n = 0
+	}
 }
 
 type sink interface{ write([]byte) }
