@@ -288,10 +288,10 @@ func (it *interp[C]) forEach(c C, n *Node, visit int, vc *visitClock) (Result, e
 	r := it.r
 	list, err := r.items(n, visit, vc)
 	if err != nil {
-		if fatal(err) {
-			return Result{}, err
+		if !fatal(err) {
+			err = fmt.Errorf("for_each: %w", err)
 		}
-		return Result{}, fmt.Errorf("for_each: %w", err)
+		return Result{}, childrenNotRun{err}
 	}
 	kids := make([]*Node, len(list))
 	for i, v := range list {
@@ -302,6 +302,14 @@ func (it *interp[C]) forEach(c C, n *Node, visit int, vc *visitClock) (Result, e
 	}
 	return eachResult(kids, it.children(c, n, visit, kids))
 }
+
+// childrenNotRun is the error of a visit that failed before any of its
+// children ran (a for_each whose list could not be made, or differs from
+// the recording's): a recording cannot have ended after its children, so
+// afterChildren must not replace it.
+type childrenNotRun struct{ error }
+
+func (e childrenNotRun) Unwrap() error { return e.error }
 
 // eachResult is a for_each step's result from its items'.
 func eachResult(kids []*Node, errs []error) (Result, error) {

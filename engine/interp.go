@@ -192,7 +192,11 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 			default:
 				res, stepErr = it.group(c, n, visit)
 			}
-			stepErr = it.afterChildren(n, visit, stepErr)
+			if pre, ok := stepErr.(childrenNotRun); ok {
+				stepErr = pre.error
+			} else {
+				stepErr = it.afterChildren(n, visit, stepErr)
+			}
 		} else {
 			res, stepErr = it.attempts(c, n, visit, &rec, vc)
 		}
