@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -27,7 +28,8 @@ func TestNewContentsDurableBeforeRename(t *testing.T) {
 			dir := t.TempDir()
 			writeTree(t, dir, map[string][]byte{"a.txt": []byte("a\n"), "d/b.txt": []byte("b\n"), "d/e/c.txt": []byte("c\n")})
 			var phases []string
-			testHook = func(phase, p string) { phases = append(phases, phase) }
+			var mu sync.Mutex // the planning phases are called from parallel workers
+			testHook = func(phase, p string) { mu.Lock(); phases = append(phases, phase); mu.Unlock() }
 			defer func() { testHook = nil }()
 			diff := "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+A\n" +
 				"--- a/d/b.txt\n+++ b/d/b.txt\n@@ -1 +1 @@\n-b\n+B\n" +
