@@ -3,6 +3,7 @@
 package mcpserve
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -11,3 +12,12 @@ import (
 // meant for the server (its process group, its terminal) does not reach
 // the run.
 func detach(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }
+
+// inode is the file's inode number: an atomic write (a rename over the
+// file) changes it.
+func inode(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}

@@ -150,8 +150,11 @@ func (s *Server) startWatch(uri, path string) error {
 	if path == "" {
 		files = []string{runsDirOf(s.o.Dir)}
 	}
+	// The first look is taken before the subscribe is answered: a change
+	// the subscriber makes right after it must not be taken for the
+	// starting state.
+	last := fingerprint(files)
 	go func() {
-		last := fingerprint(files)
 		t := time.NewTicker(watchEvery)
 		defer t.Stop()
 		for {
@@ -181,8 +184,10 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 	return nil
 }
 
-// fingerprint is the size and time of each file (a directory: of each of
-// its entries), which change with every write.
+// fingerprint is the identity, size and time of each file (a directory:
+// and the number of its entries), which change with every write: an
+// atomic write replaces the file, so its inode changes even when its size
+// and time (to the file system's granularity) do not.
 func fingerprint(files []string) string {
 	var b strings.Builder
 	for _, f := range files {
@@ -191,7 +196,7 @@ func fingerprint(files []string) string {
 			b.WriteString("-;")
 			continue
 		}
-		fmt.Fprintf(&b, "%d/%d;", fi.Size(), fi.ModTime().UnixNano())
+		fmt.Fprintf(&b, "%d/%d/%d;", inode(fi), fi.Size(), fi.ModTime().UnixNano())
 		if fi.IsDir() {
 			ents, _ := os.ReadDir(f)
 			fmt.Fprintf(&b, "%d;", len(ents))
