@@ -141,7 +141,8 @@ steps:
 }
 
 // TestFixTestsMCPExample runs examples/fix-tests/mcp.yaml, whose coder
-// reads the project through the filesystem MCP server (here node and
+// reads the project through the filesystem MCP server and answers in
+// SEARCH/REPLACE blocks (here node and
 // the npm package .ci/install puts in RUNNER_TEST_NODE_MODULES, instead
 // of npx, which would download it), then replays it offline with no
 // node on PATH.
@@ -172,6 +173,15 @@ func TestFixTestsMCPExample(t *testing.T) {
 	saved, _ := os.ReadFile(bb)
 	if !strings.Contains(string(saved), `"kind":"mcp"`) || !strings.Contains(string(saved), `for i := 1; i \u003c len(xs)`) && !strings.Contains(string(saved), `for i := 1; i < len(xs)`) {
 		t.Errorf("the run did not record reading stats.go through the server")
+	}
+	// The coder answered in SEARCH/REPLACE, and runner applied it: the
+	// done step's diff against the original shows the fix.
+	if !strings.Contains(string(saved), `\u003c\u003c\u003c\u003c\u003c\u003c\u003c SEARCH`) && !strings.Contains(string(saved), "<<<<<<< SEARCH") {
+		t.Errorf("the recorded answer holds no SEARCH/REPLACE block")
+	}
+	_, steps := loadRun(t, bb)
+	if out, _ := stepResult(t, steps, "done")["output"].(string); !strings.Contains(out, "+\tif len(xs) == 0 {") || !strings.Contains(out, "+\tfor i := 0; i < len(xs); i++ {") {
+		t.Errorf("the SEARCH/REPLACE edit is not in the project:\n%s", out)
 	}
 	env := []string{"PATH=/nonexistent", "HOME=" + t.TempDir()}
 	r = runEnv(t, wd, env, "replay", bb, "--offline")
