@@ -1,16 +1,19 @@
 package planfuzz
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // failAfter is how long the failing child of a fail_fast group works
-// before it fails: its quick siblings (an echo, a board step) are done by
-// then on any engine, and its long ones (longRun) are still running.
-// Half a second was not enough on a loaded machine: with a load average
-// of 30 on two cores a quick sibling's activity on Temporal was still
-// running when the failure came, and was canceled there but not in
-// process. Two seconds cost the 200-plan test about 20 s.
+// before it fails, once its quick siblings (an echo, a board step) have
+// succeeded: it `needs` them, so they are done on every engine however
+// loaded the machine is (a fixed head start was not enough: with a load
+// average of 30 on two cores a quick sibling's activity on Temporal was
+// still running two seconds later, and was canceled there but not in
+// process), while its long siblings (longRun) are still running.
 const (
-	failAfter = "2"
+	failAfter = "1"
 	longRun   = "sleep 30"
 )
 
@@ -105,20 +108,26 @@ func (g *gen) crossWrite(label, key string, cas bool) string {
 // crossGroup is a parallel group whose outcome does not depend on how its
 // children race: each writes its own key, reads only keys written before
 // the group, and with fail_fast at most one child fails (the first, after
-// failAfter), while the others are quick or long.
+// its quick siblings and failAfter), while the others are quick or long.
 func (g *gen) crossGroup(label string) {
 	fmt.Fprintf(&g.b, "  - label: %s\n", label)
 	failFast := g.r.IntN(2) == 0
 	if !failFast {
 		fmt.Fprintf(&g.b, "    fail_fast: false\n")
 	}
+	limit := 0
 	if g.r.IntN(2) == 0 {
-		fmt.Fprintf(&g.b, "    max_concurrency: %d\n", 1+g.r.IntN(3))
+		limit = 1 + g.r.IntN(3)
 	}
-	fmt.Fprintf(&g.b, "    parallel:\n")
 	n := 2 + g.r.IntN(3)
 	failing := failFast && g.r.IntN(2) == 0
-	var kids, keys []string
+	if limit > 0 && !failing {
+		// A failing child waits for its quick siblings, so none may wait
+		// for a slot a long sibling holds.
+		fmt.Fprintf(&g.b, "    max_concurrency: %d\n", limit)
+	}
+	fmt.Fprintf(&g.b, "    parallel:\n")
+	var kids, keys, lines, quick []string
 	for j := range n {
 		c := fmt.Sprintf("%sc%d", label, j)
 		kids = append(kids, c)
@@ -158,6 +167,15 @@ func (g *gen) crossGroup(label string) {
 		default:
 			s = fmt.Sprintf("{label: %s, type: command, run: \"echo %s\"}", c, c)
 		}
+		lines = append(lines, s)
+		if j > 0 && !strings.Contains(s, longRun) {
+			quick = append(quick, c)
+		}
+	}
+	if failing && len(quick) > 0 {
+		lines[0] = strings.TrimSuffix(lines[0], "}") + fmt.Sprintf(", needs: [%s]}", strings.Join(quick, ", "))
+	}
+	for _, s := range lines {
 		fmt.Fprintf(&g.b, "      - %s\n", s)
 	}
 	g.all = append(g.all, kids...)
