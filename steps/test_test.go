@@ -138,9 +138,17 @@ func TestTestStepTimeout(t *testing.T) {
 	// `go test -json` runs it: started in milliseconds, so TestHang is
 	// under way when the 5s timeout stops it even on a loaded machine.
 	// (Through `go test`, the go command itself could take the 5s to
-	// start the binary, and the run then named no test.)
-	if out, err := exec.Command("go", "-C", dir, "test", "-c", "-o", "hang.test", "./hang/").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	// start the binary, and the run then named no test.) test2json is
+	// built beforehand too: Go ships it as source, and `go tool test2json`
+	// compiles it on first use, which with an empty build cache on a
+	// loaded machine took the 5s.
+	for _, build := range [][]string{
+		{"go", "-C", dir, "test", "-c", "-o", "hang.test", "./hang/"},
+		{"go", "build", "-o", filepath.Join(dir, "test2json"), "cmd/test2json"},
+	} {
+		if out, err := exec.Command(build[0], build[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(build, " "), err, out)
+		}
 	}
 	b, err := runIn(t, dir, `
 version: 1
@@ -148,7 +156,7 @@ steps:
   - label: test
     type: test
     framework: go
-    command: go tool test2json -p example.com/p/hang ./hang.test -test.v=test2json
+    command: ./test2json -p example.com/p/hang ./hang.test -test.v=test2json
     timeout: 5s
     continue_on_error: true
 `)
