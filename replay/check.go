@@ -40,7 +40,13 @@ type segKey struct {
 var errDiverged = errors.New("replay diverged")
 
 func newChecker(s *script) *checker {
-	return &checker{s: s, seen: map[segKey]bool{}}
+	n := 0
+	for _, g := range s.segs {
+		n += len(g.records)
+	}
+	// Sized for the recording: grown step by step, its rehashing was the
+	// part of a replay's per-step check that grew with the run.
+	return &checker{s: s, seen: make(map[segKey]bool, n), path: make([]visitKey, 0, n)}
 }
 
 func (c *checker) StepStarted(label string, visit int, parent string) {
