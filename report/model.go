@@ -247,8 +247,9 @@ func build(b *board.Board, opt Options) *view {
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
 	ids := anchors(steps)
+	clocks := &clockIndex{recs: recs}
 	for i, rec := range steps {
-		s := stepOf(ids[i], rec, plan, calls, recs)
+		s := stepOf(ids[i], rec, plan, calls, clocks)
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
@@ -383,7 +384,7 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, recs []board.Recording) *stepView {
+func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, clocks *clockIndex) *stepView {
 	s := &stepView{ID: id, Rec: rec, Name: rec.Label, Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
 	s.Name = visitName(rec.Label, rec.Visit)
@@ -439,7 +440,7 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 	case "test":
 		s.Test = testOf(res)
 	case "input":
-		s.Input = answered(rec, res, plan, recs)
+		s.Input = answered(rec, res, plan, clocks)
 		s.Open = true
 		s.Output = "" // the answer, shown as such
 	case "command":
