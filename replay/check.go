@@ -1,11 +1,11 @@
 package replay
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -28,7 +28,7 @@ type checker struct {
 
 	mu    sync.Mutex
 	seen  map[segKey]bool
-	path  []string // the visits finished so far, "label#visit"
+	path  []visitKey // the visits finished so far (written out only for a divergence)
 	first *Divergence
 }
 
@@ -40,7 +40,13 @@ type segKey struct {
 var errDiverged = errors.New("replay diverged")
 
 func newChecker(s *script) *checker {
-	return &checker{s: s, seen: map[segKey]bool{}}
+	n := 0
+	for _, g := range s.segs {
+		n += len(g.records)
+	}
+	// Sized for the recording: grown step by step, its rehashing was the
+	// part of a replay's per-step check that grew with the run.
+	return &checker{s: s, seen: make(map[segKey]bool, n), path: make([]visitKey, 0, n)}
 }
 
 func (c *checker) StepStarted(label string, visit int, parent string) {
@@ -65,7 +71,7 @@ func (c *checker) StepFinished(now board.StepRecord) {
 	was, ok := g.last[k]
 	c.mu.Lock()
 	c.seen[segKey{c.s.seg, k}] = true
-	c.path = append(c.path, fmt.Sprintf("%s#%d", now.Label, now.Visit))
+	c.path = append(c.path, k)
 	c.mu.Unlock()
 	if !ok {
 		c.diverge(&Divergence{Kind: KindPath, Label: now.Label, Visit: now.Visit,
@@ -84,13 +90,20 @@ func (c *checker) StepFinished(now board.StepRecord) {
 			Message: "a failed sibling's fail_fast canceled it when recorded, not now", Recorded: outcome(was), Now: outcome(now)})
 		return
 	}
-	a, b := normalResult(was.Result), normalResult(now.Result)
-	if was.Status == now.Status && was.Goto == now.Goto && was.Error == now.Error && a == b {
+	// The same bytes need no normal forms (two decodes and two encodings
+	// per step visit): a replayed result is encoded as the recorded one was.
+	same := bytes.Equal(was.Result, now.Result)
+	var a, b string
+	if !same {
+		a, b = normalResult(was.Result), normalResult(now.Result)
+		same = a == b
+	}
+	if was.Status == now.Status && was.Goto == now.Goto && was.Error == now.Error && same {
 		return
 	}
 	d := &Divergence{Kind: KindResult, Label: now.Label, Visit: now.Visit, Message: "the step's outcome differs",
 		Recorded: outcome(was), Now: outcome(now)}
-	if a != b {
+	if !same {
 		d.Diff = UnifiedDiff("recorded result", "replayed result", a, b)
 	}
 	c.diverge(d)
@@ -116,7 +129,10 @@ func (c *checker) diverge(d *Divergence) {
 // pathLocked is the steps that led to a divergence: the visits replayed
 // before it, ending with it.
 func (c *checker) pathLocked(label string, visit int) []string {
-	p := append([]string(nil), c.path...)
+	p := make([]string, len(c.path), len(c.path)+1)
+	for i, k := range c.path {
+		p[i] = fmt.Sprintf("%s#%d", k.label, k.visit)
+	}
 	here := fmt.Sprintf("%s#%d", label, visit)
 	if label != "" && (len(p) == 0 || p[len(p)-1] != here) {
 		p = append(p, here)
@@ -298,37 +314,12 @@ func dropNoise(v any) any {
 // sequence numbers set aside (parallel steps may interleave differently).
 func boardDivergence(rec, now *board.Board) *Divergence {
 	ra, nb := rec.Entries(), now.Entries()
-	if sameEntries(ra, nb) {
+	if same, _ := sameBoard(ra, nb); same {
 		return nil
 	}
 	a, b := normalEntries(ra), normalEntries(nb)
-	if strings.Join(a, "\n") == strings.Join(b, "\n") {
-		return nil
-	}
 	return &Divergence{Kind: KindBoard, Message: "every step matched, but the board's entries differ",
 		Diff: UnifiedDiff("recorded entries", "replayed entries", strings.Join(a, "\n")+"\n", strings.Join(b, "\n")+"\n")}
-}
-
-// sameEntries is the common case first: the same entries in the same
-// order, equal in every field but the id, sequence number and time. It
-// implies equal normal forms (which drop more) and saves building them,
-// three JSON encodings of each entry of both boards, a fifth of a 100k-step
-// replay; anything else (another order, a field that differs only in
-// noise, numbers decoded as another type) goes on to the normal forms.
-func sameEntries(a, b []board.Entry) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := &a[i], &b[i]
-		if x.Section != y.Section || x.Role != y.Role || x.Author != y.Author || x.Label != y.Label ||
-			x.Key != y.Key || x.Version != y.Version || x.Topic != y.Topic || x.Deleted != y.Deleted ||
-			(x.TTL == nil) != (y.TTL == nil) || (x.TTL != nil && *x.TTL != *y.TTL) ||
-			!reflect.DeepEqual(x.Content, y.Content) || !reflect.DeepEqual(x.Meta, y.Meta) {
-			return false
-		}
-	}
-	return true
 }
 
 func normalEntries(es []board.Entry) []string {

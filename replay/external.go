@@ -109,7 +109,7 @@ func newExternals(rec *board.Board) *externals {
 		}
 		x.writes = append(x.writes, w)
 	}
-	x.writes = append(x.writes, unrecorded(rec, x.writes)...)
+	x.writes = append(x.writes, unrecorded(rec, x.writes, len(steps))...)
 	// In the order they came: their place among the steps, then their
 	// place on the board.
 	sort.SliceStable(x.writes, func(i, j int) bool {
@@ -122,24 +122,25 @@ func newExternals(rec *board.Board) *externals {
 // unrecorded are the writes `runner board FILE put` made on the saved
 // file after the run's last step before such writes were recorded: found
 // by their meta.via, they are made again when the replayed run ends.
-func unrecorded(rec *board.Board, known []external) []external {
+// steps is the number of the recording's step records. Only the entries
+// after the last step's are looked at (asked of the board's indexes):
+// copying every entry of the recording to find them was a twentieth of
+// a replay.
+func unrecorded(rec *board.Board, known []external, steps int) []external {
 	seen := map[string]bool{}
 	for _, w := range known {
 		seen[fmt.Sprintf("%s\x00%d", w.e.Key, w.e.Version)] = true
 	}
-	es := rec.Entries()
 	var lastStep int64
-	for _, e := range es {
-		if e.Role == "step" && e.Seq > lastStep {
-			lastStep = e.Seq
-		}
+	if last := rec.Query(board.Filter{Role: "step", Limit: 1}); len(last) > 0 {
+		lastStep = last[0].Seq
 	}
 	var out []external
-	for _, e := range es {
-		if e.Key == "" || e.Seq <= lastStep || e.Meta["via"] != board.ViaCLI || seen[fmt.Sprintf("%s\x00%d", e.Key, e.Version)] {
+	for _, e := range rec.Query(board.Filter{AfterSeq: lastStep}) {
+		if e.Key == "" || e.Meta["via"] != board.ViaCLI || seen[fmt.Sprintf("%s\x00%d", e.Key, e.Version)] {
 			continue
 		}
-		out = append(out, external{after: len(rec.Steps()), e: e, last: true,
+		out = append(out, external{after: steps, e: e, last: true,
 			where: fmt.Sprintf("after the run ended (%s; not recorded, found by its meta.via)", rec.Run().Status)})
 	}
 	return out

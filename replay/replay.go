@@ -272,12 +272,25 @@ func takeOver(rec, b *board.Board, m *engine.ResumeMark) error {
 	if m == nil {
 		return nil
 	}
-	have := map[string]int{}
-	for _, e := range b.Entries() {
-		have[normalEntry(e)]++
-	}
+	// What the replay wrote is, in the common case, the recording's
+	// entries up to the resume in the same order: those are matched in
+	// place (sameEntry); only the rest are matched by their normal forms
+	// (three JSON encodings each, which every entry of the board got at
+	// every resume of the recording before).
 	es := rec.Entries()
-	for _, e := range es[:min(m.Entries, len(es))] {
+	es = es[:min(m.Entries, len(es))]
+	bs := b.Entries()
+	i := 0
+	for i < len(es) && i < len(bs) && sameEntry(&es[i], &bs[i]) {
+		i++
+	}
+	have := map[string]int{}
+	for _, e := range bs[i:] {
+		have[normalEntry(e)]++
+		takeOverNormalForms.Add(1)
+	}
+	for _, e := range es[i:] {
+		takeOverNormalForms.Add(1)
 		if k := normalEntry(e); have[k] > 0 {
 			have[k]--
 			continue
@@ -306,6 +319,9 @@ func takeOver(rec, b *board.Board, m *engine.ResumeMark) error {
 	}
 	return nil
 }
+
+// takeOverNormalForms counts the normal forms takeOver built, for a test.
+var takeOverNormalForms atomic.Int64
 
 func recKey(r board.Recording) string {
 	return fmt.Sprintf("%s\x00%s\x00%d\x00%d\x00%s", r.Kind, r.Label, r.Visit, r.Call, r.RequestSHA256)

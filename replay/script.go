@@ -122,7 +122,7 @@ func newScript(rec *board.Board, types func(string) string, timeout time.Duratio
 // grandchildren of a group (an item's steps in a for_each sequence inside
 // a parallel group).
 func newSegment(records []board.StepRecord, status, errText string, m *engine.ResumeMark, parent func(string) string) *segment {
-	g := &segment{records: records, last: map[visitKey]board.StepRecord{}, children: map[visitKey][]string{},
+	g := &segment{records: records, last: make(map[visitKey]board.StepRecord, len(records)), children: map[visitKey][]string{},
 		groups: map[visitKey]bool{}, status: status, err: errText, mark: m}
 	for _, r := range records {
 		g.last[visitKey{r.Label, r.Visit}] = r

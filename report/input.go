@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/planrunner/runner/board"
@@ -92,7 +93,7 @@ func waiting(run board.Run, boardPath string, now time.Time) []waitView {
 // (an input of the record) or else the plan's, the answer, who answered,
 // and how long the run waited: from the visit's first clock reading (when
 // it began to wait) to the visit's end.
-func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, recs []board.Recording) *answerView {
+func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, clocks *clockIndex) *answerView {
 	a := &answerView{Question: strings.TrimSpace(rec.Inputs["prompt"])}
 	if a.Question == "" && plan != nil {
 		if ps := plan.Lookup(rec.Label); ps != nil {
@@ -105,18 +106,51 @@ func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, recs [
 		a.By = text(res["by"])
 		a.Default = res["default"] == true
 	}
-	for _, r := range recs {
-		if r.Kind != engine.KindClock || r.Label != rec.Label || r.Visit != rec.Visit {
-			continue
-		}
+	if r, ok := clocks.first(rec.Label, rec.Visit); ok {
 		var since time.Time
 		if json.Unmarshal(r.Response, &since) == nil && !since.IsZero() && !rec.FinishedAt.Before(since) {
 			a.Waited = dur(rec.FinishedAt.Sub(since))
 		}
-		break
 	}
 	return a
 }
+
+// clockIndex finds a step visit's first clock reading (when an input
+// started waiting). Each input step looked through all the run's
+// recordings: a run of many inputs and many recordings cost their
+// product. It is built on the first ask, once per page.
+type clockIndex struct {
+	recs  []board.Recording
+	clock map[clockAt]int // index in recs
+}
+
+type clockAt struct {
+	label string
+	visit int
+}
+
+func (x *clockIndex) first(label string, visit int) (board.Recording, bool) {
+	if x.clock == nil {
+		x.clock = map[clockAt]int{}
+		for i, r := range x.recs {
+			if k := (clockAt{r.Label, r.Visit}); r.Kind == engine.KindClock {
+				if _, dup := x.clock[k]; !dup {
+					x.clock[k] = i
+				}
+			}
+		}
+		clockRecordingsRead.Add(int64(len(x.recs)))
+	}
+	i, ok := x.clock[clockAt{label, visit}]
+	if !ok {
+		return board.Recording{}, false
+	}
+	return x.recs[i], true
+}
+
+// clockRecordingsRead counts the recordings looked through for clock
+// readings, for a test: each once per page, however many inputs.
+var clockRecordingsRead atomic.Int64
 
 // field is the scalar value of key in a step's YAML mapping.
 func field(n *yaml.Node, key string) string {

@@ -117,3 +117,34 @@ func TestReportInputs(t *testing.T) {
 		})
 	}
 }
+
+// The page finds each input visit's wait through one index of the run's
+// clock readings: the recordings are looked through once per page, not
+// once per input visit (a run of many inputs and many recordings cost
+// their product), and every visit still shows how long it waited.
+func TestReportInputsReadRecordingsOnce(t *testing.T) {
+	for _, n := range []int{1, 10, 200} {
+		b := board.New(board.Run{ID: "r", Status: "succeeded", PlanSource: inputPlan, PlanPath: "/p/plan.yaml", StartedAt: t0})
+		for v := 1; v <= n; v++ {
+			r := step("ok", v, "", "succeeded", 1000*v, 500, `{"answer":{"ship":true},"by":"alice"}`)
+			r.Type = "input"
+			if err := b.AddStep(r); err != nil {
+				t.Fatal(err)
+			}
+			since, _ := json.Marshal(r.StartedAt.Add(time.Duration(v) * time.Millisecond))
+			b.AddRecording(board.Recording{Label: "ok", Visit: v, Kind: "clock", Call: 1, Response: since})
+			b.AddRecording(board.Recording{Label: "ok", Visit: v, Kind: "clock", Call: 2, Response: json.RawMessage(`"2020-01-01T00:00:00Z"`)})
+		}
+		before := clockRecordingsRead.Load()
+		var buf bytes.Buffer
+		if err := WriteWith(&buf, b, Options{Now: t0.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if read, recs := clockRecordingsRead.Load()-before, int64(2*n); read != recs {
+			t.Errorf("%d input visits: %d recordings looked through; want each of the %d once", n, read, recs)
+		}
+		if got := strings.Count(buf.String(), "the run waited"); got != n {
+			t.Errorf("%d input visits: %d say how long the run waited", n, got)
+		}
+	}
+}

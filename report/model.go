@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -247,8 +248,9 @@ func build(b *board.Board, opt Options) *view {
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
 	ids := anchors(steps)
+	clocks := &clockIndex{recs: recs}
 	for i, rec := range steps {
-		s := stepOf(ids[i], rec, plan, calls, recs)
+		s := stepOf(ids[i], rec, plan, calls, clocks)
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
@@ -343,23 +345,88 @@ func anchors(steps []board.StepRecord) []string {
 // (of that visit: those that started inside it) beside it.
 func timeline(steps []*stepView, byParent map[string][]*stepView) []row {
 	var rows []row
+	within := childrenWithin(byParent)
 	for _, s := range steps {
 		if s.Rec.Parent != "" {
 			continue
 		}
 		r := row{Step: s, Left: s.Left, Width: s.Width}
-		for _, c := range byParent[s.Rec.Label] {
-			if !c.Rec.StartedAt.Before(s.Rec.StartedAt) && !c.Rec.FinishedAt.After(s.Rec.FinishedAt) {
-				r.Children = append(r.Children, c)
-			}
-		}
+		r.Children = within(s)
 		sort.SliceStable(r.Children, func(i, j int) bool { return before(r.Children[i], r.Children[j]) })
 		r.Fold = len(r.Children) > groupOpenMax
 		rows = append(rows, r)
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) })
+	if !sort.SliceIsSorted(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) }) {
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) })
+	}
 	return rows
 }
+
+// childrenWithin gives a group visit's children: those of its label that
+// started at or after it and finished by its end, in the saved order.
+// Each visit of a group looked through the children of all its visits
+// (a group in a loop of n visits cost n² looks); the children are sorted
+// by start once per group label and each visit looks only at those that
+// started within it. A child without an end (still running, or saved
+// with a zero end) is looked at by every visit, as before.
+func childrenWithin(byParent map[string][]*stepView) func(*stepView) []*stepView {
+	type child struct {
+		at int // place in the saved order
+		s  *stepView
+	}
+	type kids struct {
+		byStart []child // ended children, by start
+		open    []child // children that ended before they started: no end
+	}
+	index := map[string]*kids{}
+	return func(g *stepView) []*stepView {
+		cs := byParent[g.Rec.Label]
+		if len(cs) == 0 {
+			return nil
+		}
+		k := index[g.Rec.Label]
+		if k == nil {
+			k = &kids{}
+			for i, c := range cs {
+				if c.Rec.FinishedAt.Before(c.Rec.StartedAt) {
+					k.open = append(k.open, child{i, c})
+				} else {
+					k.byStart = append(k.byStart, child{i, c})
+				}
+			}
+			sort.SliceStable(k.byStart, func(i, j int) bool { return k.byStart[i].s.Rec.StartedAt.Before(k.byStart[j].s.Rec.StartedAt) })
+			index[g.Rec.Label] = k
+		}
+		start, end := g.Rec.StartedAt, g.Rec.FinishedAt
+		var in []child
+		keep := func(c child) {
+			timelineChildrenLooked.Add(1)
+			if !c.s.Rec.StartedAt.Before(start) && !c.s.Rec.FinishedAt.After(end) {
+				in = append(in, c)
+			}
+		}
+		// An ended child within the visit started in [start, end].
+		for i := sort.Search(len(k.byStart), func(i int) bool { return !k.byStart[i].s.Rec.StartedAt.Before(start) }); i < len(k.byStart) && !k.byStart[i].s.Rec.StartedAt.After(end); i++ {
+			keep(k.byStart[i])
+		}
+		for _, c := range k.open {
+			keep(c)
+		}
+		if len(in) == 0 {
+			return nil
+		}
+		sort.Slice(in, func(i, j int) bool { return in[i].at < in[j].at })
+		out := make([]*stepView, len(in))
+		for i, c := range in {
+			out[i] = c.s
+		}
+		return out
+	}
+}
+
+// timelineChildrenLooked counts the children the timeline looked at, for
+// a test: each about once, however often its group ran.
+var timelineChildrenLooked atomic.Int64
 
 // before orders a group's children on the timeline: items by index (the
 // input's order), other children as they started.
@@ -383,7 +450,7 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, recs []board.Recording) *stepView {
+func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, clocks *clockIndex) *stepView {
 	s := &stepView{ID: id, Rec: rec, Name: rec.Label, Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
 	s.Name = visitName(rec.Label, rec.Visit)
@@ -439,7 +506,7 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 	case "test":
 		s.Test = testOf(res)
 	case "input":
-		s.Input = answered(rec, res, plan, recs)
+		s.Input = answered(rec, res, plan, clocks)
 		s.Open = true
 		s.Output = "" // the answer, shown as such
 	case "command":

@@ -1,0 +1,5 @@
+package replay
+
+// TakeOverNormalForms is takeOverNormalForms, for the tests of package
+// replay_test.
+var TakeOverNormalForms = &takeOverNormalForms
