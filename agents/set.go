@@ -328,7 +328,7 @@ func (s *Set) bindLocked(b *board.Board) {
 	if b == nil {
 		return
 	}
-	for _, r := range b.Recordings() {
+	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
 		if r.Kind != KindLLM {
 			continue
 		}
