@@ -255,6 +255,12 @@ func appendHeld(b, raw []byte, h held, x *blobSink) []byte {
 
 // holdStep keeps s's result with its large strings held apart.
 func (t *texts) holdStep(s *StepRecord) error {
+	if s.held != nil {
+		if t.adopt(s.held, s.Result) {
+			return nil
+		}
+		*s = s.whole()
+	}
 	var err error
 	s.Result, s.held, err = t.hold(s.Result, s.held)
 	if s.held != nil {
@@ -267,6 +273,12 @@ func (t *texts) holdStep(s *StepRecord) error {
 // apart; both or neither, so a key in one is never taken for a
 // reference because the other held the same text.
 func (t *texts) holdRec(r *Recording) error {
+	if r.held != nil {
+		if t.adopt(r.held, r.Request, r.Response) {
+			return nil
+		}
+		*r = r.whole()
+	}
 	req, h, err := t.hold(r.Request, nil)
 	if err != nil {
 		return err
@@ -320,4 +332,104 @@ func (r Recording) whole() Recording {
 // as it was).
 func same(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// Held collects the large strings of a record's JSON while its maker
+// builds it (the engine a step's result, the agents a model's answer):
+// Key stands for the string in the JSON, so the whole JSON, 1.4 times an
+// answer with newlines, is never built only to be held apart again.
+type Held struct{ m held }
+
+// Large reports whether s is held apart: its JSON string (quotes
+// included) is BlobMin bytes or more, the file's rule for a literal.
+func Large(s string) bool { return bigjson.StringLen(s) >= BlobMin }
+
+// Key returns the key ("sha256:<hex>") to write in s's place and holds s.
+func (h *Held) Key(s string) string {
+	k := hashText(s)
+	if h.m == nil {
+		h.m = held{}
+	}
+	h.m[k] = s
+	return k
+}
+
+// Hold says that s.Result holds the keys h made in place of their texts.
+func (s *StepRecord) Hold(h *Held) {
+	if h != nil && len(h.m) > 0 {
+		s.held, s.built = h.m, new(built)
+	}
+}
+
+// Hold says that r's request and response hold the keys h made in place
+// of their texts.
+func (r *Recording) Hold(h *Held) {
+	if h != nil && len(h.m) > 0 {
+		r.held, r.built = h.m, new(built)
+	}
+}
+
+// Text is v's text when v is the key of a string the record holds apart
+// (a record from StepsKeyed, or one an engine.Observer is handed), else v.
+func (s StepRecord) Text(v string) string {
+	if t, ok := s.held[v]; ok {
+		return t
+	}
+	return v
+}
+
+// adopt takes a record its maker held (Hold): each key must stand once,
+// where the maker wrote it (else the record is built whole and held
+// again, the lookalike check included), and a text the board holds
+// already is shared. ok is false when it was built whole.
+func (t *texts) adopt(h held, raws ...json.RawMessage) bool {
+	for k := range h {
+		n := 0
+		for _, raw := range raws {
+			n += bytes.Count(raw, []byte(`"`+k+`"`))
+		}
+		if n != 1 {
+			return false
+		}
+	}
+	if t.byKey == nil {
+		t.byKey, t.keyOf = map[string]string{}, map[textID]string{}
+	}
+	for k, s := range h {
+		if have, ok := t.byKey[k]; ok {
+			h[k] = have
+			continue
+		}
+		t.byKey[k] = s
+		t.keyOf[idOf(s)] = k
+	}
+	return true
+}
+
+// Text is v's text when v is the key of a string the recording holds
+// apart (a record from RecordingsKeyed), else v.
+func (r Recording) Text(v string) string {
+	if t, ok := r.held[v]; ok {
+		return t
+	}
+	return v
+}
+
+// HoldResponseOf makes r's response src's, byte for byte, with the texts
+// src holds apart shared rather than built into it (a replay recording
+// the answer it served).
+func (r *Recording) HoldResponseOf(src Recording) {
+	r.Response = src.Response
+	var h held
+	for k, s := range src.held {
+		if bytes.Contains(src.Response, []byte(`"`+k+`"`)) {
+			if h == nil {
+				h = held{}
+			}
+			h[k] = s
+		}
+	}
+	if h != nil {
+		r.held, r.built = h, new(built)
+	}
 }

@@ -84,7 +84,7 @@ func (c *checker) StepFinished(now board.StepRecord) {
 			Message: "a failed sibling's fail_fast canceled it when recorded, not now", Recorded: outcome(was), Now: outcome(now)})
 		return
 	}
-	a, b := normalResult(was.Result), normalResult(now.Result)
+	a, b := normalResult(was.Result, was.Text), normalResult(now.Result, now.Text)
 	if was.Status == now.Status && was.Goto == now.Goto && was.Error == now.Error && a == b {
 		return
 	}
@@ -225,12 +225,16 @@ func prettyJSON(raw json.RawMessage) string {
 // outcome: the fields that measure time, transport noise (retries) and the
 // names runner invents (a backup folder: a replay in the same checkout
 // must not overwrite the recorded run's backups).
-func normalResult(raw json.RawMessage) string {
+//
+// text gives the text of a large string the record holds apart, its key
+// in raw (board.StepRecord.Text): compared by that key, which is its
+// SHA-256, without building or decoding the text (issue 22).
+func normalResult(raw json.RawMessage, text func(string) string) string {
 	var v any
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
 		return string(raw)
 	}
-	out, _ := json.MarshalIndent(digestLong(dropNoise(v)), "", "  ")
+	out, _ := json.MarshalIndent(digestHeld(digestLong(dropNoise(v)), text), "", "  ")
 	return string(out) + "\n"
 }
 
@@ -265,6 +269,29 @@ func digestLong(v any) any {
 	case []any:
 		for i, e := range x {
 			x[i] = digestLong(e)
+		}
+	}
+	return v
+}
+
+// digestHeld replaces the keys of the large strings a record holds apart
+// by what digestLong makes of their texts: the key is the text's SHA-256.
+func digestHeld(v any, text func(string) string) any {
+	if text == nil {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		if t := text(x); len(t) != len(x) || t != x {
+			return fmt.Sprintf("[%d bytes, %s]", len(t), x)
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = digestHeld(e, text)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = digestHeld(e, text)
 		}
 	}
 	return v
