@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -149,4 +150,34 @@ func TestHeldKeyLookalike(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(loaded, "file")
+}
+
+// TestHeldTextMasked: a large output a step's maker held apart
+// (Held.Key, as the engine does) is masked like any result: a secret in
+// it never reaches the board's records or its file.
+func TestHeldTextMasked(t *testing.T) {
+	text := bigText(BlobMin*2) + " the token SECRET-123 here"
+	path := t.TempDir() + "/blackboard.json"
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.SetRedact(func(s string) string { return strings.ReplaceAll(s, "SECRET-123", "***") })
+	h := new(Held)
+	s := StepRecord{Label: "a", Visit: 1, Status: "succeeded", Result: json.RawMessage(`{"output":"` + h.Key(text) + `"}`)}
+	s.Hold(h)
+	if err := b.FinishStep(s, Entry{Section: "steps", Content: text}); err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Output string }
+	if err := json.Unmarshal(b.Steps()[0].Result, &r); err != nil || strings.Contains(r.Output, "SECRET") || !strings.HasSuffix(r.Output, "the token *** here") {
+		t.Errorf("result not masked (err %v): ...%s", err, r.Output[max(0, len(r.Output)-40):])
+	}
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if bytes.Contains(data, []byte("SECRET")) {
+		t.Error("the file holds the secret")
+	}
 }
