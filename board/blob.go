@@ -176,7 +176,7 @@ func (s *blobSink) str(b []byte, v string) []byte {
 	}
 	var k string
 	if s.texts != nil {
-		k, _ = s.texts.key(v)
+		k = s.texts.keyOfText(v)
 	} else {
 		k = hashText(v)
 	}
@@ -311,33 +311,6 @@ func (t *blobTable) value(v any, refs map[string]bool) any {
 	return v
 }
 
-// raw returns raw with its string literals that are refs replaced by
-// their values' literals.
-func (t *blobTable) raw(raw []byte, refs map[string]bool) []byte {
-	if len(raw) == 0 {
-		return raw
-	}
-	var out []byte
-	pos := 0
-	for from := 0; ; {
-		st, en := nextString(raw, from)
-		if st < 0 {
-			break
-		}
-		from = en
-		if en-st != len(blobPrefix)+66 || !refs[string(raw[st+1:en-1])] {
-			continue
-		}
-		out = append(out, raw[pos:st]...)
-		out = append(out, t.lit[string(raw[st+1:en-1])]...)
-		pos = en
-	}
-	if out == nil {
-		return raw
-	}
-	return append(out, raw[pos:]...)
-}
-
 // The records of a file or journal line as read: each with its refs.
 type entryIn struct {
 	*Entry
@@ -378,6 +351,9 @@ func (t *blobTable) resolveStep(s *StepRecord, refs []string) error {
 		return err
 	}
 	s.held = t.held(s.Result, set, s.held)
+	if s.held != nil && s.built == nil {
+		s.built = new(built)
+	}
 	if set[s.Error] {
 		s.Error = t.text(s.Error)
 	}
@@ -399,6 +375,9 @@ func (t *blobTable) resolveRec(r *Recording, refs []string) error {
 	}
 	r.held = t.held(r.Request, set, r.held)
 	r.held = t.held(r.Response, set, r.held)
+	if r.held != nil && r.built == nil {
+		r.built = new(built)
+	}
 	return nil
 }
 

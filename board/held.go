@@ -91,6 +91,15 @@ func (t *texts) key(s string) (string, string) {
 	return k, s
 }
 
+// keyOfText is s's key, hashed now unless the board hashed it already.
+// It only reads the tables: Encode calls it under the read lock.
+func (t *texts) keyOfText(s string) string {
+	if k, ok := t.keyOf[idOf(s)]; ok {
+		return k
+	}
+	return hashText(s)
+}
+
 // intern returns v with its large strings (at the top, or in maps and
 // lists as decoded JSON and step outputs hold them) replaced by the text
 // the board already holds under the same key, and that text registered:
