@@ -4,8 +4,25 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/internal/bigjson"
 )
+
+// encodeResponseHeld is encodeResponse for the board: a large answer's
+// text written as its key and held in h (board.Held), so the recording's
+// JSON, 1.4 times an answer with newlines, is never built in memory
+// (issue 22); the board writes the text once in the file's "blobs".
+func encodeResponseHeld(resp *Response) ([]byte, *board.Held, error) {
+	if !board.Large(resp.Text) {
+		b, err := encodeResponse(resp)
+		return b, nil, err
+	}
+	h := new(board.Held)
+	keyed := *resp
+	keyed.Text = h.Key(resp.Text)
+	b, err := json.Marshal(&keyed)
+	return b, h, err
+}
 
 // encodeResponse is json.Marshal(resp), the same bytes, with the answer's
 // text written once into a buffer of the final size: json.Marshal

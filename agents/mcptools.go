@@ -358,7 +358,7 @@ func (ss *Session) mcpExchange(ctx context.Context, req mcpRequest, resp *mcpRes
 		// recorded, as its model calls do, so no number means two things.
 		ss.mcpNumbered = true
 		if ss.board != nil {
-			for _, r := range ss.board.Recordings() {
+			for _, r := range ss.board.RecordingsKeyed() { // call numbers only
 				if (r.Kind == KindMCP || r.Kind == KindTool) && r.Label == ss.label && r.Visit == ss.visit && r.Call > ss.mcpCalls {
 					ss.mcpCalls = r.Call
 				}

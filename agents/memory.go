@@ -158,7 +158,9 @@ func (s *Set) memoryTurns(b *board.Board, agent, label string, visit int) ([]tur
 	// whole conversation so far again, so the visit's last call and its
 	// answer are the whole visit, and a later attempt's calls come after
 	// an earlier one's.
-	recs := b.Recordings()
+	// Keyed (board.RecordingsKeyed): only the conversations remembered
+	// are built whole, not every large answer of the run.
+	recs := b.RecordingsKeyed()
 	var order []visitKey
 	last := map[visitKey]int{}
 	for i, r := range recs {
@@ -180,7 +182,7 @@ func (s *Set) memoryTurns(b *board.Board, agent, label string, visit int) ([]tur
 	}
 	convos := make([][]Message, 0, len(order))
 	for _, k := range order {
-		own, err := s.visitMessages(recs[last[k]])
+		own, err := s.visitMessages(recs[last[k]].Whole())
 		if err != nil {
 			return nil, fmt.Errorf("memory of agent %s: %w", agent, err)
 		}

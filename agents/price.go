@@ -216,7 +216,7 @@ type AgentSpend struct {
 // plan order, from b's recordings.
 func (s *Set) Spend(b *board.Board) []AgentSpend {
 	by := map[string]*AgentSpend{}
-	for _, r := range b.Recordings() {
+	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
 		if r.Kind != KindLLM {
 			continue
 		}

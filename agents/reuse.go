@@ -35,7 +35,7 @@ type ReuseStats struct {
 func NewReuse(runs ...*board.Board) *Reuse {
 	u := &Reuse{}
 	for _, b := range runs {
-		u.sources = append(u.sources, FromRecordings(b.Recordings()))
+		u.sources = append(u.sources, FromRecordings(b.RecordingsKeyed()))
 	}
 	return u
 }
@@ -108,7 +108,7 @@ func (u *Reuse) answer(c *callInfo, sum string) (*Response, bool) {
 		if !ok || rec.RequestSHA256 != sum {
 			continue
 		}
-		resp, err := decodeResponse(rec.Response)
+		resp, err := decodeRecorded(rec)
 		if err != nil {
 			continue
 		}

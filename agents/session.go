@@ -250,7 +250,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
 	start := time.Now()
 	var resp *Response
-	var recorded json.RawMessage // a replayed answer as its recording holds it
+	var recorded *board.Recording // a replayed answer as its recording holds it
 	reused, resumed := false, false
 	if !replayed {
 		// Answered already by a lost attempt of this step (its worker
@@ -330,7 +330,7 @@ func (ss *Session) live() bool {
 
 // replayed answers a call from the replay source, or says how the run
 // diverged from it.
-func (ss *Session) replayed(c *callInfo, a *Agent, canon json.RawMessage, sum string) (*Response, json.RawMessage, error) {
+func (ss *Session) replayed(c *callInfo, a *Agent, canon json.RawMessage, sum string) (*Response, *board.Recording, error) {
 	rec, ok := ss.set.replay.Recording(c.label, c.visit, c.call)
 	if !ok {
 		return nil, nil, &Divergence{Label: c.label, Visit: c.visit, Call: c.call, Now: canon}
@@ -345,11 +345,23 @@ func (ss *Session) replayed(c *callInfo, a *Agent, canon json.RawMessage, sum st
 		}
 		return nil, nil, &Divergence{Label: c.label, Visit: c.visit, Call: c.call, Recorded: recorded, Now: canon}
 	}
-	resp, err := decodeResponse(rec.Response)
+	resp, err := decodeRecorded(rec)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: step %s visit %d call %d: the recorded answer is unreadable: %w", c.label, c.visit, c.call, err)
 	}
-	return resp, rec.Response, nil
+	return resp, &rec, nil
+}
+
+// decodeRecorded is the answer a recording holds. A large text the
+// recording holds apart (board.RecordingsKeyed) is its own string, shared,
+// neither built into JSON nor decoded from it (issue 22).
+func decodeRecorded(rec board.Recording) (*Response, error) {
+	resp, err := decodeResponse(rec.Response)
+	if err != nil {
+		return nil, err
+	}
+	resp.Text = rec.Text(resp.Text)
+	return resp, nil
 }
 
 func decodeResponse(raw json.RawMessage) (*Response, error) {
@@ -406,11 +418,11 @@ func (t *bigText) UnmarshalJSON(lit []byte) error {
 
 // record puts the call on the board: the messages sent that are not there
 // yet, the answer, and the exchange as a recording. recorded, when not
-// nil, is the answer as the replayed recording holds it: the replay's
-// recording shares those bytes rather than encoding the answer again
-// (a 50 MiB answer was held once more, issue 22), and says what the
-// original said, byte for byte.
-func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded json.RawMessage) error {
+// nil, is the replayed recording: the replay's recording shares its
+// response's bytes, and the texts it holds apart, rather than encoding
+// the answer again (a 50 MiB answer was held once more, issue 22), and
+// says what the original said, byte for byte.
+func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded *board.Recording) error {
 	b := ss.board
 	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
 	if b == nil {
@@ -452,15 +464,19 @@ func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum stri
 		return err
 	}
 	ss.posted = len(ss.Messages)
-	out := recorded
-	if out == nil {
-		var err error
-		if out, err = encodeResponse(resp); err != nil {
+	rec := board.Recording{Label: c.label, Visit: c.visit, Kind: KindLLM, Call: c.call,
+		Agent: a.Name, RequestSHA256: sum, Request: bytes.Clone(canon)}
+	if recorded != nil {
+		rec.HoldResponseOf(*recorded)
+	} else {
+		out, h, err := encodeResponseHeld(resp)
+		if err != nil {
 			return err
 		}
+		rec.Response = out
+		rec.Hold(h)
 	}
-	return b.AddRecording(board.Recording{Label: c.label, Visit: c.visit, Kind: KindLLM, Call: c.call,
-		Agent: a.Name, RequestSHA256: sum, Request: bytes.Clone(canon), Response: out})
+	return b.AddRecording(rec)
 }
 
 func (ss *Session) read(author, key string) (board.Entry, bool, error) {

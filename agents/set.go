@@ -69,7 +69,10 @@ type ForkSource interface {
 
 // FromRecordings is a ReplaySource over a saved run's recordings (those of
 // kind "llm", and, as a ToolReplaySource, those of kind "mcp"; the first
-// one wins if a (kind, label, visit, call) repeats).
+// one wins if a (kind, label, visit, call) repeats). They may be keyed
+// (board.RecordingsKeyed): each is built whole when it is served, so a
+// replay does not hold every large answer of the run as JSON for its
+// whole length (issue 22).
 func FromRecordings(recs []board.Recording) ReplaySource {
 	m := recordings{}
 	for _, r := range recs {
@@ -95,7 +98,7 @@ type recordings map[callKey]board.Recording
 
 func (m recordings) Recording(label string, visit, call int) (board.Recording, bool) {
 	r, ok := m[callKey{KindLLM, label, visit, call}]
-	return r, ok
+	return r, ok // keyed, perhaps: decodeRecorded reads it
 }
 
 // ToolRecording returns the recording of the n-th tool exchange of a step
@@ -103,10 +106,10 @@ func (m recordings) Recording(label string, visit, call int) (board.Recording, b
 // two are numbered in one sequence).
 func (m recordings) ToolRecording(label string, visit, n int) (board.Recording, bool) {
 	if r, ok := m[callKey{KindMCP, label, visit, n}]; ok {
-		return r, ok
+		return r.Whole(), ok
 	}
 	r, ok := m[callKey{KindTool, label, visit, n}]
-	return r, ok
+	return r.Whole(), ok
 }
 
 // Agent is a plan's agent, ready to call.
@@ -328,7 +331,7 @@ func (s *Set) bindLocked(b *board.Board) {
 	if b == nil {
 		return
 	}
-	for _, r := range b.Recordings() {
+	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
 		if r.Kind != KindLLM {
 			continue
 		}

@@ -107,6 +107,9 @@ type blobSink struct {
 	mark int
 	refs map[string]int // key -> places that hold it
 	list []string
+	// texts, when set, are the board's: a string it has hashed is not
+	// hashed again.
+	texts *texts
 }
 
 func newBlobSink(known map[string]bool) *blobSink {
@@ -171,7 +174,12 @@ func (s *blobSink) str(b []byte, v string) []byte {
 	if s == nil || len(v) < BlobMin {
 		return appendString(b, v)
 	}
-	k := hashText(v)
+	var k string
+	if s.texts != nil {
+		k = s.texts.keyOfText(v)
+	} else {
+		k = hashText(v)
+	}
 	s.add(blob{key: k, s: v})
 	return appendString(b, k)
 }
@@ -303,33 +311,6 @@ func (t *blobTable) value(v any, refs map[string]bool) any {
 	return v
 }
 
-// raw returns raw with its string literals that are refs replaced by
-// their values' literals.
-func (t *blobTable) raw(raw []byte, refs map[string]bool) []byte {
-	if len(raw) == 0 {
-		return raw
-	}
-	var out []byte
-	pos := 0
-	for from := 0; ; {
-		st, en := nextString(raw, from)
-		if st < 0 {
-			break
-		}
-		from = en
-		if en-st != len(blobPrefix)+66 || !refs[string(raw[st+1:en-1])] {
-			continue
-		}
-		out = append(out, raw[pos:st]...)
-		out = append(out, t.lit[string(raw[st+1:en-1])]...)
-		pos = en
-	}
-	if out == nil {
-		return raw
-	}
-	return append(out, raw[pos:]...)
-}
-
 // The records of a file or journal line as read: each with its refs.
 type entryIn struct {
 	*Entry
@@ -369,7 +350,10 @@ func (t *blobTable) resolveStep(s *StepRecord, refs []string) error {
 	if err != nil {
 		return err
 	}
-	s.Result = t.raw(s.Result, set)
+	s.held = t.held(s.Result, set, s.held)
+	if s.held != nil && s.built == nil {
+		s.built = new(built)
+	}
 	if set[s.Error] {
 		s.Error = t.text(s.Error)
 	}
@@ -389,9 +373,33 @@ func (t *blobTable) resolveRec(r *Recording, refs []string) error {
 	if err != nil {
 		return err
 	}
-	r.Request = t.raw(r.Request, set)
-	r.Response = t.raw(r.Response, set)
+	r.held = t.held(r.Request, set, r.held)
+	r.held = t.held(r.Response, set, r.held)
+	if r.held != nil && r.built == nil {
+		r.built = new(built)
+	}
 	return nil
+}
+
+// held adds to h the texts of the refs raw holds: the record keeps them
+// as keys, the texts shared with every entry and record that holds them
+// (held.go), rather than a copy of each literal put back in its JSON.
+func (t *blobTable) held(raw []byte, refs map[string]bool, h held) held {
+	for from := 0; ; {
+		st, en := nextString(raw, from)
+		if st < 0 {
+			return h
+		}
+		from = en
+		if en-st != len(blobPrefix)+66 || !refs[string(raw[st+1:en-1])] {
+			continue
+		}
+		if h == nil {
+			h = held{}
+		}
+		k := string(raw[st+1 : en-1])
+		h[k] = t.text(k)
+	}
 }
 
 func (e *entryIn) get() *Entry {

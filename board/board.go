@@ -44,6 +44,7 @@ type Board struct {
 	// hold (blob.go): a journal line refers to these without repeating them.
 	blobsKnown map[string]bool
 	loadBlobs  *blobTable // while loading: the values of the file and journal
+	texts      texts      // the large strings held, once each (held.go)
 	readOnly   bool       // LoadForRead: writes refused
 }
 
@@ -207,6 +208,9 @@ func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, erro
 		return Entry{}, fmt.Errorf("board: key %q: expected version %d: want 0 or more (or none)", b.maskLocked(e.Key), expect)
 	}
 	b.redactEntry(&e)
+	// A large text the board holds already (the answer an entry and a
+	// recording both hold) is kept once (held.go).
+	e.Content = b.texts.intern(e.Content, 0)
 	if e.Key != "" {
 		cur := b.liveVersionLocked(e.Key, now)
 		if p := b.pendingKeyLocked(e.Key); p != nil {
@@ -537,6 +541,11 @@ func (b *Board) AddStep(s StepRecord) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.redactStep(&s)
+	// Held apart before the journal writes it: the line takes the texts
+	// as they are, without hashing the JSON's literals again.
+	if err := b.texts.holdStep(&s); err != nil {
+		return err
+	}
 	if err := b.logLocked(record{Step: &s}); err != nil {
 		return err
 	}
@@ -592,6 +601,9 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 		}
 	}
 	batch := append([]*Entry(nil), b.pending...)
+	if err := b.texts.holdStep(&s); err != nil {
+		return err
+	}
 	if err := b.logLocked(record{Entries: batch, Step: &s}); err != nil {
 		return err
 	}
@@ -607,7 +619,11 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 func (b *Board) Steps() []StepRecord {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return append([]StepRecord(nil), b.steps...)
+	out := append([]StepRecord(nil), b.steps...)
+	for i := range out {
+		out[i] = out[i].whole()
+	}
+	return out
 }
 
 // AddRecording keeps a model exchange durably.
@@ -615,6 +631,9 @@ func (b *Board) AddRecording(r Recording) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.redactRecording(&r)
+	if err := b.texts.holdRec(&r); err != nil {
+		return err
+	}
 	if err := b.logLocked(record{Rec: &r}); err != nil {
 		return err
 	}
@@ -631,7 +650,7 @@ func (b *Board) LastStep() (StepRecord, bool) {
 	if len(b.steps) == 0 {
 		return StepRecord{}, false
 	}
-	return b.steps[len(b.steps)-1], true
+	return b.steps[len(b.steps)-1].whole(), true
 }
 
 // LastRecording is the recording added last, as the board keeps it.
@@ -641,10 +660,34 @@ func (b *Board) LastRecording() (Recording, bool) {
 	if len(b.recordings) == 0 {
 		return Recording{}, false
 	}
-	return b.recordings[len(b.recordings)-1], true
+	return b.recordings[len(b.recordings)-1].whole(), true
 }
 
 func (b *Board) Recordings() []Recording {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	out := append([]Recording(nil), b.recordings...)
+	for i := range out {
+		out[i] = out[i].whole()
+	}
+	return out
+}
+
+// StepsKeyed returns the step records as the board keeps them: each
+// string of BlobMin bytes or more in a result left as its key, as
+// RecordingsKeyed does; Whole gives one whole.
+func (b *Board) StepsKeyed() []StepRecord {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return append([]StepRecord(nil), b.steps...)
+}
+
+// RecordingsKeyed returns the recordings as the board keeps them: each
+// string of BlobMin bytes or more in a request or response left as its
+// key ("sha256:<hex>", docs/spec.md §3). For readers that skip those
+// strings (usage, costs, call numbers), which need not build a model's
+// answer of tens of megabytes into JSON again; Whole gives one whole.
+func (b *Board) RecordingsKeyed() []Recording {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	return append([]Recording(nil), b.recordings...)

@@ -92,24 +92,28 @@ func appendRecording(b []byte, r *Recording, x *blobSink) ([]byte, error) {
 	var err error
 	if len(r.Request) > 0 {
 		b = append(b, `,"request":`...)
-		if b, err = appendRaw(b, r.Request, x, "request"); err != nil {
+		if b, err = appendRaw(b, r.Request, r.held, x, "request"); err != nil {
 			return b, err
 		}
 	}
 	b = append(b, `,"response":`...)
-	if b, err = appendRaw(b, r.Response, x, "response"); err != nil {
+	if b, err = appendRaw(b, r.Response, r.held, x, "response"); err != nil {
 		return b, err
 	}
 	return append(b, '}'), nil
 }
 
-// appendRaw appends a raw JSON field, checked: null when empty.
-func appendRaw(b, raw []byte, x *blobSink, what string) ([]byte, error) {
+// appendRaw appends a raw JSON field, checked: null when empty. h holds
+// the texts of the keys raw holds in place of its large strings (held.go).
+func appendRaw(b, raw []byte, h held, x *blobSink, what string) ([]byte, error) {
 	if len(raw) == 0 {
 		return append(b, "null"...), nil
 	}
 	if !json.Valid(raw) {
 		return b, &json.UnsupportedValueError{Str: what + " is not valid JSON"}
+	}
+	if h != nil {
+		return appendHeld(b, raw, h, x), nil
 	}
 	return x.raw(b, raw)
 }
@@ -179,7 +183,7 @@ func appendStep(b []byte, s *StepRecord, x *blobSink) ([]byte, error) {
 	}
 	b = append(b, `,"result":`...)
 	var err error
-	if b, err = appendRaw(b, s.Result, x, "step result"); err != nil {
+	if b, err = appendRaw(b, s.Result, s.held, x, "step result"); err != nil {
 		return b, err
 	}
 	b = append(b, `,"error":`...)

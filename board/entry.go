@@ -64,6 +64,11 @@ type StepRecord struct {
 	// Inputs are the step's templated fields as rendered for its last
 	// attempt (field -> text): what the step was actually given.
 	Inputs map[string]string `json:"inputs,omitempty"`
+	// held: the texts of the large strings Result holds as keys, while
+	// the board keeps the record (held.go); nil in the records it hands
+	// out.
+	held  held
+	built *built
 }
 
 // Recording is one non-deterministic exchange (a model call), kept so a
@@ -77,6 +82,9 @@ type Recording struct {
 	RequestSHA256 string          `json:"request_sha256"`
 	Request       json.RawMessage `json:"request,omitempty"`
 	Response      json.RawMessage `json:"response"`
+	// held: as StepRecord's, for Request and Response.
+	held  held
+	built *built
 }
 
 // Run describes the run (the `run` object of docs/spec.md §3).

@@ -359,6 +359,7 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 		return nil, err
 	}
 	x := newBlobSink(nil)
+	x.texts = &b.texts
 	var err error
 	var scratch []byte
 	list := func(name string, n int, enc func(b []byte, x *blobSink, i int) ([]byte, error)) {

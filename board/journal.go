@@ -33,6 +33,8 @@ type journal struct {
 	sync bool
 	f    *os.File
 	buf  []byte
+	// texts: the board's, whose strings are hashed once (held.go).
+	texts *texts
 }
 
 // append writes rec as one line. Its large strings that neither the file
@@ -48,6 +50,7 @@ func (j *journal) append(rec *record, known map[string]bool) error {
 		j.f = f
 	}
 	x := newBlobSink(known)
+	x.texts = j.texts
 	body := strconv.AppendInt(append(j.buf[:0], `{"n":`...), rec.N, 10)
 	cut := len(body) // where the blobs go, if any
 	body, err := appendRecord(body, rec, x)
@@ -127,6 +130,7 @@ func (b *Board) logLocked(rec record) error {
 	if b.blobsKnown == nil {
 		b.blobsKnown = map[string]bool{}
 	}
+	b.journal.texts = &b.texts
 	if err := b.journal.append(&rec, b.blobsKnown); err != nil {
 		return err
 	}

@@ -46,6 +46,9 @@ func (b *Board) redactStep(s *StepRecord) {
 		return
 	}
 	s.Error, s.Goto = f(s.Error), f(s.Goto)
+	if heldSecret(s.held, f) {
+		*s = s.whole() // masked as JSON below, as any other result
+	}
 	s.Result = redactRaw(s.Result, f)
 	if len(s.Inputs) > 0 {
 		in := make(map[string]string, len(s.Inputs))
@@ -60,6 +63,9 @@ func (b *Board) redactRecording(r *Recording) {
 	f := b.redact
 	if f == nil {
 		return
+	}
+	if heldSecret(r.held, f) {
+		*r = r.whole()
 	}
 	r.Request, r.Response = redactRaw(r.Request, f), redactRaw(r.Response, f)
 }
@@ -150,4 +156,15 @@ func (b *Board) maskLocked(s string) string {
 		return s
 	}
 	return b.redact(s)
+}
+
+// heldSecret reports whether a text a record's maker held apart (Hold)
+// holds something f masks; the masker reads it in place.
+func heldSecret(h held, f Redact) bool {
+	for _, s := range h {
+		if m := f(s); len(m) != len(s) || unsafe.StringData(m) != unsafe.StringData(s) && m != s {
+			return true
+		}
+	}
+	return false
 }

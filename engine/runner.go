@@ -267,11 +267,16 @@ func LogStep(log zerolog.Logger, rec board.StepRecord, tolerated bool) {
 
 // record makes a finished visit visible to expressions and durable.
 func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClock) error {
-	raw, err := encodeResult(res)
+	// A large output goes to the board as its key, its text held apart
+	// (board.Held): the result's JSON, 1.4 times an answer with
+	// newlines, is not built only to be held apart again (issue 22).
+	h := new(board.Held)
+	raw, err := encodeResultHeld(res, h)
 	if err != nil {
 		return err
 	}
 	rec.Result = raw
+	rec.Hold(h)
 	// The audit entry holds the step's output; its full result is in the
 	// step record, so it is not encoded twice.
 	meta := map[string]any{"visit": rec.Visit, "type": n.Type, "status": rec.Status}

@@ -333,6 +333,15 @@ func encodeResult(res Result) (json.RawMessage, error) {
 	return append(buf, fields[1:]...), nil
 }
 
+// encodeResultHeld is encodeResult with an output string that the board
+// holds apart (board.Large) written as its key, held in h.
+func encodeResultHeld(res Result, h *board.Held) (json.RawMessage, error) {
+	if s, ok := res.Output.(string); ok && board.Large(s) {
+		res.Output = h.Key(s)
+	}
+	return encodeResult(res)
+}
+
 // decodeResult reads a saved `result` back into the type's struct.
 func decodeResult(n *Node, raw json.RawMessage) (Result, error) {
 	var res Result

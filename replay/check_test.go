@@ -18,7 +18,7 @@ func TestLongTextComparedByDigest(t *testing.T) {
 		data, _ := json.Marshal(map[string]any{"output": s, "duration_ms": 3})
 		return data
 	}
-	ra, ra2, rb := normalResult(res(a)), normalResult(res(a)), normalResult(res(b))
+	ra, ra2, rb := normalResult(res(a), nil), normalResult(res(a), nil), normalResult(res(b), nil)
 	if ra != ra2 || ra == rb {
 		t.Fatalf("equal texts equal: %v, different texts differ: %v", ra == ra2, ra != rb)
 	}

@@ -42,7 +42,7 @@ func External(b *board.Board, e board.Entry) (board.Recording, error) {
 	if err != nil {
 		return board.Recording{}, err
 	}
-	return board.Recording{Kind: KindExternal, Label: e.Key, Call: len(b.Steps()), Response: raw}, nil
+	return board.Recording{Kind: KindExternal, Label: e.Key, Call: len(b.StepsKeyed()), Response: raw}, nil
 }
 
 // RecordAfterRun records e, a write b just took on the saved file of a
@@ -89,10 +89,16 @@ type external struct {
 
 func newExternals(rec *board.Board) *externals {
 	x := &externals{}
-	steps := rec.Steps()
-	for _, r := range rec.Recordings() {
+	// Keyed (board.StepsKeyed): the steps' labels and statuses only, and
+	// the outside writes built whole, not every large answer (issue 22).
+	steps := rec.StepsKeyed()
+	for _, r := range rec.RecordingsKeyed() {
+		if r.Kind != KindExternal {
+			continue
+		}
+		r = r.Whole()
 		var e board.Entry
-		if r.Kind != KindExternal || json.Unmarshal(r.Response, &e) != nil {
+		if json.Unmarshal(r.Response, &e) != nil {
 			continue
 		}
 		w := external{after: r.Call, e: e}

@@ -104,7 +104,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		}
 	}
 	var fk *fork
-	var source agents.ReplaySource = agents.FromRecordings(rec.Recordings())
+	var source agents.ReplaySource = agents.FromRecordings(rec.RecordingsKeyed())
 	if opt.From != "" {
 		label, visit, err := ParseFrom(opt.From)
 		if err != nil {
@@ -194,7 +194,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			}
 		}
 		chk.mu.Lock()
-		chk.steps = len(b.Steps())
+		chk.steps = len(b.StepsKeyed())
 		chk.mu.Unlock()
 		runErr = r.Run(ctx)
 		if err := set.Close(); err != nil { // a fork's live part may have started MCP servers
@@ -223,7 +223,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	}
 	rep.Outside = chk.ext.done
 	rep.Divergence = chk.verdict(runErr, b)
-	for _, r := range b.Recordings() {
+	for _, r := range b.RecordingsKeyed() {
 		if r.Kind == agents.KindLLM {
 			rep.Answers++
 		}
@@ -256,7 +256,7 @@ func StepTypes(prog *engine.Program) func(label string) string {
 // nextVisitOf is the visit of label the replay stopped at.
 func (s *script) nextVisitOf(b *board.Board, label string) int {
 	n := 0
-	for _, r := range b.Steps() {
+	for _, r := range b.StepsKeyed() {
 		if r.Label == label && r.Visit > n && finished(r) {
 			n = r.Visit
 		}
@@ -301,10 +301,10 @@ func takeOver(rec, b *board.Board, m *engine.ResumeMark) error {
 		}
 	}
 	got := map[string]int{}
-	for _, r := range b.Recordings() {
+	for _, r := range b.RecordingsKeyed() { // keys only: recKey
 		got[recKey(r)]++
 	}
-	rs := rec.Recordings()
+	rs := rec.RecordingsKeyed()
 	for _, r := range rs[:min(m.Recordings, len(rs))] {
 		if k := recKey(r); got[k] > 0 {
 			got[k]--
@@ -354,7 +354,7 @@ func forkExists(rec *board.Board, label string, visit int) error {
 	base, _, isItem := engine.SplitItemLabel(label)
 	head, _, inItem := strings.Cut(label, "/")
 	ihead, _, headIsItem := engine.SplitItemLabel(head)
-	for _, s := range rec.Steps() {
+	for _, s := range rec.StepsKeyed() {
 		if s.Label == label {
 			if s.Visit == visit {
 				return nil

@@ -77,9 +77,17 @@ func newScript(rec *board.Board, types func(string) string, timeout time.Duratio
 	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, items: map[visitKey]json.RawMessage{}, ws: map[clockKey]board.Recording{},
 		offline: offline, types: types, timeout: timeout, fork: fk}
 	run := rec.Run()
-	steps := rec.Steps()
+	// Keyed: a large result stays its key (compared by it, check.go) and
+	// is built whole only when a step is served from it (Result).
+	steps := rec.StepsKeyed()
 	start := 0
-	for _, r := range rec.Recordings() {
+	for _, r := range rec.RecordingsKeyed() {
+		switch r.Kind {
+		case engine.KindClock, engine.KindRead, engine.KindWorkspace, engine.KindItems, engine.KindResume:
+			// Read below whole; the rest (model answers) are served
+			// through the agents' source, one at a time (issue 22).
+			r = r.Whole()
+		}
 		switch r.Kind {
 		case engine.KindClock:
 			if t, ok := engine.ClockReading(r); ok {
@@ -189,7 +197,7 @@ func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
 	}
 	r, ok := s.record(label, visit)
 	if ok && (finished(r) || engine.Interrupted(r)) {
-		return r, true
+		return r.Whole(), true
 	}
 	// The recording never ran this visit: the checker reports the path
 	// that differs; the step fails rather than touching the world.

@@ -109,7 +109,7 @@ func summarizePath(path, id, dir string, ownID bool) Summary {
 			s.Failed++
 		}
 	}
-	s.Usage = agents.RecordedUsage(b.Recordings())
+	s.Usage = agents.RecordedUsage(b.RecordingsKeyed())
 	return s
 }
 

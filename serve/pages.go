@@ -96,7 +96,7 @@ func (s *Server) temporalSummary(sum *runs.Summary) {
 			sum.Failed++
 		}
 	}
-	sum.Usage = agents.RecordedUsage(b.Recordings())
+	sum.Usage = agents.RecordedUsage(b.RecordingsKeyed())
 }
 
 // runPage is the run's report, live.

@@ -235,7 +235,7 @@ func summaryOf(r *runs.Result, anns []ghactions.Annotation, elapsed time.Duratio
 		s.Failures = append(s.Failures, ghactions.SummaryFailure{Step: a.Title, Place: place, Message: firstLine(a.Message)})
 	}
 	var total float64
-	for _, t := range report.Tokens(b.Recordings()) {
+	for _, t := range report.Tokens(b.RecordingsKeyed()) {
 		cost := ""
 		if t.CostUSD > 0 {
 			cost = agents.FormatUSD(t.CostUSD)

@@ -34,8 +34,13 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 	if g.report {
 		reportPath, reportErr = writeReport(b, path, "")
 	}
-	tokens := report.Tokens(b.Recordings())
-	waiting := unanswered(b.Run().Waiting, b.Recordings())
+	// Keyed: the token sums skip the answers' texts, which need not be
+	// built into JSON again (issue 22).
+	tokens := report.Tokens(b.RecordingsKeyed())
+	var waiting []board.WaitingInput
+	if ws := b.Run().Waiting; len(ws) > 0 {
+		waiting = unanswered(ws, b.Recordings())
+	}
 	next := nextCommands(path, status, reportPath, waiting)
 
 	if g.format(stderr) == "json" {
@@ -98,7 +103,7 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 
 // summary is the end of the console display.
 func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed time.Duration, tokens []report.ModelUsage) {
-	steps := r.Board.Steps()
+	steps := r.Board.StepsKeyed() // labels only
 	ran := map[string]bool{}
 	for _, s := range steps {
 		ran[s.Label] = true

@@ -248,6 +248,9 @@ func stepOutput(rec board.StepRecord) string {
 		Stderr string `json:"stderr"`
 	}
 	json.Unmarshal(rec.Result, &r)
+	if s, ok := r.Output.(string); ok {
+		r.Output = rec.Text(s) // a large output comes as its key (board.Held)
+	}
 	text := strings.TrimRight(r.Stdout, "\n")
 	if e := strings.TrimRight(r.Stderr, "\n"); e != "" {
 		if text != "" {
