@@ -63,7 +63,9 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 		r.Close()
 		return nil, err
 	}
-	saved, err := board.Load(path)
+	// Read once, lazily: entries' contents are decoded when the rest of
+	// the run reads them, and written back as read (board.LoadToResume).
+	saved, err := board.LoadToResume(path)
 	if err != nil {
 		return fail(usage(err))
 	}

@@ -1,0 +1,76 @@
+package board
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Resuming a large run (issue 22) reads the board once and lazily: each
+// entry's header is decoded (key, version, author, times: what the key
+// index, versions, expiry and conflicts need), its content and meta only
+// when a step reads it (see lazy.go). The file written at the end holds
+// those entries' lines as they were read, instead of decoding and
+// encoding them again: the run's new entries are the only ones encoded.
+// A line read is valid JSON (its header decoding checked it) whose meta
+// is an object or null, so it reads back as the entry it was; its large
+// strings stay in the blob table, copied over to the new file's.
+
+// LoadToResume reads a saved run, folding in its journal, to go on with
+// it (runner resume, then Attach): Load, with each entry's content and
+// meta decoded only when handed out, and written back as read when the
+// board is saved. Unlike LoadForRead, the board takes writes.
+func LoadToResume(path string) (*Board, error) {
+	data, err := readSaved(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := parseFile(data, true)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := b.foldJournal(JournalPath(path)); err != nil {
+		return nil, err
+	}
+	b.loadBlobs = nil
+	return b, nil
+}
+
+// rawLine is the entry's line as read from the file, its blobs added to
+// the table x is writing; nil for an entry decoded or made in this
+// process, which is encoded.
+func (e *Entry) rawLine(x *blobSink) []byte {
+	if e.lazy == nil {
+		return nil
+	}
+	for _, k := range e.lazy.refs {
+		x.keep(k, e.lazy.t.lit[k]) // checked present when the header was read
+	}
+	return e.lazy.line
+}
+
+// keep adds a value read from a file, as its literal, to the table being
+// written, outside the record being encoded (whose line lists its refs
+// already).
+func (s *blobSink) keep(key string, lit []byte) {
+	if !s.known[key] && !s.have[key] {
+		s.have[key] = true
+		s.table = append(s.table, blob{key: key, lit: lit})
+	}
+}
+
+// metaShape checks, without decoding it, that an entry's meta is what
+// Entry.Meta can hold (an object or null): the header of a lazily read
+// entry does not decode it, and its line is written back as it is.
+type metaShape struct{}
+
+func (metaShape) UnmarshalJSON(data []byte) error {
+	if len(data) > 0 && (data[0] == '{' || string(data) == "null") {
+		return nil
+	}
+	return errMetaShape
+}
+
+var errMetaShape = errors.New(`"meta" is not an object`)
+
+var _ json.Unmarshaler = metaShape{}
