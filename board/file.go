@@ -355,7 +355,7 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	w.WriteString("{\n \"format\": ")
 	put(Format)
 	w.WriteString(",\n \"run\": ")
-	if err := put(b.run); err != nil {
+	if err := writeRun(w, &b.run); err != nil {
 		return nil, err
 	}
 	x := newBlobSink(nil)
