@@ -37,7 +37,7 @@ type Program struct {
 type Node struct {
 	*plans.Step
 	Kind     Type // nil for a parallel group
-	Impl     Step
+	Impl     Step // nil until the step first runs in a CompileChecked program: read impl()
 	If       *Expr
 	Until    *Expr
 	WriteKey *Template
