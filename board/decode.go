@@ -21,11 +21,10 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	}
 	if start < 0 || end < 0 {
 		var f File
-		err := json.Unmarshal(data, &f)
+		err := unmarshalFile(data, &f)
 		if err != nil {
 			return &f, err
 		}
-		f.hasRun = hasRun(data)
 		if f.table, err = blobsOf(f.Blobs); err != nil {
 			return nil, err
 		}
@@ -58,10 +57,9 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	rest = append(rest, "\n \"entries\": []"...)
 	rest = append(rest, after...)
 	var f File
-	if err := json.Unmarshal(rest, &f); err != nil {
+	if err := unmarshalFile(rest, &f); err != nil {
 		return nil, err
 	}
-	f.hasRun = hasRun(rest)
 	if blobLines != nil {
 		if f.Blobs == nil {
 			f.Blobs = map[string]json.RawMessage{}
@@ -191,10 +189,33 @@ func syntaxPos(data []byte, err error) error {
 	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 
-// hasRun reports whether a file's top-level object has a non-null "run".
-func hasRun(data []byte) bool {
-	var probe struct {
-		Run json.RawMessage `json:"run"`
+// unmarshalFile decodes a file's top-level object into f, noting in
+// f.hasRun whether its "run" is there and not null, in the same pass (a
+// second pass to tell cost a resume of a 100k-step run 3% of its CPU).
+func unmarshalFile(data []byte, f *File) error {
+	in := fileIn{File: f, Run: runIn{r: &f.Run}}
+	err := json.Unmarshal(data, &in)
+	f.hasRun = in.Run.given
+	return err
+}
+
+// fileIn is File with its "run" decoded by runIn (the shallower field
+// wins over File's own).
+type fileIn struct {
+	*File
+	Run runIn `json:"run"`
+}
+
+// runIn decodes the run object into r and says whether there was one.
+type runIn struct {
+	r     *Run
+	given bool
+}
+
+func (ri *runIn) UnmarshalJSON(data []byte) error {
+	ri.given = string(data) != "null"
+	if !ri.given {
+		return nil
 	}
-	return json.Unmarshal(data, &probe) == nil && len(probe.Run) > 0 && string(probe.Run) != "null"
+	return json.Unmarshal(data, ri.r)
 }

@@ -355,20 +355,26 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	w.WriteString("{\n \"format\": ")
 	put(Format)
 	w.WriteString(",\n \"run\": ")
-	if err := put(b.run); err != nil {
+	if err := writeRun(w, &b.run); err != nil {
 		return nil, err
 	}
 	x := newBlobSink(nil)
 	x.texts = &b.texts
 	var err error
 	var scratch []byte
-	list := func(name string, n int, enc func(b []byte, x *blobSink, i int) ([]byte, error)) {
+	// raw is a record's line as it was read, to be written again as it
+	// is (see rawsave.go); nil: encode it.
+	list := func(name string, n int, raw func(x *blobSink, i int) []byte, enc func(b []byte, x *blobSink, i int) ([]byte, error)) {
 		fmt.Fprintf(w, ",\n %q: [", name)
 		for i := 0; i < n && err == nil; i++ {
 			if i > 0 {
 				w.WriteByte(',')
 			}
 			w.WriteString("\n  ")
+			if line := raw(x, i); line != nil {
+				w.Write(line)
+				continue
+			}
 			scratch, err = withBlobs(scratch[:0], x, func(s []byte, x *blobSink) ([]byte, error) { return enc(s, x, i) })
 			w.Write(scratch)
 		}
@@ -377,16 +383,18 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 		}
 		w.WriteByte(']')
 	}
-	list("steps", len(b.steps), func(s []byte, x *blobSink, i int) ([]byte, error) { return appendStep(s, &b.steps[i], x) })
-	list("entries", len(b.entries), func(s []byte, x *blobSink, i int) ([]byte, error) {
-		e := b.entries[i]
-		if e.lazy != nil {
-			full := e.loaded()
-			e = &full
-		}
-		return appendEntry(s, e, x)
-	})
-	list("recordings", len(b.recordings), func(s []byte, x *blobSink, i int) ([]byte, error) {
+	none := func(*blobSink, int) []byte { return nil }
+	list("steps", len(b.steps), none, func(s []byte, x *blobSink, i int) ([]byte, error) { return appendStep(s, &b.steps[i], x) })
+	list("entries", len(b.entries), func(x *blobSink, i int) []byte { return b.entries[i].rawLine(x) },
+		func(s []byte, x *blobSink, i int) ([]byte, error) {
+			e := b.entries[i]
+			if e.lazy != nil { // rawLine writes these; never their content left out
+				full := e.loaded()
+				e = &full
+			}
+			return appendEntry(s, e, x)
+		})
+	list("recordings", len(b.recordings), none, func(s []byte, x *blobSink, i int) ([]byte, error) {
 		return appendRecording(s, &b.recordings[i], x)
 	})
 	if err != nil {

@@ -35,6 +35,7 @@ type entryHead struct {
 	TTL     *float64  `json:"ttl_s"`
 	Deleted bool      `json:"deleted"`
 	Refs    []string  `json:"blob_refs"`
+	Meta    metaShape `json:"meta"` // checked, not decoded (rawsave.go)
 }
 
 func (h *entryHead) entry(line []byte, t *blobTable) (*Entry, error) {

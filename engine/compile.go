@@ -27,13 +27,17 @@ type Program struct {
 	outputTypes types.Map            // their types
 	agents      map[string]string    // a callee's agent names to the run's (nil at the top)
 	tools       map[string]*PlanTool // the plan's own tools (plantools.go)
+	// deferDecode: its steps' types decode them when they first run
+	// (CompileChecked; lazyimpl.go).
+	deferDecode bool
+	undecoded   []*plans.Step // theirs, until compile keeps their YAML
 }
 
 // Node is one compiled step.
 type Node struct {
 	*plans.Step
 	Kind     Type // nil for a parallel group
-	Impl     Step
+	Impl     Step // nil until the step first runs in a CompileChecked program: read impl()
 	If       *Expr
 	Until    *Expr
 	WriteKey *Template
@@ -56,6 +60,9 @@ type Node struct {
 	local, frame string
 	agents       map[string]string
 	tools        map[string]*PlanTool // its plan's tools, for its llm step
+	// lazy decodes Impl when the step first runs (CompileChecked; see
+	// lazyImpl): Impl is then nil, and impl() is what runs it.
+	lazy *lazyImpl
 }
 
 // Node returns the compiled step with label; for LABEL[i], item i of
@@ -132,8 +139,11 @@ func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, e
 	prog := compilePlan(r, plan, reg, nil, deferred)
 	// A run needs neither the YAML tree nor the expression types: every
 	// position is in the problems already reported. Keeping them cost
-	// most of the memory a loaded plan held.
+	// most of the memory a loaded plan held. A step whose type decodes
+	// it when it first runs (deferred) keeps its own.
+	kept := prog.lazyNodes()
 	plan.DropNodes()
+	kept.restore()
 	if err := r.Err(); err != nil {
 		return prog, err
 	}
@@ -144,7 +154,7 @@ func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, e
 // then maps its agent names to the run's).
 // deferred: its expressions are compiled on first use (CompileChecked).
 func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string, deferred bool) *Program {
-	prog := &Program{Plan: plan, nodes: map[string]*Node{}, agents: agents}
+	prog := &Program{Plan: plan, nodes: map[string]*Node{}, agents: agents, deferDecode: deferred}
 	// Callees first: a call's steps.X.outputs has the types of the
 	// callee's outputs.
 	subs := map[string]*Program{}
@@ -222,6 +232,11 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 				continue
 			}
 			n.Kind = t
+			if p.deferDecode && s.Type != plans.CallType {
+				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, own, t)}
+				p.undecoded = append(p.undecoded, s)
+				break
+			}
 			d := newDecoder(p.Plan, s, r, own)
 			d.spec = SpecOf(t)
 			n.Impl = t.Decode(d)

@@ -69,10 +69,12 @@ func dryRunSteps(w io.Writer, nodes []*Node, depth int) {
 			fmt.Fprint(w, " continue_on_error")
 		}
 		fmt.Fprintln(w)
-		if d, ok := n.Impl.(Describer); ok {
-			if text := d.Describe(); text != "" {
-				for _, line := range strings.Split(text, "\n") {
-					fmt.Fprintf(w, "%s     %s\n", pad, line)
+		if impl, _ := n.impl(); impl != nil {
+			if d, ok := impl.(Describer); ok {
+				if text := d.Describe(); text != "" {
+					for _, line := range strings.Split(text, "\n") {
+						fmt.Fprintf(w, "%s     %s\n", pad, line)
+					}
 				}
 			}
 		}

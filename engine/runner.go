@@ -335,7 +335,11 @@ func (r *Runner) once(ctx context.Context, n *Node, visit, attempt int, vc *visi
 	sc := &StepContext{Label: n.Label, Visit: visit, Attempt: attempt, RunID: r.runID,
 		Workdir: r.Workdir, Env: r.env, Board: r.Board, Plan: r.Prog.Plan,
 		Log: r.logger(n.Label), eval: r.evalOf(n), runner: r, clock: vc, node: n}
-	res, err = n.Impl.Run(ctx, sc)
+	impl, err := n.impl()
+	if err != nil {
+		return Result{}, err
+	}
+	res, err = impl.Run(ctx, sc)
 	res.inputs = sc.inputs
 	if err != nil && timeout != nil && context.Cause(ctx) == timeout && !isWaiting(err) {
 		// Every step its timeout stopped says so: steps.X.timed_out, and

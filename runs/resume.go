@@ -63,7 +63,9 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 		r.Close()
 		return nil, err
 	}
-	saved, err := board.Load(path)
+	// Read once, lazily: entries' contents are decoded when the rest of
+	// the run reads them, and written back as read (board.LoadToResume).
+	saved, err := board.LoadToResume(path)
 	if err != nil {
 		return fail(usage(err))
 	}
@@ -125,7 +127,8 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	defer running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
 		Observer: running, Output: env.Output}
-	if err := er.Restore(b.Steps()); err != nil {
+	done := b.Steps() // one copy of them: 100k records at 100k steps
+	if err := er.Restore(done); err != nil {
 		if errors.Is(err, engine.ErrFinished) {
 			return nil, fmt.Errorf("run %s %w", r.Record.ID, ErrNothingLeft)
 		}
@@ -140,7 +143,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	}); err != nil {
 		return nil, err
 	}
-	log.Info().Int("steps_done", len(b.Steps())).Msg("resuming")
+	log.Info().Int("steps_done", len(done)).Msg("resuming")
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)
 	return res, nil
