@@ -353,16 +353,9 @@ func (f *fileDiff) reverse() {
 // must not change them.
 func (h *hunk) sides() (old, new []string) {
 	if h.old == nil && h.new == nil {
-		nOld, nNew := 0, 0
-		for _, o := range h.ops {
-			if o.kind != '+' {
-				nOld++
-			}
-			if o.kind != '-' {
-				nNew++
-			}
-		}
-		h.old, h.new = make([]string, 0, nOld), make([]string, 0, nNew)
+		nOld, nNew := h.counts()
+		both := make([]string, nOld+nNew) // one allocation for the two
+		h.old, h.new = both[:0:nOld], both[nOld:nOld]
 		for _, o := range h.ops {
 			if o.kind != '+' {
 				h.old = append(h.old, o.text)
@@ -373,6 +366,19 @@ func (h *hunk) sides() (old, new []string) {
 		}
 	}
 	return h.old, h.new
+}
+
+// counts returns how many lines each side of the hunk has.
+func (h *hunk) counts() (nOld, nNew int) {
+	for _, o := range h.ops {
+		if o.kind != '+' {
+			nOld++
+		}
+		if o.kind != '-' {
+			nNew++
+		}
+	}
+	return nOld, nNew
 }
 
 // context returns how many context lines lead and trail the hunk.
@@ -418,15 +424,34 @@ func directOK(secs []*section) bool {
 // against the scanner's reading line by line (sameBody) and by count, so no
 // line can be dropped silently.
 func parseDirect(secs []*section) ([]*fileDiff, error) {
+	// The files, hunks and ops of the chunk are each made in one
+	// allocation: a diff has hundreds of thousands of lines in tens of
+	// thousands of hunks, and one small allocation each was most of the
+	// parse's time (fresh spans to clear, objects for the collector).
+	nh, nl := 0, 0
+	for _, sec := range secs {
+		nh += len(sec.hunks)
+		for _, sh := range sec.hunks {
+			nl += len(sh.body)
+		}
+	}
+	files := make([]fileDiff, len(secs))
+	hunks := make([]hunk, nh)
+	hptrs := make([]*hunk, nh)
+	ops := make([]op, nl)
 	out := make([]*fileDiff, len(secs))
 	for i, sec := range secs {
-		f := &fileDiff{line: sec.line, oldName: sec.oldName, newName: sec.newName}
+		f := &files[i]
+		*f = fileDiff{line: sec.line, oldName: sec.oldName, newName: sec.newName}
 		if err := f.fileHeader(sec); err != nil {
 			return nil, err
 		}
-		f.hunks = make([]*hunk, 0, len(sec.hunks))
+		f.hunks, hptrs = hptrs[:0:len(sec.hunks)], hptrs[len(sec.hunks):]
 		for k, sh := range sec.hunks {
-			h, err := directHunk(sh)
+			h := &hunks[0]
+			hunks = hunks[1:]
+			h.ops, ops = ops[:0:len(sh.body)], ops[len(sh.body):]
+			err := directHunk(h, sh)
 			if err != nil {
 				return nil, refuse(BadDiff, "line %d: %v", sh.line, err)
 			}
@@ -444,23 +469,23 @@ func parseDirect(secs []*section) ([]*fileDiff, error) {
 	return out, nil
 }
 
-// directHunk reads a canonical hunk body as convertHunk reads go-diff's:
-// a marker after a removed line means the old side's last line has no
-// newline; after any other line (the body's last, see checkMarkers) the
-// new side's, and the old side's too if that line is context.
-func directHunk(sh *scanHunk) (*hunk, error) {
-	h := &hunk{ops: make([]op, 0, len(sh.body))}
+// directHunk reads a canonical hunk body into h as convertHunk reads
+// go-diff's: a marker after a removed line means the old side's last line
+// has no newline; after any other line (the body's last, see
+// checkMarkers) the new side's, and the old side's too if that line is
+// context. h.ops has room for the body's lines.
+func directHunk(h *hunk, sh *scanHunk) error {
 	for x, l := range sh.body {
 		if l == `\` {
 			if x == 0 || sh.body[x-1] == `\` {
-				return nil, fmt.Errorf("misplaced no-newline marker")
+				return fmt.Errorf("misplaced no-newline marker")
 			}
 			switch prev := h.ops[len(h.ops)-1]; prev.kind {
 			case '-':
 				h.oldNoEOL = true
 			default:
 				if x != len(sh.body)-1 {
-					return nil, fmt.Errorf("misplaced no-newline marker")
+					return fmt.Errorf("misplaced no-newline marker")
 				}
 				h.newNoEOL = true
 				h.oldNoEOL = h.oldNoEOL || prev.kind == ' '
@@ -469,11 +494,11 @@ func directHunk(sh *scanHunk) (*hunk, error) {
 		}
 		o, err := bodyOp(l)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		h.ops = append(h.ops, o)
 	}
-	return h, nil
+	return nil
 }
 
 // bodyOp reads one line of a hunk body (without its newline) as an op,

@@ -76,7 +76,7 @@ type placer struct {
 // placeAll places a file's hunks in order.
 func placeAll(c *content, hunks []*hunk, trust bool) ([]placed, []failure) {
 	p := &placer{c: c, hunks: hunks, trust: trust, anchors: make([][]int, len(hunks)), done: make([]bool, len(hunks))}
-	var out []placed
+	out := make([]placed, 0, len(hunks)) // sized once: usually all place
 	var fails []failure
 	lo, prevTrail := 0, 0
 	for k := range hunks {
@@ -94,21 +94,22 @@ func placeAll(c *content, hunks []*hunk, trust bool) ([]placed, []failure) {
 // hintsHold reports whether every hunk with line numbers sits exactly at
 // the line its header gives, old side or (already applied) new side,
 // whitespace aside. Only then may line numbers choose between places.
+// It reads the sides from the ops (see matchSide): building them for
+// every hunk of a large diff was a large share of its allocations.
 func hintsHold(c *content, hunks []*hunk) bool {
 	for _, h := range hunks {
-		old, new := h.sides()
-		if !h.hasHint || len(old) == 0 {
+		if nOld, _ := h.counts(); !h.hasHint || nOld == 0 {
 			continue
 		}
-		if !matchLoose(c, old, h.oldHint) && !matchLoose(c, new, h.newHint) {
+		if !matchLoose(c, h.ops, '-', h.oldHint) && !matchLoose(c, h.ops, '+', h.newHint) {
 			return false
 		}
 	}
 	return true
 }
 
-func matchLoose(c *content, side []string, at int) bool {
-	return c.matchAt(side, at, wsExact) || c.matchAt(normalizeAll(side, wsAll), at, wsAll)
+func matchLoose(c *content, ops []op, side byte, at int) bool {
+	return c.matchSide(ops, side, at, wsExact) || c.matchSide(ops, side, at, wsAll)
 }
 
 // hint is where the header puts a side of h, if line numbers are trusted.
@@ -153,7 +154,10 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 	// has the same text on both sides: the file's last line says which
 	// side it holds.
 	h := pl.h
-	if old, new := h.sides(); slices.Equal(old, new) && pl.end == p.c.n() && p.c.n() > 0 {
+	if pl.end != p.c.n() || p.c.n() == 0 {
+		return pl, nil
+	}
+	if old, new := h.sides(); slices.Equal(old, new) {
 		if p.c.openEnd() == h.newNoEOL {
 			pl.applied = false
 		}
@@ -163,16 +167,18 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 
 func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 	h := p.hunks[k]
-	old, new := h.sides()
-	if len(old) == 0 {
+	nOld, nNew := h.counts()
+	if nOld == 0 {
 		return p.placeBare(h, lo)
 	}
 
 	// Fast path: the whole old side is exactly at the header's line, and
-	// is not just part of the new side being there already.
-	if at, ok := p.hint(h, '-'); ok && at >= lo && p.c.matchAt(old, at, wsExact) && !p.nested(new, old, at) {
+	// is not just part of the new side being there already. It compares
+	// the ops with the file's lines, building no sides.
+	if at, ok := p.hint(h, '-'); ok && at >= lo && p.c.matchSide(h.ops, '-', at, wsExact) && !p.nested(h, nOld, nNew, at) {
 		return p.result(h, true, cand{start: at}), nil
 	}
+	old, new := h.sides()
 
 	// Walk the levels and decide at the first where either side matches.
 	// A match of one side inside a (loose) match of the other, longer side
@@ -283,14 +289,15 @@ func (p *placer) placeBare(h *hunk, lo int) (placed, *failure) {
 	return p.result(h, !p.c.matchAt(new, at, wsExact), cand{start: at}), nil
 }
 
-// nested reports whether the old side at `at` is only there because the
-// longer new side is (an addition at the end of a file).
-func (p *placer) nested(new, old []string, at int) bool {
-	if len(new) <= len(old) {
+// nested reports whether the old side of h (nOld lines) at `at` is only
+// there because the longer new side (nNew lines) is (an addition at the
+// end of a file).
+func (p *placer) nested(h *hunk, nOld, nNew, at int) bool {
+	if nNew <= nOld {
 		return false
 	}
-	for n := max(0, at+len(old)-len(new)); n <= at; n++ {
-		if p.c.matchAt(new, n, wsExact) {
+	for n := max(0, at+nOld-nNew); n <= at; n++ {
+		if p.c.matchSide(h.ops, '+', n, wsExact) {
 			return true
 		}
 	}
