@@ -50,6 +50,7 @@ func TestParseAndPlaceAllocateNotPerHunk(t *testing.T) {
 		})
 	}
 	small, large := allocs(200), allocs(2200)
+	t.Logf("%.0f allocations for 200 hunks, %.0f for 2,200", small, large)
 	if per := (large - small) / 2000; per > 0.5 {
 		t.Errorf("%.2f allocations per hunk (%.0f for 200 hunks, %.0f for 2,200); want none per hunk", per, small, large)
 	}

@@ -101,15 +101,15 @@ func hintsHold(c *content, hunks []*hunk) bool {
 		if nOld, _ := h.counts(); !h.hasHint || nOld == 0 {
 			continue
 		}
-		if !matchLoose(c, h.ops, '-', h.oldHint) && !matchLoose(c, h.ops, '+', h.newHint) {
+		if !matchLoose(c, h, '-', h.oldHint) && !matchLoose(c, h, '+', h.newHint) {
 			return false
 		}
 	}
 	return true
 }
 
-func matchLoose(c *content, ops []op, side byte, at int) bool {
-	return c.matchSide(ops, side, at, wsExact) || c.matchSide(ops, side, at, wsAll)
+func matchLoose(c *content, h *hunk, side byte, at int) bool {
+	return c.matchSide(h, h.ops, side, at, wsExact) || c.matchSide(h, h.ops, side, at, wsAll)
 }
 
 // hint is where the header puts a side of h, if line numbers are trusted.
@@ -138,11 +138,11 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 		return pl, f
 	}
 	if pl.h.reindent && pl.ws == wsAll {
-		ops, ok := reindent(p.c, pl)
+		h, ops, ok := reindent(p.c, pl)
 		if !ok {
 			return placed{}, &failure{h: pl.h, indent: true, where: []int{pl.start - pl.top}}
 		}
-		pl.ops = ops
+		pl.h, pl.ops = h, ops
 	}
 	// The other formats cannot say that the file ends without a newline
 	// (a unified diff says "\ No newline at end of file"): a change
@@ -175,7 +175,7 @@ func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 	// Fast path: the whole old side is exactly at the header's line, and
 	// is not just part of the new side being there already. It compares
 	// the ops with the file's lines, building no sides.
-	if at, ok := p.hint(h, '-'); ok && at >= lo && p.c.matchSide(h.ops, '-', at, wsExact) && !p.nested(h, nOld, nNew, at) {
+	if at, ok := p.hint(h, '-'); ok && at >= lo && p.c.matchSide(h, h.ops, '-', at, wsExact) && !p.nested(h, nOld, nNew, at) {
 		return p.result(h, true, cand{start: at}), nil
 	}
 	old, new := h.sides()
@@ -297,7 +297,7 @@ func (p *placer) nested(h *hunk, nOld, nNew, at int) bool {
 		return false
 	}
 	for n := max(0, at+nOld-nNew); n <= at; n++ {
-		if p.c.matchSide(h.ops, '+', n, wsExact) {
+		if p.c.matchSide(h, h.ops, '+', n, wsExact) {
 			return true
 		}
 	}
@@ -329,7 +329,7 @@ func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []c
 		if nctx > 0 && nctx-top-bot < 1 {
 			continue // never below one line of context
 		}
-		pat := sideOf(h.ops[top:len(h.ops)-bot], side, ws)
+		pat := sideOf(h, h.ops[top:len(h.ops)-bot], side, ws)
 		if len(pat) == 0 {
 			continue
 		}
@@ -346,7 +346,7 @@ func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []c
 	return out
 }
 
-func sideOf(ops []op, side byte, ws int) []string {
+func sideOf(h *hunk, ops []op, side byte, ws int) []string {
 	var out []string
 	skip := byte('+')
 	if side == '+' {
@@ -354,7 +354,7 @@ func sideOf(ops []op, side byte, ws int) []string {
 	}
 	for _, o := range ops {
 		if o.kind != skip {
-			out = append(out, normalize(o.text, ws))
+			out = append(out, normalize(h.text(o), ws))
 		}
 	}
 	return out
@@ -534,7 +534,10 @@ func (p *placer) result(h *hunk, applied bool, c cand) placed {
 // its added lines then take the same shift. Any other difference of
 // leading whitespace (lines shifted differently, tabs for spaces) leaves
 // it unknown how the added lines should be indented: not ok.
-func reindent(c *content, pl placed) ([]op, bool) {
+// The re-indented ops' texts are new: they go into a copy of the hunk
+// (its own buffer clipped, so the two never write to the same memory),
+// which the placed hunk then refers to.
+func reindent(c *content, pl placed) (*hunk, []op, bool) {
 	const (
 		unknown = iota
 		same    // no line's indentation differs
@@ -549,10 +552,10 @@ func reindent(c *content, pl placed) ([]op, bool) {
 		}
 		f := c.line(at)
 		at++
-		if strings.TrimSpace(f) == "" && strings.TrimSpace(o.text) == "" {
+		if strings.TrimSpace(f) == "" && strings.TrimSpace(pl.h.text(o)) == "" {
 			continue
 		}
-		lf, lo := leading(f), leading(o.text)
+		lf, lo := leading(f), leading(pl.h.text(o))
 		m, p := same, ""
 		switch {
 		case lf == lo:
@@ -561,35 +564,38 @@ func reindent(c *content, pl placed) ([]op, bool) {
 		case strings.HasSuffix(lo, lf):
 			m, p = drop, lo[:len(lo)-len(lf)]
 		default:
-			return nil, false
+			return nil, nil, false
 		}
 		if mode == unknown {
 			mode, prefix = m, p
 		} else if m != mode || p != prefix {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	if mode == same || mode == unknown {
-		return pl.ops, true // only blanks inside lines differ
+		return pl.h, pl.ops, true // only blanks inside lines differ
 	}
+	h := *pl.h
+	h.own = slices.Clip(h.own)
 	out := make([]op, len(pl.ops))
 	for i, o := range pl.ops {
 		out[i] = o
-		if o.kind != '+' || strings.TrimSpace(o.text) == "" {
+		text := pl.h.text(o)
+		if o.kind != '+' || strings.TrimSpace(text) == "" {
 			continue
 		}
 		switch mode {
 		case add:
-			out[i].text = prefix + o.text
+			out[i] = h.ref(o.kind, prefix+text, o.cr)
 		case drop:
-			t, ok := strings.CutPrefix(o.text, prefix)
+			t, ok := strings.CutPrefix(text, prefix)
 			if !ok {
-				return nil, false
+				return nil, nil, false
 			}
-			out[i].text = t
+			out[i] = h.ref(o.kind, t, o.cr)
 		}
 	}
-	return out, true
+	return &h, out, true
 }
 
 func leading(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " \t"))] }

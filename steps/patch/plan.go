@@ -568,7 +568,7 @@ func newFile(f *fileDiff) []byte {
 			if o.cr {
 				nl = "\r\n"
 			}
-			b = append(b, o.text...)
+			b = append(b, h.text(o)...)
 			b = append(b, nl...)
 		}
 	}

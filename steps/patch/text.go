@@ -150,11 +150,11 @@ func (c *content) matchAt(pat []string, pos, level int) bool {
 	return true
 }
 
-// matchSide reports whether a side of ops ('-' the old, '+' the new: the
-// ops of the other kind left out) sits at pos at a whitespace level, as
-// matchAt would for that side's lines normalized to level, without
-// building them.
-func (c *content) matchSide(ops []op, side byte, pos, level int) bool {
+// matchSide reports whether a side of ops, h's ('-' the old, '+' the
+// new: the ops of the other kind left out), sits at pos at a whitespace
+// level, as matchAt would for that side's lines normalized to level,
+// without building them.
+func (c *content) matchSide(h *hunk, ops []op, side byte, pos, level int) bool {
 	skip := byte('+')
 	if side == '+' {
 		skip = '-'
@@ -175,10 +175,10 @@ func (c *content) matchSide(ops []op, side byte, pos, level int) bool {
 			return false
 		}
 		if lines == nil {
-			if c.line(at) != o.text {
+			if c.line(at) != h.text(o) {
 				return false
 			}
-		} else if lines[at] != normalize(o.text, level) {
+		} else if lines[at] != normalize(h.text(o), level) {
 			return false
 		}
 		at++
