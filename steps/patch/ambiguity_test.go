@@ -156,7 +156,7 @@ func build(lines []string, hunks []*hunk, starts []int) string {
 			case '-':
 				cur++
 			case '+':
-				b.WriteString(o.text)
+				b.WriteString(h.text(o))
 				if i < len(h.ops)-1 || !h.newNoEOL {
 					b.WriteString("\n")
 				}

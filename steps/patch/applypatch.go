@@ -122,7 +122,7 @@ func parseApplyPatch(lines []string, used []bool) ([]*fileDiff, error) {
 				if !strings.HasPrefix(l, "+") {
 					return nil, refuse(BadDiff, "line %d: every line of \"*** Add File: %s\" starts with \"+\"", j+1, f.newName)
 				}
-				h.ops = append(h.ops, op{text: l[1:], kind: '+'})
+				h.add('+', l[1:], false)
 			case strings.HasPrefix(t, "@@"):
 				endHunk()
 				sec := strings.TrimSpace(strings.TrimPrefix(t, "@@"))
@@ -135,9 +135,9 @@ func parseApplyPatch(lines []string, used []bool) ([]*fileDiff, error) {
 				}
 				switch {
 				case l == "":
-					h.ops = append(h.ops, op{text: "", kind: ' '}) // a blank context line, its space lost
+					h.add(' ', "", false) // a blank context line, its space lost
 				case l[0] == ' ' || l[0] == '-' || l[0] == '+':
-					h.ops = append(h.ops, op{text: l[1:], kind: l[0]})
+					h.add(l[0], l[1:], false)
 				default:
 					return nil, refuse(BadDiff, "line %d: in \"*** Update File: %s\", every line of a hunk starts with \" \" (unchanged), \"-\" (removed) or \"+\" (added); this one does not: %q", j+1, f.newName, clipLine(l, 80))
 				}

@@ -57,7 +57,7 @@ func AsDiff(text []byte) (diff string, ok bool) {
 				b.WriteString(h.header + "\n")
 			}
 			for _, o := range h.ops {
-				b.WriteString(string(o.kind) + o.text + "\n")
+				b.WriteString(string(o.kind) + h.text(o) + "\n")
 			}
 		}
 	}

@@ -15,7 +15,7 @@ func emitInto(buf []byte, c *content, pls []placed, exact bool) (_ []byte, ok bo
 	extra := 0
 	for _, pl := range pls {
 		for _, o := range pl.ops {
-			extra += len(o.text) + 2
+			extra += int(o.n) + 2
 		}
 	}
 	if need := len(c.data) + extra; cap(buf) < need {
@@ -108,9 +108,9 @@ func walk(c *content, pls []placed, exact bool, s *sink) bool {
 				}
 				// Without a newline only where the diff says so.
 				if i == lastNew && (pl.h.newNoEOL || pl.keepOpen) && pl.fuzz == 0 {
-					put(o.text, cr, true)
+					put(pl.h.text(o), cr, true)
 				} else {
-					put(o.text, nl, false)
+					put(pl.h.text(o), nl, false)
 				}
 			}
 		}

@@ -16,23 +16,27 @@ import (
 // formatted).
 func splitDiffLines(b []byte) []string {
 	s := unsafe.String(unsafe.SliceData(b), len(b))
-	lines := strings.SplitAfter(s, "\n")
-	if n := len(lines); n > 0 && lines[n-1] == "" {
-		lines = lines[:n-1]
-	}
-	allCRLF := len(lines) > 0
-	for _, l := range lines {
-		if strings.HasSuffix(l, "\n") && !strings.HasSuffix(l, "\r\n") {
-			allCRLF = false
+	// One pass to size the result and see whether every line ends in
+	// CRLF, one to cut (strings.SplitAfter and then trimming each line
+	// wrote every line's header twice).
+	nl := strings.Count(s, "\n")
+	allCRLF := len(s) > 0 && strings.Count(s, "\r\n") == nl
+	lines := make([]string, 0, nl+1)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			if allCRLF {
+				s = strings.TrimSuffix(s, "\r")
+			}
+			lines = append(lines, s) // the last line, without newline
 			break
 		}
-	}
-	for i, l := range lines {
-		l = strings.TrimSuffix(l, "\n")
+		l := s[:i]
 		if allCRLF {
-			l = strings.TrimSuffix(l, "\r")
+			l = l[:len(l)-1]
 		}
-		lines[i] = l
+		lines = append(lines, l)
+		s = s[i+1:]
 	}
 	return lines
 }

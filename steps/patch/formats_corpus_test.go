@@ -22,7 +22,7 @@ import (
 // apply_patch hunk: its ops and git's heading.
 type block struct {
 	path    string
-	ops     []op
+	ops     []textOp
 	heading string
 }
 
@@ -44,7 +44,7 @@ func blocks(diff []byte, c *corpusCase) (out [][]block, ok bool) {
 			if len(old) == 0 {
 				return nil, false
 			}
-			bs = append(bs, block{path: c.files[i].path, ops: h.ops, heading: sectionText(h.header)})
+			bs = append(bs, block{path: c.files[i].path, ops: textOps(h), heading: sectionText(h.header)})
 		}
 		out = append(out, bs)
 	}
@@ -98,7 +98,7 @@ func srAnswer(files [][]block, fenced bool, fix func(search, replace []string) (
 
 // apAnswer writes blocks as one apply_patch envelope; fix may change each
 // hunk's ops.
-func apAnswer(files [][]block, fenced bool, fix func(ops []op) []op) []byte {
+func apAnswer(files [][]block, fenced bool, fix func(ops []textOp) []textOp) []byte {
 	var b strings.Builder
 	if fenced {
 		b.WriteString("The patch:\n```\n")
@@ -124,7 +124,21 @@ func apAnswer(files [][]block, fenced bool, fix func(ops []op) []op) []byte {
 	return []byte(b.String())
 }
 
-func slicesClone(ops []op) []op { return append([]op(nil), ops...) }
+// textOp is an op with its text, for tests that edit texts.
+type textOp struct {
+	text string
+	kind byte
+}
+
+func textOps(h *hunk) []textOp {
+	out := make([]textOp, len(h.ops))
+	for i, o := range h.ops {
+		out[i] = textOp{text: h.text(o), kind: o.kind}
+	}
+	return out
+}
+
+func slicesClone(ops []textOp) []textOp { return append([]textOp(nil), ops...) }
 
 // wholeAnswer writes each file whole after its path.
 func wholeAnswer(c *corpusCase, pick func(caseFile) []byte, fix func(lines []string) []string) []byte {
@@ -300,7 +314,7 @@ func formatVariants() []formatVariant {
 	ap("exact", false, func(_ *rand.Rand, c *corpusCase, bs [][]block) trial { return ok(c, apAnswer(bs, false, nil)) })
 	ap("fenced with prose", false, func(_ *rand.Rand, c *corpusCase, bs [][]block) trial { return ok(c, apAnswer(bs, true, nil)) })
 	ap("indentation shifted", false, func(_ *rand.Rand, c *corpusCase, bs [][]block) trial {
-		return ok(c, apAnswer(bs, false, func(ops []op) []op {
+		return ok(c, apAnswer(bs, false, func(ops []textOp) []textOp {
 			for i := range ops {
 				if strings.TrimSpace(ops[i].text) != "" {
 					ops[i].text = "    " + ops[i].text
@@ -310,7 +324,7 @@ func formatVariants() []formatVariant {
 		}))
 	})
 	ap("missing context line", false, func(rng *rand.Rand, c *corpusCase, bs [][]block) trial {
-		return ok(c, apAnswer(bs, false, func(ops []op) []op {
+		return ok(c, apAnswer(bs, false, func(ops []textOp) []textOp {
 			var ctx []int
 			for i, o := range ops {
 				if o.kind == ' ' && i > 0 && i < len(ops)-1 {
@@ -325,7 +339,7 @@ func formatVariants() []formatVariant {
 		}))
 	})
 	ap("no context around (ambiguous anchors)", false, func(_ *rand.Rand, c *corpusCase, bs [][]block) trial {
-		return ok(c, apAnswer(bs, false, func(ops []op) []op {
+		return ok(c, apAnswer(bs, false, func(ops []textOp) []textOp {
 			for len(ops) > 0 && ops[0].kind == ' ' {
 				ops = ops[1:]
 			}
@@ -340,7 +354,7 @@ func formatVariants() []formatVariant {
 		if !good {
 			return trial{skip: true}
 		}
-		d := apAnswer(bs, false, func(ops []op) []op {
+		d := apAnswer(bs, false, func(ops []textOp) []textOp {
 			for i := range ops {
 				if ops[i].kind != '+' {
 					ops[i].text = normalize(ops[i].text, wsTrailing)

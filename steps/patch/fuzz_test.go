@@ -53,8 +53,8 @@ func FuzzParse(f *testing.F) {
 					default:
 						t.Fatalf("bad op %q", o.kind)
 					}
-					if strings.ContainsAny(o.text, "\n") {
-						t.Fatalf("line with a newline: %q", o.text)
+					if strings.ContainsAny(h.text(o), "\n") {
+						t.Fatalf("line with a newline: %q", h.text(o))
 					}
 				}
 				if changes == 0 {

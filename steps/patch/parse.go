@@ -3,8 +3,10 @@ package patch
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/sourcegraph/go-diff/diff"
 )
@@ -55,12 +57,66 @@ type hunk struct {
 	// refused.
 	format   string
 	reindent bool
+	// src is the text the ops point into: the diff's, shared by all its
+	// hunks (no copy); own holds the texts that are not in src (lines
+	// made while reading other formats, or re-indented). own is only ever
+	// appended to, so a text read from it never changes.
+	src string
+	own []byte
 }
 
+// text is the text of one of h's ops.
+func (h *hunk) text(o op) string {
+	if o.n == 0 {
+		return ""
+	}
+	if o.own {
+		return unsafe.String(&h.own[o.off], int(o.n))
+	}
+	return h.src[o.off : o.off+o.n]
+}
+
+// ref is an op of kind whose text is text: a place in h.src when text is
+// a piece of it, else a copy in h.own.
+func (h *hunk) ref(kind byte, text string, cr bool) op {
+	if off, ok := within(h.src, text); ok {
+		return op{off: uint32(off), n: uint32(len(text)), kind: kind, cr: cr}
+	}
+	off := len(h.own)
+	h.own = append(h.own, text...)
+	return op{off: uint32(off), n: uint32(len(text)), kind: kind, cr: cr, own: true}
+}
+
+// add appends an op to h.
+func (h *hunk) add(kind byte, text string, cr bool) {
+	h.ops = append(h.ops, h.ref(kind, text, cr))
+}
+
+// within reports where s lies in src, if it is a piece of src's memory.
+func within(src, s string) (int, bool) {
+	if len(s) == 0 {
+		return 0, true
+	}
+	if len(s) > len(src) || len(src) > math.MaxUint32 {
+		return 0, false
+	}
+	b := uintptr(unsafe.Pointer(unsafe.StringData(src)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	if p < b || p-b > uintptr(len(src)-len(s)) {
+		return 0, false
+	}
+	return int(p - b), true
+}
+
+// op is one line of a hunk. Its text is not a string of its own but a
+// place in its hunk's text (see hunk.text): a large diff has hundreds of
+// thousands of lines, and ops holding no pointers are half the size and
+// nothing for the garbage collector to scan.
 type op struct {
-	text string
-	kind byte // ' ', '-' or '+'
-	cr   bool // the diff line ended in CR
+	off, n uint32 // the text: src[off:off+n], or own's when own
+	kind   byte   // ' ', '-' or '+'
+	cr     bool   // the diff line ended in CR
+	own    bool   // the text is in the hunk's own buffer
 }
 
 const devNull = "/dev/null"
@@ -90,7 +146,9 @@ func parseCtx(ctx context.Context, text []byte, maxHunks int) ([]*fileDiff, []st
 	chunks := chunk(secs, 4)
 	outs := make([][]*fileDiff, len(chunks))
 	errs := make([]error, len(chunks))
-	parallel(len(chunks), func(i int) { outs[i], errs[i] = parseChunk(chunks[i]) })
+	// The scanner's lines are pieces of text: the ops point into it.
+	src := unsafe.String(unsafe.SliceData(text), len(text))
+	parallel(len(chunks), func(i int) { outs[i], errs[i] = parseChunk(chunks[i], src) })
 	var out []*fileDiff
 	if ctx.Err() != nil {
 		return nil, nil, stopped(ctx, "while reading the diff")
@@ -122,9 +180,9 @@ func chunk(secs []*section, n int) [][]*section {
 	return out
 }
 
-func parseChunk(secs []*section) ([]*fileDiff, error) {
+func parseChunk(secs []*section, src string) ([]*fileDiff, error) {
 	if directOK(secs) {
-		return parseDirect(secs)
+		return parseDirect(secs, src)
 	}
 	// Sections without hunks (mode changes, empty files) have names read
 	// from their "diff --git" line already; go-diff reads the others.
@@ -135,14 +193,14 @@ func parseChunk(secs []*section) ([]*fileDiff, error) {
 		}
 	}
 	if len(withHunks) < len(secs) {
-		read, err := parseChunk(withHunks)
+		read, err := parseChunk(withHunks, src)
 		if err != nil {
 			return nil, err
 		}
 		out := make([]*fileDiff, 0, len(secs))
 		for _, sec := range secs {
 			if sec.headerOnly {
-				f, err := parseDirect([]*section{sec})
+				f, err := parseDirect([]*section{sec}, src)
 				if err != nil {
 					return nil, err
 				}
@@ -279,12 +337,12 @@ func hintPos(start, count int) int {
 // its last line had no newline; OrigNoNewlineAt marks a removed line that
 // had none.
 func convertHunk(gh *diff.Hunk) (*hunk, error) {
-	h := &hunk{}
 	body := string(gh.Body)
+	h := &hunk{src: body}
 	pos := 0
 	for len(body) > 0 {
 		line, rest, nl := strings.Cut(body, "\n")
-		o, err := bodyOp(line)
+		o, err := bodyOp(h, line)
 		if err != nil {
 			return nil, err
 		}
@@ -321,7 +379,7 @@ func sameBody(h *hunk, sh *scanHunk) bool {
 			}
 			want = want[:len(want)-1]
 		}
-		if l[0] != o.kind || want != o.text {
+		if l[0] != o.kind || want != h.text(o) {
 			return false
 		}
 		i++
@@ -353,26 +411,32 @@ func (f *fileDiff) reverse() {
 // must not change them.
 func (h *hunk) sides() (old, new []string) {
 	if h.old == nil && h.new == nil {
-		nOld, nNew := 0, 0
+		nOld, nNew := h.counts()
+		both := make([]string, nOld+nNew) // one allocation for the two
+		h.old, h.new = both[:0:nOld], both[nOld:nOld]
 		for _, o := range h.ops {
 			if o.kind != '+' {
-				nOld++
+				h.old = append(h.old, h.text(o))
 			}
 			if o.kind != '-' {
-				nNew++
-			}
-		}
-		h.old, h.new = make([]string, 0, nOld), make([]string, 0, nNew)
-		for _, o := range h.ops {
-			if o.kind != '+' {
-				h.old = append(h.old, o.text)
-			}
-			if o.kind != '-' {
-				h.new = append(h.new, o.text)
+				h.new = append(h.new, h.text(o))
 			}
 		}
 	}
 	return h.old, h.new
+}
+
+// counts returns how many lines each side of the hunk has.
+func (h *hunk) counts() (nOld, nNew int) {
+	for _, o := range h.ops {
+		if o.kind != '+' {
+			nOld++
+		}
+		if o.kind != '-' {
+			nNew++
+		}
+	}
+	return nOld, nNew
 }
 
 // context returns how many context lines lead and trail the hunk.
@@ -417,16 +481,36 @@ func directOK(secs []*section) bool {
 // map one to one onto ops (markers aside), and the result is still checked
 // against the scanner's reading line by line (sameBody) and by count, so no
 // line can be dropped silently.
-func parseDirect(secs []*section) ([]*fileDiff, error) {
+func parseDirect(secs []*section, src string) ([]*fileDiff, error) {
+	// The files, hunks and ops of the chunk are each made in one
+	// allocation: a diff has hundreds of thousands of lines in tens of
+	// thousands of hunks, and one small allocation each was most of the
+	// parse's time (fresh spans to clear, objects for the collector).
+	nh, nl := 0, 0
+	for _, sec := range secs {
+		nh += len(sec.hunks)
+		for _, sh := range sec.hunks {
+			nl += len(sh.body)
+		}
+	}
+	files := make([]fileDiff, len(secs))
+	hunks := make([]hunk, nh)
+	hptrs := make([]*hunk, nh)
+	ops := make([]op, nl)
 	out := make([]*fileDiff, len(secs))
 	for i, sec := range secs {
-		f := &fileDiff{line: sec.line, oldName: sec.oldName, newName: sec.newName}
+		f := &files[i]
+		*f = fileDiff{line: sec.line, oldName: sec.oldName, newName: sec.newName}
 		if err := f.fileHeader(sec); err != nil {
 			return nil, err
 		}
-		f.hunks = make([]*hunk, 0, len(sec.hunks))
+		f.hunks, hptrs = hptrs[:0:len(sec.hunks)], hptrs[len(sec.hunks):]
 		for k, sh := range sec.hunks {
-			h, err := directHunk(sh)
+			h := &hunks[0]
+			hunks = hunks[1:]
+			h.src = src
+			h.ops, ops = ops[:0:len(sh.body)], ops[len(sh.body):]
+			err := directHunk(h, sh)
 			if err != nil {
 				return nil, refuse(BadDiff, "line %d: %v", sh.line, err)
 			}
@@ -444,52 +528,49 @@ func parseDirect(secs []*section) ([]*fileDiff, error) {
 	return out, nil
 }
 
-// directHunk reads a canonical hunk body as convertHunk reads go-diff's:
-// a marker after a removed line means the old side's last line has no
-// newline; after any other line (the body's last, see checkMarkers) the
-// new side's, and the old side's too if that line is context.
-func directHunk(sh *scanHunk) (*hunk, error) {
-	h := &hunk{ops: make([]op, 0, len(sh.body))}
+// directHunk reads a canonical hunk body into h as convertHunk reads
+// go-diff's: a marker after a removed line means the old side's last line
+// has no newline; after any other line (the body's last, see
+// checkMarkers) the new side's, and the old side's too if that line is
+// context. h.ops has room for the body's lines.
+func directHunk(h *hunk, sh *scanHunk) error {
 	for x, l := range sh.body {
 		if l == `\` {
 			if x == 0 || sh.body[x-1] == `\` {
-				return nil, fmt.Errorf("misplaced no-newline marker")
+				return fmt.Errorf("misplaced no-newline marker")
 			}
 			switch prev := h.ops[len(h.ops)-1]; prev.kind {
 			case '-':
 				h.oldNoEOL = true
 			default:
 				if x != len(sh.body)-1 {
-					return nil, fmt.Errorf("misplaced no-newline marker")
+					return fmt.Errorf("misplaced no-newline marker")
 				}
 				h.newNoEOL = true
 				h.oldNoEOL = h.oldNoEOL || prev.kind == ' '
 			}
 			continue
 		}
-		o, err := bodyOp(l)
+		o, err := bodyOp(h, l)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		h.ops = append(h.ops, o)
 	}
-	return h, nil
+	return nil
 }
 
 // bodyOp reads one line of a hunk body (without its newline) as an op,
 // the same way whether the hunk came through go-diff or straight from the
 // scanner.
-func bodyOp(line string) (op, error) {
+func bodyOp(h *hunk, line string) (op, error) {
 	if line == "" {
 		return op{}, fmt.Errorf("empty line in hunk body")
 	}
-	o := op{kind: line[0], text: line[1:]}
-	if strings.HasSuffix(o.text, "\r") {
-		o.text, o.cr = o.text[:len(o.text)-1], true
-	}
-	switch o.kind {
+	switch line[0] {
 	case ' ', '-', '+':
-		return o, nil
+		text, cr := strings.CutSuffix(line[1:], "\r")
+		return h.ref(line[0], text, cr), nil
 	}
 	return op{}, fmt.Errorf("bad hunk line %q", line)
 }

@@ -76,7 +76,7 @@ type placer struct {
 // placeAll places a file's hunks in order.
 func placeAll(c *content, hunks []*hunk, trust bool) ([]placed, []failure) {
 	p := &placer{c: c, hunks: hunks, trust: trust, anchors: make([][]int, len(hunks)), done: make([]bool, len(hunks))}
-	var out []placed
+	out := make([]placed, 0, len(hunks)) // sized once: usually all place
 	var fails []failure
 	lo, prevTrail := 0, 0
 	for k := range hunks {
@@ -94,21 +94,22 @@ func placeAll(c *content, hunks []*hunk, trust bool) ([]placed, []failure) {
 // hintsHold reports whether every hunk with line numbers sits exactly at
 // the line its header gives, old side or (already applied) new side,
 // whitespace aside. Only then may line numbers choose between places.
+// It reads the sides from the ops (see matchSide): building them for
+// every hunk of a large diff was a large share of its allocations.
 func hintsHold(c *content, hunks []*hunk) bool {
 	for _, h := range hunks {
-		old, new := h.sides()
-		if !h.hasHint || len(old) == 0 {
+		if nOld, _ := h.counts(); !h.hasHint || nOld == 0 {
 			continue
 		}
-		if !matchLoose(c, old, h.oldHint) && !matchLoose(c, new, h.newHint) {
+		if !matchLoose(c, h, '-', h.oldHint) && !matchLoose(c, h, '+', h.newHint) {
 			return false
 		}
 	}
 	return true
 }
 
-func matchLoose(c *content, side []string, at int) bool {
-	return c.matchAt(side, at, wsExact) || c.matchAt(normalizeAll(side, wsAll), at, wsAll)
+func matchLoose(c *content, h *hunk, side byte, at int) bool {
+	return c.matchSide(h, h.ops, side, at, wsExact) || c.matchSide(h, h.ops, side, at, wsAll)
 }
 
 // hint is where the header puts a side of h, if line numbers are trusted.
@@ -137,11 +138,11 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 		return pl, f
 	}
 	if pl.h.reindent && pl.ws == wsAll {
-		ops, ok := reindent(p.c, pl)
+		h, ops, ok := reindent(p.c, pl)
 		if !ok {
 			return placed{}, &failure{h: pl.h, indent: true, where: []int{pl.start - pl.top}}
 		}
-		pl.ops = ops
+		pl.h, pl.ops = h, ops
 	}
 	// The other formats cannot say that the file ends without a newline
 	// (a unified diff says "\ No newline at end of file"): a change
@@ -153,7 +154,10 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 	// has the same text on both sides: the file's last line says which
 	// side it holds.
 	h := pl.h
-	if old, new := h.sides(); slices.Equal(old, new) && pl.end == p.c.n() && p.c.n() > 0 {
+	if pl.end != p.c.n() || p.c.n() == 0 {
+		return pl, nil
+	}
+	if old, new := h.sides(); slices.Equal(old, new) {
 		if p.c.openEnd() == h.newNoEOL {
 			pl.applied = false
 		}
@@ -163,16 +167,18 @@ func (p *placer) place(k, lo, prevTrail int) (placed, *failure) {
 
 func (p *placer) locate(k, lo, prevTrail int) (placed, *failure) {
 	h := p.hunks[k]
-	old, new := h.sides()
-	if len(old) == 0 {
+	nOld, nNew := h.counts()
+	if nOld == 0 {
 		return p.placeBare(h, lo)
 	}
 
 	// Fast path: the whole old side is exactly at the header's line, and
-	// is not just part of the new side being there already.
-	if at, ok := p.hint(h, '-'); ok && at >= lo && p.c.matchAt(old, at, wsExact) && !p.nested(new, old, at) {
+	// is not just part of the new side being there already. It compares
+	// the ops with the file's lines, building no sides.
+	if at, ok := p.hint(h, '-'); ok && at >= lo && p.c.matchSide(h, h.ops, '-', at, wsExact) && !p.nested(h, nOld, nNew, at) {
 		return p.result(h, true, cand{start: at}), nil
 	}
+	old, new := h.sides()
 
 	// Walk the levels and decide at the first where either side matches.
 	// A match of one side inside a (loose) match of the other, longer side
@@ -283,14 +289,15 @@ func (p *placer) placeBare(h *hunk, lo int) (placed, *failure) {
 	return p.result(h, !p.c.matchAt(new, at, wsExact), cand{start: at}), nil
 }
 
-// nested reports whether the old side at `at` is only there because the
-// longer new side is (an addition at the end of a file).
-func (p *placer) nested(new, old []string, at int) bool {
-	if len(new) <= len(old) {
+// nested reports whether the old side of h (nOld lines) at `at` is only
+// there because the longer new side (nNew lines) is (an addition at the
+// end of a file).
+func (p *placer) nested(h *hunk, nOld, nNew, at int) bool {
+	if nNew <= nOld {
 		return false
 	}
-	for n := max(0, at+len(old)-len(new)); n <= at; n++ {
-		if p.c.matchAt(new, n, wsExact) {
+	for n := max(0, at+nOld-nNew); n <= at; n++ {
+		if p.c.matchSide(h, h.ops, '+', n, wsExact) {
 			return true
 		}
 	}
@@ -322,7 +329,7 @@ func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []c
 		if nctx > 0 && nctx-top-bot < 1 {
 			continue // never below one line of context
 		}
-		pat := sideOf(h.ops[top:len(h.ops)-bot], side, ws)
+		pat := sideOf(h, h.ops[top:len(h.ops)-bot], side, ws)
 		if len(pat) == 0 {
 			continue
 		}
@@ -339,7 +346,7 @@ func (p *placer) candidates(h *hunk, side byte, fuzz, ws, lo, prevTrail int) []c
 	return out
 }
 
-func sideOf(ops []op, side byte, ws int) []string {
+func sideOf(h *hunk, ops []op, side byte, ws int) []string {
 	var out []string
 	skip := byte('+')
 	if side == '+' {
@@ -347,7 +354,7 @@ func sideOf(ops []op, side byte, ws int) []string {
 	}
 	for _, o := range ops {
 		if o.kind != skip {
-			out = append(out, normalize(o.text, ws))
+			out = append(out, normalize(h.text(o), ws))
 		}
 	}
 	return out
@@ -527,7 +534,10 @@ func (p *placer) result(h *hunk, applied bool, c cand) placed {
 // its added lines then take the same shift. Any other difference of
 // leading whitespace (lines shifted differently, tabs for spaces) leaves
 // it unknown how the added lines should be indented: not ok.
-func reindent(c *content, pl placed) ([]op, bool) {
+// The re-indented ops' texts are new: they go into a copy of the hunk
+// (its own buffer clipped, so the two never write to the same memory),
+// which the placed hunk then refers to.
+func reindent(c *content, pl placed) (*hunk, []op, bool) {
 	const (
 		unknown = iota
 		same    // no line's indentation differs
@@ -542,10 +552,10 @@ func reindent(c *content, pl placed) ([]op, bool) {
 		}
 		f := c.line(at)
 		at++
-		if strings.TrimSpace(f) == "" && strings.TrimSpace(o.text) == "" {
+		if strings.TrimSpace(f) == "" && strings.TrimSpace(pl.h.text(o)) == "" {
 			continue
 		}
-		lf, lo := leading(f), leading(o.text)
+		lf, lo := leading(f), leading(pl.h.text(o))
 		m, p := same, ""
 		switch {
 		case lf == lo:
@@ -554,35 +564,38 @@ func reindent(c *content, pl placed) ([]op, bool) {
 		case strings.HasSuffix(lo, lf):
 			m, p = drop, lo[:len(lo)-len(lf)]
 		default:
-			return nil, false
+			return nil, nil, false
 		}
 		if mode == unknown {
 			mode, prefix = m, p
 		} else if m != mode || p != prefix {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	if mode == same || mode == unknown {
-		return pl.ops, true // only blanks inside lines differ
+		return pl.h, pl.ops, true // only blanks inside lines differ
 	}
+	h := *pl.h
+	h.own = slices.Clip(h.own)
 	out := make([]op, len(pl.ops))
 	for i, o := range pl.ops {
 		out[i] = o
-		if o.kind != '+' || strings.TrimSpace(o.text) == "" {
+		text := pl.h.text(o)
+		if o.kind != '+' || strings.TrimSpace(text) == "" {
 			continue
 		}
 		switch mode {
 		case add:
-			out[i].text = prefix + o.text
+			out[i] = h.ref(o.kind, prefix+text, o.cr)
 		case drop:
-			t, ok := strings.CutPrefix(o.text, prefix)
+			t, ok := strings.CutPrefix(text, prefix)
 			if !ok {
-				return nil, false
+				return nil, nil, false
 			}
-			out[i].text = t
+			out[i] = h.ref(o.kind, t, o.cr)
 		}
 	}
-	return out, true
+	return &h, out, true
 }
 
 func leading(s string) string { return s[:len(s)-len(strings.TrimLeft(s, " \t"))] }

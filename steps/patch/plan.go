@@ -414,7 +414,7 @@ func (p *planner) applyFile(t *target, f *fileDiff, last, trust bool) (out []out
 		return out, nil
 	case created:
 		for _, h := range f.hunks {
-			if old, _ := h.sides(); len(old) > 0 {
+			if nOld, _ := h.counts(); nOld > 0 {
 				return nil, refuse(BadDiff, "line %d: the diff creates %s, but hunk %d has lines to remove", h.line, t.path, h.num)
 			}
 		}
@@ -568,7 +568,7 @@ func newFile(f *fileDiff) []byte {
 			if o.cr {
 				nl = "\r\n"
 			}
-			b = append(b, o.text...)
+			b = append(b, h.text(o)...)
 			b = append(b, nl...)
 		}
 	}

@@ -190,9 +190,9 @@ func quoteHunk(b *strings.Builder, h *hunk) {
 			break
 		}
 		if h.format == FormatSearchReplace {
-			fmt.Fprintf(b, "    %s\n", cut(o.text))
+			fmt.Fprintf(b, "    %s\n", cut(h.text(o)))
 		} else {
-			fmt.Fprintf(b, "   %c%s\n", o.kind, cut(o.text))
+			fmt.Fprintf(b, "   %c%s\n", o.kind, cut(h.text(o)))
 		}
 		n++
 	}

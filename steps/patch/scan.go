@@ -38,6 +38,7 @@ type scanner struct {
 	maxHunks int
 	nhunks   int
 	notes    []string
+	slab     []scanHunk // see hunk
 
 	// What the end of the text says (see selectDiff): origin maps a line
 	// to the answer's own numbering; closed: a closing fence ends the
@@ -209,7 +210,14 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 	if strings.HasPrefix(hdr, "@@@") {
 		return nil, 0, refuse(BadDiff, "line %d: combined (merge) diffs are not supported", i+1)
 	}
-	h := &scanHunk{line: i + 1, header: hdr}
+	// Hunks are made 256 at a time: one small allocation each was a
+	// visible share of the scan on a diff of 24,000 hunks.
+	if len(s.slab) == 0 {
+		s.slab = make([]scanHunk, 256)
+	}
+	h := &s.slab[0]
+	s.slab = s.slab[1:]
+	*h = scanHunk{line: i + 1, header: hdr}
 	oldCount, newCount, counts := 0, 0, false
 	h.oldStart, oldCount, h.newStart, newCount, counts = parseRange(hdr)
 	h.hasHint = counts || h.oldStart > 0 || h.newStart > 0
@@ -258,8 +266,20 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 	}
 
 	repaired := 0
-	h.body = make([]string, 0, e-j)
-	for x := j; x < e; x++ {
+	// Most hunks are written as they should be: every line has its
+	// prefix, no marker. Their body is then the diff's own lines, shared
+	// (bodies are never changed), not a copy of each line's string header.
+	plain := true
+	for x := j; x < e && plain; x++ {
+		c := class(trimCR(lines[x]))
+		plain = c == ' ' || c == '-' || c == '+'
+	}
+	if plain {
+		h.body = lines[j:e:e]
+	} else {
+		h.body = make([]string, 0, e-j)
+	}
+	for x := j; x < e && !plain; x++ {
 		raw := lines[x]
 		switch c := class(trimCR(raw)); c {
 		case ' ', '-', '+':

@@ -125,10 +125,10 @@ func parseSearchReplace(lines []string, used []bool) ([]*fileDiff, error) {
 			f.created, f.oldName = true, devNull
 		}
 		for _, l := range search {
-			h.ops = append(h.ops, op{text: l, kind: '-'})
+			h.add('-', l, false)
 		}
 		for _, l := range replace {
-			h.ops = append(h.ops, op{text: l, kind: '+'})
+			h.add('+', l, false)
 		}
 		if len(h.ops) > 0 {
 			f.hunks = []*hunk{h}

@@ -150,6 +150,42 @@ func (c *content) matchAt(pat []string, pos, level int) bool {
 	return true
 }
 
+// matchSide reports whether a side of ops, h's ('-' the old, '+' the
+// new: the ops of the other kind left out), sits at pos at a whitespace
+// level, as matchAt would for that side's lines normalized to level,
+// without building them.
+func (c *content) matchSide(h *hunk, ops []op, side byte, pos, level int) bool {
+	skip := byte('+')
+	if side == '+' {
+		skip = '-'
+	}
+	if pos < 0 {
+		return false
+	}
+	var lines []string
+	if level != wsExact || c.norm[wsExact] != nil {
+		lines = c.lines(level)
+	}
+	at := pos
+	for _, o := range ops {
+		if o.kind == skip {
+			continue
+		}
+		if at >= c.n() {
+			return false
+		}
+		if lines == nil {
+			if c.line(at) != h.text(o) {
+				return false
+			}
+		} else if lines[at] != normalize(h.text(o), level) {
+			return false
+		}
+		at++
+	}
+	return at <= c.n() // an empty side matches only within the file, as in matchAt
+}
+
 // find returns every position in [lo, hi-len(pat)] where pat matches, in
 // file order. It looks up the pattern's rarest line in the index, so a
 // search costs about as much as the number of places that line occurs.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // changes are the targets whose content the apply changes.
@@ -242,21 +243,25 @@ func parallel(n int, f func(i int)) {
 		f(0)
 		return
 	}
+	// Workers take the next index from a counter. Handing each one over
+	// a channel made every item a rendezvous between two goroutines: on
+	// the 9.8 MB diff, about 5,000 futex calls and 5,000 sleeps of idle
+	// threads looking for work, a visible share of the apply's CPU.
 	var wg sync.WaitGroup
-	next := make(chan int)
+	var next atomic.Int64
 	for w := 0; w < min(workers, n); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
 				f(i)
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 }
 
