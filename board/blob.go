@@ -190,10 +190,25 @@ func (s *blobSink) raw(b, raw []byte) ([]byte, error) {
 		return append(b, raw...), nil
 	}
 	pos := 0
+	err := longStrings(raw, func(st, en int, k string) {
+		b = append(b, raw[pos:st]...)
+		s.add(blob{key: k, lit: raw[st:en]})
+		b = appendString(b, k)
+		pos = en
+	})
+	if err != nil {
+		return b, err
+	}
+	return append(b, raw[pos:]...), nil
+}
+
+// longStrings calls each with the place and key of every string literal
+// of raw as long as BlobMin or longer, in order.
+func longStrings(raw []byte, each func(st, en int, key string)) error {
 	for from := 0; ; {
 		st, en := nextString(raw, from)
 		if st < 0 {
-			break
+			return nil
 		}
 		from = en
 		if en-st < BlobMin {
@@ -201,14 +216,10 @@ func (s *blobSink) raw(b, raw []byte) ([]byte, error) {
 		}
 		k, err := hashLiteral(raw[st:en])
 		if err != nil {
-			return b, err
+			return err
 		}
-		b = append(b, raw[pos:st]...)
-		s.add(blob{key: k, lit: raw[st:en]})
-		b = appendString(b, k)
-		pos = en
+		each(st, en, k)
 	}
-	return append(b, raw[pos:]...), nil
 }
 
 // writeTo writes the table's value: the literal kept, or the text

@@ -147,20 +147,8 @@ func (t *texts) hold(raw json.RawMessage, h held) (json.RawMessage, held, error)
 		key    string
 	}
 	var lits []lit
-	for from := 0; ; {
-		st, en := nextString(raw, from)
-		if st < 0 {
-			break
-		}
-		from = en
-		if en-st < BlobMin {
-			continue
-		}
-		k, err := hashLiteral(raw[st:en])
-		if err != nil {
-			return raw, h, err
-		}
-		lits = append(lits, lit{st, en, k})
+	if err := longStrings(raw, func(st, en int, k string) { lits = append(lits, lit{st, en, k}) }); err != nil {
+		return raw, h, err
 	}
 	if len(lits) == 0 {
 		return raw, h, nil

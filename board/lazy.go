@@ -70,18 +70,10 @@ func (e *Entry) loaded() Entry {
 // handed out. The board is for reading only (it has no journal; a write
 // would compare against contents it has not decoded).
 func LoadForRead(path string) (*Board, error) {
-	data, err := readSaved(path)
+	b, err := loadLazy(path)
 	if err != nil {
 		return nil, err
 	}
-	b, err := parseFile(data, true)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := b.foldJournal(JournalPath(path)); err != nil {
-		return nil, err
-	}
-	b.loadBlobs = nil
 	b.readOnly = true
 	return b, nil
 }

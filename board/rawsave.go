@@ -22,7 +22,11 @@ import (
 // it (runner resume, then Attach): Load, with each entry's content and
 // meta decoded only when handed out, and written back as read when the
 // board is saved. Unlike LoadForRead, the board takes writes.
-func LoadToResume(path string) (*Board, error) {
+func LoadToResume(path string) (*Board, error) { return loadLazy(path) }
+
+// loadLazy reads a saved run and folds in its journal, decoding each
+// entry's content and meta only when handed out.
+func loadLazy(path string) (*Board, error) {
 	data, err := readSaved(path)
 	if err != nil {
 		return nil, err
