@@ -145,8 +145,12 @@ func TestConcurrentAppliesPrune(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			f := fmt.Sprintf("f%d.txt", w)
+			// Each worker's backup ids are its own: an id pruned and then
+			// taken again by another worker's apply would make the undo
+			// below find that apply's backup (safety_test.go covers two
+			// applies asking for one id).
 			for i := 0; i < each; i++ {
-				res, err := Apply(context.Background(), dir, []byte(counterDiff(f, i)), Options{BackupID: fmt.Sprintf("run%d/s-%d", w%2, i), KeepBackups: keep})
+				res, err := Apply(context.Background(), dir, []byte(counterDiff(f, i)), Options{BackupID: fmt.Sprintf("run%d/s%d-%d", w%2, w, i), KeepBackups: keep})
 				if err != nil {
 					errs <- fmt.Errorf("%s apply %d: %w", f, i, err)
 					return
