@@ -7,64 +7,55 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unsafe"
 )
 
-// decodeFile reads blackboard.json. The file runner writes holds one entry
-// per line; those lines are decoded on every core at once, which loads a
-// 100k-entry board about twice as fast on two cores. A file in any other
-// layout (reformatted by hand, say) is decoded whole, the plain way.
+// decodeFile reads blackboard.json. The file runner writes holds one step
+// record and one entry per line; those lines are decoded on every core at
+// once (a 100k-entry board about twice as fast on two cores), each by the
+// line decoder (linedecode.go), encoding/json taking the lines it does
+// not. A file in any other layout (reformatted by hand, say) is decoded
+// whole, the plain way.
 func decodeFile(data []byte, lazy bool) (*File, error) {
-	start := bytes.Index(data, []byte("\n \"entries\": [\n"))
-	var end int
-	if start >= 0 {
-		end = bytes.Index(data[start:], []byte("\n ],\n \"recordings\":"))
+	entries, ok := section(data, "entries", "recordings")
+	if !ok {
+		return decodeWhole(data)
 	}
-	if start < 0 || end < 0 {
-		var f File
-		err := unmarshalFile(data, &f)
-		if err != nil {
-			return &f, err
-		}
-		if f.table, err = blobsOf(f.Blobs); err != nil {
-			return nil, err
-		}
-		for _, e := range f.Entries {
-			if e == nil {
-				continue // check says so
-			}
-			if err := f.table.resolveEntry(e.get(), e.Refs); err != nil {
-				return nil, err
-			}
-		}
-		return &f, nil
+	steps, hasSteps := section(data, "steps", "entries")
+	if !hasSteps || steps.hi > entries.lo {
+		steps = span{}
 	}
-	end += start
-	body := data[start+len("\n \"entries\": [\n") : end]
-	after := data[end+len("\n ]"):]
+	cuts := []span{steps, entries}
 	// The blobs (large strings) are read in place, line by line: through
 	// json.Unmarshal each would be copied once more.
-	var blobLines []byte
-	if i := bytes.Index(after, []byte(",\n \"blobs\": {\n")); i >= 0 {
-		if j := bytes.Index(after[i:], []byte("\n },\n \"journal_n\":")); j >= 0 {
-			blobLines = after[i+len(",\n \"blobs\": {\n") : i+j]
-			rest := make([]byte, 0, len(after)-len(blobLines))
-			rest = append(rest, after[:i]...)
-			after = append(rest, after[i+j+len("\n }"):]...)
-		}
+	blobs, hasBlobs := section(data, "blobs", "journal_n")
+	if hasBlobs && blobs.lo > entries.hi {
+		cuts = append(cuts, blobs)
 	}
-	rest := make([]byte, 0, start+len(after)+32)
-	rest = append(rest, data[:start]...)
-	rest = append(rest, "\n \"entries\": []"...)
-	rest = append(rest, after...)
+	rest := make([]byte, 0, 1024)
+	pos := 0
+	for _, c := range cuts {
+		if c.hi == 0 {
+			continue
+		}
+		rest = append(rest, data[pos:c.lo-2]...) // up to the bracket
+		if data[c.lo-2] == '{' {
+			rest = append(rest, "{}"...)
+		} else {
+			rest = append(rest, "[]"...)
+		}
+		pos = c.hi + 3 // past "\n ]"
+	}
+	rest = append(rest, data[pos:]...)
 	var f File
 	if err := unmarshalFile(rest, &f); err != nil {
 		return nil, err
 	}
-	if blobLines != nil {
+	if hasBlobs && blobs.lo > entries.hi {
 		if f.Blobs == nil {
 			f.Blobs = map[string]json.RawMessage{}
 		}
-		for i, line := range bytes.Split(blobLines, []byte("\n")) {
+		for i, line := range bytes.Split(data[blobs.lo:blobs.hi], []byte("\n")) {
 			k, v, ok := blobLine(line)
 			if !ok {
 				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
@@ -76,8 +67,13 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	if f.table, err = blobsOf(f.Blobs); err != nil {
 		return nil, err
 	}
-	lines := bytes.Split(body, []byte("\n"))
-	f.Entries = make([]*entryIn, len(lines))
+	stepLines, entryLines := lines(data, steps), lines(data, entries)
+	ns := len(stepLines)
+	if ns > 0 {
+		f.recs = make([]StepRecord, ns)
+		f.Steps = make([]stepIn, ns)
+	}
+	f.Entries = make([]*entryIn, len(entryLines))
 	workers := min(runtime.GOMAXPROCS(0), 8)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -85,42 +81,170 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < len(lines); i += workers {
-				line := bytes.TrimSuffix(bytes.TrimSpace(lines[i]), []byte(","))
-				if lazy {
-					var h entryHead
-					if err := json.Unmarshal(line, &h); err != nil {
-						errs[w] = fmt.Errorf("entry %d: %w", i+1, err)
+			d := lineDec{alias: lazy, intern: map[string]string{}}
+			for i := w; i < ns+len(entryLines); i += workers {
+				if i < ns {
+					if err := f.stepLine(&d, stepLines[i], i); err != nil {
+						errs[w] = lineError(data, stepLines[i], fmt.Sprintf("step record %d", i+1), err)
 						return
+					}
+					continue
+				}
+				j := i - ns
+				line := entryLines[j]
+				if lazy {
+					h, _, _, ok := d.entryLine(line)
+					if !ok {
+						h = entryHead{}
+						if err := json.Unmarshal(line, &h); err != nil {
+							errs[w] = lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
+							return
+						}
 					}
 					e, err := h.entry(line, f.table)
 					if err != nil {
 						errs[w] = err
 						return
 					}
-					f.Entries[i] = &entryIn{Entry: e}
+					f.Entries[j] = &entryIn{Entry: e}
 					continue
 				}
-				e := &entryIn{Entry: new(Entry)}
-				if err := json.Unmarshal(line, e); err != nil {
-					errs[w] = fmt.Errorf("entry %d: %w", i+1, err)
-					return
+				e, ok := d.entry(line)
+				if !ok {
+					e = &entryIn{Entry: new(Entry)}
+					if err := json.Unmarshal(line, e); err != nil {
+						errs[w] = lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
+						return
+					}
 				}
 				if err := f.table.resolveEntry(e.Entry, e.Refs); err != nil {
 					errs[w] = err
 					return
 				}
-				f.Entries[i] = e
+				f.Entries[j] = e
 			}
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
+			// Lines that are not records: a file laid out otherwise whose
+			// text happens to match the markers. Decoded whole, it is
+			// either fine or damaged, and then the line's error says where.
+			if whole, werr := decodeWhole(data); werr == nil {
+				return whole, nil
+			}
 			return nil, err
 		}
 	}
 	return &f, nil
+}
+
+// stepLine decodes the i-th step record's line into f.recs[i].
+func (f *File) stepLine(d *lineDec, line []byte, i int) error {
+	s := &f.recs[i]
+	refs, ok := d.step(line, s)
+	if !ok {
+		*s = StepRecord{}
+		in := stepIn{StepRecord: s}
+		if err := json.Unmarshal(line, &in); err != nil {
+			return err
+		}
+		refs = in.Refs
+	}
+	f.Steps[i] = stepIn{StepRecord: s, Refs: refs}
+	return nil
+}
+
+// decodeWhole decodes a file of any layout with encoding/json.
+func decodeWhole(data []byte) (*File, error) {
+	var f File
+	err := unmarshalFile(data, &f)
+	if err != nil {
+		return &f, err
+	}
+	if f.table, err = blobsOf(f.Blobs); err != nil {
+		return nil, err
+	}
+	for _, e := range f.Entries {
+		if e == nil {
+			continue // check says so
+		}
+		if err := f.table.resolveEntry(e.get(), e.Refs); err != nil {
+			return nil, err
+		}
+	}
+	return &f, nil
+}
+
+// span is a list's lines in the file: data[lo:hi], after its opening
+// bracket's line ("[\n" ends at lo) and before its closing one ("\n ]"
+// starts at hi).
+type span struct{ lo, hi int }
+
+// section finds the list (or object) name as runner writes it:
+//
+//	"name": [
+//	 {...},
+//	 {...}
+//	],
+//	"next": ...
+func section(data []byte, name, next string) (span, bool) {
+	open := "\n \"" + name + "\": ["
+	if name == "blobs" {
+		open = "\n \"" + name + "\": {"
+	}
+	i := bytes.Index(data, []byte(open+"\n"))
+	if i < 0 {
+		return span{}, false
+	}
+	lo := i + len(open) + 1
+	closing := "\n ],\n \"" + next + "\":"
+	if name == "blobs" {
+		closing = "\n },\n \"" + next + "\":"
+	}
+	j := bytes.Index(data[lo-1:], []byte(closing))
+	if j < 0 {
+		return span{}, false
+	}
+	return span{lo, lo - 1 + j}, true
+}
+
+// lines splits a list's lines, each trimmed of its indent and comma.
+func lines(data []byte, s span) [][]byte {
+	if s.hi <= s.lo {
+		return nil
+	}
+	body := data[s.lo:s.hi]
+	out := make([][]byte, 0, bytes.Count(body, []byte("\n"))+1)
+	for len(body) > 0 {
+		line := body
+		if k := bytes.IndexByte(body, '\n'); k >= 0 {
+			line, body = body[:k], body[k+1:]
+		} else {
+			body = nil
+		}
+		out = append(out, bytes.TrimSuffix(bytes.TrimSpace(line), []byte(",")))
+	}
+	return out
+}
+
+// lineError names a record that does not decode, and where it is in the
+// file: a syntax error's offset is the line's, not the file's.
+func lineError(data, line []byte, what string, err error) error {
+	off := 0
+	if len(line) > 0 {
+		off = int(uintptr(unsafe.Pointer(&line[0])) - uintptr(unsafe.Pointer(&data[0])))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		off += min(int(se.Offset), len(line))
+		n := 1 + bytes.Count(data[:off], []byte("\n"))
+		col := off - bytes.LastIndexByte(data[:off], '\n')
+		return fmt.Errorf("line %d, column %d: %s: %v", n, col, what, err)
+	}
+	n := 1 + bytes.Count(data[:off], []byte("\n"))
+	return fmt.Errorf("line %d: %s: %v", n, what, err)
 }
 
 // blobLine splits a line of the blobs table as runner writes it:

@@ -31,8 +31,9 @@ type File struct {
 	// between writing the file and truncating the journal duplicates nothing.
 	JournalN int64 `json:"journal_n"`
 
-	hasRun bool       // the file has a "run" object (see check)
-	table  *blobTable // Blobs, checked
+	hasRun bool         // the file has a "run" object (see check)
+	recs   []StepRecord // Steps' records, when read line by line: the board's
+	table  *blobTable   // Blobs, checked
 }
 
 // FileMode is the mode of a run's files (blackboard.json, its journal and
@@ -197,12 +198,17 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 		}
 		b.indexLocked(e.Entry)
 	}
-	b.steps = make([]StepRecord, len(f.Steps))
+	b.steps = f.recs // read line by line: taken as they are, not copied
+	if b.steps == nil {
+		b.steps = make([]StepRecord, len(f.Steps))
+	}
 	for i, s := range f.Steps {
 		if err := f.table.resolveStep(s.StepRecord, s.Refs); err != nil {
 			return nil, err
 		}
-		b.steps[i] = *s.StepRecord
+		if f.recs == nil {
+			b.steps[i] = *s.StepRecord
+		}
 	}
 	b.recordings = make([]Recording, len(f.Recordings))
 	for i, r := range f.Recordings {

@@ -1,0 +1,538 @@
+package board
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// The file runner writes holds one step record or entry per line (see
+// encodeLocked). Decoding those lines with encoding/json's reflection
+// was a fifth of a 100k-step resume (issue 22): the header fields are
+// picked out here by hand, in one pass over each line, and the values a
+// reader may never ask for (an entry's content and meta, a step's
+// result) kept as the line's bytes. Any line not in the shape runner
+// writes (a key spelled in another case, a duplicate field, a number in
+// another form, a null where a value is written, a string this scanner
+// cannot take as it is) is handed to encoding/json whole, so both paths
+// give the same records and the same errors (TestLineDecoderAsJSON,
+// FuzzLineDecoder).
+
+// lineDec scans one line: a JSON object.
+type lineDec struct {
+	b []byte
+	i int
+	// alias: strings may share the line's bytes (the board keeps the
+	// file's buffer anyway when it reads lazily); else they are copied,
+	// those that repeat (labels, keys, authors) once per worker.
+	alias  bool
+	intern map[string]string
+}
+
+func (d *lineDec) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+// next skips whitespace and reports the next byte (0 at the end).
+func (d *lineDec) next() byte {
+	d.ws()
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+// eat consumes c after whitespace.
+func (d *lineDec) eat(c byte) bool {
+	if d.next() != c {
+		return false
+	}
+	d.i++
+	return true
+}
+
+// rawString returns the quoted string at d.i, quotes included, and
+// whether it is plain: no escape, valid UTF-8, so its text is its bytes.
+func (d *lineDec) rawString() (raw []byte, plain, ok bool) {
+	if d.next() != '"' {
+		return nil, false, false
+	}
+	st := d.i
+	plain = true
+	ascii := true
+	for i := st + 1; i < len(d.b); i++ {
+		c := d.b[i]
+		switch {
+		case c == '"':
+			d.i = i + 1
+			raw = d.b[st:d.i]
+			if !ascii && !utf8.Valid(raw) {
+				plain = false // encoding/json replaces bad bytes with U+FFFD
+			}
+			return raw, plain, true
+		case c == '\\':
+			plain = false
+			i++
+			if i >= len(d.b) {
+				return nil, false, false
+			}
+			switch d.b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(d.b) {
+					return nil, false, false
+				}
+				for _, h := range d.b[i+1 : i+5] {
+					if !isHex(h) {
+						return nil, false, false
+					}
+				}
+				i += 4
+			default:
+				return nil, false, false
+			}
+		case c < 0x20:
+			return nil, false, false
+		case c >= 0x80:
+			ascii = false
+		}
+	}
+	return nil, false, false
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// str decodes a string value; repeat says it is likely to recur across
+// lines (interned when copied).
+func (d *lineDec) str(repeat bool) (string, bool) {
+	raw, plain, ok := d.rawString()
+	if !ok {
+		return "", false
+	}
+	if !plain {
+		var s string // escapes: rare in a header, done as encoding/json does
+		if json.Unmarshal(raw, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	body := raw[1 : len(raw)-1]
+	switch {
+	case len(body) == 0:
+		return "", true
+	case d.alias:
+		return unsafe.String(&body[0], len(body)), true
+	case repeat:
+		if s, ok := d.intern[string(body)]; ok {
+			return s, true
+		}
+		s := string(body)
+		d.intern[s] = s
+		return s, true
+	}
+	return string(body), true
+}
+
+// number returns a JSON number's text at d.i, checked against the grammar.
+func (d *lineDec) number() ([]byte, bool) {
+	d.ws()
+	st, i := d.i, d.i
+	b := d.b
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && '1' <= b[i] && b[i] <= '9':
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	default:
+		return nil, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return nil, false
+		}
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return nil, false
+		}
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+	}
+	d.i = i
+	return b[st:i], true
+}
+
+// int64 decodes an integer written as one (no fraction or exponent: those
+// are encoding/json's to accept or refuse).
+func (d *lineDec) int64() (int64, bool) {
+	n, ok := d.number()
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(unsafe.String(&n[0], len(n)), 10, 64)
+	return v, err == nil
+}
+
+func (d *lineDec) lit(s string) bool {
+	d.ws()
+	if len(d.b)-d.i >= len(s) && string(d.b[d.i:d.i+len(s)]) == s {
+		d.i += len(s)
+		return true
+	}
+	return false
+}
+
+// isNull consumes a null.
+func (d *lineDec) isNull() bool { return d.next() == 'n' && d.lit("null") }
+
+func (d *lineDec) time() (time.Time, bool) {
+	raw, plain, ok := d.rawString()
+	var t time.Time
+	if !ok || !plain || t.UnmarshalJSON(raw) != nil {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// value skips any JSON value, checking it, and returns its bytes.
+func (d *lineDec) value() ([]byte, bool) {
+	st := d.next()
+	start := d.i
+	if !d.skip(st, 0) {
+		return nil, false
+	}
+	return d.b[start:d.i], true
+}
+
+// maxDepth: deeper values go to encoding/json, which has its own limit.
+const maxDepth = 200
+
+func (d *lineDec) skip(c byte, depth int) bool {
+	switch c {
+	case '"':
+		_, _, ok := d.rawString()
+		return ok
+	case '{', '[':
+		if depth > maxDepth {
+			return false
+		}
+		d.i++
+		end := byte('}')
+		if c == '[' {
+			end = ']'
+		}
+		if d.eat(end) {
+			return true
+		}
+		for {
+			if c == '{' {
+				if _, _, ok := d.rawString(); !ok || !d.eat(':') {
+					return false
+				}
+			}
+			if !d.skip(d.next(), depth+1) {
+				return false
+			}
+			if d.eat(',') {
+				continue
+			}
+			return d.eat(end)
+		}
+	case 't':
+		return d.lit("true")
+	case 'f':
+		return d.lit("false")
+	case 'n':
+		return d.lit("null")
+	}
+	_, ok := d.number()
+	return ok
+}
+
+// strings decodes a list of strings (nil for null, as encoding/json).
+func (d *lineDec) strings() ([]string, bool) {
+	if d.isNull() {
+		return nil, true
+	}
+	if !d.eat('[') {
+		return nil, false
+	}
+	out := []string{}
+	if d.eat(']') {
+		return out, true
+	}
+	for {
+		s, ok := d.str(false)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+		if d.eat(',') {
+			continue
+		}
+		return out, d.eat(']')
+	}
+}
+
+func (d *lineDec) int64s() ([]int64, bool) {
+	if d.isNull() {
+		return nil, true
+	}
+	if !d.eat('[') {
+		return nil, false
+	}
+	out := []int64{}
+	if d.eat(']') {
+		return out, true
+	}
+	for {
+		v, ok := d.int64()
+		if !ok {
+			return nil, false
+		}
+		out = append(out, v)
+		if d.eat(',') {
+			continue
+		}
+		return out, d.eat(']')
+	}
+}
+
+func (d *lineDec) stringMap() (map[string]string, bool) {
+	if d.isNull() {
+		return nil, true
+	}
+	if !d.eat('{') {
+		return nil, false
+	}
+	out := map[string]string{}
+	if d.eat('}') {
+		return out, true
+	}
+	for {
+		k, ok := d.str(true)
+		if !ok || !d.eat(':') {
+			return nil, false
+		}
+		v, ok := d.str(false)
+		if !ok {
+			return nil, false
+		}
+		out[k] = v
+		if d.eat(',') {
+			continue
+		}
+		return out, d.eat('}')
+	}
+}
+
+// fields walks the line's object, calling field with each key (plain,
+// case as written) positioned at its value; field returns false for a
+// value it cannot take. A key given twice, or one that matches a known
+// field only when case is ignored, gives the line to encoding/json.
+func (d *lineDec) fields(known []string, field func(k int) bool) bool {
+	if !d.eat('{') {
+		return false
+	}
+	var seen uint64
+	if !d.eat('}') {
+		for {
+			raw, plain, ok := d.rawString()
+			if !ok || !plain || !d.eat(':') {
+				return false
+			}
+			name := raw[1 : len(raw)-1]
+			k := -1
+			for j, f := range known {
+				if string(name) == f {
+					k = j
+					break
+				}
+			}
+			if k < 0 {
+				for _, f := range known {
+					if strings.EqualFold(string(name), f) {
+						return false
+					}
+				}
+				if _, ok := d.value(); !ok {
+					return false
+				}
+			} else {
+				if seen&(1<<k) != 0 || !field(k) {
+					return false
+				}
+				seen |= 1 << k
+			}
+			if d.eat(',') {
+				continue
+			}
+			if !d.eat('}') {
+				return false
+			}
+			break
+		}
+	}
+	d.ws()
+	return d.i == len(d.b)
+}
+
+// The fields of an entry's line, in the order runner writes them.
+var entryFields = []string{"id", "seq", "section", "role", "author", "label", "key", "version", "topic",
+	"content", "meta", "ts", "ttl_s", "deleted", "blob_refs"}
+
+// entryLine decodes an entry's line: its header, with content and meta
+// kept as raw bytes (for a lazy entry) or decoded.
+func (d *lineDec) entryLine(line []byte) (h entryHead, content, meta []byte, ok bool) {
+	d.b, d.i = line, 0
+	ok = d.fields(entryFields, func(k int) bool {
+		var ok bool
+		switch k {
+		case 0:
+			h.ID, ok = d.str(false)
+		case 1:
+			h.Seq, ok = d.int64()
+		case 2:
+			h.Section, ok = d.str(true)
+		case 3:
+			h.Role, ok = d.str(true)
+		case 4:
+			h.Author, ok = d.str(true)
+		case 5:
+			h.Label, ok = d.str(true)
+		case 6:
+			h.Key, ok = d.str(true)
+		case 7:
+			h.Version, ok = d.int64()
+		case 8:
+			h.Topic, ok = d.str(true)
+		case 9:
+			content, ok = d.value()
+		case 10:
+			meta, ok = d.value()
+			ok = ok && (meta[0] == '{' || string(meta) == "null")
+		case 11:
+			h.TS, ok = d.time()
+		case 12:
+			if d.isNull() {
+				return true
+			}
+			var n []byte
+			if n, ok = d.number(); ok {
+				f, err := strconv.ParseFloat(string(n), 64)
+				h.TTL, ok = &f, err == nil
+			}
+		case 13:
+			switch d.next() {
+			case 't':
+				h.Deleted, ok = true, d.lit("true")
+			case 'f':
+				ok = d.lit("false")
+			}
+		case 14:
+			h.Refs, ok = d.strings()
+		}
+		return ok
+	})
+	return h, content, meta, ok
+}
+
+// entry decodes an entry's line whole (Load): the header by hand, its
+// content and meta by encoding/json, as values of any type.
+func (d *lineDec) entry(line []byte) (*entryIn, bool) {
+	h, content, meta, ok := d.entryLine(line)
+	if !ok {
+		return nil, false
+	}
+	e := &Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
+		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted}
+	if content != nil && json.Unmarshal(content, &e.Content) != nil {
+		return nil, false
+	}
+	if meta != nil && json.Unmarshal(meta, &e.Meta) != nil {
+		return nil, false
+	}
+	return &entryIn{Entry: e, Refs: h.Refs}, true
+}
+
+// The fields of a step record's line, in the order runner writes them.
+var stepFields = []string{"label", "visit", "type", "parent", "status", "started_at", "finished_at",
+	"duration_ms", "attempts", "goto", "result", "error", "retry_delays_ms", "inputs", "blob_refs"}
+
+// step decodes a step record's line into s; its result is the line's
+// bytes (shared when d.alias, else copied).
+func (d *lineDec) step(line []byte, s *StepRecord) (refs []string, ok bool) {
+	d.b, d.i = line, 0
+	ok = d.fields(stepFields, func(k int) bool {
+		var ok bool
+		var n int64
+		switch k {
+		case 0:
+			s.Label, ok = d.str(true)
+		case 1:
+			n, ok = d.int64()
+			s.Visit = int(n)
+		case 2:
+			s.Type, ok = d.str(true)
+		case 3:
+			s.Parent, ok = d.str(true)
+		case 4:
+			s.Status, ok = d.str(true)
+		case 5:
+			s.StartedAt, ok = d.time()
+		case 6:
+			s.FinishedAt, ok = d.time()
+		case 7:
+			s.DurationMS, ok = d.int64()
+		case 8:
+			n, ok = d.int64()
+			s.Attempts = int(n)
+		case 9:
+			s.Goto, ok = d.str(true)
+		case 10:
+			var raw []byte
+			if raw, ok = d.value(); ok {
+				if !d.alias {
+					raw = append([]byte(nil), raw...)
+				}
+				s.Result = raw
+			}
+		case 11:
+			s.Error, ok = d.str(false)
+		case 12:
+			s.Delays, ok = d.int64s()
+		case 13:
+			s.Inputs, ok = d.stringMap()
+		case 14:
+			refs, ok = d.strings()
+		}
+		return ok
+	})
+	return refs, ok
+}
