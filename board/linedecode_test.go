@@ -1,0 +1,365 @@
+package board
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+)
+
+// Hand-written lines: the line decoder gives what encoding/json gives,
+// or hands the line to it (wantFast says the decoder takes it itself).
+var lineCases = []struct {
+	name     string
+	line     string
+	wantFast bool
+}{
+	{"as runner writes", `{"id":"01A","seq":1,"section":"steps","role":"step","author":"runner","label":"s0","key":"","version":0,"content":"hi me 0","meta":{"status":"succeeded","visit":1},"ts":"2026-11-26T10:29:43.469505154Z","ttl_s":null}`, true},
+	{"reordered, spaces", ` { "ts" : "2026-11-26T10:29:43Z" , "label":"b", "seq" : 2 ,"id":"x", "meta" : null , "content" : [1, {"a" : "b"}] , "version": 3 , "key":"k" } `, true},
+	{"escapes", `{"id":"\u0041\"q\"","seq":3,"label":"\ud83d\ude00 smile","key":"a\\b\/c\n","author":"\u00e9t\u00e9","content":"x"}`, true},
+	{"bad surrogate escape", `{"id":"\ud800","seq":3,"label":"\udc00\ud800x"}`, true},
+	{"invalid UTF-8", "{\"id\":\"a\xff\xfeb\",\"seq\":4,\"content\":\"\xc3\"}", true},
+	{"non-ASCII plain", `{"id":"ünï","seq":4,"label":"日本語"}`, true},
+	{"unknown fields", `{"id":"u","seq":5,"zz_new":{"a":[1,2.5e3,{"b":null,"c":true}]},"other":"x","content":false,"deleted":true,"topic":"t"}`, true},
+	{"ttl and refs", `{"id":"t","seq":6,"ttl_s":3600.5,"blob_refs":["sha256:aa","sha256:bb"],"deleted":false}`, true},
+	{"empty refs", `{"id":"t","seq":6,"ttl_s":-0,"blob_refs":[]}`, true},
+	{"key in another case", `{"ID":"c","Seq":7,"LABEL":"l"}`, false},
+	{"key with a fold", "{\"id\":\"c\",\"ſeq\":7}", false},
+	{"escaped key", `{"\u0069d":"c","seq":7}`, false},
+	{"duplicate field", `{"id":"a","seq":1,"id":"b"}`, false},
+	{"float seq", `{"id":"a","seq":1.0}`, false},
+	{"exponent seq", `{"id":"a","seq":1e2}`, false},
+	{"null string", `{"id":null,"seq":1}`, false},
+	{"huge ttl", `{"id":"a","seq":1,"ttl_s":1e999}`, false},
+	{"seq past int64", `{"id":"a","seq":99999999999999999999}`, false},
+	{"meta a list", `{"id":"a","seq":1,"meta":[1]}`, false},
+	{"truncated", `{"id":"a","seq":1,"content":{"x":`, false},
+	{"trailing garbage", `{"id":"a","seq":1} x`, false},
+	{"trailing comma", `{"id":"a","seq":1,}`, false},
+	{"control char", "{\"id\":\"a\tb\",\"seq\":1}", false},
+	{"bad escape", `{"id":"a\qb","seq":1}`, false},
+	{"bad number in content", `{"id":"a","seq":1,"content":01}`, false},
+	{"time with offset", `{"id":"a","seq":1,"ts":"2026-01-02T03:04:05.5+02:00"}`, true},
+	{"bad time", `{"id":"a","seq":1,"ts":"yesterday"}`, false},
+	{"null", `null`, false},
+	{"not an object", `[1,2]`, false},
+	{"step as runner writes", `{"label":"s0","visit":1,"type":"board","status":"succeeded","started_at":"2026-11-26T10:29:43.469228868Z","finished_at":"2026-11-26T10:29:43.469505154Z","duration_ms":0,"attempts":1,"result":{"output":"hi me 0","key":"k0","version":1,"found":true},"error":"","inputs":{"key":"k0","value":"hi me 0"}}`, true},
+	{"step, every field", `{"label":"g","visit":2,"type":"parallel","parent":"p","status":"failed","goto":"end","result":null,"error":"boom \"x\"","retry_delays_ms":[10,20],"inputs":{},"blob_refs":null,"duration_ms":-5}`, true},
+	{"step, empty lists", `{"label":"g","visit":2,"retry_delays_ms":[],"inputs":{"a":"\u00e9"}}`, true},
+	{"step, float visit", `{"label":"g","visit":2.5}`, false},
+	{"step, null inputs value", `{"label":"g","inputs":{"a":null}}`, false},
+}
+
+// TestLineDecoderAsJSON: each line decodes, by the line decoder and by
+// encoding/json, to the same entry, entry header and step record.
+func TestLineDecoderAsJSON(t *testing.T) {
+	for _, tc := range lineCases {
+		t.Run(tc.name, func(t *testing.T) {
+			entry, step := checkLine(t, []byte(tc.line))
+			fast := entry
+			if strings.HasPrefix(tc.name, "step") {
+				fast = step
+			}
+			if fast != tc.wantFast {
+				t.Errorf("taken by the line decoder: %v, want %v", fast, tc.wantFast)
+			}
+		})
+	}
+}
+
+// checkLine compares the two decodings of line as an entry (lazy and
+// whole, with and without sharing its bytes) and as a step record, and
+// reports whether the line decoder took it as an entry, as a step.
+func checkLine(t *testing.T, line []byte) (entry, step bool) {
+	t.Helper()
+	for _, alias := range []bool{false, true} {
+		d := lineDec{alias: alias, intern: map[string]string{}}
+		want := entryIn{Entry: new(Entry)}
+		werr := json.Unmarshal(line, &want)
+		if got, ok := d.entry(line); ok {
+			entry = true
+			if werr != nil {
+				t.Fatalf("entry: the line decoder took a line encoding/json refuses (%v): %+v", werr, got.Entry)
+			}
+			if !reflect.DeepEqual(got.Entry, want.Entry) || !reflect.DeepEqual(got.Refs, want.Refs) {
+				t.Fatalf("entry:\nline decoder %#v %q\nencoding/json %#v %q", got.Entry, got.Refs, want.Entry, want.Refs)
+			}
+		}
+		var wh entryHead
+		herr := json.Unmarshal(line, &wh)
+		if gh, _, _, ok := d.entryLine(line); ok {
+			if herr != nil {
+				t.Fatalf("header: the line decoder took a line encoding/json refuses (%v)", herr)
+			}
+			if !reflect.DeepEqual(gh, wh) {
+				t.Fatalf("header:\nline decoder %#v\nencoding/json %#v", gh, wh)
+			}
+		}
+		var gs StepRecord
+		ws := stepIn{StepRecord: new(StepRecord)}
+		serr := json.Unmarshal(line, &ws)
+		if refs, ok := d.step(line, &gs); ok {
+			step = true
+			if serr != nil {
+				t.Fatalf("step: the line decoder took a line encoding/json refuses (%v)", serr)
+			}
+			if len(gs.Result) == 0 && len(ws.Result) == 0 {
+				gs.Result, ws.Result = nil, nil
+			}
+			if !reflect.DeepEqual(gs, *ws.StepRecord) || !reflect.DeepEqual(refs, ws.Refs) {
+				t.Fatalf("step:\nline decoder %#v %q\nencoding/json %#v %q", gs, refs, *ws.StepRecord, ws.Refs)
+			}
+		}
+	}
+	return entry, step
+}
+
+// FuzzLineDecoder: whatever the line, the line decoder does not panic,
+// and a line it takes decodes as encoding/json decodes it. CI runs the
+// seeds; locally: go test ./board -run '^$' -fuzz FuzzLineDecoder -fuzztime 1m
+func FuzzLineDecoder(f *testing.F) {
+	for _, tc := range lineCases {
+		f.Add([]byte(tc.line))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) { checkLine(t, line) })
+}
+
+// Variants of a saved file, as a person or another tool may have written
+// it: each loads (Load, LoadForRead, LoadToResume) to the board the file
+// as runner wrote it loads to, record by record.
+func TestLoadLayouts(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/blackboard.json"
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning, Vars: map[string]any{"who": "me"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 600, time.UTC)
+	b.SetClock(func() time.Time { return clock })
+	writeBig(t, b, bigText(20<<10))
+	for i := 0; i < 6; i++ {
+		if _, err := b.Write(WriteOp{Key: fmt.Sprintf("k%d", i%3), Value: map[string]any{"n": float64(i), "s": "é😀\"<x>\"\n"},
+			Author: "a😀", Meta: map[string]any{"why": i}, TTL: time.Duration(i) * time.Hour, ExpectVersion: -1}); err != nil {
+			t.Fatal(err)
+		}
+		res, _ := json.Marshal(map[string]any{"output": fmt.Sprint("out ", i), "list": []any{1, "two", nil}})
+		if err := b.FinishStep(StepRecord{Label: fmt.Sprintf("s%d", i), Visit: 1 + i%2, Type: "shell", Parent: "grp", Status: "succeeded",
+			StartedAt: clock, FinishedAt: clock.Add(time.Second), DurationMS: 1000, Attempts: 2, Delays: []int64{5},
+			Inputs: map[string]string{"cmd": "echo \"ünï\""}, Result: res, Error: "e\u2028"},
+			Entry{Section: "steps", Role: "step", Label: fmt.Sprintf("s%d", i), Content: "done", Meta: map[string]any{"visit": 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Write(WriteOp{Key: "k0", Delete: true, ExpectVersion: -1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	orig, _ := os.ReadFile(path)
+	want, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indent := func(prefix string) func([]byte) []byte {
+		return func(data []byte) []byte {
+			var out bytes.Buffer
+			if err := json.Indent(&out, data, "", prefix); err != nil {
+				t.Fatal(err)
+			}
+			return out.Bytes()
+		}
+	}
+	variants := []struct {
+		name string
+		edit func([]byte) []byte
+	}{
+		{"as written", func(d []byte) []byte { return d }},
+		{"pretty-printed, one space", indent(" ")},
+		{"pretty-printed, tabs", indent("\t")},
+		{"fields reordered, spaced, escaped, unknown ones added", func(d []byte) []byte { return eachRecord(t, d, shuffleLine) }},
+		{"keys in another case", func(d []byte) []byte {
+			return eachRecord(t, d, func(line []byte) []byte {
+				return bytes.Replace(bytes.Replace(line, []byte(`"label":`), []byte(`"Label":`), 1), []byte(`"seq":`), []byte(`"SEQ":`), 1)
+			})
+		}},
+	}
+	for _, v := range variants {
+		t.Run(v.name, func(t *testing.T) {
+			data := v.edit(append([]byte(nil), orig...))
+			p := t.TempDir() + "/blackboard.json"
+			os.WriteFile(p, data, 0o600)
+			for _, load := range []struct {
+				name string
+				f    func(string) (*Board, error)
+			}{{"Load", Load}, {"LoadForRead", LoadForRead}, {"LoadToResume", LoadToResume}} {
+				got, err := load.f(p)
+				if err != nil {
+					t.Fatalf("%s: %v\n%.2000s", load.name, err, data)
+				}
+				sameBoard(t, load.name, got, want)
+			}
+		})
+	}
+}
+
+// sameBoard compares two boards record by record.
+func sameBoard(t *testing.T, how string, got, want *Board) {
+	t.Helper()
+	gs, ws := got.Steps(), want.Steps()
+	if len(gs) != len(ws) || len(got.entries) != len(want.entries) {
+		t.Fatalf("%s: %d steps, %d entries; want %d, %d", how, len(gs), len(got.entries), len(ws), len(want.entries))
+	}
+	for i := range gs {
+		g, w := gs[i].whole(), ws[i].whole()
+		// A result's JSON is kept as the file spells it (pretty-printed
+		// or not): the same value, compacted.
+		var gr, wr bytes.Buffer
+		json.Compact(&gr, g.Result)
+		json.Compact(&wr, w.Result)
+		g.Result, w.Result = gr.Bytes(), wr.Bytes()
+		if !reflect.DeepEqual(g, w) {
+			g.Result, w.Result = nil, nil
+			t.Errorf("%s: step %d:\n got %+v %.200s\nwant %+v %.200s", how, i, g, gr.Bytes(), w, wr.Bytes())
+		}
+	}
+	for i := range got.entries {
+		g, w := got.entries[i].loaded(), want.entries[i].loaded()
+		g.lazy, w.lazy = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: entry %d:\n got %.500v\nwant %.500v", how, i, g, w)
+		}
+	}
+}
+
+// eachRecord rewrites each step record and entry line of a saved file.
+func eachRecord(t *testing.T, data []byte, edit func([]byte) []byte) []byte {
+	out := bytes.Split(data, []byte("\n"))
+	in := false
+	for i, line := range out {
+		switch string(line) {
+		case ` "steps": [`, ` "entries": [`:
+			in = true
+			continue
+		case ` ],`, ` ]`:
+			in = false
+		}
+		if !in || !bytes.HasPrefix(line, []byte("  {")) {
+			continue
+		}
+		comma := bytes.HasSuffix(line, []byte(","))
+		line = edit(bytes.TrimSuffix(bytes.TrimSpace(line), []byte(",")))
+		out[i] = append([]byte("  "), line...)
+		if comma {
+			out[i] = append(out[i], ',')
+		}
+	}
+	return bytes.Join(out, []byte("\n"))
+}
+
+// shuffleLine writes a record's fields in reverse order, spaced, its
+// plain string values (not times) escaped as \u sequences (surrogate
+// pairs past the BMP), with fields no runner writes added.
+func shuffleLine(line []byte) []byte {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		panic(err)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	var b bytes.Buffer
+	b.WriteString("{ \"zz_future\" : {\"a\":[1,{\"b\":null}],\"c\":\"\\\"\"} ,")
+	for _, k := range keys {
+		v := m[k]
+		var s string
+		isTime := strings.HasSuffix(k, "_at") || k == "ts"
+		if !isTime && v[0] == '"' && json.Unmarshal(v, &s) == nil && !strings.HasPrefix(s, "sha256:") {
+			v = escapeAll(s)
+		}
+		fmt.Fprintf(&b, "\n \"%s\" :\t%s ,", k, v)
+	}
+	b.WriteString(` "another": 1.5e-3 }`)
+	return bytes.ReplaceAll(b.Bytes(), []byte("\n"), nil) // one line still
+}
+
+func escapeAll(s string) []byte {
+	var b bytes.Buffer
+	b.WriteByte('"')
+	for _, r := range s {
+		if r > 0xFFFF {
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04X`, r1, r2)
+			continue
+		}
+		fmt.Fprintf(&b, `\u%04x`, r)
+	}
+	b.WriteByte('"')
+	return b.Bytes()
+}
+
+// A record's line that does not decode is named, with its line and
+// column in the file (a syntax error's offset was the line's, and was
+// reported as if it were the file's: line 1).
+func TestDamagedRecordLineNamed(t *testing.T) {
+	path := t.TempDir() + "/blackboard.json"
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, b, 2)
+	fill(t, b, 1)
+	if err := b.Save(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	orig, _ := os.ReadFile(path)
+	lines := strings.Split(string(orig), "\n")
+	find := func(prefix string, nth int) int {
+		for i, l := range lines {
+			if strings.HasPrefix(l, prefix) {
+				if nth--; nth == 0 {
+					return i
+				}
+			}
+		}
+		t.Fatalf("no %q in\n%s", prefix, orig)
+		return 0
+	}
+	tests := []struct {
+		name string
+		at   int
+		edit func(string) string
+		want string
+	}{
+		{"truncated entry", find(`  {"id":`, 2), func(l string) string { return l[:30] }, "column 31: entry 2: unexpected end"},
+		{"garbage in an entry", find(`  {"id":`, 3), func(l string) string { return strings.Replace(l, `"seq":`, `"seq":x`, 1) }, "entry 3: invalid character 'x'"},
+		{"entry of the wrong type", find(`  {"id":`, 1), func(l string) string { return strings.Replace(l, `"seq":1`, `"seq":"1"`, 1) }, ": entry 1: json: cannot unmarshal string"},
+		{"truncated step record", find(`  {"label":`, 2), func(l string) string { return l[:20] }, "step record 2: "},
+		{"garbage in a step record", find(`  {"label":`, 1), func(l string) string { return strings.Replace(l, `"visit":`, `"visit":]`, 1) }, "step record 1: invalid character ']'"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			damaged := append([]string(nil), lines...)
+			damaged[tc.at] = tc.edit(damaged[tc.at])
+			p := t.TempDir() + "/blackboard.json"
+			os.WriteFile(p, []byte(strings.Join(damaged, "\n")), 0o600)
+			where := fmt.Sprintf("%s: not a blackboard file: line %d", p, tc.at+1)
+			for _, load := range []func(string) (*Board, error){Load, LoadForRead, LoadToResume} {
+				_, err := load(p)
+				if err == nil || !strings.Contains(err.Error(), where) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error %v\nwant it to name %q and say %q", err, where, tc.want)
+				}
+			}
+		})
+	}
+}
