@@ -17,24 +17,14 @@ import (
 // not. A file in any other layout (reformatted by hand, say) is decoded
 // whole, the plain way.
 func decodeFile(data []byte, lazy bool) (*File, error) {
-	entries, ok := section(data, "entries", "recordings")
-	if !ok {
+	l := scanLayout(data)
+	steps, entries, blobs := l.list[0], l.list[1], l.list[2]
+	if entries.hi == 0 {
 		return decodeWhole(data)
-	}
-	steps, hasSteps := section(data, "steps", "entries")
-	if !hasSteps || steps.hi > entries.lo {
-		steps = span{}
-	}
-	cuts := []span{steps, entries}
-	// The blobs (large strings) are read in place, line by line: through
-	// json.Unmarshal each would be copied once more.
-	blobs, hasBlobs := section(data, "blobs", "journal_n")
-	if hasBlobs && blobs.lo > entries.hi {
-		cuts = append(cuts, blobs)
 	}
 	rest := make([]byte, 0, 1024)
 	pos := 0
-	for _, c := range cuts {
+	for _, c := range []span{steps, entries, blobs} {
 		if c.hi == 0 {
 			continue
 		}
@@ -51,11 +41,13 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	if err := unmarshalFile(rest, &f); err != nil {
 		return nil, err
 	}
-	if hasBlobs && blobs.lo > entries.hi {
+	// The blobs (large strings) are read in place, line by line: through
+	// json.Unmarshal each would be copied once more.
+	if blobs.hi != 0 {
 		if f.Blobs == nil {
 			f.Blobs = map[string]json.RawMessage{}
 		}
-		for i, line := range bytes.Split(data[blobs.lo:blobs.hi], []byte("\n")) {
+		for i, line := range l.lines[2] {
 			k, v, ok := blobLine(line)
 			if !ok {
 				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
@@ -67,10 +59,12 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	if f.table, err = blobsOf(f.Blobs); err != nil {
 		return nil, err
 	}
-	stepLines, entryLines := lines(data, steps), lines(data, entries)
+	stepLines, entryLines := l.lines[0], l.lines[1]
 	ns := len(stepLines)
 	if ns > 0 {
-		f.recs = make([]StepRecord, ns)
+		// Room for the steps a resumed run adds: the first append would
+		// copy them all (26 MB at 100k steps) to grow by as much.
+		f.recs = make([]StepRecord, ns, ns+ns/4+8)
 		f.Steps = make([]stepIn, ns)
 	}
 	f.Entries = make([]*entryIn, len(entryLines))
@@ -179,54 +173,66 @@ func decodeWhole(data []byte) (*File, error) {
 
 // span is a list's lines in the file: data[lo:hi], after its opening
 // bracket's line ("[\n" ends at lo) and before its closing one ("\n ]"
-// starts at hi).
+// starts at hi); hi 0: not found.
 type span struct{ lo, hi int }
 
-// section finds the list (or object) name as runner writes it:
+// layout is where the lists runner writes one record a line are: the
+// step records, the entries and the blobs, with their lines (trimmed of
+// indent and comma).
+type layout struct {
+	list  [3]span
+	lines [3][][]byte
+}
+
+// scanLayout finds, in one pass over the file's lines, the lists as
+// runner writes them:
 //
-//	"name": [
+//	"steps": [
 //	 {...},
 //	 {...}
 //	],
-//	"next": ...
-func section(data []byte, name, next string) (span, bool) {
-	open := "\n \"" + name + "\": ["
-	if name == "blobs" {
-		open = "\n \"" + name + "\": {"
-	}
-	i := bytes.Index(data, []byte(open+"\n"))
-	if i < 0 {
-		return span{}, false
-	}
-	lo := i + len(open) + 1
-	closing := "\n ],\n \"" + next + "\":"
-	if name == "blobs" {
-		closing = "\n },\n \"" + next + "\":"
-	}
-	j := bytes.Index(data[lo-1:], []byte(closing))
-	if j < 0 {
-		return span{}, false
-	}
-	return span{lo, lo - 1 + j}, true
-}
-
-// lines splits a list's lines, each trimmed of its indent and comma.
-func lines(data []byte, s span) [][]byte {
-	if s.hi <= s.lo {
-		return nil
-	}
-	body := data[s.lo:s.hi]
-	out := make([][]byte, 0, bytes.Count(body, []byte("\n"))+1)
-	for len(body) > 0 {
-		line := body
-		if k := bytes.IndexByte(body, '\n'); k >= 0 {
-			line, body = body[:k], body[k+1:]
+//
+// (the blobs an object, ` "blobs": {` to ` }`), in that order, each
+// once. A list found otherwise is not one (left to encoding/json).
+func scanLayout(data []byte) layout {
+	var l layout
+	names := [3]string{` "steps": [`, ` "entries": [`, ` "blobs": {`}
+	cur, next := -1, 0
+	for pos := 0; pos < len(data); {
+		end := bytes.IndexByte(data[pos:], '\n')
+		if end < 0 {
+			end = len(data)
 		} else {
-			body = nil
+			end += pos
 		}
-		out = append(out, bytes.TrimSuffix(bytes.TrimSpace(line), []byte(",")))
+		line := data[pos:end]
+		switch {
+		case cur >= 0 && len(line) >= 2 && line[0] == ' ' && line[1] != ' ':
+			// The list's closing line (" ]," or " }," ...): a list's
+			// records are indented by two.
+			if c := line[1]; c == ']' && cur < 2 || c == '}' && cur == 2 {
+				l.list[cur].hi = pos - 1
+			} else {
+				l.list[cur], l.lines[cur] = span{}, nil
+			}
+			cur = -1
+		case cur >= 0:
+			l.lines[cur] = append(l.lines[cur], bytes.TrimSuffix(bytes.TrimSpace(line), []byte(",")))
+		case len(line) > 2 && line[0] == ' ' && line[1] == '"':
+			for k := next; k < 3; k++ {
+				if string(line) == names[k] && end < len(data) {
+					cur, next = k, k+1
+					l.list[k].lo = end + 1
+					break
+				}
+			}
+		}
+		pos = end + 1
 	}
-	return out
+	if cur >= 0 { // never closed
+		l.list[cur], l.lines[cur] = span{}, nil
+	}
+	return l
 }
 
 // lineError names a record that does not decode, and where it is in the

@@ -19,8 +19,11 @@ var ErrFinished = fmt.Errorf("the run has no step left to run")
 // under the same visit number. Children that completed inside a group that
 // did not finish are not run again when the group is.
 func (r *Runner) Restore(records []board.StepRecord) (err error) {
+	if r.visits == nil { // sized once, as index below
+		r.visits = make(map[string]int, len(r.Prog.Steps))
+	}
 	r.init()
-	index := map[string]int{}
+	index := make(map[string]int, len(r.Prog.Steps)) // sized once: 100k steps grew it 17 times
 	for i, n := range r.Prog.Steps {
 		index[n.Label] = i
 	}

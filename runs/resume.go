@@ -127,7 +127,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	defer running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
 		Observer: running, Output: env.Output}
-	done := b.Steps() // one copy of them: 100k records at 100k steps
+	done := b.StepsShared() // the board's, not a copy: Restore only reads them
 	if err := er.Restore(done); err != nil {
 		if errors.Is(err, engine.ErrFinished) {
 			return nil, fmt.Errorf("run %s %w", r.Record.ID, ErrNothingLeft)
