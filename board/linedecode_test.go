@@ -136,7 +136,8 @@ func FuzzLineDecoder(f *testing.F) {
 func TestLoadLayouts(t *testing.T) {
 	dir := t.TempDir()
 	path := dir + "/blackboard.json"
-	b, err := Create(path, Run{ID: "r", Status: StatusRunning, Vars: map[string]any{"who": "me"}}, Options{})
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning, PlanSource: "steps:\n  - {label: \"x\", text: é😀\\}\n",
+		Vars: map[string]any{"who": "me", "plan_source": "not this one"}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,6 +169,9 @@ func TestLoadLayouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if src := want.Run().PlanSource; !strings.HasPrefix(src, "steps:\n") {
+		t.Fatalf("plan source %q", src)
+	}
 	indent := func(prefix string) func([]byte) []byte {
 		return func(data []byte) []byte {
 			var out bytes.Buffer
@@ -185,6 +189,12 @@ func TestLoadLayouts(t *testing.T) {
 		{"pretty-printed, one space", indent(" ")},
 		{"pretty-printed, tabs", indent("\t")},
 		{"fields reordered, spaced, escaped, unknown ones added", func(d []byte) []byte { return eachRecord(t, d, shuffleLine) }},
+		{"the run's plan source spelled in another case", func(d []byte) []byte {
+			return bytes.Replace(d, []byte(`"plan_source":`), []byte(`"Plan_Source":`), 1)
+		}},
+		{"the run's plan source escaped", func(d []byte) []byte {
+			return bytes.Replace(d, []byte(`"plan_source":"steps`), []byte(`"plan_source":"\u0073teps`), 1)
+		}},
 		{"keys in another case", func(d []byte) []byte {
 			return eachRecord(t, d, func(line []byte) []byte {
 				return bytes.Replace(bytes.Replace(line, []byte(`"label":`), []byte(`"Label":`), 1), []byte(`"seq":`), []byte(`"SEQ":`), 1)
@@ -213,6 +223,9 @@ func TestLoadLayouts(t *testing.T) {
 // sameBoard compares two boards record by record.
 func sameBoard(t *testing.T, how string, got, want *Board) {
 	t.Helper()
+	if !reflect.DeepEqual(got.Run(), want.Run()) {
+		t.Errorf("%s: run\n got %+v\nwant %+v", how, got.Run(), want.Run())
+	}
 	gs, ws := got.Steps(), want.Steps()
 	if len(gs) != len(ws) || len(got.entries) != len(want.entries) {
 		t.Fatalf("%s: %d steps, %d entries; want %d, %d", how, len(gs), len(got.entries), len(ws), len(want.entries))
@@ -344,6 +357,8 @@ func TestDamagedRecordLineNamed(t *testing.T) {
 		{"truncated entry", find(`  {"id":`, 2), func(l string) string { return l[:30] }, "column 31: entry 2: unexpected end"},
 		{"garbage in an entry", find(`  {"id":`, 3), func(l string) string { return strings.Replace(l, `"seq":`, `"seq":x`, 1) }, "entry 3: invalid character 'x'"},
 		{"entry of the wrong type", find(`  {"id":`, 1), func(l string) string { return strings.Replace(l, `"seq":1`, `"seq":"1"`, 1) }, ": entry 1: json: cannot unmarshal string"},
+		{"run of the wrong type", find(` "run": `, 1), func(l string) string { return strings.Replace(l, `"id":"r"`, `"id":5`, 1) }, ": run: json: cannot unmarshal number"},
+		{"garbage in the run", find(` "run": `, 1), func(l string) string { return strings.Replace(l, `"id":"r"`, `"id":"r"x`, 1) }, "invalid character 'x'"},
 		{"truncated step record", find(`  {"label":`, 2), func(l string) string { return l[:20] }, "step record 2: "},
 		{"garbage in a step record", find(`  {"label":`, 1), func(l string) string { return strings.Replace(l, `"visit":`, `"visit":]`, 1) }, "step record 1: invalid character ']'"},
 	}
