@@ -88,6 +88,17 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		f.Steps = make([]stepIn, ns)
 	}
 	f.Entries = make([]*entryIn, len(entryLines))
+	// A lazy board's entries, in three allocations rather than three
+	// per entry (they live as long as the board, all of them).
+	var block struct {
+		in      []entryIn
+		entries []Entry
+		lazy    []lazyEntry
+	}
+	if lazy {
+		n := len(entryLines)
+		block.in, block.entries, block.lazy = make([]entryIn, n), make([]Entry, n), make([]lazyEntry, n)
+	}
 	workers := min(runtime.GOMAXPROCS(0), 8)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
@@ -115,12 +126,13 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 							return
 						}
 					}
-					e, err := h.entry(line, f.table)
-					if err != nil {
+					in := &block.in[j]
+					in.Entry = &block.entries[j]
+					if err := h.entry(line, f.table, in.Entry, &block.lazy[j]); err != nil {
 						errs[w] = err
 						return
 					}
-					f.Entries[j] = &entryIn{Entry: e}
+					f.Entries[j] = in
 					continue
 				}
 				e, ok := d.entry(line)

@@ -192,6 +192,17 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 		return nil, err
 	}
 	b := New(f.Run)
+	// The indexes sized once (at 100k steps they grew 17 times each):
+	// at most a key per keyed entry, a label per step, about.
+	keyed := 0
+	for _, e := range f.Entries {
+		if e.Key != "" {
+			keyed++
+		}
+	}
+	b.byKey, b.keys, b.seen = make(map[string][]int, keyed), make(map[string]*keyState, keyed), make(map[seenKey]int64, keyed)
+	b.byLabel = make(map[string][]int, min(len(f.Steps), len(f.Entries)))
+	b.entries = make([]*Entry, 0, len(f.Entries)+len(f.Entries)/4+8)
 	for _, e := range f.Entries {
 		if e.Seq != int64(len(b.entries))+1 {
 			return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, len(b.entries)+1)

@@ -38,13 +38,18 @@ type entryHead struct {
 	Meta    metaShape `json:"meta"` // checked, not decoded (rawsave.go)
 }
 
-func (h *entryHead) entry(line []byte, t *blobTable) (*Entry, error) {
-	if _, err := t.check(fmt.Sprintf("entry seq %d (id %s)", h.Seq, h.ID), h.Refs); err != nil {
-		return nil, err
+// entry fills e, and lz where its content is, from the header (both
+// parts of blocks the file's entries are allocated in at once).
+func (h *entryHead) entry(line []byte, t *blobTable, e *Entry, lz *lazyEntry) error {
+	if len(h.Refs) > 0 {
+		if _, err := t.check(fmt.Sprintf("entry seq %d (id %s)", h.Seq, h.ID), h.Refs); err != nil {
+			return err
+		}
 	}
-	return &Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
-		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted,
-		lazy: &lazyEntry{line: line, refs: h.Refs, t: t}}, nil
+	*lz = lazyEntry{line: line, refs: h.Refs, t: t}
+	*e = Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
+		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted, lazy: lz}
+	return nil
 }
 
 // loaded is the entry with its content and meta decoded.
