@@ -67,7 +67,8 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		if f.Blobs == nil {
 			f.Blobs = map[string]json.RawMessage{}
 		}
-		for i, line := range l.lines[2] {
+		for i := range l.at[2] {
+			line := l.line(data, 2, i)
 			k, v, ok := blobLine(line)
 			if !ok {
 				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
@@ -79,15 +80,14 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	if f.table, err = blobsOf(f.Blobs); err != nil {
 		return nil, err
 	}
-	stepLines, entryLines := l.lines[0], l.lines[1]
-	ns := len(stepLines)
+	ns, ne := len(l.at[0]), len(l.at[1])
 	if ns > 0 {
 		// Room for the steps a resumed run adds: the first append would
 		// copy them all (26 MB at 100k steps) to grow by as much.
 		f.recs = make([]StepRecord, ns, ns+ns/4+8)
 		f.Steps = make([]stepIn, ns)
 	}
-	f.Entries = make([]*entryIn, len(entryLines))
+	f.Entries = make([]*entryIn, ne)
 	// A lazy board's entries, in three allocations rather than three
 	// per entry (they live as long as the board, all of them).
 	var block struct {
@@ -96,7 +96,7 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		lazy    []lazyEntry
 	}
 	if lazy {
-		n := len(entryLines)
+		n := ne
 		block.in, block.entries, block.lazy = make([]entryIn, n), make([]Entry, n), make([]lazyEntry, n)
 	}
 	workers := min(runtime.GOMAXPROCS(0), 8)
@@ -107,16 +107,17 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		go func() {
 			defer wg.Done()
 			d := lineDec{alias: lazy, intern: map[string]string{}}
-			for i := w; i < ns+len(entryLines); i += workers {
+			for i := w; i < ns+ne; i += workers {
 				if i < ns {
-					if err := f.stepLine(&d, stepLines[i], i); err != nil {
-						errs[w] = lineError(data, stepLines[i], fmt.Sprintf("step record %d", i+1), err)
+					line := l.line(data, 0, i)
+					if err := f.stepLine(&d, line, i); err != nil {
+						errs[w] = lineError(data, line, fmt.Sprintf("step record %d", i+1), err)
 						return
 					}
 					continue
 				}
 				j := i - ns
-				line := entryLines[j]
+				line := l.line(data, 1, j)
 				if lazy {
 					h, _, _, ok := d.entryLine(line)
 					if !ok {
@@ -212,11 +213,20 @@ type span struct{ lo, hi int }
 // step records, the entries and the blobs, with their lines (trimmed of
 // indent and comma).
 type layout struct {
-	list  [3]span
-	lines [3][][]byte
+	list [3]span
+	at   [3][]int // where each line starts (a slice of each: 24 MB at 100k steps)
 	// run is the run object, on its line (` "run": {...},`); nil: not
 	// found so.
 	run []byte
+}
+
+// line is the i-th line of list k, trimmed of its indent and comma.
+func (l *layout) line(data []byte, k, i int) []byte {
+	end := l.list[k].hi
+	if i+1 < len(l.at[k]) {
+		end = l.at[k][i+1] - 1
+	}
+	return bytes.TrimSuffix(bytes.TrimSpace(data[l.at[k][i]:end]), []byte(","))
 }
 
 // scanLayout finds, in one pass over the file's lines, the lists as
@@ -248,11 +258,11 @@ func scanLayout(data []byte) layout {
 			if c := line[1]; c == ']' && cur < 2 || c == '}' && cur == 2 {
 				l.list[cur].hi = pos - 1
 			} else {
-				l.list[cur], l.lines[cur] = span{}, nil
+				l.list[cur], l.at[cur] = span{}, nil
 			}
 			cur = -1
 		case cur >= 0:
-			l.lines[cur] = append(l.lines[cur], bytes.TrimSuffix(bytes.TrimSpace(line), []byte(",")))
+			l.at[cur] = append(l.at[cur], pos)
 		case l.run == nil && next == 0 && bytes.HasPrefix(line, []byte(` "run": {`)) && bytes.HasSuffix(line, []byte("},")):
 			l.run = line[len(` "run": `) : len(line)-1]
 		case len(line) > 2 && line[0] == ' ' && line[1] == '"':
@@ -267,7 +277,7 @@ func scanLayout(data []byte) layout {
 		pos = end + 1
 	}
 	if cur >= 0 { // never closed
-		l.list[cur], l.lines[cur] = span{}, nil
+		l.list[cur], l.at[cur] = span{}, nil
 	}
 	return l
 }
