@@ -472,7 +472,15 @@ func (d *lineDec) entry(line []byte) (*entryIn, bool) {
 	}
 	e := &Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
 		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted}
-	if content != nil && json.Unmarshal(content, &e.Content) != nil {
+	if len(content) > 0 && content[0] == '"' {
+		// Most contents are text: taken as the header's strings are.
+		sub := lineDec{b: content}
+		s, ok := sub.str(false)
+		if !ok {
+			return nil, false
+		}
+		e.Content = s
+	} else if content != nil && json.Unmarshal(content, &e.Content) != nil {
 		return nil, false
 	}
 	if meta != nil && json.Unmarshal(meta, &e.Meta) != nil {
