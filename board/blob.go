@@ -94,6 +94,10 @@ type blob struct {
 	key string
 	s   string
 	lit []byte
+	// of, when set, is the key of a value whose text holds s at
+	// [start, end): written as that slice (blobslice.go).
+	of         string
+	start, end int
 }
 
 // blobSink moves the large strings of the records being encoded to a
@@ -230,6 +234,11 @@ func (bl *blob) writeTo(w interface{ Write([]byte) (int, error) }, scratch []byt
 		_, err := w.Write(bl.lit)
 		return scratch, err
 	}
+	if bl.of != "" {
+		scratch = bl.appendSlice(scratch[:0])
+		_, err := w.Write(scratch)
+		return scratch, err
+	}
 	if _, err := w.Write([]byte{'"'}); err != nil {
 		return scratch, err
 	}
@@ -250,23 +259,43 @@ func (bl *blob) writeTo(w interface{ Write([]byte) (int, error) }, scratch []byt
 
 // blobTable is the table of a file being read: each value's literal, its
 // text decoded when first asked for (and then shared by every entry that
-// holds it).
+// holds it). A slice of another value (blobslice.go) is a substring of
+// that one's text.
 type blobTable struct {
 	mu  sync.Mutex
 	lit map[string][]byte
 	str map[string]string
+	// The slices: put and not yet checked (link), as written, and
+	// resolved to the value stored as text.
+	pend, ref map[string]sliceRef
+	slice     map[string]span
 }
 
 func newBlobTable() *blobTable {
-	return &blobTable{lit: map[string][]byte{}, str: map[string]string{}}
+	return &blobTable{lit: map[string][]byte{}, str: map[string]string{},
+		pend: map[string]sliceRef{}, ref: map[string]sliceRef{}, slice: map[string]span{}}
 }
 
 // put adds a value read from the file (or a journal line), checking that
-// it is a string and that its text hashes to its key.
+// it is a string and that its text hashes to its key, or a slice of
+// another value, checked by link once the values it may refer to are put.
 func (t *blobTable) put(key string, lit []byte) error {
 	if !isBlobRef(key) {
 		return fmt.Errorf("blobs: key %.80q is not sha256:<64 hex digits>", key)
 	}
+	// A value given again (a journal line after the file) replaces the
+	// form it had: its text is the same, its key says so.
+	delete(t.ref, key)
+	delete(t.slice, key)
+	if len(lit) > 0 && lit[0] == '{' {
+		r, err := parseSlice(lit)
+		if err != nil {
+			return fmt.Errorf("blobs: %s: %w", key, err)
+		}
+		t.lit[key], t.pend[key] = lit, r
+		return nil
+	}
+	delete(t.pend, key)
 	got, err := hashLiteral(lit)
 	if err != nil {
 		return fmt.Errorf("blobs: %s: %w", key, err)
@@ -281,8 +310,15 @@ func (t *blobTable) put(key string, lit []byte) error {
 func (t *blobTable) text(key string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.textLocked(key)
+}
+
+func (t *blobTable) textLocked(key string) string {
 	if s, ok := t.str[key]; ok {
 		return s
+	}
+	if sp, ok := t.slice[key]; ok {
+		return t.textLocked(sp.root)[sp.start:sp.end]
 	}
 	// One allocation of the text's size (internal/bigjson): json.Unmarshal
 	// would copy a 50 MiB answer with newlines twice (issue 22).
@@ -463,6 +499,9 @@ func (b *Board) resolveRecord(in *recordIn) (record, error) {
 			return record{}, err
 		}
 		b.blobsKnown[k] = true
+	}
+	if err := t.link(); err != nil {
+		return record{}, err
 	}
 	rec := record{N: in.N, Run: in.Run, SameSource: in.SameSource}
 	if in.Entry != nil {

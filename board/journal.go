@@ -68,6 +68,7 @@ func (j *journal) append(rec *record, known map[string]bool) error {
 		// The blobs go between the head and the rest, streamed: a torn
 		// line is still only the last (it has no newline), and the
 		// values are not copied into one buffer first.
+		x.slices(j.texts.knownTexts(known))
 		w := bufio.NewWriterSize(j.f, 64<<10)
 		w.Write(body[:cut])
 		w.WriteString(`,"blobs":{`)

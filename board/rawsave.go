@@ -50,7 +50,7 @@ func (e *Entry) rawLine(x *blobSink) []byte {
 		return nil
 	}
 	for _, k := range e.lazy.refs {
-		x.keep(k, e.lazy.t.lit[k]) // checked present when the header was read
+		e.lazy.t.keepIn(x, k) // checked present when the header was read
 	}
 	return e.lazy.line
 }
