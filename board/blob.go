@@ -89,7 +89,8 @@ func nextString(raw []byte, from int) (start, end int) {
 }
 
 // blob is one value of the table being written: its text (s) or its
-// literal as another encoder wrote it (lit).
+// literal as another encoder wrote it (lit; s then, if set, is its text,
+// only to find slices by).
 type blob struct {
 	key string
 	s   string
@@ -230,13 +231,13 @@ func longStrings(raw []byte, each func(st, en int, key string)) error {
 // quoted piece by piece (a whole quoted copy of 50 MiB would be 50 MiB
 // more at the peak).
 func (bl *blob) writeTo(w interface{ Write([]byte) (int, error) }, scratch []byte) ([]byte, error) {
-	if bl.lit != nil {
-		_, err := w.Write(bl.lit)
-		return scratch, err
-	}
 	if bl.of != "" {
 		scratch = bl.appendSlice(scratch[:0])
 		_, err := w.Write(scratch)
+		return scratch, err
+	}
+	if bl.lit != nil {
+		_, err := w.Write(bl.lit)
 		return scratch, err
 	}
 	if _, err := w.Write([]byte{'"'}); err != nil {

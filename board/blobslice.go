@@ -157,10 +157,14 @@ func hashWindow(lit []byte, start, end int) (int, string) {
 }
 
 // keepIn adds the value k to the table x writes as it was read, and the
-// values its slice refers to.
+// values its slice refers to. A value stored as text whose text was
+// decoded is kept with it: a text of the board within it (a loaded step's
+// output, a slice of this answer) is then written as a slice of it.
 func (t *blobTable) keepIn(x *blobSink, k string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for range len(t.ref) + 1 { // linked: no cycle
-		x.keep(k, t.lit[k])
+		x.keep(k, t.lit[k], t.str[k])
 		r, ok := t.ref[k]
 		if !ok {
 			return
@@ -181,7 +185,7 @@ func (s *blobSink) slices(known map[string]string) {
 	}
 	var ats []at
 	for i := range s.table {
-		if b := &s.table[i]; b.s != "" {
+		if b := &s.table[i]; b.s != "" && (b.lit == nil || b.lit[0] == '"') {
 			ats = append(ats, at{uintptr(unsafe.Pointer(unsafe.StringData(b.s))), len(b.s), b.key, i})
 		}
 	}

@@ -91,7 +91,7 @@ func TestTrimmedAnswerStoredOnce(t *testing.T) {
 			}
 			tc.more(b)
 			want := viewOf(b).normal(t)
-			limit := len(lit) + len(lit)/5 + 4*(2*BlobMin) // once, and the look-alike
+			limit := len(lit) + len(lit)/10 + 2*BlobMin // once, and the look-alike
 			journal, _ := os.ReadFile(JournalPath(path))
 			if n := blobBytes(t, journal); n > limit {
 				t.Errorf("the journal's blobs hold %d bytes for an answer of %d as JSON: want it once", n, len(lit))

@@ -57,11 +57,11 @@ func (e *Entry) rawLine(x *blobSink) []byte {
 
 // keep adds a value read from a file, as its literal, to the table being
 // written, outside the record being encoded (whose line lists its refs
-// already).
-func (s *blobSink) keep(key string, lit []byte) {
+// already); text, when decoded, is its text (blobSink.slices).
+func (s *blobSink) keep(key string, lit []byte, text string) {
 	if !s.known[key] && !s.have[key] {
 		s.have[key] = true
-		s.table = append(s.table, blob{key: key, lit: lit})
+		s.table = append(s.table, blob{key: key, lit: lit, s: text})
 	}
 }
 
