@@ -10,6 +10,8 @@ import (
 	"hash"
 	"slices"
 	"strconv"
+	"strings"
+	"unicode"
 	"unsafe"
 
 	"github.com/planrunner/runner/internal/bigjson"
@@ -182,11 +184,12 @@ func (s *blobSink) slices(known map[string]string) {
 		n   int
 		key string
 		i   int // in the table; -1: known
+		s   string
 	}
 	var ats []at
 	for i := range s.table {
 		if b := &s.table[i]; b.s != "" && (b.lit == nil || b.lit[0] == '"') {
-			ats = append(ats, at{uintptr(unsafe.Pointer(unsafe.StringData(b.s))), len(b.s), b.key, i})
+			ats = append(ats, at{uintptr(unsafe.Pointer(unsafe.StringData(b.s))), len(b.s), b.key, i, b.s})
 		}
 	}
 	if len(ats) == 0 {
@@ -194,7 +197,7 @@ func (s *blobSink) slices(known map[string]string) {
 	}
 	for k, v := range known {
 		if v != "" {
-			ats = append(ats, at{uintptr(unsafe.Pointer(unsafe.StringData(v))), len(v), k, -1})
+			ats = append(ats, at{uintptr(unsafe.Pointer(unsafe.StringData(v))), len(v), k, -1, v})
 		}
 	}
 	// By start, the longest first: a text is then within the one seen
@@ -214,6 +217,50 @@ func (s *blobSink) slices(known map[string]string) {
 			b.end = b.start + a.n
 		}
 	}
+	// A text made by copying part of another (trimmed and a newline
+	// added, say: an llm step's edits) is found by its content, where a
+	// copy of a prefix or a suffix is, or of what follows leading white
+	// space: a comparison fails at the first differing byte, so this
+	// costs little unless it finds one. A value it marks is shorter than
+	// the one it refers to, so marks never form a cycle.
+	for _, a := range ats {
+		b := s.tableAt(a.i)
+		if b == nil || b.of != "" {
+			continue
+		}
+		for _, c := range ats {
+			if c.n <= a.n {
+				continue
+			}
+			if at, ok := within(c.s, b.s); ok {
+				b.of, b.start, b.end = c.key, at, at+a.n
+				break
+			}
+		}
+	}
+}
+
+func (s *blobSink) tableAt(i int) *blob {
+	if i < 0 {
+		return nil
+	}
+	return &s.table[i]
+}
+
+// within reports where s is in t as a prefix, a suffix or what follows
+// t's leading white space.
+func within(t, s string) (int, bool) {
+	switch {
+	case strings.HasPrefix(t, s):
+		return 0, true
+	case strings.HasSuffix(t, s):
+		return len(t) - len(s), true
+	}
+	lead := len(t) - len(strings.TrimLeftFunc(t, unicode.IsSpace))
+	if lead > 0 && strings.HasPrefix(t[lead:], s) {
+		return lead, true
+	}
+	return 0, false
 }
 
 // appendSlice is a slice value as written in the table.

@@ -71,6 +71,16 @@ func TestTrimmedAnswerStoredOnce(t *testing.T) {
 				}
 			}
 		}},
+		{"copies of parts", func(b *Board) {
+			// Not substrings in memory: copies (an llm step's edits are
+			// its answer trimmed with a newline added), found by content.
+			for i, v := range []string{strings.TrimSpace(answer) + "\n", strings.Clone(answer[:len(answer)/2]),
+				strings.Clone(answer[len(answer)/3:])} {
+				if _, err := b.Write(WriteOp{Key: fmt.Sprint("c", i), Value: v, ExpectVersion: -1}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := t.TempDir() + "/blackboard.json"
