@@ -220,21 +220,43 @@ func (s *blobSink) slices(known map[string]string) {
 	// A text made by copying part of another (trimmed and a newline
 	// added, say: an llm step's edits) is found by its content, where a
 	// copy of a prefix or a suffix is, or of what follows leading white
-	// space: a comparison fails at the first differing byte, so this
-	// costs little unless it finds one. A value it marks is shorter than
-	// the one it refers to, so marks never form a cycle.
+	// space. The texts are indexed by their first and last bytes, so a
+	// value is compared only with the few that begin or end as it does,
+	// and a comparison stops at the first differing byte: little cost
+	// unless it finds a copy, and none growing with the square of the
+	// table. A value it marks is shorter than the one it refers to, so
+	// marks never form a cycle.
+	const edge, perEdge = 64, 8
+	head, tail := map[string][]int{}, map[string][]int{}
+	add := func(m map[string][]int, k string, i int) {
+		if len(m[k]) < perEdge {
+			m[k] = append(m[k], i)
+		}
+	}
+	for i, a := range ats {
+		add(head, a.s[:min(edge, a.n)], i)
+		add(tail, a.s[a.n-min(edge, a.n):], i)
+		if lead := len(a.s) - len(strings.TrimLeftFunc(a.s, unicode.IsSpace)); lead > 0 && lead < a.n {
+			add(head, a.s[lead:lead+min(edge, a.n-lead)], i)
+		}
+	}
 	for _, a := range ats {
 		b := s.tableAt(a.i)
 		if b == nil || b.of != "" {
 			continue
 		}
-		for _, c := range ats {
-			if c.n <= a.n {
-				continue
-			}
-			if at, ok := within(c.s, b.s); ok {
-				b.of, b.start, b.end = c.key, at, at+a.n
-				break
+		e := min(edge, a.n)
+	find:
+		for _, cs := range [][]int{head[a.s[:e]], tail[a.s[a.n-e:]]} {
+			for _, ci := range cs {
+				c := ats[ci]
+				if c.n <= a.n {
+					continue
+				}
+				if at, ok := within(c.s, b.s); ok {
+					b.of, b.start, b.end = c.key, at, at+a.n
+					break find
+				}
 			}
 		}
 	}
@@ -274,16 +296,36 @@ func (bl *blob) appendSlice(b []byte) []byte {
 	return append(b, '}')
 }
 
-// knownTexts are the texts t holds of the keys known holds.
-func (t *texts) knownTexts(known map[string]bool) map[string]string {
-	if t == nil || len(t.byKey) == 0 {
+// recentTexts are the texts t holds of the keys of recent that known
+// holds: the values a journal line's may be slices of. Not every known
+// value: a line would then cost as much as the table (a 100k-step run).
+func (t *texts) recentTexts(recent []string, known map[string]bool) map[string]string {
+	if t == nil || len(t.byKey) == 0 || len(recent) == 0 {
 		return nil
 	}
 	m := map[string]string{}
-	for k := range known {
-		if s, ok := t.byKey[k]; ok {
+	for _, k := range recent {
+		if s, ok := t.byKey[k]; ok && known[k] {
 			m[k] = s
 		}
 	}
 	return m
+}
+
+// recentMax is how many of the values it wrote last a journal looks at
+// for a line's slices (blobSink.slices): the answers of the parallel
+// steps finishing about then.
+const recentMax = 64
+
+// noteRecent adds the values of a line written to the journal's recent.
+func (j *journal) noteRecent(table []blob) {
+	for _, b := range table {
+		if b.s == "" || b.of != "" {
+			continue
+		}
+		if len(j.recent) == recentMax {
+			j.recent = append(j.recent[:0], j.recent[1:]...)
+		}
+		j.recent = append(j.recent, b.key)
+	}
 }
