@@ -46,14 +46,42 @@ func isBlobRef(s string) bool {
 
 func blobKey(h hash.Hash) string { return blobPrefix + hex.EncodeToString(h.Sum(nil)) }
 
-// hashText hashes s without copying it whole.
+// hashText hashes s without copying it whole, as the file holds it: each
+// byte that is not UTF-8 as U+FFFD, which is what JSON makes of it
+// (appendString, as encoding/json) and what reads back. Hashed as given,
+// a large value with such bytes (a command's binary output) made the
+// saved run unreadable: its text read back hashed to another key.
 func hashText(s string) string {
 	h := sha256.New()
 	var buf [32 << 10]byte
 	for len(s) > 0 {
-		n := copy(buf[:], s)
-		h.Write(buf[:n])
+		n := min(len(s), len(buf)-utf8.UTFMax)
+		// Cut where a character starts: a valid one is never split (a
+		// byte that follows three continuation bytes is in none).
+		for k := 0; k < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); k++ {
+			n--
+		}
+		chunk := s[:n]
 		s = s[n:]
+		if utf8.ValidString(chunk) {
+			h.Write(buf[:copy(buf[:], chunk)])
+			continue
+		}
+		b := buf[:0]
+		for len(chunk) > 0 {
+			r, size := utf8.DecodeRuneInString(chunk)
+			if r == utf8.RuneError && size == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, chunk[:size]...)
+			}
+			chunk = chunk[size:]
+			if len(b) > len(buf)-utf8.UTFMax {
+				h.Write(b)
+				b = buf[:0]
+			}
+		}
+		h.Write(b)
 	}
 	return blobKey(h)
 }

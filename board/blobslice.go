@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/planrunner/runner/internal/bigjson"
@@ -205,13 +206,24 @@ func (s *blobSink) slices(known map[string]string) {
 	slices.SortFunc(ats, func(a, b at) int {
 		return cmp.Or(cmp.Compare(a.p, b.p), cmp.Compare(b.n, a.n))
 	})
+	// A slice reads back as the bytes it names only when both texts are
+	// UTF-8 (a byte that is not reads back as U+FFFD, see hashText).
+	valid := map[string]bool{}
+	utf := func(key, s string) bool {
+		v, ok := valid[key]
+		if !ok {
+			v = utf8.ValidString(s)
+			valid[key] = v
+		}
+		return v
+	}
 	root := ats[0]
 	for _, a := range ats[1:] {
 		if a.p+uintptr(a.n) > root.p+uintptr(root.n) {
 			root = a
 			continue
 		}
-		if a.i >= 0 && a.key != root.key {
+		if a.i >= 0 && a.key != root.key && utf(root.key, root.s) && utf(a.key, a.s) {
 			b := &s.table[a.i]
 			b.of, b.start = root.key, int(a.p-root.p)
 			b.end = b.start + a.n
@@ -253,7 +265,7 @@ func (s *blobSink) slices(known map[string]string) {
 				if c.n <= a.n {
 					continue
 				}
-				if at, ok := within(c.s, b.s); ok {
+				if at, ok := within(c.s, b.s); ok && utf(c.key, c.s) && utf(a.key, a.s) {
 					b.of, b.start, b.end = c.key, at, at+a.n
 					break find
 				}
