@@ -178,7 +178,9 @@ func (t *blobTable) keepIn(x *blobSink, k string) {
 
 // slices marks each value of the table, held as text, whose bytes lie
 // within a longer text of the table or of known (texts a reader finds
-// elsewhere, by key) as a slice of the longest such text.
+// elsewhere, by key) as a slice of the longest such text; then each left
+// whose content is a prefix, a suffix or the start after white space of
+// a longer one as a slice of that one.
 func (s *blobSink) slices(known map[string]string) {
 	type at struct {
 		p   uintptr
