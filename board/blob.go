@@ -46,14 +46,42 @@ func isBlobRef(s string) bool {
 
 func blobKey(h hash.Hash) string { return blobPrefix + hex.EncodeToString(h.Sum(nil)) }
 
-// hashText hashes s without copying it whole.
+// hashText hashes s without copying it whole, as the file holds it: each
+// byte that is not UTF-8 as U+FFFD, which is what JSON makes of it
+// (appendString, as encoding/json) and what reads back. Hashed as given,
+// a large value with such bytes (a command's binary output) made the
+// saved run unreadable: its text read back hashed to another key.
 func hashText(s string) string {
 	h := sha256.New()
 	var buf [32 << 10]byte
 	for len(s) > 0 {
-		n := copy(buf[:], s)
-		h.Write(buf[:n])
+		n := min(len(s), len(buf)-utf8.UTFMax)
+		// Cut where a character starts: a valid one is never split (a
+		// byte that follows three continuation bytes is in none).
+		for k := 0; k < utf8.UTFMax-1 && n < len(s) && !utf8.RuneStart(s[n]); k++ {
+			n--
+		}
+		chunk := s[:n]
 		s = s[n:]
+		if utf8.ValidString(chunk) {
+			h.Write(buf[:copy(buf[:], chunk)])
+			continue
+		}
+		b := buf[:0]
+		for len(chunk) > 0 {
+			r, size := utf8.DecodeRuneInString(chunk)
+			if r == utf8.RuneError && size == 1 {
+				b = utf8.AppendRune(b, utf8.RuneError)
+			} else {
+				b = append(b, chunk[:size]...)
+			}
+			chunk = chunk[size:]
+			if len(b) > len(buf)-utf8.UTFMax {
+				h.Write(b)
+				b = buf[:0]
+			}
+		}
+		h.Write(b)
 	}
 	return blobKey(h)
 }
@@ -89,11 +117,16 @@ func nextString(raw []byte, from int) (start, end int) {
 }
 
 // blob is one value of the table being written: its text (s) or its
-// literal as another encoder wrote it (lit).
+// literal as another encoder wrote it (lit; s then, if set, is its text,
+// only to find slices by).
 type blob struct {
 	key string
 	s   string
 	lit []byte
+	// of, when set, is the key of a value whose text holds s at
+	// [start, end): written as that slice (blobslice.go).
+	of         string
+	start, end int
 }
 
 // blobSink moves the large strings of the records being encoded to a
@@ -226,6 +259,11 @@ func longStrings(raw []byte, each func(st, en int, key string)) error {
 // quoted piece by piece (a whole quoted copy of 50 MiB would be 50 MiB
 // more at the peak).
 func (bl *blob) writeTo(w interface{ Write([]byte) (int, error) }, scratch []byte) ([]byte, error) {
+	if bl.of != "" {
+		scratch = bl.appendSlice(scratch[:0])
+		_, err := w.Write(scratch)
+		return scratch, err
+	}
 	if bl.lit != nil {
 		_, err := w.Write(bl.lit)
 		return scratch, err
@@ -250,23 +288,43 @@ func (bl *blob) writeTo(w interface{ Write([]byte) (int, error) }, scratch []byt
 
 // blobTable is the table of a file being read: each value's literal, its
 // text decoded when first asked for (and then shared by every entry that
-// holds it).
+// holds it). A slice of another value (blobslice.go) is a substring of
+// that one's text.
 type blobTable struct {
 	mu  sync.Mutex
 	lit map[string][]byte
 	str map[string]string
+	// The slices: put and not yet checked (link), as written, and
+	// resolved to the value stored as text.
+	pend, ref map[string]sliceRef
+	slice     map[string]textSpan
 }
 
 func newBlobTable() *blobTable {
-	return &blobTable{lit: map[string][]byte{}, str: map[string]string{}}
+	return &blobTable{lit: map[string][]byte{}, str: map[string]string{},
+		pend: map[string]sliceRef{}, ref: map[string]sliceRef{}, slice: map[string]textSpan{}}
 }
 
 // put adds a value read from the file (or a journal line), checking that
-// it is a string and that its text hashes to its key.
+// it is a string and that its text hashes to its key, or a slice of
+// another value, checked by link once the values it may refer to are put.
 func (t *blobTable) put(key string, lit []byte) error {
 	if !isBlobRef(key) {
 		return fmt.Errorf("blobs: key %.80q is not sha256:<64 hex digits>", key)
 	}
+	// A value given again (a journal line after the file) replaces the
+	// form it had: its text is the same, its key says so.
+	delete(t.ref, key)
+	delete(t.slice, key)
+	if len(lit) > 0 && lit[0] == '{' {
+		r, err := parseSlice(lit)
+		if err != nil {
+			return fmt.Errorf("blobs: %s: %w", key, err)
+		}
+		t.lit[key], t.pend[key] = lit, r
+		return nil
+	}
+	delete(t.pend, key)
 	got, err := hashLiteral(lit)
 	if err != nil {
 		return fmt.Errorf("blobs: %s: %w", key, err)
@@ -281,8 +339,15 @@ func (t *blobTable) put(key string, lit []byte) error {
 func (t *blobTable) text(key string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.textLocked(key)
+}
+
+func (t *blobTable) textLocked(key string) string {
 	if s, ok := t.str[key]; ok {
 		return s
+	}
+	if sp, ok := t.slice[key]; ok {
+		return t.textLocked(sp.root)[sp.start:sp.end]
 	}
 	// One allocation of the text's size (internal/bigjson): json.Unmarshal
 	// would copy a 50 MiB answer with newlines twice (issue 22).
@@ -463,6 +528,9 @@ func (b *Board) resolveRecord(in *recordIn) (record, error) {
 			return record{}, err
 		}
 		b.blobsKnown[k] = true
+	}
+	if err := t.link(); err != nil {
+		return record{}, err
 	}
 	rec := record{N: in.N, Run: in.Run, SameSource: in.SameSource}
 	if in.Entry != nil {

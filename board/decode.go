@@ -328,6 +328,9 @@ func blobsOf(blobs map[string]json.RawMessage) (*blobTable, error) {
 			return nil, err
 		}
 	}
+	if err := t.link(); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

@@ -417,6 +417,7 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	if err != nil {
 		return nil, err
 	}
+	x.slices(nil)
 	if len(x.table) > 0 {
 		w.WriteString(",\n \"blobs\": {")
 		for i := range x.table {

@@ -35,6 +35,9 @@ type journal struct {
 	buf  []byte
 	// texts: the board's, whose strings are hashed once (held.go).
 	texts *texts
+	// recent: the keys of the values it wrote last, stored as text
+	// (blobslice.go).
+	recent []string
 }
 
 // append writes rec as one line. Its large strings that neither the file
@@ -68,6 +71,7 @@ func (j *journal) append(rec *record, known map[string]bool) error {
 		// The blobs go between the head and the rest, streamed: a torn
 		// line is still only the last (it has no newline), and the
 		// values are not copied into one buffer first.
+		x.slices(j.texts.recentTexts(j.recent, known))
 		w := bufio.NewWriterSize(j.f, 64<<10)
 		w.Write(body[:cut])
 		w.WriteString(`,"blobs":{`)
@@ -89,6 +93,7 @@ func (j *journal) append(rec *record, known map[string]bool) error {
 		for _, bl := range x.table {
 			known[bl.key] = true
 		}
+		j.noteRecent(x.table)
 	}
 	if j.sync {
 		return j.f.Sync()

@@ -50,18 +50,18 @@ func (e *Entry) rawLine(x *blobSink) []byte {
 		return nil
 	}
 	for _, k := range e.lazy.refs {
-		x.keep(k, e.lazy.t.lit[k]) // checked present when the header was read
+		e.lazy.t.keepIn(x, k) // checked present when the header was read
 	}
 	return e.lazy.line
 }
 
 // keep adds a value read from a file, as its literal, to the table being
 // written, outside the record being encoded (whose line lists its refs
-// already).
-func (s *blobSink) keep(key string, lit []byte) {
+// already); text, when decoded, is its text (blobSink.slices).
+func (s *blobSink) keep(key string, lit []byte, text string) {
 	if !s.known[key] && !s.have[key] {
 		s.have[key] = true
-		s.table = append(s.table, blob{key: key, lit: lit})
+		s.table = append(s.table, blob{key: key, lit: lit, s: text})
 	}
 }
 
