@@ -17,10 +17,10 @@ import (
 // key as known, present or not, so that any other key is reported as
 // unknown (with a "did you mean") once the type is done.
 type Decoder struct {
-	Plan    *plans.Plan
-	Step    *plans.Step
-	r       *plans.Reporter
-	scope   *Scope
+	Plan  *plans.Plan
+	Step  *plans.Step
+	r     *plans.Reporter
+	scope *Scope
 	// field are the step's own fields (the common ones left out), in
 	// the file's order, and known the keys the type asked for, each
 	// once. Both are short lists searched in place: a map of each per
@@ -318,7 +318,7 @@ type EnvTemplate struct {
 
 // finish reports the fields the type did not ask for.
 func (d *Decoder) finish() {
-	var known []string         // for suggestions, built at the first unknown field
+	var known []string // for suggestions, built at the first unknown field
 	var explained map[string]bool
 	for _, f := range d.field {
 		key := f.Key
