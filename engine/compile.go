@@ -242,6 +242,13 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			n.Impl = t.Decode(d)
 			d.finish()
 		}
+		if n.lazy == nil && s.Type != plans.CallType {
+			// The step is decoded and its problems reported with their
+			// positions: its part of the YAML tree can go now rather than
+			// when the whole plan is compiled (Plan.DropNodes), so the
+			// tree and the compiled steps are not both whole at once.
+			s.Node, s.TypeNode = nil, nil
+		}
 		out = append(out, n)
 	}
 	return out
