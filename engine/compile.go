@@ -167,6 +167,9 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	}
 	prog.scope = newScope(scopeType(plan, reg, calls))
 	prog.scope.deferred = deferred
+	if !deferred {
+		prog.scope.compiled = map[exprKey]*Expr{}
+	}
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
 	prog.tools = prog.compileTools(r, reg)
@@ -178,6 +181,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 		}
 	}
 	prog.outputTypes = prog.compileOutputs(r)
+	prog.scope.compiled = nil
 	prog.scope = nil
 	return prog
 }

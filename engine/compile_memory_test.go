@@ -104,3 +104,57 @@ func TestCompileBytesPerStep(t *testing.T) {
 		t.Errorf("bytes per step grow with the plan: %.0f at 300 steps, %.0f at 3000", perStep[300], perStep[3000])
 	}
 }
+
+// TestSameExpressionCompiledOnce fails when an expression written the
+// same in many steps is type-checked and compiled again for each: a step
+// whose text and if hold vars.n > 1 must cost little more than one whose
+// text is plain, once the first has compiled it.
+func TestSameExpressionCompiledOnce(t *testing.T) {
+	const n = 2000
+	bytesPerStep := func(fields string) float64 {
+		var b strings.Builder
+		b.WriteString("version: 1\nvars: {n: 3}\nlimits: {max_steps: 5000}\nsteps:\n")
+		for i := range n {
+			fmt.Fprintf(&b, "  - {label: s%d, type: echo, %s}\n", i, fields)
+		}
+		src := []byte(b.String())
+		reg := registry()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		if _, err := engine.Compile("same.yaml", src, reg); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&m1)
+		return float64(m1.TotalAlloc-m0.TotalAlloc) / n
+	}
+	plain := bytesPerStep("text: 'a'")
+	same := bytesPerStep("text: '${{ vars.n > 1 }}', if: 'vars.n > 1'")
+	t.Logf("plain text: %.0f bytes per step; the same expression: %.0f", plain, same)
+	if same-plain > 2000 {
+		t.Errorf("a step with an expression other steps have already costs %.0f bytes more than one without, want at most 2000 (its YAML and its parts; compiling it costs about 5000): is it compiled again per step?", same-plain)
+	}
+}
+
+// TestSameExpressionErrorsAtEachStep: sharing compiled expressions must
+// not hide a mistake repeated in several steps; each is reported where
+// it is written.
+func TestSameExpressionErrorsAtEachStep(t *testing.T) {
+	src := "version: 1\nvars: {n: 3}\nsteps:\n" +
+		"  - {label: a, type: echo, text: '${{ vars.m > 1 }}', if: 'vars.n > 1'}\n" +
+		"  - {label: b, type: echo, text: '${{ vars.m > 1 }}', if: 'vars.n > 1'}\n" +
+		"  - {label: c, type: echo, text: '${{ vars.n > 1 }}', if: 'vars.m > 1'}\n"
+	_, err := engine.Compile("p.yaml", []byte(src), registry())
+	if err == nil {
+		t.Fatal("compiled; want three problems")
+	}
+	var lines []string
+	for _, l := range strings.Split(err.Error(), "\n") {
+		if strings.Contains(l, "unknown field m") {
+			lines = append(lines, l[:strings.Index(l, ": ")])
+		}
+	}
+	want := []string{"p.yaml:4:44", "p.yaml:5:44", "p.yaml:6:65"}
+	if strings.Join(lines, " ") != strings.Join(want, " ") {
+		t.Errorf("problems at %v, want %v; all:\n%v", lines, want, err)
+	}
+}
