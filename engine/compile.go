@@ -167,6 +167,9 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	}
 	prog.scope = newScope(scopeType(plan, reg, calls))
 	prog.scope.deferred = deferred
+	if !deferred {
+		prog.scope.compiled = map[exprKey]*Expr{}
+	}
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
 	prog.tools = prog.compileTools(r, reg)
@@ -178,6 +181,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 		}
 	}
 	prog.outputTypes = prog.compileOutputs(r)
+	prog.scope.compiled = nil
 	prog.scope = nil
 	return prog
 }
@@ -241,6 +245,13 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			d.spec = SpecOf(t)
 			n.Impl = t.Decode(d)
 			d.finish()
+		}
+		if n.lazy == nil && s.Type != plans.CallType {
+			// The step is decoded and its problems reported with their
+			// positions: its part of the YAML tree can go now rather than
+			// when the whole plan is compiled (Plan.DropNodes), so the
+			// tree and the compiled steps are not both whole at once.
+			s.Node, s.TypeNode = nil, nil
 		}
 		out = append(out, n)
 	}

@@ -17,27 +17,29 @@ import (
 // key as known, present or not, so that any other key is reported as
 // unknown (with a "did you mean") once the type is done.
 type Decoder struct {
-	Plan    *plans.Plan
-	Step    *plans.Step
-	r       *plans.Reporter
-	scope   *Scope
-	field   map[string]plans.Field
+	Plan  *plans.Plan
+	Step  *plans.Step
+	r     *plans.Reporter
+	scope *Scope
+	// field are the step's own fields (the common ones left out), in
+	// the file's order, and known the keys the type asked for, each
+	// once. Both are short lists searched in place: a map of each per
+	// step was a quarter of the bytes a large plan's compile allocated.
+	field   []plans.Field
 	known   []string
-	used    map[string]bool
 	missing []string  // required keys not given, reported by finish
 	spec    *TypeSpec // the type's description; nil for a type without one
 	before  int       // problems reported before this step's, to tell its own
 }
 
 func newDecoder(p *plans.Plan, s *plans.Step, r *plans.Reporter, scope *Scope) *Decoder {
-	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, field: map[string]plans.Field{}, used: map[string]bool{}, before: len(r.List)}
-	common := map[string]bool{}
-	for _, k := range plans.CommonStepFields {
-		common[k] = true
-	}
-	for _, f := range plans.Fields(&plans.Reporter{}, s.Node, "") {
-		if !common[f.Key] {
-			d.field[f.Key] = f
+	d := &Decoder{Plan: p, Step: s, r: r, scope: scope, before: len(r.List)}
+	var quiet plans.Reporter // the plans package reported these fields' problems
+	all := plans.Fields(&quiet, s.Node, "")
+	d.field = all[:0]
+	for _, f := range all {
+		if !slices.Contains(plans.CommonStepFields, f.Key) {
+			d.field = append(d.field, f)
 		}
 	}
 	return d
@@ -48,15 +50,19 @@ func (d *Decoder) Label() string { return d.Step.Label }
 
 // Node returns the value of key, or nil when the step does not have it.
 func (d *Decoder) Node(key string) *yaml.Node {
-	if !d.used[key] {
-		d.used[key] = true
+	if !slices.Contains(d.known, key) {
+		if d.known == nil && d.spec != nil {
+			d.known = make([]string, 0, len(d.spec.Fields))
+		}
 		d.known = append(d.known, key)
 		if d.spec != nil && d.spec.Field(key) == nil {
 			d.bug("reads field %q, which its TypeSpec does not describe", key)
 		}
 	}
-	if f, ok := d.field[key]; ok {
-		return plans.Resolve(f.Value)
+	for i := range d.field {
+		if d.field[i].Key == key {
+			return plans.Resolve(d.field[i].Value)
+		}
 	}
 	return nil
 }
@@ -312,14 +318,11 @@ type EnvTemplate struct {
 
 // finish reports the fields the type did not ask for.
 func (d *Decoder) finish() {
-	names := d.known
-	if d.spec != nil {
-		names = d.spec.Names()
-	}
-	known := append(append([]string{}, plans.CommonStepFields...), names...)
-	explained := map[string]bool{}
-	for key, f := range d.field {
-		if d.used[key] {
+	var known []string // for suggestions, built at the first unknown field
+	var explained map[string]bool
+	for _, f := range d.field {
+		key := f.Key
+		if slices.Contains(d.known, key) {
 			continue
 		}
 		if d.spec.Field(key) != nil {
@@ -330,6 +333,14 @@ func (d *Decoder) finish() {
 				d.bug("did not read field %q, which its TypeSpec describes", key)
 			}
 			continue
+		}
+		if known == nil {
+			names := d.known
+			if d.spec != nil {
+				names = d.spec.Names()
+			}
+			known = append(append([]string{}, plans.CommonStepFields...), names...)
+			explained = map[string]bool{}
 		}
 		d.r.At(f.KeyN, "unknown field %q in step %q (type %s)%s", key, d.Step.Label, d.Step.Type, plans.Suggest(key, known))
 		// A misspelt required field is one mistake, not two.

@@ -63,6 +63,18 @@ type Scope struct {
 	// time under mu: conf and expr's type cache in it are filled then.
 	deferred bool
 	mu       sync.Mutex
+	// compiled are the expressions compiled in this scope by source,
+	// while the plan compiles (nil otherwise): the same expression
+	// written in many steps (vars.who, steps.build.ok) is type-checked
+	// and compiled once, its program shared (a vm.Program is read-only
+	// when run). Only the plan's own scope has one.
+	compiled map[exprKey]*Expr
+}
+
+// exprKey names a compiled expression within its scope.
+type exprKey struct {
+	src    string
+	asBool bool
 }
 
 // config is the compiler configuration for this scope, built once:

@@ -171,6 +171,9 @@ func (e *Expr) load() error {
 }
 
 func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
+	if c := scope.compiled[exprKey{src, asBool}]; c != nil {
+		return &Expr{Src: src, prog: c.prog, secret: c.secret, typ: c.typ}, nil
+	}
 	cfg := scope.config(asBool)
 	tree, err := checker.ParseCheck(src, cfg)
 	if err != nil {
@@ -190,7 +193,11 @@ func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}, nil
+	e := &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}
+	if scope.compiled != nil {
+		scope.compiled[exprKey{src, asBool}] = e
+	}
+	return e, nil
 }
 
 // Eval runs the expression. One that reads a secret is handed to the

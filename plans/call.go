@@ -79,9 +79,9 @@ func absPath(p string) string {
 }
 
 // parseCall reads a call step's own fields and loads its callee.
-func parseCall(r *Reporter, p *Plan, s *Step, has map[string]*yaml.Node) *Call {
+func parseCall(r *Reporter, p *Plan, s *Step, has fieldMap) *Call {
 	c := &Call{Agents: map[string]string{}}
-	pn, ok := has["plan"]
+	pn, ok := has.get("plan")
 	if !ok {
 		return c // the type's decoder reports it
 	}
@@ -100,7 +100,7 @@ func parseCall(r *Reporter, p *Plan, s *Step, has map[string]*yaml.Node) *Call {
 	if callee == nil {
 		return c
 	}
-	if vn, ok := has["vars"]; ok {
+	if vn, ok := has.get("vars"); ok {
 		for _, f := range Fields(r, vn, "vars") {
 			if _, known := callee.VarDefault(f.Key); !known {
 				r.At(f.KeyN, "vars: %s has no var %q (its vars: %s)%s", path, f.Key, strings.Join(callee.varNames(), ", "), Suggest(f.Key, callee.varNames()))
@@ -109,7 +109,7 @@ func parseCall(r *Reporter, p *Plan, s *Step, has map[string]*yaml.Node) *Call {
 			c.Vars = append(c.Vars, CallVar{Name: f.Key, Node: f.Value})
 		}
 	}
-	if an, ok := has["agents"]; ok {
+	if an, ok := has.get("agents"); ok {
 		for _, f := range Fields(r, an, "agents") {
 			to, ok := String(r, f.Value, "agents."+f.Key)
 			switch {

@@ -249,11 +249,8 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 	if fields == nil {
 		return nil
 	}
-	has := map[string]*yaml.Node{}
-	for _, f := range fields {
-		has[f.Key] = f.Value
-	}
-	if ln, ok := has["label"]; ok {
+	has := fieldMap(fields)
+	if ln, ok := has.get("label"); ok {
 		if l, ok := String(r, ln, "label"); ok {
 			switch {
 			case !ValidLabel(l):
@@ -271,7 +268,7 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 	} else {
 		r.At(n, "step is missing required field \"label\"")
 	}
-	if tn, ok := has["type"]; ok {
+	if tn, ok := has.get("type"); ok {
 		s.TypeNode = tn
 		s.Type, _ = String(r, tn, "type")
 	}
@@ -313,17 +310,17 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			switch {
 			case parent == nil || parent.Sequence:
 				r.At(f.KeyN, "steps: (a sequence) is for a child of a parallel group; here the steps run in order already")
-			case has["type"] != nil || has["parallel"] != nil:
+			case has.node("type") != nil || has.node("parallel") != nil:
 				r.At(f.KeyN, "a step has one of type, parallel or steps")
 			}
 			for _, k := range []string{"retry", "timeout", "write"} {
-				if v := has[k]; v != nil {
+				if v := has.node(k); v != nil {
 					r.At(v, "%s applies to a step with a type, not to a sequence", k)
 				}
 			}
-			if has["for_each"] == nil {
+			if has.node("for_each") == nil {
 				for _, k := range []string{"max_concurrency", "fail_fast"} {
-					if v := has[k]; v != nil {
+					if v := has.node(k); v != nil {
 						r.At(v, "%s applies to a sequence only with for_each (its steps run one after another)", k)
 					}
 				}
@@ -342,19 +339,19 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			}
 		}
 	}
-	if s.Type == CallType && has["parallel"] == nil && has["steps"] == nil {
+	if s.Type == CallType && has.node("parallel") == nil && has.node("steps") == nil {
 		p.calls = append(p.calls, pendingCall{step: s, has: has})
 	}
-	if has["for_each"] != nil && has["max_concurrency"] == nil {
+	if has.node("for_each") != nil && has.node("max_concurrency") == nil {
 		s.MaxConcurrency = DefaultForEachConcurrency
 	}
-	if has["parallel"] == nil && has["steps"] == nil {
-		if has["type"] == nil {
+	if has.node("parallel") == nil && has.node("steps") == nil {
+		if has.node("type") == nil {
 			r.At(n, "step %q is missing required field \"type\" (or \"parallel\" for a group, \"steps\" for a sequence inside one)", s.Label)
 		}
-		if has["for_each"] == nil {
+		if has.node("for_each") == nil {
 			for _, k := range []string{"max_concurrency", "fail_fast"} {
-				if v := has[k]; v != nil {
+				if v := has.node(k); v != nil {
 					r.At(v, "%s applies only to a parallel group or a for_each step", k)
 				}
 			}

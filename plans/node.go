@@ -28,8 +28,26 @@ func Fields(r *Reporter, n *yaml.Node, what string) []Field {
 		}
 		return nil
 	}
-	seen := map[string]bool{}
 	out := make([]Field, 0, len(n.Content)/2)
+	// Keys given twice are found by looking through out, for the small
+	// mappings a plan is mostly made of (a map per step's mapping was a
+	// tenth of a large plan's allocations); a large mapping uses a map.
+	var seen map[string]bool
+	if len(n.Content) > 2*smallMapping {
+		seen = make(map[string]bool, len(n.Content)/2)
+	}
+	given := func(key string) bool {
+		if seen != nil {
+			return seen[key]
+		}
+		return fieldMap(out).has(key)
+	}
+	note := func(f Field) {
+		if seen != nil {
+			seen[f.Key] = true
+		}
+		out = append(out, f)
+	}
 	var merged []Field
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -41,22 +59,30 @@ func Fields(r *Reporter, n *yaml.Node, what string) []Field {
 			merged = append(merged, mergeFields(r, v, what)...)
 			continue
 		}
-		if seen[k.Value] {
+		if given(k.Value) {
 			r.At(k, "%s: %q is given twice", what, k.Value)
 			continue
 		}
-		seen[k.Value] = true
-		out = append(out, Field{Key: k.Value, KeyN: k, Value: v})
+		note(Field{Key: k.Value, KeyN: k, Value: v})
 	}
 	// `<<: *defaults` adds the keys the mapping does not give itself.
-	for _, f := range merged {
-		if !seen[f.Key] {
+	if len(merged) > 0 && seen == nil && len(out)+len(merged) > smallMapping {
+		seen = make(map[string]bool, len(out)+len(merged))
+		for _, f := range out {
 			seen[f.Key] = true
-			out = append(out, f)
+		}
+	}
+	for _, f := range merged {
+		if !given(f.Key) {
+			note(f)
 		}
 	}
 	return out
 }
+
+// smallMapping is the most pairs a mapping may have for Fields to find
+// keys given twice without a map.
+const smallMapping = 16
 
 // mergeFields reads the value of a `<<` merge key: a mapping, or a list of
 // mappings where earlier ones win.
@@ -220,3 +246,31 @@ var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`
 
 // ValidIdent reports whether s can be a var or env name (usable as vars.<name>).
 func ValidIdent(s string) bool { return identRE().MatchString(s) }
+
+// fieldMap is a mapping's fields (from Fields: each key once) looked up by
+// key. A step has a handful of fields: searching them in place costs less
+// than a map built per step, which was a tenth of a large plan's
+// allocations.
+type fieldMap []Field
+
+// get is the value of key, and whether the mapping has it.
+func (m fieldMap) get(key string) (*yaml.Node, bool) {
+	for i := range m {
+		if m[i].Key == key {
+			return m[i].Value, true
+		}
+	}
+	return nil, false
+}
+
+// has is whether the mapping has key.
+func (m fieldMap) has(key string) bool {
+	_, ok := m.get(key)
+	return ok
+}
+
+// node is the value of key, or nil.
+func (m fieldMap) node(key string) *yaml.Node {
+	n, _ := m.get(key)
+	return n
+}

@@ -39,7 +39,7 @@ type Plan struct {
 // caller is read (its agents may come after its steps).
 type pendingCall struct {
 	step *Step
-	has  map[string]*yaml.Node
+	has  fieldMap
 }
 
 // Var is a plan input; its default's type is the var's type.
