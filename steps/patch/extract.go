@@ -22,8 +22,12 @@ import (
 // nothing Apply returns holds a piece of it (paths are cloned, messages
 // formatted).
 type diffLines struct {
-	src  string
-	end  []uint32 // end[i]: the offset just past line i's "\n", or len(src) for a last line without one
+	src string
+	// end[i]: where line i's text ends, before its "\n" (and its "\r"
+	// when crlf). Line i+1 starts just past that terminator, so a line is
+	// two loads and no look at its bytes: the scanner reads each line
+	// several times.
+	end  []uint32
 	crlf bool
 	// origin, when not nil, selects lines of the text (see selectDiff):
 	// line i is the text's line origin[i], 1-based.
@@ -35,7 +39,7 @@ type diffLines struct {
 // text is refused here rather than misread.
 func splitDiffLines(b []byte) (*diffLines, error) {
 	s := unsafe.String(unsafe.SliceData(b), len(b))
-	if len(s) > math.MaxUint32 {
+	if len(s) > math.MaxUint32-2 {
 		return nil, refuse(BadDiff, "the diff is %d bytes, over the 4 GiB that can be read", len(s))
 	}
 	// One pass that cuts and sees whether every line ends in CRLF. It
@@ -58,14 +62,23 @@ func splitDiffLines(b []byte) (*diffLines, error) {
 		if i > 0 && s[at+i-1] == '\r' {
 			crlf++
 		}
-		at += i + 1
 		if len(d.end) == cap(d.end) {
 			more := (len(s)-at)/(at/len(d.end)+1)*9/8 + 16
 			d.end = append(make([]uint32, 0, len(d.end)+more), d.end...)
 		}
-		d.end = append(d.end, uint32(at))
+		at += i + 1
+		d.end = append(d.end, uint32(at-1))
 	}
 	d.crlf = len(s) > 0 && crlf == nl
+	if d.crlf {
+		// Every "\n" has a "\r" before it: the text ends before both.
+		for i := range d.end[:nl] {
+			d.end[i]--
+		}
+		if len(d.end) > nl && strings.HasSuffix(s, "\r") {
+			d.end[nl]-- // the last line, without newline, loses its CR too
+		}
+	}
 	return d, nil
 }
 
@@ -89,16 +102,12 @@ func (d *diffLines) at(i int) string {
 func (d *diffLines) textLine(i int) string {
 	start := 0
 	if i > 0 {
-		start = int(d.end[i-1])
+		start = int(d.end[i-1]) + 1
+		if d.crlf {
+			start++
+		}
 	}
-	e := int(d.end[i])
-	if e > start && d.src[e-1] == '\n' {
-		e--
-	}
-	if d.crlf && e > start && d.src[e-1] == '\r' {
-		e--
-	}
-	return d.src[start:e]
+	return d.src[start:d.end[i]]
 }
 
 // strings is every selected line as a string, for the readers of the
