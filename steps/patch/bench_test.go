@@ -114,6 +114,25 @@ func benchApply(b *testing.B, opt Options) {
 // BenchmarkApply10MB: the whole apply, with backups and fsync.
 func BenchmarkApply10MB(b *testing.B) { benchApply(b, Options{Strip: 2}) }
 
+// BenchmarkParse10MB and BenchmarkParse98MB: reading the diff alone, at
+// 1x and 10x (the diff ten times over, 243,650 hunks: what Apply refuses
+// by its limits, which these raise), to show the reading grows with the
+// diff and no faster.
+func BenchmarkParse10MB(b *testing.B) { benchParse(b, 1) }
+func BenchmarkParse98MB(b *testing.B) { benchParse(b, 10) }
+
+func benchParse(b *testing.B, times int) {
+	in := benchSetup(b)
+	diff := []byte(strings.Repeat(string(in.diff), times))
+	b.SetBytes(int64(len(diff)))
+	b.ResetTimer()
+	for range b.N {
+		if _, _, err := parse(diff, 1<<30); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkApply10MBNoBackup: without the backup copies.
 func BenchmarkApply10MBNoBackup(b *testing.B) { benchApply(b, Options{Strip: 2, NoBackup: true}) }
 

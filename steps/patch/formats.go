@@ -58,7 +58,11 @@ func parseEdits(ctx context.Context, text []byte, format string, maxHunks int) (
 	if err := CheckFormat(format); err != nil {
 		return nil, nil, refuse(BadDiff, "%v", err)
 	}
-	lines := splitDiffLines(text)
+	d, err := splitDiffLines(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines := d.strings()
 	for i, l := range lines {
 		lines[i] = trimCR(l)
 	}
@@ -89,7 +93,7 @@ func parseEdits(ctx context.Context, text []byte, format string, maxHunks int) (
 				rest[i] = l
 			}
 		}
-		if sel, _, _ := selectDiff(rest); looksLikeDiff(sel) {
+		if looksLikeDiff(selectDiffStrings(rest)) {
 			b := []byte(strings.Join(rest, "\n"))
 			if len(text) > 0 && text[len(text)-1] == '\n' {
 				b = append(b, '\n')

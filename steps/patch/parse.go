@@ -133,9 +133,13 @@ func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
 
 // parseCtx is parse, stopping when ctx ends.
 func parseCtx(ctx context.Context, text []byte, maxHunks int) ([]*fileDiff, []string, error) {
-	lines, origin, closed := selectDiff(splitDiffLines(text))
+	all, err := splitDiffLines(text)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines, closed := selectDiff(all)
 	endNL := len(text) > 0 && text[len(text)-1] == '\n'
-	secs, notes, err := scan(ctx, lines, origin, closed, endNL, maxHunks)
+	secs, notes, err := scan(ctx, lines, closed, endNL, maxHunks)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -364,7 +368,8 @@ func convertHunk(gh *diff.Hunk) (*hunk, error) {
 
 func sameBody(h *hunk, sh *scanHunk) bool {
 	i := 0
-	for _, l := range sh.body {
+	for x := range sh.bodyLen() {
+		l := sh.bodyAt(x)
 		if l == `\` {
 			continue
 		}
@@ -466,8 +471,8 @@ func directOK(secs []*section) bool {
 			}
 		}
 		for _, h := range sec.hunks {
-			for x, l := range h.body {
-				if strings.HasPrefix(l, "---") && x+1 < len(h.body) && strings.HasPrefix(h.body[x+1], "+++") {
+			for x := range h.bodyLen() {
+				if strings.HasPrefix(h.bodyAt(x), "---") && x+1 < h.bodyLen() && strings.HasPrefix(h.bodyAt(x+1), "+++") {
 					return false
 				}
 			}
@@ -490,7 +495,7 @@ func parseDirect(secs []*section, src string) ([]*fileDiff, error) {
 	for _, sec := range secs {
 		nh += len(sec.hunks)
 		for _, sh := range sec.hunks {
-			nl += len(sh.body)
+			nl += sh.bodyLen()
 		}
 	}
 	files := make([]fileDiff, len(secs))
@@ -509,7 +514,7 @@ func parseDirect(secs []*section, src string) ([]*fileDiff, error) {
 			h := &hunks[0]
 			hunks = hunks[1:]
 			h.src = src
-			h.ops, ops = ops[:0:len(sh.body)], ops[len(sh.body):]
+			h.ops, ops = ops[:0:sh.bodyLen()], ops[sh.bodyLen():]
 			err := directHunk(h, sh)
 			if err != nil {
 				return nil, refuse(BadDiff, "line %d: %v", sh.line, err)
@@ -534,16 +539,18 @@ func parseDirect(secs []*section, src string) ([]*fileDiff, error) {
 // checkMarkers) the new side's, and the old side's too if that line is
 // context. h.ops has room for the body's lines.
 func directHunk(h *hunk, sh *scanHunk) error {
-	for x, l := range sh.body {
+	n := sh.bodyLen()
+	for x := range n {
+		l := sh.bodyAt(x)
 		if l == `\` {
-			if x == 0 || sh.body[x-1] == `\` {
+			if x == 0 || sh.bodyAt(x-1) == `\` {
 				return fmt.Errorf("misplaced no-newline marker")
 			}
 			switch prev := h.ops[len(h.ops)-1]; prev.kind {
 			case '-':
 				h.oldNoEOL = true
 			default:
-				if x != len(sh.body)-1 {
+				if x != n-1 {
 					return fmt.Errorf("misplaced no-newline marker")
 				}
 				h.newNoEOL = true

@@ -16,7 +16,8 @@ import (
 
 // section is one file of the diff as the scanner found it.
 type section struct {
-	line             int      // line of its first header in the diff text, 1-based
+	line             int      // line of its first header in the answer, 1-based
+	at               int      // index of that line among the selected lines
 	ext              []string // git extended headers (new file mode, rename from...)
 	oldName, newName string   // as written after "--- " and "+++ ", cut at a tab
 	hunks            []*scanHunk
@@ -28,46 +29,65 @@ type scanHunk struct {
 	header             string // the header as written
 	hasHint            bool   // the header had line numbers
 	oldStart, newStart int
-	body               []string // canonical body lines; `\` is a no-newline marker
-	nOld, nNew         int      // counted from the body
-	cutAt              int      // see hunk.cutAt
+	// The canonical body: a marker is `\`. A hunk written as it should be
+	// (most are) is lines [from, to) of the diff, read where they are;
+	// another is repaired into fixed.
+	lines      *diffLines
+	from, to   int
+	fixed      []string
+	nOld, nNew int // counted from the body
+	cutAt      int // see hunk.cutAt
+}
+
+// bodyLen is the number of lines in h's body.
+func (h *scanHunk) bodyLen() int {
+	if h.fixed != nil {
+		return len(h.fixed)
+	}
+	return h.to - h.from
+}
+
+// bodyAt is line x of h's body.
+func (h *scanHunk) bodyAt(x int) string {
+	if h.fixed != nil {
+		return h.fixed[x]
+	}
+	return h.lines.at(h.from + x)
 }
 
 type scanner struct {
-	lines    []string
+	lines    *diffLines
 	maxHunks int
 	nhunks   int
 	notes    []string
 	slab     []scanHunk // see hunk
 
-	// What the end of the text says (see selectDiff): origin maps a line
-	// to the answer's own numbering; closed: a closing fence ends the
-	// selection; endNL: the text ends with a newline.
-	origin        []int
+	// What the end of the text says (see selectDiff): closed: a closing
+	// fence ends the selection; endNL: the text ends with a newline.
 	closed, endNL bool
 }
 
-// scan reads every file section. lines come from selectDiff; origin,
-// closed and endNL are what selectDiff and the text say about its end.
-func scan(ctx context.Context, lines []string, origin []int, closed, endNL bool, maxHunks int) ([]*section, []string, error) {
-	s := &scanner{lines: lines, maxHunks: maxHunks, origin: origin, closed: closed, endNL: endNL}
+// scan reads every file section. lines come from selectDiff; closed and
+// endNL are what selectDiff and the text say about its end.
+func scan(ctx context.Context, lines *diffLines, closed, endNL bool, maxHunks int) ([]*section, []string, error) {
+	s := &scanner{lines: lines, maxHunks: maxHunks, closed: closed, endNL: endNL}
 	var secs []*section
 	var cur *section
 	consumed := 0 // the line after the last header or hunk read
-	for i, polled := 0, 0; i < len(lines); {
+	for i, polled := 0, 0; i < lines.n(); {
 		if i-polled >= 1<<14 {
 			polled = i
 			if ctx.Err() != nil {
 				return nil, nil, stopped(ctx, "while reading the diff")
 			}
 		}
-		l := trimCR(lines[i])
+		l := trimCR(lines.at(i))
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
-			sec := &section{line: i + 1}
+			sec := &section{line: s.orig(i), at: i}
 			i++
-			for i < len(lines) && isExtHeader(trimCR(lines[i])) {
-				sec.ext = append(sec.ext, trimCR(lines[i]))
+			for i < lines.n() && isExtHeader(trimCR(lines.at(i))) {
+				sec.ext = append(sec.ext, trimCR(lines.at(i)))
 				i++
 			}
 			if !s.fileHeaderAt(i) {
@@ -100,19 +120,19 @@ func scan(ctx context.Context, lines []string, origin []int, closed, endNL bool,
 				}
 				return nil, nil, refuse(BadDiff, "line %d: %q has no \"---\" and \"+++\" lines after it, so it is a rename, a copy or a binary file; only changes to text written as hunks, mode changes and new or deleted empty files are supported", sec.line, l)
 			}
-			sec.oldName, sec.newName = headerName(lines[i][4:]), headerName(lines[i+1][4:])
+			sec.oldName, sec.newName = headerName(lines.at(i)[4:]), headerName(lines.at(i + 1)[4:])
 			i += 2
 			secs = append(secs, sec)
 			cur = sec
 			consumed = i
 		case s.fileHeaderAt(i):
-			cur = &section{line: i + 1, oldName: headerName(l[4:]), newName: headerName(trimCR(lines[i+1])[4:])}
+			cur = &section{line: s.orig(i), at: i, oldName: headerName(l[4:]), newName: headerName(trimCR(lines.at(i + 1))[4:])}
 			secs = append(secs, cur)
 			i += 2
 			consumed = i
 		case strings.HasPrefix(l, "@@"):
 			if cur == nil {
-				return nil, nil, refuse(BadDiff, "line %d: hunk %q comes before any file header; start each file's changes with \"--- a/PATH\" and \"+++ b/PATH\" lines", i+1, l)
+				return nil, nil, refuse(BadDiff, "line %d: hunk %q comes before any file header; start each file's changes with \"--- a/PATH\" and \"+++ b/PATH\" lines", s.orig(i), l)
 			}
 			h, next, err := s.hunk(i, cur)
 			if err != nil {
@@ -122,7 +142,7 @@ func scan(ctx context.Context, lines []string, origin []int, closed, endNL bool,
 			i = next
 			consumed = i
 		case strings.HasPrefix(l, "Binary files ") || l == "GIT binary patch":
-			return nil, nil, refuse(BadDiff, "line %d: binary diffs are not supported", i+1)
+			return nil, nil, refuse(BadDiff, "line %d: binary diffs are not supported", s.orig(i))
 		default:
 			i++ // prose between or around the diff
 		}
@@ -133,7 +153,7 @@ func scan(ctx context.Context, lines []string, origin []int, closed, endNL bool,
 	for _, sec := range secs {
 		if len(sec.hunks) == 0 && !sec.headerOnly {
 			if sec == secs[len(secs)-1] && s.endsAt(consumed) {
-				return nil, nil, s.cutOff("after the file header of %s (line %d), which has no hunks", sec.newName, s.orig(sec.line-1))
+				return nil, nil, s.cutOff("after the file header of %s (line %d), which has no hunks", sec.newName, sec.line)
 			}
 			return nil, nil, refuse(BadDiff, "line %d: the file header for %s has no hunks (\"@@ ... @@\" followed by lines)", sec.line, sec.newName)
 		}
@@ -145,8 +165,8 @@ func scan(ctx context.Context, lines []string, origin []int, closed, endNL bool,
 }
 
 func (s *scanner) fileHeaderAt(i int) bool {
-	return i+1 < len(s.lines) && strings.HasPrefix(trimCR(s.lines[i]), "--- ") &&
-		strings.HasPrefix(trimCR(s.lines[i+1]), "+++ ")
+	return i+1 < s.lines.n() && strings.HasPrefix(trimCR(s.lines.at(i)), "--- ") &&
+		strings.HasPrefix(trimCR(s.lines.at(i+1)), "+++ ")
 }
 
 var extHeaders = []string{"old mode ", "new mode ", "deleted file mode ", "new file mode ",
@@ -206,9 +226,9 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 		return nil, 0, refuse(BadDiff, "the diff has more than %d hunks, the limit", s.maxHunks)
 	}
 	lines := s.lines
-	hdr := trimCR(lines[i])
+	hdr := trimCR(lines.at(i))
 	if strings.HasPrefix(hdr, "@@@") {
-		return nil, 0, refuse(BadDiff, "line %d: combined (merge) diffs are not supported", i+1)
+		return nil, 0, refuse(BadDiff, "line %d: combined (merge) diffs are not supported", s.orig(i))
 	}
 	// Hunks are made 256 at a time: one small allocation each was a
 	// visible share of the scan on a diff of 24,000 hunks.
@@ -217,7 +237,7 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 	}
 	h := &s.slab[0]
 	s.slab = s.slab[1:]
-	*h = scanHunk{line: i + 1, header: hdr}
+	*h = scanHunk{line: s.orig(i), header: hdr}
 	oldCount, newCount, counts := 0, 0, false
 	h.oldStart, oldCount, h.newStart, newCount, counts = parseRange(hdr)
 	h.hasHint = counts || h.oldStart > 0 || h.newStart > 0
@@ -226,8 +246,8 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 	j := i + 1
 	k := j
 	old := 0
-	for ; k < len(lines); k++ {
-		t := trimCR(lines[k])
+	for ; k < lines.n(); k++ {
+		t := trimCR(lines.at(k))
 		if strings.HasPrefix(t, "@@") || strings.HasPrefix(t, "diff --git ") || strings.HasPrefix(t, "Index: ") {
 			break
 		}
@@ -238,7 +258,7 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 			// A removed line starting with "-- " followed by an added one
 			// starting with "++ " looks like a file header. Believe the
 			// counts when they say the hunk goes on and no hunk follows.
-			next := k+2 < len(lines) && strings.HasPrefix(lines[k+2], "@@")
+			next := k+2 < lines.n() && strings.HasPrefix(lines.at(k+2), "@@")
 			if !counts || old >= oldCount || next {
 				break
 			}
@@ -259,7 +279,7 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 	if e < 0 {
 		e = j
 		for x := j; x < k; x++ {
-			if isDiffLine(class(trimCR(lines[x]))) {
+			if isDiffLine(class(trimCR(lines.at(x)))) {
 				e = x + 1
 			}
 		}
@@ -267,29 +287,28 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 
 	repaired := 0
 	// Most hunks are written as they should be: every line has its
-	// prefix, no marker. Their body is then the diff's own lines, shared
-	// (bodies are never changed), not a copy of each line's string header.
+	// prefix, no marker. Their body is then the diff's own lines, read
+	// where they are (bodies are never changed), not copied.
 	plain := true
 	for x := j; x < e && plain; x++ {
-		c := class(trimCR(lines[x]))
+		c := class(trimCR(lines.at(x)))
 		plain = c == ' ' || c == '-' || c == '+'
 	}
-	if plain {
-		h.body = lines[j:e:e]
-	} else {
-		h.body = make([]string, 0, e-j)
+	h.lines, h.from, h.to = lines, j, e
+	if !plain {
+		h.fixed = make([]string, 0, e-j)
 	}
 	for x := j; x < e && !plain; x++ {
-		raw := lines[x]
+		raw := lines.at(x)
 		switch c := class(trimCR(raw)); c {
 		case ' ', '-', '+':
-			h.body = append(h.body, raw)
+			h.fixed = append(h.fixed, raw)
 		case '\\':
-			h.body = append(h.body, `\`)
+			h.fixed = append(h.fixed, `\`)
 		case clBlank:
-			h.body = append(h.body, " "+raw)
+			h.fixed = append(h.fixed, " "+raw)
 		default:
-			h.body = append(h.body, " "+raw)
+			h.fixed = append(h.fixed, " "+raw)
 			repaired++
 		}
 	}
@@ -297,8 +316,8 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 		s.notes = append(s.notes, fmt.Sprintf("line %d: %d line(s) of the hunk had no leading space and were read as context", h.line, repaired))
 	}
 	changes := 0
-	for _, l := range h.body {
-		switch l[0] {
+	for x := range h.bodyLen() {
+		switch h.bodyAt(x)[0] {
 		case ' ':
 			h.nOld++
 			h.nNew++
@@ -310,7 +329,7 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 			changes++
 		}
 	}
-	if k == len(lines) && !s.closed {
+	if k == lines.n() && !s.closed {
 		// The hunk runs to the end of the answer: see that it is whole.
 		if err := s.lastHunk(h, sec, e, counts, oldCount, newCount); err != nil {
 			return nil, 0, err
@@ -332,14 +351,14 @@ func (s *scanner) hunk(i int, sec *section) (*scanHunk, int, error) {
 // met exactly and nothing after that point looks like more of the hunk;
 // else -1. Blank and bare lines count as context, as they would if the
 // counts are right.
-func countedEnd(lines []string, j, k, oldCount, newCount int) int {
+func countedEnd(lines *diffLines, j, k, oldCount, newCount int) int {
 	o, n := 0, 0
 	end := -1
 	if oldCount == 0 && newCount == 0 {
 		end = j
 	}
 	for x := j; x < k && end < 0; x++ {
-		switch class(trimCR(lines[x])) {
+		switch class(trimCR(lines.at(x))) {
 		case '-':
 			o++
 		case '+':
@@ -359,11 +378,11 @@ func countedEnd(lines []string, j, k, oldCount, newCount int) int {
 	if end < 0 {
 		return -1
 	}
-	for end < k && class(trimCR(lines[end])) == '\\' {
+	for end < k && class(trimCR(lines.at(end))) == '\\' {
 		end++
 	}
 	for x := end; x < k; x++ {
-		if isDiffLine(class(trimCR(lines[x]))) {
+		if isDiffLine(class(trimCR(lines.at(x)))) {
 			return -1
 		}
 	}
@@ -374,21 +393,22 @@ func countedEnd(lines []string, j, k, oldCount, newCount int) int {
 // last line of a side: after a removed line only added lines may follow,
 // after an added or context line nothing may.
 func checkMarkers(h *scanHunk) error {
-	for x, l := range h.body {
-		if l != `\` {
+	n := h.bodyLen()
+	for x := range n {
+		if h.bodyAt(x) != `\` {
 			continue
 		}
-		bad := x == 0 || h.body[x-1] == `\`
+		bad := x == 0 || h.bodyAt(x-1) == `\`
 		if !bad {
-			switch h.body[x-1][0] {
+			switch h.bodyAt(x - 1)[0] {
 			case '-':
-				for _, r := range h.body[x+1:] {
-					if r != `\` && r[0] != '+' {
+				for y := x + 1; y < n; y++ {
+					if r := h.bodyAt(y); r != `\` && r[0] != '+' {
 						bad = true
 					}
 				}
 			default:
-				bad = x != len(h.body)-1
+				bad = x != n-1
 			}
 		}
 		if bad {
@@ -464,7 +484,8 @@ func canonical(secs []*section) []byte {
 		fmt.Fprintf(&b, "--- %s\n+++ %s\n", sec.oldName, sec.newName)
 		for _, h := range sec.hunks {
 			fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", h.oldStart, h.nOld, h.newStart, h.nNew)
-			for _, l := range h.body {
+			for x := range h.bodyLen() {
+				l := h.bodyAt(x)
 				if l == `\` {
 					l = `\ No newline at end of file`
 				}

@@ -20,8 +20,8 @@ func (s *scanner) endsAt(i int) bool {
 	if s.closed {
 		return false
 	}
-	for _, l := range s.lines[i:] {
-		if strings.TrimSpace(l) != "" {
+	for x := i; x < s.lines.n(); x++ {
+		if strings.TrimSpace(s.lines.at(x)) != "" {
 			return false
 		}
 	}
@@ -30,16 +30,16 @@ func (s *scanner) endsAt(i int) bool {
 
 // orig is line x's 1-based number in the answer as written.
 func (s *scanner) orig(x int) int {
-	if s.origin == nil || x < 0 || x >= len(s.origin) {
+	if s.lines.origin == nil || x < 0 || x >= len(s.lines.origin) {
 		return x + 1
 	}
-	return s.origin[x]
+	return s.lines.origin[x]
 }
 
 // lastText is the index of the last line that is not blank.
 func (s *scanner) lastText() int {
-	for x := len(s.lines) - 1; x >= 0; x-- {
-		if strings.TrimSpace(s.lines[x]) != "" {
+	for x := s.lines.n() - 1; x >= 0; x-- {
+		if strings.TrimSpace(s.lines.at(x)) != "" {
 			return x
 		}
 	}
@@ -59,29 +59,29 @@ func (s *scanner) cutOff(format string, args ...any) *RefusedError {
 // its last line must be whole: nothing after it shows that the writer
 // finished it.
 func (s *scanner) lastHunk(h *scanHunk, sec *section, e int, counts bool, oldCount, newCount int) error {
-	where := fmt.Sprintf("inside hunk %d of %s (line %d, %q)", len(sec.hunks)+1, sec.newName, s.orig(h.line-1), h.header)
-	last := len(s.lines) - 1
+	where := fmt.Sprintf("inside hunk %d of %s (line %d, %q)", len(sec.hunks)+1, sec.newName, h.line, h.header)
+	last := s.lines.n() - 1
 	if !s.endNL && e-1 == last {
 		// A context line is whole if the file has it where the hunk
 		// goes (the placer checks; a text whose trailing newline was
 		// trimmed ends so); a changed line cannot be checked.
-		c := class(trimCR(s.lines[last]))
+		c := class(trimCR(s.lines.at(last)))
 		if c != '\\' { // a marker's text does not matter
 			h.cutAt = s.orig(last)
 		}
 		if c == '+' || c == '-' {
 			err := refuse(BadDiff, "the diff ends in the middle of a line %s: line %d of your answer (%q) has no newline and no \"\\ No newline at end of file\" after it, so your answer was cut off there; send the whole diff again (if that line is whole, end it with a newline)",
-				where, s.orig(last), clipLine(trimCR(s.lines[last]), 60))
+				where, s.orig(last), clipLine(trimCR(s.lines.at(last)), 60))
 			err.Truncated = true
 			return err
 		}
 	}
-	if len(h.body) == 0 {
-		return s.cutOff("right after the header of hunk %d of %s (line %d, %q)", len(sec.hunks)+1, sec.newName, s.orig(h.line-1), h.header)
+	if h.bodyLen() == 0 {
+		return s.cutOff("right after the header of hunk %d of %s (line %d, %q)", len(sec.hunks)+1, sec.newName, h.line, h.header)
 	}
 	if !counts {
 		err := refuse(BadDiff, "hunk %d of %s (line %d, %q) ends the diff, and its header gives no line counts, so a whole hunk cannot be told from an answer cut off: give the header its counts, \"@@ -START,%d +START,%d @@\" with START the line the hunk starts at, or end the diff with a closing ``` line",
-			len(sec.hunks)+1, sec.newName, s.orig(h.line-1), h.header, h.nOld, h.nNew)
+			len(sec.hunks)+1, sec.newName, h.line, h.header, h.nOld, h.nNew)
 		err.Truncated = true
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *scanner) lastHunk(h *scanHunk, sec *section, e int, counts bool, oldCou
 	}
 	if h.nOld != oldCount || h.nNew != newCount {
 		err := refuse(BadDiff, "hunk %d of %s (line %d, %q) ends the diff with more lines than its header says (%d old and %d new promised, %d and %d written): a miscounted header cannot be told from an answer cut off. If the hunk is whole, correct its header to \"@@ -%d,%d +%d,%d @@\"; otherwise send the whole diff again",
-			len(sec.hunks)+1, sec.newName, s.orig(h.line-1), h.header, oldCount, newCount, h.nOld, h.nNew, h.oldStart, h.nOld, h.newStart, h.nNew)
+			len(sec.hunks)+1, sec.newName, h.line, h.header, oldCount, newCount, h.nOld, h.nNew, h.oldStart, h.nOld, h.newStart, h.nNew)
 		err.Truncated = true
 		return err
 	}
@@ -109,9 +109,9 @@ func (s *scanner) cutTail(from int) error {
 	if s.closed {
 		return nil
 	}
-	for x := from; x < len(s.lines); x++ {
-		t := trimCR(s.lines[x])
-		partial := x == len(s.lines)-1 && !s.endNL && strings.TrimSpace(t) != ""
+	for x := from; x < s.lines.n(); x++ {
+		t := trimCR(s.lines.at(x))
+		partial := x == s.lines.n()-1 && !s.endNL && strings.TrimSpace(t) != ""
 		for _, w := range headerWords {
 			if strings.HasPrefix(t, w) || (partial && strings.HasPrefix(w, t)) {
 				return s.cutOff("with the start of another file's header (line %d, %q)", s.orig(x), clipLine(t, 60))
@@ -129,8 +129,8 @@ func (s *scanner) cutTail(from int) error {
 func (s *scanner) headerCut(i int) bool {
 	like := func(t, w string) bool { return strings.HasPrefix(t, w) || strings.HasPrefix(w, t) }
 	var rest []string
-	for _, l := range s.lines[i:] {
-		if t := trimCR(l); strings.TrimSpace(t) != "" {
+	for x := i; x < s.lines.n(); x++ {
+		if t := trimCR(s.lines.at(x)); strings.TrimSpace(t) != "" {
 			rest = append(rest, t)
 		}
 	}
@@ -158,8 +158,8 @@ func (s *scanner) cutHeader(sec *section, l string) error {
 			return nil // whole as it is, and refused as a rename or copy
 		}
 	}
-	what := fmt.Sprintf("after the header of a file (line %d, %q)", s.orig(sec.line-1), clipLine(l, 60))
-	if !headerOnly(sec.ext) || s.headerCut(sec.line+len(sec.ext)) {
+	what := fmt.Sprintf("after the header of a file (line %d, %q)", sec.line, clipLine(l, 60))
+	if !headerOnly(sec.ext) || s.headerCut(sec.at+1+len(sec.ext)) {
 		return s.cutOff("%s, before its \"---\" and \"+++\" lines", what)
 	}
 	created, deleted := false, false
