@@ -275,44 +275,21 @@ func (d *lineDec) skip(c byte, depth int) bool {
 	return ok
 }
 
-// strings decodes a list of strings (nil for null, as encoding/json).
-func (d *lineDec) strings() ([]string, bool) {
+// list decodes a JSON array whose items elem reads (nil for null, an
+// empty list for [], as encoding/json).
+func list[T any](d *lineDec, elem func() (T, bool)) ([]T, bool) {
 	if d.isNull() {
 		return nil, true
 	}
 	if !d.eat('[') {
 		return nil, false
 	}
-	out := []string{}
+	out := []T{}
 	if d.eat(']') {
 		return out, true
 	}
 	for {
-		s, ok := d.str(false)
-		if !ok {
-			return nil, false
-		}
-		out = append(out, s)
-		if d.eat(',') {
-			continue
-		}
-		return out, d.eat(']')
-	}
-}
-
-func (d *lineDec) int64s() ([]int64, bool) {
-	if d.isNull() {
-		return nil, true
-	}
-	if !d.eat('[') {
-		return nil, false
-	}
-	out := []int64{}
-	if d.eat(']') {
-		return out, true
-	}
-	for {
-		v, ok := d.int64()
+		v, ok := elem()
 		if !ok {
 			return nil, false
 		}
@@ -323,6 +300,12 @@ func (d *lineDec) int64s() ([]int64, bool) {
 		return out, d.eat(']')
 	}
 }
+
+func (d *lineDec) strings() ([]string, bool) {
+	return list(d, func() (string, bool) { return d.str(false) })
+}
+
+func (d *lineDec) int64s() ([]int64, bool) { return list(d, d.int64) }
 
 func (d *lineDec) stringMap() (map[string]string, bool) {
 	if d.isNull() {
