@@ -3,6 +3,8 @@ package board
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"sync"
 	"unsafe"
 	"weak"
@@ -104,32 +106,61 @@ func (t *texts) keyOfText(s string) string {
 // lists as decoded JSON and step outputs hold them) replaced by the text
 // the board already holds under the same key, and that text registered:
 // an entry holding the answer a recording holds shares its bytes.
+//
+// v is never changed: the caller may still hold it, and other steps may
+// be reading it (a sibling's template rendering a step's output while
+// the step's entry is written). A map or list with a string to replace
+// is copied; one without is returned as it is.
 func (t *texts) intern(v any, depth int) any {
+	out, _ := t.internValue(v, depth)
+	return out
+}
+
+// internValue is intern, also saying whether the result differs from v.
+func (t *texts) internValue(v any, depth int) (any, bool) {
 	if depth > 100 {
-		return v
+		return v, false
 	}
 	switch x := v.(type) {
 	case string:
 		if len(x) >= BlobMin {
 			_, s := t.key(x)
-			return s
+			return s, idOf(s) != idOf(x)
 		}
 	case map[string]any:
+		var out map[string]any
 		for k, e := range x {
 			if s, ok := e.(string); ok && len(s) < BlobMin {
 				continue
 			}
-			x[k] = t.intern(e, depth+1)
+			if n, changed := t.internValue(e, depth+1); changed {
+				if out == nil {
+					out = maps.Clone(x)
+				}
+				out[k] = n
+			}
+		}
+		if out != nil {
+			return out, true
 		}
 	case []any:
+		var out []any
 		for i, e := range x {
 			if s, ok := e.(string); ok && len(s) < BlobMin {
 				continue
 			}
-			x[i] = t.intern(e, depth+1)
+			if n, changed := t.internValue(e, depth+1); changed {
+				if out == nil {
+					out = slices.Clone(x)
+				}
+				out[i] = n
+			}
+		}
+		if out != nil {
+			return out, true
 		}
 	}
-	return v
+	return v, false
 }
 
 // hold replaces the large string literals of raw by their keys, adding

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // heapAfter is the heap in use, after collections, once f has run: what
@@ -179,5 +180,62 @@ func TestHeldTextMasked(t *testing.T) {
 	data, _ := os.ReadFile(path)
 	if bytes.Contains(data, []byte("SECRET")) {
 		t.Error("the file holds the secret")
+	}
+}
+
+// TestInternLeavesTheCallersValue: writing an entry whose content is a
+// map or a list holding a large text the board already holds shares the
+// board's copy of the text without changing the caller's value. A step's
+// output map is read by its siblings' templates while the step's entry
+// is written: the board rewriting it in place was a data race (found by
+// the cross-engine test under -race), and here changed what the caller
+// held under it.
+func TestInternLeavesTheCallersValue(t *testing.T) {
+	text := bigText(BlobMin * 2)
+	mine := strings.Clone(text) // the same text, other bytes
+	for _, tc := range []struct {
+		name    string
+		content func() any
+		get     func(any) string
+	}{
+		{"map", func() any { return map[string]any{"output": mine, "n": 1.0} },
+			func(v any) string { return v.(map[string]any)["output"].(string) }},
+		{"list", func() any { return []any{"a", mine} },
+			func(v any) string { return v.([]any)[1].(string) }},
+		{"nested", func() any { return map[string]any{"x": []any{map[string]any{"y": mine}}} },
+			func(v any) string {
+				return v.(map[string]any)["x"].([]any)[0].(map[string]any)["y"].(string)
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := New(Run{ID: "r"})
+			if _, err := b.Append(Entry{Section: "llm", Content: text}); err != nil {
+				t.Fatal(err)
+			}
+			content := tc.content()
+			done := make(chan struct{})
+			go func() { // a sibling step reading the output while it is written
+				defer close(done)
+				for range 50 {
+					if _, err := json.Marshal(content); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			e, err := b.Append(Entry{Section: "steps", Content: content})
+			<-done
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tc.get(content); unsafe.StringData(got) != unsafe.StringData(mine) {
+				t.Errorf("the caller's %s now holds the board's copy of the text: it was changed in place", tc.name)
+			}
+			if got := tc.get(e.Content); got != text {
+				t.Errorf("the entry's text differs from the one written")
+			} else if unsafe.StringData(got) != unsafe.StringData(text) {
+				t.Errorf("the entry holds a second copy of a text the board holds")
+			}
+		})
 	}
 }
