@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"sync"
 
 	"github.com/planrunner/runner/board"
 	"github.com/planrunner/runner/engine"
@@ -24,7 +25,8 @@ type graphNode struct {
 	Children []graphNode
 }
 
-var graphPage = template.Must(template.New("graph").Parse(`<!DOCTYPE html>
+var graphPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("graph").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>graph · run {{.Run.ID}} · {{.Run.Status}}</title>
@@ -63,6 +65,7 @@ header, main { padding: 12px 24px; }
 </main></body></html>
 {{define "state"}}<div><span class="badge">{{.Status}}</span>{{if gt .Visits 1}} <span class="meta visits">{{.Visits}} visits</span>{{end}}{{if .Items}} <span class="meta items">{{.Items}} items</span>{{end}}</div>{{range .Jumps}}<div class="jump meta">⇢ {{.To}}{{with .Label}} when {{.}}{{end}}</div>{{end}}{{end}}
 `))
+})
 
 // graphPage draws the run's plan with each step's status on it, live.
 func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
@@ -89,7 +92,7 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriter(w)
-	if err := graphPage.Execute(bw, v); err != nil {
+	if err := graphPage().Execute(bw, v); err != nil {
 		s.opt.Log.Error().Err(err).Msg("rendering the graph")
 	}
 	bw.Flush()

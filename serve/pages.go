@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/planrunner/runner/agents"
@@ -14,12 +15,15 @@ import (
 	"github.com/planrunner/runner/runs"
 )
 
-var errorPage = template.Must(template.New("error").Parse(`<!DOCTYPE html>
+var errorPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("error").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>runner serve</title></head>
 <body><p id="error">{{.}}</p></body></html>
 `))
+})
 
-var listPage = template.Must(template.New("list").Parse(`<!DOCTYPE html>
+var listPage = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("list").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>runs · runner</title>
@@ -40,6 +44,7 @@ table { border-collapse: collapse; } td, th { border: 1px solid #8884; padding: 
 </div>
 </body></html>
 `))
+})
 
 // list is the page of `runner runs`: newest first.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
@@ -56,7 +61,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriter(w)
-	listPage.Execute(bw, map[string]any{"Dir": s.opt.Dir, "RunsDir": runs.RunsDir(s.opt.Dir), "Runs": list, "Now": time.Now()})
+	listPage().Execute(bw, map[string]any{"Dir": s.opt.Dir, "RunsDir": runs.RunsDir(s.opt.Dir), "Runs": list, "Now": time.Now()})
 	bw.Flush()
 }
 

@@ -34,6 +34,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -201,7 +202,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg st
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	errorPage.Execute(w, msg)
+	errorPage().Execute(w, msg)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -212,13 +213,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // idPattern is what a run's directory may be called in a URL: a run id,
 // never a path.
-var idPattern = regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z_-]{0,127}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z_-]{0,127}$`) })
 
 // runPath is the blackboard.json of the run named in the URL, or "" when
 // there is no such run (or the name is not a run id).
 func (s *Server) runPath(r *http.Request) string {
 	id := r.PathValue("id")
-	if !idPattern.MatchString(id) {
+	if !idPattern().MatchString(id) {
 		return ""
 	}
 	p := filepath.Join(runs.RunsDir(s.opt.Dir), id, "blackboard.json")

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // SEARCH/REPLACE blocks, as Aider asks models to write them:
@@ -27,11 +28,18 @@ import (
 // and a SEARCH found only with its indentation shifted has its REPLACE
 // shifted the same way (see reindent); a SEARCH found twice is refused.
 
+// The markers are compiled on first use: every start of runner would pay
+// for them otherwise.
 var (
-	srSearch  = regexp.MustCompile(`^<{5,9} ?SEARCH\b.*$`)
-	srDivider = regexp.MustCompile(`^={5,9}\s*$`)
-	srReplace = regexp.MustCompile(`^>{5,9} ?REPLACE\b.*$`)
+	srSearch  = lazyRegexp(`^<{5,9} ?SEARCH\b.*$`)
+	srDivider = lazyRegexp(`^={5,9}\s*$`)
+	srReplace = lazyRegexp(`^>{5,9} ?REPLACE\b.*$`)
 )
+
+// lazyRegexp is a regular expression compiled when first used.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // parseSearchReplace reads every SEARCH/REPLACE block of lines not yet
 // used, marking the lines it reads.
@@ -54,7 +62,7 @@ func parseSearchReplace(lines []string, used []bool) ([]*fileDiff, error) {
 	last := "" // the file of the block before
 	num := 0
 	for i := 0; i < len(lines); i++ {
-		if used[i] || !srSearch.MatchString(strings.TrimRight(lines[i], " \t")) {
+		if used[i] || !srSearch().MatchString(strings.TrimRight(lines[i], " \t")) {
 			continue
 		}
 		num++
@@ -65,7 +73,7 @@ func parseSearchReplace(lines []string, used []bool) ([]*fileDiff, error) {
 			if _, _, _, ok := fence(l); ok || l == "" {
 				continue
 			}
-			if srReplace.MatchString(l) {
+			if srReplace().MatchString(l) {
 				break // the block before: this one has no path of its own
 			}
 			if p, ok := pathLine(l); ok {
@@ -85,13 +93,13 @@ func parseSearchReplace(lines []string, used []bool) ([]*fileDiff, error) {
 		for j := i + 1; j < len(lines); j++ {
 			l := strings.TrimRight(lines[j], " \t")
 			switch {
-			case srSearch.MatchString(l):
+			case srSearch().MatchString(l):
 				return nil, refuse(BadDiff, "line %d: SEARCH/REPLACE block %d for %s starts again before it ended: each \"<<<<<<< SEARCH\" needs a \"=======\" and a \">>>>>>> REPLACE\" after it", j+1, num, file)
-			case srDivider.MatchString(l) && div < 0:
+			case srDivider().MatchString(l) && div < 0:
 				div = j
-			case srDivider.MatchString(l):
+			case srDivider().MatchString(l):
 				return nil, refuse(BadDiff, "line %d: SEARCH/REPLACE block %d for %s has a second \"=======\" line (the first is line %d), so it cannot tell where SEARCH ends; split the block in two around that line", j+1, num, file, div+1)
-			case srReplace.MatchString(l):
+			case srReplace().MatchString(l):
 				if div < 0 {
 					return nil, refuse(BadDiff, "line %d: SEARCH/REPLACE block %d for %s has no \"=======\" line between its SEARCH and REPLACE parts", j+1, num, file)
 				}

@@ -1,7 +1,6 @@
 package patch
 
 import (
-	"regexp"
 	"strings"
 )
 
@@ -74,7 +73,7 @@ func parseWhole(lines []string, used []bool) ([]*fileDiff, error) {
 
 // elision matches a line that stands for lines a model left out of a
 // whole file.
-var elision = regexp.MustCompile(`(?i)^\s*(//|#|/\*|<!--|--|;|\*)?\s*(\.\.\.|…)\s*(rest|remaining|existing|other|unchanged|previous|same|more|code|as before|omitted)|` +
+var elision = lazyRegexp(`(?i)^\s*(//|#|/\*|<!--|--|;|\*)?\s*(\.\.\.|…)\s*(rest|remaining|existing|other|unchanged|previous|same|more|code|as before|omitted)|` +
 	`(?i)^\s*(//|#|/\*|<!--|--|;|\*)\s*.*\b(rest of (the )?(file|code|function|class|module|method)|existing code|remains? (the same|unchanged)|unchanged code|code (omitted|unchanged)|same as before)\b`)
 
 // wholeContent is the new content of a whole-file edit on a file whose
@@ -84,7 +83,7 @@ var elision = regexp.MustCompile(`(?i)^\s*(//|#|/\*|<!--|--|;|\*)?\s*(\.\.\.|…
 func wholeContent(f *fileDiff, path string, old *content) ([]byte, error) {
 	lines := splitKeep0(string(f.body))
 	for i, l := range lines {
-		if !elision.MatchString(l) {
+		if !elision().MatchString(l) {
 			continue
 		}
 		if old != nil && len(old.index(wsAll)[normalize(l, wsAll)]) > 0 {
