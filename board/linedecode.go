@@ -445,6 +445,7 @@ func (d *lineDec) fields(known []string, field func(k int) bool) bool {
 		return false
 	}
 	var seen uint64
+	want := 0 // the field runner writes next: tried first
 	if !d.eat('}') {
 		for {
 			raw, plain, ok := d.rawString()
@@ -453,11 +454,18 @@ func (d *lineDec) fields(known []string, field func(k int) bool) bool {
 			}
 			name := raw[1 : len(raw)-1]
 			k := -1
-			for j, f := range known {
-				if string(name) == f {
-					k = j
-					break
+			if want < len(known) && string(name) == known[want] {
+				k = want
+			} else {
+				for j, f := range known {
+					if string(name) == f {
+						k = j
+						break
+					}
 				}
+			}
+			if k >= 0 {
+				want = k + 1
 			}
 			if k < 0 {
 				for _, f := range known {
@@ -547,30 +555,115 @@ func (d *lineDec) entryLine(line []byte) (h entryHead, content, meta []byte, ok 
 	return h, content, meta, ok
 }
 
-// entry decodes an entry's line whole (Load): the header by hand, its
-// content and meta by encoding/json, as values of any type.
-func (d *lineDec) entry(line []byte) (*entryIn, bool) {
+// entry decodes an entry's line whole (Load) into in (whose Entry is
+// given, zero): the header by hand, its content and meta by
+// encoding/json, as values of any type. Not ok: in is left as it was.
+func (d *lineDec) entry(line []byte, in *entryIn) bool {
 	h, content, meta, ok := d.entryLine(line)
 	if !ok {
-		return nil, false
+		return false
 	}
-	e := &Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
+	e := Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
 		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted}
 	if len(content) > 0 && content[0] == '"' {
 		// Most contents are text: taken as the header's strings are.
 		sub := lineDec{b: content}
 		s, ok := sub.str(false)
 		if !ok {
-			return nil, false
+			return false
 		}
 		e.Content = s
-	} else if content != nil && json.Unmarshal(content, &e.Content) != nil {
+	} else if content != nil {
+		sub := lineDec{b: content, intern: d.intern}
+		if e.Content, ok = sub.anyValue(0); !ok && json.Unmarshal(content, &e.Content) != nil {
+			return false
+		}
+	}
+	if meta != nil && meta[0] == '{' {
+		sub := lineDec{b: meta, intern: d.intern}
+		v, ok := sub.anyValue(0)
+		if ok {
+			e.Meta = v.(map[string]any)
+		} else if json.Unmarshal(meta, &e.Meta) != nil {
+			return false
+		}
+	}
+	*in.Entry, in.Refs = e, h.Refs
+	return true
+}
+
+// anyValue decodes a value (checked whole already, by value) as
+// json.Unmarshal into an any does: objects as map[string]any, lists as
+// []any, numbers as float64. Through encoding/json's reflection an
+// entry's meta was a third of a whole load (replay, report). Not ok: a
+// value it leaves to encoding/json (a number out of float64's range, a
+// string with escapes or bad UTF-8 it does not unquote itself, one too
+// deep).
+func (d *lineDec) anyValue(depth int) (any, bool) {
+	switch d.next() {
+	case '"':
+		raw, plain, ok := d.rawString()
+		if !ok || !plain {
+			return nil, false
+		}
+		return string(raw[1 : len(raw)-1]), true
+	case '{':
+		if depth > maxDepth {
+			return nil, false
+		}
+		d.i++
+		m := map[string]any{}
+		if d.eat('}') {
+			return m, true
+		}
+		for {
+			k, ok := d.str(true)
+			if !ok || !d.eat(':') {
+				return nil, false
+			}
+			v, ok := d.anyValue(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			m[k] = v
+			if d.eat(',') {
+				continue
+			}
+			return m, d.eat('}')
+		}
+	case '[':
+		if depth > maxDepth {
+			return nil, false
+		}
+		d.i++
+		l := []any{}
+		if d.eat(']') {
+			return l, true
+		}
+		for {
+			v, ok := d.anyValue(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			l = append(l, v)
+			if d.eat(',') {
+				continue
+			}
+			return l, d.eat(']')
+		}
+	case 't':
+		return true, d.lit("true")
+	case 'f':
+		return false, d.lit("false")
+	case 'n':
+		return nil, d.lit("null")
+	}
+	n, ok := d.number()
+	if !ok {
 		return nil, false
 	}
-	if meta != nil && json.Unmarshal(meta, &e.Meta) != nil {
-		return nil, false
-	}
-	return &entryIn{Entry: e, Refs: h.Refs}, true
+	f, err := strconv.ParseFloat(unsafe.String(&n[0], len(n)), 64)
+	return f, err == nil
 }
 
 // The fields of a step record's line, in the order runner writes them.

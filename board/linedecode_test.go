@@ -57,6 +57,13 @@ var lineCases = []struct {
 	{"time, lower-case z", `{"id":"a","seq":1,"ts":"2026-01-01T00:00:00.5z"}`, false},
 	{"time, hour 24", `{"id":"a","seq":1,"ts":"2026-01-01T24:00:00Z"}`, false},
 	{"step, times of both forms", `{"label":"g","started_at":"2026-01-01T00:00:00.000000001Z","finished_at":"2026-01-01T01:00:00.5+01:00"}`, true},
+	{"meta and content of every kind", `{"id":"a","seq":1,"content":{"l":[1,-0,2.5e-3,"s",true,false,null,[],{}],"n":{"m":{"o":1E2}}},"meta":{"visit":1,"status":"ok","nested":{"a":[{"b":null}]},"empty":{},"list":[]}}`, true},
+	{"meta with a key given twice", `{"id":"a","seq":1,"meta":{"visit":1,"visit":{"x":2}},"content":{"k":"a","k":[1]}}`, true},
+	{"meta with escapes and non-ASCII", `{"id":"a","seq":1,"meta":{"\u0076isit":"\"é\"","日本":"語"},"content":["a\nb","\ud800"]}`, true},
+	{"meta with invalid UTF-8", "{\"id\":\"a\",\"seq\":1,\"meta\":{\"k\xff\":\"v\xfe\"},\"content\":[\"\xc3\"]}", true},
+	{"meta with a number past float64", `{"id":"a","seq":1,"meta":{"n":1e400}}`, false},
+	{"content a number past float64", `{"id":"a","seq":1,"content":[1,-1e999]}`, false},
+	{"content a bare number", `{"id":"a","seq":1,"content":12345678901234567890}`, true},
 	{"null", `null`, false},
 	{"not an object", `[1,2]`, false},
 	{"step as runner writes", `{"label":"s0","visit":1,"type":"board","status":"succeeded","started_at":"2026-11-26T10:29:43.469228868Z","finished_at":"2026-11-26T10:29:43.469505154Z","duration_ms":0,"attempts":1,"result":{"output":"hi me 0","key":"k0","version":1,"found":true},"error":"","inputs":{"key":"k0","value":"hi me 0"}}`, true},
@@ -92,7 +99,8 @@ func checkLine(t *testing.T, line []byte) (entry, step bool) {
 		d := lineDec{alias: alias, intern: map[string]string{}}
 		want := entryIn{Entry: new(Entry)}
 		werr := json.Unmarshal(line, &want)
-		if got, ok := d.entry(line); ok {
+		got := entryIn{Entry: new(Entry)}
+		if ok := d.entry(line, &got); ok {
 			entry = true
 			if werr != nil {
 				t.Fatalf("entry: the line decoder took a line encoding/json refuses (%v): %+v", werr, got.Entry)
