@@ -698,3 +698,50 @@ func (d *lineDec) step(line []byte, s *StepRecord) (refs []string, ok bool) {
 	})
 	return refs, ok
 }
+
+// The fields of a recording's line, in the order runner writes them.
+var recFields = []string{"label", "visit", "kind", "call", "agent", "request_sha256", "request", "response", "blob_refs"}
+
+// recording decodes a recording's line into r, as step does a step
+// record's: a replay of a 100k-step run read each through encoding/json.
+func (d *lineDec) recording(line []byte, r *Recording) (refs []string, ok bool) {
+	d.b, d.i = line, 0
+	raw := func(dst *json.RawMessage) bool {
+		v, ok := d.value()
+		if ok {
+			if !d.alias {
+				v = append([]byte(nil), v...)
+			}
+			*dst = v
+		}
+		return ok
+	}
+	ok = d.fields(recFields, func(k int) bool {
+		var ok bool
+		var n int64
+		switch k {
+		case 0:
+			r.Label, ok = d.str(true)
+		case 1:
+			n, ok = d.int64()
+			r.Visit = int(n)
+		case 2:
+			r.Kind, ok = d.str(true)
+		case 3:
+			n, ok = d.int64()
+			r.Call = int(n)
+		case 4:
+			r.Agent, ok = d.str(true)
+		case 5:
+			r.RequestSHA256, ok = d.str(false)
+		case 6:
+			ok = raw(&r.Request)
+		case 7:
+			ok = raw(&r.Response)
+		case 8:
+			refs, ok = d.strings()
+		}
+		return ok
+	})
+	return refs, ok
+}
