@@ -46,6 +46,7 @@ type Board struct {
 	loadBlobs  *blobTable // while loading: the values of the file and journal
 	texts      texts      // the large strings held, once each (held.go)
 	readOnly   bool       // LoadForRead: writes refused
+	spare      spare      // room for the indexes' small lists (index.go)
 }
 
 type keyState struct {
@@ -267,7 +268,7 @@ func (b *Board) indexLocked(e *Entry) {
 		b.byAuthor[e.Author] = append(b.byAuthor[e.Author], i)
 	}
 	if e.Label != "" {
-		b.byLabel[e.Label] = append(b.byLabel[e.Label], i)
+		b.byLabel[e.Label] = b.spare.add(b.byLabel[e.Label], i)
 	}
 	if e.Role != "" {
 		b.byRole[e.Role] = append(b.byRole[e.Role], i)
@@ -276,10 +277,10 @@ func (b *Board) indexLocked(e *Entry) {
 		b.indexConflictLocked(e, i)
 	}
 	if e.Key != "" {
-		b.byKey[e.Key] = append(b.byKey[e.Key], i)
+		b.byKey[e.Key] = b.spare.add(b.byKey[e.Key], i)
 		ks := b.keys[e.Key]
 		if ks == nil {
-			ks = &keyState{}
+			ks = b.spare.keyState()
 			b.keys[e.Key] = ks
 		}
 		ks.latest = i

@@ -13,14 +13,14 @@ import (
 )
 
 // decodeFile reads blackboard.json. The file runner writes holds one step
-// record and one entry per line; those lines are decoded on every core at
+// record, entry or recording per line; those lines are decoded on every core at
 // once (a 100k-entry board about twice as fast on two cores), each by the
 // line decoder (linedecode.go), encoding/json taking the lines it does
 // not. A file in any other layout (reformatted by hand, say) is decoded
 // whole, the plain way.
 func decodeFile(data []byte, lazy bool) (*File, error) {
 	l := scanLayout(data)
-	steps, entries, blobs := l.list[0], l.list[1], l.list[2]
+	steps, entries, recs, blobs := l.list[0], l.list[1], l.list[2], l.list[3]
 	if entries.hi == 0 {
 		return decodeWhole(data)
 	}
@@ -33,7 +33,7 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	}
 	rest := make([]byte, 0, 1024)
 	pos := 0
-	for _, c := range []span{run, steps, entries, blobs} {
+	for _, c := range []span{run, steps, entries, recs, blobs} {
 		if c == run && c.hi != 0 {
 			rest = append(append(rest, data[pos:c.lo]...), "{}"...)
 			pos = c.hi
@@ -67,8 +67,8 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		if f.Blobs == nil {
 			f.Blobs = map[string]json.RawMessage{}
 		}
-		for i := range l.at[2] {
-			line := l.line(data, 2, i)
+		for i := range l.at[3] {
+			line := l.line(data, 3, i)
 			k, v, ok := blobLine(line)
 			if !ok {
 				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
@@ -80,7 +80,7 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 	if f.table, err = blobsOf(f.Blobs); err != nil {
 		return nil, err
 	}
-	ns, ne := len(l.at[0]), len(l.at[1])
+	ns, ne, nr := len(l.at[0]), len(l.at[1]), len(l.at[2])
 	if ns > 0 {
 		// Room for the steps a resumed run adds: the first append would
 		// copy them all (26 MB at 100k steps) to grow by as much.
@@ -88,16 +88,22 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		f.Steps = make([]stepIn, ns)
 	}
 	f.Entries = make([]*entryIn, ne)
-	// A lazy board's entries, in three allocations rather than three
+	if nr > 0 {
+		// The recordings (model calls, clock readings: a replay's
+		// input) in two blocks.
+		f.Recordings = make([]recIn, nr)
+		f.recs2 = make([]Recording, nr)
+	}
+	// The entries, in two or three allocations rather than two or three
 	// per entry (they live as long as the board, all of them).
 	var block struct {
 		in      []entryIn
 		entries []Entry
 		lazy    []lazyEntry
 	}
+	block.in, block.entries = make([]entryIn, ne), make([]Entry, ne)
 	if lazy {
-		n := ne
-		block.in, block.entries, block.lazy = make([]entryIn, n), make([]Entry, n), make([]lazyEntry, n)
+		block.lazy = make([]lazyEntry, ne)
 	}
 	workers := min(runtime.GOMAXPROCS(0), 8)
 	errs := make([]error, workers)
@@ -107,7 +113,16 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 		go func() {
 			defer wg.Done()
 			d := lineDec{alias: lazy, intern: map[string]string{}}
-			for i := w; i < ns+ne; i += workers {
+			for i := w; i < ns+ne+nr; i += workers {
+				if i >= ns+ne {
+					j := i - ns - ne
+					line := l.line(data, 2, j)
+					if err := f.recLine(&d, line, j); err != nil {
+						errs[w] = lineError(data, line, fmt.Sprintf("recording %d", j+1), err)
+						return
+					}
+					continue
+				}
 				if i < ns {
 					line := l.line(data, 0, i)
 					if err := f.stepLine(&d, line, i); err != nil {
@@ -136,9 +151,10 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 					f.Entries[j] = in
 					continue
 				}
-				e, ok := d.entry(line)
-				if !ok {
-					e = &entryIn{Entry: new(Entry)}
+				e := &block.in[j]
+				e.Entry = &block.entries[j]
+				if !d.entry(line, e) {
+					*e.Entry = Entry{}
 					if err := json.Unmarshal(line, e); err != nil {
 						errs[w] = lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
 						return
@@ -183,6 +199,22 @@ func (f *File) stepLine(d *lineDec, line []byte, i int) error {
 	return nil
 }
 
+// recLine decodes the i-th recording's line into f.recs2[i].
+func (f *File) recLine(d *lineDec, line []byte, i int) error {
+	r := &f.recs2[i]
+	refs, ok := d.recording(line, r)
+	if !ok {
+		*r = Recording{}
+		in := recIn{Recording: r}
+		if err := json.Unmarshal(line, &in); err != nil {
+			return err
+		}
+		refs = in.Refs
+	}
+	f.Recordings[i] = recIn{Recording: r, Refs: refs}
+	return nil
+}
+
 // decodeWhole decodes a file of any layout with encoding/json.
 func decodeWhole(data []byte) (*File, error) {
 	var f File
@@ -210,11 +242,11 @@ func decodeWhole(data []byte) (*File, error) {
 type span struct{ lo, hi int }
 
 // layout is where the lists runner writes one record a line are: the
-// step records, the entries and the blobs, with their lines (trimmed of
-// indent and comma).
+// step records, the entries, the recordings and the blobs, with their
+// lines (trimmed of indent and comma).
 type layout struct {
-	list [3]span
-	at   [3][]int // where each line starts (a slice of each: 24 MB at 100k steps)
+	list [4]span
+	at   [4][]int // where each line starts (a slice of each: 24 MB at 100k steps)
 	// run is the run object, on its line (` "run": {...},`); nil: not
 	// found so.
 	run []byte
@@ -237,11 +269,11 @@ func (l *layout) line(data []byte, k, i int) []byte {
 //	 {...}
 //	],
 //
-// (the blobs an object, ` "blobs": {` to ` }`), in that order, each
-// once. A list found otherwise is not one (left to encoding/json).
+// (steps, entries, recordings; the blobs an object, ` "blobs": {` to
+// ` }`), in that order, each once. A list found otherwise is not one (left to encoding/json).
 func scanLayout(data []byte) layout {
 	var l layout
-	names := [3]string{` "steps": [`, ` "entries": [`, ` "blobs": {`}
+	names := [4]string{` "steps": [`, ` "entries": [`, ` "recordings": [`, ` "blobs": {`}
 	cur, next := -1, 0
 	for pos := 0; pos < len(data); {
 		end := bytes.IndexByte(data[pos:], '\n')
@@ -255,7 +287,7 @@ func scanLayout(data []byte) layout {
 		case cur >= 0 && len(line) >= 2 && line[0] == ' ' && line[1] != ' ':
 			// The list's closing line (" ]," or " }," ...): a list's
 			// records are indented by two.
-			if c := line[1]; c == ']' && cur < 2 || c == '}' && cur == 2 {
+			if c := line[1]; c == ']' && cur < 3 || c == '}' && cur == 3 {
 				l.list[cur].hi = pos - 1
 			} else {
 				l.list[cur], l.at[cur] = span{}, nil
@@ -266,7 +298,7 @@ func scanLayout(data []byte) layout {
 		case l.run == nil && next == 0 && bytes.HasPrefix(line, []byte(` "run": {`)) && bytes.HasSuffix(line, []byte("},")):
 			l.run = line[len(` "run": `) : len(line)-1]
 		case len(line) > 2 && line[0] == ' ' && line[1] == '"':
-			for k := next; k < 3; k++ {
+			for k := next; k < 4; k++ {
 				if string(line) == names[k] && end < len(data) {
 					cur, next = k, k+1
 					l.list[k].lo = end + 1

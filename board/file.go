@@ -33,6 +33,7 @@ type File struct {
 
 	hasRun bool         // the file has a "run" object (see check)
 	recs   []StepRecord // Steps' records, when read line by line: the board's
+	recs2  []Recording  // Recordings', when read line by line
 	table  *blobTable   // Blobs, checked
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/planrunner/runner/internal/bigjson"
 )
 
 // The file runner writes holds one step record or entry per line (see
@@ -63,6 +65,9 @@ func (d *lineDec) eat(c byte) bool {
 
 // rawString returns the quoted string at d.i, quotes included, and
 // whether it is plain: no escape, valid UTF-8, so its text is its bytes.
+// It steps over eight bytes at a time while none of them needs a look
+// (quote, backslash, control or non-ASCII byte): byte by byte it was the
+// largest item of a resume's board read (issue 22).
 func (d *lineDec) rawString() (raw []byte, plain, ok bool) {
 	if d.next() != '"' {
 		return nil, false, false
@@ -70,12 +75,17 @@ func (d *lineDec) rawString() (raw []byte, plain, ok bool) {
 	st := d.i
 	plain = true
 	ascii := true
-	for i := st + 1; i < len(d.b); i++ {
-		c := d.b[i]
+	b := d.b
+	for i := st + 1; ; i++ {
+		i = bigjson.PlainRun(b, i)
+		if i >= len(b) {
+			return nil, false, false
+		}
+		c := b[i]
 		switch {
 		case c == '"':
 			d.i = i + 1
-			raw = d.b[st:d.i]
+			raw = b[st:d.i]
 			if !ascii && !utf8.Valid(raw) {
 				plain = false // encoding/json replaces bad bytes with U+FFFD
 			}
@@ -83,16 +93,16 @@ func (d *lineDec) rawString() (raw []byte, plain, ok bool) {
 		case c == '\\':
 			plain = false
 			i++
-			if i >= len(d.b) {
+			if i >= len(b) {
 				return nil, false, false
 			}
-			switch d.b[i] {
+			switch b[i] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
-				if i+4 >= len(d.b) {
+				if i+4 >= len(b) {
 					return nil, false, false
 				}
-				for _, h := range d.b[i+1 : i+5] {
+				for _, h := range b[i+1 : i+5] {
 					if !isHex(h) {
 						return nil, false, false
 					}
@@ -107,7 +117,6 @@ func (d *lineDec) rawString() (raw []byte, plain, ok bool) {
 			ascii = false
 		}
 	}
-	return nil, false, false
 }
 
 func isHex(c byte) bool {
@@ -213,11 +222,80 @@ func (d *lineDec) isNull() bool { return d.next() == 'n' && d.lit("null") }
 
 func (d *lineDec) time() (time.Time, bool) {
 	raw, plain, ok := d.rawString()
+	if !ok || !plain {
+		return time.Time{}, false
+	}
+	if t, ok := utcTime(raw[1 : len(raw)-1]); ok {
+		return t, true
+	}
 	var t time.Time
-	if !ok || !plain || t.UnmarshalJSON(raw) != nil {
+	if t.UnmarshalJSON(raw) != nil {
 		return time.Time{}, false
 	}
 	return t, true
+}
+
+// utcTime reads the one form of RFC 3339 runner writes, a UTC time to
+// the nanosecond at most ("2006-01-02T15:04:05.999999999Z"), by hand:
+// time's parser was a tenth of the line decoder's time on a 100k-step
+// board. Any other form, or a field out of range, is not taken
+// (time.Time.UnmarshalJSON decides), so both give the same times.
+func utcTime(s []byte) (time.Time, bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' || s[7] != '-' || s[10] != 'T' ||
+		s[13] != ':' || s[16] != ':' || s[len(s)-1] != 'Z' {
+		return time.Time{}, false
+	}
+	digits := func(b []byte) (int, bool) {
+		n := 0
+		for _, c := range b {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	year, ok1 := digits(s[0:4])
+	month, ok2 := digits(s[5:7])
+	day, ok3 := digits(s[8:10])
+	hour, ok4 := digits(s[11:13])
+	minute, ok5 := digits(s[14:16])
+	sec, ok6 := digits(s[17:19])
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 {
+		return time.Time{}, false
+	}
+	ns := 0
+	if frac := s[19 : len(s)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		n, ok := digits(frac[1:])
+		if !ok {
+			return time.Time{}, false
+		}
+		for k := len(frac) - 1; k < 9; k++ {
+			n *= 10
+		}
+		ns = n
+	}
+	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
+		return time.Time{}, false
+	}
+	return time.Date(year, time.Month(month), day, hour, minute, sec, ns, time.UTC), true
+}
+
+// daysIn is the number of days of a month (1-12) in a year.
+func daysIn(month, year int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
 }
 
 // value skips any JSON value, checking it, and returns its bytes.
@@ -344,6 +422,7 @@ func (d *lineDec) fields(known []string, field func(k int) bool) bool {
 		return false
 	}
 	var seen uint64
+	want := 0 // the field runner writes next: tried first
 	if !d.eat('}') {
 		for {
 			raw, plain, ok := d.rawString()
@@ -352,11 +431,18 @@ func (d *lineDec) fields(known []string, field func(k int) bool) bool {
 			}
 			name := raw[1 : len(raw)-1]
 			k := -1
-			for j, f := range known {
-				if string(name) == f {
-					k = j
-					break
+			if want < len(known) && string(name) == known[want] {
+				k = want
+			} else {
+				for j, f := range known {
+					if string(name) == f {
+						k = j
+						break
+					}
 				}
+			}
+			if k >= 0 {
+				want = k + 1
 			}
 			if k < 0 {
 				for _, f := range known {
@@ -446,30 +532,115 @@ func (d *lineDec) entryLine(line []byte) (h entryHead, content, meta []byte, ok 
 	return h, content, meta, ok
 }
 
-// entry decodes an entry's line whole (Load): the header by hand, its
-// content and meta by encoding/json, as values of any type.
-func (d *lineDec) entry(line []byte) (*entryIn, bool) {
+// entry decodes an entry's line whole (Load) into in (whose Entry is
+// given, zero): the header by hand, its content and meta by
+// encoding/json, as values of any type. Not ok: in is left as it was.
+func (d *lineDec) entry(line []byte, in *entryIn) bool {
 	h, content, meta, ok := d.entryLine(line)
 	if !ok {
-		return nil, false
+		return false
 	}
-	e := &Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
+	e := Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
 		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted}
 	if len(content) > 0 && content[0] == '"' {
 		// Most contents are text: taken as the header's strings are.
 		sub := lineDec{b: content}
 		s, ok := sub.str(false)
 		if !ok {
-			return nil, false
+			return false
 		}
 		e.Content = s
-	} else if content != nil && json.Unmarshal(content, &e.Content) != nil {
+	} else if content != nil {
+		sub := lineDec{b: content, intern: d.intern}
+		if e.Content, ok = sub.anyValue(0); !ok && json.Unmarshal(content, &e.Content) != nil {
+			return false
+		}
+	}
+	if meta != nil && meta[0] == '{' {
+		sub := lineDec{b: meta, intern: d.intern}
+		v, ok := sub.anyValue(0)
+		if ok {
+			e.Meta = v.(map[string]any)
+		} else if json.Unmarshal(meta, &e.Meta) != nil {
+			return false
+		}
+	}
+	*in.Entry, in.Refs = e, h.Refs
+	return true
+}
+
+// anyValue decodes a value (checked whole already, by value) as
+// json.Unmarshal into an any does: objects as map[string]any, lists as
+// []any, numbers as float64. Through encoding/json's reflection an
+// entry's meta was a third of a whole load (replay, report). Not ok: a
+// value it leaves to encoding/json (a number out of float64's range, a
+// string with escapes or bad UTF-8 it does not unquote itself, one too
+// deep).
+func (d *lineDec) anyValue(depth int) (any, bool) {
+	switch d.next() {
+	case '"':
+		raw, plain, ok := d.rawString()
+		if !ok || !plain {
+			return nil, false
+		}
+		return string(raw[1 : len(raw)-1]), true
+	case '{':
+		if depth > maxDepth {
+			return nil, false
+		}
+		d.i++
+		m := map[string]any{}
+		if d.eat('}') {
+			return m, true
+		}
+		for {
+			k, ok := d.str(true)
+			if !ok || !d.eat(':') {
+				return nil, false
+			}
+			v, ok := d.anyValue(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			m[k] = v
+			if d.eat(',') {
+				continue
+			}
+			return m, d.eat('}')
+		}
+	case '[':
+		if depth > maxDepth {
+			return nil, false
+		}
+		d.i++
+		l := []any{}
+		if d.eat(']') {
+			return l, true
+		}
+		for {
+			v, ok := d.anyValue(depth + 1)
+			if !ok {
+				return nil, false
+			}
+			l = append(l, v)
+			if d.eat(',') {
+				continue
+			}
+			return l, d.eat(']')
+		}
+	case 't':
+		return true, d.lit("true")
+	case 'f':
+		return false, d.lit("false")
+	case 'n':
+		return nil, d.lit("null")
+	}
+	n, ok := d.number()
+	if !ok {
 		return nil, false
 	}
-	if meta != nil && json.Unmarshal(meta, &e.Meta) != nil {
-		return nil, false
-	}
-	return &entryIn{Entry: e, Refs: h.Refs}, true
+	f, err := strconv.ParseFloat(unsafe.String(&n[0], len(n)), 64)
+	return f, err == nil
 }
 
 // The fields of a step record's line, in the order runner writes them.
@@ -521,6 +692,53 @@ func (d *lineDec) step(line []byte, s *StepRecord) (refs []string, ok bool) {
 		case 13:
 			s.Inputs, ok = d.stringMap()
 		case 14:
+			refs, ok = d.strings()
+		}
+		return ok
+	})
+	return refs, ok
+}
+
+// The fields of a recording's line, in the order runner writes them.
+var recFields = []string{"label", "visit", "kind", "call", "agent", "request_sha256", "request", "response", "blob_refs"}
+
+// recording decodes a recording's line into r, as step does a step
+// record's: a replay of a 100k-step run read each through encoding/json.
+func (d *lineDec) recording(line []byte, r *Recording) (refs []string, ok bool) {
+	d.b, d.i = line, 0
+	raw := func(dst *json.RawMessage) bool {
+		v, ok := d.value()
+		if ok {
+			if !d.alias {
+				v = append([]byte(nil), v...)
+			}
+			*dst = v
+		}
+		return ok
+	}
+	ok = d.fields(recFields, func(k int) bool {
+		var ok bool
+		var n int64
+		switch k {
+		case 0:
+			r.Label, ok = d.str(true)
+		case 1:
+			n, ok = d.int64()
+			r.Visit = int(n)
+		case 2:
+			r.Kind, ok = d.str(true)
+		case 3:
+			n, ok = d.int64()
+			r.Call = int(n)
+		case 4:
+			r.Agent, ok = d.str(true)
+		case 5:
+			r.RequestSHA256, ok = d.str(false)
+		case 6:
+			ok = raw(&r.Request)
+		case 7:
+			ok = raw(&r.Response)
+		case 8:
 			refs, ok = d.strings()
 		}
 		return ok

@@ -47,6 +47,23 @@ var lineCases = []struct {
 	{"bad number in content", `{"id":"a","seq":1,"content":01}`, false},
 	{"time with offset", `{"id":"a","seq":1,"ts":"2026-01-02T03:04:05.5+02:00"}`, true},
 	{"bad time", `{"id":"a","seq":1,"ts":"yesterday"}`, false},
+	{"long strings, stops at each offset", `{"id":"0123456789abcdef0123456789\"bcdef","seq":8,"label":"lab\\el with a backslash at 3 and é at 19","author":"abcdefghijklmno\u00e9pqrstuvwxyz","content":"` + strings.Repeat(`0123456\"`, 5) + `"}`, true},
+	{"long invalid UTF-8", "{\"id\":\"abcdefghijklmnopq\xffrstuvwxyz\",\"seq\":8}", true},
+	{"long string, control char at 9", "{\"id\":\"abcdefghi\x01jklmnopq\",\"seq\":8}", false},
+	{"time, leap day of a leap year", `{"id":"a","seq":1,"ts":"2024-02-29T23:59:59.999999999Z"}`, true},
+	{"time, leap day of another year", `{"id":"a","seq":1,"ts":"2025-02-29T00:00:00Z"}`, false},
+	{"time, leap second", `{"id":"a","seq":1,"ts":"2026-12-31T23:59:60Z"}`, false},
+	{"time, ten fraction digits", `{"id":"a","seq":1,"ts":"2026-01-01T00:00:00.1234567891Z"}`, true},
+	{"time, lower-case z", `{"id":"a","seq":1,"ts":"2026-01-01T00:00:00.5z"}`, false},
+	{"time, hour 24", `{"id":"a","seq":1,"ts":"2026-01-01T24:00:00Z"}`, false},
+	{"step, times of both forms", `{"label":"g","started_at":"2026-01-01T00:00:00.000000001Z","finished_at":"2026-01-01T01:00:00.5+01:00"}`, true},
+	{"meta and content of every kind", `{"id":"a","seq":1,"content":{"l":[1,-0,2.5e-3,"s",true,false,null,[],{}],"n":{"m":{"o":1E2}}},"meta":{"visit":1,"status":"ok","nested":{"a":[{"b":null}]},"empty":{},"list":[]}}`, true},
+	{"meta with a key given twice", `{"id":"a","seq":1,"meta":{"visit":1,"visit":{"x":2}},"content":{"k":"a","k":[1]}}`, true},
+	{"meta with escapes and non-ASCII", `{"id":"a","seq":1,"meta":{"\u0076isit":"\"é\"","日本":"語"},"content":["a\nb","\ud800"]}`, true},
+	{"meta with invalid UTF-8", "{\"id\":\"a\",\"seq\":1,\"meta\":{\"k\xff\":\"v\xfe\"},\"content\":[\"\xc3\"]}", true},
+	{"meta with a number past float64", `{"id":"a","seq":1,"meta":{"n":1e400}}`, false},
+	{"content a number past float64", `{"id":"a","seq":1,"content":[1,-1e999]}`, false},
+	{"content a bare number", `{"id":"a","seq":1,"content":12345678901234567890}`, true},
 	{"null", `null`, false},
 	{"not an object", `[1,2]`, false},
 	{"step as runner writes", `{"label":"s0","visit":1,"type":"board","status":"succeeded","started_at":"2026-11-26T10:29:43.469228868Z","finished_at":"2026-11-26T10:29:43.469505154Z","duration_ms":0,"attempts":1,"result":{"output":"hi me 0","key":"k0","version":1,"found":true},"error":"","inputs":{"key":"k0","value":"hi me 0"}}`, true},
@@ -54,6 +71,11 @@ var lineCases = []struct {
 	{"step, empty lists", `{"label":"g","visit":2,"retry_delays_ms":[],"inputs":{"a":"\u00e9"}}`, true},
 	{"step, float visit", `{"label":"g","visit":2.5}`, false},
 	{"step, null inputs value", `{"label":"g","inputs":{"a":null}}`, false},
+	{"recording as runner writes", `{"label":"ask","visit":1,"kind":"llm","call":2,"agent":"coder","request_sha256":"ab12","request":{"messages":[{"role":"user","content":"hi \"x\""}]},"response":{"text":"é","tokens":3}}`, true},
+	{"recording, reordered, refs, null request", ` { "response" : "sha256:aa" , "blob_refs" : ["sha256:aa"], "request": null, "kind":"clock","label":"s","visit":3 } `, true},
+	{"recording, no response", `{"label":"s","visit":1,"kind":"read","request_sha256":""}`, true},
+	{"recording, float call", `{"label":"s","visit":1,"kind":"llm","call":1.5,"response":1}`, false},
+	{"recording, truncated response", `{"label":"s","visit":1,"kind":"llm","response":{"a":`, false},
 }
 
 // TestLineDecoderAsJSON: each line decodes, by the line decoder and by
@@ -61,10 +83,13 @@ var lineCases = []struct {
 func TestLineDecoderAsJSON(t *testing.T) {
 	for _, tc := range lineCases {
 		t.Run(tc.name, func(t *testing.T) {
-			entry, step := checkLine(t, []byte(tc.line))
+			entry, step, rec := checkLine(t, []byte(tc.line))
 			fast := entry
-			if strings.HasPrefix(tc.name, "step") {
+			switch {
+			case strings.HasPrefix(tc.name, "step"):
 				fast = step
+			case strings.HasPrefix(tc.name, "recording"):
+				fast = rec
 			}
 			if fast != tc.wantFast {
 				t.Errorf("taken by the line decoder: %v, want %v", fast, tc.wantFast)
@@ -74,15 +99,16 @@ func TestLineDecoderAsJSON(t *testing.T) {
 }
 
 // checkLine compares the two decodings of line as an entry (lazy and
-// whole, with and without sharing its bytes) and as a step record, and
-// reports whether the line decoder took it as an entry, as a step.
-func checkLine(t *testing.T, line []byte) (entry, step bool) {
+// whole, with and without sharing its bytes), as a step record and as
+// a recording, and reports whether the line decoder took it as each.
+func checkLine(t *testing.T, line []byte) (entry, step, rec bool) {
 	t.Helper()
 	for _, alias := range []bool{false, true} {
 		d := lineDec{alias: alias, intern: map[string]string{}}
 		want := entryIn{Entry: new(Entry)}
 		werr := json.Unmarshal(line, &want)
-		if got, ok := d.entry(line); ok {
+		got := entryIn{Entry: new(Entry)}
+		if ok := d.entry(line, &got); ok {
 			entry = true
 			if werr != nil {
 				t.Fatalf("entry: the line decoder took a line encoding/json refuses (%v): %+v", werr, got.Entry)
@@ -116,8 +142,20 @@ func checkLine(t *testing.T, line []byte) (entry, step bool) {
 				t.Fatalf("step:\nline decoder %#v %q\nencoding/json %#v %q", gs, refs, *ws.StepRecord, ws.Refs)
 			}
 		}
+		var gr Recording
+		wr := recIn{Recording: new(Recording)}
+		rerr := json.Unmarshal(line, &wr)
+		if refs, ok := d.recording(line, &gr); ok {
+			rec = true
+			if rerr != nil {
+				t.Fatalf("recording: the line decoder took a line encoding/json refuses (%v)", rerr)
+			}
+			if !reflect.DeepEqual(gr, *wr.Recording) || !reflect.DeepEqual(refs, wr.Refs) {
+				t.Fatalf("recording:\nline decoder %#v %q\nencoding/json %#v %q", gr, refs, *wr.Recording, wr.Refs)
+			}
+		}
 	}
-	return entry, step
+	return entry, step, rec
 }
 
 // FuzzLineDecoder: whatever the line, the line decoder does not panic,
@@ -159,6 +197,14 @@ func TestLoadLayouts(t *testing.T) {
 	}
 	if _, err := b.Write(WriteOp{Key: "k0", Delete: true, ExpectVersion: -1}); err != nil {
 		t.Fatal(err)
+	}
+	for i, r := range []Recording{
+		{Label: "s1", Visit: 2, Kind: "llm", Call: 3, Agent: "a😀", RequestSHA256: "ff", Request: json.RawMessage(`{"m":["é\"q\""]}`), Response: json.RawMessage(`{"text":"ok","n":1.5}`)},
+		{Label: "s2", Visit: 1, Kind: "clock", Response: json.RawMessage(`"2026-01-02T03:04:05Z"`)},
+	} {
+		if err := b.AddRecording(r); err != nil {
+			t.Fatal(i, err)
+		}
 	}
 	if err := b.Save(); err != nil {
 		t.Fatal(err)
@@ -243,6 +289,25 @@ func sameBoard(t *testing.T, how string, got, want *Board) {
 			t.Errorf("%s: step %d:\n got %+v %.200s\nwant %+v %.200s", how, i, g, gr.Bytes(), w, wr.Bytes())
 		}
 	}
+	gr, wr := got.Recordings(), want.Recordings()
+	if len(gr) != len(wr) {
+		t.Fatalf("%s: %d recordings, want %d", how, len(gr), len(wr))
+	}
+	for i := range gr {
+		// Request and response are kept as the file spells them
+		// (spaced, escaped or not): the same values, decoded.
+		g, w := gr[i], wr[i]
+		var vals [4]any
+		for k, raw := range []*json.RawMessage{&g.Request, &w.Request, &g.Response, &w.Response} {
+			if len(*raw) > 0 {
+				json.Unmarshal(*raw, &vals[k])
+			}
+			*raw = nil
+		}
+		if !reflect.DeepEqual(g, w) || !reflect.DeepEqual(vals[0], vals[1]) || !reflect.DeepEqual(vals[2], vals[3]) {
+			t.Errorf("%s: recording %d:\n got %+v %.200v %.200v\nwant %+v %.200v %.200v", how, i, g, vals[0], vals[2], w, vals[1], vals[3])
+		}
+	}
 	for i := range got.entries {
 		g, w := got.entries[i].loaded(), want.entries[i].loaded()
 		g.lazy, w.lazy = nil, nil
@@ -252,13 +317,14 @@ func sameBoard(t *testing.T, how string, got, want *Board) {
 	}
 }
 
-// eachRecord rewrites each step record and entry line of a saved file.
+// eachRecord rewrites each step record, entry and recording line of a
+// saved file.
 func eachRecord(t *testing.T, data []byte, edit func([]byte) []byte) []byte {
 	out := bytes.Split(data, []byte("\n"))
 	in := false
 	for i, line := range out {
 		switch string(line) {
-		case ` "steps": [`, ` "entries": [`:
+		case ` "steps": [`, ` "entries": [`, ` "recordings": [`:
 			in = true
 			continue
 		case ` ],`, ` ]`:
@@ -331,6 +397,11 @@ func TestDamagedRecordLineNamed(t *testing.T) {
 	}
 	fill(t, b, 2)
 	fill(t, b, 1)
+	for i := 0; i < 2; i++ {
+		if err := b.AddRecording(Recording{Label: "rec", Visit: i + 1, Kind: "llm", Response: json.RawMessage(`{"text":"t"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := b.Save(); err != nil {
 		t.Fatal(err)
 	}
@@ -360,6 +431,9 @@ func TestDamagedRecordLineNamed(t *testing.T) {
 		{"run of the wrong type", find(` "run": `, 1), func(l string) string { return strings.Replace(l, `"id":"r"`, `"id":5`, 1) }, ": run: json: cannot unmarshal number"},
 		{"garbage in the run", find(` "run": `, 1), func(l string) string { return strings.Replace(l, `"id":"r"`, `"id":"r"x`, 1) }, "invalid character 'x'"},
 		{"truncated step record", find(`  {"label":`, 2), func(l string) string { return l[:20] }, "step record 2: "},
+		{"truncated recording", find(`  {"label":"rec"`, 2), func(l string) string { return l[:25] }, "recording 2: "},
+		{"garbage in a recording", find(`  {"label":"rec"`, 1), func(l string) string { return strings.Replace(l, `"visit":`, `"visit":}`, 1) }, "recording 1: invalid character '}'"},
+		{"recording of the wrong type", find(`  {"label":"rec"`, 1), func(l string) string { return strings.Replace(l, `"visit":1`, `"visit":"1"`, 1) }, "recording 1: json: cannot unmarshal string"},
 		{"garbage in a step record", find(`  {"label":`, 1), func(l string) string { return strings.Replace(l, `"visit":`, `"visit":]`, 1) }, "step record 1: invalid character ']'"},
 	}
 	for _, tc := range tests {

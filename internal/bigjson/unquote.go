@@ -134,6 +134,12 @@ func unquoteTo(w sink, lit []byte) error {
 			// A run of bytes written as they are: ASCII, and valid UTF-8.
 			j := i
 			for j < len(body) {
+				// Eight plain ASCII bytes a step (a 10 MB plan source
+				// went byte by byte: the largest item of reading a
+				// 100k-step board's run object).
+				if j = PlainRun(body, j); j >= len(body) {
+					break
+				}
 				b := body[j]
 				if b < utf8.RuneSelf {
 					if b == '"' || b == '\\' || b < 0x20 {

@@ -1,6 +1,7 @@
 package bigjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"runtime"
 	"strings"
@@ -50,4 +51,28 @@ func TestUnquoteSameAsEncodingJSON(t *testing.T) {
 	json.Unmarshal(lit, &viaJSON)
 	runtime.ReadMemStats(&after)
 	t.Logf("encoding/json: %.2f bytes per byte", float64(after.TotalAlloc-before.TotalAlloc)/float64(len(text)))
+}
+
+// FuzzUnquote: whatever the literal, Unquote reads what encoding/json
+// reads, or refuses what it refuses. Locally:
+// go test ./internal/bigjson -run '^$' -fuzz FuzzUnquote -fuzztime 1m
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`""`, `"plain text long enough for a word"`, `"abcdefg\"hij"`, `"abcdefgh\\ijkl\u00e9mnop"`,
+		"\"0123456789\xff\xfeabcdefgh\"", "\"abcdefghi\x01j\"", `"\ud83d\ude00 and \ud800 alone"`, "\"é😀 mixed with ascii runs\""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, lit []byte) {
+		if len(bytes.TrimSpace(lit)) != len(lit) {
+			return // a literal is given without the space around it
+		}
+		var want string
+		werr := json.Unmarshal(lit, &want)
+		got, err := Unquote(lit)
+		if werr == nil && (err != nil || got != want) {
+			t.Fatalf("Unquote(%q) = %q, %v; want %q", lit, got, err, want)
+		}
+		if werr != nil && err == nil {
+			t.Fatalf("Unquote(%q) = %q; encoding/json refuses: %v", lit, got, werr)
+		}
+	})
 }
