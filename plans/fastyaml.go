@@ -90,15 +90,35 @@ type fyParser struct {
 	line, ls, le, next int
 	ind                int  // the current line's indentation in spaces
 	ascii              bool // whether the current line is all ASCII (columns are bytes)
-	kids               []fyKid
+	// The children of the collections being read: a collection's own
+	// node, or nil for a scalar, which is held in vals until its
+	// collection's scalars are allocated together.
+	ptrs  []*yaml.Node
+	vals  []yaml.Node
+	depth int
 }
 
-// fyKid is a child of a collection being read: a scalar held by value
-// until the collection's scalars are allocated together, or a collection.
-type fyKid struct {
-	n   yaml.Node
-	ptr *yaml.Node
+// nest counts a level of collections: yaml.v3 refuses deep nesting
+// (and a deep recursion here would cost stack), so leave deep ones to it.
+func (p *fyParser) nest() {
+	if p.depth++; p.depth > 100 {
+		notMine()
+	}
 }
+
+func (p *fyParser) unnest() { p.depth-- }
+
+// fyMark is where a collection's children start in ptrs and vals.
+type fyMark struct{ p, v int }
+
+func (p *fyParser) mark() fyMark { return fyMark{len(p.ptrs), len(p.vals)} }
+
+func (p *fyParser) scalar(n yaml.Node) {
+	p.vals = append(p.vals, n)
+	p.ptrs = append(p.ptrs, nil)
+}
+
+func (p *fyParser) coll(n *yaml.Node) { p.ptrs = append(p.ptrs, n) }
 
 // setLine makes the line starting at off the current one.
 func (p *fyParser) setLine(off int) {
@@ -258,6 +278,8 @@ func (p *fyParser) rest(i int) {
 // line, indented more than parent (or as much, for a sequence that is a
 // mapping's value).
 func (p *fyParser) block(parent int, indentless bool) *yaml.Node {
+	p.nest()
+	defer p.unnest()
 	i := p.ls + p.ind
 	if p.dash(i) {
 		return p.sequence(p.ind, indentless && p.ind == parent)
@@ -276,7 +298,7 @@ func (p *fyParser) dash(i int) bool {
 // sequence reads a block sequence whose dashes are at column c.
 func (p *fyParser) sequence(c int, indentless bool) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: p.line, Column: c + 1}
-	base := len(p.kids)
+	base := p.mark()
 	for {
 		i := p.ls + c
 		if p.ind != c || !p.dash(i) {
@@ -292,9 +314,9 @@ func (p *fyParser) sequence(c int, indentless bool) *yaml.Node {
 				notMine()
 			}
 			if !p.advance() || !p.content() || p.ind <= c {
-				p.kids = append(p.kids, fyKid{n: yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: dashLine, Column: dashCol + 1}})
+				p.scalar(yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: dashLine, Column: dashCol + 1})
 			} else {
-				p.kids = append(p.kids, fyKid{ptr: p.block(c, false)})
+				p.coll(p.block(c, false))
 			}
 		} else {
 			p.inline(j, c, true)
@@ -323,10 +345,10 @@ func (p *fyParser) sequence(c int, indentless bool) *yaml.Node {
 func (p *fyParser) mapping(i int) *yaml.Node {
 	c := i - p.ls
 	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: p.line, Column: p.col(i)}
-	base := len(p.kids)
+	base := p.mark()
 	for {
 		k, v := p.key(p.ls + c)
-		p.kids = append(p.kids, fyKid{n: k})
+		p.scalar(k)
 		if v < 0 {
 			notMine()
 		}
@@ -340,9 +362,9 @@ func (p *fyParser) mapping(i int) *yaml.Node {
 			}
 			colonLine, colonCol := p.line, p.col(v)
 			if !p.advance() || !p.content() || p.ind < c || (p.ind == c && !p.dash(p.ls+c)) {
-				p.kids = append(p.kids, fyKid{n: yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: colonLine, Column: colonCol}})
+				p.scalar(yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: colonLine, Column: colonCol})
 			} else {
-				p.kids = append(p.kids, fyKid{ptr: p.block(c, true)})
+				p.coll(p.block(c, true))
 			}
 		} else {
 			if j == v {
@@ -361,30 +383,24 @@ func (p *fyParser) mapping(i int) *yaml.Node {
 	return n
 }
 
-// collect turns the kids from base on into a collection's content, its
-// scalars in one allocation.
-func (p *fyParser) collect(base int) []*yaml.Node {
-	kids := p.kids[base:]
-	scalars := 0
-	for _, k := range kids {
-		if k.ptr == nil {
-			scalars++
-		}
-	}
-	slab := make([]yaml.Node, scalars)
-	out := make([]*yaml.Node, len(kids))
+// collect turns the children from base on into a collection's content,
+// its scalars in one allocation.
+func (p *fyParser) collect(base fyMark) []*yaml.Node {
+	ptrs, vals := p.ptrs[base.p:], p.vals[base.v:]
+	slab := make([]yaml.Node, len(vals))
+	copy(slab, vals)
+	out := make([]*yaml.Node, len(ptrs))
 	s := 0
-	for i := range kids {
-		if kids[i].ptr != nil {
-			out[i] = kids[i].ptr
-			continue
+	for i, n := range ptrs {
+		if n == nil {
+			n = &slab[s]
+			s++
 		}
-		slab[s] = kids[i].n
-		out[i] = &slab[s]
-		s++
+		out[i] = n
 	}
-	clear(kids)
-	p.kids = p.kids[:base]
+	clear(ptrs)
+	clear(vals)
+	p.ptrs, p.vals = p.ptrs[:base.p], p.vals[:base.v]
 	return out
 }
 
@@ -412,19 +428,19 @@ func (p *fyParser) key(i int) (k yaml.Node, v int) {
 
 // inline reads the node that starts at i on the current line after "- "
 // (inSeq) or after "key: ", in a collection at column c, appends it to
-// the kids, and moves to the next content line.
+// the children, and moves to the next content line.
 func (p *fyParser) inline(i, c int, inSeq bool) {
 	switch p.s[i] {
 	case '[', '{':
 		n, end := p.flow(i)
 		p.rest(end)
-		p.kids = append(p.kids, fyKid{ptr: n})
+		p.coll(n)
 		p.advance()
 		p.content()
 		return
 	case '|', '>':
 		n := p.blockScalar(i, c)
-		p.kids = append(p.kids, fyKid{n: n})
+		p.scalar(n)
 		return
 	case '\'', '"':
 		n, end := p.quoted(i)
@@ -436,22 +452,22 @@ func (p *fyParser) inline(i, c int, inSeq bool) {
 			if !inSeq {
 				notMine()
 			}
-			p.kids = append(p.kids, fyKid{ptr: p.mapping(i)})
+			p.coll(p.mapping(i))
 			return
 		}
 		p.rest(end)
-		p.kids = append(p.kids, fyKid{n: n})
+		p.scalar(n)
 	default:
 		n, end := p.plain(i, false)
 		if end < p.le && p.s[end] == ':' {
 			if !inSeq {
 				notMine()
 			}
-			p.kids = append(p.kids, fyKid{ptr: p.mapping(i)})
+			p.coll(p.mapping(i))
 			return
 		}
 		p.rest(end)
-		p.kids = append(p.kids, fyKid{n: n})
+		p.scalar(n)
 	}
 	p.advance()
 	p.content()
@@ -655,6 +671,8 @@ func (p *fyParser) quoted(i int) (yaml.Node, int) {
 // flow reads a flow collection at i that closes on the current line; end
 // is just after it.
 func (p *fyParser) flow(i int) (*yaml.Node, int) {
+	p.nest()
+	defer p.unnest()
 	open := p.s[i]
 	n := &yaml.Node{Style: yaml.FlowStyle, Line: p.line, Column: p.col(i)}
 	closer := byte(']')
@@ -663,7 +681,7 @@ func (p *fyParser) flow(i int) (*yaml.Node, int) {
 	} else {
 		n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
 	}
-	base := len(p.kids)
+	base := p.mark()
 	j := p.space(i + 1)
 	for {
 		if j >= p.le {
@@ -678,6 +696,9 @@ func (p *fyParser) flow(i int) (*yaml.Node, int) {
 		}
 		j, end = p.flowNode(j)
 		if open == '{' {
+			if end-j > 1000 { // yaml.v3 takes no longer simple key
+				notMine()
+			}
 			if end >= p.le || p.s[end] != ':' || end+1 >= p.le || p.s[end+1] != ' ' {
 				notMine()
 			}
@@ -714,22 +735,22 @@ func (p *fyParser) space(j int) int {
 }
 
 // flowNode reads a node inside a flow collection at i, appends it to the
-// kids and returns where the spaces after it end.
+// children and returns where the spaces after it end.
 func (p *fyParser) flowNode(i int) (int, int) {
 	var end int
 	switch p.s[i] {
 	case '[', '{':
 		var n *yaml.Node
 		n, end = p.flow(i)
-		p.kids = append(p.kids, fyKid{ptr: n})
+		p.coll(n)
 	case '\'', '"':
 		var n yaml.Node
 		n, end = p.quoted(i)
-		p.kids = append(p.kids, fyKid{n: n})
+		p.scalar(n)
 	default:
 		var n yaml.Node
 		n, end = p.plain(i, true)
-		p.kids = append(p.kids, fyKid{n: n})
+		p.scalar(n)
 	}
 	end = p.space(end)
 	if end < p.le && p.s[end] == '#' {

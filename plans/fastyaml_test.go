@@ -149,6 +149,9 @@ var fastYAMLCases = []struct {
 	{"trailing spaces", "a: 1   \nb:    \nc: 'x'   \nd:   \n  - e   \n", true},
 	{"long line", "a: " + strings.Repeat("x", 5000) + "\n", true},
 	{"long key", strings.Repeat("k", 1100) + ": 1\n", false},
+	{"long flow key", "a: {" + strings.Repeat("k", 1100) + ": 1}\n", false},
+	{"deep flow", "a: " + strings.Repeat("[", 150) + strings.Repeat("]", 150) + "\n", false},
+	{"nested flow", "a: " + strings.Repeat("[", 50) + "x" + strings.Repeat("]", 50) + "\n", true},
 	{"multi-line plain", "a: b\n  c\n", false},
 	{"multi-line quoted", "a: 'b\n  c'\n", false},
 	{"bad indent", "a:\n  b: 1\n c: 2\n", false},
@@ -223,17 +226,23 @@ func TestFastYAMLRepoFiles(t *testing.T) {
 	}
 }
 
-func TestFastYAMLGeneratedPlans(t *testing.T) {
-	dir := t.TempDir()
-	out := filepath.Join(dir, "plan.yaml")
-	cmd := exec.Command("go", "run", "../runs/testdata/genresume.go", "300", out)
+// genresume is the plan of n steps runs/testdata/genresume.go writes
+// (the plan of the resume figures).
+func genresume(tb testing.TB, n int) []byte {
+	out := filepath.Join(tb.TempDir(), "plan.yaml")
+	cmd := exec.Command("go", "run", "../runs/testdata/genresume.go", fmt.Sprint(n), out)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("genresume: %v\n%s", err, b)
+		tb.Fatalf("genresume: %v\n%s", err, b)
 	}
 	src, err := os.ReadFile(out)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return src
+}
+
+func TestFastYAMLGeneratedPlans(t *testing.T) {
+	src := genresume(t, 300)
 	if !checkFast(t, "genresume", src) {
 		t.Errorf("the fast reader leaves the genresume plan to yaml.v3")
 	}
@@ -264,5 +273,28 @@ func FuzzFastYAML(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, src []byte) {
 		checkFast(t, "input", src)
+	})
+}
+
+// BenchmarkYAMLRead is the YAML step of loading a plan alone: the 10k-step
+// resume plan read by yaml.v3 and by the fast reader.
+func BenchmarkYAMLRead(b *testing.B) {
+	src := genresume(b, 10000)
+	b.Run("yaml.v3", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var d yaml.Node
+			if err := yaml.NewDecoder(bytes.NewReader(src)).Decode(&d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ok := fastYAML(src); !ok {
+				b.Fatal("not read")
+			}
+		}
 	})
 }
