@@ -96,6 +96,7 @@ type fyParser struct {
 	ptrs  []*yaml.Node
 	vals  []yaml.Node
 	depth int
+	endAt int // where a "..." line ends the document, if one does
 }
 
 // nest counts a level of collections: yaml.v3 refuses deep nesting
@@ -171,7 +172,14 @@ func (p *fyParser) content() bool {
 			case '#':
 			default:
 				if p.ind == 0 && p.docMarker() {
-					notMine()
+					if p.s[p.ls] == '-' {
+						notMine() // a second document
+					}
+					// "...": the document ends here; document reads on
+					// from endAt, the rest of the parse sees the end.
+					p.endAt = p.ls
+					p.ls, p.le, p.ind, p.next = len(p.s), len(p.s), 0, len(p.s)
+					return false
 				}
 				return true
 			}
@@ -239,6 +247,9 @@ func (p *fyParser) document() *yaml.Node {
 	}
 	doc.Content = []*yaml.Node{root}
 	// After the document, only comments, or "..." and comments.
+	if p.endAt > 0 {
+		p.setLine(p.endAt)
+	}
 	for p.ls < len(p.s) {
 		i := p.ls + p.ind
 		if i < p.le && p.s[i] != '#' {

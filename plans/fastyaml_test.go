@@ -132,7 +132,11 @@ var fastYAMLCases = []struct {
 	{"comments", "# head\na: 1 # line\n  # indented\n# foot\nb: 2\n\n# end\n", true},
 	{"doc start", "---\na: 1\n", true},
 	{"doc start comment", "--- # c\na: 1\n", true},
-	{"doc end", "a: 1\n...\n", false},
+	{"doc end", "a: 1\n...\n", true},
+	{"doc end, comment", "---\na:\n  - |+\n    x\n\n... # end\n# more\n", true},
+	{"doc end, empty value", "a:\n...\n", true},
+	{"doc end, more", "a: 1\n...\nb: 2\n", false},
+	{"doc end, second", "a: 1\n...\n---\nb: 2\n", false},
 	{"two docs", "a: 1\n---\nb: 2\n", false},
 	{"directive", "%YAML 1.2\n---\na: 1\n", false},
 	{"anchor alias", "a: &x 1\nb: *x\n", false},
@@ -268,6 +272,10 @@ func FuzzFastYAML(f *testing.F) {
 		f.Add([]byte(c.src))
 	}
 	f.Add(bigPlan(3))
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 40 {
+		f.Add(randomYAML(r))
+	}
 	for i := range 5 {
 		f.Add([]byte(planfuzz.Plan(rand.New(rand.NewPCG(uint64(i), 7)), 4, planfuzz.Options{})))
 	}
@@ -297,4 +305,105 @@ func BenchmarkYAMLRead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// randomYAML writes a random document from the pieces plans are made of,
+// with the odd forms among them: scalars of every style, empty values,
+// block scalars with blank lines and every chomping, flow collections,
+// comments, indentation of 1 to 4 spaces, CRLF line ends.
+func randomYAML(r *rand.Rand) []byte {
+	var b strings.Builder
+	scalars := []string{"a", "hello world", "x #c", "a:b", "${{ x }}", "[y]", "0", "10", "-3", "+4", "010", "0x1F",
+		"1e3", ".inf", "1.5", "09", "10s", "2001-12-14", "yes", "no", "on", "off", "~", "null", "Null", "true", "FALSE",
+		"'q # c'", "'it''s'", "\"k: v\"", "\"\\t\\u00e9\\x41\"", "\"\"", "''", "é", "日本 語", "-x", "--flag", "a  b", "a\tb",
+		"<<", "&a x", "*a", "!!str x", "?x", ":x", "x:", "@x", "`x`", "\"a\\/b\"", "'a\n  b'", "a #", "#", "- x", "{a: 1}",
+		"[1, 'b', {c: d}]", "{}", "[]", "{a: [b, c], 'd': \"e\",}", "[a: b]", "{a}", "[a,,b]", "{a: 1 #c}"}
+	pick := func(xs []string) string { return xs[r.IntN(len(xs))] }
+	blockScalar := func(ind string) string {
+		var s strings.Builder
+		s.WriteString(pick([]string{"|", "|-", "|+", ">", ">-", ">+", "|2", "| # c"}))
+		s.WriteString("\n")
+		extra := pick([]string{"", " ", "  ", "\t"})
+		for range r.IntN(5) {
+			switch r.IntN(5) {
+			case 0:
+				s.WriteString("\n")
+			case 1:
+				s.WriteString(ind + "  " + extra + "\n")
+			default:
+				s.WriteString(ind + "  " + pick([]string{"", " ", "  "}) + pick(scalars) + "\n")
+			}
+		}
+		return s.String()
+	}
+	var node func(ind string, depth int, inSeq bool)
+	value := func(ind string, depth int) {
+		switch n := r.IntN(10); {
+		case n < 5:
+			b.WriteString(" " + pick(scalars) + pick([]string{"", "", " ", " # c"}) + "\n")
+		case n < 6:
+			b.WriteString(pick([]string{"", " ", " # c"}) + "\n")
+		case n < 7:
+			b.WriteString(" " + blockScalar(ind))
+		default:
+			b.WriteString(pick([]string{"", " # c"}) + "\n")
+			if depth < 4 {
+				node(ind+pick([]string{"", " ", "  ", "    "}), depth+1, false)
+			}
+		}
+	}
+	node = func(ind string, depth int, inSeq bool) {
+		seq := r.IntN(3) == 0
+		for i := range 1 + r.IntN(4) {
+			if r.IntN(6) == 0 {
+				b.WriteString(pick([]string{"\n", ind + "# c\n", "#\n", "  \n"}))
+			}
+			first := ind
+			if inSeq && i == 0 {
+				first = ""
+			}
+			if seq {
+				b.WriteString(first + "-")
+				if r.IntN(3) == 0 && depth < 4 {
+					b.WriteString(" ")
+					node(ind+"  ", depth+1, true)
+					continue
+				}
+				value(ind+"  ", depth)
+				continue
+			}
+			b.WriteString(first + pick([]string{"k", "key", "'q'", "\"d\"", "é", "a b", "true", "1", "k" + fmt.Sprint(i)}) + pick([]string{":", " :"}))
+			value(ind, depth)
+		}
+	}
+	if r.IntN(5) == 0 {
+		b.WriteString(pick([]string{"---\n", "--- # c\n", "# head\n", "\ufeff", "\n"}))
+	}
+	node(pick([]string{"", "", " "}), 0, false)
+	if r.IntN(8) == 0 {
+		b.WriteString(pick([]string{"...\n", "---\nb: 2\n", "# end\n", "x"}))
+	}
+	s := b.String()
+	if r.IntN(6) == 0 {
+		s = strings.ReplaceAll(s, "\n", "\r\n")
+	}
+	return []byte(s)
+}
+
+func TestFastYAMLRandom(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	n, fast := 4000, 0
+	if testing.Short() {
+		n = 400
+	}
+	for i := range n {
+		src := randomYAML(r)
+		if checkFast(t, fmt.Sprintf("random %d: %q", i, src), src) {
+			fast++
+		}
+	}
+	t.Logf("the fast reader read %d of %d", fast, n)
+	if fast < n/10 {
+		t.Errorf("the fast reader read %d of %d random documents, want more", fast, n)
+	}
 }
