@@ -701,11 +701,10 @@ func (p *fyParser) flow(i int) (*yaml.Node, int) {
 		if p.s[j] == closer {
 			break
 		}
-		var end int
 		if open == '{' && (p.s[j] == '[' || p.s[j] == '{') {
 			notMine() // a complex key
 		}
-		j, end = p.flowNode(j)
+		end := p.flowNode(j)
 		if open == '{' {
 			if end-j > 1000 { // yaml.v3 takes no longer simple key
 				notMine()
@@ -717,7 +716,7 @@ func (p *fyParser) flow(i int) (*yaml.Node, int) {
 			if j >= p.le || p.s[j] == ',' || p.s[j] == '}' {
 				notMine()
 			}
-			j, end = p.flowNode(j)
+			end = p.flowNode(j)
 		} else if end < p.le && p.s[end] == ':' {
 			notMine()
 		}
@@ -747,7 +746,7 @@ func (p *fyParser) space(j int) int {
 
 // flowNode reads a node inside a flow collection at i, appends it to the
 // children and returns where the spaces after it end.
-func (p *fyParser) flowNode(i int) (int, int) {
+func (p *fyParser) flowNode(i int) int {
 	var end int
 	switch p.s[i] {
 	case '[', '{':
@@ -767,7 +766,7 @@ func (p *fyParser) flowNode(i int) (int, int) {
 	if end < p.le && p.s[end] == '#' {
 		notMine()
 	}
-	return i, end
+	return end
 }
 
 // blockScalar reads a literal or folded scalar whose indicator is at i,
