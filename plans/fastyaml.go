@@ -321,9 +321,6 @@ func (p *fyParser) sequence(c int, indentless bool) *yaml.Node {
 			j++
 		}
 		if j == p.le || p.s[j] == '#' {
-			if j < p.le && j == i+1 {
-				notMine()
-			}
 			if !p.advance() || !p.content() || p.ind <= c {
 				p.scalar(yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: dashLine, Column: dashCol + 1})
 			} else {
@@ -368,9 +365,6 @@ func (p *fyParser) mapping(i int) *yaml.Node {
 			j++
 		}
 		if j == p.le || p.s[j] == '#' {
-			if j < p.le && j == v {
-				notMine()
-			}
 			colonLine, colonCol := p.line, p.col(v)
 			if !p.advance() || !p.content() || p.ind < c || (p.ind == c && !p.dash(p.ls+c)) {
 				p.scalar(yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: colonLine, Column: colonCol})
@@ -378,10 +372,7 @@ func (p *fyParser) mapping(i int) *yaml.Node {
 				p.coll(p.block(c, true))
 			}
 		} else {
-			if j == v {
-				notMine()
-			}
-			p.inline(j, c, false)
+			p.inline(j, c, false) // key requires a space after the ':'
 		}
 		if p.ls >= len(p.s) || p.ind < c {
 			break
@@ -672,7 +663,6 @@ func (p *fyParser) quoted(i int) (yaml.Node, int) {
 			}
 			j += 1 + w
 			from = j + 1
-		case '\t':
 		}
 	}
 	notMine()
