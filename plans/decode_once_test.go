@@ -50,3 +50,26 @@ func BenchmarkParse(b *testing.B) {
 		})
 	}
 }
+
+// TestParseReadsPlainPlansFast fails when Parse hands a plan in the YAML
+// plans are written in to yaml.v3 rather than to fastYAML: yaml.v3 makes
+// about six times the allocations of Parse's whole read (events,
+// tokens, a string per value).
+func TestParseReadsPlainPlansFast(t *testing.T) {
+	src := bigPlan(300)
+	yamlAllocs := testing.AllocsPerRun(5, func() {
+		var n yaml.Node
+		if err := yaml.Unmarshal(src, &n); err != nil {
+			t.Fatal(err)
+		}
+	})
+	parseAllocs := testing.AllocsPerRun(5, func() {
+		if _, err := Parse("p.yaml", src); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("yaml.Unmarshal %.0f allocations, Parse %.0f", yamlAllocs, parseAllocs)
+	if parseAllocs > yamlAllocs/2 {
+		t.Errorf("Parse made %.0f allocations, %.2f× yaml.v3's read of the YAML alone (%.0f): is the plan read by yaml.v3?", parseAllocs, parseAllocs/yamlAllocs, yamlAllocs)
+	}
+}

@@ -129,8 +129,12 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 
 // moreDocuments counts the documents dec holds after the first, already
 // decoded one; broken is whether one of them is not valid YAML (it counts
-// as a second document all the same: a plan file holds one).
+// as a second document all the same: a plan file holds one). A nil dec
+// read a source of one document.
 func moreDocuments(dec *yaml.Decoder) (n int, broken bool) {
+	if dec == nil {
+		return 0, false
+	}
 	for {
 		var d yaml.Node
 		err := dec.Decode(&d)

@@ -33,10 +33,14 @@ func parseYAML(path string, src []byte) (*yaml.Node, *Error) {
 // parseYAMLStream parses the first document of src and returns the decoder
 // positioned after it, so that whether more documents follow can be asked
 // without parsing the first one again (a second parse of the whole plan
-// was a tenth of a profiled run).
+// was a tenth of a profiled run). The decoder is nil when the source was
+// read by fastYAML, which reads only sources of one document.
 func parseYAMLStream(path string, src []byte) (*yaml.Node, *yaml.Decoder, *Error) {
 	if !utf8.Valid(src) {
 		return nil, nil, invalidUTF8(path, src)
+	}
+	if doc, ok := fastYAML(src); ok {
+		return doc, nil, nil
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
