@@ -562,6 +562,9 @@ func plainTag(v string) string {
 			}
 			return "!!int"
 		}
+		if decimalFloat(d) {
+			return "!!float" // a model's temperature, a cost limit
+		}
 		if strings.Trim(d, "0123456789abcdefABCDEFxXoO._+-") == "" {
 			notMine() // maybe a number in another base, or a float
 		}
@@ -570,6 +573,18 @@ func plainTag(v string) string {
 		return "!!str"
 	}
 	return "!!str"
+}
+
+// decimalFloat is whether d is digits, a point and digits, short enough
+// that yaml.v3's ParseFloat cannot fail on it: yaml.v3 resolves such a
+// value (0.2, 1.50, 01.5) to !!float. Exponents and the rest go to
+// yaml.v3.
+func decimalFloat(d string) bool {
+	dot := strings.IndexByte(d, '.')
+	if dot <= 0 || dot == len(d)-1 || len(d) > 18 {
+		return false
+	}
+	return strings.Trim(d[:dot], "0123456789") == "" && strings.Trim(d[dot+1:], "0123456789") == ""
 }
 
 // quoted reads a quoted scalar at i that ends on the current line; end is

@@ -107,6 +107,8 @@ var fastYAMLCases = []struct {
 	{"map in item, item after", "- a:\n  - x\n- b\n", true},
 	{"plain scalars", "a: hello world\nb: a:b\nc: x #comment\nd: 'q # not a comment'\ne: \"k: v\"\nf: a#b\ng: ${{ x }}, [y]\n", true},
 	{"numbers", "a: 0\nb: 10\nc: -3\nd: +4\ne: 010\nf: 0x1F\ng: 1e3\nh: .inf\ni: 1.5\nj: 09\nk: 123456789012345678901\n", false},
+	{"decimal floats", "temperature: 0.2\nb: -1.5\nc: +3.25\nd: 01.50\ne: [0.5, 2.0]\n", true},
+	{"floats left to yaml.v3", "f: 1.2.3\ng: 1.\nh: 12345678901234567.5\n", false},
 	{"ints", "a: 0\nb: 10\nc: -3\nd: +4\ne: 123456789012345678\n", true},
 	{"bools and nulls", "a: true\nb: False\nc: TRUE\nd: yes\ne: no\nf: on\ng: off\nh: ~\ni: null\nj: Null\nk: NULL\nl: y\nm: n\n", true},
 	{"quoted", "a: 'it''s'\nb: \"tab\\there \\\"q\\\" \\\\ \\x41 \\u00e9 \\U0001F600\"\nc: ''\nd: \"\"\ne: ' lead and trail '\n", true},
@@ -314,7 +316,7 @@ func BenchmarkYAMLRead(b *testing.B) {
 func randomYAML(r *rand.Rand) []byte {
 	var b strings.Builder
 	scalars := []string{"a", "hello world", "x #c", "a:b", "${{ x }}", "[y]", "0", "10", "-3", "+4", "010", "0x1F",
-		"1e3", ".inf", "1.5", "09", "10s", "2001-12-14", "yes", "no", "on", "off", "~", "null", "Null", "true", "FALSE",
+		"1e3", ".inf", "1.5", "0.25", "-2.0", "1.", "1.2.3", "09", "10s", "2001-12-14", "yes", "no", "on", "off", "~", "null", "Null", "true", "FALSE",
 		"'q # c'", "'it''s'", "\"k: v\"", "\"\\t\\u00e9\\x41\"", "\"\"", "''", "é", "日本 語", "-x", "--flag", "a  b", "a\tb",
 		"<<", "&a x", "*a", "!!str x", "?x", ":x", "x:", "@x", "`x`", "\"a\\/b\"", "'a\n  b'", "a #", "#", "- x", "{a: 1}",
 		"[1, 'b', {c: d}]", "{}", "[]", "{a: [b, c], 'd': \"e\",}", "[a: b]", "{a}", "[a,,b]", "{a: 1 #c}"}
