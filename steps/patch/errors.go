@@ -53,6 +53,9 @@ func (e *RefusedError) Error() string { return e.Msg }
 // IsRefused reports whether err means the diff was refused (as opposed to
 // an I/O failure), and why.
 func IsRefused(err error) (Kind, bool) {
+	if err == nil { // the usual case, asked once per path tried: r escapes
+		return 0, false
+	}
 	var r *RefusedError
 	if errors.As(err, &r) {
 		return r.Kind, true

@@ -25,6 +25,9 @@ func dirBudget() int {
 
 // links is how many names the file has; 0 when unknown.
 func links(fi fs.FileInfo) int {
+	if s, ok := fi.(interface{ nlinks() int }); ok { // lstatIn's (Linux)
+		return s.nlinks()
+	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return int(st.Nlink)
 	}

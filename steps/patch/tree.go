@@ -192,7 +192,7 @@ func (t *tree) lstat(p string) (fi fs.FileInfo, missing string, err error) {
 		}
 		return nil, "", nil
 	}
-	fi, err = r.Lstat(name)
+	fi, err = t.lstatIn(p, r, name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, "", nil

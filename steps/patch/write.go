@@ -203,14 +203,17 @@ func (p *planner) unstageAll() { unstage(p.tree, p.order) }
 // (Its directories are held open since they were checked.)
 func checkStill(t *tree, tg *target) error {
 	fi, _, err := t.lstat(tg.path)
-	var re *RefusedError
-	switch {
-	case errors.As(err, &re):
-		// Not the diff's fault: the tree changed while it was applied.
-		return fmt.Errorf("changed while the diff was being applied: %s", re.Msg)
-	case err != nil:
+	if err != nil {
+		// re is declared here, not above: it escapes, and so cost an
+		// allocation per file written.
+		var re *RefusedError
+		if errors.As(err, &re) {
+			// Not the diff's fault: the tree changed while it was applied.
+			return fmt.Errorf("changed while the diff was being applied: %s", re.Msg)
+		}
 		return err
-	case fi != nil && !tg.existed:
+	}
+	if fi != nil && !tg.existed {
 		return fmt.Errorf("%w: it appeared while the diff was being applied", fs.ErrExist)
 	}
 	return nil
