@@ -92,7 +92,10 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 	switch {
 	case last == nil:
 		r.startPC = 0
-	case last.Goto == "end" || last.Goto == "fail":
+	case last.Goto == "end":
+		return ErrFinished
+	case last.Goto == "fail":
+		_, r.endErr = r.Prog.Next(index[last.Label], "fail")
 		return ErrFinished
 	case last.Goto != "":
 		r.startPC = index[last.Goto]
@@ -103,6 +106,15 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		return ErrFinished
 	}
 	return nil
+}
+
+// End ends a restored run that Restore found with no step left
+// (ErrFinished) the way its last step would have: a run killed after its
+// last step was saved and before its end was keeps its status "running"
+// in the file until it is ended. It marks the final status, saves the
+// board and returns the run's error, as Run does.
+func (r *Runner) End() error {
+	return r.finishRun(r.endErr)
 }
 
 func completed(n *Node, rec *board.StepRecord) bool {

@@ -109,6 +109,7 @@ type Runner struct {
 	runID   string
 	done    map[string]map[string]board.StepRecord // see Restore
 	startPC int
+	endErr  error            // how a restored run whose every step ran ended (End)
 	clockN  map[visitKey]int // clock readings per step visit
 	readN   map[visitKey]int // recorded key reads per step visit
 	wsN     map[visitKey]int // workspace calls per step visit

@@ -129,6 +129,12 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 		Observer: running, Output: env.Output}
 	done := b.StepsShared() // the board's, not a copy: Restore only reads them
 	if err := er.Restore(done); err != nil {
+		if errors.Is(err, engine.ErrFinished) && b.Run().Status == board.StatusRunning {
+			// Killed after its last step was saved, before its end was:
+			// the resume ends it, as the run would have.
+			log.Info().Int("steps_done", len(done)).Msg("ending the run: every step had run")
+			return &Result{Board: b, Prog: r.Prog, Agents: set, Log: log, Err: er.End()}, nil
+		}
 		if errors.Is(err, engine.ErrFinished) {
 			return nil, fmt.Errorf("run %s %w", r.Record.ID, ErrNothingLeft)
 		}

@@ -35,22 +35,35 @@ func TestKillThenResume(t *testing.T) {
 			t.Errorf("only %d of %d kills landed mid-run: the test is not testing resume", midRun, trials)
 		}
 	}()
-	for i := 0; i < trials; i++ {
-		wd := t.TempDir()
-		out := filepath.Join(wd, "bb.json")
+	// start runs the plan and waits for its run to begin (a loaded
+	// machine starts processes slowly).
+	start := func(wd, out string) *exec.Cmd {
 		cmd := exec.Command(binary, "run", testdata("crash.yaml"), "--out", out, "-q")
 		cmd.Dir = wd
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Wait for the run to begin (a loaded machine starts processes
-		// slowly), then kill it at a random moment.
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
 			if _, err := os.Stat(out); err == nil {
 				break
 			}
 		}
-		time.Sleep(time.Duration(rand.IntN(200)) * time.Millisecond)
+		return cmd
+	}
+	// How long a whole run takes here, from its start to its end: the
+	// kills land at random moments within it, on a fast machine or a
+	// loaded one (a fixed 0-200 ms missed most runs on either).
+	wd := t.TempDir()
+	t0 := time.Now()
+	if err := start(wd, filepath.Join(wd, "bb.json")).Wait(); err != nil {
+		t.Fatalf("a whole run: %v", err)
+	}
+	whole := time.Since(t0)
+	for i := 0; i < trials; i++ {
+		wd := t.TempDir()
+		out := filepath.Join(wd, "bb.json")
+		cmd := start(wd, out)
+		time.Sleep(time.Duration(rand.Int64N(int64(whole))))
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		if _, err := os.Stat(out); os.IsNotExist(err) {
@@ -123,5 +136,74 @@ func TestResumeRefusesChangedPlan(t *testing.T) {
 	r = runCLI(t, wd, "resume", bb, "--force")
 	if r.code != 1 || !strings.Contains(r.stderr, "max_visits") {
 		t.Fatalf("resume --force: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestResumeEndsARunKilledAfterItsLastStep: a run killed after its last
+// step was saved and before its end was keeps the status "running" in
+// its file. Resuming it ends it as the run would have ended (succeeded,
+// or failed where a branch chose fail), with the run's exit code; before,
+// the resume said "no step left to run", exited 0 and left it "running"
+// for good (found by TestKillThenResume, one trial in a few hundred).
+func TestResumeEndsARunKilledAfterItsLastStep(t *testing.T) {
+	for _, tc := range []struct {
+		name, plan string
+		code       int
+		status     string
+		errText    string
+	}{
+		{"last step ran", "version: 1\nsteps:\n  - {label: a, type: board, op: write, key: k, value: v}\n  - {label: b, type: board, op: write, key: k2, value: w}\n",
+			exitOK, "succeeded", ""},
+		{"a branch chose end", "version: 1\nsteps:\n  - {label: a, type: board, op: write, key: k, value: v}\n  - label: b\n    type: branch\n    cases:\n      - {when: 'true', goto: end}\n  - {label: c, type: board, op: write, key: k3, value: x}\n",
+			exitOK, "succeeded", ""},
+		{"a branch chose fail", "version: 1\nsteps:\n  - {label: a, type: board, op: write, key: k, value: v}\n  - label: b\n    type: branch\n    cases:\n      - {when: 'true', goto: fail}\n  - {label: c, type: board, op: write, key: k3, value: x}\n",
+			exitFailed, "failed", "the branch chose fail"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			plan := filepath.Join(wd, "plan.yaml")
+			if err := os.WriteFile(plan, []byte(tc.plan), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(wd, "bb.json")
+			if r := runCLI(t, wd, "run", plan, "--out", out, "-q"); r.code != tc.code {
+				t.Fatalf("run: exit %d, want %d: %s", r.code, tc.code, r.stderr)
+			}
+			ran, err := board.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The file as a kill between the last step and the run's end
+			// leaves it.
+			b, err := board.Open(out, board.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := b.UpdateRun(func(run *board.Run) { run.Status, run.Error, run.FinishedAt = board.StatusRunning, "", nil }); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r := runCLI(t, wd, "resume", out, "-q")
+			if r.code != tc.code {
+				t.Errorf("resume: exit %d, want %d: %s", r.code, tc.code, r.stderr)
+			}
+			got, err := board.Load(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := got.Run()
+			if run.Status != tc.status || !strings.Contains(run.Error, tc.errText) || run.FinishedAt == nil {
+				t.Errorf("after the resume: status %q, error %q, finished %v; want %q, %q", run.Status, run.Error, run.FinishedAt, tc.status, tc.errText)
+			}
+			if len(got.Steps()) != len(ran.Steps()) {
+				t.Errorf("the resume ran steps again: %d records, the run made %d", len(got.Steps()), len(ran.Steps()))
+			}
+			// Ended once: a second resume has nothing to do.
+			if r := runCLI(t, wd, "resume", out, "-q"); r.code != exitOK || !strings.Contains(r.stderr, "resume") {
+				t.Errorf("second resume: exit %d: %s", r.code, r.stderr)
+			}
+		})
 	}
 }
