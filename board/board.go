@@ -46,6 +46,7 @@ type Board struct {
 	loadBlobs  *blobTable // while loading: the values of the file and journal
 	texts      texts      // the large strings held, once each (held.go)
 	readOnly   bool       // LoadForRead: writes refused
+	planSrc    []byte     // LoadLive: run.PlanSource, still quoted (Run unquotes it)
 	spare      spare      // room for the indexes' small lists (index.go)
 }
 
@@ -513,7 +514,11 @@ func (b *Board) Len() int {
 func (b *Board) Run() Run {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.run
+	r := b.run
+	if b.planSrc != nil {
+		r.PlanSource = planSourceOf(b.planSrc)
+	}
+	return r
 }
 
 // UpdateRun changes the run description (status, finish time) durably.
