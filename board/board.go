@@ -403,6 +403,9 @@ func (b *Board) keysAt(prefix string, now time.Time) []KeyInfo {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var out []KeyInfo
+	if prefix == "" {
+		out = make([]KeyInfo, 0, len(b.keys)) // grown by append, it left copies of itself behind
+	}
 	for k, ks := range b.keys {
 		if !strings.HasPrefix(k, prefix) {
 			continue
