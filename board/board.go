@@ -47,6 +47,7 @@ type Board struct {
 	texts      texts      // the large strings held, once each (held.go)
 	readOnly   bool       // LoadForRead: writes refused
 	planSrc    []byte     // LoadLive: run.PlanSource, still quoted (Run unquotes it)
+	planAt     planAt     // LoadLive: where run.PlanSource is in the file (Run reads it)
 	spare      spare      // room for the indexes' small lists (index.go)
 }
 
@@ -520,6 +521,8 @@ func (b *Board) Run() Run {
 	r := b.run
 	if b.planSrc != nil {
 		r.PlanSource = planSourceOf(b.planSrc)
+	} else if b.planAt.path != "" {
+		r.PlanSource = b.planAt.read()
 	}
 	return r
 }

@@ -36,11 +36,14 @@ func LoadLive(path string) (*Board, error) {
 	if fi, err := os.Lstat(JournalPath(path)); !errors.Is(err, os.ErrNotExist) && (err != nil || fi.Size() > 0) {
 		return LoadForRead(path)
 	}
-	data, err := readLive(path)
+	data, cut, err := readLive(path)
 	if err != nil {
 		return nil, err
 	}
 	if b, ok := parseLive(data); ok {
+		if cut.hi > cut.lo {
+			b.planSrc, b.planAt = nil, planAt{path: path, lo: cut.lo - 1, hi: cut.hi + 1}
+		}
 		return b, nil
 	}
 	return LoadForRead(path) // the whole file, to say what is wrong with it
@@ -49,37 +52,43 @@ func LoadLive(path string) (*Board, error) {
 // readLive reads the file at path without the lines of its step records
 // and recordings (runner writes them one a line, in lists opened by
 // ` "steps": [` and ` "recordings": [` and closed by a line indented by
-// one space), which a read of live keys does not use: of the 100k-step
-// run's 75 MB, 30 MB. The file is read twice, in pieces: the first pass
-// sizes the buffer kept (grown as it filled, it would leave copies of
-// itself behind).
-func readLive(path string) ([]byte, error) {
+// one space), and without the text of the plan source (its quotes kept),
+// which a read of live keys does not use: of the 100k-step run's 75 MB,
+// 40 MB. The file is read twice, in pieces: the first pass sizes the
+// buffer kept (grown as it filled, it would leave copies of itself
+// behind) and finds the plan source; cut is where its text is in the
+// file (hi 0: nothing cut).
+func readLive(path string) (data []byte, cut span, err error) {
 	if err := checkRegular(path); err != nil {
-		return nil, err
+		return nil, cut, err
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, cut, err
 	}
 	defer f.Close()
-	n, err := keptLines(readlimit.NewReader(f, path, readlimit.Board), nil)
+	n, err := keptLines(readlimit.NewReader(f, path, readlimit.Board), nil, &cut)
 	if err != nil {
-		return nil, err
+		return nil, cut, err
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, cut, err
 	}
-	data := make([]byte, 0, n)
-	_, err = keptLines(readlimit.NewReader(f, path, readlimit.Board), &data)
-	return data, err
+	data = make([]byte, 0, n)
+	_, err = keptLines(readlimit.NewReader(f, path, readlimit.Board), &data, &cut)
+	return data, cut, err
 }
 
 // keptLines passes over r's lines, appending to *out (when out is not
 // nil) those that are not in the lists of step records and recordings,
-// and says how many bytes they are.
-func keptLines(r io.Reader, out *[]byte) (int, error) {
-	br := bufio.NewReaderSize(r, 1<<20)
+// less the bytes in *cut, and says how many bytes that is. Without out,
+// it finds the plan source's text in the run's line and sets *cut to it.
+func keptLines(r io.Reader, out *[]byte, cut *span) (int, error) {
+	const runHead = ` "run": `
+	br := bufio.NewReaderSize(r, 256<<10)
 	n, skip, keep, start := 0, false, true, true
+	pos, runSeen := 0, false // the file offset of seg; the run's line met
+	var run []byte           // the run's line, while it is read (without out)
 	for {
 		seg, err := br.ReadSlice('\n') // a line, or a piece of a long one
 		if len(seg) > 0 {
@@ -93,19 +102,43 @@ func keptLines(r io.Reader, out *[]byte) (int, error) {
 				default:
 					keep = true
 					skip = string(line) == ` "steps": [` || string(line) == ` "recordings": [`
+					if out == nil && !runSeen && bytes.HasPrefix(line, []byte(runHead+"{")) {
+						runSeen, run = true, []byte{}
+					}
 				}
 			}
+			lo, hi := pos, pos+len(seg)
 			if keep {
 				n += len(seg)
 				if out != nil {
-					*out = append(*out, seg...)
+					if cut.hi > cut.lo && lo < cut.hi && hi > cut.lo {
+						*out = append(*out, seg[:max(cut.lo, lo)-lo]...)
+						*out = append(*out, seg[min(cut.hi, hi)-lo:]...)
+					} else {
+						*out = append(*out, seg...)
+					}
 				}
 			}
+			if run != nil {
+				run = append(run, seg...)
+			}
 			start = seg[len(seg)-1] == '\n'
+			if start && run != nil {
+				line := bytes.TrimSuffix(bytes.TrimSuffix(run, []byte("\n")), []byte(","))
+				if st, en, ok := planSource(line[len(runHead):]); ok && en-st > 2 {
+					base := hi - len(run) + len(runHead)
+					*cut = span{lo: base + st + 1, hi: base + en - 1}
+				}
+				run = nil
+			}
+			pos = hi
 		}
 		switch err {
 		case nil, bufio.ErrBufferFull:
 		case io.EOF:
+			if out == nil {
+				n -= cut.hi - cut.lo
+			}
 			return n, nil
 		default:
 			return n, err
@@ -166,6 +199,27 @@ func parseLive(data []byte) (*Board, bool) {
 	b.planSrc = src
 	b.readOnly = true
 	return b, true
+}
+
+// planAt is where the run's plan source is in the file (LoadLive), with
+// its quotes: read again when Run is called.
+type planAt struct {
+	path   string
+	lo, hi int
+}
+
+// read is the plan source, "" when it cannot be read.
+func (p planAt) read() string {
+	f, err := os.Open(p.path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	quoted := make([]byte, p.hi-p.lo)
+	if _, err := f.ReadAt(quoted, int64(p.lo)); err != nil {
+		return ""
+	}
+	return planSourceOf(quoted)
 }
 
 // planSourceOf is the run's plan source, unquoted from the file's bytes
