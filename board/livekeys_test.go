@@ -194,3 +194,39 @@ func jsonEqual(t *testing.T, a, b any) bool {
 	}
 	return bytes.Equal(x, y)
 }
+
+// TestLoadLivePlanSource: the plan source LoadLive leaves out of what it
+// keeps is read back whole by Run, also one longer than a piece of the
+// file read at once (the cut then spans pieces), with escapes.
+func TestLoadLivePlanSource(t *testing.T) {
+	for _, size := range []int{0, 1, 100, 300 << 10, 1 << 20} {
+		src := strings.Repeat("x: \"q\" \\ é\n\t", size/12+1)[:size]
+		path := filepath.Join(t.TempDir(), "bb.json")
+		b, err := Create(path, Run{ID: "r", PlanSource: src, Status: "ok"}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Write(WriteOp{Key: "k", Value: "v", ExpectVersion: -1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Save(); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		live, err := LoadLive(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = full.Run().PlanSource // as saved: a cut é is saved as U+FFFD
+		if got := live.Run(); got.PlanSource != src || got.ID != "r" || got.Status != "ok" {
+			t.Errorf("%d bytes of plan: got %d bytes back (%q...), id %q, status %q", size, len(got.PlanSource), got.PlanSource[:min(20, len(got.PlanSource))], got.ID, got.Status)
+		}
+		if e, ok := live.Get("k"); !ok || e.Content != "v" {
+			t.Errorf("%d bytes of plan: k is %v %+v", size, ok, e)
+		}
+	}
+}
