@@ -57,17 +57,8 @@ func (e *Entry) loaded() Entry {
 	if e.lazy == nil {
 		return *e
 	}
-	// By the line decoder, as the header was (its strings share the
-	// file's bytes, which the board keeps): encoding/json copied every
-	// string of the header again, and `list` of a run's 33,000 keys
-	// decodes as many entries.
 	in := entryIn{Entry: new(Entry)}
-	d := lineDec{alias: true, intern: map[string]string{}}
-	var err error
-	if !d.entry(e.lazy.line, &in) {
-		*in.Entry, in.Refs = Entry{}, nil
-		err = json.Unmarshal(e.lazy.line, &in)
-	}
+	err := json.Unmarshal(e.lazy.line, &in)
 	if err == nil {
 		err = e.lazy.t.resolveEntry(in.Entry, in.Refs)
 	}

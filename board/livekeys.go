@@ -18,11 +18,11 @@ import (
 // newest entry. A run's file is mostly what they never show (issue 22: of
 // the 100k-step run's 75 MB, the plan's source is 10 MB and the step
 // records most of the rest), and building every entry, step record and
-// the plan source to show one key cost 6.5 times the file in memory.
+// the plan source to show one key cost 6.8 times the file in memory.
 // LoadLive reads the entries' headers to find each key's newest entry
-// and builds those only; the step records and recordings are not
-// decoded, the plan source stays quoted in the file's bytes until Run is
-// called (for the agents' key patterns, which apply to --agent only).
+// and builds those only; the step records, the recordings and the plan
+// source's text are not kept (Run reads the source from the file again,
+// for the agents' key patterns, which apply to --agent only).
 
 // LoadLive reads a saved run for its live keys: a board holding each
 // key's newest entry only, with the file's keys, versions and times, for
