@@ -146,7 +146,7 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	// (runs.OpenBoard, which the MCP server shares).
 	bo := runs.BoardOptions{ReadOnly: !op.write, Mask: g.mask, Now: now, Stderr: stderr}
 	// get, list and snapshot show live keys only: a run's file is read
-	// for those (its step records and plan left as bytes), the plan parsed
+	// for those (its step records and plan source not kept), the plan parsed
 	// only for --agent's key patterns (docs/benchmarks.md "board get and
 	// list on a run's file").
 	bo.KeysOnly = name == "get" || name == "read" || name == "list" || name == "snapshot"
