@@ -46,6 +46,8 @@ type Board struct {
 	loadBlobs  *blobTable // while loading: the values of the file and journal
 	texts      texts      // the large strings held, once each (held.go)
 	readOnly   bool       // LoadForRead: writes refused
+	planSrc    []byte     // LoadLive: run.PlanSource, still quoted (Run unquotes it)
+	planAt     planAt     // LoadLive: where run.PlanSource is in the file (Run reads it)
 	spare      spare      // room for the indexes' small lists (index.go)
 }
 
@@ -402,6 +404,9 @@ func (b *Board) keysAt(prefix string, now time.Time) []KeyInfo {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var out []KeyInfo
+	if prefix == "" {
+		out = make([]KeyInfo, 0, len(b.keys)) // grown by append, it left copies of itself behind
+	}
 	for k, ks := range b.keys {
 		if !strings.HasPrefix(k, prefix) {
 			continue
@@ -513,7 +518,13 @@ func (b *Board) Len() int {
 func (b *Board) Run() Run {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.run
+	r := b.run
+	if b.planSrc != nil {
+		r.PlanSource = planSourceOf(b.planSrc)
+	} else if b.planAt.path != "" {
+		r.PlanSource = b.planAt.read()
+	}
+	return r
 }
 
 // UpdateRun changes the run description (status, finish time) durably.

@@ -20,64 +20,11 @@ import (
 // whole, the plain way.
 func decodeFile(data []byte, lazy bool) (*File, error) {
 	l := scanLayout(data)
-	steps, entries, recs, blobs := l.list[0], l.list[1], l.list[2], l.list[3]
-	if entries.hi == 0 {
+	if l.list[1].hi == 0 {
 		return decodeWhole(data)
 	}
-	// The run object is decoded apart too (runIn): encoding/json would
-	// check its plan source's megabytes once more in the whole file.
-	var run span
-	if l.run != nil {
-		run.lo = int(uintptr(unsafe.Pointer(&l.run[0])) - uintptr(unsafe.Pointer(&data[0])))
-		run.hi = run.lo + len(l.run)
-	}
-	rest := make([]byte, 0, 1024)
-	pos := 0
-	for _, c := range []span{run, steps, entries, recs, blobs} {
-		if c == run && c.hi != 0 {
-			rest = append(append(rest, data[pos:c.lo]...), "{}"...)
-			pos = c.hi
-			continue
-		}
-		if c.hi == 0 {
-			continue
-		}
-		rest = append(rest, data[pos:c.lo-2]...) // up to the bracket
-		if data[c.lo-2] == '{' {
-			rest = append(rest, "{}"...)
-		} else {
-			rest = append(rest, "[]"...)
-		}
-		pos = c.hi + 3 // past "\n ]"
-	}
-	rest = append(rest, data[pos:]...)
-	var f File
-	if err := unmarshalFile(rest, &f); err != nil {
-		return nil, err
-	}
-	if l.run != nil {
-		in := runIn{r: &f.Run}
-		if err := in.UnmarshalJSON(l.run); err != nil {
-			return nil, lineError(data, l.run, "run", err)
-		}
-	}
-	// The blobs (large strings) are read in place, line by line: through
-	// json.Unmarshal each would be copied once more.
-	if blobs.hi != 0 {
-		if f.Blobs == nil {
-			f.Blobs = map[string]json.RawMessage{}
-		}
-		for i := range l.at[3] {
-			line := l.line(data, 3, i)
-			k, v, ok := blobLine(line)
-			if !ok {
-				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
-			}
-			f.Blobs[k] = v
-		}
-	}
-	var err error
-	if f.table, err = blobsOf(f.Blobs); err != nil {
+	f, err := decodeTop(data, &l, nil)
+	if err != nil {
 		return nil, err
 	}
 	ns, ne, nr := len(l.at[0]), len(l.at[1]), len(l.at[2])
@@ -179,6 +126,70 @@ func decodeFile(data []byte, lazy bool) (*File, error) {
 			}
 			return nil, err
 		}
+	}
+	return f, nil
+}
+
+// decodeTop decodes what is not a list of records: the format, the run,
+// journal_n, and the blobs (checked). src non-nil: the run's plan source
+// is left out of f.Run, *src set to its quoted bytes (runIn).
+func decodeTop(data []byte, l *layout, src *[]byte) (*File, error) {
+	steps, entries, recs, blobs := l.list[0], l.list[1], l.list[2], l.list[3]
+	// The run object is decoded apart too (runIn): encoding/json would
+	// check its plan source's megabytes once more in the whole file.
+	var run span
+	if l.run != nil {
+		run.lo = int(uintptr(unsafe.Pointer(&l.run[0])) - uintptr(unsafe.Pointer(&data[0])))
+		run.hi = run.lo + len(l.run)
+	}
+	rest := make([]byte, 0, 1024)
+	pos := 0
+	for _, c := range []span{run, steps, entries, recs, blobs} {
+		if c == run && c.hi != 0 {
+			rest = append(append(rest, data[pos:c.lo]...), "{}"...)
+			pos = c.hi
+			continue
+		}
+		if c.hi == 0 {
+			continue
+		}
+		rest = append(rest, data[pos:c.lo-2]...) // up to the bracket
+		if data[c.lo-2] == '{' {
+			rest = append(rest, "{}"...)
+		} else {
+			rest = append(rest, "[]"...)
+		}
+		pos = c.hi + 3 // past "\n ]"
+	}
+	rest = append(rest, data[pos:]...)
+	var f File
+	if err := unmarshalFile(rest, &f); err != nil {
+		return nil, err
+	}
+	if l.run != nil {
+		in := runIn{r: &f.Run, src: src}
+		if err := in.UnmarshalJSON(l.run); err != nil {
+			return nil, lineError(data, l.run, "run", err)
+		}
+	}
+	// The blobs (large strings) are read in place, line by line: through
+	// json.Unmarshal each would be copied once more.
+	if blobs.hi != 0 {
+		if f.Blobs == nil {
+			f.Blobs = map[string]json.RawMessage{}
+		}
+		for i := range l.at[3] {
+			line := l.line(data, 3, i)
+			k, v, ok := blobLine(line)
+			if !ok {
+				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
+			}
+			f.Blobs[k] = v
+		}
+	}
+	var err error
+	if f.table, err = blobsOf(f.Blobs); err != nil {
+		return nil, err
 	}
 	return &f, nil
 }
@@ -422,6 +433,9 @@ type fileIn struct {
 type runIn struct {
 	r     *Run
 	given bool
+	// src non-nil: the plan source is not unquoted; *src is its quoted
+	// bytes (LoadLive: a get or list shows no plan).
+	src *[]byte
 }
 
 func (ri *runIn) UnmarshalJSON(data []byte) error {
@@ -432,7 +446,12 @@ func (ri *runIn) UnmarshalJSON(data []byte) error {
 	// The plan's source (10 MB at 100k steps) is unquoted apart, in one
 	// allocation: through encoding/json it was checked, scanned and
 	// copied twice more (3% of a 100k resume).
-	if st, en, ok := planSource(data); ok {
+	if st, en, ok := planSource(data); ok && ri.src != nil {
+		lean := make([]byte, 0, len(data)-(en-st)+2)
+		lean = append(append(append(lean, data[:st]...), `""`...), data[en:]...)
+		*ri.src = data[st:en]
+		return json.Unmarshal(lean, ri.r)
+	} else if ok {
 		if src, err := bigjson.Unquote(data[st:en]); err == nil {
 			lean := make([]byte, 0, len(data)-(en-st)+2)
 			lean = append(append(append(lean, data[:st]...), `""`...), data[en:]...)

@@ -37,6 +37,14 @@ type Options struct {
 	// Redact masks secrets in what is written to the file (a live run's
 	// owner masks with its own).
 	Redact board.Redact
+	// KeysOnly (with ReadOnly): the caller reads live keys (Read, Live)
+	// and seldom the whole board. A file no one owns is read for its keys
+	// only (board.LoadLive), and Perms is called on the first read as a
+	// named agent (an agent's key patterns are the only ones a read
+	// obeys): `runner board FILE get` on a 100k-step run's file built its
+	// step records and parsed its plan for nothing. Board then reads the
+	// whole file.
+	KeysOnly bool
 }
 
 // Open gives access to the board of the blackboard file at path. When a
@@ -57,11 +65,14 @@ func Open(path string, o Options) (Access, error) {
 		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
 		if err == nil {
 			var b *board.Board
-			if o.ReadOnly {
+			switch {
+			case o.ReadOnly && o.KeysOnly:
+				b, err = board.LoadLive(path)
+			case o.ReadOnly:
 				// A read decodes the values it hands out only: a get
 				// on a 100 MB board no longer builds every entry.
 				b, err = board.LoadForRead(path)
-			} else {
+			default:
 				b, err = board.OpenAppend(path, board.Options{Redact: o.Redact})
 			}
 			if err != nil {
@@ -71,10 +82,11 @@ func Open(path string, o Options) (Access, error) {
 			if o.Now != nil {
 				b.SetClock(o.Now)
 			}
-			if o.Perms != nil {
-				b.SetPerms(o.Perms(b.Run()))
+			a := &local{b: b, lock: l, path: path, o: o, keysOnly: o.ReadOnly && o.KeysOnly}
+			if !a.keysOnly {
+				a.setPerms()
 			}
-			return &local{b: b, lock: l}, nil
+			return a, nil
 		}
 		var owned *board.OwnedError
 		if !errors.As(err, &owned) {
@@ -82,11 +94,15 @@ func Open(path string, o Options) (Access, error) {
 				// A run in a directory this user may not write (someone
 				// else's, a read-only mount) is still readable; no one
 				// can be writing it through us.
-				b, lerr := board.LoadForRead(path)
+				load := board.LoadForRead
+				if o.KeysOnly {
+					load = board.LoadLive
+				}
+				b, lerr := load(path)
 				if lerr != nil {
 					return nil, lerr
 				}
-				return &local{b: b}, nil
+				return &local{b: b, path: path, o: o, keysOnly: o.KeysOnly}, nil
 			}
 			return nil, err
 		}
@@ -111,7 +127,30 @@ func Open(path string, o Options) (Access, error) {
 // local is access to a board no one else owns, under its lock.
 type local struct {
 	b    *board.Board
-	lock *board.Lock
+	lock *board.Lock // nil: read without the lock (and without Perms)
+	path string
+	o    Options
+	// keysOnly: b holds the live keys only (board.LoadLive), the agents'
+	// key patterns not set yet (permsSet says when they are).
+	keysOnly, permsSet bool
+}
+
+// setPerms sets the agents' key patterns on the board, once (on a board
+// read under the lock, as before).
+func (l *local) setPerms() {
+	if l.permsSet || l.lock == nil || l.o.Perms == nil {
+		return
+	}
+	l.permsSet = true
+	l.b.SetPerms(l.o.Perms(l.b.Run()))
+}
+
+// as prepares a read by agent: its key patterns, when it has a name (the
+// default reader, cli, has none: no agent of a plan is named "").
+func (l *local) as(agent string) {
+	if agent != "" {
+		l.setPerms()
+	}
 }
 
 func (l *local) Write(q WriteRequest) (board.Entry, error) {
@@ -127,15 +166,34 @@ func (l *local) Read(agent, key string) (board.Entry, bool, error) {
 	if err := board.CheckOutsideAuthor(agent); err != nil {
 		return board.Entry{}, false, err
 	}
+	l.as(agent)
 	return l.b.ReadAs(agent, key)
 }
 func (l *local) Live(prefix, agent string) ([]board.Entry, error) {
 	if err := board.CheckOutsideAuthor(agent); err != nil {
 		return nil, err
 	}
+	l.as(agent)
 	return Live(l.b, prefix, agent), nil
 }
-func (l *local) Board() (*board.Board, error) { return l.b, nil }
+
+// Board is the whole board: on a board read for its keys only, the file
+// is read whole now (still under the lock).
+func (l *local) Board() (*board.Board, error) {
+	if !l.keysOnly {
+		return l.b, nil
+	}
+	b, err := board.LoadForRead(l.path)
+	if err != nil {
+		return nil, err
+	}
+	if l.lock != nil && l.o.Now != nil {
+		b.SetClock(l.o.Now)
+	}
+	l.b, l.keysOnly, l.permsSet = b, false, false
+	l.setPerms()
+	return b, nil
+}
 
 func (l *local) Close() error {
 	if l.lock == nil {

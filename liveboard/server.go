@@ -341,8 +341,11 @@ func (s *Server) live(w http.ResponseWriter, r *http.Request) {
 // Live is the live entry of every key starting with prefix that agent may
 // read, sorted by key.
 func Live(b *board.Board, prefix, agent string) []board.Entry {
-	out := []board.Entry{}
-	for _, k := range b.Keys(prefix) {
+	keys := b.Keys(prefix)
+	// Sized once: grown by append, the list of a run's 33,000 keys left
+	// 14 MB of copies behind (`runner board FILE list`).
+	out := make([]board.Entry, 0, len(keys))
+	for _, k := range keys {
 		if b.Allowed(agent, "read", k.Key) != nil {
 			continue
 		}

@@ -18,6 +18,9 @@ import (
 type BoardOptions struct {
 	// ReadOnly: the caller only reads (liveboard.Options.ReadOnly).
 	ReadOnly bool
+	// KeysOnly: the caller reads live keys (liveboard.Options.KeysOnly):
+	// the saved plan is parsed only for a read as a named agent.
+	KeysOnly bool
 	// Mask learns the saved plan's secrets and masks them in what is
 	// written to a file no one owns; nil: a mask of its own.
 	Mask *mask.Masker
@@ -150,7 +153,7 @@ func Live(a liveboard.Access) bool {
 // liveOptions are the liveboard options OpenBoard opens a file with.
 func (o BoardOptions) liveOptions() liveboard.Options {
 	m := o.Mask
-	return liveboard.Options{Redact: m.String, Now: o.Now, ReadOnly: o.ReadOnly, Perms: func(run board.Run) map[string]board.Perms {
+	return liveboard.Options{Redact: m.String, Now: o.Now, ReadOnly: o.ReadOnly, KeysOnly: o.KeysOnly, Perms: func(run board.Run) map[string]board.Perms {
 		p := SavedPlan(run)
 		if p == nil {
 			return nil

@@ -145,6 +145,11 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	// secrets (from this environment) are masked in what is written
 	// (runs.OpenBoard, which the MCP server shares).
 	bo := runs.BoardOptions{ReadOnly: !op.write, Mask: g.mask, Now: now, Stderr: stderr}
+	// get, list and snapshot show live keys only: a run's file is read
+	// for those (its step records and plan source not kept), the plan parsed
+	// only for --agent's key patterns (docs/benchmarks.md "board get and
+	// list on a run's file").
+	bo.KeysOnly = name == "get" || name == "read" || name == "list" || name == "snapshot"
 	if op.run == nil {
 		// A run on Temporal that still runs is reached through a bridge;
 		// one that has ended is its saved file.
