@@ -18,20 +18,28 @@ func bigPlan(n int) []byte {
 	return []byte(b.String())
 }
 
-func TestParseDecodesTheYAMLOnce(t *testing.T) {
-	src := bigPlan(300)
-	yamlAllocs := testing.AllocsPerRun(5, func() {
+// allocsOfYAMLAndParse are the allocations of one yaml.v3 decode of src
+// and of one Parse of it.
+func allocsOfYAMLAndParse(t *testing.T, src []byte) (yamlAllocs, parseAllocs float64) {
+	t.Helper()
+	yamlAllocs = testing.AllocsPerRun(5, func() {
 		var n yaml.Node
 		if err := yaml.Unmarshal(src, &n); err != nil {
 			t.Fatal(err)
 		}
 	})
-	parseAllocs := testing.AllocsPerRun(5, func() {
+	parseAllocs = testing.AllocsPerRun(5, func() {
 		if _, err := Parse("p.yaml", src); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Logf("yaml.Unmarshal %.0f allocations, Parse %.0f", yamlAllocs, parseAllocs)
+	return yamlAllocs, parseAllocs
+}
+
+func TestParseDecodesTheYAMLOnce(t *testing.T) {
+	src := bigPlan(300)
+	yamlAllocs, parseAllocs := allocsOfYAMLAndParse(t, src)
 	if parseAllocs > 1.6*yamlAllocs {
 		t.Errorf("Parse made %.0f allocations, %.2f× one decode of the YAML (%.0f): is the plan decoded twice?", parseAllocs, parseAllocs/yamlAllocs, yamlAllocs)
 	}
@@ -57,18 +65,7 @@ func BenchmarkParse(b *testing.B) {
 // tokens, a string per value).
 func TestParseReadsPlainPlansFast(t *testing.T) {
 	src := bigPlan(300)
-	yamlAllocs := testing.AllocsPerRun(5, func() {
-		var n yaml.Node
-		if err := yaml.Unmarshal(src, &n); err != nil {
-			t.Fatal(err)
-		}
-	})
-	parseAllocs := testing.AllocsPerRun(5, func() {
-		if _, err := Parse("p.yaml", src); err != nil {
-			t.Fatal(err)
-		}
-	})
-	t.Logf("yaml.Unmarshal %.0f allocations, Parse %.0f", yamlAllocs, parseAllocs)
+	yamlAllocs, parseAllocs := allocsOfYAMLAndParse(t, src)
 	if parseAllocs > yamlAllocs/2 {
 		t.Errorf("Parse made %.0f allocations, %.2f× yaml.v3's read of the YAML alone (%.0f): is the plan read by yaml.v3?", parseAllocs, parseAllocs/yamlAllocs, yamlAllocs)
 	}
