@@ -1,6 +1,8 @@
 package plans
 
 import (
+	"math"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -44,7 +46,16 @@ type nodeChecker struct {
 	cycles    int
 }
 
-const sizeCap = 1 << 50 // expanded sizes saturate here, never overflow
+// sizeCap is where expanded sizes saturate (satAdd), on 32-bit systems too.
+const sizeCap = math.MaxInt32
+
+// satAdd is a+b for sizes of at most sizeCap, saturating at sizeCap.
+func satAdd(a, b int) int {
+	if a > sizeCap-b {
+		return sizeCap
+	}
+	return a + b
+}
 
 // walk visits the file's own nodes, adding up what aliases expand to.
 func (c *nodeChecker) walk(n *yaml.Node) {
@@ -62,7 +73,7 @@ func (c *nodeChecker) walk(n *yaml.Node) {
 			return
 		}
 		if n.Alias != nil {
-			c.added = min(c.added+c.expanded(n.Alias, 0), sizeCap)
+			c.added = satAdd(c.added, c.expanded(n.Alias, 0))
 			if c.over == nil && c.added > aliasBudget+c.literal {
 				c.over = n
 			}
@@ -91,7 +102,7 @@ func (c *nodeChecker) expanded(n *yaml.Node, depth int) int {
 	c.size[n] = 1 // a cycle counts once (yaml.v3 refuses them anyway)
 	total := 1
 	for _, ch := range n.Content {
-		total = min(total+c.expanded(ch, depth+1), sizeCap)
+		total = satAdd(total, c.expanded(ch, depth+1))
 	}
 	c.size[n] = total
 	return total

@@ -243,7 +243,7 @@ func remount(mp string, ro bool) error {
 		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
 		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
 	} {
-		if st.Flags&f.st != 0 {
+		if int64(st.Flags)&f.st != 0 { // Flags is int32 on 32-bit systems
 			flags |= uintptr(f.ms)
 		}
 	}

@@ -24,7 +24,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -93,7 +92,7 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 		cmd.Dir = srv.Dir
 		// Its own process group, so that ending it ends whatever it
 		// started too (npx starts node, which may start more).
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		ownGroup(cmd)
 		c.stderr = &tail{log: log.With().Str("mcp_server", srv.Name).Logger(), mask: srv.Mask}
 		// A pipe of our own rather than exec's copying goroutine: its
 		// end tells when the server (and all it started) has let go of
@@ -229,7 +228,7 @@ func (c *Conn) killGroup() {
 	if c.cmd == nil || c.cmd.Process == nil {
 		return
 	}
-	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+	killGroup(c.cmd.Process)
 }
 
 // Pid is the server's process id (0 for an HTTP server), for tests.

@@ -39,7 +39,7 @@ type diffLines struct {
 // text is refused here rather than misread.
 func splitDiffLines(b []byte) (*diffLines, error) {
 	s := unsafe.String(unsafe.SliceData(b), len(b))
-	if len(s) > math.MaxUint32-2 {
+	if uint64(len(s)) > math.MaxUint32-2 {
 		return nil, refuse(BadDiff, "the diff is %d bytes, over the 4 GiB that can be read", len(s))
 	}
 	// One pass that cuts and sees whether every line ends in CRLF. It

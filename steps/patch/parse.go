@@ -97,7 +97,7 @@ func within(src, s string) (int, bool) {
 	if len(s) == 0 {
 		return 0, true
 	}
-	if len(s) > len(src) || len(src) > math.MaxUint32 {
+	if len(s) > len(src) || uint64(len(src)) > math.MaxUint32 {
 		return 0, false
 	}
 	b := uintptr(unsafe.Pointer(unsafe.StringData(src)))
