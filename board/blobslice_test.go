@@ -231,7 +231,7 @@ func TestBlobSliceDamage(t *testing.T) {
 		journal           bool
 	}{
 		{"out of range", fmt.Sprintf(`{"slice_of":"%s","start":1,"end":%d}`, whole, len(answer)+1), "whose text is", false},
-		{"far out of range", fmt.Sprintf(`{"slice_of":"%s","start":1,"end":%d}`, whole, 1<<62), "whose text is shorter", false},
+		{"far out of range", fmt.Sprintf(`{"slice_of":"%s","start":1,"end":%d}`, whole, int64(1)<<62), "whose text is shorter", false},
 		{"shifted", fmt.Sprintf(`{"slice_of":"%s","start":0,"end":%d}`, whole, end-1), "hashes to", false},
 		{"missing blob", fmt.Sprintf(`{"slice_of":"%s","start":1,"end":3}`, other), "a slice of " + other + ", which is not in the file's blobs", false},
 		{"of itself", fmt.Sprintf(`{"slice_of":"%s","start":0,"end":3}`, trimmed), "cycle", false},
