@@ -3,9 +3,9 @@ package temporal
 import (
 	"context"
 
-	"github.com/planrunner/runner/agents"
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 	"go.temporal.io/sdk/activity"
 )
 

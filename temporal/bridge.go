@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/liveboard"
-	"github.com/planrunner/runner/mask"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/sys/mask"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"

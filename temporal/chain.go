@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 	"go.temporal.io/sdk/workflow"
 )
 

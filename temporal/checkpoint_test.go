@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/internal/liveboard"
 	"go.temporal.io/sdk/client"
 )
 

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/liveboard"
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/runs"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 )

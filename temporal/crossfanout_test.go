@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/internal/testtool"
+	"github.com/planrunner/runner/internal/testutil/testtool"
 	"go.temporal.io/sdk/client"
 )
 

@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/steps"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )

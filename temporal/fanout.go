@@ -1,7 +1,7 @@
 package temporal
 
 import (
-	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/internal/engine"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -9,7 +9,7 @@ import (
 // as new past --max-history-events (BeforeTop); a single for_each of
 // thousands of command items would pass Temporal's 50k-event limit
 // inside one step (about 6 events an item). So the workflow also
-// continues as new between items (engine/continue.go): once the history,
+// continues as new between items (internal/engine/continue.go): once the history,
 // with what the items under way will add, reaches the bound, no further
 // item starts; those under way finish and are recorded; the visits around
 // the for_each unwind unrecorded; and the next part, started from the

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/internal/engine"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"

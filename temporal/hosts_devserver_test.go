@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/internal/testtool"
+	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
 // inputPlan asks a person, then uses the answer in a file it writes and

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // cluster is a dev server, a shared blob store, a task queue of its own

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/planrunner/runner/agents"
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/liveboard"
-	"github.com/planrunner/runner/replay"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/replay"
+	"github.com/planrunner/runner/internal/steps"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )

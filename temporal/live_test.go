@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/liveboard"
-	"github.com/planrunner/runner/replay"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/replay"
+	"github.com/planrunner/runner/internal/steps"
 	"go.temporal.io/sdk/testsuite"
 )
 

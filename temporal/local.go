@@ -3,7 +3,7 @@ package temporal
 import (
 	"time"
 
-	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/internal/engine"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/internal/testtool"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
 // fsServerScript writes a program that starts the reference filesystem

@@ -3,7 +3,7 @@ package temporal
 import (
 	"context"
 
-	"github.com/planrunner/runner/agents"
+	"github.com/planrunner/runner/internal/agents"
 )
 
 // The MCP servers of a step on a worker (docs/temporal.md, "MCP

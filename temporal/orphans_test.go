@@ -22,7 +22,7 @@ steps:
 `
 
 // The worker running a step is killed with SIGKILL mid-step: the step's
-// process stops with it (its watchdog, steps/proc), not beside its retry;
+// process stops with it (its watchdog, internal/sys/proc), not beside its retry;
 // a worker started afterwards runs the step again to its end, and the
 // step's record counts Temporal's two attempts.
 func TestDevServerKilledWorkerLeavesNoOrphan(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/liveboard"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"

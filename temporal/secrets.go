@@ -4,10 +4,10 @@ import (
 	"errors"
 	"os"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/mask"
-	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/mask"
 	"go.temporal.io/sdk/workflow"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/planrunner/runner/liveboard"
+	"github.com/planrunner/runner/internal/liveboard"
 	"go.temporal.io/sdk/client"
 )
 

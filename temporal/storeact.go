@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )

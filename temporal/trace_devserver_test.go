@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/internal/otelcoltest"
+	"github.com/planrunner/runner/internal/testutil/otelcoltest"
 )
 
 // tracedPlan has every kind of span (the plan of cmd/runner's

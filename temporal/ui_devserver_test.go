@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/internal/chromium"
+	"github.com/planrunner/runner/internal/testutil/chromium"
 	"go.temporal.io/sdk/client"
 )
 

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/plans"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"

@@ -21,9 +21,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
-	"github.com/planrunner/runner/harden"
-	"github.com/planrunner/runner/mask"
-	"github.com/planrunner/runner/mcpserve"
+	"github.com/planrunner/runner/internal/server/mcpserve"
+	"github.com/planrunner/runner/internal/sys/harden"
+	"github.com/planrunner/runner/internal/sys/mask"
 )
 
 func main() {

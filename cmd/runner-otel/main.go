@@ -16,11 +16,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/mask"
-	"github.com/planrunner/runner/runs"
-	"github.com/planrunner/runner/traceconf"
-	"github.com/planrunner/runner/tracing"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/sys/mask"
+	"github.com/planrunner/runner/internal/view/traceconf"
+	"github.com/planrunner/runner/internal/view/tracing"
 )
 
 func main() {

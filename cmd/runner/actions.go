@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planrunner/runner/agents"
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/ghactions"
-	"github.com/planrunner/runner/plans"
-	"github.com/planrunner/runner/report"
-	"github.com/planrunner/runner/runs"
-	"github.com/planrunner/runner/steps/testrun"
+	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/testrun"
+	"github.com/planrunner/runner/internal/view/ghactions"
+	"github.com/planrunner/runner/internal/view/report"
 )
 
 // onActions reports whether runner runs as a GitHub Actions step.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // actionsRun runs `runner run` as a GitHub Actions step would: the

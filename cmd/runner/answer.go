@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/readlimit"
-	"github.com/planrunner/runner/runs"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/readlimit"
 )
 
 const answerUsage = "answer BLACKBOARD --step LABEL[#VISIT] (--json '{...}' | --set FIELD=VALUE...) [--by NAME] [--resume]"

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // loadRun reads a saved run's header and step records.

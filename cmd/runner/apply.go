@@ -11,8 +11,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/planrunner/runner/readlimit"
-	"github.com/planrunner/runner/steps/patch"
+	"github.com/planrunner/runner/internal/patch"
+	"github.com/planrunner/runner/internal/sys/readlimit"
 )
 
 // pFlag reads patch's "-p1" spelling ("-p" or "--p" and digits), which the

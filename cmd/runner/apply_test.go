@@ -132,7 +132,7 @@ func TestApplyUndo(t *testing.T) {
 }
 
 // TestApplyCommandHostile: runner apply refuses what the step refuses
-// (the full table is steps/patch TestHostileDiffs), exits 1, and leaves
+// (the full table is internal/patch TestHostileDiffs), exits 1, and leaves
 // the directory as it was.
 func TestApplyCommandHostile(t *testing.T) {
 	for _, diff := range []string{

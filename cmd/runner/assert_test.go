@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/steps"
 )
 
 const assertAgents = `version: 1

@@ -15,10 +15,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/liveboard"
-	"github.com/planrunner/runner/readlimit"
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/sys/readlimit"
 )
 
 const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] [--handoff] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // Seed 001 without a plan: the first put on a file that does not exist

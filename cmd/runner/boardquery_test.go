@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // Seed 000's queries on a board, as a user types them: entries filtered by

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // runFile writes a run's file as `runner run` leaves it: the plan's

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // A plan's board values are values, typed when the plan loads, by the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/readlimit"
+	"github.com/planrunner/runner/internal/sys/readlimit"
 )
 
 // runIn runs the binary in dir with extra environment and stdin. The

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/internal/testtool"
+	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
 // Every subcommand's --help starts with a usage line naming its arguments

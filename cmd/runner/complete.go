@@ -6,9 +6,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/plans"
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/runs"
 )
 
 // candidate is one completion: the word, and what it is (zsh and fish

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/planrunner/runner/mask"
+	"github.com/planrunner/runner/internal/sys/mask"
 	"golang.org/x/sys/unix"
 )
 

@@ -3,7 +3,7 @@ package main
 import (
 	"io"
 
-	"github.com/planrunner/runner/engine"
+	"github.com/planrunner/runner/internal/engine"
 )
 
 // dryRun prints what a run would do, in order, and runs nothing; each step

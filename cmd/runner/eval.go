@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/eval"
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/view/eval"
 )
 
 const evalUsage = "eval RUN... [--baseline GOLDEN] [--json]"

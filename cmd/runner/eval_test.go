@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/eval"
+	"github.com/planrunner/runner/internal/view/eval"
 )
 
 // evalPlan asks a script agent for a diff to calc.txt, applies it and

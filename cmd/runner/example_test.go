@@ -14,7 +14,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 	"gopkg.in/yaml.v3"
 )
 

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/planrunner/runner/replay"
+	"github.com/planrunner/runner/internal/replay"
 )
 
 // Issue 16: a fake Anthropic server that answers 529 (overloaded) every

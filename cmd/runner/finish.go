@@ -8,12 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planrunner/runner/agents"
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/report"
-	"github.com/planrunner/runner/runs"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/view/report"
 )
 
 // lastOutputLines bounds the last step's output shown at the end of a run.

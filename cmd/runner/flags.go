@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planrunner/runner/ghactions"
-	"github.com/planrunner/runner/mask"
-	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/mask"
+	"github.com/planrunner/runner/internal/view/ghactions"
 	"github.com/rs/zerolog"
 	"golang.org/x/term"
 )

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/replay"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/replay"
 )
 
 // fanOutPlan is a 200-item for_each of command steps, each a little slow,

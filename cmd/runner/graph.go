@@ -3,9 +3,9 @@ package main
 import (
 	"io"
 
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/plangraph"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/view/plangraph"
 )
 
 func cmdGraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -8,9 +8,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/planrunner/runner/harden"
-	"github.com/planrunner/runner/plans"
-	"github.com/planrunner/runner/steps/proc"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/harden"
+	"github.com/planrunner/runner/internal/sys/proc"
 )
 
 // Exit codes (docs/spec.md §5).
@@ -66,7 +66,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "runner: warning: %v\n", err)
 	}
 	// Processes a step leaves behind (daemons that setsid) are reparented
-	// to runner, not PID 1: steps/proc ends them with their step and reaps
+	// to runner, not PID 1: internal/sys/proc ends them with their step and reaps
 	// them.
 	proc.BecomeSubreaper()
 	survivePipes()

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

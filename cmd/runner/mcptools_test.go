@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/planrunner/runner/internal/testtool"
+	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
 // fsModel is a model API (OpenAI's wire format) whose first answer asks

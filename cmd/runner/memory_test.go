@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // memoryPlan loops an agent with memory: conversation; its command step

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // examples/plan-tools: the script agent's tool call runs the plan's

@@ -10,10 +10,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/ghactions"
-	"github.com/planrunner/runner/plans"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/view/ghactions"
 )
 
 // progressView shows the steps of a run as they go, in plan order. On a

@@ -12,9 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/replay"
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/replay"
+	"github.com/planrunner/runner/internal/runs"
 	"github.com/rs/zerolog"
 )
 

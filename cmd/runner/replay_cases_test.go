@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // recordAndReplay runs plan (its source) in a fresh workdir, optionally

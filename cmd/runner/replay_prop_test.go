@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"flag"
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/internal/planfuzz"
-	"github.com/planrunner/runner/replay"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/replay"
+	"github.com/planrunner/runner/internal/testutil/planfuzz"
 	"math/rand/v2"
 	"os"
 	"os/exec"

@@ -3,7 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/planrunner/runner/replay"
+	"github.com/planrunner/runner/internal/replay"
 	"net/http"
 	"net/http/httptest"
 	"os"

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/junit"
-	"github.com/planrunner/runner/report"
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/view/junit"
+	"github.com/planrunner/runner/internal/view/report"
 )
 
 func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

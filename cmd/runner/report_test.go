@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	chromiumpkg "github.com/planrunner/runner/internal/chromium"
+	"github.com/planrunner/runner/internal/board"
+	chromiumpkg "github.com/planrunner/runner/internal/testutil/chromium"
 )
 
 // chromium finds a headless-capable Chromium (see internal/chromium).

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	chromiumpkg "github.com/planrunner/runner/internal/chromium"
+	chromiumpkg "github.com/planrunner/runner/internal/testutil/chromium"
 )
 
 // openDevtools opens the page at url in a headless Chromium driven over

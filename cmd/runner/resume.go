@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/runs"
 )
 
 func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

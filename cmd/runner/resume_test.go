@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // A run killed with SIGKILL at a random moment, then resumed, ends with

@@ -8,11 +8,11 @@ import (
 	"io"
 	"time"
 
-	"github.com/planrunner/runner/agents"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/ghactions"
-	"github.com/planrunner/runner/plans"
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/view/ghactions"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -8,7 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/runs"
 )
 
 func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/runs"
+	"github.com/planrunner/runner/internal/runs"
 )
 
 // Runs in every state are listed with what a user needs to find them, and

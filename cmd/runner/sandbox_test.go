@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/internal/testtool"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
 // tamperPlan's step goes for runner's own files from inside the run: the

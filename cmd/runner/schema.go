@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/planrunner/runner/plandoc"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/view/plandoc"
 )
 
 //go:generate go test -run TestGeneratedFilesAreCurrent -update

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/plans"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/steps"
 )
 
 // schemaDoc is the generated schema as plain JSON values.

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/planrunner/runner/internal/jsonschema"
-	"github.com/planrunner/runner/plandoc"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/view/plandoc"
 	"gopkg.in/yaml.v3"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	chromiumpkg "github.com/planrunner/runner/internal/chromium"
+	chromiumpkg "github.com/planrunner/runner/internal/testutil/chromium"
 )
 
 // The screenshots in the docs are made by this test: `go test

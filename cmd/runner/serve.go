@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/planrunner/runner/serve"
+	"github.com/planrunner/runner/internal/server/web"
 )
 
 const serveUsage = "serve [--addr 127.0.0.1:0] [--dir DIR] [--allow-remote]"
@@ -51,7 +51,7 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner serve: %v\n", err)
 		return exitFailed
 	}
-	srv, err := serve.New(serve.Options{
+	srv, err := web.New(web.Options{
 		Dir: *dir, By: whoAnswers(), Remote: !loop, Log: log, Stderr: g.mask.Writer(stderr),
 		Resume: func(path string) error {
 			// A run of its own, as `runner resume` in a terminal: the

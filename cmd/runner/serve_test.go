@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	chromiumpkg "github.com/planrunner/runner/internal/chromium"
+	chromiumpkg "github.com/planrunner/runner/internal/testutil/chromium"
 )
 
 // startServe starts `runner serve --dir dir` and returns the URL it

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/replay"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/replay"
 )
 
 // callerPlan calls check.yaml for each of 40 packages, four at a time,

@@ -11,11 +11,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/liveboard"
-	"github.com/planrunner/runner/runs"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/steps"
 	"strings"
 )
 

@@ -10,8 +10,8 @@ import (
 	"os/exec"
 	"time"
 
-	"github.com/planrunner/runner/runs"
-	"github.com/planrunner/runner/traceconf"
+	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/view/traceconf"
 )
 
 // addTraceFlag adds --otlp-endpoint to a command that runs a plan.

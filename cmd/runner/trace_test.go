@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/board"
-	"github.com/planrunner/runner/internal/otelcoltest"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/testutil/otelcoltest"
 )
 
 // tracedPlan has every kind of span: model calls under an llm step (a

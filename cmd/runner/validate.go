@@ -6,9 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/planrunner/runner/engine"
-	"github.com/planrunner/runner/plans"
-	"github.com/planrunner/runner/steps"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/steps"
 )
 
 func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"errors"
+	"github.com/expr-lang/expr/types"
+	"strings"
+	"sync"
+
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/readlimit"
+)
+
+// Program is a plan checked and compiled against the registered step
+// types: every step decoded by its type, every expression compiled.
+type Program struct {
+	Plan  *plans.Plan
+	Steps []*Node // top level, in order
+	nodes map[string]*Node
+	scope *Scope
+	env   []*Template // the plan's env values with ${{ }} (nil where plain)
+
+	indexOnce sync.Once
+	topIndex  map[string]int // top-level label -> position, for Next
+	itemScope *Scope         // see eachScope
+
+	outputs     []output             // the plan's declared outputs (a callee's)
+	outputTypes types.Map            // their types
+	agents      map[string]string    // a callee's agent names to the run's (nil at the top)
+	tools       map[string]*PlanTool // the plan's own tools (plantools.go)
+	// deferDecode: its steps' types decode them when they first run
+	// (CompileChecked; lazyimpl.go).
+	deferDecode bool
+	undecoded   []*plans.Step // theirs, until compile keeps their YAML
+}
+
+// Node is one compiled step.
+type Node struct {
+	*plans.Step
+	Kind     Type // nil for a parallel group
+	Impl     Step // nil until the step first runs in a CompileChecked program: read impl()
+	If       *Expr
+	Until    *Expr
+	WriteKey *Template
+	Children []*Node
+	Seq      []*Node // a sequence's steps (see sequence.go)
+	dag      *dag    // a group whose children have needs (needs.go)
+	// Each is a for_each step's list (see foreach.go); item is set on
+	// the nodes of its items.
+	Each *Expr
+	item *itemOf
+	// inEach: n is inside a for_each group or sequence (eachgroup.go),
+	// so its fields see item and index.
+	inEach bool
+	// Sub is a call's callee (subplan.go) and callVars the vars it passes.
+	Sub      *Program
+	callVars []callVar
+	// A callee's step instantiated under its call (Node.under): local is
+	// its label in its own file, frame the call label whose evaluator its
+	// expressions use; agents maps its plan's agent names to the run's.
+	local, frame string
+	agents       map[string]string
+	tools        map[string]*PlanTool // its plan's tools, for its llm step
+	// lazy decodes Impl when the step first runs (CompileChecked; see
+	// lazyImpl): Impl is then nil, and impl() is what runs it.
+	lazy *lazyImpl
+}
+
+// Node returns the compiled step with label; for LABEL[i], item i of
+// for_each step LABEL, without its value (see WithItem); for CALL/LABEL a
+// callee's step under its call, and for G[i]/LABEL a step of item i of
+// for_each block G, at any depth.
+func (p *Program) Node(label string) *Node {
+	if n, ok := p.nodes[label]; ok {
+		return n
+	}
+	if l, i, ok := SplitItemLabel(label); ok {
+		if n := p.Node(l); n != nil && n.Each != nil {
+			return n.itemNode(i, nil)
+		}
+		return nil
+	}
+	head, tail, ok := cutLast(label, "/")
+	if !ok || tail == "" {
+		return nil
+	}
+	h := p.Node(head)
+	switch {
+	case h == nil:
+		return nil
+	case h.Sub != nil:
+		inner := h.Sub.Node(tail)
+		if inner == nil {
+			return nil
+		}
+		return inner.under(head)
+	case h.item != nil && h.isBlock():
+		return h.descendant(tail)
+	}
+	return nil
+}
+
+// Load reads a plan file and compiles it.
+func Load(path string, reg *Registry) (*Program, error) {
+	src, err := readlimit.File(path, readlimit.Plan)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(path, src, reg)
+}
+
+// Compile checks a plan's source and compiles it. Every problem, from the
+// YAML structure to a misspelt name deep in an expression, comes back at
+// once as plans.Errors.
+func Compile(path string, src []byte, reg *Registry) (*Program, error) {
+	return compile(path, src, reg, false)
+}
+
+// CompileChecked compiles a plan this runner has checked whole before
+// (the unchanged plan of a run being resumed, or replayed): the YAML, the
+// steps and their fields are checked as Compile does, but each of its own
+// expressions is type-checked and compiled when it is first evaluated,
+// since most of a resumed run's are never evaluated again. A called
+// plan, read from its own file, is checked whole. Never use it for a plan
+// that has not been through Compile: an expression's mistake would show
+// only when a step reaches it.
+func CompileChecked(path string, src []byte, reg *Registry) (*Program, error) {
+	return compile(path, src, reg, true)
+}
+
+func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, error) {
+	plan, err := plans.Parse(path, src)
+	var list plans.Errors
+	if err != nil {
+		if !errors.As(err, &list) {
+			return nil, err
+		}
+	}
+	r := &plans.Reporter{File: path, List: list}
+	prog := compilePlan(r, plan, reg, nil, deferred)
+	// A run needs neither the YAML tree nor the expression types: every
+	// position is in the problems already reported. Keeping them cost
+	// most of the memory a loaded plan held. A step whose type decodes
+	// it when it first runs (deferred) keeps its own.
+	kept := prog.lazyNodes()
+	plan.DropNodes()
+	kept.restore()
+	if err := r.Err(); err != nil {
+		return prog, err
+	}
+	return prog, nil
+}
+
+// compilePlan compiles a parsed plan: the run's, or a callee (agents
+// then maps its agent names to the run's).
+// deferred: its expressions are compiled on first use (CompileChecked).
+func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string, deferred bool) *Program {
+	prog := &Program{Plan: plan, nodes: map[string]*Node{}, agents: agents, deferDecode: deferred}
+	// Callees first: a call's steps.X.outputs has the types of the
+	// callee's outputs.
+	subs := map[string]*Program{}
+	calls := map[string]types.Map{}
+	for _, s := range plan.Calls() {
+		if sub := prog.compileCallee(r, reg, s); sub != nil {
+			subs[s.Label] = sub
+			calls[s.Label] = sub.outputTypes
+		}
+	}
+	prog.scope = newScope(scopeType(plan, reg, calls))
+	prog.scope.deferred = deferred
+	if !deferred {
+		prog.scope.compiled = map[exprKey]*Expr{}
+	}
+	prog.env = compilePlanEnv(r, plan, prog.scope)
+	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
+	prog.tools = prog.compileTools(r, reg)
+	prog.Steps = prog.compileSteps(r, reg, plan.Steps, prog.scope)
+	for _, n := range prog.nodes {
+		if sub := subs[n.Label]; sub != nil && n.Kind != nil {
+			n.Sub = sub
+			prog.compileCallVars(r, n)
+		}
+	}
+	prog.outputTypes = prog.compileOutputs(r)
+	prog.scope.compiled = nil
+	prog.scope = nil
+	return prog
+}
+
+// compileSteps compiles steps in scope: the plan's, or, inside a for_each
+// group or sequence, the plan's with item and index (eachScope).
+func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.Step, scope *Scope) []*Node {
+	out := make([]*Node, 0, len(steps))
+	for _, s := range steps {
+		n := &Node{Step: s, agents: p.agents, tools: p.tools, inEach: scope != p.scope}
+		if s.Label != "" {
+			p.nodes[s.Label] = n
+		}
+		if s.If != nil {
+			n.If = compileBoolAt(r, p.Plan.Source, s.If, "if", scope)
+		}
+		// A for_each step's own fields see item and index; its if and its
+		// list are decided once, before the items. The steps inside a
+		// for_each group or sequence run once per item: they see them too.
+		own := scope
+		if s.ForEach != nil {
+			if s.ForEach.Src != "" {
+				n.Each = compileValueAt(r, p.Plan.Source, s.ForEach, "for_each", scope)
+			}
+			if n.Each == nil {
+				n.Each = &Expr{} // reported; still a for_each for what follows
+			}
+			own = p.eachScope()
+		}
+		if s.Retry != nil && s.Retry.Until != nil {
+			stepT := scope.stepType(s.Label)
+			if s.ForEach != nil {
+				stepT = stepStateType(reg.lookupType(s.Type))
+			}
+			scope := own.with("step", stepT)
+			n.Until = compileBoolAt(r, p.Plan.Source, s.Retry.Until, "retry.until", scope)
+		}
+		if s.Write != nil && s.Write.KeyNode != nil {
+			n.WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, own)
+			CheckKeyTemplate(r, s.Write.KeyNode, n.WriteKey, "write.key")
+		}
+		switch {
+		case s.Parallel != nil:
+			n.Children = p.compileSteps(r, reg, s.Parallel, own)
+			n.dag = compileNeeds(n.Children)
+		case s.Sequence:
+			n.Seq = p.compileSteps(r, reg, s.Steps, own)
+		case s.Type != "":
+			t, ok := reg.Lookup(s.Type)
+			if !ok {
+				r.At(s.TypeNode, "unknown step type %q (known: %s)%s", s.Type, strings.Join(reg.Names(), ", "), plans.Suggest(s.Type, reg.Names()))
+				continue
+			}
+			n.Kind = t
+			if p.deferDecode && s.Type != plans.CallType {
+				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, own, t)}
+				p.undecoded = append(p.undecoded, s)
+				break
+			}
+			d := newDecoder(p.Plan, s, r, own)
+			d.spec = SpecOf(t)
+			n.Impl = t.Decode(d)
+			d.finish()
+		}
+		if n.lazy == nil && s.Type != plans.CallType {
+			// The step is decoded and its problems reported with their
+			// positions: its part of the YAML tree can go now rather than
+			// when the whole plan is compiled (Plan.DropNodes), so the
+			// tree and the compiled steps are not both whole at once.
+			s.Node, s.TypeNode = nil, nil
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// trimWrapper removes a ${{ }} around a whole bare expression.
+func trimWrapper(s string) string {
+	t := strings.TrimSpace(s)
+	if strings.HasPrefix(t, "${{") && strings.HasSuffix(t, "}}") && strings.Count(t, "${{") == 1 {
+		return strings.TrimSpace(t[3 : len(t)-2])
+	}
+	return s
+}
+
+// trimLeftWrapper is s from the start of the wrapped expression on.
+func trimLeftWrapper(s string) string {
+	i := strings.Index(s, "${{") + 3
+	return strings.TrimLeft(s[i:], " \t")
+}

@@ -1,0 +1,361 @@
+package engine
+
+import (
+	"maps"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/checker/nature"
+	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/types"
+	"github.com/planrunner/runner/internal/plans"
+)
+
+// A step's state as expressions see it: steps.<label>.<field>. The common
+// fields come first; the type's result fields are added beside them.
+var commonStateTypes = types.Map{
+	"status":      types.String,
+	"ok":          types.Bool,
+	"failed":      types.Bool,
+	"skipped":     types.Bool,
+	"output":      types.Any,
+	"error":       types.String,
+	"visits":      types.Int,
+	"duration_ms": types.Int,
+	"timed_out":   types.Bool,
+}
+
+// stepStateType is the expression type of steps.<label> for a step of type t
+// (nil for a parallel group).
+func stepStateType(t Type) types.Map {
+	m := types.Map{}
+	if t != nil {
+		if rt := reflect.TypeOf(t.Result()); rt != nil {
+			for name, ft := range structType(indirect(rt)) {
+				m[name] = ft
+			}
+		}
+	}
+	for k, v := range commonStateTypes {
+		m[k] = v
+	}
+	if ot, ok := t.(OutputTyper); ok {
+		m["output"] = goType(reflect.TypeOf(ot.OutputType()))
+	}
+	return m
+}
+
+// Scope is the typed environment expressions are checked against, with
+// its expr type description built once: types.Map.Nature walks the whole
+// map, so building it per expression made loading quadratic in the steps.
+type Scope struct {
+	types  types.Map
+	nature nature.Nature
+	conf   [2]*conf.Config // for any value, for booleans; built on first use
+	// secretEnv are the plan's env names whose value is made from a
+	// secret: reading env.NAME reads a secret (see Expr.secret).
+	secretEnv map[string]bool
+	// deferred: the plan was checked whole before (CompileChecked), so
+	// its expressions are compiled on first use (Expr.load), one at a
+	// time under mu: conf and expr's type cache in it are filled then.
+	deferred bool
+	mu       sync.Mutex
+	// compiled are the expressions compiled in this scope by source,
+	// while the plan compiles (nil otherwise): the same expression
+	// written in many steps (vars.who, steps.build.ok) is type-checked
+	// and compiled once, its program shared (a vm.Program is read-only
+	// when run). Only the plan's own scope has one.
+	compiled map[exprKey]*Expr
+}
+
+// exprKey names a compiled expression within its scope.
+type exprKey struct {
+	src    string
+	asBool bool
+}
+
+// config is the compiler configuration for this scope, built once:
+// expr.Compile builds a fresh one (every builtin into a new map) for each
+// expression, a fifth of the time of loading a large plan.
+func (s *Scope) config(asBool bool) *conf.Config {
+	i := 0
+	if asBool {
+		i = 1
+	}
+	if s.conf[i] == nil {
+		c := conf.CreateNew()
+		s.option()(c)
+		if asBool {
+			expr.AsBool()(c)
+		}
+		for name := range c.Disabled {
+			delete(c.Builtins, name)
+		}
+		c.Check()
+		s.conf[i] = c
+	}
+	return s.conf[i]
+}
+
+func newScope(m types.Map) *Scope {
+	return &Scope{types: m, nature: natureOf(m, map[uintptr]nature.Nature{})}
+}
+
+// natureOf is t.Nature(), with the description of each distinct map built
+// once: every step of a type shares one state type, so a plan of 10,000
+// steps needs a handful of descriptions, not 10,000.
+func natureOf(t types.Type, memo map[uintptr]nature.Nature) nature.Nature {
+	m, ok := t.(types.Map)
+	if !ok {
+		return t.Nature()
+	}
+	key := reflect.ValueOf(m).Pointer()
+	if nt, ok := memo[key]; ok {
+		return nt
+	}
+	if _, extra := m[types.Extra]; extra {
+		nt := m.Nature()
+		memo[key] = nt
+		return nt
+	}
+	nt := types.Map{}.Nature()
+	nt.Fields = make(map[string]nature.Nature, len(m))
+	for k, v := range m {
+		nt.Fields[k] = natureOf(v, memo)
+	}
+	memo[key] = nt
+	return nt
+}
+
+// option hands the prebuilt description to the expr compiler.
+func (s *Scope) option() expr.Option {
+	return func(c *conf.Config) {
+		c.EnvObject = s.types
+		c.Env = s.nature
+		c.Strict = s.nature.Strict
+	}
+}
+
+// with is the scope plus one more top-level name, sharing everything else
+// (retry.until sees its own step as `step`).
+func (s *Scope) with(name string, t types.Type) *Scope {
+	m := make(types.Map, len(s.types)+1)
+	for k, v := range s.types {
+		m[k] = v
+	}
+	m[name] = t
+	nt := s.nature
+	td := *nt.TypeData
+	td.Fields = make(map[string]nature.Nature, len(s.nature.Fields)+1)
+	for k, v := range s.nature.Fields {
+		td.Fields[k] = v
+	}
+	td.Fields[name] = t.Nature()
+	nt.TypeData = &td
+	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv, deferred: s.deferred}
+}
+
+// stepType is the type of steps.<label>, or Any when there is none.
+func (s *Scope) stepType(label string) types.Type {
+	if st, ok := s.types["steps"].(types.Map); ok {
+		if t, ok := st[label]; ok {
+			return t
+		}
+	}
+	return types.Any
+}
+
+// scopeType is the typed environment every expression of the plan is
+// checked against, so a misspelt name is an error at load time. Steps of
+// one type share one description.
+func scopeType(p *plans.Plan, reg *Registry, callOutputs ...map[string]types.Map) types.Map {
+	vars := types.Map{}
+	for _, v := range p.Vars {
+		vars[v.Name] = valueType(v.Default)
+	}
+	env := types.Map{}
+	for _, e := range p.Env {
+		env[e.Name] = types.String
+	}
+	steps := types.Map{}
+	byType := map[string]types.Map{}
+	eachOf := map[string]types.Map{}
+	for _, s := range p.AllSteps() {
+		if s.Label == "" {
+			continue
+		}
+		st, ok := byType[s.Type]
+		if !ok {
+			st = stepStateType(reg.lookupType(s.Type))
+			byType[s.Type] = st
+		}
+		if s.Call != nil {
+			// A call's outputs are typed by the callee's expressions.
+			st = maps.Clone(st)
+			outs := types.Map{}
+			for _, co := range callOutputs {
+				if t, ok := co[s.Label]; ok {
+					outs = t
+				}
+			}
+			st["outputs"], st["output"] = outs, outs
+			if s.ForEach != nil {
+				st = eachStateType(st)
+			}
+		} else if s.ForEach != nil {
+			et, ok := eachOf[s.Type]
+			if !ok {
+				et = eachStateType(st)
+				eachOf[s.Type] = et
+			}
+			st = et
+		}
+		steps[s.Label] = st
+	}
+	m := types.Map{
+		"vars":    vars,
+		"env":     env,
+		"secrets": secretsType(p),
+		"steps":   steps,
+		"run": types.Map{
+			"id": types.String, "plan": types.String, "plan_dir": types.String, "started_at": types.String, "workdir": types.String,
+		},
+		"board":   types.TypeOf(func(string) any { return nil }),
+		"entries": types.TypeOf(func(string) []any { return nil }),
+		// conflicts(key): the conflict entries recorded for key ("": all).
+		"conflicts": types.TypeOf(func(string) []any { return nil }),
+		// now() replaces expr's builtin: it reads the step visit's recorded clock.
+		"now": types.TypeOf(func() time.Time { return time.Time{} }),
+	}
+	for k, v := range workspaceTypes {
+		m[k] = v
+	}
+	return m
+}
+
+// valueType is the expression type of a YAML value.
+func valueType(v any) types.Type {
+	switch v.(type) {
+	case nil:
+		return types.Any
+	case int:
+		return types.Int
+	case float64:
+		return types.Float64
+	case string:
+		return types.String
+	case bool:
+		return types.Bool
+	}
+	return types.Any // lists and mappings: checked at run time
+}
+
+// structType describes a result struct by its json names.
+func structType(rt reflect.Type) types.Map {
+	m := types.Map{}
+	for i := 0; i < rt.NumField(); i++ {
+		f := rt.Field(i)
+		name, ok := jsonName(f)
+		if !ok {
+			continue
+		}
+		m[name] = goType(f.Type)
+	}
+	return m
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+func goType(t reflect.Type) types.Type {
+	t = indirect(t)
+	switch t.Kind() {
+	case reflect.Bool:
+		return types.Bool
+	case reflect.String:
+		return types.String
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return types.Int
+	case reflect.Float32, reflect.Float64:
+		return types.Float64
+	case reflect.Struct:
+		if t == timeType {
+			return types.String
+		}
+		return structType(t)
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return types.String
+		}
+		return types.Array(goType(t.Elem()))
+	}
+	return types.Any
+}
+
+func jsonName(f reflect.StructField) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	tag := f.Tag.Get("json")
+	if tag == "-" {
+		return "", false
+	}
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "" {
+		name = f.Name
+	}
+	return name, true
+}
+
+// toValue turns a result struct into the maps and slices expressions read,
+// keyed by json names, with the types structType promised.
+func toValue(v reflect.Value) any {
+	if !v.IsValid() {
+		return nil
+	}
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == timeType {
+			return v.Interface().(time.Time).Format(time.RFC3339Nano)
+		}
+		m := make(map[string]any, v.NumField())
+		for i := 0; i < v.NumField(); i++ {
+			if name, ok := jsonName(v.Type().Field(i)); ok {
+				m[name] = toValue(v.Field(i))
+			}
+		}
+		return m
+	case reflect.Slice, reflect.Array:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			return string(v.Bytes())
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = toValue(v.Index(i))
+		}
+		return out
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return int(v.Int())
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return int(v.Uint())
+	case reflect.Float32, reflect.Float64:
+		return v.Float()
+	case reflect.Map:
+		if v.IsNil() {
+			return nil
+		}
+	}
+	if !v.CanInterface() {
+		return nil
+	}
+	return v.Interface()
+}

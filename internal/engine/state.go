@@ -1,0 +1,403 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"sync"
+
+	"github.com/planrunner/runner/internal/bigjson"
+	"github.com/planrunner/runner/internal/board"
+)
+
+// Step statuses, as expressions and blackboard.json see them.
+const (
+	StatusPending     = "pending"
+	StatusSucceeded   = "succeeded"
+	StatusFailed      = "failed"
+	StatusSkipped     = "skipped"
+	StatusInterrupted = "interrupted" // a run's status; a step's in files saved before `canceled`
+	// StatusCanceled is a step stopped from outside, not failed by itself:
+	// by a failed sibling's fail_fast (started or not) or by Ctrl-C.
+	StatusCanceled = "canceled"
+)
+
+// evaluator holds what expressions see. The steps view is one map updated
+// in place under a lock that every evaluation holds for reading, so neither
+// an update nor an evaluation copies it: the cost of a step stays flat
+// however many steps the plan has and however large the board grows.
+type evaluator struct {
+	mu    sync.RWMutex
+	steps map[string]any // label -> map[string]any (each value replaced, never mutated)
+	base  map[string]any // vars, env, run, board, entries
+	// parent, when set, is the evaluator this one is layered over (a
+	// for_each block's item, eachgroup.go): its base and steps show
+	// through where this one has none of its own.
+	parent *evaluator
+	// saved are the steps a resumed run restored whose view is not built
+	// yet (Runner.Restore): decoding every saved result and building its
+	// view was a sixth of resuming a 100k-step run, and an expression
+	// names a handful. A step's view is built when an evaluation that may
+	// name it starts (need), under mu, and replaces its entry in steps.
+	saved map[string]savedStep
+}
+
+// savedStep is a completed step's saved record whose view is built on
+// first use.
+type savedStep struct {
+	n   *Node
+	rec *board.StepRecord
+}
+
+// defer_ notes label's saved record, its view built on first use.
+func (e *evaluator) deferView(label string, n *Node, rec *board.StepRecord) {
+	e.mu.Lock()
+	if e.saved == nil {
+		e.saved = map[string]savedStep{}
+	}
+	e.saved[label] = savedStep{n, rec}
+	e.mu.Unlock()
+}
+
+// need builds the views of the saved steps refs may name (all of them
+// for refs.all), here and in the evaluators under this one.
+func (e *evaluator) need(refs stepRefs) error {
+	for ; e != nil; e = e.parent {
+		e.mu.RLock()
+		n := len(e.saved)
+		e.mu.RUnlock()
+		if n == 0 {
+			continue
+		}
+		if err := e.build(refs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *evaluator) build(refs stepRefs) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	one := func(label string) error {
+		s, ok := e.saved[label]
+		if !ok {
+			return nil
+		}
+		res, err := decodeResult(s.n, s.rec.Result)
+		if err != nil {
+			return err
+		}
+		e.steps[label] = withTimedOut(stateView(s.rec.Status, res.Output, s.rec.Error, s.rec.Visit, s.rec.DurationMS, orZero(res.Fields, s.n)), res)
+		delete(e.saved, label)
+		return nil
+	}
+	if refs.all {
+		for label := range e.saved {
+			if err := one(label); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, label := range refs.labels {
+		if err := one(label); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// baseEnv is a copy of the names every evaluation sees.
+func (e *evaluator) baseEnv() map[string]any {
+	var env map[string]any
+	if e.parent != nil {
+		env = e.parent.baseEnv()
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if env == nil {
+		return maps.Clone(e.base)
+	}
+	maps.Copy(env, e.base)
+	return env
+}
+
+// stepsView is a copy of steps, the parents' overlaid by this one's.
+func (e *evaluator) stepsView() map[string]any {
+	// with has built every saved view (need) before it copies them.
+	var m map[string]any
+	if e.parent != nil {
+		m = e.parent.stepsView()
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if m == nil {
+		return maps.Clone(e.steps)
+	}
+	maps.Copy(m, e.steps)
+	return m
+}
+
+func newEvaluator(prog *Program, base map[string]any) *evaluator {
+	e := &evaluator{steps: map[string]any{}, base: base}
+	// A view is never changed once set (set replaces it), so the steps
+	// not run yet share one pending view per result type: building one
+	// map per step made starting, resuming and replaying a 100k-step plan
+	// build 100k identical maps (6% of a resume).
+	pending := map[reflect.Type]map[string]any{}
+	for _, s := range prog.Plan.AllSteps() {
+		if s.Label == "" {
+			continue
+		}
+		z := zeroResult(prog.Node(s.Label))
+		t := reflect.TypeOf(z)
+		v, ok := pending[t]
+		if !ok {
+			v = stateView(StatusPending, nil, "", 0, 0, z)
+			pending[t] = v
+		}
+		e.steps[s.Label] = v
+	}
+	return e
+}
+
+func zeroResult(n *Node) any {
+	if n != nil && n.Each != nil {
+		return &EachResult{}
+	}
+	if n == nil || n.Kind == nil {
+		return nil
+	}
+	if rt := reflect.TypeOf(n.Kind.Result()); rt != nil {
+		return reflect.New(indirect(rt)).Interface()
+	}
+	return nil
+}
+
+// with runs f with the environment for one evaluation; extra names (such
+// as `step` for retry.until) are added to it.
+func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
+	return e.withRefs(stepRefs{all: true}, extra, vc, f)
+}
+
+// withRefs is with for an evaluation that names at most the steps refs
+// says (whose views it builds first).
+func (e *evaluator) withRefs(refs stepRefs, extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
+	if err := e.need(refs); err != nil {
+		return err
+	}
+	env := e.baseEnv()
+	for k, v := range extra {
+		env[k] = v
+	}
+	if vc != nil && vc.args != nil {
+		env["args"] = vc.args
+	}
+	if vc != nil && vc.now != nil {
+		env["now"], env["board"] = vc.now, vc.board
+		env["files"], env["read_file"] = vc.files, vc.readFile
+		if vc.item != nil {
+			env["item"], env["index"] = vc.item.value, vc.item.index
+		}
+	}
+	if e.parent != nil {
+		// A copy: the layers' maps change under their own locks.
+		env["steps"] = e.stepsView()
+		return f(env)
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	env["steps"] = e.steps
+	return f(env)
+}
+
+func (e *evaluator) render(t *Template, vc *visitClock) (s string, err error) {
+	err = e.withRefs(t.refs(), nil, vc, func(env map[string]any) error {
+		s, err = t.render(env)
+		return err
+	})
+	return s, err
+}
+
+func (e *evaluator) renderShell(t *Template, vc *visitClock) (c *ShellCommand, err error) {
+	err = e.withRefs(t.refs(), nil, vc, func(env map[string]any) error {
+		c, err = t.renderShell(env)
+		return err
+	})
+	return c, err
+}
+
+func (e *evaluator) value(t *Template, vc *visitClock) (v any, err error) {
+	err = e.withRefs(t.refs(), nil, vc, func(env map[string]any) error {
+		v, err = t.Value(env)
+		return err
+	})
+	return v, err
+}
+
+func (e *evaluator) bool(x *Expr, extra map[string]any, vc *visitClock) (ok bool, err error) {
+	err = e.withRefs(x.stepRefs(), extra, vc, func(env map[string]any) error {
+		ok, err = x.Bool(env)
+		return err
+	})
+	return ok, err
+}
+
+func (e *evaluator) set(label string, view map[string]any) {
+	e.mu.Lock()
+	e.steps[label] = view
+	delete(e.saved, label)
+	e.mu.Unlock()
+}
+
+func (e *evaluator) get(label string) map[string]any {
+	if e.need(stepRefs{labels: []string{label}}) != nil {
+		return nil
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	v, _ := e.steps[label].(map[string]any)
+	if v == nil && e.parent != nil {
+		return e.parent.get(label)
+	}
+	return v
+}
+
+// stateView is steps.<label>: the type's fields, then the common ones.
+func stateView(status string, output any, errText string, visits int, durMS int64, fields any) map[string]any {
+	m, _ := toValue(reflect.ValueOf(fields)).(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	m["status"] = status
+	m["ok"] = status == StatusSucceeded
+	m["failed"] = status == StatusFailed
+	m["skipped"] = status == StatusSkipped
+	m["output"] = output
+	m["error"] = errText
+	m["visits"] = visits
+	m["duration_ms"] = int(durMS)
+	if t, _ := m["timed_out"].(bool); !t {
+		m["timed_out"] = false
+	}
+	return m
+}
+
+// withTimedOut marks a view whose step its timeout stopped.
+func withTimedOut(m map[string]any, res Result) map[string]any {
+	if res.TimedOut {
+		m["timed_out"] = true
+	}
+	return m
+}
+
+// encodeResult is the `result` object saved for a step: the type's fields
+// and `output`.
+func encodeResult(res Result) (json.RawMessage, error) {
+	// The output is encoded straight into the result's buffer, sized once
+	// (bigjson): a model's answer of tens of megabytes was encoded by
+	// json.Marshal (about four times its size allocated) and then copied
+	// behind the prefix (issue 22).
+	const timedOut = `,"timed_out":true`
+	var fields []byte
+	if res.Fields != nil {
+		var err error
+		if fields, err = json.Marshal(res.Fields); err != nil {
+			return nil, fmt.Errorf("encoding result: %w", err)
+		}
+		if len(fields) < 2 || fields[0] != '{' {
+			return nil, fmt.Errorf("result fields must encode as a JSON object, got %.40s", fields)
+		}
+	}
+	buf, err := bigjson.Append([]byte(`{"output":`), res.Output, len(timedOut)+len(fields)+1)
+	if err != nil {
+		return nil, fmt.Errorf("encoding output: %w", err)
+	}
+	if res.Fields == nil {
+		if res.TimedOut {
+			buf = append(buf, timedOut...)
+		}
+		return append(buf, '}'), nil
+	}
+	// Splice the fields in after "output" rather than decoding and
+	// encoding again: this runs once per step.
+	if res.TimedOut && !bytes.Contains(fields, []byte(timedOut[1:])) {
+		buf = append(buf, timedOut...)
+	}
+	if len(fields) > 2 {
+		buf = append(buf, ',')
+	}
+	return append(buf, fields[1:]...), nil
+}
+
+// encodeResultHeld is encodeResult with an output string that the board
+// holds apart (board.Large) written as its key, held in h.
+func encodeResultHeld(res Result, h *board.Held) (json.RawMessage, error) {
+	if s, ok := res.Output.(string); ok && board.Large(s) {
+		res.Output = h.Key(s)
+	}
+	return encodeResult(res)
+}
+
+// decodeResult reads a saved `result` back into the type's struct.
+func decodeResult(n *Node, raw json.RawMessage) (Result, error) {
+	var res Result
+	if len(raw) == 0 || string(raw) == "null" {
+		return res, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return res, err
+	}
+	if o, ok := m["output"]; ok {
+		if err := json.Unmarshal(o, &res.Output); err != nil {
+			return res, err
+		}
+	}
+	res.TimedOut = string(m["timed_out"]) == "true"
+	if !hasFields(m) {
+		// A step that failed before making its usual result (a dir that
+		// does not exist, a diff_file that cannot be read) saved no fields:
+		// left nil, the result encodes again as it was saved, so a replay
+		// serving it matches, and expressions see the type's zero values.
+		return res, nil
+	}
+	if f := zeroResult(n); f != nil {
+		if err := json.Unmarshal(raw, f); err != nil {
+			return res, fmt.Errorf("step %s: saved result does not fit type %s: %w", n.Label, n.Type, err)
+		}
+		res.Fields = f
+	}
+	return res, nil
+}
+
+// hasFields reports whether a saved result holds more than what
+// encodeResult writes for a result without fields.
+func hasFields(m map[string]json.RawMessage) bool {
+	for k := range m {
+		if k != "output" && k != "timed_out" {
+			return true
+		}
+	}
+	return false
+}
+
+// entryView is an entry as `entries(section)` gives it to expressions.
+func entryView(e board.Entry) map[string]any {
+	return map[string]any{
+		"id": e.ID, "seq": int(e.Seq), "section": e.Section, "role": e.Role, "author": e.Author,
+		"label": e.Label, "key": e.Key, "version": int(e.Version), "content": e.Content, "meta": e.Meta,
+		"ts": e.TS.Format("2006-01-02T15:04:05.000Z07:00"), "topic": e.Topic,
+	}
+}
+
+func entryViews(es []board.Entry) []any {
+	out := make([]any, len(es))
+	for i, e := range es {
+		out[i] = entryView(e)
+	}
+	return out
+}

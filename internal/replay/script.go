@@ -1,0 +1,325 @@
+package replay
+
+import (
+	"encoding/json"
+	"sync/atomic"
+	"time"
+
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+)
+
+// LocalTypes are the step types whose results depend on the world outside
+// the board (files, processes). A replay runs them for real in a workdir,
+// or serves their recorded results offline. Every other step type is a
+// function of the board, the clock and the model answers, and always runs.
+var LocalTypes = map[string]bool{"command": true, "test": true, "apply_diff": true}
+
+// AskedTypes are the step types whose results come from a person (input):
+// a replay, offline or in a workdir, takes them from the recording, and a
+// timeout's default is taken where the recording took it.
+var AskedTypes = map[string]bool{"input": true}
+
+type visitKey struct {
+	label string
+	visit int
+}
+
+// segment is the part of a recording between two resumes: a run, then
+// each `runner resume` of it.
+type segment struct {
+	records  []board.StepRecord
+	last     map[visitKey]board.StepRecord // the last record of each visit
+	children map[visitKey][]string         // a group visit's children, in the order they finished
+	groups   map[visitKey]bool             // group visits with a child in this segment
+	status   string                        // how the segment ended: succeeded, failed, interrupted, running (killed)
+	err      string
+	mark     *engine.ResumeMark // what the resume after it found (nil for the last segment)
+}
+
+// complete reports whether the segment ran to its own end, so that a visit
+// it does not have is a different path rather than the recording running out.
+func (s *segment) complete() bool {
+	return s.status == board.StatusSucceeded || s.status == board.StatusFailed
+}
+
+// script is the recording as the engine asks for it (engine.Script), one
+// segment at a time.
+type script struct {
+	rec     *board.Board
+	segs    []*segment
+	clock   map[clockKey]time.Time
+	reads   map[clockKey]engine.ReadSeen
+	items   map[visitKey]json.RawMessage // for_each lists (engine.ItemsScript)
+	ws      map[clockKey]board.Recording // files() and read_file() (engine.WorkspaceScript)
+	offline bool
+	types   func(label string) string // a recorded label's step type
+	timeout time.Duration             // the plan's limits.timeout
+	fork    *fork
+	seg     int
+	virtual atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
+}
+
+func (s *script) Read(label string, visit, call int) (engine.ReadSeen, bool) {
+	if s.live() {
+		return engine.ReadSeen{}, false
+	}
+	r, ok := s.reads[clockKey{label, visit, call}]
+	return r, ok
+}
+
+type clockKey struct {
+	label       string
+	visit, call int
+}
+
+func newScript(rec *board.Board, types func(string) string, timeout time.Duration, offline bool, fk *fork, parent func(string) string) *script {
+	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, items: map[visitKey]json.RawMessage{}, ws: map[clockKey]board.Recording{},
+		offline: offline, types: types, timeout: timeout, fork: fk}
+	run := rec.Run()
+	// Keyed: a large result stays its key (compared by it, check.go) and
+	// is built whole only when a step is served from it (Result).
+	steps := rec.StepsKeyed()
+	start := 0
+	for _, r := range rec.RecordingsKeyed() {
+		switch r.Kind {
+		case engine.KindClock, engine.KindRead, engine.KindWorkspace, engine.KindItems, engine.KindResume:
+			// Read below whole; the rest (model answers) are served
+			// through the agents' source, one at a time (issue 22).
+			r = r.Whole()
+		}
+		switch r.Kind {
+		case engine.KindClock:
+			if t, ok := engine.ClockReading(r); ok {
+				k := clockKey{r.Label, r.Visit, r.Call}
+				if _, dup := s.clock[k]; !dup {
+					s.clock[k] = t
+				}
+			}
+		case engine.KindRead:
+			var seen engine.ReadSeen
+			k := clockKey{r.Label, r.Visit, r.Call}
+			if _, dup := s.reads[k]; !dup && json.Unmarshal(r.Response, &seen) == nil {
+				s.reads[k] = seen
+			}
+		case engine.KindWorkspace:
+			if k := (clockKey{r.Label, r.Visit, r.Call}); s.ws[k].Kind == "" {
+				s.ws[k] = r
+			}
+		case engine.KindItems:
+			if k := (visitKey{r.Label, r.Visit}); s.items[k] == nil {
+				s.items[k] = r.Response
+			}
+		case engine.KindResume:
+			var m engine.ResumeMark
+			if json.Unmarshal(r.Response, &m) != nil || m.Steps < start || m.Steps > len(steps) {
+				continue
+			}
+			s.segs = append(s.segs, newSegment(steps[start:m.Steps], m.Status, m.Error, &m, parent))
+			start = m.Steps
+		}
+	}
+	s.segs = append(s.segs, newSegment(steps[start:], run.Status, run.Error, nil, parent))
+	s.virtual.Store(run.StartedAt.UnixNano())
+	return s
+}
+
+// newSegment indexes one part of a recording. parent (nil: none known)
+// names the group holding a label: the groups above a record's own are
+// marked entered too, since a part cut short may hold only the
+// grandchildren of a group (an item's steps in a for_each sequence inside
+// a parallel group).
+func newSegment(records []board.StepRecord, status, errText string, m *engine.ResumeMark, parent func(string) string) *segment {
+	g := &segment{records: records, last: make(map[visitKey]board.StepRecord, len(records)), children: map[visitKey][]string{},
+		groups: map[visitKey]bool{}, status: status, err: errText, mark: m}
+	for _, r := range records {
+		g.last[visitKey{r.Label, r.Visit}] = r
+		if r.Parent != "" { // a child's visit is its group's
+			k := visitKey{r.Parent, r.Visit}
+			g.children[k] = append(g.children[k], r.Label)
+			g.groups[k] = true
+			for p := r.Parent; parent != nil; {
+				if p = parent(p); p == "" || g.groups[visitKey{p, r.Visit}] {
+					break
+				}
+				g.groups[visitKey{p, r.Visit}] = true
+			}
+		}
+	}
+	return g
+}
+
+func (s *script) cur() *segment { return s.segs[s.seg] }
+
+func (s *script) live() bool { return s.fork != nil && s.fork.live.Load() }
+
+func (s *script) setVirtual(t time.Time) {
+	if !t.IsZero() {
+		s.virtual.Store(t.UnixNano())
+	}
+}
+
+// now is the board's clock during a replay: the last recorded time served.
+func (s *script) now() time.Time {
+	if s.live() {
+		return time.Now()
+	}
+	return time.Unix(0, s.virtual.Load()).UTC()
+}
+
+func (s *script) record(label string, visit int) (board.StepRecord, bool) {
+	r, ok := s.cur().last[visitKey{label, visit}]
+	return r, ok
+}
+
+// Items is the item list a for_each visit had (engine.ItemsScript).
+func (s *script) Items(label string, visit int) (json.RawMessage, bool) {
+	if s.live() {
+		return nil, false
+	}
+	raw, ok := s.items[visitKey{label, visit}]
+	return raw, ok
+}
+
+// Workspace is the recorded answer of a files() or read_file() call
+// (engine.WorkspaceScript).
+func (s *script) Workspace(label string, visit, call int) (board.Recording, bool) {
+	if s.live() {
+		return board.Recording{}, false
+	}
+	r, ok := s.ws[clockKey{label, visit, call}]
+	return r, ok
+}
+
+func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
+	if t := s.types(label); s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
+		return board.StepRecord{}, false
+	}
+	r, ok := s.record(label, visit)
+	if ok && (finished(r) || engine.Interrupted(r)) {
+		return r.Whole(), true
+	}
+	// The recording never ran this visit: the checker reports the path
+	// that differs; the step fails rather than touching the world.
+	return board.StepRecord{Label: label, Visit: visit, Status: engine.StatusFailed,
+		Error: "replay: the recording has no result for this step visit"}, true
+}
+
+func (s *script) Order(group string, visit int) ([]string, bool) {
+	if s.live() {
+		return nil, false
+	}
+	return s.cur().children[visitKey{group, visit}], true
+}
+
+func (s *script) Canceled(label string, visit int) engine.Cancel {
+	if s.live() {
+		return engine.NotCanceled
+	}
+	r, ok := s.record(label, visit)
+	if !ok {
+		return engine.NotCanceled
+	}
+	return engine.CanceledBy(r)
+}
+
+func (s *script) Times(label string, visit int) (time.Time, time.Time, bool) {
+	if s.live() {
+		return time.Time{}, time.Time{}, false
+	}
+	r, ok := s.record(label, visit)
+	if !ok {
+		return time.Time{}, time.Time{}, false
+	}
+	s.setVirtual(r.StartedAt)
+	return r.StartedAt, r.FinishedAt, true
+}
+
+// Stopped reports whether the recorded visit was cut short by the run's
+// stop (engine.StopScript).
+func (s *script) Stopped(label string, visit int) bool {
+	if s.live() {
+		return true
+	}
+	r, ok := s.record(label, visit)
+	return !ok || engine.Interrupted(r)
+}
+
+func (s *script) Clock(label string, visit, call int) (time.Time, bool) {
+	if s.live() {
+		return time.Time{}, false
+	}
+	t, ok := s.clock[clockKey{label, visit, call}]
+	if ok {
+		s.setVirtual(t)
+	}
+	return t, ok
+}
+
+func (s *script) Cut(label string, visit int) error {
+	if s.live() {
+		return nil
+	}
+	g := s.cur()
+	k := visitKey{label, visit}
+	r, ok := g.last[k]
+	switch {
+	case g.groups[k]:
+		return nil // a group is cut through its children
+	case !ok && g.complete() && engine.IsTimeout(g.err) && s.timeout > 0:
+		// The recording stopped before this visit: the timeout fired
+		// between steps, or before a group's child started.
+		return engine.TimeoutCause(s.timeout)
+	case !ok || !engine.Interrupted(r):
+		return nil
+	case engine.IsTimeout(g.err) && s.timeout > 0:
+		return engine.TimeoutCause(s.timeout)
+	}
+	return engine.ErrInterrupted
+}
+
+func (s *script) CutAfter(label string, visit int) error {
+	if s.live() {
+		return nil
+	}
+	g := s.cur()
+	k := visitKey{label, visit}
+	if r, ok := g.last[k]; !ok || !g.groups[k] || !engine.Interrupted(r) {
+		return nil
+	}
+	if engine.IsTimeout(g.err) && s.timeout > 0 {
+		return engine.TimeoutCause(s.timeout)
+	}
+	return engine.ErrInterrupted
+}
+
+func (s *script) Ends(label string, visit int) bool {
+	if s.live() {
+		return false
+	}
+	g := s.cur()
+	if g.complete() {
+		return false
+	}
+	k := visitKey{label, visit}
+	_, ok := g.last[k]
+	return !ok && !g.groups[k]
+}
+
+func (s *script) EndsAfter(label string, visit int) bool {
+	if s.live() {
+		return false
+	}
+	g := s.cur()
+	if g.complete() {
+		return false
+	}
+	k := visitKey{label, visit}
+	_, ok := g.last[k]
+	return !ok && g.groups[k]
+}
+
+func finished(s board.StepRecord) bool {
+	return s.Status == engine.StatusSucceeded || s.Status == engine.StatusFailed || s.Status == engine.StatusSkipped ||
+		(s.Status == engine.StatusCanceled && engine.CanceledBy(s) != engine.NotCanceled)
+}

@@ -1,0 +1,84 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/replay"
+	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/mask"
+	"github.com/planrunner/runner/internal/sys/readlimit"
+)
+
+// ReplayOptions say how to replay a saved run (runner replay's flags):
+// replay.Options, with the plan and the workdir given as paths.
+type ReplayOptions struct {
+	replay.Options
+	// PlanFile replays this plan file (a changed plan) against the
+	// recording; "": the recorded plan.
+	PlanFile string
+	// WorkdirPath runs command, test and apply_diff steps for real in
+	// this directory; "": offline, their results from the recording.
+	WorkdirPath string
+	// Mask learns the plan's secrets, masked in the replay's board; nil:
+	// a mask of the replay's own.
+	Mask *mask.Masker
+}
+
+// Replayed is how a replay went, beside the run it replayed.
+type Replayed struct {
+	*replay.Report
+	Recorded board.Run // the run of the recording
+}
+
+// Replay replays the run saved at recording (its blackboard.json) as
+// `runner replay` does: against the recorded plan or o.PlanFile, with
+// the replay's board written to o.Out, by default replay-<id>.json beside
+// the recording. Cancel ctx (cause engine.ErrInterrupted) to stop it.
+func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, error) {
+	saved, err := board.Load(recording)
+	if err != nil {
+		return nil, usage(err)
+	}
+	planPath, src := saved.Run().PlanPath, []byte(saved.Run().PlanSource)
+	if o.PlanFile != "" {
+		if src, err = readlimit.File(o.PlanFile, readlimit.Plan); err != nil {
+			return nil, usage(err)
+		}
+		planPath, _ = filepath.Abs(o.PlanFile)
+	}
+	prog, err := engine.Compile(planPath, src, steps.Registry())
+	if err != nil {
+		return nil, &PlanError{prog, err}
+	}
+	m := o.Mask
+	if m == nil {
+		m = mask.New()
+	}
+	LearnSecrets(m, prog.Plan)
+	opt := o.Options
+	opt.Plan, opt.Agents.Mask, opt.BoardOptions.Redact = prog, m, m.String
+	if o.WorkdirPath != "" {
+		if opt.Workdir, err = Workdir(o.WorkdirPath); err != nil {
+			return nil, usage(err)
+		}
+	}
+	if opt.Out == "" {
+		opt.Out = filepath.Join(filepath.Dir(recording), "replay-"+board.NewID(time.Now())+".json")
+	}
+	if opt.Recording, err = filepath.Abs(recording); err != nil {
+		opt.Recording = recording
+	}
+	rep, err := replay.Run(ctx, saved, opt)
+	if err != nil {
+		if errors.Is(err, replay.ErrUsage) {
+			return nil, usage(err)
+		}
+		return nil, err
+	}
+	return &Replayed{Report: rep, Recorded: saved.Run()}, nil
+}

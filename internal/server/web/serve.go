@@ -1,0 +1,235 @@
+// Package web is the live web UI of `runner serve`: the runs saved under
+// a directory, each run's page (the report of package report, kept current
+// while the run goes), and answering the inputs a run waits at, from a
+// browser, through the same code as `runner answer` (runs.OpenQuestion).
+//
+// It is served by runner itself (its assets embedded), on the loopback
+// address unless told otherwise. Every request needs the token made for
+// this start: given once in the URL that `runner serve` prints, it becomes
+// an HttpOnly, SameSite=Strict cookie. A POST also needs the page's CSRF
+// token (a header) and an Origin of this very server, and a Host header of
+// the address served (so a rebinding DNS name cannot reach it). Everything
+// shown is escaped by html/template; pages allow scripts from this origin
+// only.
+//
+// Pages follow their run without a polling loop over runs: each open run
+// page has one watcher (inotify on its run's directory, where the journal
+// grows, or the live board's watch stream for a run on Temporal) that
+// tells the page, through server-sent events, to fetch itself again.
+package web
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/runs"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options say what to serve and how.
+type Options struct {
+	// Dir is the directory whose runs are served (runs.RunsDir(Dir)).
+	Dir string
+	// Token is the secret every request needs ("": a random one).
+	Token string
+	// By is who answers, as the page's form first says.
+	By string
+	// Remote: the server listens on more than the loopback address, so
+	// any Host header is taken (the token still guards every request).
+	Remote bool
+	// Resume starts a run again once an answer is recorded on its saved
+	// file (nil: the page says how to resume it instead).
+	Resume func(path string) error
+	// Log takes what the server does (zerolog; never the token).
+	Log zerolog.Logger
+	// Stderr takes the messages of a bridge to a run on Temporal.
+	Stderr io.Writer
+	// Throttle is the least time between two events to one page (0: 100ms).
+	Throttle time.Duration
+}
+
+// Server is the web UI's handler.
+type Server struct {
+	opt   Options
+	token string
+	csrf  string
+	mux   *http.ServeMux
+}
+
+const cookieName = "runner_token"
+
+// New makes a server with a fresh token unless o gives one.
+func New(o Options) (*Server, error) {
+	if o.Token == "" {
+		b := make([]byte, 24)
+		if _, err := rand.Read(b); err != nil {
+			return nil, err
+		}
+		o.Token = hex.EncodeToString(b)
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Throttle == 0 {
+		o.Throttle = 100 * time.Millisecond
+	}
+	if o.Dir == "" {
+		o.Dir = "."
+	}
+	// The CSRF token is derived from the secret, so a page can carry it
+	// without carrying the secret itself.
+	m := hmac.New(sha256.New, []byte(o.Token))
+	m.Write([]byte("runner serve csrf"))
+	s := &Server{opt: o, token: o.Token, csrf: hex.EncodeToString(m.Sum(nil)), mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /{$}", s.list)
+	s.mux.HandleFunc("GET /events", s.listEvents)
+	s.mux.HandleFunc("GET /runs/{id}", s.runPage)
+	s.mux.HandleFunc("GET /runs/{id}/events", s.runEvents)
+	s.mux.HandleFunc("GET /runs/{id}/graph", s.graphPage)
+	s.mux.HandleFunc("POST /runs/{id}/answer", s.answer)
+	s.mux.Handle("GET /assets/", http.FileServerFS(assets))
+	return s, nil
+}
+
+// Token is the secret of this start, for the URL to print.
+func (s *Server) Token() string { return s.token }
+
+// URL is the address to open: base (http://host:port) with the token.
+func (s *Server) URL(base string) string {
+	return strings.TrimSuffix(base, "/") + "/?token=" + url.QueryEscape(s.token)
+}
+
+// ServeHTTP checks who asks, then serves.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if !s.opt.Remote && !loopbackHost(r.Host) {
+		s.refuse(w, r, http.StatusMisdirectedRequest, "this server answers to a loopback address only (127.0.0.1, ::1, localhost), not "+r.Host)
+		return
+	}
+	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
+		if !s.same(t, s.token) {
+			s.refuse(w, r, http.StatusUnauthorized, "the token in the URL is not this server's: open the URL `runner serve` printed when it started")
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+		// The token leaves the address bar and the history.
+		q := r.URL.Query()
+		q.Del("token")
+		u := *r.URL
+		u.RawQuery = q.Encode()
+		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		return
+	}
+	c, err := r.Cookie(cookieName)
+	if err != nil || !s.same(c.Value, s.token) {
+		s.refuse(w, r, http.StatusUnauthorized, "this page needs the token of this server: open the URL `runner serve` printed when it started (it holds ?token=…)")
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if !s.same(r.Header.Get("X-Runner-CSRF"), s.csrf) {
+			s.refuse(w, r, http.StatusForbidden, "refused: the request lacks this page's CSRF token (X-Runner-CSRF)")
+			return
+		}
+		if o := r.Header.Get("Origin"); o == "" || !sameOrigin(o, r.Host) {
+			s.refuse(w, r, http.StatusForbidden, "refused: the request comes from another origin ("+orNone(o)+"), not http://"+r.Host)
+			return
+		}
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) same(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none given"
+	}
+	return s
+}
+
+// loopbackHost: the Host header names the loopback address.
+func loopbackHost(host string) bool {
+	h, _, err := net.SplitHostPort(host)
+	if err != nil {
+		h = host
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
+}
+
+// refuse answers an error: as JSON to a script, else as a short page.
+func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	s.opt.Log.Info().Int("status", code).Str("method", r.Method).Str("path", r.URL.Path).Msg(msg)
+	if r.Method == http.MethodPost || strings.Contains(r.Header.Get("Accept"), "application/json") {
+		writeJSON(w, code, map[string]string{"error": msg})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	errorPage().Execute(w, msg)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// idPattern is what a run's directory may be called in a URL: a run id,
+// never a path.
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9A-Za-z][0-9A-Za-z_-]{0,127}$`) })
+
+// runPath is the blackboard.json of the run named in the URL, or "" when
+// there is no such run (or the name is not a run id).
+func (s *Server) runPath(r *http.Request) string {
+	id := r.PathValue("id")
+	if !idPattern().MatchString(id) {
+		return ""
+	}
+	p := filepath.Join(runs.RunsDir(s.opt.Dir), id, "blackboard.json")
+	if exists(p) || exists(liveboard.RemotePath(p)) {
+		return p
+	}
+	return ""
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

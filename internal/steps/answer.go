@@ -1,0 +1,110 @@
+package steps
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/planrunner/runner/internal/board"
+)
+
+// WaitingInput finds the waiting visit of label (any visit when visit
+// is 0).
+func WaitingInput(run board.Run, label string, visit int) (board.WaitingInput, bool) {
+	for _, w := range run.Waiting {
+		if w.Label == label && (visit == 0 || w.Visit == visit) {
+			return w, true
+		}
+	}
+	return board.WaitingInput{}, false
+}
+
+// Settle checks a against the run and its recordings, one rule for every
+// place an answer comes in: the visit must wait for an answer (or have
+// one already), the answer must fit the step's form. It returns the
+// answer normalised, with its visit filled in, and whether exactly this
+// answer was recorded before (answering again is harmless); a different
+// answer to an answered visit is a conflict.
+func Settle(run board.Run, recs []board.Recording, a board.Answer) (board.Answer, bool, error) {
+	w, waiting := WaitingInput(run, a.Label, a.Visit)
+	if a.Visit == 0 {
+		a.Visit = w.Visit
+		if !waiting {
+			a.Visit = lastAnswered(recs, a.Label)
+		}
+	}
+	prev, answered := FindAnswer(recs, a.Label, a.Visit)
+	if !waiting && !answered {
+		return a, false, fmt.Errorf("step %s is %w%s", VisitName(a.Label, a.Visit), board.ErrNotWaiting, waitingList(run.Waiting))
+	}
+	if waiting {
+		form, err := ParseForm(w.Form)
+		if err != nil {
+			return a, false, fmt.Errorf("step %s: the saved form: %v", a.Label, err)
+		}
+		ans, err := form.Check(a.Answer)
+		if err != nil {
+			return a, false, fmt.Errorf("step %s: %w: %v", VisitName(a.Label, a.Visit), board.ErrBadAnswer, err)
+		}
+		a.Answer = ans
+	}
+	if answered {
+		if !sameJSON(prev.Answer, a.Answer) {
+			by := ""
+			if prev.By != "" {
+				by = " by " + prev.By
+			}
+			return a, false, fmt.Errorf("conflict: step %s was %w with %s%s; a different answer is refused",
+				VisitName(a.Label, a.Visit), board.ErrAnswerConflict, jsonText(prev.Answer), by)
+		}
+		return a, true, nil
+	}
+	return a, false, nil
+}
+
+// AnswerRecording is the board recording of an answer.
+func AnswerRecording(a board.Answer) board.Recording {
+	resp, _ := json.Marshal(InputAnswer{Answer: a.Answer, By: a.By})
+	return board.Recording{Label: a.Label, Visit: a.Visit, Kind: KindInput, Agent: a.By, Response: resp}
+}
+
+// VisitName is how a step visit is named to people: the label, with
+// #visit after the first.
+func VisitName(label string, visit int) string {
+	if visit > 1 {
+		return fmt.Sprintf("%s#%d", label, visit)
+	}
+	return label
+}
+
+func lastAnswered(recs []board.Recording, label string) int {
+	v := 0
+	for _, r := range recs {
+		if r.Kind == KindInput && r.Label == label && r.Visit > v {
+			v = r.Visit
+		}
+	}
+	return v
+}
+
+func waitingList(ws []board.WaitingInput) string {
+	if len(ws) == 0 {
+		return " (the run waits for none)"
+	}
+	var s []string
+	for _, w := range ws {
+		s = append(s, VisitName(w.Label, w.Visit))
+	}
+	return " (it waits for: " + strings.Join(s, ", ") + ")"
+}
+
+func sameJSON(a, b map[string]any) bool { return bytes.Equal([]byte(jsonText(a)), []byte(jsonText(b))) }
+
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}

@@ -1,0 +1,85 @@
+package proc
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/planrunner/runner/internal/testutil/testtool"
+)
+
+// TestStepRunsInItsOwnCgroup: a step's processes are in a cgroup of their
+// own, made under runner's and removed when the step ends, also when it
+// keeps a background process (which goes back to runner's cgroup, alive).
+func TestStepRunsInItsOwnCgroup(t *testing.T) {
+	parent, why := stepsCgroupDir()
+	if parent == "" {
+		testtool.Missing(t, "a writable cgroup v2", "run the tests as root, or in a delegated cgroup: "+why)
+	}
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []bool{false, true} {
+		r := run(t, Spec{Script: "cat /proc/self/cgroup; sleep 300 >/dev/null 2>&1 & echo $!", KeepBackground: keep, Grace: time.Second})
+		var line string
+		for _, l := range strings.Split(r.Stdout.Text, "\n") {
+			if strings.HasPrefix(l, "0::") {
+				line = l
+			}
+		}
+		step := filepath.Base(line)
+		if !strings.HasPrefix(step, "runner-") || filepath.Dir(strings.TrimPrefix(line, "0::")) != filepath.Clean(strings.TrimPrefix(ownLine(string(own)), "0::")) {
+			t.Errorf("keep %v: the step ran in %q, not a child of runner's cgroup %q", keep, line, ownLine(string(own)))
+		}
+		if _, err := os.Stat(filepath.Join(parent, step)); step != "" && !os.IsNotExist(err) {
+			t.Errorf("keep %v: the step's cgroup %s is left behind (%v)", keep, step, err)
+		}
+		pids := readPids(t, r.Stdout.Text)
+		pid := pids[len(pids)-1]
+		if keep {
+			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+			if !running(pid) {
+				t.Errorf("the kept process %d was ended", pid)
+			}
+		} else {
+			assertGone(t, []int{pid})
+		}
+	}
+}
+
+func ownLine(cg string) string {
+	for _, l := range strings.Split(cg, "\n") {
+		if strings.HasPrefix(l, "0::") {
+			return l
+		}
+	}
+	return ""
+}
+
+// TestFindCgroup: runner's cgroup directory from mountinfo and
+// /proc/self/cgroup: a hybrid host (v2 at /sys/fs/cgroup/unified beside
+// v1 controllers), a pure v2 host, a container that sees part of the
+// hierarchy (mount root not /), an escaped mount point, and no v2.
+func TestFindCgroup(t *testing.T) {
+	v1 := "31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+	tests := []struct {
+		name, mountinfo, cgroup, want string
+	}{
+		{"hybrid", v1 + "40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n", "4:memory:/x\n0::/\n", "/sys/fs/cgroup/unified"},
+		{"pure v2, nested", "30 22 0:27 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n", "0::/user.slice/runner.service\n", "/sys/fs/cgroup/user.slice/runner.service"},
+		{"container's part", "30 22 0:27 /docker/abc /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n", "0::/docker/abc/sub\n", "/sys/fs/cgroup/sub"},
+		{"escaped mount point", "30 22 0:27 / /mnt/cg\\040v2 rw - cgroup2 cgroup2 rw\n", "0::/a\n", "/mnt/cg v2/a"},
+		{"outside the mount's part", "30 22 0:27 /docker/abc /sys/fs/cgroup ro - cgroup2 cgroup2 rw\n", "0::/other\n", ""},
+		{"v1 only", v1, "1:cpu:/\n", ""},
+	}
+	for _, tt := range tests {
+		got, err := findCgroup(tt.mountinfo, tt.cgroup)
+		if got != tt.want || (tt.want == "") != (err != nil) {
+			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}

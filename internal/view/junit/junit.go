@@ -1,0 +1,250 @@
+// Package junit writes a run's test steps as JUnit XML, the report every
+// CI system reads (runner report --format junit).
+package junit
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/testrun"
+)
+
+// Suites is the document: one suite per test step visit, and one for the
+// plan's steps themselves.
+type Suites struct {
+	XMLName  xml.Name `xml:"testsuites"`
+	Name     string   `xml:"name,attr"`
+	Tests    int      `xml:"tests,attr"`
+	Failures int      `xml:"failures,attr"`
+	Errors   int      `xml:"errors,attr"`
+	Skipped  int      `xml:"skipped,attr"`
+	Time     string   `xml:"time,attr"`
+	Suites   []Suite  `xml:"testsuite"`
+}
+
+// Suite is a test step's visit (or the plan's steps).
+type Suite struct {
+	Name      string `xml:"name,attr"`
+	Tests     int    `xml:"tests,attr"`
+	Failures  int    `xml:"failures,attr"`
+	Errors    int    `xml:"errors,attr"`
+	Skipped   int    `xml:"skipped,attr"`
+	Time      string `xml:"time,attr"`
+	Timestamp string `xml:"timestamp,attr,omitempty"`
+	Cases     []Case `xml:"testcase"`
+	SystemOut string `xml:"system-out,omitempty"`
+}
+
+// Case is one test case.
+type Case struct {
+	Name      string   `xml:"name,attr"`
+	Classname string   `xml:"classname,attr"`
+	File      string   `xml:"file,attr,omitempty"`
+	Line      int      `xml:"line,attr,omitempty"`
+	Time      string   `xml:"time,attr"`
+	Failure   *Message `xml:"failure"`
+	Error     *Message `xml:"error"`
+	Skipped   *Message `xml:"skipped"`
+}
+
+// Message is a failure's, error's or skip's text.
+type Message struct {
+	Message string `xml:"message,attr,omitempty"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// FromBoard builds the document of a run: a suite per visit of each test
+// step, with a case per failed test (errored for a panic, a timeout or a
+// setup error) and per build error. The test step records its failures,
+// not the names of the tests that passed: a suite's tests attribute is the
+// suite's count, and its passing tests are one case saying how many. The
+// suite "steps" has a case per step visit of the plan.
+func FromBoard(b *board.Board) Suites {
+	run := b.Run()
+	doc := Suites{Name: run.ID}
+	var total int64
+	steps := Suite{Name: "steps"}
+	for _, rec := range b.Steps() {
+		total += rec.DurationMS
+		c := Case{Name: visitName(rec.Label, rec.Visit), Classname: "steps." + rec.Type, Time: secs(rec.DurationMS)}
+		switch rec.Status {
+		case board.StatusFailed:
+			c.Failure = &Message{Message: firstLine(rec.Error), Type: rec.Type, Text: rec.Error}
+			steps.Failures++
+		case board.StatusSucceeded:
+		default: // skipped, canceled, interrupted
+			c.Skipped = &Message{Message: rec.Status + optional(": ", firstLine(rec.Error))}
+			steps.Skipped++
+		}
+		steps.Cases = append(steps.Cases, c)
+		steps.Tests++
+		if rec.Type == "test" {
+			if s, ok := testSuite(rec); ok {
+				doc.Suites = append(doc.Suites, s)
+			}
+		}
+	}
+	steps.Time = secs(total)
+	doc.Suites = append(doc.Suites, steps)
+	for _, s := range doc.Suites {
+		doc.Tests += s.Tests
+		doc.Failures += s.Failures
+		doc.Errors += s.Errors
+		doc.Skipped += s.Skipped
+	}
+	doc.Time = secs(total)
+	return doc
+}
+
+// testSuite is a test step visit's suite; false when it has no result.
+func testSuite(rec board.StepRecord) (Suite, bool) {
+	var r testrun.Result
+	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &r) != nil || r.Outcome == "" {
+		return Suite{}, false
+	}
+	name := visitName(rec.Label, rec.Visit)
+	s := Suite{Name: name, Time: secs(rec.DurationMS), Timestamp: rec.StartedAt.UTC().Format("2006-01-02T15:04:05"),
+		Tests: r.Counts.Total, Skipped: r.Counts.Skipped}
+	class := name + "." + r.Framework
+	for _, f := range r.Failures {
+		c := Case{Name: f.ID, Classname: class, File: f.File, Line: f.Line, Time: "0"}
+		text := f.Message
+		if f.Excerpt != "" {
+			text = f.Excerpt
+		}
+		m := &Message{Message: f.Message, Type: f.Kind, Text: text}
+		if f.Kind == testrun.KindFail {
+			c.Failure = m
+			s.Failures++
+		} else {
+			c.Error = m
+			s.Errors++
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	for _, e := range r.BuildErrors {
+		where := e.File
+		if e.Line > 0 {
+			where = fmt.Sprintf("%s:%d", e.File, e.Line)
+		}
+		s.Cases = append(s.Cases, Case{Name: "build " + where, Classname: class, File: e.File, Line: e.Line, Time: "0",
+			Error: &Message{Message: e.Message, Type: "build_error", Text: e.Message}})
+		s.Errors++
+	}
+	if n := r.Counts.Passed; n > 0 {
+		s.Cases = append(s.Cases, Case{Name: fmt.Sprintf("%d passed tests", n), Classname: class, Time: "0"})
+	}
+	if len(s.Cases) == 0 && !r.Passed {
+		// The suite did not run to a verdict (outcome error, no_tests,
+		// timeout before any result): one errored case says why.
+		s.Cases = append(s.Cases, Case{Name: name, Classname: class, Time: secs(rec.DurationMS),
+			Error: &Message{Message: r.Outcome, Type: r.Outcome, Text: r.Summary}})
+		s.Errors++
+	}
+	if min := s.Failures + s.Errors + s.Skipped; s.Tests < min {
+		s.Tests = min
+	}
+	return s, true
+}
+
+// Write writes doc as an XML document. Text and attributes are escaped
+// by encoding/xml; characters XML 1.0 cannot hold at all (control
+// characters such as a colour code's ESC, lone surrogates, U+FFFE) are
+// dropped first, so the document always parses.
+func Write(w io.Writer, doc Suites) error {
+	doc = clean(doc)
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	e := xml.NewEncoder(w)
+	e.Indent("", "  ")
+	if err := e.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+func clean(doc Suites) Suites {
+	doc.Name = Clean(doc.Name)
+	suites := make([]Suite, len(doc.Suites))
+	for i, s := range doc.Suites {
+		s.Name, s.SystemOut = Clean(s.Name), Clean(s.SystemOut)
+		cases := make([]Case, len(s.Cases))
+		for j, c := range s.Cases {
+			c.Name, c.Classname, c.File = Clean(c.Name), Clean(c.Classname), Clean(c.File)
+			c.Failure, c.Error, c.Skipped = cleanMsg(c.Failure), cleanMsg(c.Error), cleanMsg(c.Skipped)
+			cases[j] = c
+		}
+		s.Cases = cases
+		suites[i] = s
+	}
+	doc.Suites = suites
+	return doc
+}
+
+func cleanMsg(m *Message) *Message {
+	if m == nil {
+		return nil
+	}
+	return &Message{Message: Clean(m.Message), Type: Clean(m.Type), Text: Clean(m.Text)}
+}
+
+// Clean drops what XML 1.0 cannot hold: characters outside its Char
+// production and bytes that are not UTF-8.
+func Clean(s string) string {
+	ok := true
+	for _, r := range s {
+		if !isXMLChar(r) {
+			ok = false
+			break
+		}
+	}
+	if ok && utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i, r := range s {
+		if r == utf8.RuneError {
+			if _, n := utf8.DecodeRuneInString(s[i:]); n <= 1 {
+				continue // not UTF-8
+			}
+		}
+		if isXMLChar(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isXMLChar(r rune) bool {
+	return r == 0x9 || r == 0xA || r == 0xD || r >= 0x20 && r <= 0xD7FF ||
+		r >= 0xE000 && r <= 0xFFFD || r >= 0x10000 && r <= 0x10FFFF
+}
+
+func secs(ms int64) string { return fmt.Sprintf("%.3f", float64(ms)/1000) }
+
+func visitName(label string, visit int) string {
+	if visit > 1 {
+		return fmt.Sprintf("%s#%d", label, visit)
+	}
+	return label
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func optional(sep, s string) string {
+	if s == "" {
+		return ""
+	}
+	return sep + s
+}

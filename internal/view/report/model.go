@@ -1,0 +1,1029 @@
+// Package report renders a saved run (blackboard.json) as one
+// self-contained HTML file: no script, no network, nothing outside the
+// file, so it opens from file:// and can be mailed or archived. Everything
+// in it that came from the run (model answers, command output, board
+// values) is data and is escaped by html/template; a Content-Security-Policy
+// that forbids scripts guards against a mistake in that.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/patch"
+	"github.com/planrunner/runner/internal/plans"
+)
+
+// view is everything the template shows, computed once.
+type view struct {
+	Run        board.Run
+	PlanName   string
+	PlanDesc   string
+	Duration   string
+	Vars       []kv
+	Agents     []kv
+	Models     []modelUsage
+	TotalUsage modelUsage
+	// EditRates: model answers applied on the first try (edits.go).
+	EditRates []editRate
+	AnyCost   bool
+	Counts    []kv // step visits by status
+	Timeline  []row
+	Steps     []*stepView // every visit, in saved order
+	Tree      []*stepView // the visits not run by another, each with its children (group.go)
+	// The timeline's rows and the steps in runs of chunk (see chunkSize):
+	// one run, unwrapped, for a short page.
+	TimelineChunks [][]row
+	TreeChunks     [][]*stepView
+	Chunked        bool
+	// Lazy: the steps' boxes keep their closed steps as data (lazy.go),
+	// StepBoxes then being what the template writes of them.
+	Lazy      bool
+	StepBoxes [][]segment
+	NeverRan  []string
+	Keys      []keyView
+	Sections  []sectionView
+	Conflicts []board.Entry
+	Topics    []kv
+	Generated string
+	Resumed   bool
+	Waiting   []waitView
+	Live      *Live
+	Seq       int // the board's entries when the page was made
+	Running   []runningView
+}
+
+// runningView is a step visit running as the live page is made.
+type runningView struct{ Label, Name, Parent, For string }
+
+type kv struct{ K, V string }
+
+type modelUsage struct {
+	Model                string
+	Calls                int
+	Input, Output, Total int
+	Cost                 float64
+	HasCost              bool
+}
+
+// row is one line of the timeline: a top-level visit, with a group's
+// children beside each other.
+type row struct {
+	Step     *stepView
+	Children []*stepView
+	Left     float64 // where the bar starts, % of the run
+	Width    float64
+	Fold     bool // too many children to show open: folded under one line
+}
+
+type stepView struct {
+	ID       string // anchor
+	Rec      board.StepRecord
+	Name     string // label, or label #visit
+	Status   string
+	Tolerate bool   // failed under continue_on_error
+	Class    string // CSS class of its status
+	Duration string
+	Inputs   []kv
+	Output   string
+	Result   map[string]any
+	Calls    []callView
+	Files    []fileView
+	DiffText []diffFile
+	Test     *testView
+	Command  *commandView
+	Extra    string // the result as JSON, for types without a view
+	Sandbox  string // how a command or test step was confined
+	Input    *answerView
+	Open     bool
+	Cost     float64 // the sum of its calls' costs
+	HasCost  bool    // some call's cost is known
+	Left     float64
+	Width    float64
+	Kids     []*stepView // the visits it ran (group.go)
+	Group    *groupView  // their summary; nil for a step that ran none
+}
+
+type callView struct {
+	Call      int
+	Agent     string
+	Model     string
+	System    string
+	Messages  []messageView
+	Answer    string
+	ToolCalls []toolCallView
+	// How System and Answer are shown (see dedupTexts).
+	SystemV, AnswerV *textView
+	Usage            string
+	FinishReason     string
+	Cost             float64 // recorded, else at the model's price
+	HasCost          bool    // false: neither is known
+}
+
+type messageView struct {
+	Role, Content string
+	ContentV      *textView // how Content is shown (see dedupTexts)
+	ToolCalls     []toolCallView
+	IsError       bool
+}
+
+type toolCallView struct{ Name, Args string }
+
+// textView is a model call's system prompt, message or answer as the page
+// shows it: the text itself (with an ID when later calls point to it), or,
+// for a long text already shown, a link to where it is (Ref).
+type textView struct {
+	Text, ID     string
+	Ref, RefName string
+	Len          int
+}
+
+type fileView struct {
+	Path, Op       string
+	Added, Removed int
+}
+
+type diffFile struct {
+	Name  string
+	Lines []diffLine
+}
+
+type diffLine struct{ Class, Text string }
+
+type testView struct {
+	Outcome     string
+	Counts      []kv
+	Failures    []failureView
+	BuildErrors []string
+	Summary     string
+}
+
+type failureView struct {
+	ID, Where, Message, Excerpt string
+}
+
+type commandView struct {
+	ExitCode       string
+	Stdout, Stderr string
+}
+
+type keyView struct {
+	Key, Author, Value, TTL, Updated string
+	Version                          int64
+}
+
+type sectionView struct {
+	Name    string
+	Entries []entryView
+	// Listing is a long section's entries as aligned text lines, written
+	// instead of a table (see listingMin); "" : a table.
+	Listing string
+}
+
+// listingMin is the number of entries from which a board section is
+// written as one block of text lines rather than a table: a run of 10,000
+// steps logs 10,000 entries, and a table row costs the browser nine
+// elements where a line costs none. The section starts closed either way.
+const listingMin = 200
+
+type entryView struct {
+	Seq                                 int64
+	Role, Author, Label, Key, Topic, TS string
+	Version                             int64
+	Content                             string
+	Deleted                             bool
+	Block                               bool // shown as a block (<pre>), not a line
+}
+
+// build turns a board into what the page shows.
+func build(b *board.Board, opt Options) *view {
+	now := opt.Now
+	run := b.Run()
+	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339), Live: opt.Live, Seq: b.Len()}
+	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
+	if plan != nil {
+		v.PlanName, v.PlanDesc = plan.Name, strings.TrimSpace(plan.Description)
+	}
+	if v.PlanName == "" {
+		v.PlanName = run.PlanPath
+	}
+	end := now
+	if run.FinishedAt != nil {
+		end = *run.FinishedAt
+	}
+	steps := b.Steps()
+	if len(steps) > 0 {
+		if last := steps[len(steps)-1].FinishedAt; run.FinishedAt == nil && !last.IsZero() {
+			end = last
+		}
+	}
+	total := end.Sub(run.StartedAt)
+	v.Duration = dur(total)
+	for _, k := range sortedKeys(run.Vars) {
+		v.Vars = append(v.Vars, kv{k, text(run.Vars[k])})
+	}
+	for _, a := range sortedKeys(run.Agents) {
+		for _, f := range sortedKeys(run.Agents[a]) {
+			v.Agents = append(v.Agents, kv{a + "." + f, run.Agents[a][f]})
+		}
+	}
+
+	calls := map[string][]callView{}
+	recs := b.Recordings()
+	v.Models, v.TotalUsage, v.AnyCost = usage(recs, calls)
+	v.Waiting = waiting(run, opt.BoardPath, now)
+
+	// Steps, in the order they finished (the saved order).
+	seen := map[string]bool{}
+	counts := map[string]int{}
+	byParent := map[string][]*stepView{}
+	ran := map[string]bool{}
+	ids := anchors(steps)
+	clocks := &clockIndex{recs: recs}
+	for i, rec := range steps {
+		s := stepOf(ids[i], rec, plan, calls, clocks)
+		s.Left, s.Width = bar(run.StartedAt, total, rec)
+		v.Steps = append(v.Steps, s)
+		if s.Tolerate {
+			counts["tolerated"]++ // the run went on: not a failure of the run
+		} else {
+			counts[s.Status]++
+		}
+		ran[rec.Label] = true
+		key := fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
+		if seen[key] {
+			v.Resumed = true // a visit run again after a resume
+		}
+		seen[key] = true
+		if rec.Parent != "" {
+			byParent[rec.Parent] = append(byParent[rec.Parent], s)
+		}
+	}
+	for _, st := range []string{"succeeded", "failed", "tolerated", "canceled", "skipped", "interrupted"} {
+		switch n := counts[st]; {
+		case n == 0:
+		case st != "tolerated":
+			v.Counts = append(v.Counts, kv{st, fmt.Sprint(n)})
+		case n == 1:
+			v.Counts = append(v.Counts, kv{"failure tolerated", "1"})
+		default:
+			v.Counts = append(v.Counts, kv{"failures tolerated", fmt.Sprint(n)})
+		}
+	}
+	v.Timeline = timeline(v.Steps, byParent)
+	v.Tree = tree(v.Steps)
+	dedupTexts(v.Tree, map[string]*textView{}, new(int))
+	v.TimelineChunks, v.TreeChunks = chunks(v.Timeline), chunks(v.Tree)
+	v.Chunked = len(v.TimelineChunks) > 1 || len(v.TreeChunks) > 1
+	if len(v.Steps) > 500 {
+		// A long run: closed sections cost the browser no layout.
+		for _, s := range v.Steps {
+			s.Open = false
+		}
+	} else if len(v.Steps) <= 40 {
+		// A short run: show what the model, the diffs and the tests did.
+		for _, s := range v.Steps {
+			switch s.Rec.Type {
+			case "llm", "apply_diff", "test", "coordinate":
+				s.Open = true
+			}
+		}
+	}
+	openGroups(v.Tree, len(v.Steps) > 500)
+	if opt.Live != nil {
+		for _, r := range opt.Live.Running {
+			v.Running = append(v.Running, runningView{Label: r.Label, Name: visitName(r.Label, r.Visit), Parent: r.Parent,
+				For: dur(now.Sub(r.Since))})
+			ran[r.Label] = true
+		}
+	}
+	if plan != nil {
+		for _, s := range plan.AllSteps() {
+			if !ran[s.Label] {
+				v.NeverRan = append(v.NeverRan, s.Label)
+			}
+		}
+	}
+	v.EditRates = editRates(steps)
+	v.board(b, now)
+	return v
+}
+
+// anchors are the steps' element ids, stable across reports of the same
+// run so that a link to one can be shared: step-LABEL-VISIT (a label is
+// [a-z][a-z0-9_]*, so the dashes are unambiguous). A visit that ran more
+// than once (interrupted, then run again on resume) keeps the plain id
+// for its last run; its earlier runs are step-LABEL-VISIT-earlierN.
+func anchors(steps []board.StepRecord) []string {
+	runs := map[string]int{}
+	for _, r := range steps {
+		runs[fmt.Sprintf("step-%s-%d", r.Label, r.Visit)]++
+	}
+	seen := map[string]int{}
+	ids := make([]string, len(steps))
+	for i, r := range steps {
+		id := fmt.Sprintf("step-%s-%d", r.Label, r.Visit)
+		seen[id]++
+		if seen[id] < runs[id] {
+			id = fmt.Sprintf("%s-earlier%d", id, seen[id])
+		}
+		ids[i] = id
+	}
+	return ids
+}
+
+// timeline orders the top-level visits by start, each group's children
+// (of that visit: those that started inside it) beside it.
+func timeline(steps []*stepView, byParent map[string][]*stepView) []row {
+	var rows []row
+	within := childrenWithin(byParent)
+	for _, s := range steps {
+		if s.Rec.Parent != "" {
+			continue
+		}
+		r := row{Step: s, Left: s.Left, Width: s.Width}
+		r.Children = within(s)
+		sort.SliceStable(r.Children, func(i, j int) bool { return before(r.Children[i], r.Children[j]) })
+		r.Fold = len(r.Children) > groupOpenMax
+		rows = append(rows, r)
+	}
+	if !sort.SliceIsSorted(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) }) {
+		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) })
+	}
+	return rows
+}
+
+// childrenWithin gives a group visit's children: those of its label that
+// started at or after it and finished by its end, in the saved order.
+// Each visit of a group looked through the children of all its visits
+// (a group in a loop of n visits cost n² looks); the children are sorted
+// by start once per group label and each visit looks only at those that
+// started within it. A child without an end (still running, or saved
+// with a zero end) is looked at by every visit, as before.
+func childrenWithin(byParent map[string][]*stepView) func(*stepView) []*stepView {
+	type child struct {
+		at int // place in the saved order
+		s  *stepView
+	}
+	type kids struct {
+		byStart []child // ended children, by start
+		open    []child // children that ended before they started: no end
+	}
+	index := map[string]*kids{}
+	return func(g *stepView) []*stepView {
+		cs := byParent[g.Rec.Label]
+		if len(cs) == 0 {
+			return nil
+		}
+		k := index[g.Rec.Label]
+		if k == nil {
+			k = &kids{}
+			for i, c := range cs {
+				if c.Rec.FinishedAt.Before(c.Rec.StartedAt) {
+					k.open = append(k.open, child{i, c})
+				} else {
+					k.byStart = append(k.byStart, child{i, c})
+				}
+			}
+			sort.SliceStable(k.byStart, func(i, j int) bool { return k.byStart[i].s.Rec.StartedAt.Before(k.byStart[j].s.Rec.StartedAt) })
+			index[g.Rec.Label] = k
+		}
+		start, end := g.Rec.StartedAt, g.Rec.FinishedAt
+		var in []child
+		keep := func(c child) {
+			timelineChildrenLooked.Add(1)
+			if !c.s.Rec.StartedAt.Before(start) && !c.s.Rec.FinishedAt.After(end) {
+				in = append(in, c)
+			}
+		}
+		// An ended child within the visit started in [start, end].
+		for i := sort.Search(len(k.byStart), func(i int) bool { return !k.byStart[i].s.Rec.StartedAt.Before(start) }); i < len(k.byStart) && !k.byStart[i].s.Rec.StartedAt.After(end); i++ {
+			keep(k.byStart[i])
+		}
+		for _, c := range k.open {
+			keep(c)
+		}
+		if len(in) == 0 {
+			return nil
+		}
+		sort.Slice(in, func(i, j int) bool { return in[i].at < in[j].at })
+		out := make([]*stepView, len(in))
+		for i, c := range in {
+			out[i] = c.s
+		}
+		return out
+	}
+}
+
+// timelineChildrenLooked counts the children the timeline looked at, for
+// a test: each about once, however often its group ran.
+var timelineChildrenLooked atomic.Int64
+
+// before orders a group's children on the timeline: items by index (the
+// input's order), other children as they started.
+func before(a, b *stepView) bool {
+	la, ia, okA := engine.SplitItemLabel(a.Rec.Label)
+	lb, ib, okB := engine.SplitItemLabel(b.Rec.Label)
+	if okA && okB && la == lb {
+		return ia < ib
+	}
+	return a.Rec.StartedAt.Before(b.Rec.StartedAt)
+}
+
+func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, width float64) {
+	if total <= 0 {
+		return 0, 100
+	}
+	left = 100 * float64(rec.StartedAt.Sub(start)) / float64(total)
+	width = 100 * float64(rec.FinishedAt.Sub(rec.StartedAt)) / float64(total)
+	left = min(max(left, 0), 100)
+	width = min(max(width, 0.3), 100-left)
+	return left, width
+}
+
+func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, clocks *clockIndex) *stepView {
+	s := &stepView{ID: id, Rec: rec, Name: rec.Label, Status: rec.Status,
+		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
+	s.Name = visitName(rec.Label, rec.Visit)
+	if plan != nil && rec.Status == "failed" {
+		if ps := plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
+			s.Tolerate = true
+		}
+	}
+	s.Class = rec.Status
+	if s.Tolerate {
+		s.Class = "tolerated"
+	}
+	s.Open = rec.Status == "failed" && !s.Tolerate
+	for _, k := range sortedKeys(rec.Inputs) {
+		s.Inputs = append(s.Inputs, kv{k, rec.Inputs[k]})
+	}
+	var res map[string]any
+	if len(rec.Result) > 0 && json.Unmarshal(rec.Result, &res) == nil && res != nil {
+		s.Result = res
+		s.Output = text(res["output"])
+		if s.Output == rec.Error {
+			s.Output = "" // a test's summary is both; show it once
+		}
+	}
+	s.Calls = calls[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
+	for _, c := range s.Calls {
+		if c.HasCost {
+			s.Cost += c.Cost
+			s.HasCost = true
+		}
+	}
+	if n := len(s.Calls); n > 0 {
+		// The prompt is the first call's last message, the output the
+		// last call's answer (or the diff cut out of it): show them once.
+		s.Inputs = without(s.Inputs, "prompt")
+		if last := s.Calls[n-1].Answer; s.Output != "" && strings.Contains(last, strings.TrimSpace(s.Output)) {
+			s.Output = ""
+		}
+	}
+	switch rec.Type {
+	case "apply_diff":
+		s.Files = files(res)
+		d := rec.Inputs["diff"]
+		if as, ok := patch.AsDiff([]byte(d)); ok {
+			// SEARCH/REPLACE blocks, apply_patch envelopes and whole
+			// files are shown as the diff they make.
+			d = as
+		}
+		s.DiffText = splitDiff(d)
+		if s.DiffText != nil {
+			s.Inputs = without(s.Inputs, "diff")
+		}
+	case "test":
+		s.Test = testOf(res)
+	case "input":
+		s.Input = answered(rec, res, plan, clocks)
+		s.Open = true
+		s.Output = "" // the answer, shown as such
+	case "command":
+		s.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
+	}
+	s.Sandbox = sandboxLine(res["sandbox"])
+	if s.Test == nil && s.Command == nil && s.Input == nil && res != nil {
+		extra := map[string]any{}
+		for k, x := range res {
+			if !shown[k] {
+				extra[k] = x
+			}
+		}
+		if len(extra) > 0 {
+			data, _ := indentJSON(extra)
+			s.Extra = string(data)
+		}
+	}
+	return s
+}
+
+// visitName is how the page names a visit: the label, with " #visit"
+// after the first.
+func visitName(label string, visit int) string {
+	if visit > 1 {
+		return fmt.Sprintf("%s #%d", label, visit)
+	}
+	return label
+}
+
+// sandboxLine says how a step was confined (its result's sandbox field,
+// package sandbox's Report), or "" for a step without one.
+func sandboxLine(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if m["active"] != true {
+		return fmt.Sprintf("sandbox %s: NOT confined: %v", text(m["mode"]), text(m["missing"]))
+	}
+	line := fmt.Sprintf("sandbox %s: namespaces", text(m["mode"]))
+	if abi, ok := m["landlock"].(float64); ok && abi > 0 {
+		line += fmt.Sprintf(", Landlock ABI %d", int(abi))
+	}
+	if m["network"] == true {
+		return line + ", network"
+	}
+	return line + ", no network"
+}
+
+// shown are the result fields the page shows in their own place.
+var shown = map[string]bool{"output": true, "usage": true, "model": true, "calls": true, "retries": true,
+	"finish_reason": true, "files": true}
+
+func without(in []kv, key string) []kv {
+	out := in[:0:0]
+	for _, x := range in {
+		if x.K != key {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func files(res map[string]any) []fileView {
+	list, _ := res["files"].([]any)
+	var out []fileView
+	for _, f := range list {
+		m, _ := f.(map[string]any)
+		out = append(out, fileView{Path: text(m["path"]), Op: text(m["op"]), Added: num(m["added"]), Removed: num(m["removed"])})
+	}
+	return out
+}
+
+// splitDiff cuts a diff (with whatever prose or fences came around it)
+// into files, each line classed for colour.
+func splitDiff(diff string) []diffFile {
+	if diff == "" {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(diff, "\n"), "\n")
+	var out []diffFile
+	cur := -1
+	for i, l := range lines {
+		newFile := strings.HasPrefix(l, "diff --git ") ||
+			(strings.HasPrefix(l, "--- ") && i+1 < len(lines) && strings.HasPrefix(lines[i+1], "+++ ") &&
+				(i == 0 || !strings.HasPrefix(lines[i-1], "diff --git ")))
+		if newFile {
+			out = append(out, diffFile{Name: fileName(lines, i)})
+			cur = len(out) - 1
+		}
+		if cur < 0 {
+			out = append(out, diffFile{})
+			cur = 0
+		}
+		class := "ctx"
+		switch {
+		case strings.HasPrefix(l, "+++ ") || strings.HasPrefix(l, "--- ") || strings.HasPrefix(l, "diff --git ") || strings.HasPrefix(l, "index "):
+			class = "hdr"
+		case strings.HasPrefix(l, "@@"):
+			class = "hunk"
+		case strings.HasPrefix(l, "+"):
+			class = "add"
+		case strings.HasPrefix(l, "-"):
+			class = "del"
+		case strings.HasPrefix(l, "```"):
+			class = "fence"
+		}
+		if n := len(out[cur].Lines); n > 0 && out[cur].Lines[n-1].Class == class {
+			out[cur].Lines[n-1].Text += "\n" + l // one element per run of lines
+			continue
+		}
+		out[cur].Lines = append(out[cur].Lines, diffLine{class, l})
+	}
+	return out
+}
+
+// fileName is the new name of the file whose header starts at line i.
+func fileName(lines []string, i int) string {
+	for j := i; j < len(lines) && j < i+6; j++ {
+		if name, ok := strings.CutPrefix(lines[j], "+++ "); ok {
+			name, _, _ = strings.Cut(name, "\t")
+			if name == "/dev/null" && j > 0 {
+				name, _ = strings.CutPrefix(lines[j-1], "--- ")
+			}
+			name = strings.Trim(name, `"`)
+			for _, p := range []string{"a/", "b/"} {
+				name = strings.TrimPrefix(name, p)
+			}
+			return name
+		}
+	}
+	return strings.TrimPrefix(lines[i], "diff --git ")
+}
+
+func testOf(res map[string]any) *testView {
+	if res == nil {
+		return nil
+	}
+	t := &testView{Outcome: text(res["outcome"]), Summary: text(res["summary"])}
+	if c, ok := res["counts"].(map[string]any); ok {
+		for _, k := range []string{"total", "passed", "failed", "skipped", "errors"} {
+			if n := text(c[k]); n != "" {
+				t.Counts = append(t.Counts, kv{k, n}) // a count the tool did not give is not shown as blank
+			}
+		}
+	}
+	list, _ := res["failures"].([]any)
+	for _, f := range list {
+		m, _ := f.(map[string]any)
+		where := text(m["file"])
+		if l := num(m["line"]); l > 0 {
+			where = fmt.Sprintf("%s:%d", where, l)
+		}
+		t.Failures = append(t.Failures, failureView{ID: text(m["id"]), Where: where, Message: text(m["message"]), Excerpt: text(m["excerpt"])})
+	}
+	be, _ := res["build_errors"].([]any)
+	for _, e := range be {
+		if m, ok := e.(map[string]any); ok {
+			where := text(m["file"])
+			if l := num(m["line"]); l > 0 {
+				where = fmt.Sprintf("%s:%d", where, l)
+			}
+			t.BuildErrors = append(t.BuildErrors, strings.TrimSpace(where+" "+text(m["message"])))
+			continue
+		}
+		t.BuildErrors = append(t.BuildErrors, text(e))
+	}
+	return t
+}
+
+// The recorded exchanges, as a provider-neutral request and answer.
+type recRequest struct {
+	Model    string `json:"model"`
+	System   string `json:"system"`
+	Messages []struct {
+		Role      string            `json:"role"`
+		Content   string            `json:"content"`
+		ToolCalls []json.RawMessage `json:"tool_calls"`
+		IsError   bool              `json:"is_error"`
+	} `json:"messages"`
+}
+
+type recResponse struct {
+	Text      string            `json:"text"`
+	ToolCalls []json.RawMessage `json:"tool_calls"`
+	Usage     struct {
+		Input  int `json:"input_tokens"`
+		Output int `json:"output_tokens"`
+	} `json:"usage"`
+	FinishReason string `json:"finish_reason"`
+	Model        string `json:"model"`
+}
+
+// usage sums tokens (and cost, where the answers carry one) per model,
+// and files each exchange under its step visit.
+func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, modelUsage, bool) {
+	per := map[string]*modelUsage{}
+	var total modelUsage
+	anyCost := false
+	for _, r := range recs {
+		if r.Kind != agents.KindLLM {
+			continue // clock readings, resume marks and people's answers are not model calls
+		}
+		var req recRequest
+		var resp recResponse
+		json.Unmarshal(r.Request, &req)
+		if json.Unmarshal(r.Response, &resp) != nil {
+			continue
+		}
+		model := resp.Model
+		if model == "" {
+			model = req.Model
+		}
+		m := per[model]
+		if m == nil {
+			m = &modelUsage{Model: model}
+			per[model] = m
+		}
+		m.Calls++
+		m.Input += resp.Usage.Input
+		m.Output += resp.Usage.Output
+		m.Total += resp.Usage.Input + resp.Usage.Output
+		total.Calls++
+		total.Input += resp.Usage.Input
+		total.Output += resp.Usage.Output
+		total.Total += resp.Usage.Input + resp.Usage.Output
+		cost, known := agents.RecordingCost(r)
+		if known {
+			m.Cost += cost
+			total.Cost += cost
+			m.HasCost, total.HasCost, anyCost = true, true, true
+		}
+		c := callView{Call: r.Call, Agent: r.Agent, Model: model, System: req.System, Answer: resp.Text,
+			FinishReason: resp.FinishReason, ToolCalls: toolCalls(resp.ToolCalls),
+			Usage: fmt.Sprintf("%d in, %d out", resp.Usage.Input, resp.Usage.Output), Cost: cost, HasCost: known}
+		for _, msg := range req.Messages {
+			c.Messages = append(c.Messages, messageView{Role: msg.Role, Content: msg.Content, ToolCalls: toolCalls(msg.ToolCalls), IsError: msg.IsError})
+		}
+		key := fmt.Sprintf("%s#%d", r.Label, r.Visit)
+		calls[key] = append(calls[key], c)
+	}
+	var out []modelUsage
+	for _, m := range per {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out, total, anyCost
+}
+
+func toolCalls(raw []json.RawMessage) []toolCallView {
+	var out []toolCallView
+	for _, r := range raw {
+		var tc struct {
+			Name string          `json:"name"`
+			Args json.RawMessage `json:"args"`
+		}
+		json.Unmarshal(r, &tc)
+		out = append(out, toolCallView{Name: tc.Name, Args: string(tc.Args)})
+	}
+	return out
+}
+
+// board fills the board part: live keys, sections with their entries,
+// conflicts and topics.
+func (v *view) board(b *board.Board, now time.Time) {
+	for _, k := range b.Keys("") {
+		kv := keyView{Key: k.Key, Version: k.Version, Author: k.Author, Updated: k.TS.UTC().Format(time.RFC3339)}
+		if e, ok := b.Get(k.Key); ok {
+			kv.Value = text(e.Content)
+		}
+		if k.TTL != nil {
+			left := time.Duration(*k.TTL*float64(time.Second)) - now.Sub(k.TS)
+			kv.TTL = fmt.Sprintf("%s (%s left)", dur(time.Duration(*k.TTL*float64(time.Second))), dur(left))
+		}
+		v.Keys = append(v.Keys, kv)
+	}
+	bySection := map[string][]entryView{}
+	topics := map[string]int{}
+	for _, e := range b.Entries() {
+		ev := entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
+			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
+		// Most entries are a word or a line: a plain cell is one element
+		// fewer per entry than a <pre> (10,000 in a long run).
+		ev.Block = len(ev.Content) > 120 || strings.ContainsAny(ev.Content, "\n\t")
+		bySection[e.Section] = append(bySection[e.Section], ev)
+		if e.Topic != "" {
+			topics[e.Topic]++
+		}
+		if e.Section == board.ConflictSection {
+			v.Conflicts = append(v.Conflicts, e)
+		}
+	}
+	for _, s := range sortedKeys(bySection) {
+		sv := sectionView{Name: s, Entries: bySection[s]}
+		if len(sv.Entries) >= listingMin {
+			sv.Listing = listing(sv.Entries)
+		}
+		v.Sections = append(v.Sections, sv)
+	}
+	for _, t := range sortedKeys(topics) {
+		v.Topics = append(v.Topics, kv{t, fmt.Sprint(topics[t])})
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// text shows a value: strings as they are, anything else as JSON.
+func text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprint(int64(x))
+		}
+		return fmt.Sprint(x)
+	}
+	data, err := indentJSON(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
+}
+
+// indentJSON is v as indented JSON, with <, > and & as they are: the page
+// escapes them (html/template), and a reader should see the value the
+// run holds, not \u003c.
+func indentJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+func num(v any) int {
+	f, _ := v.(float64)
+	return int(f)
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	}
+	return d.Round(time.Second).String()
+}
+
+// ModelUsage is what one model was asked and answered in a run.
+type ModelUsage struct {
+	Model        string  `json:"model"`
+	Calls        int     `json:"calls"`
+	InputTokens  int     `json:"input_tokens"`
+	OutputTokens int     `json:"output_tokens"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+// Tokens sums a run's recorded model calls per model, sorted by model:
+// what usage sums, without what the page shows. It runs at the end of
+// every run, so it decodes the usage and the model only: decoding the
+// whole answer (as usage does, for the page) copied its text, 50 MB for
+// a 50 MB answer, at the run's peak (issue 22).
+func Tokens(recs []board.Recording) []ModelUsage {
+	per := map[string]*ModelUsage{}
+	for _, r := range recs {
+		if r.Kind != agents.KindLLM {
+			continue
+		}
+		var resp struct {
+			Usage struct {
+				Input  int `json:"input_tokens"`
+				Output int `json:"output_tokens"`
+			} `json:"usage"`
+			Model string `json:"model"`
+		}
+		if json.Unmarshal(r.Response, &resp) != nil {
+			continue
+		}
+		model := resp.Model
+		if model == "" {
+			var req struct {
+				Model string `json:"model"`
+			}
+			json.Unmarshal(r.Request, &req)
+			model = req.Model
+		}
+		m := per[model]
+		if m == nil {
+			m = &ModelUsage{Model: model}
+			per[model] = m
+		}
+		m.Calls++
+		m.InputTokens += resp.Usage.Input
+		m.OutputTokens += resp.Usage.Output
+		if cost, known := agents.RecordingCost(r); known {
+			m.CostUSD += cost
+		}
+	}
+	out := make([]ModelUsage, 0, len(per))
+	for _, m := range per {
+		out = append(out, *m)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
+	return out
+}
+
+// sameTextMin is the length from which a text repeated across model calls
+// (a system prompt sent with each of thousands of calls, the history an
+// agent with memory sends again each call) is written once and the other
+// calls link to it. A shorter text costs less written out than a link.
+const sameTextMin = 200
+
+// dedupTexts sets how each model call's texts are shown, walking the steps
+// in the page's order so that a text is written where it first appears
+// and later copies link back to it. The page stays searchable: each text
+// is in it once, and following the link opens the step that holds it.
+func dedupTexts(steps []*stepView, first map[string]*textView, n *int) {
+	show := func(text, what string, s *stepView, call int) *textView {
+		if text == "" {
+			return nil
+		}
+		if len(text) < sameTextMin {
+			return &textView{Text: text, Len: len(text)}
+		}
+		if f := first[text]; f != nil {
+			if f.ID == "" {
+				*n++
+				f.ID = fmt.Sprintf("text-%d", *n)
+			}
+			return &textView{Ref: f.ID, RefName: f.RefName, Len: len(text)}
+		}
+		t := &textView{Text: text, Len: len(text), RefName: fmt.Sprintf("%s of %s, call %d", what, s.Name, call)}
+		first[text] = t
+		return t
+	}
+	for _, s := range steps {
+		// A visit run again after a resume shares its calls' slice with
+		// the earlier run: copy before setting how this one shows them.
+		s.Calls = append([]callView(nil), s.Calls...)
+		for i := range s.Calls {
+			c := &s.Calls[i]
+			c.SystemV = show(c.System, "the system prompt", s, c.Call)
+			c.Messages = append([]messageView(nil), c.Messages...)
+			for j := range c.Messages {
+				m := &c.Messages[j]
+				m.ContentV = show(m.Content, "the "+m.Role+" message", s, c.Call)
+			}
+			c.AnswerV = show(c.Answer, "the answer", s, c.Call)
+		}
+		dedupTexts(s.Kids, first, n)
+	}
+}
+
+// listing writes entries as the section table's columns, one entry a
+// line; a content of several lines goes on, indented, under its entry.
+func listing(entries []entryView) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "seq\ttime\trole\tauthor\tstep\tkey\tcontent")
+	for _, e := range entries {
+		key := ""
+		if e.Key != "" {
+			key = fmt.Sprintf("%s v%d", e.Key, e.Version)
+			if e.Deleted {
+				key += " (deleted)"
+			}
+		}
+		if e.Topic != "" {
+			key = strings.TrimSpace(key + " topic " + e.Topic)
+		}
+		content := strings.ReplaceAll(e.Content, "\t", "    ") // a tab would be read as a column
+		first, rest, more := strings.Cut(content, "\n")
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.TS, e.Role, e.Author, e.Label, key, first)
+		if more {
+			// Lines without tabs end the column block: tabwriter aligns
+			// the entries either side of them on their own.
+			fmt.Fprintf(tw, "%s\n", "    "+strings.ReplaceAll(rest, "\n", "\n    "))
+		}
+	}
+	tw.Flush()
+	return b.String()
+}
+
+// chunkSize is how many timeline rows or steps a long page wraps in one
+// box that the browser lays out only near the screen (content-visibility).
+// While the page loads, the browser lays the page out again and again as
+// the parser adds to it; with 10,000 siblings in one box each of those
+// layouts walks all of them, with boxes of 100 only the box being filled
+// and the hundred boxes.
+const chunkSize = 100
+
+func chunks[T any](all []T) [][]T {
+	if len(all) <= 2*chunkSize {
+		return [][]T{all}
+	}
+	var out [][]T
+	for len(all) > 0 {
+		n := min(chunkSize, len(all))
+		out = append(out, all[:n])
+		all = all[n:]
+	}
+	return out
+}
