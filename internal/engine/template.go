@@ -19,6 +19,7 @@ import (
 	"github.com/expr-lang/expr/optimizer"
 	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
+	"github.com/planrunner/runner/internal/engine/shellsafe"
 	"github.com/planrunner/runner/internal/plans"
 	"gopkg.in/yaml.v3"
 )
@@ -119,7 +120,7 @@ func (f *stepsFinder) Visit(n *ast.Node) {
 type Template struct {
 	Src   string
 	parts []part
-	shell *shellPlan // set for shell scripts (ShellTemplate)
+	shell *shellsafe.Script // set for shell scripts (ShellTemplate)
 	// field is the plan field it came from ("prompt", "env.X"): a step's
 	// rendered inputs are saved under it, for the run report.
 	field string

@@ -1,4 +1,4 @@
-package engine
+package shellsafe
 
 import (
 	"regexp"
@@ -127,7 +127,7 @@ const (
 	rUnknown        // only known at run time where options are read
 )
 
-func (w *shellWalker) checkInterp(ws []cword, start, target int, sp *langSpec, name string) verdict {
+func (w *walker) checkInterp(ws []cword, start, target int, sp *langSpec, name string) verdict {
 	roles := make([]int, len(ws))
 	by := make([]string, len(ws)) // the option that gave a word its role
 	var operands []int
@@ -294,7 +294,7 @@ func (w *shellWalker) checkInterp(ws []cword, start, target int, sp *langSpec, n
 			if err != nil {
 				return refuse(name + " -c runs a script that does not parse, so whether it reads its input as code cannot be told")
 			}
-			sub := &shellWalker{prefix: w.prefix}
+			sub := &walker{prefix: w.prefix}
 			sub.declared(f)
 			if v := sub.inputOf(f, 1); v.refuse != "" {
 				return refuse("the script " + name + " -c runs gives its input to a command that reads it as code: " + v.refuse)
@@ -374,7 +374,7 @@ var runners = sync.OnceValue(func() map[string]*runner {
 	}
 })
 
-func (w *shellWalker) checkRunner(ws []cword, start, target int, r *runner, name string, depth int) verdict {
+func (w *walker) checkRunner(ws []cword, start, target int, r *runner, name string, depth int) verdict {
 	// flock FILE -c CMD: some take their code option after an operand
 	if r.code != "" || len(r.codeLong) > 0 {
 		end := target
@@ -497,7 +497,7 @@ func (w *shellWalker) checkRunner(ws []cword, start, target int, r *runner, name
 
 // items judges input that xargs turns into arguments of the command at
 // ws[start]: appended after its words, or (with -I) put into any of them.
-func (w *shellWalker) items(ws []cword, start int, replace bool, depth int) verdict {
+func (w *walker) items(ws []cword, start int, replace bool, depth int) verdict {
 	if replace {
 		for j := start + 1; j < len(ws); j++ {
 			if v := w.check(ws, start, j, depth+1); v.refuse != "" {
@@ -683,7 +683,7 @@ func checkGit(ws []cword, start, target int) verdict {
 }
 
 // find runs the command after -exec/-execdir/-ok/-okdir.
-func (w *shellWalker) checkFind(ws []cword, start, target, depth int) verdict {
+func (w *walker) checkFind(ws []cword, start, target, depth int) verdict {
 	if target == input {
 		return verdict{}
 	}

@@ -1,4 +1,4 @@
-package engine
+package shellsafe
 
 import (
 	"path"
@@ -39,7 +39,7 @@ type cword struct {
 	lead   string // the literal text before the first expansion or ${{ }}
 }
 
-func (w *shellWalker) words(args []*syntax.Word) []cword {
+func (w *walker) words(args []*syntax.Word) []cword {
 	out := make([]cword, len(args))
 	for i, a := range args {
 		out[i] = w.word(a)
@@ -47,7 +47,7 @@ func (w *shellWalker) words(args []*syntax.Word) []cword {
 	return out
 }
 
-func (w *shellWalker) word(wd *syntax.Word) cword {
+func (w *walker) word(wd *syntax.Word) cword {
 	var b strings.Builder
 	static := true
 	var lead string
@@ -130,7 +130,7 @@ const input = -1
 
 // check judges a value standing in word target of the simple command
 // whose name is ws[start] (or, target == input, reaching its input).
-func (w *shellWalker) check(ws []cword, start, target, depth int) verdict {
+func (w *walker) check(ws []cword, start, target, depth int) verdict {
 	if depth > 16 || start >= len(ws) {
 		if depth > 16 {
 			return refuse("the command runs commands too deeply nested to follow")
@@ -246,7 +246,7 @@ func (w *shellWalker) check(ws []cword, start, target, depth int) verdict {
 // scan looks, in a command runner does not know, for a word naming an
 // interpreter before the value (strace bash -c …, a launcher of its own):
 // from there on the words may be that interpreter's.
-func (w *shellWalker) scan(ws []cword, start, end, target, depth int) verdict {
+func (w *walker) scan(ws []cword, start, end, target, depth int) verdict {
 	for j := start + 1; j < end; j++ {
 		if !ws[j].static {
 			continue
@@ -265,7 +265,7 @@ func (w *shellWalker) scan(ws []cword, start, end, target, depth int) verdict {
 // inputOf judges input given to a command of the script (a pipe's right
 // side, a redirected block, a function called with a heredoc): refused if
 // any simple command inside reads its program from it.
-func (w *shellWalker) inputOf(n syntax.Node, depth int) verdict {
+func (w *walker) inputOf(n syntax.Node, depth int) verdict {
 	var v verdict
 	if depth > 16 {
 		return refuse("the commands reading this input are nested too deeply to follow")
@@ -296,7 +296,7 @@ func (w *shellWalker) inputOf(n syntax.Node, depth int) verdict {
 
 // place judges the node st[i], reached from its child: "" when a value
 // there stays data (setting fd.arith in arithmetic), else why not.
-func (w *shellWalker) place(st []syntax.Node, i int, child syntax.Node, fd *shellFound) string {
+func (w *walker) place(st []syntax.Node, i int, child syntax.Node, fd *finding) string {
 	switch a := st[i].(type) {
 	case *syntax.File, *syntax.Word, *syntax.DblQuoted, *syntax.SglQuoted, *syntax.Lit,
 		*syntax.CmdSubst, *syntax.ProcSubst, *syntax.Block, *syntax.Subshell, *syntax.IfClause,
@@ -479,7 +479,7 @@ func isInputRedir(op syntax.RedirOperator) bool {
 
 // procInputs judges the commands in the >(…) of a word, which read what
 // is written there.
-func (w *shellWalker) procInputs(wd *syntax.Word) verdict {
+func (w *walker) procInputs(wd *syntax.Word) verdict {
 	var v verdict
 	if wd == nil {
 		return v
@@ -496,13 +496,13 @@ func (w *shellWalker) procInputs(wd *syntax.Word) verdict {
 	return v
 }
 
-func (w *shellWalker) isInt(name string) bool { return w.intAll || w.ints[name] }
+func (w *walker) isInt(name string) bool { return w.intAll || w.ints[name] }
 
 // declared collects what the whole script declares, before any ${{ }} is
 // judged: its functions, and the variables bash assigns by evaluating
 // arithmetic (declare -i), or through a nameref (declare -n), which may
 // point at one.
-func (w *shellWalker) declared(f *syntax.File) {
+func (w *walker) declared(f *syntax.File) {
 	w.funcs = map[string]syntax.Node{}
 	w.ints = map[string]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
