@@ -150,13 +150,25 @@ func checkGit(ws []cword, start, target int) verdict {
 	if target == input {
 		return verdict{}
 	}
-	i := start + 1
+	i, v, done := gitOptions(ws, start+1, target)
+	if done {
+		return v
+	}
+	if i >= len(ws) || target < i {
+		return verdict{}
+	}
+	return gitSubcommand(ws, i, target)
+}
+
+// gitOptions skips git's global options from word i; done with the
+// verdict when the value is among them.
+func gitOptions(ws []cword, i, target int) (int, verdict, bool) {
 	for ; i < len(ws); i++ {
 		if !ws[i].static {
 			if target >= i {
-				return refuse("git reads its options and subcommand here, and git -c … (core.pager, alias.*) runs commands; write git's options out and put the value in an argument of the subcommand")
+				return i, refuse("git reads its options and subcommand here, and git -c … (core.pager, alias.*) runs commands; write git's options out and put the value in an argument of the subcommand"), true
 			}
-			return verdict{}
+			return i, verdict{}, true
 		}
 		s := ws[i].lit
 		if !strings.HasPrefix(s, "-") {
@@ -167,12 +179,14 @@ func checkGit(ws []cword, start, target int) verdict {
 			i++
 		}
 		if target <= i {
-			return refuse("git's global options (git -c core.pager=…, alias.*) run commands, so a value there would be code; put the value in an argument of the subcommand")
+			return i, refuse("git's global options (git -c core.pager=…, alias.*) run commands, so a value there would be code; put the value in an argument of the subcommand"), true
 		}
 	}
-	if i >= len(ws) || target < i {
-		return verdict{}
-	}
+	return i, verdict{}, false
+}
+
+// gitSubcommand judges a value in the words of the subcommand at i.
+func gitSubcommand(ws []cword, i, target int) verdict {
 	sub := ws[i].lit
 	switch sub {
 	case "config":

@@ -131,78 +131,68 @@ const input = -1
 // check judges a value standing in word target of the simple command
 // whose name is ws[start] (or, target == input, reaching its input).
 func (w *walker) check(ws []cword, start, target, depth int) verdict {
-	if depth > 16 || start >= len(ws) {
-		if depth > 16 {
-			return refuse("the command runs commands too deeply nested to follow")
-		}
+	switch {
+	case depth > 16:
+		return refuse("the command runs commands too deeply nested to follow")
+	case start >= len(ws):
 		return verdict{}
-	}
-	if target == start {
+	case target == start:
 		return refuse("a ${{ }} cannot be the name of the command to run: put the command's name in the script and the value in one of its arguments")
-	}
-	c := ws[start]
-	if !c.static {
+	case !ws[start].static:
 		return refuse("this command's name is only known when the script runs, so whether it runs its arguments (or its input) as code cannot be told; write the command's name out")
 	}
-	name := path.Base(c.lit)
+	name := path.Base(ws[start].lit)
+	if v, ok := w.checkKnown(ws, start, target, name, depth); ok {
+		return v
+	}
 	if target == input {
-		if body, ok := w.funcs[name]; ok {
-			return w.inputOf(body, depth+1)
-		}
+		return w.checkInput(ws, start, name, depth)
+	}
+	return w.checkArg(ws, start, target, name, depth)
+}
+
+// checkKnown judges the commands known to run code or other commands,
+// and the script's own functions given input; ok false for the others.
+func (w *walker) checkKnown(ws []cword, start, target int, name string, depth int) (v verdict, ok bool) {
+	if body, fn := w.funcs[name]; fn && target == input {
+		return w.inputOf(body, depth+1), true
 	}
 	switch {
 	case runners()[name] != nil:
-		return w.checkRunner(ws, start, target, runners()[name], name, depth)
+		return w.checkRunner(ws, start, target, runners()[name], name, depth), true
 	case interpreterSpec(name) != nil:
-		return w.checkInterp(ws, start, target, interpreterSpec(name), name)
+		return w.checkInterp(ws, start, target, interpreterSpec(name), name), true
 	case codeCommands[name] != "":
-		if target == input && !codeInput[name] {
-			return verdict{}
-		}
-		return refuse(name + " " + codeCommands[name] + "; pass the value through the step's env (env: {NAME: ${{ … }}}) or a file, and use it there as data")
+		return checkCode(target, name), true
 	case name == "trap":
-		if target == input {
-			return verdict{}
-		}
-		i := start + 1
-		for i < len(ws) && ws[i].static && strings.HasPrefix(ws[i].lit, "-") && ws[i].lit != "-" {
-			if ws[i].lit == "--" {
-				i++
-				break
-			}
-			i++
-		}
-		if target <= i {
-			return refuse("trap runs its action as shell code, so a value there would be code; pass it through the step's env and use \"$NAME\" in the action")
-		}
-		return verdict{}
+		return checkTrap(ws, start, target), true
 	case name == "source" || name == ".":
-		if target == input {
-			if start+1 < len(ws) && readsInput(ws[start+1]) {
-				return refuse(name + " runs the file it names, here its input, so input made from a value would be code")
-			}
-			return verdict{}
-		}
-		if target == start+1 {
-			return refuse(name + " runs the file this word names, so a value here would choose the code that runs; name the file in the script and pass the value as an argument after it")
-		}
-		return verdict{}
+		return checkSource(ws, start, target, name), true
 	case name == "git":
-		return checkGit(ws, start, target)
+		return checkGit(ws, start, target), true
 	case name == "find":
-		return w.checkFind(ws, start, target, depth)
+		return w.checkFind(ws, start, target, depth), true
 	case containers[name]:
-		return checkContainer(ws, start, target, name)
+		return checkContainer(ws, start, target, name), true
 	}
-	if target == input {
-		if name == "read" || name == "mapfile" || name == "readarray" {
-			return verdict{arith: w.intAll || len(w.ints) > 0}
-		}
-		if knownData[name] {
-			return verdict{}
-		}
-		return w.scan(ws, start, len(ws), target, depth)
+	return verdict{}, false
+}
+
+// checkInput judges input given to a command not known to run code.
+func (w *walker) checkInput(ws []cword, start int, name string, depth int) verdict {
+	switch {
+	case name == "read" || name == "mapfile" || name == "readarray":
+		return verdict{arith: w.intAll || len(w.ints) > 0}
+	case knownData[name]:
+		return verdict{}
 	}
+	return w.scan(ws, start, len(ws), input, depth)
+}
+
+// checkArg judges a value in an argument of a command not known to run
+// code: builtins that take variable names, or read them after options
+// a value could be, refuse it.
+func (w *walker) checkArg(ws []cword, start, target int, name string, depth int) verdict {
 	if declBuiltins[name] {
 		v := checkDecl(ws, start, target, name)
 		if n, _, ok := strings.Cut(ws[target].lead, "="); ok && w.isInt(n) {
@@ -210,37 +200,95 @@ func (w *walker) check(ws []cword, start, target, depth int) verdict {
 		}
 		return v
 	}
-	if flags, ok := nameBuiltins[name]; ok {
-		if flags == nil {
-			return refuse(name + " takes variable names, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
-		}
-		if prev := ws[target-1]; prev.static && in(flags, prev.lit) {
-			return refuse(name + " " + prev.lit + " takes a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
-		}
+	if v := checkNameArg(ws, target, name); v.refuse != "" {
+		return v
 	}
-	if name == "test" || name == "[" || name == "printf" || name == "wait" {
-		// a value could be -v (-R, -p), making the next word a variable
-		// name, whose array subscript bash runs: [ "$a" "$b" ] with
-		// a=-v, b='x[$(cmd)]' runs cmd
-		next := target+1 < len(ws) && !ws[target+1].static
-		prev := target-1 > start && !ws[target-1].static
-		if (name == "printf" || name == "wait") && target > start+2 {
-			next, prev = false, false // past the options
-		}
-		if (name == "printf" || name == "wait") && target == start+2 {
-			next = false
-		}
-		if next || prev {
-			return refuse(name + " reads options such as -v (whose variable name bash expands, running $( ) in an array subscript), and a value here next to a word only known at run time could be one; put a static word (an operator such as =, or --) between them")
-		}
+	if v := checkOptionPair(ws, start, target, name); v.refuse != "" {
+		return v
 	}
-	if name == "let" {
+	switch {
+	case name == "let":
 		return verdict{arith: true}
-	}
-	if knownData[name] {
+	case knownData[name]:
 		return verdict{}
 	}
 	return w.scan(ws, start, target, target, depth)
+}
+
+func checkCode(target int, name string) verdict {
+	if target == input && !codeInput[name] {
+		return verdict{}
+	}
+	return refuse(name + " " + codeCommands[name] + "; pass the value through the step's env (env: {NAME: ${{ … }}}) or a file, and use it there as data")
+}
+
+// checkTrap: trap runs its action as shell code; the signals after it
+// are data.
+func checkTrap(ws []cword, start, target int) verdict {
+	if target == input {
+		return verdict{}
+	}
+	i := start + 1
+	for i < len(ws) && ws[i].static && strings.HasPrefix(ws[i].lit, "-") && ws[i].lit != "-" {
+		if ws[i].lit == "--" {
+			i++
+			break
+		}
+		i++
+	}
+	if target <= i {
+		return refuse("trap runs its action as shell code, so a value there would be code; pass it through the step's env and use \"$NAME\" in the action")
+	}
+	return verdict{}
+}
+
+// checkSource: source runs the file its first argument names (its input
+// when that is /dev/stdin); the arguments after it are data.
+func checkSource(ws []cword, start, target int, name string) verdict {
+	switch {
+	case target == input && start+1 < len(ws) && readsInput(ws[start+1]):
+		return refuse(name + " runs the file it names, here its input, so input made from a value would be code")
+	case target == start+1:
+		return refuse(name + " runs the file this word names, so a value here would choose the code that runs; name the file in the script and pass the value as an argument after it")
+	}
+	return verdict{}
+}
+
+// checkNameArg refuses a value where a builtin takes a variable name.
+func checkNameArg(ws []cword, target int, name string) verdict {
+	flags, ok := nameBuiltins[name]
+	switch {
+	case !ok:
+		return verdict{}
+	case flags == nil:
+		return refuse(name + " takes variable names, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
+	}
+	if prev := ws[target-1]; prev.static && in(flags, prev.lit) {
+		return refuse(name + " " + prev.lit + " takes a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there")
+	}
+	return verdict{}
+}
+
+// checkOptionPair: a value could be -v (-R, -p), making the next word a
+// variable name, whose array subscript bash runs: [ "$a" "$b" ] with
+// a=-v, b='x[$(cmd)]' runs cmd.
+func checkOptionPair(ws []cword, start, target int, name string) verdict {
+	optsFirst := name == "printf" || name == "wait" // their options come first
+	if !optsFirst && name != "test" && name != "[" {
+		return verdict{}
+	}
+	next := target+1 < len(ws) && !ws[target+1].static
+	prev := target-1 > start && !ws[target-1].static
+	if optsFirst && target > start+2 {
+		next, prev = false, false // past the options
+	}
+	if optsFirst && target == start+2 {
+		next = false
+	}
+	if next || prev {
+		return refuse(name + " reads options such as -v (whose variable name bash expands, running $( ) in an array subscript), and a value here next to a word only known at run time could be one; put a static word (an operator such as =, or --) between them")
+	}
+	return verdict{}
 }
 
 // scan looks, in a command runner does not know, for a word naming an
@@ -297,176 +345,271 @@ func (w *walker) inputOf(n syntax.Node, depth int) verdict {
 // place judges the node st[i], reached from its child: "" when a value
 // there stays data (setting fd.arith in arithmetic), else why not.
 func (w *walker) place(st []syntax.Node, i int, child syntax.Node, fd *finding) string {
-	switch a := st[i].(type) {
+	n := st[i]
+	if passes(n, child) {
+		return ""
+	}
+	if msg, ok := w.placeInCommand(st, i, child, fd); ok {
+		return msg
+	}
+	if msg, ok := w.placeInVariable(st, i, child, fd); ok {
+		return msg
+	}
+	if msg, ok := placeInTest(n, fd); ok {
+		return msg
+	}
+	return "a ${{ }} cannot stand here (" + nodeName(n) + "): it is not a place known to hold data"
+}
+
+// passes reports whether a value in child of n is data as far as n goes:
+// words, quotes, command substitutions (their output lands where they
+// stand), compound commands, a function's body, a coprocess's command.
+func passes(n, child syntax.Node) bool {
+	switch a := n.(type) {
 	case *syntax.File, *syntax.Word, *syntax.DblQuoted, *syntax.SglQuoted, *syntax.Lit,
 		*syntax.CmdSubst, *syntax.ProcSubst, *syntax.Block, *syntax.Subshell, *syntax.IfClause,
 		*syntax.WhileClause, *syntax.ForClause, *syntax.CaseClause, *syntax.CaseItem,
 		*syntax.TimeClause, *syntax.TestClause, *syntax.ParenTest, *syntax.ArrayExpr:
-		return ""
+		return true
 	case *syntax.FuncDecl:
-		if child == syntax.Node(a.Body) {
-			return ""
-		}
+		return child == syntax.Node(a.Body)
 	case *syntax.CoprocClause:
-		if child == syntax.Node(a.Stmt) {
-			return ""
-		}
+		return child == syntax.Node(a.Stmt)
+	}
+	return false
+}
+
+// placeInCommand judges statements, redirections, pipes and simple
+// commands; ok false for other nodes.
+func (w *walker) placeInCommand(st []syntax.Node, i int, child syntax.Node, fd *finding) (msg string, ok bool) {
+	switch a := st[i].(type) {
 	case *syntax.Stmt:
-		if child == syntax.Node(a.Cmd) {
-			// output sent to >(…): the commands there read it
-			for _, r := range a.Redirs {
-				if isInputRedir(r.Op) {
-					continue
-				}
-				if v := w.procInputs(r.Word); v.refuse != "" {
-					return "the output of this command goes to a process substitution that reads it as code: " + v.refuse
-				}
-			}
-		}
-		return ""
+		return w.placeInStmt(a, child), true
 	case *syntax.Redirect:
-		if child == syntax.Node(a.N) {
-			return "a ${{ }} cannot be a redirection's file descriptor"
-		}
-		if !isInputRedir(a.Op) {
-			return "" // a file name written to
-		}
-		stmt, _ := st[i-1].(*syntax.Stmt)
-		if stmt == nil || stmt.Cmd == nil {
-			return ""
-		}
-		v := w.inputOf(stmt.Cmd, 0)
-		if v.refuse != "" {
-			return "this input goes to a command that reads it as code: " + v.refuse
-		}
-		fd.arith = fd.arith || v.arith
-		return ""
+		return w.placeInRedirect(a, st[i-1], child, fd), true
 	case *syntax.BinaryCmd:
 		if (a.Op == syntax.Pipe || a.Op == syntax.PipeAll) && child == syntax.Node(a.X) {
 			v := w.inputOf(a.Y, 0)
 			if v.refuse != "" {
-				return "this command's output is piped to one that reads it as code: " + v.refuse
+				return "this command's output is piped to one that reads it as code: " + v.refuse, true
 			}
 			fd.arith = fd.arith || v.arith
 		}
-		return ""
+		return "", true
 	case *syntax.CallExpr:
-		for _, as := range a.Assigns {
-			if syntax.Node(as) == child {
-				return "" // judged as an Assign
-			}
-		}
-		idx := -1
-		for k, arg := range a.Args {
-			if syntax.Node(arg) == child {
-				idx = k
-			}
-		}
-		if idx < 0 {
-			return "cannot tell where this ${{ }} stands in the command"
-		}
-		v := w.check(w.words(a.Args), 0, idx, 0)
-		fd.arith = fd.arith || v.arith
-		return v.refuse
-	case *syntax.Assign:
-		switch child {
-		case syntax.Node(a.Value), syntax.Node(a.Array):
-			if a.Naked {
-				return "this word is a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
-			}
-			if v, ok := codeVar(a.Name.Value); ok {
-				return v.refuse
-			}
-			if w.isInt(a.Name.Value) {
-				fd.arith = true
-			}
-			return ""
-		case syntax.Node(a.Index):
-			fd.arith = true
-			return ""
-		}
-	case *syntax.DeclClause:
-		for _, as := range a.Args {
-			if !as.Naked || as.Value == nil {
-				continue
-			}
-			f := as.Value.Lit()
-			if strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+") {
-				if strings.Contains(f, "n") && a.Variant.Value != "export" { // export -n unexports
-					return a.Variant.Value + " -n makes a variable refer to the name it is given, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
-				}
-				if strings.Contains(f, "i") {
-					fd.arith = true
-				}
-			}
-		}
-		if a.Variant.Value == "nameref" {
-			return "nameref makes a variable refer to the name it is given; a ${{ }} cannot stand there"
-		}
-		for _, as := range a.Args {
-			if syntax.Node(as) != child || !as.Naked {
-				continue
-			}
-			if as.Value != nil && strings.HasPrefix(as.Value.Lit(), "-") {
-				return a.Variant.Value + " reads its options here, and a value could be one (-n, -i); put the value in an assignment: " + a.Variant.Value + " NAME=${{ … }}"
-			}
-			return a.Variant.Value + " takes variable names here, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
-		}
+		return w.placeInCall(a, child, fd), true
+	}
+	return "", false
+}
+
+// placeInStmt: a command's output sent to >(…) is read by the commands
+// there.
+func (w *walker) placeInStmt(a *syntax.Stmt, child syntax.Node) string {
+	if child != syntax.Node(a.Cmd) {
 		return ""
+	}
+	for _, r := range a.Redirs {
+		if isInputRedir(r.Op) {
+			continue
+		}
+		if v := w.procInputs(r.Word); v.refuse != "" {
+			return "the output of this command goes to a process substitution that reads it as code: " + v.refuse
+		}
+	}
+	return ""
+}
+
+// placeInRedirect: a file name written to is data; input (a file read, a
+// heredoc, a here-string) is judged by the command reading it.
+func (w *walker) placeInRedirect(a *syntax.Redirect, parent, child syntax.Node, fd *finding) string {
+	if child == syntax.Node(a.N) {
+		return "a ${{ }} cannot be a redirection's file descriptor"
+	}
+	if !isInputRedir(a.Op) {
+		return "" // a file name written to
+	}
+	stmt, _ := parent.(*syntax.Stmt)
+	if stmt == nil || stmt.Cmd == nil {
+		return ""
+	}
+	v := w.inputOf(stmt.Cmd, 0)
+	if v.refuse != "" {
+		return "this input goes to a command that reads it as code: " + v.refuse
+	}
+	fd.arith = fd.arith || v.arith
+	return ""
+}
+
+// placeInCall: an assignment before a command is judged as an Assign; an
+// argument by the command.
+func (w *walker) placeInCall(a *syntax.CallExpr, child syntax.Node, fd *finding) string {
+	for _, as := range a.Assigns {
+		if syntax.Node(as) == child {
+			return "" // judged as an Assign
+		}
+	}
+	idx := -1
+	for k, arg := range a.Args {
+		if syntax.Node(arg) == child {
+			idx = k
+		}
+	}
+	if idx < 0 {
+		return "cannot tell where this ${{ }} stands in the command"
+	}
+	v := w.check(w.words(a.Args), 0, idx, 0)
+	fd.arith = fd.arith || v.arith
+	return v.refuse
+}
+
+// placeInVariable judges assignments, declarations, array elements,
+// parameter expansions and for loops; ok false for other nodes, or for a
+// part of them not known to hold data.
+func (w *walker) placeInVariable(st []syntax.Node, i int, child syntax.Node, fd *finding) (msg string, ok bool) {
+	switch a := st[i].(type) {
+	case *syntax.Assign:
+		return w.placeInAssign(a, child, fd)
+	case *syntax.DeclClause:
+		return placeInDecl(a, child, fd), true
 	case *syntax.ArrayElem:
 		if child == syntax.Node(a.Index) && !assocDecl(st[:i]) {
 			fd.arith = true
 		}
-		return ""
+		return "", true
 	case *syntax.ParamExp:
-		switch {
-		case a.Exp != nil && child == syntax.Node(a.Exp.Word):
-			switch a.Exp.Op {
-			case syntax.AssignUnset, syntax.AssignUnsetOrNull:
-				if a.Param != nil {
-					if v, ok := codeVar(a.Param.Value); ok {
-						return v.refuse
-					}
-					if w.isInt(a.Param.Value) {
-						fd.arith = true
-					}
-				}
-				return ""
-			case syntax.AlternateUnset, syntax.AlternateUnsetOrNull, syntax.DefaultUnset, syntax.DefaultUnsetOrNull,
-				syntax.ErrorUnset, syntax.ErrorUnsetOrNull, syntax.RemSmallSuffix, syntax.RemLargeSuffix,
-				syntax.RemSmallPrefix, syntax.RemLargePrefix, syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll:
-				return ""
-			}
-			return "a ${{ }} cannot stand in this ${x…} operator"
-		case a.Index != nil && child == syntax.Node(a.Index),
-			a.Slice != nil && (child == syntax.Node(a.Slice.Offset) || child == syntax.Node(a.Slice.Length)):
-			fd.arith = true
-			return ""
-		case a.Repl != nil:
-			return `a ${{ }} cannot stand in a ${x/…/…} replacement; put the value in a variable first: v=${{ … }}; … ${x/"$v"/…}`
-		}
-	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.BinaryArithm, *syntax.UnaryArithm,
-		*syntax.ParenArithm, *syntax.CStyleLoop, *syntax.FlagsArithm:
-		fd.arith = true
-		return ""
+		return w.placeInParam(a, child, fd)
 	case *syntax.WordIter:
 		if w.isInt(a.Name.Value) {
 			fd.arith = true
 		}
+		return "", true
+	}
+	return "", false
+}
+
+// placeInAssign: the value is data unless the variable is run as code,
+// or is an integer (then it is arithmetic); an index is arithmetic.
+func (w *walker) placeInAssign(a *syntax.Assign, child syntax.Node, fd *finding) (string, bool) {
+	switch child {
+	case syntax.Node(a.Value), syntax.Node(a.Array):
+		if a.Naked {
+			return "this word is a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there", true
+		}
+		if v, ok := codeVar(a.Name.Value); ok {
+			return v.refuse, true
+		}
+		if w.isInt(a.Name.Value) {
+			fd.arith = true
+		}
+		return "", true
+	case syntax.Node(a.Index):
+		fd.arith = true
+		return "", true
+	}
+	return "", false
+}
+
+// placeInDecl: declare's options decide what its words are; a value may
+// only be an assignment's value (judged as an Assign).
+func placeInDecl(a *syntax.DeclClause, child syntax.Node, fd *finding) string {
+	variant := a.Variant.Value
+	if msg := declFlags(a, fd); msg != "" {
+		return msg
+	}
+	if variant == "nameref" {
+		return "nameref makes a variable refer to the name it is given; a ${{ }} cannot stand there"
+	}
+	for _, as := range a.Args {
+		if syntax.Node(as) != child || !as.Naked {
+			continue
+		}
+		if as.Value != nil && strings.HasPrefix(as.Value.Lit(), "-") {
+			return variant + " reads its options here, and a value could be one (-n, -i); put the value in an assignment: " + variant + " NAME=${{ … }}"
+		}
+		return variant + " takes variable names here, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
+	}
+	return ""
+}
+
+// declFlags reads declare's static options: -n refuses any value, -i
+// makes the values arithmetic.
+func declFlags(a *syntax.DeclClause, fd *finding) string {
+	for _, as := range a.Args {
+		if !as.Naked || as.Value == nil {
+			continue
+		}
+		f := as.Value.Lit()
+		if !strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "+") {
+			continue
+		}
+		if strings.Contains(f, "n") && a.Variant.Value != "export" { // export -n unexports
+			return a.Variant.Value + " -n makes a variable refer to the name it is given, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
+		}
+		if strings.Contains(f, "i") {
+			fd.arith = true
+		}
+	}
+	return ""
+}
+
+// placeInParam judges ${x…} operators: defaults and pattern removals take
+// data, := assigns, indexes and slices are arithmetic.
+func (w *walker) placeInParam(a *syntax.ParamExp, child syntax.Node, fd *finding) (string, bool) {
+	switch {
+	case a.Exp != nil && child == syntax.Node(a.Exp.Word):
+		return w.placeInParamOp(a, fd), true
+	case a.Index != nil && child == syntax.Node(a.Index),
+		a.Slice != nil && (child == syntax.Node(a.Slice.Offset) || child == syntax.Node(a.Slice.Length)):
+		fd.arith = true
+		return "", true
+	case a.Repl != nil:
+		return `a ${{ }} cannot stand in a ${x/…/…} replacement; put the value in a variable first: v=${{ … }}; … ${x/"$v"/…}`, true
+	}
+	return "", false
+}
+
+func (w *walker) placeInParamOp(a *syntax.ParamExp, fd *finding) string {
+	switch a.Exp.Op {
+	case syntax.AssignUnset, syntax.AssignUnsetOrNull:
+		if a.Param == nil {
+			return ""
+		}
+		if v, ok := codeVar(a.Param.Value); ok {
+			return v.refuse
+		}
+		if w.isInt(a.Param.Value) {
+			fd.arith = true
+		}
 		return ""
+	case syntax.AlternateUnset, syntax.AlternateUnsetOrNull, syntax.DefaultUnset, syntax.DefaultUnsetOrNull,
+		syntax.ErrorUnset, syntax.ErrorUnsetOrNull, syntax.RemSmallSuffix, syntax.RemLargeSuffix,
+		syntax.RemSmallPrefix, syntax.RemLargePrefix, syntax.UpperFirst, syntax.UpperAll, syntax.LowerFirst, syntax.LowerAll:
+		return ""
+	}
+	return "a ${{ }} cannot stand in this ${x…} operator"
+}
+
+// placeInTest judges arithmetic and [[ ]] tests; ok false for other
+// nodes.
+func placeInTest(n syntax.Node, fd *finding) (msg string, ok bool) {
+	switch a := n.(type) {
+	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.BinaryArithm, *syntax.UnaryArithm,
+		*syntax.ParenArithm, *syntax.CStyleLoop, *syntax.FlagsArithm:
+		fd.arith = true
+		return "", true
 	case *syntax.BinaryTest:
 		switch a.Op {
 		case syntax.TsEql, syntax.TsNeq, syntax.TsLeq, syntax.TsGeq, syntax.TsLss, syntax.TsGtr:
 			fd.arith = true
 		}
-		return ""
+		return "", true
 	case *syntax.UnaryTest:
 		if a.Op == syntax.TsVarSet || a.Op == syntax.TsRefVar {
-			return "`-v` takes a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there"
+			return "`-v` takes a variable name, and bash runs the commands in a name's array subscript; a ${{ }} cannot stand there", true
 		}
-		return ""
+		return "", true
 	}
-	return "a ${{ }} cannot stand here (" + nodeName(st[i]) + "): it is not a place known to hold data"
+	return "", false
 }
 
 func isInputRedir(op syntax.RedirOperator) bool {
@@ -512,50 +655,69 @@ func (w *walker) declared(f *syntax.File) {
 				w.funcs[n.Name.Value] = n.Body
 			}
 		case *syntax.DeclClause:
-			attr := n.Variant.Value == "nameref"
-			for _, as := range n.Args {
-				if as.Naked && as.Value != nil {
-					f := as.Value.Lit()
-					if (strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+")) && (strings.Contains(f, "i") || strings.Contains(f, "n") && n.Variant.Value != "export") {
-						attr = true
-					}
-				}
-			}
-			if !attr {
-				return true
-			}
-			for _, as := range n.Args {
-				switch {
-				case as.Name != nil:
-					w.ints[as.Name.Value] = true
-				case as.Naked && as.Value != nil:
-					f := as.Value.Lit()
-					if strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+") {
-						continue
-					}
-					if validName(f) {
-						w.ints[f] = true
-					} else {
-						w.intAll = true
-					}
-				}
+			if intDecl(n) {
+				w.declaredInts(n)
 			}
 		case *syntax.CallExpr:
-			// builtin declare -i n, command typeset -i n: not parsed as
-			// declarations, so any variable may be one
-			seen := false
-			for _, a := range n.Args {
-				l := a.Lit()
-				if declBuiltins[path.Base(l)] {
-					seen = true
-				} else if seen && (strings.HasPrefix(l, "-") || strings.HasPrefix(l, "+")) && strings.ContainsAny(l, "in") {
-					w.intAll = true
-				}
-			}
+			w.declaredByCall(n)
 		}
 		return true
 	})
 }
+
+// intDecl reports whether a declaration makes its variables integers or
+// namerefs.
+func intDecl(n *syntax.DeclClause) bool {
+	if n.Variant.Value == "nameref" {
+		return true
+	}
+	for _, as := range n.Args {
+		if !as.Naked || as.Value == nil {
+			continue
+		}
+		f := as.Value.Lit()
+		if isFlag(f) && (strings.Contains(f, "i") || strings.Contains(f, "n") && n.Variant.Value != "export") {
+			return true
+		}
+	}
+	return false
+}
+
+// declaredInts notes the variables an integer or nameref declaration
+// names; any variable, when a name cannot be told.
+func (w *walker) declaredInts(n *syntax.DeclClause) {
+	for _, as := range n.Args {
+		switch {
+		case as.Name != nil:
+			w.ints[as.Name.Value] = true
+		case as.Naked && as.Value != nil:
+			f := as.Value.Lit()
+			switch {
+			case isFlag(f):
+			case validName(f):
+				w.ints[f] = true
+			default:
+				w.intAll = true
+			}
+		}
+	}
+}
+
+// declaredByCall: builtin declare -i n, command typeset -i n are not
+// parsed as declarations, so any variable may be one.
+func (w *walker) declaredByCall(n *syntax.CallExpr) {
+	seen := false
+	for _, a := range n.Args {
+		l := a.Lit()
+		if declBuiltins[path.Base(l)] {
+			seen = true
+		} else if seen && isFlag(l) && strings.ContainsAny(l, "in") {
+			w.intAll = true
+		}
+	}
+}
+
+func isFlag(s string) bool { return strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") }
 
 // assocDecl reports whether the array being assigned is declared
 // associative (declare -A m=([key]=…)) in the same clause: its keys are
