@@ -29,10 +29,13 @@
 //		Vars: map[string]string{"who": "you"},
 //	})
 //	if bb == nil {
-//		log.Fatal(err) // did not start: a bad plan (Problems), a missing key...
+//		log.Fatal(err) // it did not start: a plan's Problems, a bad var, a missing API key...
 //	}
-//	fmt.Println(bb.Status(), bb.Path()) // succeeded .runner/runs/<id>/blackboard.json
-//	v, _ := bb.Get("greeting")          // a key the plan wrote
+//	fmt.Println(bb.Status(), bb.Path()) // succeeded WORKDIR/.runner/runs/<id>/blackboard.json
+//	for _, s := range bb.Steps() {
+//		fmt.Println(s.Label, s.Status, s.Output)
+//	}
+//	greeting, ok := bb.Get("greeting") // a key the plan wrote
 //
 // The root package imports the engine (internal/engine), the built-in
 // step types (internal/steps), plans (internal/plans), the blackboard
