@@ -25,7 +25,8 @@
 //     keeps them data.
 //
 // It may import the board, the plan model (plans), the model clients
-// (agents), its own subpackage shellsafe and the small helpers under
-// internal (bigjson, jsonschema, sys/readlimit); never the step types
-// (steps), the views, the servers or cmd, which import it.
+// (agents), its own subpackage shellsafe, the small helpers under
+// internal (bigjson, jsonschema, sys/readlimit) and expr-lang/expr for
+// expressions; never the step types (steps), the views, the servers or
+// cmd, which import it (and plug step types in through the Registry).
 package engine
