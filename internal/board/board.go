@@ -79,6 +79,14 @@ func (b *Board) SetClock(now func() time.Time) {
 	b.mu.Unlock()
 }
 
+// Now reads the board's clock: the one its TTLs expire by (a view that
+// says how long a key has left reads it too).
+func (b *Board) Now() time.Time {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.now()
+}
+
 // Append adds an entry. Seq, ID and TS are assigned; a keyed entry gets the
 // key's next version. It is not a compare-and-set: see Write for that.
 func (b *Board) Append(e Entry) (Entry, error) {

@@ -7,6 +7,11 @@
 // their writes at once. When no process owns the run, Open takes the
 // lock itself and works on the file. Either way one process writes, so
 // no write is lost and versions stay in order.
+//
+// It moves boards between processes and presents nothing: the markdown
+// document a run keeps current is internal/view/boardview's. It may
+// import internal/board (and its boardlock) and internal/sys; not the
+// engine, the steps or the views.
 package liveboard
 
 import (

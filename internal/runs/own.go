@@ -14,6 +14,7 @@ import (
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/replay"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/view/boardview"
 )
 
 // own takes the lock of the run at path for a run or resume: no other
@@ -57,7 +58,7 @@ func serve(b *board.Board, lock *boardlock.Lock, p *plans.Plan, workdir string, 
 		if !filepath.IsAbs(md) {
 			md = filepath.Join(workdir, md)
 		}
-		stopMD = liveboard.KeepMarkdown(b, md, 200*time.Millisecond)
+		stopMD = boardview.KeepMarkdown(b, md, 200*time.Millisecond)
 	}
 	srv, err := liveboard.Serve(b)
 	if err != nil {
