@@ -41,7 +41,7 @@ type Board struct {
 	redact     Redact            // masks secrets in what enters the board; nil: none
 	torn       bool              // the journal loaded ended in a torn line
 	// blobsKnown are the keys of the large strings the file and journal
-	// hold (blob.go): a journal line refers to these without repeating them.
+	// hold (store_blob.go): a journal line refers to these without repeating them.
 	blobsKnown map[string]bool
 	loadBlobs  *blobTable // while loading: the values of the file and journal
 	texts      texts      // the large strings held, once each (held.go)
