@@ -321,3 +321,29 @@ func TestStrictRefusesWeakerKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestSeccompRefusesTerminalIoctls makes the step a terminal of its own
+// (a pty of its /dev/pts, as its controlling terminal), on which TIOCSTI
+// would work: the seccomp filter refuses it all the same, with or
+// without network.
+func TestSeccompRefusesTerminalIoctls(t *testing.T) {
+	python := testtool.LookPath(t, "python3", "the system's python3")
+	script := python + ` -c '
+import os, fcntl, termios
+m, s = os.openpty()
+os.setsid()
+fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+try:
+    fcntl.ioctl(s, termios.TIOCSTI, b"x")
+    print("TIOCSTI typed")
+except OSError as e:
+    print("TIOCSTI refused:", e.strerror)
+'`
+	work := t.TempDir()
+	for _, network := range []bool{false, true} {
+		out, errOut, code := run(t, Policy{Write: []string{work}, Network: network}, work, script)
+		if code != 0 || out != "TIOCSTI refused: Operation not permitted\n" {
+			t.Errorf("network %v: %q (exit %d)\n%s", network, out, code, errOut)
+		}
+	}
+}

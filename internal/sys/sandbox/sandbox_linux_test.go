@@ -202,7 +202,7 @@ func TestConfinementAsUser(t *testing.T) {
 	}
 	bin := publicCopy(t)
 	setuid := setuidID(t)
-	cmd := exec.Command(bin, "-test.run", "^(TestConfinement|TestSetuidGivesNothing|TestPytestInside|TestNoTerminal|TestKernelInterfaces)$", "-test.v")
+	cmd := exec.Command(bin, "-test.run", "^(TestConfinement|TestSetuidGivesNothing|TestPytestInside|TestNoTerminal|TestKernelInterfaces|TestSeccompRefusesTerminalIoctls)$", "-test.v")
 	cmd.Dir = filepath.Dir(bin)
 	cmd.Env = []string{"PATH=/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME=" + filepath.Dir(bin), "SETUID_ID=" + setuid, "CI=" + os.Getenv("CI")}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1000, Gid: 1000}}
