@@ -6,14 +6,23 @@
 //     its own processes only (a fresh /proc), no network but its own
 //     loopback (unless Policy.Network), and a file system mounted
 //     read-only except the paths it may write;
-//   - a minimal /dev (null, zero, full, random, urandom, tty, a private
-//     /dev/shm and /dev/pts);
+//   - a minimal /dev (null, zero, full, random, urandom, a private
+//     /dev/shm and /dev/pts); /proc's host-wide files (sys, sysrq-trigger,
+//     irq, ...) read-only, its kernel memory and keys covered;
+//   - a session of its own, with no controlling terminal, no /dev/tty and
+//     no fd on runner's terminal: it cannot type into the person's shell
+//     or read what they type;
 //   - no_new_privs, every capability dropped (bounding and ambient sets
 //     included) and securebits that keep uid 0 from regaining them, so
 //     setuid binaries and file capabilities grant nothing;
 //   - Landlock where the kernel has it: the same write rules again,
 //     reads narrowed to Policy.Read when given, and (ABI 6) no signals or
-//     abstract Unix sockets outside the sandbox.
+//     abstract Unix sockets outside the sandbox;
+//   - a seccomp filter: no terminal-injecting ioctls, and without network
+//     no Unix sockets.
+//
+// A strict sandbox on a kernel that lacks one of these is an error.
+// It imports only the standard library and golang.org/x/sys.
 //
 // runner re-executes itself (/proc/self/exe) as the sandbox's first
 // process: that process sets the sandbox up inside the new namespaces,
