@@ -36,9 +36,10 @@ import "errors"
 
 // Policy says what a sandboxed process may do beyond the defaults.
 type Policy struct {
-	// Optional runs the process unconfined (and says so in the Report)
-	// where the kernel lacks what the sandbox takes; otherwise that is an
-	// error naming what is missing.
+	// Optional runs the process as confined as the kernel allows (and
+	// says what it lacked in the Report) where the kernel lacks part of
+	// what the sandbox takes, unconfined where it cannot sandbox at all;
+	// otherwise (strict) either is an error naming what is missing.
 	Optional bool
 	// Network keeps the host's network; without it the process has only
 	// a loopback interface of its own.
@@ -70,7 +71,8 @@ type Report struct {
 	// (0: none; the kernel lacks it).
 	Landlock int  `json:"landlock,omitempty"`
 	Network  bool `json:"network"`
-	// Seccomp: a seccomp filter refuses Unix sockets (without network).
+	// Seccomp: a seccomp filter refuses terminal-injecting ioctls and,
+	// without network, Unix sockets.
 	Seccomp bool `json:"seccomp,omitempty"`
 	// Write and Read are the paths the policy opened (Read empty: all).
 	// A step's result keeps the plan's own paths as written (see
@@ -80,7 +82,8 @@ type Report struct {
 	Read  []string `json:"read,omitempty"`
 	// Caches are the build caches the plan opened by name (go).
 	Caches []string `json:"caches,omitempty"`
-	// Missing is, when Active is false, what the kernel lacked.
+	// Missing is what the kernel lacked (optional only): everything when
+	// Active is false, or a part (Landlock, seccomp) when it is true.
 	Missing string `json:"missing,omitempty"`
 }
 
