@@ -87,7 +87,6 @@ type Server struct {
 	mux   *http.ServeMux
 }
 
-
 // New makes a server with a fresh token unless o gives one.
 func New(o Options) (*Server, error) {
 	if o.Token == "" {
