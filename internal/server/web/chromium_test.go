@@ -64,7 +64,9 @@ func TestServeCredentialStaysWithItsOrigin(t *testing.T) {
 	d.WaitFor(`!!document.querySelector('form.answer[data-label="approve"]')`, "the run's page with its input")
 	d.WaitFor(`document.getElementById("live-state").textContent === "live"`, "the run's event stream")
 
-	var jar struct{ Cookies []struct{ Name, Domain string } }
+	var jar struct {
+		Cookies []struct{ Name, Domain string }
+	}
 	d.Call("Network.getAllCookies", map[string]any{}, &jar)
 	if len(jar.Cookies) != 0 {
 		t.Errorf("the browser holds cookies %v, which it would send to every port of 127.0.0.1", jar.Cookies)
