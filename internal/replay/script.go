@@ -43,7 +43,7 @@ type script struct {
 	ws      map[clockKey]board.Recording // files() and read_file() (engine.WorkspaceScript)
 	offline bool
 	caps    func(label string) engine.Caps // a recorded label's step type's (StepCaps)
-	timeout time.Duration             // the plan's limits.timeout
+	timeout time.Duration                  // the plan's limits.timeout
 	fork    *fork
 	seg     int
 	virtual atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
