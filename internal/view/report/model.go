@@ -4,6 +4,11 @@
 // in it that came from the run (model answers, command output, board
 // values) is data and is escaped by html/template; a Content-Security-Policy
 // that forbids scripts guards against a mistake in that.
+//
+// A step is shown by the kinds of result its type has (engine.Caps.Shows:
+// tests, an edit, a process, a person's answer, a model's), never by the
+// type's name. It imports board, engine, steps (the types, by name),
+// plans, agents, patch and runs; never a server.
 package report
 
 import (
