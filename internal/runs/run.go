@@ -23,6 +23,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/steps"
@@ -57,6 +58,9 @@ type Options struct {
 	Now func() time.Time
 	// Version is saved with the run as the runner version that made it.
 	Version string
+	// Registry holds the step types the plan may use; nil: the built-in
+	// ones (steps.Registry).
+	Registry *engine.Registry
 }
 
 // Env is how a run reports and keeps its files, for New and Reopen alike.
@@ -122,9 +126,9 @@ type Run struct {
 
 	opts   Options
 	resume bool
-	src    []byte       // Reopen: the plan source it goes on with
-	lock   *board.Lock  // Reopen: held until Execute ends
-	saved  *board.Board // Reopen: the run as loaded, continued by Execute
+	src    []byte          // Reopen: the plan source it goes on with
+	lock   *boardlock.Lock // Reopen: held until Execute ends
+	saved  *board.Board    // Reopen: the run as loaded, continued by Execute
 }
 
 // Result is how a run ended.
@@ -168,7 +172,11 @@ func Start(ctx context.Context, o Options, env Env) (*Result, error) {
 // changed, its vars resolved, its workdir, id and board path chosen.
 // Nothing is written.
 func New(o Options) (*Run, error) {
-	prog, err := engine.Load(o.Plan, steps.Registry())
+	reg := o.Registry
+	if reg == nil {
+		reg = steps.Registry()
+	}
+	prog, err := engine.Load(o.Plan, reg)
 	if err != nil {
 		return nil, &PlanError{prog, err}
 	}
