@@ -69,8 +69,10 @@ func (assertType) OutputType() any        { return "" }
 func (assertType) Result() any            { return AssertResult{} }
 func (assertType) Spec() *engine.TypeSpec { return &assertSpec }
 
-// No Sched: a judge calls a model, which a Temporal workflow may not do
-// inline, so an assert runs where the work is, like an llm step.
+// Caps: a judge calls a model, which a Temporal workflow may not do
+// inline, so an assert runs where the work is, like an llm step; a replay
+// runs it again with the recorded answers.
+func (assertType) Caps() engine.Caps { return engine.Caps{Replay: engine.ReplayRerun} }
 
 var assertSpec = engine.TypeSpec{
 	Doc: "Checks another step's output and result: equals, contains, matches (a regular expression), " +

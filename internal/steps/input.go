@@ -281,5 +281,8 @@ func (s *inputStep) Describe() string {
 	return d
 }
 
-// Sched: the step waits for a person's answer: a workflow waits for it durably (every other type touches the world and runs as an activity).
-func (inputType) Sched() engine.Sched { return engine.SchedWaits }
+// Caps: the step waits for a person's answer: a workflow waits for it
+// durably, and a replay takes the answer from the recording.
+func (inputType) Caps() engine.Caps {
+	return engine.Caps{Sched: engine.SchedWaits, Replay: engine.ReplayRecorded, Shows: engine.ShowsAsk}
+}

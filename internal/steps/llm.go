@@ -84,6 +84,12 @@ func (llmType) Name() string           { return "llm" }
 func (llmType) Result() any            { return LLMResult{} }
 func (llmType) Spec() *engine.TypeSpec { return &llmSpec }
 
+// Caps: a model call runs as an activity, and a replay runs the step
+// again with the recorded answers.
+func (llmType) Caps() engine.Caps {
+	return engine.Caps{Replay: engine.ReplayRerun, Shows: engine.ShowsModel}
+}
+
 // viewSchema is the JSON Schema of a board view's limits.
 const viewSchema = `{"type": "object", "additionalProperties": false, "properties": {
 	"entries": {"type": "integer", "minimum": 1, "description": "Most board entries shown.", "examples": [20]},
