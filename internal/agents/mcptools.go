@@ -15,8 +15,8 @@ import (
 
 	"github.com/planrunner/runner/internal/agents/mcp"
 	"github.com/planrunner/runner/internal/board"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // KindMCP is the Kind of the recordings of MCP exchanges: a server's tool

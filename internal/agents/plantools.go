@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/planrunner/runner/internal/agents/mcp"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Tools the plan defines (internal/plans/tools.go) reach a session as PlanTools:

@@ -13,8 +13,8 @@ import (
 
 	"github.com/expr-lang/expr/types"
 	"github.com/planrunner/runner/internal/board"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 
