@@ -10,6 +10,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/view/report"
@@ -140,7 +141,7 @@ func (s *Server) load(path string) (*board.Board, error) {
 		defer remote.Close()
 		return remote.Board()
 	}
-	if o, err := board.ReadOwner(p); err == nil && o.Kind == board.OwnerRun && o.Socket != "" {
+	if o, err := boardlock.ReadOwner(p); err == nil && o.Kind == boardlock.OwnerRun && o.Socket != "" {
 		if c, err := liveboard.Dial(o.Socket, p); err == nil {
 			b, err := c.Board()
 			c.Close()

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/runs"
 )
 
@@ -377,7 +378,7 @@ steps:
 	defer cancel()
 	// The run serves its board once it has started.
 	for {
-		if o, err := board.ReadOwner(bb); err == nil && o.Socket != "" {
+		if o, err := boardlock.ReadOwner(bb); err == nil && o.Socket != "" {
 			break
 		}
 		if ctx.Err() != nil {
