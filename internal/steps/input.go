@@ -10,6 +10,7 @@ import (
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/schemacheck"
 	"gopkg.in/yaml.v3"
 )
 
@@ -255,7 +256,7 @@ func writeNodeJSON(buf *bytes.Buffer, n *yaml.Node) error {
 		if err := n.Decode(&v); err != nil {
 			return err
 		}
-		b, err := json.Marshal(jsonValue(v))
+		b, err := json.Marshal(schemacheck.JSONValue(v))
 		if err != nil {
 			return err
 		}
