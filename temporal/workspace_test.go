@@ -191,7 +191,7 @@ func TestWorkspaceSnapshotAndSyncBack(t *testing.T) {
 	}
 	writeTree(t, filepath.Join(root, "work"), map[string]string{"ex/project/a.go": "new", "out.txt": "made",
 		".runner/runs/R/project/a.go": "copy", ".runner/runs/OTHER/x": "not ours"})
-	snap, err := a.snapshot("runner-R", "R")
+	snap, _, _, err := a.snapshot("runner-R", "R")
 	if err != nil {
 		t.Fatal(err)
 	}
