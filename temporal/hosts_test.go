@@ -207,3 +207,135 @@ func indexOf(xs []string, x string) int {
 	}
 	return -1
 }
+
+// A host taken for lost while steps of the run still run there: the run
+// moves on in a copy made from the newest snapshot, so a step whose
+// completion comes from the copy it left runs again in the new one (its
+// file is not there), and a pin under way when a newer snapshot of the
+// old copy arrives is made again from it. Every item's file is read.
+func TestStepsOfALeftCopy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// held is the activity held until released is seen to complete.
+		held, released string
+		pins           int // pin activities the run ends with
+		attempts       map[string]int
+	}{
+		{"an item completes after the move", "each[0]#1", "pin#2", 2, map[string]int{"each[0]": 2, "each[1]": 1, "each[2]": 1}},
+		{"an item completes during the pin", "pin#2", "each[0]#1", 3, map[string]int{"each[0]": 1, "each[1]": 1, "each[2]": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := DirStore{Dir: t.TempDir()}
+			checkout := t.TempDir()
+			plan := writePlan(t, checkout, fanOutPlan)
+			ws, err := PackWorkspace(store, plan, checkout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &hostPair{hosts: []*Activities{
+				{Store: store, HostID: "h1", WorkRoot: t.TempDir()},
+				{Store: store, HostID: "h2", WorkRoot: t.TempDir()},
+			}}
+			// each[1] finds its host gone once each[0] runs and each[2]
+			// has finished there.
+			started, done2 := make(chan struct{}), make(chan struct{})
+			released := make(chan struct{})
+			lost := false
+			h.lose = func(in StepInput) bool {
+				if in.Label == "each[1]" && !lost {
+					<-started
+					<-done2
+					lost = true
+					return true
+				}
+				return false
+			}
+			h.before = func(label string) {
+				if label == "each[0]" && !lost {
+					// each[0] writes its file after each[2] put the
+					// workspace back: no snapshot before the move holds it.
+					close(started)
+					<-done2
+				}
+			}
+			hold := func(id string) {
+				if id == tc.held {
+					select {
+					case <-released:
+					case <-time.After(time.Minute):
+						t.Errorf("%s held a minute", id)
+					}
+				}
+			}
+			pinStarted := make(chan struct{})
+			h.after = func(label string) {
+				if label == "each[0]" {
+					<-pinStarted // each[0] finishes once the run is moving
+				}
+				hold(label + "#1")
+			}
+			pin := h.pin
+			pins := 0
+			h2pin := func(ctx context.Context, in PinInput) (*PinOutput, error) {
+				out, err := pin(ctx, in)
+				pins++
+				if id := fmt.Sprintf("pin#%d", pins); id == tc.held {
+					hold(id)
+					// The workflow takes each[0]'s snapshot before the
+					// pin's answer (in one task, the two would race: the
+					// item would run again instead, as in the other case).
+					time.Sleep(100 * time.Millisecond)
+				}
+				return out, err
+			}
+			var s testsuite.WorkflowTestSuite
+			s.SetLogger(quietLogger())
+			env := s.NewTestWorkflowEnvironment()
+			env.SetWorkerOptions(workerOptions)
+			env.SetTestTimeout(2 * time.Minute)
+			Register(env, &Workflow{Store: store}, nil)
+			env.RegisterActivityWithOptions(h.runStep, activity.RegisterOptions{Name: ActivityName})
+			env.RegisterActivityWithOptions(h2pin, activity.RegisterOptions{Name: PinName})
+			env.RegisterActivityWithOptions(h.read, activity.RegisterOptions{Name: WorkspaceReadName})
+			once, once2 := sync.Once{}, sync.Once{}
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				if info.ActivityID == "pin#2" {
+					once2.Do(func() { close(pinStarted) })
+				}
+			})
+			env.SetOnActivityCompletedListener(func(info *activity.Info, _ converter.EncodedValue, _ error) {
+				if info.ActivityID == tc.released {
+					once.Do(func() { close(released) })
+				}
+				if info.ActivityID == "each[2]#1" {
+					close(done2)
+				}
+			})
+			run := newRun(t, fanOutPlan, checkout)
+			run.PlanPath = plan
+			env.ExecuteWorkflow(WorkflowName, Input{Run: run, Workspace: ws})
+			var out Output
+			if err := envOutput(env, &out); err != nil {
+				t.Fatalf("workflow: %v", err)
+			}
+			b, err := LoadBoard(store, out.Head)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Status != "succeeded" {
+				t.Fatalf("status %s (%s), steps %s", out.Status, out.Error, runSummary(b))
+			}
+			if s := stepOf(t, b, "read"); !strings.Contains(string(s.Result), `"0\n1\n2\n"`) {
+				t.Errorf("read on h2: %s; want every item's file", s.Result)
+			}
+			if pins != tc.pins {
+				t.Errorf("%d pins; want %d", pins, tc.pins)
+			}
+			for label, n := range tc.attempts {
+				if rec := lastRecord(b, label); rec.Attempts != n {
+					t.Errorf("%s: %d attempts; want %d", label, rec.Attempts, n)
+				}
+			}
+		})
+	}
+}
