@@ -23,7 +23,7 @@ type File struct {
 	Steps      []stepIn   `json:"steps"`
 	Entries    []*entryIn `json:"entries"`
 	Recordings []recIn    `json:"recordings"`
-	// Blobs are the large strings, stored once (see blob.go): key ->
+	// Blobs are the large strings, stored once (see store_blob.go): key ->
 	// the value's JSON string.
 	Blobs map[string]json.RawMessage `json:"blobs,omitempty"`
 	// JournalN is how many journal records the file already holds; on load,
@@ -180,7 +180,7 @@ func Parse(data []byte) (*Board, error) {
 // parse is Parse keeping the file's blob table, for its journal's lines.
 func parse(data []byte) (*Board, error) { return parseFile(data, false) }
 
-// parseFile is parse, with entries decoded lazily (see lazy.go) or not.
+// parseFile is parse, with entries decoded lazily (see store_lazy.go) or not.
 func parseFile(data []byte, lazy bool) (*Board, error) {
 	f, err := decodeFile(data, lazy)
 	if err != nil {
@@ -362,7 +362,7 @@ func (b *Board) saveLocked() error {
 
 // encodeLocked writes the file with one step, entry or recording per line:
 // readable and diffable, and much cheaper than indenting every value.
-// Large strings are written once, in "blobs" (see blob.go), whose keys it
+// Large strings are written once, in "blobs" (see store_blob.go), whose keys it
 // returns.
 func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	put := func(v any) error {
@@ -381,7 +381,7 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	var err error
 	var scratch []byte
 	// raw is a record's line as it was read, to be written again as it
-	// is (see rawsave.go); nil: encode it.
+	// is (see store_rawsave.go); nil: encode it.
 	list := func(name string, n int, raw func(x *blobSink, i int) []byte, enc func(b []byte, x *blobSink, i int) ([]byte, error)) {
 		fmt.Fprintf(w, ",\n %q: [", name)
 		for i := 0; i < n && err == nil; i++ {

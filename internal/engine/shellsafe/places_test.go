@@ -1,4 +1,4 @@
-package engine
+package shellsafe
 
 import (
 	"os"
@@ -6,52 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/expr-lang/expr/types"
-	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
-// loadShellErr loads a plan whose command step runs script (V stands for
-// ${{ vars.v }}) and returns the load errors, or "" when it loads.
-func loadShellErr(t *testing.T, script string) string {
-	t.Helper()
-	run := strings.ReplaceAll(script, "@@", "${{ vars.v }}")
-	src := "version: 1\nvars: {v: x}\nsteps:\n  - label: c\n    type: command\n    run: |\n      " + strings.ReplaceAll(run, "\n", "\n      ") + "\n"
-	p, err := plans.Parse("p.yaml", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &plans.Reporter{File: "p.yaml"}
-	d := newDecoder(p, p.Steps[0], r, newScope(scopeType(p, NewRegistry())))
-	if tpl := d.ShellTemplate("run"); tpl != nil {
-		return ""
-	}
-	return r.List.Error()
-}
-
-// where is the p.yaml line:col of the first ${{ of script in loadShellErr's plan.
-func where(script string) string {
-	i := strings.Index(script, "@@")
-	before := script[:i]
-	line := 7 + strings.Count(before, "\n")
-	col := 7 + len(before) - (strings.LastIndex(before, "\n") + 1)
-	return "p.yaml:" + itoa(line) + ":" + itoa(col) + ": run: "
-}
-
-func itoa(n int) string {
-	s := ""
-	for {
-		s = string(rune('0'+n%10)) + s
-		n /= 10
-		if n == 0 {
-			return s
-		}
-	}
-}
-
-// Every place where a value would run as code is refused by
-// validate, at the ${{ }}'s line:col, saying what to do instead; wherever
-// the code option stands among the others. @@ is the ${{ }}.
+// Every place where a value would run as code is refused, at the value,
+// saying what to do instead; wherever the code option stands among the
+// others. @@ is the ${{ }}.
 func TestShellCodePlacesRefused(t *testing.T) {
 	tests := []struct{ name, run, want string }{
 		// the word after -c is not the only place -c's code can be
@@ -161,10 +121,8 @@ func TestShellCodePlacesRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := loadShellErr(t, tt.run)
-			want := where(tt.run)
-			if !strings.Contains(got, want) || !strings.Contains(got, tt.want) {
-				t.Errorf("script %q\ngot  %s\nwant %s…", tt.run, got, want)
+			if got := refusedAt(t, tt.run); !strings.Contains(got, tt.want) {
+				t.Errorf("script %q\ngot  %s\nwant …%s…", tt.run, got, tt.want)
 			}
 		})
 	}
@@ -193,8 +151,8 @@ EOF
 		`echo ${x:-@@}`, `: "${x:=@@}"`, `[[ $x == @@ ]]`, `[[ -f @@ ]]`, `test @@ = x`, `[ "@@" = "$x" ]`, `printf '%s\n' "@@" "@@"`, `case @@ in a) ;; esac`,
 		`for x in @@; do echo "$x"; done`, `printf x > @@`, `# @@`, `declare -A m=([@@]=1)`, `declare -a a=(@@)`,
 	} {
-		if got := loadShellErr(t, run); got != "" {
-			t.Errorf("%q refused: %s", run, got)
+		if _, errs := Prepare(segments(strings.ReplaceAll(run, "@@", "${{ vars.v }}"))); len(errs) > 0 {
+			t.Errorf("%q refused: %v", run, errs)
 		}
 	}
 }
@@ -206,7 +164,6 @@ func TestShellArithmeticPlacesTakeOnlyIntegers(t *testing.T) {
 		"dash": testtool.LookPath(t, "dash", "Debian's dash package"),
 		"bash": testtool.LookPath(t, "bash", "Debian's bash package"),
 	}
-	scope := newScope(types.Map{"vars": types.Map{"v": types.String}})
 	tests := []struct {
 		src   string
 		posix bool
@@ -233,8 +190,8 @@ func TestShellArithmeticPlacesTakeOnlyIntegers(t *testing.T) {
 		{`i=0; while [ $((i)) -lt $(( ${{ vars.v }} + 1 )) ]; do i=$((i+1)); done; echo $i`, true},
 	}
 	for _, tt := range tests {
-		tpl := compileShell(t, tt.src, scope)
-		for _, sl := range tpl.shell.slots {
+		tpl := prepare(t, tt.src)
+		for _, sl := range tpl.slots {
 			if !sl.arith {
 				t.Errorf("%s: not seen as arithmetic", tt.src)
 			}
@@ -243,7 +200,7 @@ func TestShellArithmeticPlacesTakeOnlyIntegers(t *testing.T) {
 			if name == "dash" && !tt.posix {
 				continue
 			}
-			cmd, err := tpl.renderShell(map[string]any{"vars": map[string]any{"v": "41"}})
+			cmd, err := render(tpl, "41")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +211,7 @@ func TestShellArithmeticPlacesTakeOnlyIntegers(t *testing.T) {
 			}
 		}
 		for _, bad := range []string{"a[$(touch PWNED)]", "1+1", "x", "", " 1", "0x10", "99999999999999999999"} {
-			if _, err := tpl.renderShell(map[string]any{"vars": map[string]any{"v": bad}}); err == nil || !strings.Contains(err.Error(), "plain integer") {
+			if _, err := render(tpl, bad); err == nil || !strings.Contains(err.Error(), "plain integer") {
 				t.Errorf("%s: value %q accepted in arithmetic (%v)", tt.src, bad, err)
 			}
 		}

@@ -11,7 +11,7 @@ import (
 // Resuming a large run reads the board once and lazily: each
 // entry's header is decoded (key, version, author, times: what the key
 // index, versions, expiry and conflicts need), its content and meta only
-// when a step reads it (see lazy.go). The file written at the end holds
+// when a step reads it (see store_lazy.go). The file written at the end holds
 // those entries' lines as they were read, instead of decoding and
 // encoding them again: the run's new entries are the only ones encoded.
 // A line read is valid JSON (its header decoding checked it) whose meta

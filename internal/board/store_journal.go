@@ -36,7 +36,7 @@ type journal struct {
 	// texts: the board's, whose strings are hashed once (held.go).
 	texts *texts
 	// recent: the keys of the values it wrote last, stored as text
-	// (blobslice.go).
+	// (store_blobslice.go).
 	recent []string
 }
 

@@ -1,4 +1,12 @@
-package board
+// Package boardview presents a blackboard as text for people: the
+// markdown document of docs/live-board.md (swarm-blackboard.md), printed
+// by `runner board FILE show`, served by the MCP server, and kept current
+// in a file while a run goes on.
+//
+// It reads the board through its exported methods only, so the board's
+// logic and storage know nothing of it. It may import the standard
+// library and internal/board; nothing that runs or serves a plan.
+package boardview
 
 import (
 	"bytes"
@@ -7,20 +15,22 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/planrunner/runner/internal/board"
 )
 
-// Markdown writes the board as the markdown document of docs/live-board.md (swarm-blackboard.md):
+// Markdown writes b as the markdown document of docs/live-board.md (swarm-blackboard.md):
 // active tasks from the task: keys, the knowledge cache (every other live
 // key, as its BlackboardEntry JSON), coordination signals from the signal:
 // keys, and the execution history (the steps, and the trace: keys). Runner
 // adds the run's header and the conflicts, when there are any.
-func (b *Board) Markdown(w io.Writer) error {
+func Markdown(w io.Writer, b *board.Board) error {
 	var buf bytes.Buffer
 	run := b.Run()
-	now := b.clock()
+	now := b.Now()
 	updated := run.StartedAt
 	if n := b.Len(); n > 0 {
-		updated = b.Query(Filter{Limit: 1})[0].TS
+		updated = b.Query(board.Filter{Limit: 1})[0].TS
 	}
 	if run.FinishedAt != nil && run.FinishedAt.After(updated) {
 		updated = *run.FinishedAt
@@ -35,7 +45,7 @@ func (b *Board) Markdown(w io.Writer) error {
 		fmt.Fprintf(&buf, "Error: %s\n", oneLine(run.Error))
 	}
 
-	var tasks, signals, traces, cache []Entry
+	var tasks, signals, traces, cache []board.Entry
 	for _, k := range b.Keys("") {
 		e, ok := b.Get(k.Key)
 		if !ok {
@@ -137,14 +147,8 @@ func (b *Board) Markdown(w io.Writer) error {
 	return err
 }
 
-func (b *Board) clock() time.Time {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	return b.now()
-}
-
 // writeEntryJSON writes e as a BlackboardEntry (docs/live-board.md), in a JSON fence.
-func writeEntryJSON(buf *bytes.Buffer, e Entry) {
+func writeEntryJSON(buf *bytes.Buffer, e board.Entry) {
 	var ttl any
 	if e.TTL != nil {
 		ttl = *e.TTL

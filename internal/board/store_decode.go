@@ -15,7 +15,7 @@ import (
 // decodeFile reads blackboard.json. The file runner writes holds one step
 // record, entry or recording per line; those lines are decoded on every core at
 // once (a 100k-entry board about twice as fast on two cores), each by the
-// line decoder (linedecode.go), encoding/json taking the lines it does
+// line decoder (store_linedecode.go), encoding/json taking the lines it does
 // not. A file in any other layout (reformatted by hand, say) is decoded
 // whole, the plain way.
 func decodeFile(data []byte, lazy bool) (*File, error) {

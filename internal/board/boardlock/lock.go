@@ -1,4 +1,15 @@
-package board
+// Package boardlock is the ownership lock of a saved run: one writer at a
+// time. The process that changes a saved run holds an OS lock (flock) on
+// blackboard.json.lock, beside it. A run holds it for its whole life and
+// serves the board to others; a CLI write holds it for one write. The
+// kernel drops the lock when its holder dies, so a killed run never leaves
+// a stale lock behind.
+//
+// It is apart from package board because it guards the files without
+// reading them: board uses it (CreateStandalone), and so do the run, the
+// CLI and the servers before they open a board. It may import the
+// standard library and internal/sys only; not board, which imports it.
+package boardlock
 
 import (
 	"encoding/json"
@@ -10,11 +21,8 @@ import (
 	"github.com/planrunner/runner/internal/sys/readlimit"
 )
 
-// One writer at a time: the process that changes a saved run holds an OS
-// lock (flock) on blackboard.json.lock, beside it. A run holds it for its
-// whole life and serves the board to others; a CLI write holds it for one
-// write. The kernel drops the lock when its holder dies, so a killed run
-// never leaves a stale lock behind.
+// fileMode is the lock file's: the owner's only, as the board's files are.
+const fileMode os.FileMode = 0o600
 
 // Owner says who holds a run's lock; the holder writes it into the lock
 // file for the others to read.
@@ -58,7 +66,7 @@ func LockPath(path string) string { return path + ".lock" }
 // an *OwnedError naming that process.
 func TryLock(path string, o Owner) (*Lock, error) {
 	lp := LockPath(path)
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, FileMode)
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, fileMode)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package liveboard
+package boardview
 
 import (
 	"bytes"
@@ -8,14 +8,14 @@ import (
 )
 
 // KeepMarkdown keeps the file at path current with b's markdown document
-// (board.Markdown) until stop is called: rewritten atomically after each
+// (Markdown) until stop is called: rewritten atomically after each
 // change, at most once per every, and a last time at stop.
 func KeepMarkdown(b *board.Board, path string, every time.Duration) (stop func() error) {
 	quit := make(chan struct{})
 	done := make(chan error, 1)
 	write := func() error {
 		var buf bytes.Buffer
-		if err := b.Markdown(&buf); err != nil {
+		if err := Markdown(&buf, b); err != nil {
 			return err
 		}
 		return board.WriteFileAtomic(path, buf.Bytes(), board.FileMode)

@@ -124,7 +124,7 @@ type blob struct {
 	s   string
 	lit []byte
 	// of, when set, is the key of a value whose text holds s at
-	// [start, end): written as that slice (blobslice.go).
+	// [start, end): written as that slice (store_blobslice.go).
 	of         string
 	start, end int
 }
@@ -288,7 +288,7 @@ func (bl *blob) writeTo(w interface{ Write([]byte) (int, error) }, scratch []byt
 
 // blobTable is the table of a file being read: each value's literal, its
 // text decoded when first asked for (and then shared by every entry that
-// holds it). A slice of another value (blobslice.go) is a substring of
+// holds it). A slice of another value (store_blobslice.go) is a substring of
 // that one's text.
 type blobTable struct {
 	mu  sync.Mutex

@@ -35,7 +35,7 @@ type entryHead struct {
 	TTL     *float64  `json:"ttl_s"`
 	Deleted bool      `json:"deleted"`
 	Refs    []string  `json:"blob_refs"`
-	Meta    metaShape `json:"meta"` // checked, not decoded (rawsave.go)
+	Meta    metaShape `json:"meta"` // checked, not decoded (store_rawsave.go)
 }
 
 // entry fills e, and lz where its content is, from the header (both

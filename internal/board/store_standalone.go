@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/planrunner/runner/internal/board/boardlock"
 )
 
 // CreateStandalone makes a board-only file at path when none is there
@@ -39,8 +41,8 @@ func CreateStandalone(path string, run Run) (created bool, err error) {
 	// one creates the file and the others write to it.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		l, err := TryLock(path, Owner{Kind: OwnerCLI})
-		var owned *OwnedError
+		l, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerCLI})
+		var owned *boardlock.OwnedError
 		if errors.As(err, &owned) && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 			continue
