@@ -75,7 +75,7 @@ func SecurityFlags(fs *flag.FlagSet, s *liveboard.Security) {
 // value, a directory or s3://BUCKET/PREFIX, under three names (--blobs
 // is the first one, which runner passes on), and the S3 options.
 func StoreFlags(fs *flag.FlagSet, s *Store) {
-	help := "the content-addressed store the board and large payloads go through: a directory, or s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the shared credentials file); every worker and client of a run must share it (default $RUNNER_TEMPORAL_STORE, else " + DefaultStoreDir() + ")"
+	help := "the content-addressed store the board and large payloads go through: a directory, or s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the shared credentials file); every worker and client of a run must share it (default $RUNNER_TEMPORAL_STORE, else runner-temporal/blobs in the user's cache directory)"
 	s.Spec = os.Getenv("RUNNER_TEMPORAL_STORE")
 	fs.StringVar(&s.Spec, "store", s.Spec, help)
 	fs.StringVar(&s.Spec, "store-dir", s.Spec, "the store as a directory (same as --store DIR)")
@@ -114,6 +114,14 @@ type Worker struct {
 	ExpectStoreID             string
 }
 
+// Root is --work-root, else DefaultWorkRoot.
+func (w Worker) Root() string {
+	if w.WorkRoot != "" {
+		return w.WorkRoot
+	}
+	return DefaultWorkRoot()
+}
+
 // WorkerFlags defines every flag of the worker on fs, into w: runner
 // lists them for `runner worker --help` and runner-temporal parses them.
 func WorkerFlags(fs *flag.FlagSet, w *Worker) {
@@ -121,7 +129,9 @@ func WorkerFlags(fs *flag.FlagSet, w *Worker) {
 	w.Log.Flags(fs)
 	fs.StringVar(&w.Workdir, "workdir", "", "with --shared-workspace: run steps here (default: the run's workdir, which must exist on this host)")
 	fs.StringVar(&w.HostID, "host-id", "", "this worker's host, whose task queue (QUEUE@HOST) takes the steps of runs pinned here; give a stable one to keep them across a restart (default: the host name and a random suffix)")
-	fs.StringVar(&w.WorkRoot, "work-root", DefaultWorkRoot(), "where the workspaces of runs pinned here are made, one directory per run")
+	// The default is resolved after parsing (Worker.Root): help stays the
+	// same on every machine.
+	fs.StringVar(&w.WorkRoot, "work-root", "", "where the workspaces of runs pinned here are made, one directory per run (default: runner-temporal/work in the user's cache directory)")
 	fs.BoolVar(&w.SharedWorkspace, "shared-workspace", false, "this worker sees every run's workdir and plan at the client's paths (one host, a shared disk): runs it takes are not pinned to it")
 	fs.DurationVar(&w.Heartbeat, "heartbeat", time.Second, "how often a running step tells the server this worker is alive")
 	fs.IntVar(&w.MaxSteps, "max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")

@@ -152,6 +152,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	c := &conn{Conn: wf.Conn}
+	wf.WorkRoot = wf.Root()
 	if wf.MaxSteps < 0 {
 		fmt.Fprintf(stderr, "runner worker: --max-concurrent-steps %d: want 1 or more (0: the default)\n", wf.MaxSteps)
 		return exitUsage
