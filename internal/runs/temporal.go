@@ -47,8 +47,8 @@ func TemporalBinary() (string, error) {
 		dir = filepath.Dir(self)
 	}
 	return "", fmt.Errorf("running on Temporal needs the %s binary, built apart so that runner stays free of the Temporal SDK; "+
-		"it is not next to this runner nor on PATH. Build it from the repository with\n"+
-		"  (cd temporal && go build -o %s/%s ./cmd/runner-temporal)\nor set RUNNER_TEMPORAL to its path", TemporalBinaryName, dir, TemporalBinaryName)
+		"it is not next to this runner nor on PATH. Install it beside runner with\n"+
+		"  GOBIN=%s go install github.com/planrunner/runner/temporal/cmd/%s@latest\nor set RUNNER_TEMPORAL to its path", TemporalBinaryName, dir, TemporalBinaryName)
 }
 
 // Event is one line of `runner-temporal run --events`: one of its
