@@ -412,7 +412,7 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
-// Quick steps as local activities (issue #22): the same loop, its
+// Quick steps as local activities: the same loop, its
 // command step given a timeout (10 s) so that --local-steps-under may send
 // it to a local activity, run interleaved three ways, as whole processes:
 // `runner run` in process; `runner-temporal run` on a dev server with one

@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Quick command steps as local activities (issue #22). A normal activity
+// Quick command steps as local activities. A normal activity
 // costs a round trip through the server's task queue and three history
 // events (scheduled, started, completed); a local activity runs on the
 // worker that runs the workflow task, in that task, and leaves one

@@ -14,7 +14,7 @@ import (
 	"github.com/planrunner/runner/internal/replay"
 )
 
-// Issue 16: a fake Anthropic server that answers 529 (overloaded) every
+// A fake Anthropic server that answers 529 (overloaded) every
 // time for the first agent; its fallback, on an OpenAI-compatible server,
 // answers. The recording says which agent answered and why, the run
 // summary shows each agent's spend, and the saved run replays offline.

@@ -35,7 +35,7 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 		reportPath, reportErr = writeReport(b, path, "")
 	}
 	// Keyed: the token sums skip the answers' texts, which need not be
-	// built into JSON again (issue 22).
+	// built into JSON again.
 	tokens := report.Tokens(b.RecordingsKeyed())
 	var waiting []board.WaitingInput
 	if ws := b.Run().Waiting; len(ws) > 0 {

@@ -13,8 +13,8 @@ import (
 // however little it does, allocates under 128 KB. Templates and regular
 // expressions a command may never use are built on first use: the
 // serve package's pages and the diff applier's markers took 230 KB, 3,200
-// allocations and about a quarter of `runner version`'s CPU (issue 22,
-// start-up). Allocations, not time: the runtime reports them exactly.
+// allocations and about a quarter of `runner version`'s CPU
+// at start-up. Allocations, not time: the runtime reports them exactly.
 func TestStartupInitIsSmall(t *testing.T) {
 	cmd := exec.Command(binary, "version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")

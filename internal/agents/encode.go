@@ -10,8 +10,8 @@ import (
 
 // encodeResponseHeld is encodeResponse for the board: a large answer's
 // text written as its key and held in h (board.Held), so the recording's
-// JSON, 1.4 times an answer with newlines, is never built in memory
-// (issue 22); the board writes the text once in the file's "blobs".
+// JSON, 1.4 times an answer with newlines, is never built in memory;
+// the board writes the text once in the file's "blobs".
 func encodeResponseHeld(resp *Response) ([]byte, *board.Held, error) {
 	if !board.Large(resp.Text) {
 		b, err := encodeResponse(resp)
@@ -26,7 +26,7 @@ func encodeResponseHeld(resp *Response) ([]byte, *board.Held, error) {
 
 // encodeResponse is json.Marshal(resp), the same bytes, with the answer's
 // text written once into a buffer of the final size: json.Marshal
-// allocated about four times a large answer to record it (issue 22).
+// allocates about four times a large answer to record it.
 // The rest of the response is small and encoded by json.Marshal, with an
 // empty text that the answer's replaces (Text is its first field).
 func encodeResponse(resp *Response) ([]byte, error) {

@@ -12,7 +12,7 @@ import (
 
 // A recorded answer is the same bytes as json.Marshal made (a replay
 // compares recordings), and a large one is allocated once, not about four
-// times (issue 22).
+// times as json.Marshal does.
 func TestEncodeResponseLarge(t *testing.T) {
 	big := strings.Repeat("<tag> & \"quote\" \u2028 \xff\n", 1<<14) + strings.Repeat("x", 4<<20)
 	for _, resp := range []*Response{
@@ -45,7 +45,7 @@ func TestEncodeResponseLarge(t *testing.T) {
 }
 
 // Costing a recorded answer (every run does, for its summary) does not
-// copy the answer's text (issue 22), and costs what it did.
+// copy the answer's text, and gives the cost the whole response gives.
 func TestRecordingCostLargeAnswer(t *testing.T) {
 	resp := &Response{Text: strings.Repeat("x", 8<<20), Model: "script", Usage: Usage{InputTokens: 10, OutputTokens: 2 << 20}, CostUSD: 0.25}
 	raw, _ := json.Marshal(resp)

@@ -312,9 +312,9 @@ func RecordingCost(r board.Recording) (float64, bool) {
 	if r.Kind != KindLLM {
 		return 0, false
 	}
-	// Only what the cost needs: decoding the whole response made a copy of
-	// the answer's text, 50 MB for a 50 MB answer, at the end of every run
-	// (issue 22).
+	// Only what the cost needs: decoding the whole response would copy
+	// the answer's text, 50 MB for a 50 MB answer, at the end of every
+	// run.
 	var resp struct {
 		Usage   Usage   `json:"usage"`
 		Model   string  `json:"model"`

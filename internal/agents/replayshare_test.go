@@ -12,7 +12,7 @@ import (
 
 // A replayed answer is recorded again as the recording holds it: the
 // replay's recording is the original's bytes (not the answer encoded once
-// more: a 50 MiB answer was held twice more by a replay, issue 22), so
+// more: that would hold a 50 MiB answer twice more in a replay), so
 // answering a call from an 8 MiB recorded answer costs about one copy of
 // its text (the answer handed to the step), not two.
 func TestReplayedAnswerRecordedOnce(t *testing.T) {
@@ -51,8 +51,8 @@ func TestReplayedAnswerRecordedOnce(t *testing.T) {
 
 // The sums made at the end of every run (tokens and cost per agent, the
 // run's usage) and at a resume's start read each recorded answer's usage,
-// not its text: an 8 MiB answer is not copied for them (issue 22: 50 MB
-// more at the end of a run with a 50 MB answer).
+// not its text: an 8 MiB answer is not copied for them (a copy would be
+// 50 MB more at the end of a run with a 50 MB answer).
 func TestUsageSumsDoNotCopyTheAnswer(t *testing.T) {
 	h := newHarness(t, onePlan(openAIAgent("http://127.0.0.1:1")), nil)
 	text := strings.Repeat("answer\n", (8<<20)/7)

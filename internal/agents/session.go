@@ -354,7 +354,7 @@ func (ss *Session) replayed(c *callInfo, a *Agent, canon json.RawMessage, sum st
 
 // decodeRecorded is the answer a recording holds. A large text the
 // recording holds apart (board.RecordingsKeyed) is its own string, shared,
-// neither built into JSON nor decoded from it (issue 22).
+// neither built into JSON nor decoded from it.
 func decodeRecorded(rec board.Recording) (*Response, error) {
 	resp, err := decodeResponse(rec.Response)
 	if err != nil {
@@ -368,7 +368,7 @@ func decodeResponse(raw json.RawMessage) (*Response, error) {
 	var r Response
 	// The text through bigText: encoding/json unquotes a text with
 	// escapes (a model's answer has newlines) into a scratch buffer and
-	// copies that into the string, twice a 50 MiB answer (issue 22).
+	// copies that into the string, twice a 50 MiB answer.
 	in := struct {
 		*Response
 		Text bigText `json:"text"`
@@ -383,7 +383,7 @@ func decodeResponse(raw json.RawMessage) (*Response, error) {
 // decodeUsage is decodeResponse without the text (left empty): for the
 // sums of tokens and cost, which every run makes at its end and a resume
 // at its start; decoding the text copied each recorded answer to read
-// its usage (issue 22).
+// its usage.
 func decodeUsage(raw json.RawMessage) (*Response, error) {
 	var r Response
 	in := struct {
@@ -420,7 +420,7 @@ func (t *bigText) UnmarshalJSON(lit []byte) error {
 // yet, the answer, and the exchange as a recording. recorded, when not
 // nil, is the replayed recording: the replay's recording shares its
 // response's bytes, and the texts it holds apart, rather than encoding
-// the answer again (a 50 MiB answer was held once more, issue 22), and
+// the answer again (which would hold a 50 MiB answer once more), and
 // says what the original said, byte for byte.
 func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded *board.Recording) error {
 	b := ss.board

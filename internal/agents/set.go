@@ -72,7 +72,7 @@ type ForkSource interface {
 // one wins if a (kind, label, visit, call) repeats). They may be keyed
 // (board.RecordingsKeyed): each is built whole when it is served, so a
 // replay does not hold every large answer of the run as JSON for its
-// whole length (issue 22).
+// whole length.
 func FromRecordings(recs []board.Recording) ReplaySource {
 	m := recordings{}
 	for _, r := range recs {

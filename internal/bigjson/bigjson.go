@@ -4,7 +4,7 @@
 // in a scratch buffer that grows by appending, copies it into its
 // encoder's buffer (which doubles as it fills) and copies that out: about
 // four times the string allocated, and the encoder's buffer kept in its
-// pool until the next collections (issue 22).
+// pool until the next collections.
 package bigjson
 
 import (

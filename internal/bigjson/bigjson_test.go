@@ -75,7 +75,7 @@ func TestMarshalErrors(t *testing.T) {
 }
 
 // Encoding a large string allocates it once (json.Marshal: about four
-// times, issue 22).
+// times).
 func TestMarshalLargeAllocatesOnce(t *testing.T) {
 	const size = 8 << 20
 	for _, v := range []any{

@@ -18,7 +18,7 @@ var ErrNotString = errors.New("not a JSON string")
 // surrogates as U+FFFD), in one allocation of the text's exact size.
 // encoding/json unquotes a string with escapes into a scratch buffer and
 // then copies that into the string: two copies of a model's answer of
-// tens of megabytes, which almost always holds newlines (issue 22).
+// tens of megabytes, which almost always holds newlines.
 func Unquote(lit []byte) (string, error) {
 	var n counter
 	if err := unquoteTo(&n, lit); err != nil {

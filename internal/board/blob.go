@@ -350,7 +350,7 @@ func (t *blobTable) textLocked(key string) string {
 		return t.textLocked(sp.root)[sp.start:sp.end]
 	}
 	// One allocation of the text's size (internal/bigjson): json.Unmarshal
-	// would copy a 50 MiB answer with newlines twice (issue 22).
+	// would copy a 50 MiB answer with newlines twice.
 	s, _ := bigjson.Unquote(t.lit[key]) // checked by put
 	t.str[key] = s
 	return s

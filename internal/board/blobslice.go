@@ -18,7 +18,7 @@ import (
 	"github.com/planrunner/runner/internal/bigjson"
 )
 
-// A value stored once, slices too (issue 22). An llm step's output is its
+// A value stored once, slices too. An llm step's output is its
 // answer trimmed (strings.TrimSpace in internal/steps/llm.go): in memory a
 // substring sharing the answer's bytes, but a different string, with its
 // own key. The table held it as a second value (70 MB of JSON beside the

@@ -49,8 +49,8 @@ func blobBytes(t *testing.T, data []byte) int {
 // llm step's output, a substring of the answer in memory) are stored as
 // the answer's text once, in the journal and in the file, and read back
 // as they were given, byte for byte. Before, the trimmed output was a
-// second value of the table (issue 22: 140 MB of file for a 50 MiB
-// answer with newlines).
+// second value of the table (140 MB of file for a 50 MiB answer with
+// newlines).
 func TestTrimmedAnswerStoredOnce(t *testing.T) {
 	answer := " \n" + bigText(300<<10) + "\n\n"
 	lit, _ := json.Marshal(answer)
@@ -160,8 +160,8 @@ func TestTrimmedAnswerStoredOnce(t *testing.T) {
 
 // TestTrimmedAnswerLoadedOnce: loading a run whose step output is its
 // answer trimmed keeps the answer's text once (the output a substring of
-// it), not a second decoded copy (issue 22: replay --offline of a 50 MiB
-// answer with newlines held both).
+// it), not a second decoded copy (replay --offline of a 50 MiB answer
+// with newlines would hold both).
 func TestTrimmedAnswerLoadedOnce(t *testing.T) {
 	answer := bigText(8<<20) + "\n"
 	path := t.TempDir() + "/blackboard.json"

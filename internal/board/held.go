@@ -12,8 +12,8 @@ import (
 	"github.com/planrunner/runner/internal/bigjson"
 )
 
-// A large string is held once in memory too (issue 22). A model's answer
-// of 50 MiB with newlines was live three times for as long as the board
+// A large string is held once in memory too. A model's answer of 50 MiB
+// with newlines would be live three times for as long as the board
 // lived: the entries' text, the step result's JSON and the recording's
 // JSON, the two JSON copies each 1.4 times the text with its escapes.
 // Now a step record's result and a recording's request and response are

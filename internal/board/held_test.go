@@ -44,8 +44,8 @@ func answerRecords(text string) (Recording, Entry, StepRecord, Entry) {
 // TestLargeAnswerHeldOnce: a board holding a large answer with escapes
 // (quotes, newlines, <, &: its JSON is 1.6 times the text) in a
 // recording, an entry and a step result keeps the text once, not the
-// step result's and the recording's JSON besides (issue 22: 3.9 times the
-// text was live for as long as the board lived), and hands every record
+// step result's and the recording's JSON besides (3.9 times the text,
+// live for as long as the board lives), and hands every record
 // back as it was given, in memory and through the file.
 func TestLargeAnswerHeldOnce(t *testing.T) {
 	text := bigText(8 << 20)

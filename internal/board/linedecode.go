@@ -13,7 +13,7 @@ import (
 
 // The file runner writes holds one step record or entry per line (see
 // encodeLocked). Decoding those lines with encoding/json's reflection
-// was a fifth of a 100k-step resume (issue 22): the header fields are
+// was a fifth of a 100k-step resume: the header fields are
 // picked out here by hand, in one pass over each line, and the values a
 // reader may never ask for (an entry's content and meta, a step's
 // result) kept as the line's bytes. Any line not in the shape runner
@@ -67,7 +67,7 @@ func (d *lineDec) eat(c byte) bool {
 // whether it is plain: no escape, valid UTF-8, so its text is its bytes.
 // It steps over eight bytes at a time while none of them needs a look
 // (quote, backslash, control or non-ASCII byte): byte by byte it was the
-// largest item of a resume's board read (issue 22).
+// largest item of a resume's board read.
 func (d *lineDec) rawString() (raw []byte, plain, ok bool) {
 	if d.next() != '"' {
 		return nil, false, false

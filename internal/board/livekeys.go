@@ -15,8 +15,8 @@ import (
 )
 
 // `runner board FILE get KEY` and `list` show live keys only: each key's
-// newest entry. A run's file is mostly what they never show (issue 22: of
-// the 100k-step run's 75 MB, the plan's source is 10 MB and the step
+// newest entry. A run's file is mostly what they never show (of the
+// 100k-step run's 75 MB, the plan's source is 10 MB and the step
 // records most of the rest), and building every entry, step record and
 // the plan source to show one key cost 6.8 times the file in memory.
 // LoadLive reads the entries' headers to find each key's newest entry

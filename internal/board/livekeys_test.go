@@ -148,8 +148,8 @@ func TestLoadLiveAsLoad(t *testing.T) {
 // what its entries cost, not its step records: a run ten times as long
 // in steps, with the same keys, allocates a few bytes more per step (its
 // lines are read past), where building each step record and its inputs
-// cost hundreds (issue 22: get on the 100k-step run's 75 MB file peaked
-// at 6.5 times the file).
+// cost hundreds (get on the 100k-step run's 75 MB file peaked at 6.5
+// times the file that way).
 func TestLoadLiveSkipsStepRecords(t *testing.T) {
 	dir := t.TempDir()
 	alloc := func(steps int) uint64 {

@@ -8,7 +8,7 @@ import (
 	"fmt"
 )
 
-// Resuming a large run (issue 22) reads the board once and lazily: each
+// Resuming a large run reads the board once and lazily: each
 // entry's header is decoded (key, version, author, times: what the key
 // index, versions, expiry and conflicts need), its content and meta only
 // when a step reads it (see lazy.go). The file written at the end holds

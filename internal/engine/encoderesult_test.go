@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// oldEncodeResult is encodeResult as it was before issue 22: what a saved
+// oldEncodeResult is encodeResult through json.Marshal: what a saved
 // result must still look like, byte for byte (a replay compares them).
 func oldEncodeResult(res Result) []byte {
 	out, _ := json.Marshal(res.Output)
@@ -38,7 +38,7 @@ type emptyFields struct{}
 
 // A step's saved result is the same bytes as before, large outputs or
 // not, and encoding one with a large output allocates it once (it was
-// about four times, issue 22).
+// about four times through json.Marshal).
 func TestEncodeResultLargeOutput(t *testing.T) {
 	big := strings.Repeat("a<b>&\n", 1<<18) + strings.Repeat("x", 4<<20)
 	for _, res := range []Result{

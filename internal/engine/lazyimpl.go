@@ -11,8 +11,8 @@ import (
 // A plan compiled by CompileChecked (the unchanged plan of a resumed run,
 // checked whole when the run started) has each step decoded by its type
 // when the step first runs, not when the plan loads: resuming a
-// 100k-step run to re-run one step spent a fifth of its CPU decoding
-// steps that had all run already (issue 22). The step keeps its part of
+// 100k-step run to re-run one step would spend a fifth of its CPU
+// decoding steps that had all run already. The step keeps its part of
 // the YAML tree until then. Calls are decoded at once: compiling a call
 // reads its callee.
 

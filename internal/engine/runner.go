@@ -270,7 +270,7 @@ func LogStep(log zerolog.Logger, rec board.StepRecord, tolerated bool) {
 func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClock) error {
 	// A large output goes to the board as its key, its text held apart
 	// (board.Held): the result's JSON, 1.4 times an answer with
-	// newlines, is not built only to be held apart again (issue 22).
+	// newlines, is not built only to be held apart again.
 	h := new(board.Held)
 	raw, err := encodeResultHeld(res, h)
 	if err != nil {

@@ -49,7 +49,7 @@ func itoa(n int) string {
 	}
 }
 
-// Issue 21 §3: every place where a value would run as code is refused by
+// Every place where a value would run as code is refused by
 // validate, at the ${{ }}'s line:col, saying what to do instead; wherever
 // the code option stands among the others. @@ is the ${{ }}.
 func TestShellCodePlacesRefused(t *testing.T) {

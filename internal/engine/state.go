@@ -298,9 +298,9 @@ func withTimedOut(m map[string]any, res Result) map[string]any {
 // and `output`.
 func encodeResult(res Result) (json.RawMessage, error) {
 	// The output is encoded straight into the result's buffer, sized once
-	// (bigjson): a model's answer of tens of megabytes was encoded by
-	// json.Marshal (about four times its size allocated) and then copied
-	// behind the prefix (issue 22).
+	// (bigjson): json.Marshal would allocate about four times a model's
+	// answer of tens of megabytes, and the result would be copied again
+	// behind the prefix.
 	const timedOut = `,"timed_out":true`
 	var fields []byte
 	if res.Fields != nil {

@@ -61,7 +61,7 @@ var shellContexts = []struct{ name, src string }{
 	{"redirection target", `printf '%s' x > ${{ vars.v }}; cat -- ${{ vars.v }} >/dev/null; printf '|%s|' ${{ vars.v }}`},
 	{"comment", "# ${{ vars.v }}\nprintf '|%s|' ${{ vars.v }}"},
 	{"two in one word", `printf '|%s|' ${{ vars.v }}${{ vars.v }}`},
-	// issue 21 §3: the data places left around the code places now refused
+	// the data places left around the code places refused
 	{"argument after sh -c's script", `sh -c 'printf "|%s|" "$1"' sh ${{ vars.v }}`},
 	{"argument after sh -c -- script", `sh -c -- 'printf "|%s|" "$1"' sh "${{ vars.v }}"`},
 	{"env assignment for sh -c", `env X=${{ vars.v }} sh -c 'printf "|%s|" "$X"'`},

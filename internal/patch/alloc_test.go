@@ -27,7 +27,7 @@ func hunkDiff(n int) (diff, file []byte) {
 
 // TestParseAndPlaceAllocateNotPerHunk: reading a diff and placing its
 // hunks where their line numbers say makes a number of allocations that
-// does not grow with the hunks (issue 22: one or more small allocations
+// does not grow with the hunks (one or more small allocations
 // per hunk, per hunk body, per hunk's ops and per hunk's sides were most
 // of the parse's and the placing's cost on a 24,000-hunk diff). Counts,
 // not times: they do not depend on the machine's load.

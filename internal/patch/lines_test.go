@@ -33,8 +33,8 @@ func bigHunksDiff(n int) (diff, file []byte) {
 }
 
 // TestParseHoldsLinesAsOffsets: reading a diff holds where its lines end,
-// not a string per line (issue 22: the 9.8 MB diff's lines as strings
-// were a 7 MB array of pointers, memory to fault in and for the collector
+// not a string per line (the 9.8 MB diff's lines as strings
+// would be a 7 MB array of pointers, memory to fault in and for the collector
 // to scan). Bytes allocated per line of the diff, counted, not timed: a
 // line's op (12 bytes) and its end (4 bytes and some room) fit under
 // 24; with a 16-byte string per line as well, it was over 30.

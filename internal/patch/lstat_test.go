@@ -83,8 +83,8 @@ func TestTreeLstat(t *testing.T) {
 
 // TestTreeLstatAllocations: looking at a file in a directory the tree
 // holds is one stat(2) on the directory's handle, with the file's name
-// and its result the only allocations. os.Root.Lstat made four (issue 22:
-// three per file written, a tenth of an apply's allocations).
+// and its result the only allocations. os.Root.Lstat makes four
+// (three calls per file written: a tenth of an apply's allocations).
 func TestTreeLstatAllocations(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the one-call lstat is Linux's (lstat_linux.go)")

@@ -18,7 +18,7 @@ const jsonDepthLimit = 1000
 // node tree yaml.v3 would build (tags, positions, styles), so the checks
 // and messages of ParseResponses apply unchanged. It exists for memory:
 // yaml.v3 builds a scalar by appending byte by byte, allocating about six
-// times a 50 MiB answer while reading it (issue 22). Here the file's bytes
+// times a 50 MiB answer while reading it. Here the file's bytes
 // become the text of its strings without a copy: a string without escapes
 // is a slice of src, viewed as a string. src must not be changed after
 // this call (LoadResponsesFile reads it fresh and drops it).
@@ -75,7 +75,7 @@ func (j *jsonReader) pos() (int, int) {
 	}
 	// On the string view: utf8.RuneCount copies its input from the first
 	// non-ASCII byte on (string(p[n:])), a copy of the file's rest each
-	// time a line holds, say, an é (issue 22).
+	// time a line holds, say, an é.
 	j.col += utf8.RuneCountInString(j.text[j.colOff:j.off])
 	j.colOff = j.off
 	return j.line, j.col + 1
@@ -186,7 +186,7 @@ func (j *jsonReader) next(closer byte) (more, ok bool) {
 // substring of the file rather than a copy. A short one (a key, a model's
 // name) is copied: as a substring it would keep the whole file, answer
 // and all, alive for as long as the responses are, even when that answer
-// had escapes and was copied out (issue 22).
+// had escapes and was copied out.
 const aliasMin = 4 << 10
 
 // str reads a JSON string at j.off. A long one without escapes (the

@@ -76,8 +76,8 @@ func TestResponsesNotJSONReadAsYAML(t *testing.T) {
 
 // Loading a responses file with one large answer, written as JSON the way
 // the large-answer benchmark writes it, allocates the file once and little
-// else: the answer is the file's bytes (issue 22; yaml.v3 allocated about
-// six times the answer reading it).
+// else: the answer is the file's bytes (yaml.v3 allocates about six
+// times the answer reading it).
 func TestLargeResponseFileMemory(t *testing.T) {
 	const size = 8 << 20
 	dir := t.TempDir()
@@ -151,8 +151,8 @@ func describeNode(n *yaml.Node) string {
 // An answer with escapes (a model's answer has newlines and quotes) is
 // decoded in one allocation of its size, and the responses then hold the
 // answer once: neither the file nor encoding/json's scratch copy stays
-// alive behind it (issue 22: the file was kept by the substrings that
-// were its keys, and the answer was decoded twice).
+// alive behind it (as substrings, its keys would keep the file, and
+// encoding/json would decode the answer twice).
 func TestLargeEscapedResponseFileMemory(t *testing.T) {
 	for _, tc := range []struct{ name, text string }{
 		{"plain", strings.Repeat("x", 8<<20)},

@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Tools the plan defines (issue 24 §2): the plan's top-level `tools:`
+// Tools the plan defines: the plan's top-level `tools:`
 // maps a tool name to a command template the model may call with typed
 // arguments. They are defined once for the plan, beside its agents, and
 // an agent's `tools:` patterns stay the one allow-list: a pattern with a

@@ -245,7 +245,7 @@ func prettyJSON(raw json.RawMessage) string {
 //
 // text gives the text of a large string the record holds apart, its key
 // in raw (board.StepRecord.Text): compared by that key, which is its
-// SHA-256, without building or decoding the text (issue 22).
+// SHA-256, without building or decoding the text.
 func normalResult(raw json.RawMessage, text func(string) string) string {
 	var v any
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
@@ -269,7 +269,7 @@ func digestLong(v any) any {
 		if len(x) >= longText {
 			// Through a small buffer: sha256's hash is no io.StringWriter,
 			// so io.WriteString copied the whole string each time (300 MB
-			// allocated for one 50 MiB answer in a replay, issue 22).
+			// allocated for one 50 MiB answer in a replay).
 			h := sha256.New()
 			var buf [32 << 10]byte
 			for s := x; len(s) > 0; {

@@ -10,7 +10,7 @@ import (
 
 // A replay compares long strings (a model's answer) by their digest:
 // digestLong must say the same of equal strings and differ on unequal
-// ones, without copying them (issue 22: io.WriteString on the hash copied
+// ones, without copying them (io.WriteString on the hash would copy
 // each 50 MiB answer, several times per replay).
 func TestDigestLongNoCopy(t *testing.T) {
 	big := strings.Repeat("x", 8<<20)

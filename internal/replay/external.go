@@ -90,7 +90,7 @@ type external struct {
 func newExternals(rec *board.Board) *externals {
 	x := &externals{}
 	// Keyed (board.StepsKeyed): the steps' labels and statuses only, and
-	// the outside writes built whole, not every large answer (issue 22).
+	// the outside writes built whole, not every large answer.
 	steps := rec.StepsKeyed()
 	for _, r := range rec.RecordingsKeyed() {
 		if r.Kind != KindExternal {

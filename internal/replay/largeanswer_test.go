@@ -29,8 +29,8 @@ func liveHeap() int64 {
 // TestLargeAnswerWithEscapesHeldOnce runs a plan whose model answers 8 MiB
 // of text with escapes (quotes, newlines, <, &: its JSON is 1.6 times the
 // text), then replays the saved run offline, and counts what each leaves
-// live per byte of the answer (issue 22: the goal is a peak within 3 times
-// the largest value). Before, the run's board kept the text, the step
+// live per byte of the answer (the goal is a peak within 3 times the
+// largest value, docs/benchmarks.md). Before, the run's board kept the text, the step
 // result's JSON and the recording's JSON (4.2 bytes per byte), and the
 // replay's board the replayed text, its result's JSON and the recording's
 // (2.6 more, the loaded recording's besides). Now the board holds the

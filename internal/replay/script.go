@@ -85,7 +85,7 @@ func newScript(rec *board.Board, types func(string) string, timeout time.Duratio
 		switch r.Kind {
 		case engine.KindClock, engine.KindRead, engine.KindWorkspace, engine.KindItems, engine.KindResume:
 			// Read below whole; the rest (model answers) are served
-			// through the agents' source, one at a time (issue 22).
+			// through the agents' source, one at a time.
 			r = r.Whole()
 		}
 		switch r.Kind {

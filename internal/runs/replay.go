@@ -15,7 +15,8 @@ import (
 )
 
 // ReplayOptions say how to replay a saved run (runner replay's flags):
-// replay.Options, with the plan and the workdir given as paths.
+// replay.Options, with the plan and the workdir given as paths. Its
+// Registry compiles the plan replayed; nil: the built-in step types.
 type ReplayOptions struct {
 	replay.Options
 	// PlanFile replays this plan file (a changed plan) against the
@@ -51,7 +52,11 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, 
 		}
 		planPath, _ = filepath.Abs(o.PlanFile)
 	}
-	prog, err := engine.Compile(planPath, src, steps.Registry())
+	reg := o.Registry
+	if reg == nil {
+		reg = steps.Registry()
+	}
+	prog, err := engine.Compile(planPath, src, reg)
 	if err != nil {
 		return nil, &PlanError{prog, err}
 	}

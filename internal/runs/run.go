@@ -57,6 +57,9 @@ type Options struct {
 	Now func() time.Time
 	// Version is saved with the run as the runner version that made it.
 	Version string
+	// Registry holds the step types the plan may use; nil: the built-in
+	// ones (steps.Registry).
+	Registry *engine.Registry
 }
 
 // Env is how a run reports and keeps its files, for New and Reopen alike.
@@ -168,7 +171,11 @@ func Start(ctx context.Context, o Options, env Env) (*Result, error) {
 // changed, its vars resolved, its workdir, id and board path chosen.
 // Nothing is written.
 func New(o Options) (*Run, error) {
-	prog, err := engine.Load(o.Plan, steps.Registry())
+	reg := o.Registry
+	if reg == nil {
+		reg = steps.Registry()
+	}
+	prog, err := engine.Load(o.Plan, reg)
 	if err != nil {
 		return nil, &PlanError{prog, err}
 	}

@@ -65,7 +65,7 @@ func yamlQuote(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-// Issue 21 §3: a test step's command: is judged like a command step's run:
+// A test step's command: is judged like a command step's run:
 // the code after bash -c, wherever -c stands among the options, a heredoc
 // fed to an interpreter and for (( )) arithmetic are refused or checked.
 func TestTestCommandCodePlacesRefused(t *testing.T) {

@@ -37,7 +37,7 @@ func TestCoordinate(t *testing.T) {
 			wantOutput: "ship on Friday", wantOrder: "alice bob alice", wantDecidedBy: "alice",
 		},
 		{
-			// The acceptance plan of issue 13: fenced JSON, an unknown
+			// The coordinator's acceptance plan: fenced JSON, an unknown
 			// agent, prose, then terminate; the decider answers.
 			name: "coordinator JSON: fenced, unknown agent, prose, terminate",
 			agents: `
@@ -124,8 +124,8 @@ func TestCoordinate(t *testing.T) {
 	}
 }
 
-// TestCoordinatorAcceptance checks, beyond the outcome, what issue 13 asks
-// of each round: the skipped rounds say why on the board, the instruction
+// TestCoordinatorAcceptance checks, beyond the outcome, what a coordinator
+// owes each round: the skipped rounds say why on the board, the instruction
 // reaches the agent with the board's view and its private notes, and the
 // coordinator sees the skipped rounds.
 func TestCoordinatorAcceptance(t *testing.T) {

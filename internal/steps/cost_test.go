@@ -14,7 +14,7 @@ import (
 	"github.com/planrunner/runner/internal/engine"
 )
 
-// Issue 16: a run whose limits.max_cost_usd is below what the next call
+// A run whose limits.max_cost_usd is below what the next call
 // could cost stops before that call, saying so; costs appear per step and
 // per agent.
 func TestMaxCostStopsBeforeTheCall(t *testing.T) {

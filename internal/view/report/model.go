@@ -885,7 +885,7 @@ type ModelUsage struct {
 // what usage sums, without what the page shows. It runs at the end of
 // every run, so it decodes the usage and the model only: decoding the
 // whole answer (as usage does, for the page) copied its text, 50 MB for
-// a 50 MB answer, at the run's peak (issue 22).
+// a 50 MB answer, at the run's peak.
 func Tokens(recs []board.Recording) []ModelUsage {
 	per := map[string]*ModelUsage{}
 	for _, r := range recs {

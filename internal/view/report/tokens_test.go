@@ -13,7 +13,7 @@ import (
 
 // Tokens runs at the end of every run: it sums the same figures as the
 // report's usage table, and a large recorded answer is not copied to do
-// it (issue 22: 50 MB more at the run's peak for a 50 MB answer).
+// it (a copy is 50 MB more at the run's peak for a 50 MB answer).
 func TestTokensLargeAnswer(t *testing.T) {
 	rec := func(model, reqModel, text string, in, out int, cost float64) board.Recording {
 		resp, _ := json.Marshal(agents.Response{Text: text, Model: model, CostUSD: cost,
