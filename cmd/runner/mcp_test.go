@@ -253,11 +253,18 @@ func TestMCPServedByRunnerAlone(t *testing.T) {
 	cmd := exec.Command(bin, "mcp")
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=" + dir, "HOME=" + dir}
-	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"alone","version":"1"}}}` + "\n")
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil || !strings.Contains(string(out), `"serverInfo":{"name":"runner"`) {
-		t.Errorf("runner mcp alone: %v\nstdout: %s\nstderr: %s", err, out, stderr.String())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"alone","version":"1"}}}`+"\n")
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	in.Close()
+	err = cmd.Wait()
+	if err != nil || !strings.Contains(line, `"serverInfo":{"name":"runner"`) {
+		t.Errorf("runner mcp alone: %v\nstdout: %s\nstderr: %s", err, line, stderr.String())
 	}
 }
