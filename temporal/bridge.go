@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/sys/mask"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -61,12 +62,12 @@ func (b *Bridge) SaveEnded(ctx context.Context) error {
 func SaveOnce(store Store, head, path string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
+		l, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerCLI})
 		if err == nil {
 			defer l.Unlock()
 			break
 		}
-		var owned *board.OwnedError
+		var owned *boardlock.OwnedError
 		if !errors.As(err, &owned) || time.Now().After(deadline) {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/sys/readlimit"
+	"github.com/planrunner/runner/internal/view/boardview"
 )
 
 const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] [--handoff] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
@@ -303,7 +304,7 @@ func boardShow(c *boardCall, args []string) int {
 			"entries": b.Entries(), "recordings": b.Recordings()})
 		return exitOK
 	}
-	b.Markdown(c.stdout)
+	boardview.Markdown(c.stdout, b)
 	return exitOK
 }
 

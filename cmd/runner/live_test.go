@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 )
 
 // putMany runs writers processes at once that each put n keys
@@ -144,7 +145,7 @@ func startLive(t *testing.T, wd, bb string) (cmd *exec.Cmd, out *bytes.Buffer, p
 	t.Cleanup(func() { cmd.Process.Kill() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if o, err := board.ReadOwner(bb); err == nil && o.Socket != "" {
+		if o, err := boardlock.ReadOwner(bb); err == nil && o.Socket != "" {
 			return cmd, out, o.PID
 		}
 		if time.Now().After(deadline) {
@@ -329,7 +330,7 @@ func TestResumeWaitsForBoardWriter(t *testing.T) {
 	if r := runCLI(t, wd, "run", testdata("seed.yaml"), "-q", "--out", bb); r.code != 0 {
 		t.Fatalf("run: %d %s", r.code, r.stderr)
 	}
-	lock, err := board.TryLock(bb, board.Owner{Kind: board.OwnerCLI})
+	lock, err := boardlock.TryLock(bb, boardlock.Owner{Kind: boardlock.OwnerCLI})
 	if err != nil {
 		t.Fatal(err)
 	}

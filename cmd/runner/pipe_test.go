@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 )
 
 const chattyPlan = `version: 1
@@ -141,7 +142,7 @@ func TestRunFilesArePrivate(t *testing.T) {
 						bb = m[0]
 					}
 				}
-				if o, err := board.ReadOwner(bb); err == nil && o.Socket != "" {
+				if o, err := boardlock.ReadOwner(bb); err == nil && o.Socket != "" {
 					checkPrivate(t, o.Socket)
 					if c.shared && filepath.Dir(o.Socket) == wd {
 						t.Errorf("socket %s in the shared directory", o.Socket)
@@ -160,7 +161,7 @@ func TestRunFilesArePrivate(t *testing.T) {
 			if !c.shared {
 				checkMode(t, filepath.Dir(bb), 0o700)
 			}
-			for _, f := range []string{bb, board.LockPath(bb), filepath.Join(filepath.Dir(bb), "report.html"), filepath.Join(wd, "swarm-blackboard.md")} {
+			for _, f := range []string{bb, boardlock.LockPath(bb), filepath.Join(filepath.Dir(bb), "report.html"), filepath.Join(wd, "swarm-blackboard.md")} {
 				checkMode(t, f, 0o600)
 			}
 			// A CLI write on the run no one owns now keeps them so.

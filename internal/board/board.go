@@ -41,7 +41,7 @@ type Board struct {
 	redact     Redact            // masks secrets in what enters the board; nil: none
 	torn       bool              // the journal loaded ended in a torn line
 	// blobsKnown are the keys of the large strings the file and journal
-	// hold (blob.go): a journal line refers to these without repeating them.
+	// hold (store_blob.go): a journal line refers to these without repeating them.
 	blobsKnown map[string]bool
 	loadBlobs  *blobTable // while loading: the values of the file and journal
 	texts      texts      // the large strings held, once each (held.go)
@@ -77,6 +77,14 @@ func (b *Board) SetClock(now func() time.Time) {
 	b.mu.Lock()
 	b.now = now
 	b.mu.Unlock()
+}
+
+// Now reads the board's clock: the one its TTLs expire by (a view that
+// says how long a key has left reads it too).
+func (b *Board) Now() time.Time {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.now()
 }
 
 // Append adds an entry. Seq, ID and TS are assigned; a keyed entry gets the

@@ -1,10 +1,3 @@
-// Package board is the blackboard: the run's shared state and audit log.
-//
-// Entries are appended, never edited. An entry with a key is also a
-// key-value write; the key's live value is its newest unexpired entry. The
-// board also holds the step records and model recordings of a run, and
-// persists all of it as blackboard.json plus an append-only journal, so a
-// run killed at any moment loses nothing.
 package board
 
 import (

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 )
 
 // serve creates a board at dir/name, takes its lock as a run would, and
@@ -20,7 +21,7 @@ func serve(t testing.TB, dir, name string) (*board.Board, *Server, string) {
 	t.Helper()
 	path := filepath.Join(dir, name)
 	os.MkdirAll(filepath.Dir(path), 0o755)
-	lock, err := board.TryLock(path, board.Owner{Kind: board.OwnerRun})
+	lock, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerRun})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func serve(t testing.TB, dir, name string) (*board.Board, *Server, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: s.Socket})
+	lock.SetOwner(boardlock.Owner{Kind: boardlock.OwnerRun, Socket: s.Socket})
 	t.Cleanup(func() {
 		s.Close()
 		b.Close()
@@ -130,7 +131,7 @@ func TestLongPathSocket(t *testing.T) {
 	if len(s.Socket) > maxSocketPath || strings.HasPrefix(s.Socket, long) {
 		t.Fatalf("socket %s", s.Socket)
 	}
-	if o, _ := board.ReadOwner(path); o.Socket != s.Socket {
+	if o, _ := boardlock.ReadOwner(path); o.Socket != s.Socket {
 		t.Fatalf("lock file says %+v", o)
 	}
 	a, err := Open(path, Options{})
@@ -161,7 +162,7 @@ func TestOpenWithoutOwner(t *testing.T) {
 	}
 	if _, err := Open(path, Options{Wait: 50 * time.Millisecond}); err == nil {
 		t.Fatal("two holders of the lock at once")
-	} else if o := new(board.OwnedError); !errors.As(err, &o) || o.Owner.Kind != board.OwnerCLI || o.Owner.PID != os.Getpid() {
+	} else if o := new(boardlock.OwnedError); !errors.As(err, &o) || o.Owner.Kind != boardlock.OwnerCLI || o.Owner.PID != os.Getpid() {
 		t.Fatalf("second open: %v", err)
 	}
 	done := make(chan error)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 )
 
 // Access reads and writes one run's board: through its owner's socket
@@ -60,9 +61,9 @@ func Open(path string, o Options) (Access, error) {
 	}
 	deadline := time.Now().Add(o.Wait)
 	delay := 500 * time.Microsecond
-	var holder board.Owner
+	var holder boardlock.Owner
 	for {
-		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
+		l, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerCLI})
 		if err == nil {
 			var b *board.Board
 			switch {
@@ -88,7 +89,7 @@ func Open(path string, o Options) (Access, error) {
 			}
 			return a, nil
 		}
-		var owned *board.OwnedError
+		var owned *boardlock.OwnedError
 		if !errors.As(err, &owned) {
 			if o.ReadOnly && (errors.Is(err, os.ErrPermission) || errors.Is(err, syscall.EROFS)) {
 				// A run in a directory this user may not write (someone
@@ -106,7 +107,7 @@ func Open(path string, o Options) (Access, error) {
 			}
 			return nil, err
 		}
-		if owned.Owner.Kind == board.OwnerRun && owned.Owner.Socket != "" {
+		if owned.Owner.Kind == boardlock.OwnerRun && owned.Owner.Socket != "" {
 			if c, err := Dial(owned.Owner.Socket, path); err == nil {
 				return c, nil
 			}
@@ -127,7 +128,7 @@ func Open(path string, o Options) (Access, error) {
 // local is access to a board no one else owns, under its lock.
 type local struct {
 	b    *board.Board
-	lock *board.Lock // nil: read without the lock (and without Perms)
+	lock *boardlock.Lock // nil: read without the lock (and without Perms)
 	path string
 	o    Options
 	// keysOnly: b holds the live keys only (board.LoadLive), the agents'

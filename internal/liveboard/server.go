@@ -1,12 +1,17 @@
 // Package liveboard shares a live run's blackboard with other processes.
 //
-// The process that owns a run (it holds the run's lock, see board.TryLock)
-// serves its board over HTTP on a Unix socket beside blackboard.json, so
-// `runner board put/get/watch...` and outside agents read and write the
-// board the plan is running on, and the plan sees their writes at once.
-// When no process owns the run, Open takes the lock itself and works on
-// the file. Either way one process writes, so no write is lost and
-// versions stay in order.
+// The process that owns a run (it holds the run's lock, see
+// boardlock.TryLock) serves its board over HTTP on a Unix socket beside
+// blackboard.json, so `runner board put/get/watch...` and outside agents
+// read and write the board the plan is running on, and the plan sees
+// their writes at once. When no process owns the run, Open takes the
+// lock itself and works on the file. Either way one process writes, so
+// no write is lost and versions stay in order.
+//
+// It moves boards between processes and presents nothing: the markdown
+// document a run keeps current is internal/view/boardview's. It may
+// import internal/board (and its boardlock) and internal/sys; not the
+// engine, the steps or the views.
 package liveboard
 
 import (

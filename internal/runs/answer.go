@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/sys/mask"
@@ -33,7 +34,7 @@ type Question struct {
 	Form    *steps.Form
 
 	saved  *board.Board
-	lock   *board.Lock
+	lock   *boardlock.Lock
 	live   answerTaker
 	remote bool
 	mask   *mask.Masker
@@ -89,10 +90,10 @@ func OpenQuestion(path, label string, visit int, m *mask.Masker, stderr io.Write
 		if _, err := os.Stat(path); err != nil {
 			return nil, usage(err)
 		}
-		if q.lock, err = board.TryLock(path, board.Owner{Kind: board.OwnerCLI}); err != nil {
+		if q.lock, err = boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerCLI}); err != nil {
 			// A run still running (its other steps) takes the answer
 			// through its socket, for its next resume.
-			var owned *board.OwnedError
+			var owned *boardlock.OwnedError
 			if !errors.As(err, &owned) || owned.Owner.Socket == "" {
 				return nil, usage(fmt.Errorf("%v (try again once it has stopped)", err))
 			}

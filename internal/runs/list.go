@@ -7,6 +7,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 )
 
@@ -116,14 +117,14 @@ func summarizePath(path, id, dir string, ownID bool) Summary {
 // resumedNow says whether a run's process (a resume) took the run at
 // path after it last stopped, at stopped, and holds it now.
 func resumedNow(path string, stopped time.Time) bool {
-	o, err := board.ReadOwner(path)
+	o, err := boardlock.ReadOwner(path)
 	return err == nil && o.Since.After(stopped) && liveOwner(path)
 }
 
 // liveOwner says whether a run's process holds the run at path now.
 func liveOwner(path string) bool {
-	o, err := board.ReadOwner(path)
-	if err != nil || o.Kind != board.OwnerRun || o.PID == os.Getpid() {
+	o, err := boardlock.ReadOwner(path)
+	if err != nil || o.Kind != boardlock.OwnerRun || o.PID == os.Getpid() {
 		return false
 	}
 	return o.PID > 0 && processAlive(o.PID)

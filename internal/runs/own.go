@@ -9,29 +9,31 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/replay"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/view/boardview"
 )
 
 // own takes the lock of the run at path for a run or resume: no other
 // process may run it at the same time. A CLI write holding the lock for a
 // moment is waited for; a live run is refused, naming its process.
-func own(path string) (*board.Lock, error) {
+func own(path string) (*boardlock.Lock, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerRun})
-		var owned *board.OwnedError
+		l, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerRun})
+		var owned *boardlock.OwnedError
 		if err == nil || !errors.As(err, &owned) {
 			return l, err
 		}
 		// A run whose process is gone lets go of the lock as its last
 		// file is closed (a child between fork and exec may hold it a
 		// moment longer): wait for that, as for a CLI write.
-		if owned.Owner.Kind == board.OwnerRun && processAlive(owned.Owner.PID) || time.Now().After(deadline) {
+		if owned.Owner.Kind == boardlock.OwnerRun && processAlive(owned.Owner.PID) || time.Now().After(deadline) {
 			msg := fmt.Sprintf("run %s is live: process %d owns it", path, owned.Owner.PID)
-			if owned.Owner.Kind == board.OwnerCLI {
+			if owned.Owner.Kind == boardlock.OwnerCLI {
 				msg = fmt.Sprintf("run %s is busy: process %d (runner board) has held it for over 10s; try again when it is done", path, owned.Owner.PID)
 			}
 			if owned.Owner.PID == 0 {
@@ -50,20 +52,20 @@ func own(path string) (*board.Lock, error) {
 // processes, and records the socket in the lock file. The returned stop
 // ends the sharing; the lock itself is released by the caller. With the
 // plan's board.markdown, it also keeps that file current.
-func serve(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, warnings io.Writer) (stop func()) {
+func serve(b *board.Board, lock *boardlock.Lock, p *plans.Plan, workdir string, warnings io.Writer) (stop func()) {
 	stopMD := func() error { return nil }
 	if md := p.Board.Markdown; md != "" {
 		if !filepath.IsAbs(md) {
 			md = filepath.Join(workdir, md)
 		}
-		stopMD = liveboard.KeepMarkdown(b, md, 200*time.Millisecond)
+		stopMD = boardview.KeepMarkdown(b, md, 200*time.Millisecond)
 	}
 	srv, err := liveboard.Serve(b)
 	if err != nil {
 		// The run goes on; outside processes wait for it to end.
 		warn(warnings, "warning: not serving the board to other processes: %v\n", err)
 	} else {
-		lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket})
+		lock.SetOwner(boardlock.Owner{Kind: boardlock.OwnerRun, Socket: srv.Socket})
 		srv.OnWrite(replay.RecordExternal(b)) // a replay makes outside writes again where they came
 		var mu sync.Mutex                     // one answer at a time: check, then record
 		srv.OnAnswer(func(a board.Answer) (liveboard.AnswerReply, error) {
@@ -76,7 +78,7 @@ func serve(b *board.Board, lock *board.Lock, p *plans.Plan, workdir string, warn
 	return func() {
 		once.Do(func() {
 			if srv != nil {
-				lock.SetOwner(board.Owner{Kind: board.OwnerRun})
+				lock.SetOwner(boardlock.Owner{Kind: boardlock.OwnerRun})
 				srv.Close()
 			}
 			if err := stopMD(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 )
 
@@ -53,7 +54,7 @@ func TestARunEndingMidRequestIsReachedOnItsFile(t *testing.T) {
 			if _, err := b.Write(board.WriteOp{Key: "k", Value: "v", Author: "a", Role: "user", ExpectVersion: -1}); err != nil {
 				t.Fatal(err)
 			}
-			lock, err := board.TryLock(path, board.Owner{Kind: board.OwnerRun})
+			lock, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerRun})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +62,7 @@ func TestARunEndingMidRequestIsReachedOnItsFile(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := lock.SetOwner(board.Owner{Kind: board.OwnerRun, Socket: srv.Socket}); err != nil {
+			if err := lock.SetOwner(boardlock.Owner{Kind: boardlock.OwnerRun, Socket: srv.Socket}); err != nil {
 				t.Fatal(err)
 			}
 			a, _, err := OpenBoard(path, BoardOptions{ReadOnly: tc.readOnly})

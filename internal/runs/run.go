@@ -23,6 +23,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/steps"
@@ -125,9 +126,9 @@ type Run struct {
 
 	opts   Options
 	resume bool
-	src    []byte       // Reopen: the plan source it goes on with
-	lock   *board.Lock  // Reopen: held until Execute ends
-	saved  *board.Board // Reopen: the run as loaded, continued by Execute
+	src    []byte          // Reopen: the plan source it goes on with
+	lock   *boardlock.Lock // Reopen: held until Execute ends
+	saved  *board.Board    // Reopen: the run as loaded, continued by Execute
 }
 
 // Result is how a run ended.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
 )
@@ -180,7 +181,7 @@ func TestListShowsARunBeingResumed(t *testing.T) {
 		{"took it before it stopped: the run itself", stopped.Add(-time.Second), board.StatusFailed, false},
 	}
 	for _, c := range cases {
-		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerRun, PID: other, Since: c.since})
+		l, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerRun, PID: other, Since: c.since})
 		if err != nil {
 			t.Fatal(err)
 		}

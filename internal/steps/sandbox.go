@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/sys/sandbox"
@@ -117,9 +118,9 @@ func (sb *sandboxSpec) policy(sc *engine.StepContext, dir string, env []string) 
 	if sc.Board != nil && sc.Board.Path() != "" {
 		bb := sc.Board.Path()
 		p.Write = append(p.Write, filepath.Dir(bb))
-		p.ReadOnly = append(p.ReadOnly, bb, board.JournalPath(bb), board.LockPath(bb))
+		p.ReadOnly = append(p.ReadOnly, bb, board.JournalPath(bb), boardlock.LockPath(bb))
 		p.Hide = append(p.Hide, bb+".sock")
-		if o, err := board.ReadOwner(bb); err == nil && o.Socket != "" {
+		if o, err := boardlock.ReadOwner(bb); err == nil && o.Socket != "" {
 			p.Hide = append(p.Hide, o.Socket) // a private one, for a long path
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/sys/mask"
+	"github.com/planrunner/runner/internal/view/boardview"
 )
 
 // Options say what a Server serves.
@@ -649,7 +650,7 @@ func (s *Server) reportText(run string) (string, error) {
 		return "", err
 	}
 	var buf bytes.Buffer
-	if err := b.Markdown(&buf); err != nil {
+	if err := boardview.Markdown(&buf, b); err != nil {
 		return "", err
 	}
 	return buf.String(), nil

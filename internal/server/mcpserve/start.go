@@ -16,7 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/steps"
 )
@@ -172,7 +172,7 @@ func (s *Server) start(ctx context.Context, args []string) (Started, error) {
 
 // ownedBy says whether process pid holds the run at path.
 func ownedBy(path string, pid int) bool {
-	o, err := board.ReadOwner(path)
+	o, err := boardlock.ReadOwner(path)
 	return err == nil && o.PID == pid
 }
 

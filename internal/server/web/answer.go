@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/sys/mask"
@@ -161,8 +162,8 @@ func (s *Server) resumeWhenStopped(path string) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for range t.C {
-		l, err := board.TryLock(path, board.Owner{Kind: board.OwnerCLI})
-		var owned *board.OwnedError
+		l, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerCLI})
+		var owned *boardlock.OwnedError
 		if errors.As(err, &owned) {
 			continue
 		}

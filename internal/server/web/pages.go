@@ -10,6 +10,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/view/report"
@@ -17,8 +18,9 @@ import (
 
 var errorPage = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("error").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>runner serve</title></head>
-<body><p id="error">{{.}}</p></body></html>
+<html lang="en"><head><meta charset="utf-8"><title>runner serve</title>{{if .Boot}}
+<script src="/assets/boot.js"></script>{{end}}</head>
+<body><p id="error">{{.Msg}}</p></body></html>
 `))
 })
 
@@ -140,7 +142,7 @@ func (s *Server) load(path string) (*board.Board, error) {
 		defer remote.Close()
 		return remote.Board()
 	}
-	if o, err := board.ReadOwner(p); err == nil && o.Kind == board.OwnerRun && o.Socket != "" {
+	if o, err := boardlock.ReadOwner(p); err == nil && o.Kind == boardlock.OwnerRun && o.Socket != "" {
 		if c, err := liveboard.Dial(o.Socket, p); err == nil {
 			b, err := c.Board()
 			c.Close()

@@ -1,0 +1,64 @@
+//go:build unix
+
+package boardlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// A second taker of a held lock is refused with the holder named (as the
+// holder last wrote itself), and takes it once the holder lets go.
+func TestTryLockRefusesWhileHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		holder Owner
+		socket string // written by SetOwner after taking it
+		want   string // the refusal's message, path aside
+	}{
+		{"run", Owner{Kind: OwnerRun}, "/tmp/run.sock", " is in use by process %d (run)"},
+		{"cli", Owner{Kind: OwnerCLI}, "", " is in use by process %d (cli)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := t.TempDir() + "/blackboard.json"
+			held, err := TryLock(path, tc.holder)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.socket != "" {
+				o := tc.holder
+				o.Socket = tc.socket
+				if err := held.SetOwner(o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = TryLock(path, Owner{Kind: OwnerCLI})
+			var owned *OwnedError
+			if !errors.As(err, &owned) {
+				t.Fatalf("second TryLock: %v, want an *OwnedError", err)
+			}
+			if owned.Owner.Kind != tc.holder.Kind || owned.Owner.PID != os.Getpid() || owned.Owner.Socket != tc.socket || owned.Owner.Since.IsZero() {
+				t.Errorf("holder %+v, want kind %s, pid %d, socket %q and a time", owned.Owner, tc.holder.Kind, os.Getpid(), tc.socket)
+			}
+			if want := path + fmt.Sprintf(tc.want, os.Getpid()); err.Error() != want {
+				t.Errorf("error %q, want %q", err, want)
+			}
+			if err := held.Unlock(); err != nil {
+				t.Fatal(err)
+			}
+			again, err := TryLock(path, Owner{Kind: OwnerCLI})
+			if err != nil {
+				t.Fatalf("TryLock after Unlock: %v", err)
+			}
+			defer again.Unlock()
+			if o, err := ReadOwner(path); err != nil || o.Kind != OwnerCLI || o.Socket != "" {
+				t.Errorf("ReadOwner = %+v, %v; want the new cli holder, no socket", o, err)
+			}
+			if fi, err := os.Stat(LockPath(path)); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("lock file: %v %v, want mode 0600", fi.Mode(), err)
+			}
+		})
+	}
+}

@@ -1,0 +1,502 @@
+package board
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/planrunner/runner/internal/sys/readlimit"
+)
+
+// Format is the value of the "format" field of blackboard.json.
+const Format = "runner.blackboard/v1"
+
+// File is blackboard.json (docs/spec.md §3).
+type File struct {
+	Format     string     `json:"format"`
+	Run        Run        `json:"run"`
+	Steps      []stepIn   `json:"steps"`
+	Entries    []*entryIn `json:"entries"`
+	Recordings []recIn    `json:"recordings"`
+	// Blobs are the large strings, stored once (see store_blob.go): key ->
+	// the value's JSON string.
+	Blobs map[string]json.RawMessage `json:"blobs,omitempty"`
+	// JournalN is how many journal records the file already holds; on load,
+	// journal records numbered at or below it are skipped, so a crash
+	// between writing the file and truncating the journal duplicates nothing.
+	JournalN int64 `json:"journal_n"`
+
+	hasRun bool         // the file has a "run" object (see check)
+	recs   []StepRecord // Steps' records, when read line by line: the board's
+	recs2  []Recording  // Recordings', when read line by line
+	table  *blobTable   // Blobs, checked
+}
+
+// FileMode is the mode of a run's files (blackboard.json, its journal and
+// lock): a board holds model answers, outputs and the plan, which are the
+// user's alone. Private whatever the umask.
+const FileMode os.FileMode = 0o600
+
+// DirMode is the mode of a run's directory.
+const DirMode os.FileMode = 0o700
+
+// JournalPath is where the journal of a blackboard file lives.
+func JournalPath(path string) string { return path + ".journal" }
+
+// Options control persistence.
+type Options struct {
+	// Sync fsyncs the journal after every record: a finished step then
+	// survives a power loss, not only the process being killed.
+	Sync bool
+	// Redact masks secrets in everything that enters the board from now
+	// on (see Redact); nil: nothing is masked.
+	Redact Redact
+}
+
+// Create starts a saved run at path: it writes blackboard.json (atomically)
+// and opens an empty journal beside it. The file exists from then on.
+func Create(path string, run Run, opt Options) (*Board, error) {
+	b := New(run)
+	b.redact = opt.Redact
+	b.redactRun(&b.run)
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	if err := b.saveLocked(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Open loads a saved run for continuing it (resume): the file plus its
+// journal, and further changes go to the journal again.
+func Open(path string, opt Options) (*Board, error) {
+	b, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	b.redact = opt.Redact
+	// Fold the journal into the file now, so a torn tail is dropped
+	// before new records are appended after it.
+	if err := b.Save(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// OpenAppend is Open for a short write by a process holding the run's
+// lock (a CLI put): it appends to the journal after the records already
+// there instead of rewriting the file, so a write costs a load and one
+// journal line. The journal is folded into the file only when its last
+// line is torn, or when it has grown past 4 MiB.
+func OpenAppend(path string, opt Options) (*Board, error) {
+	b, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	b.redact = opt.Redact
+	if fi, err := os.Stat(b.journal.path); b.torn || (err == nil && fi.Size() > 4<<20) {
+		if err := b.Save(); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// Attach continues the run b was loaded from (by Load, from path) as
+// Open does, without reading the file a second time: further changes go
+// to path's journal. As with OpenAppend, the journal is folded into the
+// file only when its last line is torn or it has grown past 4 MiB, so
+// resuming a large run does not rewrite its file before the first step.
+func (b *Board) Attach(path string, opt Options) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.journal = &journal{path: JournalPath(path), file: path, sync: opt.Sync}
+	b.redact = opt.Redact
+	if fi, err := os.Stat(b.journal.path); b.torn || (err == nil && fi.Size() > 4<<20) {
+		return b.saveLocked()
+	}
+	return nil
+}
+
+// Load reads a saved run, folding in its journal, into an in-memory board.
+func Load(path string) (*Board, error) {
+	data, err := readSaved(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := b.foldJournal(JournalPath(path)); err != nil {
+		return nil, err
+	}
+	b.loadBlobs = nil // the values are in the records now; the keys stay known
+	return b, nil
+}
+
+// readSaved reads a saved run's file, up to the board's size limit. Only
+// a regular file is read: a FIFO would block the open for good, and a
+// device (/dev/zero) never ends.
+func readSaved(path string) ([]byte, error) {
+	if err := checkRegular(path); err != nil {
+		return nil, err
+	}
+	return readlimit.File(path, readlimit.Board)
+}
+
+// CheckSaved refuses, without opening it, a path that cannot be a saved
+// run: anything but a regular file (a FIFO would block for good, a device
+// never ends).
+func CheckSaved(path string) error { return checkRegular(path) }
+
+// checkRegular refuses what is not a regular file, without opening it.
+func checkRegular(path string) error {
+	err := readlimit.CheckRegular(path)
+	var pe *os.PathError
+	if err != nil && !errors.As(err, &pe) { // not a stat error: the kind of file
+		return fmt.Errorf("%w: a saved run is one", err)
+	}
+	return err
+}
+
+// Parse reads a blackboard.json held in memory (a live run's board served
+// over its socket, say), without a journal.
+func Parse(data []byte) (*Board, error) {
+	b, err := parse(data)
+	if err != nil {
+		return nil, err
+	}
+	b.loadBlobs = nil
+	return b, nil
+}
+
+// parse is Parse keeping the file's blob table, for its journal's lines.
+func parse(data []byte) (*Board, error) { return parseFile(data, false) }
+
+// parseFile is parse, with entries decoded lazily (see store_lazy.go) or not.
+func parseFile(data []byte, lazy bool) (*Board, error) {
+	f, err := decodeFile(data, lazy)
+	if err != nil {
+		return nil, fmt.Errorf("not a blackboard file: %w", syntaxPos(data, err))
+	}
+	if f.Format != Format {
+		return nil, fmt.Errorf("format %q, want %q", f.Format, Format)
+	}
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	b := New(f.Run)
+	// The indexes sized once (at 100k steps they grew 17 times each):
+	// at most a key per keyed entry, a label per step, about.
+	keyed := 0
+	for _, e := range f.Entries {
+		if e.Key != "" {
+			keyed++
+		}
+	}
+	b.byKey, b.keys, b.seen = make(map[string][]int, keyed), make(map[string]*keyState, keyed), make(map[seenKey]int64, keyed)
+	b.byLabel = make(map[string][]int, min(len(f.Steps), len(f.Entries)))
+	b.entries = make([]*Entry, 0, len(f.Entries)+len(f.Entries)/4+8)
+	for _, e := range f.Entries {
+		if e.Seq != int64(len(b.entries))+1 {
+			return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, len(b.entries)+1)
+		}
+		b.indexLocked(e.Entry)
+	}
+	b.steps = f.recs // read line by line: taken as they are, not copied
+	if b.steps == nil {
+		b.steps = make([]StepRecord, len(f.Steps))
+	}
+	for i, s := range f.Steps {
+		if err := f.table.resolveStep(s.StepRecord, s.Refs); err != nil {
+			return nil, err
+		}
+		if f.recs == nil {
+			b.steps[i] = *s.StepRecord
+		}
+	}
+	b.recordings = make([]Recording, len(f.Recordings))
+	for i, r := range f.Recordings {
+		if err := f.table.resolveRec(r.get(), r.Refs); err != nil {
+			return nil, err
+		}
+		b.recordings[i] = *r.Recording
+	}
+	b.journalN = f.JournalN
+	b.loadBlobs = f.table
+	b.blobsKnown = make(map[string]bool, len(f.table.lit))
+	for k := range f.table.lit {
+		b.blobsKnown[k] = true
+	}
+	return b, nil
+}
+
+// Encode is the whole board as blackboard.json.
+func (b *Board) Encode() ([]byte, error) {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var buf bytes.Buffer
+	w := bufio.NewWriterSize(&buf, 64<<10)
+	if _, err := b.encodeLocked(w); err != nil {
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// foldJournal applies the journal's records that the file does not hold. A
+// torn last line (the process was killed mid-write) is ignored.
+func (b *Board) foldJournal(path string) error {
+	if err := checkRegular(path); errors.Is(err, os.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(readlimit.NewReader(f, path, readlimit.Board), 1<<20)
+	base, prev := b.journalN, int64(-1) // the file's watermark; the last record's number
+	for lineNo := 1; ; lineNo++ {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			b.torn = len(line) > 0
+			return nil // an unterminated last line is a torn write: drop it
+		}
+		if err != nil {
+			return err
+		}
+		var in recordIn
+		if err := json.Unmarshal(line, &in); err != nil {
+			if _, peekErr := r.Peek(1); peekErr == io.EOF {
+				b.torn = true
+				return nil
+			}
+			return fmt.Errorf("%s:%d: corrupt journal record: %w", path, lineNo, err)
+		}
+		rec, err := b.resolveRecord(&in)
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
+		}
+		if err := b.checkNumber(&rec, prev, base); err != nil {
+			return fmt.Errorf("%s:%d: %w", path, lineNo, err)
+		}
+		prev = rec.N
+		if rec.N <= base {
+			continue // the file holds it already (a crash between save and truncate)
+		}
+		b.journalN = rec.N
+		switch {
+		case rec.Entry != nil:
+			if rec.Entry.Seq != int64(len(b.entries))+1 {
+				return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, rec.Entry.Seq)
+			}
+			b.indexLocked(rec.Entry)
+		case rec.Step != nil || len(rec.Entries) > 0:
+			for _, e := range rec.Entries {
+				if e.Seq != int64(len(b.entries))+1 {
+					return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, e.Seq)
+				}
+				b.indexLocked(e)
+			}
+			if rec.Step != nil {
+				b.steps = append(b.steps, *rec.Step)
+			}
+		case rec.Rec != nil:
+			b.recordings = append(b.recordings, *rec.Rec)
+		case rec.Run != nil:
+			src := b.run.PlanSource
+			b.run = *rec.Run
+			if rec.SameSource {
+				b.run.PlanSource = src
+			}
+		}
+	}
+}
+
+// Save writes the whole board to blackboard.json atomically and empties the
+// journal. Its cost grows with the board: call it at the end of a run, not
+// per step (per step, the journal is enough).
+func (b *Board) Save() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.saveLocked()
+}
+
+func (b *Board) saveLocked() error {
+	j := b.journal
+	if j == nil {
+		return errors.New("board: not backed by a file")
+	}
+	// Streamed to the file: a whole encoded copy of a board holding a
+	// large value would double the peak.
+	var known map[string]bool
+	err := writeAtomic(j.file, FileMode, func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 256<<10)
+		var err error
+		if known, err = b.encodeLocked(w); err != nil {
+			return fmt.Errorf("board: encoding %s: %w", j.file, err)
+		}
+		return w.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	b.blobsKnown = known
+	return j.truncate()
+}
+
+// encodeLocked writes the file with one step, entry or recording per line:
+// readable and diffable, and much cheaper than indenting every value.
+// Large strings are written once, in "blobs" (see store_blob.go), whose keys it
+// returns.
+func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
+	put := func(v any) error {
+		data, err := json.Marshal(v)
+		w.Write(data)
+		return err
+	}
+	w.WriteString("{\n \"format\": ")
+	put(Format)
+	w.WriteString(",\n \"run\": ")
+	if err := writeRun(w, &b.run); err != nil {
+		return nil, err
+	}
+	x := newBlobSink(nil)
+	x.texts = &b.texts
+	var err error
+	var scratch []byte
+	// raw is a record's line as it was read, to be written again as it
+	// is (see store_rawsave.go); nil: encode it.
+	list := func(name string, n int, raw func(x *blobSink, i int) []byte, enc func(b []byte, x *blobSink, i int) ([]byte, error)) {
+		fmt.Fprintf(w, ",\n %q: [", name)
+		for i := 0; i < n && err == nil; i++ {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString("\n  ")
+			if line := raw(x, i); line != nil {
+				w.Write(line)
+				continue
+			}
+			scratch, err = withBlobs(scratch[:0], x, func(s []byte, x *blobSink) ([]byte, error) { return enc(s, x, i) })
+			w.Write(scratch)
+		}
+		if n > 0 {
+			w.WriteString("\n ")
+		}
+		w.WriteByte(']')
+	}
+	none := func(*blobSink, int) []byte { return nil }
+	list("steps", len(b.steps), none, func(s []byte, x *blobSink, i int) ([]byte, error) { return appendStep(s, &b.steps[i], x) })
+	list("entries", len(b.entries), func(x *blobSink, i int) []byte { return b.entries[i].rawLine(x) },
+		func(s []byte, x *blobSink, i int) ([]byte, error) {
+			e := b.entries[i]
+			if e.lazy != nil { // rawLine writes these; never their content left out
+				full := e.loaded()
+				e = &full
+			}
+			return appendEntry(s, e, x)
+		})
+	list("recordings", len(b.recordings), none, func(s []byte, x *blobSink, i int) ([]byte, error) {
+		return appendRecording(s, &b.recordings[i], x)
+	})
+	if err != nil {
+		return nil, err
+	}
+	x.slices(nil)
+	if len(x.table) > 0 {
+		w.WriteString(",\n \"blobs\": {")
+		for i := range x.table {
+			if i > 0 {
+				w.WriteByte(',')
+			}
+			w.WriteString("\n  \"" + x.table[i].key + "\": ")
+			if scratch, err = x.table[i].writeTo(w, scratch); err != nil {
+				return nil, err
+			}
+		}
+		w.WriteString("\n }")
+	}
+	fmt.Fprintf(w, ",\n \"journal_n\": %d\n}\n", b.journalN)
+	return x.have, nil
+}
+
+// Path is the blackboard.json path, or "" for an in-memory board.
+func (b *Board) Path() string {
+	if b.journal == nil {
+		return ""
+	}
+	return b.journal.file
+}
+
+// Close closes the journal (without saving).
+func (b *Board) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.journal == nil {
+		return nil
+	}
+	return b.journal.close()
+}
+
+// WriteFileAtomic replaces path with data: a temp file in the same
+// directory, fsync, rename, fsync of the directory. Readers see the old file
+// or the new one, never half of one.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic is WriteFileAtomic with the content written by write.
+func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(name)
+		return err
+	}
+	if err := write(tmp); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if err := os.Rename(name, path); err != nil {
+		os.Remove(name)
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync() // best effort: some filesystems refuse fsync on directories
+		d.Close()
+	}
+	return nil
+}
