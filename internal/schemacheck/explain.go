@@ -204,7 +204,11 @@ var (
 func reword(msg string, val any) string {
 	if m := reType.FindStringSubmatch(msg); m != nil {
 		want := strings.TrimPrefix(m[2], "one of ")
-		return fmt.Sprintf("got %s, want %s", m[1], strings.Join(unquote(want), " or "))
+		var types []string
+		for _, t := range unquote(want) {
+			types = append(types, strings.Split(t, ", ")...)
+		}
+		return fmt.Sprintf("got %s, want %s", m[1], strings.Join(types, " or "))
 	}
 	if m := reRequired.FindStringSubmatch(msg); m != nil {
 		names := unquote(m[1])
