@@ -15,7 +15,7 @@ import (
 // value's place, and rewords the innermost message in runner's terms.
 
 func (s *Schema) explain(doc any, err error) error {
-	text := firstLine(strings.TrimSpace(err.Error()))
+	text := strings.TrimSpace(err.Error())
 	var schemaPaths []string
 	for strings.HasPrefix(text, "validating ") {
 		rest := strings.TrimPrefix(text, "validating ")
@@ -189,11 +189,11 @@ func index(v any, k string) any {
 }
 
 var (
-	reType     = regexp.MustCompile(`^type: .* has type "(\w+)", want (.*)$`)
+	reType     = regexp.MustCompile(`(?s)^type: .* has type "(\w+)", want (.*)$`)
 	reRequired = regexp.MustCompile(`^required: missing properties: \[(.*)\]$`)
 	reExtra    = regexp.MustCompile(`^unexpected additional properties \[(.*)\]$`)
 	reBound    = regexp.MustCompile(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum|multipleOf): \S+ (?:is|is not) .* ([-0-9.e+]+)$`)
-	reLength   = regexp.MustCompile(`^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
+	reLength   = regexp.MustCompile(`(?s)^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
 	reItems    = regexp.MustCompile(`^(minItems|maxItems): array length (\d+) is (?:less|greater) than (\d+)$`)
 	reProps    = regexp.MustCompile(`^(minProperties|maxProperties): object has (\d+) properties, (?:less|greater) than (\d+)$`)
 	reQuoted   = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)

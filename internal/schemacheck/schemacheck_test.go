@@ -100,6 +100,7 @@ func TestBadValues(t *testing.T) {
 	}{
 		{"wrong type", "type: object\nproperties:\n  count: {type: integer}\n", `{"count": "x"}`,
 			"at '/count': got string, want integer"},
+		{"string with newline", "properties:\n  n: {type: integer}\n", `{"n": "a: b\\nc"}`, "at '/n': got string, want integer"},
 		{"type list", "properties:\n  a: {type: [integer, 'null']}\n", `{"a": true}`,
 			"at '/a': got boolean, want integer or null"},
 		{"missing", "type: object\nrequired: [a, b]\n", `{}`, "at '': missing properties 'a', 'b'"},
