@@ -168,7 +168,7 @@ func subcommands(t *testing.T, cmd string) []string {
 	return out
 }
 
-var flagLine = regexp.MustCompile(`(?m)^  --?([A-Za-z0-9][A-Za-z0-9-]*)( [A-Za-z_]+)?(\t|$)`)
+var flagLine = regexp.MustCompile(`(?m)^  --?([A-Za-z0-9][A-Za-z0-9-]*)( [A-Za-z_:]+)?(\t|$)`)
 
 // flags are the flags a help text lists, each with whether it takes a
 // value (Go's flag package prints "-name type" for those).
