@@ -129,6 +129,8 @@ func ServeSource(src Source, sock string) (*Server, error) {
 	// Serve holds the run's lock, so no live process is serving on it.
 	if fi, err := os.Lstat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
 		safefs.Remove(sock)
+	} else if err := safefs.Found(sock, os.ModeSocket); err != nil {
+		return nil, fmt.Errorf("liveboard: %w", err) // Listen would only say "address in use"
 	}
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

@@ -30,7 +30,7 @@ type FoundError struct {
 }
 
 func (e *FoundError) Error() string {
-	return fmt.Sprintf("%s: found %s there, not a regular file of runner's: left alone", e.Path, e.Found)
+	return fmt.Sprintf("%s: found %s there, where runner keeps a file of its own: not followed, opened or written", e.Path, e.Found)
 }
 
 // WriteFile replaces the file at path with what write writes: a new file
@@ -117,6 +117,17 @@ func Chmod(path string, mode os.FileMode) error {
 	return r.Chmod(base, mode)
 }
 
+// Found is a *FoundError naming what is at path when that is not what
+// runner expects there (want: os.ModeSocket, say, or 0 for a regular
+// file); nil when it is, or when nothing is there.
+func Found(path string, want os.FileMode) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode().Type() == want {
+		return nil
+	}
+	return &FoundError{Path: path, Found: describe(fi, path)}
+}
+
 // describe names what fi (from Lstat of path) is, for a FoundError.
 func describe(fi os.FileInfo, path string) string {
 	m := fi.Mode()
@@ -135,6 +146,9 @@ func describe(fi os.FileInfo, path string) string {
 	case m&os.ModeDevice != 0:
 		return "a device"
 	case m.IsRegular():
+		if n := links(fi); n > 1 {
+			return fmt.Sprintf("a file with %d names (a hard link)", n)
+		}
 		return "a regular file"
 	}
 	return "a special file (" + m.String() + ")"

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,14 @@ import (
 type dir struct {
 	fd   int
 	path string
+}
+
+// links is the number of names of the file fi describes.
+func links(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Nlink)
+	}
+	return 1
 }
 
 func openDir(path string) (*dir, error) {
