@@ -14,7 +14,7 @@ import (
 
 // stepTypeAliases are the internal types the API names on purpose: what a
 // program writes a step type against.
-var stepTypeAliases = []string{"Type", "Step", "Result", "StepContext", "Decoder", "Template", "Registry"}
+var stepTypeAliases = []string{"Type", "Step", "Result", "StepContext", "Decoder", "Template", "Registry", "Caps", "Sched", "ReplayMode", "Shows"}
 
 // packageFiles parses the package's own Go files in dir, tests left out.
 func packageFiles(t *testing.T, dir string) []*ast.File {

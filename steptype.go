@@ -43,6 +43,47 @@ type (
 	// Registry holds the step types a plan may use, by name; Register
 	// adds one (a name registered twice panics).
 	Registry = engine.Registry
+
+	// Caps is what a step type says of itself, by a method
+	// `Caps() runner.Caps` on its Type: where it runs (Sched), how a
+	// replay treats it (Replay, a ReplayMode), whether its own timeout bounds it, and
+	// the kinds of result the views show (Shows). A type without the
+	// method touches the world: a replay in a workdir runs it, an offline
+	// one serves its recorded result.
+	Caps = engine.Caps
+
+	// Sched is where a step type runs when steps are not all run alike
+	// (on Temporal): SchedWorld, SchedPure or SchedWaits.
+	Sched = engine.Sched
+
+	// ReplayMode is how a replay treats a step type's visits:
+	// ReplayWorld, ReplayRerun or ReplayRecorded.
+	ReplayMode = engine.Replay
+
+	// Shows is a set of kinds of result (ShowsModel, ShowsEdit,
+	// ShowsTests...) the report, traces, JUnit, eval and GitHub Actions
+	// output show whatever the type's name.
+	Shows = engine.Shows
+)
+
+// What a step type may declare in its Caps; each is described in `go doc`
+// of github.com/planrunner/runner/internal/engine.
+const (
+	SchedWorld = engine.SchedWorld // touches processes, files or models (the default)
+	SchedPure  = engine.SchedPure  // reads and writes only the board
+	SchedWaits = engine.SchedWaits // waits for a person's answer
+
+	ReplayWorld    = engine.ReplayWorld    // run in a workdir, served from the recording offline (the default)
+	ReplayRerun    = engine.ReplayRerun    // a function of the board, clock and model answers: run again
+	ReplayRecorded = engine.ReplayRecorded // a person's answer: always from the recording
+
+	ShowsModel   = engine.ShowsModel   // one agent's answer
+	ShowsAgents  = engine.ShowsAgents  // several agents' turns
+	ShowsEdit    = engine.ShowsEdit    // applied a diff; `files` are what it changed
+	ShowsTests   = engine.ShowsTests   // a test run's result
+	ShowsProcess = engine.ShowsProcess // one process: exit_code, stdout, stderr
+	ShowsAsk     = engine.ShowsAsk     // asked a person; `answer` is what they said
+	ShowsRoute   = engine.ShowsRoute   // says where the run went next
 )
 
 // NewRegistry returns a registry of the built-in step types (command,

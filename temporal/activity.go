@@ -44,6 +44,11 @@ type StepInput struct {
 	// Workspace is the run's workspace manifest when it travels with the
 	// run (hosts.go): the step runs in this host's copy of it.
 	Workspace string `json:",omitempty"`
+	// Copy names the copy of the workspace the run is on, and
+	// WorkspaceSeq is Workspace's number in it (hosts.go): the host that
+	// holds that copy runs the step in it.
+	Copy         string `json:",omitempty"`
+	WorkspaceSeq int64  `json:",omitempty"`
 	// Beside says other steps of the run were running when this one was
 	// handed Head (parallel children, for_each items): a worker whose copy
 	// of the run is already past Head runs it on that copy.
@@ -66,7 +71,12 @@ type StepOutput struct {
 	Attempt int32 `json:",omitempty"`
 	// Workspace is the run's workspace after the step, when it travels
 	// with the run: the manifest another host takes the run over with.
-	Workspace string `json:",omitempty"`
+	// Copy is the copy of the workspace the step ran in, WorkspaceSeq
+	// the snapshot's number in it (hosts.go): the workflow keeps the
+	// highest.
+	Workspace    string `json:",omitempty"`
+	Copy         string `json:",omitempty"`
+	WorkspaceSeq int64  `json:",omitempty"`
 }
 
 // Activities runs steps for the workflow.
@@ -162,12 +172,12 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	planPath := in.PlanPath
 	if in.Workspace != "" {
 		// The run's files are in this host's copy of its workspace.
-		root, m, err := a.workspace(runID, in.Workspace)
+		st, _, err := a.hostCopy(runID, wsWant{Manifest: in.Workspace, Copy: in.Copy, Seq: in.WorkspaceSeq}, false)
 		if err != nil {
 			return nil, err
 		}
-		planPath = filepath.Join(root, filepath.FromSlash(m.PlanDir), m.Plan)
-		in.Workdir = filepath.Join(root, filepath.FromSlash(m.Workdir))
+		planPath = filepath.Join(st.root, filepath.FromSlash(st.m.PlanDir), st.m.Plan)
+		in.Workdir = filepath.Join(st.root, filepath.FromSlash(st.m.Workdir))
 	}
 	prog, err := a.program(planPath, in.PlanSHA256)
 	if err != nil {
@@ -215,7 +225,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		}
 	}
 	if in.Workspace != "" {
-		if out.Workspace, err = a.snapshot(runID, b.Run().ID); err != nil {
+		if out.Workspace, out.Copy, out.WorkspaceSeq, err = a.snapshot(runID, b.Run().ID); err != nil {
 			return nil, fmt.Errorf("host %s: keeping the run's workspace: %w", a.HostID, err)
 		}
 	}

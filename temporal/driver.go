@@ -255,15 +255,24 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	lostWithHost := 0
 	if it.pinned(ctx) {
 		// The step runs on the run's host, in its copy of the workspace.
-		err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
-			if !shared {
-				in.Workspace = it.ws
+		for {
+			err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
+				if !shared {
+					in.Workspace, in.Copy, in.WorkspaceSeq = it.ws, it.copy, it.wsSeq
+				}
+				return in
+			}, &out, &lostWithHost)
+			if err == nil && it.copy != "" && out.Copy != "" && out.Copy != it.copy {
+				// It ran in a copy the run has left since (its host was
+				// taken for lost): what it did to the files is not in the
+				// copy the run goes on with, so it runs again there.
+				lostWithHost++
+				out = StepOutput{}
+				continue
 			}
-			return in
-		}, &out, &lostWithHost)
-		if out.Workspace != "" {
-			it.ws = out.Workspace
+			break
 		}
+		it.keep(&out)
 	} else if it.asLocal(ctx, n) {
 		err = it.runLocal(ctx, n, in, &out) // local.go
 	} else {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/sys/boot"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -65,32 +66,57 @@ func NewHostID() string {
 
 // DefaultWorkRoot is where a worker makes its runs' workspaces when no
 // --work-root is given.
-func DefaultWorkRoot() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "runner-temporal", "work")
-}
+func DefaultWorkRoot() string { return boot.DefaultWorkRoot() }
+
+// A run's workspace on a host is a copy, named when a pin makes it (a
+// pin landing on the host whose copy the run already goes on with keeps
+// it). The host numbers the snapshots it puts in the store after each
+// step of the copy, in the order it takes them (one at a time, each of
+// the whole workspace, after the step's files were written): the highest
+// number holds the effects of every step of the copy that finished before
+// it, in whatever order their completions reach the workflow. So the
+// workflow keeps the highest-numbered snapshot of the copy the run is on
+// (not the last it heard of), hands it to a pin that moves the run, and
+// runs again a step whose completion comes from a copy the run has left
+// (its files are not in the one it goes on with).
 
 // PinInput asks a worker to take a run: make its workspace there.
 type PinInput struct {
 	Workspace string // the manifest to make it from
+	// Copy is the copy the run is on ("" before its first pin): the host
+	// that holds it keeps it, any other makes a new one from Workspace.
+	Copy string `json:",omitempty"`
 }
 
 // PinOutput is the host that took it; Shared: the worker that answered
 // sees the run's workdir as the client does (--shared-workspace), so the
 // run is not pinned and its steps run on any worker, in that workdir.
+// Copy names the copy the run goes on with there; Kept: it is the one the
+// run was on (the host already held it), so the snapshots keep numbering.
 type PinOutput struct {
 	Host   string
-	Shared bool `json:",omitempty"`
+	Shared bool   `json:",omitempty"`
+	Copy   string `json:",omitempty"`
+	Kept   bool   `json:",omitempty"`
 }
 
 // WorkspaceRead is a files() or read_file() of a pinned run, done on its
 // host.
 type WorkspaceRead struct {
 	Workspace string
+	Copy      string `json:",omitempty"`
+	Seq       int64  `json:",omitempty"`
 	Call      engine.WorkspaceCall
+}
+
+// wsWant is the copy of a run's workspace an activity expects on its
+// host: Copy ("" from a workflow that names none: whatever the host has),
+// and the newest snapshot of it the workflow knows (Manifest, numbered
+// Seq), which a host without it makes it from.
+type wsWant struct {
+	Manifest string
+	Copy     string
+	Seq      int64
 }
 
 // NewHostWorker makes the worker of this host's own task queue: the step
@@ -119,12 +145,12 @@ func (a *Activities) Pin(ctx context.Context, in PinInput) (*PinOutput, error) {
 		return nil, temporal.NewNonRetryableApplicationError("this worker has no host id: it cannot take runs whose workspace travels with them", errBadInput, nil)
 	}
 	stop := beatWhile(ctx)
-	_, _, err := a.workspace(activity.GetInfo(ctx).WorkflowExecution.ID, in.Workspace)
+	st, kept, err := a.hostCopy(activity.GetInfo(ctx).WorkflowExecution.ID, wsWant{Manifest: in.Workspace, Copy: in.Copy}, true)
 	stop()
 	if err != nil {
 		return nil, err
 	}
-	return &PinOutput{Host: a.HostID}, nil
+	return &PinOutput{Host: a.HostID, Copy: st.copy, Kept: kept}, nil
 }
 
 // ReadWorkspace answers a files() or read_file() of a run pinned here.
@@ -132,11 +158,11 @@ func (a *Activities) ReadWorkspace(ctx context.Context, in WorkspaceRead) (json.
 	// A worker restarted with an empty memory reads the manifest again
 	// (or makes the workspace), and a big tree takes long to list.
 	defer beatWhile(ctx)()
-	root, m, err := a.workspace(activity.GetInfo(ctx).WorkflowExecution.ID, in.Workspace)
+	st, _, err := a.hostCopy(activity.GetInfo(ctx).WorkflowExecution.ID, wsWant{Manifest: in.Workspace, Copy: in.Copy, Seq: in.Seq}, false)
 	if err != nil {
 		return nil, err
 	}
-	wd := filepath.Join(root, filepath.FromSlash(m.Workdir))
+	wd := filepath.Join(st.root, filepath.FromSlash(st.m.Workdir))
 	var ans engine.WorkspaceAnswer
 	if in.Call.Func == "files" {
 		ans.Value, err = engine.Files(wd, in.Call.Arg)
@@ -149,75 +175,192 @@ func (a *Activities) ReadWorkspace(ctx context.Context, in WorkspaceRead) (json.
 	return json.Marshal(ans)
 }
 
-// hostState is what a worker keeps of a run pinned to it.
+// hostState is what a worker keeps of a run pinned to it: where its copy
+// is, the layout, the copy's name and its last snapshot's number (both
+// also on disk, copyFile, for a restarted worker).
 type hostState struct {
 	mu    sync.Mutex
 	root  string
 	m     *Manifest
 	cache hashCache
+	copy  string
+	seq   int64
+	gone  bool // set aside for another copy: no more snapshots
 }
 
-// workspace is the run's workspace on this host: made from the manifest
-// name the first time (or after the worker restarted, taken as it was
-// left on disk). A manifest not in the store, or a workspace that cannot
-// be made, is a non-retryable error naming this host and the path.
+// copyFile, in a run's root on a host (beside the workdir, never in a
+// snapshot), names the copy there and its last snapshot's number.
+const copyFile = ".copy.json"
+
+type copyMeta struct {
+	Copy string
+	Seq  int64
+}
+
+func readCopyMeta(root string) copyMeta {
+	var cm copyMeta
+	if data, err := os.ReadFile(filepath.Join(root, copyFile)); err == nil {
+		_ = json.Unmarshal(data, &cm) // unreadable: no name, so made again
+	}
+	return cm
+}
+
+// writeCopyMeta replaces the file whole: a worker killed meanwhile leaves
+// the old one or the new.
+func writeCopyMeta(root string, cm copyMeta) error {
+	data, err := json.Marshal(cm)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(root, copyFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(root, copyFile))
+}
+
+func newCopyName(host string) string { return host + "-" + randHex() }
+
+func randHex() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// workspace is the run's workspace on this host, made from the manifest
+// name if the host has none (see hostCopy).
 func (a *Activities) workspace(runID, name string) (string, *Manifest, error) {
+	st, _, err := a.hostCopy(runID, wsWant{Manifest: name}, false)
+	if err != nil {
+		return "", nil, err
+	}
+	return st.root, st.m, nil
+}
+
+// hostCopy is the run's copy of its workspace on this host: the one it
+// has (in memory, or on disk after the worker restarted) when it is the
+// copy w names, else made from w.Manifest, the newest snapshot the
+// workflow knows: a copy of another lineage (the run went to another
+// host and came back) misses what the steps there did. A pin makes a
+// copy under a new name; a step on a host whose copy is gone (its disk
+// was replaced) makes it under the name it expects, numbered on from
+// w.Seq. kept: the copy w names was here. A manifest not in the store,
+// or a workspace that cannot be made, is a non-retryable error naming
+// this host and the path.
+func (a *Activities) hostCopy(runID string, w wsWant, pin bool) (st *hostState, kept bool, err error) {
 	a.wsMu.Lock()
 	defer a.wsMu.Unlock()
-	if st := a.hosted[runID]; st != nil {
-		return st.root, st.m, nil
-	}
 	workRoot := a.WorkRoot
 	if workRoot == "" {
 		workRoot = DefaultWorkRoot()
 	}
 	root := filepath.Join(workRoot, safeName(runID))
-	fail := func(err error) (string, *Manifest, error) {
+	fail := func(err error) (*hostState, bool, error) {
 		err = fmt.Errorf("host %s: the run's workspace %s: %w", a.HostID, root, err)
-		return "", nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
+		return nil, false, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 	}
-	m, err := LoadManifest(a.Store, name)
-	if err != nil {
-		return fail(err)
+	st = a.hosted[runID]
+	if st == nil {
+		if _, err := os.Stat(root); err == nil {
+			m, err := LoadManifest(a.Store, w.Manifest)
+			if err != nil {
+				return fail(err)
+			}
+			cm := readCopyMeta(root)
+			st = &hostState{root: root, m: m, cache: hashCache{}, copy: cm.Copy, seq: cm.Seq}
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fail(err)
+		}
 	}
-	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+	switch {
+	case st != nil && (w.Copy == "" || st.copy == w.Copy):
+		// The copy asked for (or, from a workflow that names none,
+		// whichever this host has, as it was left).
+		kept = w.Copy != ""
+		if st.copy == "" {
+			// A copy from a worker that named none: named now.
+			st.copy = newCopyName(a.HostID)
+			if err := writeCopyMeta(root, copyMeta{Copy: st.copy, Seq: st.seq}); err != nil {
+				return fail(err)
+			}
+		}
+	default:
+		if st != nil {
+			// Another lineage's copy: set aside whole (a step of it
+			// still running here writes nowhere the new copy is), then gone.
+			// A snapshot of it under way ends first; later ones are not taken.
+			st.mu.Lock()
+			st.gone = true
+			st.mu.Unlock()
+			old := root + ".old-" + randHex()
+			if err := os.Rename(root, old); err != nil {
+				return fail(err)
+			}
+			go os.RemoveAll(old)
+		}
+		m, err := LoadManifest(a.Store, w.Manifest)
+		if err != nil {
+			return fail(err)
+		}
 		if err := materialize(a.Store, m, root); err != nil {
 			return fail(err)
 		}
-	} else if err != nil {
-		return fail(err)
+		cm := copyMeta{Copy: w.Copy, Seq: w.Seq}
+		if pin || cm.Copy == "" {
+			cm = copyMeta{Copy: newCopyName(a.HostID)}
+		}
+		if err := writeCopyMeta(root, cm); err != nil {
+			return fail(err)
+		}
+		st = &hostState{root: root, m: m, cache: hashCache{}, copy: cm.Copy, seq: cm.Seq}
 	}
-	plan := filepath.Join(root, filepath.FromSlash(m.PlanDir), m.Plan)
+	plan := filepath.Join(root, filepath.FromSlash(st.m.PlanDir), st.m.Plan)
 	if _, err := os.Stat(plan); err != nil {
 		return fail(fmt.Errorf("the plan file %s is missing: %w", plan, err))
 	}
 	if a.hosted == nil {
 		a.hosted = map[string]*hostState{}
 	}
-	if len(a.hosted) >= maxRuns {
+	if a.hosted[runID] == nil && len(a.hosted) >= maxRuns {
 		for k := range a.hosted { // forget any one: its workspace is on disk, found again
 			delete(a.hosted, k)
 			break
 		}
 	}
-	a.hosted[runID] = &hostState{root: root, m: m, cache: hashCache{}}
-	return root, m, nil
+	a.hosted[runID] = st
+	return st, kept, nil
 }
 
 // snapshot puts the run's workspace on this host back in the store after
-// a step, so that another host can take the run over with it.
+// a step, so that another host can take the run over with it, and returns
+// it with its copy's name and its number there.
 // runID is the workflow's, id the run's own (its .runner/runs/<id>/).
-func (a *Activities) snapshot(runID, id string) (string, error) {
+func (a *Activities) snapshot(runID, id string) (name, copyName string, seq int64, err error) {
 	a.wsMu.Lock()
 	st := a.hosted[runID]
 	a.wsMu.Unlock()
 	if st == nil {
-		return "", nil
+		return "", "", 0, nil
 	}
-	// One snapshot of a run at a time: parallel steps share its cache.
+	// One snapshot of a run at a time: parallel steps share its cache,
+	// and the numbers follow the order the snapshots were taken in.
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return snapshot(a.Store, st.m, st.root, id, st.cache)
+	if st.gone {
+		// The run's copy here was made again meanwhile: this step's
+		// effects are in none the run goes on with (it runs again).
+		return "", st.copy, 0, nil
+	}
+	if name, err = snapshot(a.Store, st.m, st.root, id, st.cache); err != nil {
+		return "", "", 0, err
+	}
+	// Numbered on disk before any completion names it: a restarted
+	// worker numbers on past it.
+	if err := writeCopyMeta(st.root, copyMeta{Copy: st.copy, Seq: st.seq + 1}); err != nil {
+		return "", "", 0, err
+	}
+	st.seq++
+	return name, st.copy, st.seq, nil
 }
 
 // safeName makes a workflow id a directory name.
@@ -270,8 +413,22 @@ func (it *interp) pin(ctx workflow.Context, reason string) error {
 		Summary:    "pin the run to a host: " + reason,
 	}
 	var out PinOutput
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), PinName, PinInput{Workspace: it.ws}).Get(ctx, &out); err != nil {
-		return err
+	for {
+		base := it.ws
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), PinName, PinInput{Workspace: base, Copy: it.copy}).Get(ctx, &out); err != nil {
+			return err
+		}
+		if out.Copy == "" || out.Kept || it.ws == base {
+			break
+		}
+		// A step of the copy the run leaves finished while the new one
+		// was made from an older snapshot: it is made again from the newer.
+	}
+	if out.Copy != "" {
+		if !out.Kept {
+			it.wsSeq = 0 // the new copy numbers its snapshots from 1
+		}
+		it.copy = out.Copy
 	}
 	if out.Shared {
 		it.shared = true
@@ -282,6 +439,21 @@ func (it *interp) pin(ctx workflow.Context, reason string) error {
 	it.hosts = append(it.hosts, Pin{Host: out.Host, Reason: reason, At: workflow.Now(ctx).UTC()})
 	workflow.GetLogger(ctx).Info("run pinned", "host", out.Host, "reason", reason)
 	return nil
+}
+
+// keep takes a step's snapshot as the run's workspace when it is the
+// newest of the copy the run is on: completions reach the workflow in an
+// order of their own, and the snapshot heard of last may predate a file
+// another step wrote. A snapshot without a number (a worker that numbers
+// none) is taken as it comes.
+func (it *interp) keep(out *StepOutput) {
+	switch {
+	case out.Workspace == "":
+	case it.copy != "" && out.Copy != it.copy:
+	case out.WorkspaceSeq != 0 && out.WorkspaceSeq <= it.wsSeq:
+	default:
+		it.ws, it.wsSeq = out.Workspace, out.WorkspaceSeq
+	}
 }
 
 // ensurePinned pins the run to a host unless it has one (or a worker

@@ -251,8 +251,88 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide ...string) {
 			}
 		})
 	}
-	// Last: it leaves one host dead.
+	// Last: each leaves one more host dead.
 	t.Run("killed worker", func(t *testing.T) { killedHost(t, c, workers, checkout, workRoot) })
+	t.Run("killed after a fan-out", func(t *testing.T) { killedAfterFanOut(t, c, workers, checkout, workRoot) })
+}
+
+// killedAfterFanOut: a for_each of fanOutItems items each writes a file
+// into the workspace, then a step reads them all; the host the run is
+// pinned to is killed during that step. The items finish on the host in
+// one order and reach the workflow in another, so the workspace the run
+// moves with must be the newest the host put back, not the last the
+// workflow heard of: the step, run again on another host, finds every
+// file (it fails, and the run with it, on fewer), and --sync-back brings
+// them all home.
+func killedAfterFanOut(t *testing.T, c *cluster, workers []*proc, checkout, workRoot string) {
+	const fanOutItems = 50
+	marks := t.TempDir()
+	dir := filepath.Join(checkout, "fan-in")
+	os.MkdirAll(dir, 0o755)
+	plan := writePlan(t, dir, fmt.Sprintf(`
+version: 1
+name: fan-in
+steps:
+  - {label: each, type: command, for_each: '0..%[2]d', max_concurrency: 8, run: "echo ${{ item }} > f${{ item }}.txt"}
+  - label: read
+    type: command
+    run: "echo start $$ >> %[1]s/marks; sleep 6; n=$(ls f*.txt | wc -l); echo $n; test $n -eq %[3]d"
+`, marks, fanOutItems-1, fanOutItems))
+	hostRoot := func(w *proc) string { return filepath.Join(fmt.Sprintf("/proc/%d/root", w.cmd.Process.Pid), workRoot) }
+	out := filepath.Join(checkout, "out", "fan-in", "blackboard.json")
+	back := filepath.Join(t.TempDir(), "back")
+	run := startProc(t, checkout, c.rt, "run", plan, "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+		"--out", out, "--workdir", checkout, "--heartbeat-timeout", "3s", "--host-timeout", "5s", "--sync-back", back)
+	started := strings.Fields(waitFile(t, filepath.Join(marks, "marks"), 3*time.Minute))
+	if len(started) != 2 || started[0] != "start" {
+		t.Fatalf("marks = %q; want one start", started)
+	}
+	// The host running the step: the one whose namespace it is in.
+	stepNS, err := os.Readlink("/proc/" + started[1] + "/ns/mnt")
+	if err != nil {
+		t.Fatalf("the reading step (pid %s): %v", started[1], err)
+	}
+	pinned := -1
+	for i, w := range workers {
+		if ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", w.cmd.Process.Pid)); err == nil && ns == stepNS {
+			pinned = i
+		}
+	}
+	if pinned < 0 {
+		t.Fatalf("the reading step runs on no live host\n%s", workerLogs(workers))
+	}
+	host := fmt.Sprintf("host%d", pinned+1)
+	if entries, _ := os.ReadDir(hostRoot(workers[pinned])); len(entries) == 0 {
+		t.Errorf("%s runs the step but has no workspace", host)
+	}
+	time.Sleep(2 * time.Second) // past the step's first heartbeat
+	if err := syscall.Kill(workers[pinned].cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	workers[pinned].wait(t, 10*time.Second)
+	code := run.wait(t, 3*time.Minute)
+	b := loadBoard(t, out)
+	read := lastRecord(b, "read")
+	if code != 0 || read.Status != "succeeded" {
+		t.Fatalf("run after %s was killed: exit %d, read %s\n%s\nworkers:\n%s", host, code, read.Status, run.out, workerLogs(workers))
+	}
+	if s := stepOf(t, b, "read"); !strings.Contains(string(s.Result), fmt.Sprintf(`"stdout":"%d\n"`, fanOutItems)) {
+		t.Errorf("read on the new host: %s; want all %d files", s.Result, fanOutItems)
+	}
+	if read.Attempts != 2 {
+		t.Errorf("read: attempts %d; want 2 (one lost with %s)", read.Attempts, host)
+	}
+	if want := "(host " + host + " stopped taking the run's tasks)"; !strings.Contains(run.out.String(), want) {
+		t.Errorf("the run's output lacks %q:\n%s", want, run.out)
+	}
+	for i := range fanOutItems {
+		if data, err := os.ReadFile(filepath.Join(back, fmt.Sprintf("f%d.txt", i))); err != nil || string(data) != fmt.Sprintf("%d\n", i) {
+			t.Errorf("--sync-back f%d.txt = %q, %v", i, data, err)
+		}
+	}
+	if code, got := runIn(t, checkout, c.runner, "replay", out, "--offline"); code != 0 || !strings.Contains(got, "matched") {
+		t.Errorf("replay --offline: exit %d\n%s", code, got)
+	}
 }
 
 // killedHost is the acceptance's last clause: one worker is killed

@@ -14,8 +14,9 @@ import (
 // worker that runs the workflow task, in that task, and leaves one
 // marker event. The catch: a local activity has no heartbeat, so a
 // worker that dies in the middle of one is noticed only when its task
-// times out. So only steps with a bounded run qualify: a `command` step
-// whose own `timeout` is at most --local-steps-under (off by default).
+// times out. So only steps with a bounded run qualify: a step whose type
+// stops itself at its timeout (engine.Caps.Bounded: command) and whose
+// own `timeout` is at most --local-steps-under (off by default).
 // A run pinned to a host (its workspace travels with it) keeps normal
 // activities: its steps must run on that host, and the workflow task
 // may be on any worker.
@@ -32,7 +33,7 @@ const localSlack = 30 * time.Second
 // asLocal reports whether step n runs as a local activity.
 func (it *interp) asLocal(ctx workflow.Context, n *engine.Node) bool {
 	lim := it.opt.LocalStepsUnder
-	if lim <= 0 || n.Type != "command" || n.Timeout <= 0 || n.Timeout > lim || it.pinned(ctx) {
+	if lim <= 0 || !engine.CapsOf(n.Kind).Bounded || n.Timeout <= 0 || n.Timeout > lim || it.pinned(ctx) {
 		return false
 	}
 	return workflow.GetVersion(ctx, localSteps, workflow.DefaultVersion, 1) >= 1

@@ -3,7 +3,6 @@ package temporal
 import (
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"regexp"
 	"strings"
@@ -14,7 +13,7 @@ import (
 // `runner serve` on a run on Temporal, as a person uses it: the run,
 // started from the default runner binary, waits at an input; serve's run
 // list shows it waiting, its page shows the question with its form; the
-// answer posted as the page posts it (cookie, CSRF header, Origin) is
+// answer posted as the page posts it (bearer token, CSRF header, Origin) is
 // taken through the bridge, and the run goes on to the end, which the
 // list then shows.
 func TestDevServerServeListsAndAnswers(t *testing.T) {
@@ -31,11 +30,15 @@ func TestDevServerServeListsAndAnswers(t *testing.T) {
 		t.Fatalf("runner serve printed no URL:\n%s", serve.out)
 	}
 	base := start[:strings.Index(start, "/?token=")]
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: time.Minute}
+	token := start[strings.Index(start, "/?token=")+len("/?token="):]
+	hc := &http.Client{Timeout: time.Minute}
+	// The page's scripts send the token from the origin's storage as a
+	// bearer header on every request; serve sets no cookie.
 	get := func(u string) string {
 		t.Helper()
-		resp, err := hc.Get(u)
+		req, _ := http.NewRequest("GET", u, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +50,7 @@ func TestDevServerServeListsAndAnswers(t *testing.T) {
 		return string(data)
 	}
 	row := regexp.MustCompile(`<tr data-id="([0-9A-Z]+)" data-status="([a-z]+)">`)
-	m := row.FindStringSubmatch(get(start))
+	m := row.FindStringSubmatch(get(base + "/"))
 	if m == nil || m[2] != "waiting" {
 		t.Fatalf("the run list shows %v; want the run on Temporal, waiting", m)
 	}
@@ -66,6 +69,7 @@ func TestDevServerServeListsAndAnswers(t *testing.T) {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("X-Runner-CSRF", csrf[1])
 		req.Header.Set("Origin", base)
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)

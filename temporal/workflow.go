@@ -109,6 +109,9 @@ type Carry struct {
 	Host      string `json:",omitempty"`
 	Workspace string `json:",omitempty"`
 	Hosts     []Pin  `json:",omitempty"`
+	// The copy of the workspace the run is on and Workspace's number in it.
+	Copy         string `json:",omitempty"`
+	WorkspaceSeq int64  `json:",omitempty"`
 	// Mid: the part begins inside the step at PC, a for_each stopped
 	// between items (fanout.go): its recorded items are not run again.
 	Mid bool `json:",omitempty"`
@@ -198,10 +201,13 @@ type interp struct {
 	ended    bool            // the run has its final status: no more writes
 
 	// Where the run's steps go (hosts.go): the host it is pinned to (""
-	// until its first step that touches the world), the latest manifest
-	// of its workspace, the hosts so far, and a pin under way.
+	// until its first step that touches the world), the newest snapshot
+	// of its workspace (ws, numbered wsSeq in the copy named copy), the
+	// hosts so far, and a pin under way.
 	host    string
 	ws      string
+	copy    string
+	wsSeq   int64
 	hosts   []Pin
 	pinning bool
 	shared  bool // a worker with --shared-workspace took the run
@@ -238,6 +244,7 @@ func (it *interp) start(ctx workflow.Context) error {
 		it.recs = c.Recent
 		it.base -= len(c.Recent)
 		it.host, it.ws, it.hosts = c.Host, c.Workspace, c.Hosts
+		it.copy, it.wsSeq = c.Copy, c.WorkspaceSeq
 	} else {
 		it.b = board.New(run)
 		it.led.run = &run
@@ -272,7 +279,7 @@ func (it *interp) start(ctx workflow.Context) error {
 			if !it.shared {
 				ro := readOptions
 				ro.HeartbeatTimeout = it.opt.HeartbeatTimeout // a dead host is noticed as for a step
-				err := it.onHost(ctx, ro, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Call: call} }, &raw, nil)
+				err := it.onHost(ctx, ro, WorkspaceReadName, func(bool) any { return WorkspaceRead{Workspace: it.ws, Copy: it.copy, Seq: it.wsSeq, Call: call} }, &raw, nil)
 				return raw, err
 			}
 		}
@@ -370,7 +377,8 @@ func (it *interp) continueAsNew(ctx workflow.Context, pc int, mid bool) error {
 	in := it.in
 	visits, total := it.r.Counts()
 	in.Carry = &Carry{Head: head, PC: pc, Visits: visits, Total: total, Parts: it.parts + 1,
-		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts, Mid: mid}
+		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts, Mid: mid,
+		Copy: it.copy, WorkspaceSeq: it.wsSeq}
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 

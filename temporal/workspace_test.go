@@ -191,7 +191,7 @@ func TestWorkspaceSnapshotAndSyncBack(t *testing.T) {
 	}
 	writeTree(t, filepath.Join(root, "work"), map[string]string{"ex/project/a.go": "new", "out.txt": "made",
 		".runner/runs/R/project/a.go": "copy", ".runner/runs/OTHER/x": "not ours"})
-	snap, err := a.snapshot("runner-R", "R")
+	snap, _, _, err := a.snapshot("runner-R", "R")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,5 +236,74 @@ func TestManifestPathsStayInside(t *testing.T) {
 				t.Errorf("%+v: %v", m, err)
 			}
 		}
+	}
+}
+
+// A host's copy of a run: a pin naming the copy the host holds keeps it
+// (the files steps left there stay), a pin naming another copy makes it
+// again from the manifest it is handed (a host the run comes back to
+// does not go on with what it had), and the snapshots a copy numbers go
+// on past a restarted worker's last.
+func TestHostCopies(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"plan.yaml": "x"})
+	store := DirStore{Dir: t.TempDir()}
+	base, err := PackWorkspace(store, filepath.Join(dir, "plan.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		copy     func(held string) string // the copy the pin names
+		kept     bool
+		wantFile bool // the file the host's steps left is there
+	}{
+		{"the host's own copy", func(held string) string { return held }, true, true},
+		{"another host's copy", func(string) string { return "h2-0123" }, false, false},
+		{"a first pin", func(string) string { return "" }, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			workRoot := t.TempDir()
+			a := &Activities{Store: store, HostID: "h1", WorkRoot: workRoot}
+			st, _, err := a.hostCopy("wf", wsWant{Manifest: base}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			held := st.copy
+			writeTree(t, filepath.Join(st.root, "work"), map[string]string{"left.txt": "by a step"})
+			if _, _, seq, err := a.snapshot("wf", "R"); err != nil || seq != 1 {
+				t.Fatalf("first snapshot: %d, %v", seq, err)
+			}
+			b := &Activities{Store: store, HostID: "h1", WorkRoot: workRoot} // the worker restarted
+			st, kept, err := b.hostCopy("wf", wsWant{Manifest: base, Copy: tc.copy(held)}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kept != tc.kept || (st.copy == held) != tc.wantFile {
+				t.Errorf("kept %v, copy %s (held %s); want kept %v", kept, st.copy, held, tc.kept)
+			}
+			_, err = os.Stat(filepath.Join(st.root, "work", "left.txt"))
+			if (err == nil) != tc.wantFile {
+				t.Errorf("left.txt there: %v; want %v", err == nil, tc.wantFile)
+			}
+			_, cp, seq, err := b.snapshot("wf", "R")
+			want := int64(1)
+			if tc.wantFile {
+				want = 2 // numbered on past the last before the restart
+			}
+			if err != nil || cp != st.copy || seq != want {
+				t.Errorf("next snapshot: copy %s seq %d, %v; want %s %d", cp, seq, err, st.copy, want)
+			}
+		})
+	}
+	// A step whose host lost its copy (a new disk) makes it from the
+	// newest snapshot it is handed, under the copy's name, numbered on.
+	a := &Activities{Store: store, HostID: "h1", WorkRoot: t.TempDir()}
+	st, kept, err := a.hostCopy("wf", wsWant{Manifest: base, Copy: "h1-abc", Seq: 7}, false)
+	if err != nil || kept || st.copy != "h1-abc" {
+		t.Fatalf("copy %+v kept %v, %v", st, kept, err)
+	}
+	if _, cp, seq, err := a.snapshot("wf", "R"); err != nil || cp != "h1-abc" || seq != 8 {
+		t.Errorf("snapshot: %s %d %v; want h1-abc 8", cp, seq, err)
 	}
 }

@@ -18,12 +18,15 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/boot"
 	"github.com/planrunner/runner/internal/sys/mask"
 	"github.com/planrunner/runner/internal/view/traceconf"
 	"github.com/planrunner/runner/internal/view/tracing"
 )
 
 func main() {
+	boot.Start("runner-otel", boot.Options{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -61,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	stderr = m.Writer(stderr)
 	c := tracing.Config{Endpoint: *endpoint, File: *out, Stdout: stdout, Timeout: *timeout,
-		Options: tracing.Options{Mask: m.String, Content: traceconf.Content(os.Getenv)}}
+		Options: tracing.Options{Mask: m.String, Content: traceconf.Content(os.Getenv), Types: steps.Registry()}}
 	start := time.Now()
 	n, err := tracing.Export(context.Background(), b, c)
 	if err != nil {

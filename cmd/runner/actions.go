@@ -11,8 +11,10 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/testrun"
 	"github.com/planrunner/runner/internal/view/ghactions"
 	"github.com/planrunner/runner/internal/view/report"
@@ -137,6 +139,7 @@ func annotations(b *board.Board, root string) []ghactions.Annotation {
 			tolerated[s.Label] = s.ContinueOnError
 		}
 	}
+	types := steps.Registry()
 	var out []ghactions.Annotation
 	for _, rec := range lastVisits(b.Steps()) {
 		if rec.Status != board.StatusFailed {
@@ -155,7 +158,8 @@ func annotations(b *board.Board, root string) []ghactions.Annotation {
 			}
 			return relTo(root, file)
 		}
-		if rec.Type == "test" {
+		shows := types.Caps(rec.Type).Shows
+		if shows.Has(engine.ShowsTests) {
 			var tr testrun.Result
 			if json.Unmarshal(rec.Result, &tr) == nil && len(tr.Failures)+len(tr.BuildErrors) > 0 {
 				dir := rec.Inputs["dir"]
@@ -175,7 +179,7 @@ func annotations(b *board.Board, root string) []ghactions.Annotation {
 			}
 		}
 		title := fmt.Sprintf("step %s (%s) failed", name(rec.Label, rec.Visit), rec.Type)
-		if rec.Type == "apply_diff" {
+		if shows.Has(engine.ShowsEdit) {
 			title = fmt.Sprintf("step %s: the diff was not applied", name(rec.Label, rec.Visit))
 		}
 		msg := rec.Error

@@ -7,6 +7,7 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/view/eval"
 )
 
@@ -48,7 +49,7 @@ func cmdEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if !ok {
 			return exitUsage
 		}
-		c := eval.Compare(run, golden)
+		c := eval.Compare(run, golden, steps.Registry())
 		if *asJSON {
 			enc := json.NewEncoder(out)
 			enc.SetIndent("", "  ")
@@ -69,7 +70,7 @@ func cmdEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		boards = append(boards, b)
 	}
-	a := eval.Summarize(boards)
+	a := eval.Summarize(boards, steps.Registry())
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

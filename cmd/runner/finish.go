@@ -171,11 +171,14 @@ func firstLine(s string) string {
 	return l
 }
 
-// lastOutput is the output of the last top-level step that had one.
-func lastOutput(steps []board.StepRecord) (board.StepRecord, string) {
-	for i := len(steps) - 1; i >= 0; i-- {
-		s := steps[i]
-		if s.Parent != "" || s.Type == "branch" || len(s.Result) == 0 {
+// lastOutput is the output of the last top-level step that had one; a
+// step whose output is only where the run went (engine.ShowsRoute: a
+// branch) has none.
+func lastOutput(recs []board.StepRecord) (board.StepRecord, string) {
+	types := steps.Registry()
+	for i := len(recs) - 1; i >= 0; i-- {
+		s := recs[i]
+		if s.Parent != "" || len(s.Result) == 0 || types.Caps(s.Type).Shows.Has(engine.ShowsRoute) {
 			continue
 		}
 		var res struct {

@@ -31,8 +31,8 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("replay", stderr)
 	var o replayOpts
 	fs.StringVar(&o.plan, "plan", "", "replay this plan (a changed one) against the recording instead of the recorded plan")
-	fs.StringVar(&o.workdir, "workdir", "", "run command, test and apply_diff steps for real in DIR")
-	fs.BoolVar(&o.offline, "offline", false, "serve command, test and apply_diff results from the recording too: no tools, no files")
+	fs.StringVar(&o.workdir, "workdir", "", "run the steps that touch the world (command, test, apply_diff, ...) for real in DIR")
+	fs.BoolVar(&o.offline, "offline", false, "serve the results of steps that touch the world (command, test, apply_diff, ...) from the recording too: no tools, no files")
 	fs.StringVar(&o.opt.From, "from", "", "LABEL[#VISIT]: replay up to this step visit, then go on live with the real providers (a fork)")
 	fs.StringVar(&o.opt.Out, "out", "", "where to write the replay's blackboard.json (default: replay-<id>.json beside the recording)")
 	fs.BoolVar(&o.json, "json", false, "print the outcome (and the first divergence) as JSON on stdout, for tools")
@@ -52,7 +52,7 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o.recording, o.opt.Models = pos[0], models
 	switch {
 	case o.workdir == "" && !o.offline:
-		return usageErr(stderr, fs, "command, test and apply_diff steps need a place to run: give --workdir DIR to run them for real there, or --offline to take their results from the recording")
+		return usageErr(stderr, fs, "steps that touch the world (command, test, apply_diff, ...) need a place to run: give --workdir DIR to run them for real there, or --offline to take their results from the recording")
 	case o.opt.From != "" && o.workdir == "":
 		return usageErr(stderr, fs, "--from goes live after %s: give --workdir DIR for the steps that run from there on", o.opt.From)
 	case len(models) > 0 && o.opt.From == "":

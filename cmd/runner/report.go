@@ -7,6 +7,7 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/sys/safefs"
 	"github.com/planrunner/runner/internal/view/junit"
 	"github.com/planrunner/runner/internal/view/report"
@@ -91,7 +92,7 @@ func writeReport(b *board.Board, boardPath, out string) (string, error) {
 // junit.xml beside the board; - for stdout), through a temp file and a
 // rename like the page.
 func writeJUnit(b *board.Board, boardPath, out string, stdout, stderr io.Writer) int {
-	doc := junit.FromBoard(b)
+	doc := junit.FromBoard(b, steps.Registry())
 	if out == "-" {
 		if err := junit.Write(stdout, doc); err != nil {
 			fmt.Fprintf(stderr, "runner report: %v\n", err)

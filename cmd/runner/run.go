@@ -31,7 +31,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&env.Sync, "sync", false, "fsync the journal after every step (survives power loss, not only kill -9)")
 	var reuse stringList
 	fs.Var(&reuse, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
-	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take command, test and apply_diff results from the recording too, run nothing")
+	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take the results of steps that touch the world (command, test, apply_diff, ...) from the recording too, run nothing")
 	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
 	addTraceFlag(fs, g)

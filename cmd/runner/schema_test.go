@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/view/plandoc"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 

@@ -141,8 +141,8 @@ steps:
 		t.Errorf("the run page was reloaded (marker %s), not updated in place", got)
 	}
 
-	// Without the token's cookie, the page is refused.
-	d.Call("Network.clearBrowserCookies", map[string]any{}, nil)
+	// Without the token its origin keeps, the page is refused.
+	d.Eval(`localStorage.clear()`)
 	d.Call("Page.reload", map[string]any{}, nil)
 	d.WaitFor(`document.readyState === "complete" && !!document.getElementById("error")`, "the refusal")
 	if got := d.String(`document.getElementById("error").textContent`); !strings.Contains(got, "token") {

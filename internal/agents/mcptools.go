@@ -1,7 +1,6 @@
 package agents
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,8 +14,9 @@ import (
 
 	"github.com/planrunner/runner/internal/agents/mcp"
 	"github.com/planrunner/runner/internal/board"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/schemacheck"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // KindMCP is the Kind of the recordings of MCP exchanges: a server's tool
@@ -249,7 +249,7 @@ func (ss *Session) MCPTools(ctx context.Context) ([]Tool, error) {
 			if _, dup := ss.mcpTools[name]; dup {
 				return nil, fmt.Errorf("agent %s: MCP tools %s.%s and another both become %s for the model; leave one out of tools", ss.agent.Name, srv.Name, t.Name, name)
 			}
-			sch, err := compileToolSchema(t.InputSchema)
+			sch, err := schemacheck.Compile("tool.json", t.InputSchema)
 			if err != nil {
 				return nil, fmt.Errorf("agent %s: MCP server %s: tool %s has an input schema runner cannot use: %v", ss.agent.Name, srv.Name, t.Name, err)
 			}
@@ -261,19 +261,6 @@ func (ss *Session) MCPTools(ctx context.Context) ([]Tool, error) {
 		}
 	}
 	return out, nil
-}
-
-func compileToolSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	const url = "tool.json"
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
 }
 
 // IsMCPTool reports whether name is one of the session's MCP tools.
@@ -294,18 +281,8 @@ func (ss *Session) RunMCPTool(ctx context.Context, tc ToolCall) (Message, error)
 		m.Content, m.IsError = fmt.Sprintf("error: unknown tool %q", tc.Name), true
 		return m, nil
 	}
-	args := normalizeArgs(tc.Args)
-	obj, ok := argsObject(args)
-	if !ok {
-		m.Content, m.IsError = fmt.Sprintf("error: the arguments of %s must be a JSON object, got %s", tc.Name, clip(string(tc.Args), 200)), true
-		return m, nil
-	}
-	if err := t.schema.Validate(any(obj)); err != nil {
-		m.Content, m.IsError = fmt.Sprintf("error: the arguments do not match the input schema of %s: %s; nothing was called", tc.Name, schemaMessage(err)), true
-		return m, nil
-	}
-	canonArgs, err := canonicalJSON(args)
-	if err != nil {
+	_, canonArgs, ok, err := toolArgs(&m, tc, t.schema, "nothing was called")
+	if !ok || err != nil {
 		return m, err
 	}
 	var resp mcpResponse
@@ -330,22 +307,34 @@ func (ss *Session) RunMCPTool(ctx context.Context, tc ToolCall) (Message, error)
 	case resp.Result != nil:
 		m.Content, m.IsError = resp.Result.Text, resp.Result.IsError
 	}
-	if len(m.Content) > maxToolText {
-		m.Content = m.Content[:maxToolText] + fmt.Sprintf("\n[cut: the result is %d bytes, more than the %d a tool may return]", len(m.Content), maxToolText)
-	}
+	clipToolText(&m)
 	return m, nil
 }
 
-// schemaMessage is a validation error in one line.
-func schemaMessage(err error) string {
-	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
-	if len(lines) > 1 && strings.HasPrefix(lines[0], "jsonschema validation failed") {
-		lines = lines[1:]
+// toolArgs reads the arguments of a call to a tool whose input schema is
+// sch. Arguments that are not a JSON object valid under it are answered
+// in m, for the model to see, ending with nothing (what was not done),
+// and ok is false.
+func toolArgs(m *Message, tc ToolCall, sch *jsonschema.Schema, nothing string) (obj map[string]any, canon json.RawMessage, ok bool, err error) {
+	args := normalizeArgs(tc.Args)
+	obj, ok = argsObject(args)
+	if !ok {
+		m.Content, m.IsError = fmt.Sprintf("error: the arguments of %s must be a JSON object, got %s", tc.Name, clip(string(tc.Args), 200)), true
+		return nil, nil, false, nil
 	}
-	for i := range lines {
-		lines[i] = strings.TrimPrefix(strings.TrimSpace(lines[i]), "- ")
+	if err := sch.Validate(any(obj)); err != nil {
+		m.Content, m.IsError = fmt.Sprintf("error: the arguments do not match the input schema of %s: %s; %s", tc.Name, schemacheck.Message(err), nothing), true
+		return nil, nil, false, nil
 	}
-	return strings.Join(lines, "; ")
+	canon, err = canonicalJSON(args)
+	return obj, canon, err == nil, err
+}
+
+// clipToolText cuts a tool's answer that is longer than a tool may return.
+func clipToolText(m *Message) {
+	if len(m.Content) > maxToolText {
+		m.Content = m.Content[:maxToolText] + fmt.Sprintf("\n[cut: the result is %d bytes, more than the %d a tool may return]", len(m.Content), maxToolText)
+	}
 }
 
 // mcpExchange makes one MCP exchange, live (live runs it against the

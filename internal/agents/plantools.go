@@ -5,8 +5,9 @@ import (
 	"fmt"
 
 	"github.com/planrunner/runner/internal/agents/mcp"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/schemacheck"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Tools the plan defines (internal/plans/tools.go) reach a session as PlanTools:
@@ -45,7 +46,7 @@ func (ss *Session) AddPlanTools(ts []PlanTool) ([]Tool, error) {
 		if _, dup := ss.mcpTools[t.Name]; dup {
 			return nil, fmt.Errorf("agent %s: the plan's tool %s and an MCP tool have the same name for the model", ss.agent.Name, t.Name)
 		}
-		sch, err := compileToolSchema(t.Parameters)
+		sch, err := schemacheck.Compile("tool.json", t.Parameters)
 		if err != nil {
 			return nil, fmt.Errorf("agent %s: tool %s: its parameters are not a usable JSON Schema: %v", ss.agent.Name, t.Name, err)
 		}
@@ -91,18 +92,8 @@ func (ss *Session) RunPlanTool(ctx context.Context, tc ToolCall) (Message, error
 		m.Content, m.IsError = fmt.Sprintf("error: unknown tool %q", tc.Name), true
 		return m, nil
 	}
-	args := normalizeArgs(tc.Args)
-	obj, ok := argsObject(args)
-	if !ok {
-		m.Content, m.IsError = fmt.Sprintf("error: the arguments of %s must be a JSON object, got %s", tc.Name, clip(string(tc.Args), 200)), true
-		return m, nil
-	}
-	if err := t.schema.Validate(any(obj)); err != nil {
-		m.Content, m.IsError = fmt.Sprintf("error: the arguments do not match the input schema of %s: %s; nothing was run", tc.Name, schemaMessage(err)), true
-		return m, nil
-	}
-	canonArgs, err := canonicalJSON(args)
-	if err != nil {
+	obj, canonArgs, ok, err := toolArgs(&m, tc, t.schema, "nothing was run")
+	if !ok || err != nil {
 		return m, err
 	}
 	var resp mcpResponse
@@ -120,8 +111,6 @@ func (ss *Session) RunPlanTool(ctx context.Context, tc ToolCall) (Message, error
 	if resp.Result != nil {
 		m.Content, m.IsError = resp.Result.Text, resp.Result.IsError
 	}
-	if len(m.Content) > maxToolText {
-		m.Content = m.Content[:maxToolText] + fmt.Sprintf("\n[cut: the result is %d bytes, more than the %d a tool may return]", len(m.Content), maxToolText)
-	}
+	clipToolText(&m)
 	return m, nil
 }

@@ -214,7 +214,7 @@ func (t *texts) hold(raw json.RawMessage, h held) (json.RawMessage, held, error)
 		}
 		h[l.key] = s
 		out = append(out, raw[pos:l.st]...)
-		out = appendString(out, l.key)
+		out = bigjson.AppendString(out, l.key)
 		pos = l.en
 	}
 	return append(out, raw[pos:]...), h, nil

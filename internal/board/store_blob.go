@@ -48,7 +48,7 @@ func blobKey(h hash.Hash) string { return blobPrefix + hex.EncodeToString(h.Sum(
 
 // hashText hashes s without copying it whole, as the file holds it: each
 // byte that is not UTF-8 as U+FFFD, which is what JSON makes of it
-// (appendString, as encoding/json) and what reads back. Hashed as given,
+// (bigjson.AppendString, as encoding/json) and what reads back. Hashed as given,
 // a large value with such bytes (a command's binary output) made the
 // saved run unreadable: its text read back hashed to another key.
 func hashText(s string) string {
@@ -205,7 +205,7 @@ func (s *blobSink) end(rec []byte) (_ []byte, ok bool) {
 // str appends s as a JSON string, or its key if it goes to the table.
 func (s *blobSink) str(b []byte, v string) []byte {
 	if s == nil || len(v) < BlobMin {
-		return appendString(b, v)
+		return bigjson.AppendString(b, v)
 	}
 	var k string
 	if s.texts != nil {
@@ -214,7 +214,7 @@ func (s *blobSink) str(b []byte, v string) []byte {
 		k = hashText(v)
 	}
 	s.add(blob{key: k, s: v})
-	return appendString(b, k)
+	return bigjson.AppendString(b, k)
 }
 
 // raw appends the JSON value raw, its large strings replaced by keys.
@@ -226,7 +226,7 @@ func (s *blobSink) raw(b, raw []byte) ([]byte, error) {
 	err := longStrings(raw, func(st, en int, k string) {
 		b = append(b, raw[pos:st]...)
 		s.add(blob{key: k, lit: raw[st:en]})
-		b = appendString(b, k)
+		b = bigjson.AppendString(b, k)
 		pos = en
 	})
 	if err != nil {
@@ -276,7 +276,7 @@ func (bl *blob) writeTo(w interface{ Write([]byte) (int, error) }, scratch []byt
 		for n < len(s) && !utf8.RuneStart(s[n]) {
 			n++
 		}
-		scratch = appendString(scratch[:0], s[:n])
+		scratch = bigjson.AppendString(scratch[:0], s[:n])
 		if _, err := w.Write(scratch[1 : len(scratch)-1]); err != nil {
 			return scratch, err
 		}

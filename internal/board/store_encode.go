@@ -5,7 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/planrunner/runner/internal/bigjson"
 )
 
 // Hand-written encoders for the journal's hot path: one entry and one step
@@ -77,7 +78,7 @@ func withBlobs(b []byte, x *blobSink, enc func([]byte, *blobSink) ([]byte, error
 // appendRecording encodes r as encoding/json does.
 func appendRecording(b []byte, r *Recording, x *blobSink) ([]byte, error) {
 	b = append(b, `{"label":`...)
-	b = appendString(b, r.Label)
+	b = bigjson.AppendString(b, r.Label)
 	b = append(b, `,"visit":`...)
 	b = strconv.AppendInt(b, int64(r.Visit), 10)
 	b = appendField(b, "kind", r.Kind)
@@ -120,7 +121,7 @@ func appendRaw(b, raw []byte, h held, x *blobSink, what string) ([]byte, error) 
 
 func appendEntry(b []byte, e *Entry, x *blobSink) ([]byte, error) {
 	b = append(b, `{"id":`...)
-	b = appendString(b, e.ID)
+	b = bigjson.AppendString(b, e.ID)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, e.Seq, 10)
 	b = appendField(b, "section", e.Section)
@@ -158,7 +159,7 @@ func appendEntry(b []byte, e *Entry, x *blobSink) ([]byte, error) {
 
 func appendStep(b []byte, s *StepRecord, x *blobSink) ([]byte, error) {
 	b = append(b, `{"label":`...)
-	b = appendString(b, s.Label)
+	b = bigjson.AppendString(b, s.Label)
 	b = append(b, `,"visit":`...)
 	b = strconv.AppendInt(b, int64(s.Visit), 10)
 	if s.Type != "" {
@@ -211,7 +212,7 @@ func appendField(b []byte, name, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	return appendString(b, value)
+	return bigjson.AppendString(b, value)
 }
 
 // appendJSON encodes free-form values; plain strings skip reflection.
@@ -262,7 +263,7 @@ func appendMap[V any](b []byte, m map[string]V, x *blobSink) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, k)
+		b = bigjson.AppendString(b, k)
 		b = append(b, ':')
 		var err error
 		if b, err = appendJSON(b, m[k], x); err != nil {
@@ -275,58 +276,5 @@ func appendMap[V any](b []byte, m map[string]V, x *blobSink) ([]byte, error) {
 func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	b = t.AppendFormat(b, time.RFC3339Nano)
-	return append(b, '"')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString quotes s as a JSON string, as encoding/json does: control
-// characters, quotes, backslashes, <, >, &, U+2028 and U+2029 escaped,
-// invalid UTF-8 replaced by U+FFFD.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
 	return append(b, '"')
 }

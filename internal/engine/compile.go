@@ -15,6 +15,9 @@ import (
 type Program struct {
 	Plan  *plans.Plan
 	Steps []*Node // top level, in order
+	// Types are the step types it was compiled with: the Caps of a type
+	// a saved record names (Registry.Caps).
+	Types *Registry
 	nodes map[string]*Node
 	scope *Scope
 	env   []*Template // the plan's env values with ${{ }} (nil where plain)
@@ -154,7 +157,7 @@ func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, e
 // then maps its agent names to the run's).
 // deferred: its expressions are compiled on first use (CompileChecked).
 func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string, deferred bool) *Program {
-	prog := &Program{Plan: plan, nodes: map[string]*Node{}, agents: agents, deferDecode: deferred}
+	prog := &Program{Plan: plan, Types: reg, nodes: map[string]*Node{}, agents: agents, deferDecode: deferred}
 	// Callees first: a call's steps.X.outputs has the types of the
 	// callee's outputs.
 	subs := map[string]*Program{}

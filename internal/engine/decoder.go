@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine/shellsafe"
 	"github.com/planrunner/runner/internal/plans"
 	"gopkg.in/yaml.v3"
 )
@@ -271,10 +272,10 @@ func (d *Decoder) ShellTemplate(key string) *Template {
 		return nil
 	}
 	t.field = key
-	sp, errs := planShell(t)
+	sp, errs := shellsafe.Prepare(t.shellSegments())
 	for _, e := range errs {
-		line, col := scalarPos(d.Plan.Source, n, t.parts[e.part].off+e.at)
-		d.r.AtPos(line, col, "%s: %s", key, e.msg)
+		line, col := scalarPos(d.Plan.Source, n, t.parts[e.Segment].off+e.Offset)
+		d.r.AtPos(line, col, "%s: %s", key, e.Msg)
 	}
 	if len(errs) > 0 {
 		return nil

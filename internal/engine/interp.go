@@ -58,7 +58,7 @@ type Attempt struct {
 	vc             *visitClock
 }
 
-// Sched is how the step's type is scheduled (see Scheduled).
+// Sched is how the step's type is scheduled (see Caps.Sched).
 func (a Attempt) Sched() Sched { return SchedOf(a.Node.Kind) }
 
 // Run runs the attempt in this process, with the step's timeout, as a

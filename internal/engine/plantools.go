@@ -1,20 +1,16 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/expr-lang/expr/types"
 	"github.com/planrunner/runner/internal/board"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/schemacheck"
 	"gopkg.in/yaml.v3"
 )
 
@@ -144,7 +140,7 @@ func varsSchema(p *plans.Plan) map[string]any {
 			prop["type"] = "object"
 		}
 		if v.Default != nil {
-			prop["default"] = yamlJSON(v.Default)
+			prop["default"] = schemacheck.JSONValue(v.Default)
 		}
 		props[v.Name] = prop
 	}
@@ -168,7 +164,7 @@ func toolSchema(r *plans.Reporter, n *yaml.Node, what string) (json.RawMessage, 
 		r.At(n, "%s.parameters: %v", what, err)
 		return nil, nil
 	}
-	m, ok := yamlJSON(v).(map[string]any)
+	m, ok := schemacheck.JSONValue(v).(map[string]any)
 	if !ok {
 		r.At(n, "%s.parameters must be a JSON Schema mapping ({type: object, properties: {...}}), got %s", what, plans.KindName(n))
 		return nil, nil
@@ -178,7 +174,7 @@ func toolSchema(r *plans.Reporter, n *yaml.Node, what string) (json.RawMessage, 
 		m["type"] = "object" // what both providers require of a tool's parameters
 	case "object":
 	default:
-		r.At(childOf(n, "type"), "%s.parameters: type must be object (a tool takes named arguments), got %v", what, typ)
+		r.At(schemacheck.Child(n, "type"), "%s.parameters: type must be object (a tool takes named arguments), got %v", what, typ)
 		return nil, nil
 	}
 	raw, err := json.Marshal(m)
@@ -186,15 +182,8 @@ func toolSchema(r *plans.Reporter, n *yaml.Node, what string) (json.RawMessage, 
 		r.At(n, "%s.parameters: %v", what, err)
 		return nil, nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err == nil {
-		c := jsonschema.NewCompiler()
-		if err = c.AddResource("tool.json", doc); err == nil {
-			_, err = c.Compile("tool.json")
-		}
-	}
-	if err != nil {
-		at, msg := schemaAt(n, err)
+	if _, err := schemacheck.Compile("tool.json", raw); err != nil {
+		at, msg := schemacheck.Problem(n, err)
 		r.At(at, "%s.parameters: %s", what, msg)
 		return nil, nil
 	}
@@ -209,75 +198,6 @@ func toolSchema(r *plans.Reporter, n *yaml.Node, what string) (json.RawMessage, 
 		t[k] = types.Any
 	}
 	return raw, t
-}
-
-// schemaAt finds where in the schema mapping a compile error points, and
-// says it in one line.
-func schemaAt(n *yaml.Node, err error) (*yaml.Node, string) {
-	var sve *jsonschema.SchemaValidationError
-	if errors.As(err, &sve) {
-		var ve *jsonschema.ValidationError
-		if errors.As(sve.Err, &ve) {
-			for len(ve.Causes) > 0 {
-				ve = ve.Causes[0]
-			}
-			at := n
-			for _, seg := range ve.InstanceLocation {
-				next := childOf(at, seg)
-				if next == nil {
-					break
-				}
-				at = next
-			}
-			msg, _, _ := strings.Cut(strings.TrimSpace(ve.Error()), "\n")
-			return at, msg + " (not a valid JSON Schema)"
-		}
-	}
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return n, msg
-}
-
-// childOf steps into a mapping key or a sequence index (nil: none).
-func childOf(n *yaml.Node, seg string) *yaml.Node {
-	n = plans.Resolve(n)
-	if n == nil {
-		return nil
-	}
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == seg {
-				return n.Content[i+1]
-			}
-		}
-	case yaml.SequenceNode:
-		if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(n.Content) {
-			return n.Content[i]
-		}
-	}
-	return nil
-}
-
-// yamlJSON turns YAML-decoded values into ones encoding/json accepts
-// (YAML allows non-string mapping keys).
-func yamlJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			t[k] = yamlJSON(x)
-		}
-	case map[any]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[fmt.Sprint(k)] = yamlJSON(x)
-		}
-		return out
-	case []any:
-		for i, x := range t {
-			t[i] = yamlJSON(x)
-		}
-	}
-	return v
 }
 
 // PlanTool is the plan's tool named name, as the running step's plan

@@ -1,3 +1,9 @@
+// Package engine compiles a plan into a program of steps and runs it
+// against a board: scheduling, retries, loops, groups, expressions and the
+// record of every step visit. It knows step types only through Type and
+// the Caps a type declares (steptype.go); the types themselves are in
+// package steps. It may import plans, board, agents and the sys packages,
+// never steps, runs, replay or the views.
 package engine
 
 import (
@@ -31,6 +37,115 @@ type Type interface {
 	// only when the whole plan is free of problems.
 	Decode(d *Decoder) Step
 }
+
+// Capable is a Type that declares its Caps. A type that does not has the
+// zero Caps, which are the safe ones: it touches the world, so a replay
+// serves it from its recording offline, --reuse --offline from the reused
+// run, and Temporal runs it as an activity; no view shows it as more than
+// a step.
+type Capable interface {
+	Caps() Caps
+}
+
+// Caps are what a step type is for everything that treats types
+// differently without running them: the schedulers, replay and reuse,
+// which read a program, and the views, which read a saved run, where a
+// step's type is only its name (Registry.Caps).
+type Caps struct {
+	// Sched is where a scheduler that does not run every step alike runs
+	// it (Temporal: inline, waiting durably, or as an activity).
+	Sched Sched
+	// Replay is how a replay and --reuse --offline treat its visits.
+	Replay Replay
+	// Bounded: its own timeout bounds everything it does (it stops its
+	// process then), so a step with a short one may run where a lost
+	// worker is noticed only by that timeout (a Temporal local activity).
+	Bounded bool
+	// Shows are the kinds of result it has, which the views show as such
+	// whatever the type's name.
+	Shows Shows
+}
+
+// Replay is how a replay treats a step type's visits.
+type Replay int
+
+const (
+	// ReplayWorld: the result depends on the world outside the board
+	// (files, processes). A replay in a workdir runs it for real; an
+	// offline one, and --reuse --offline, serve its recorded result. The
+	// default.
+	ReplayWorld Replay = iota
+	// ReplayRerun: the result is a function of the board, the clock and
+	// the model answers, which a replay serves from the recording; so the
+	// step is run again, offline too.
+	ReplayRerun
+	// ReplayRecorded: the result comes from a person: every replay takes
+	// it from the recording, and a timeout's default where it was taken.
+	ReplayRecorded
+)
+
+// Shows is a set of kinds of result, for the views.
+type Shows uint
+
+const (
+	// ShowsModel: the output is one agent's answer, and the result's
+	// `agent` names the agent (its edits are counted, its span is the
+	// agent's invocation).
+	ShowsModel Shows = 1 << iota
+	// ShowsAgents: several agents' turns, told apart in its result.
+	ShowsAgents
+	// ShowsEdit: it applied the diff given as its `diff` field; the
+	// result's `files` are the files it changed (path, op, added, removed).
+	ShowsEdit
+	// ShowsTests: its result is a test run's (testrun.Result: outcome,
+	// counts, failures, build errors).
+	ShowsTests
+	// ShowsProcess: it ran one process; the result has its exit_code,
+	// stdout and stderr.
+	ShowsProcess
+	// ShowsAsk: it asks a person; the result's `answer` is what they said.
+	ShowsAsk
+	// ShowsRoute: its output says where the run went next, not what it
+	// made (so it is no run's last output).
+	ShowsRoute
+)
+
+// Has reports whether s holds every kind in k.
+func (s Shows) Has(k Shows) bool { return s&k == k && k != 0 }
+
+// Any reports whether s holds one of the kinds in k.
+func (s Shows) Any(k Shows) bool { return s&k != 0 }
+
+// CapsOf is what t declares: its Caps, the zero ones for a type that
+// declares none or for nil (a group).
+func CapsOf(t Type) Caps {
+	if c, ok := t.(Capable); ok {
+		return c.Caps()
+	}
+	return Caps{}
+}
+
+// Sched is where a scheduler that does not run every step the same way
+// runs a step: a Temporal workflow runs pure steps inline (replaying them
+// is deterministic), waits durably for a person's answer, and sends
+// everything else to a worker as an activity. In one process every step
+// runs alike.
+type Sched int
+
+const (
+	// SchedWorld: the step touches the world (processes, files, models):
+	// it runs where the work is. The default.
+	SchedWorld Sched = iota
+	// SchedPure: the step only reads and writes the board.
+	SchedPure
+	// SchedWaits: the step waits for a person's answer (ErrWaiting until
+	// there is one).
+	SchedWaits
+)
+
+// SchedOf is how t is scheduled (Caps.Sched): SchedWorld unless it says
+// otherwise.
+func SchedOf(t Type) Sched { return CapsOf(t).Sched }
 
 // OutputTyper is a Type whose steps' output always has one Go type (a
 // zero value of it: "" for text). Expressions on steps.<label>.output of
@@ -243,6 +358,20 @@ func (r *Registry) Lookup(name string) (Type, bool) {
 	defer r.mu.RUnlock()
 	t, ok := r.types[name]
 	return t, ok
+}
+
+// Caps are the Caps of the type registered under name: the zero ones
+// (a type that declares nothing) for a name it does not know, such as a
+// saved run's type that is no longer built in.
+func (r *Registry) Caps(name string) Caps {
+	if r == nil {
+		return Caps{}
+	}
+	t, ok := r.Lookup(name)
+	if !ok {
+		return Caps{}
+	}
+	return CapsOf(t)
 }
 
 // Names lists the registered type names, sorted.

@@ -45,8 +45,9 @@ func (PlanType) Name() string { return plans.CallType }
 // Result is what steps.<label> of a call holds beside the common fields.
 func (PlanType) Result() any { return PlanResult{} }
 
-// Sched: a call is the interpreter's; it never runs as a leaf.
-func (PlanType) Sched() Sched { return SchedPure }
+// Caps: a call is the interpreter's; it never runs as a leaf, and a
+// replay replays its steps, each as its own type says.
+func (PlanType) Caps() Caps { return Caps{Sched: SchedPure, Replay: ReplayRerun} }
 
 // Spec describes the type for the schema and the reference.
 func (PlanType) Spec() *TypeSpec { return &planSpec }

@@ -2,68 +2,30 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/checker"
-	"github.com/expr-lang/expr/compiler"
-	"github.com/expr-lang/expr/file"
-	"github.com/expr-lang/expr/optimizer"
-	"github.com/expr-lang/expr/types"
-	"github.com/expr-lang/expr/vm"
-	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/engine/shellsafe"
 	"gopkg.in/yaml.v3"
 )
 
-// Expr is a compiled expression.
-type Expr struct {
-	Src string
-	// deferred is set on an expression of a plan compiled by
-	// CompileChecked: it is type-checked and compiled on first use
-	// (load), under once, so parallel steps may be the first together.
-	deferred *deferredExpr
-	once     sync.Once
-	err      error // the deferred compile's error
-	prog     *vm.Program
-	// secret: it reads a secret (secrets.NAME, or a plan env value made
-	// from one), so Runner.SecretEval decides it (see Eval).
-	secret bool
-	// typ is the type the checker gave it (nil: unknown), for a call's
-	// vars and a callee's outputs.
-	typ reflect.Type
-	// refs are the steps it names (see stepRefs), found on first need:
-	// validate and a run's start never need them.
-	refs     stepRefs
-	refsOnce sync.Once
+// Template is a string with ${{ expr }} parts, compiled: a step's
+// prompt, its env values, a shell script (see shellscript.go).
+type Template struct {
+	Src   string
+	parts []part
+	shell *shellsafe.Script // set for shell scripts (ShellTemplate)
+	// field is the plan field it came from ("prompt", "env.X"): a step's
+	// rendered inputs are saved under it, for the run report.
+	field string
 }
 
-// stepRefs are the steps an expression may read: the labels it names as
-// steps.LABEL or steps["LABEL"], or all of them when it uses `steps`
-// any other way. A resumed run builds the views of those only.
-type stepRefs struct {
-	labels []string
-	all    bool
-}
-
-// stepRefs are the steps e names; all when it cannot be compiled (its
-// evaluation fails anyway).
-func (e *Expr) stepRefs() stepRefs {
-	if e.load() != nil || e.prog == nil {
-		return stepRefs{all: true}
-	}
-	e.refsOnce.Do(func() {
-		root := e.prog.Node()
-		e.refs = namedSteps(&root)
-	})
-	return e.refs
+type part struct {
+	lit  string
+	expr *Expr // nil for a literal
+	off  int   // byte offset of the part in Src
 }
 
 // refs are the steps the template's expressions name.
@@ -85,154 +47,6 @@ func (t *Template) refs() stepRefs {
 		}
 	}
 	return out
-}
-
-// namedSteps finds the steps an expression's tree names.
-func namedSteps(root *ast.Node) stepRefs {
-	f := &stepsFinder{}
-	ast.Walk(root, f)
-	f.refs.all = f.uses > len(f.refs.labels)
-	return f.refs
-}
-
-type stepsFinder struct {
-	refs stepRefs
-	uses int // identifiers `steps`, named or not
-}
-
-func (f *stepsFinder) Visit(n *ast.Node) {
-	switch x := (*n).(type) {
-	case *ast.IdentifierNode:
-		if x.Value == "steps" {
-			f.uses++
-		}
-	case *ast.MemberNode:
-		if id, ok := x.Node.(*ast.IdentifierNode); ok && id.Value == "steps" {
-			if p, ok := x.Property.(*ast.StringNode); ok {
-				f.refs.labels = append(f.refs.labels, p.Value)
-			}
-		}
-	}
-}
-
-// Template is a string with ${{ expr }} parts, compiled.
-type Template struct {
-	Src   string
-	parts []part
-	shell *shellPlan // set for shell scripts (ShellTemplate)
-	// field is the plan field it came from ("prompt", "env.X"): a step's
-	// rendered inputs are saved under it, for the run report.
-	field string
-}
-
-type part struct {
-	lit  string
-	expr *Expr // nil for a literal
-	off  int   // byte offset of the part in Src
-}
-
-// deferredExpr is what compiling an expression later takes.
-type deferredExpr struct {
-	scope  *Scope
-	asBool bool
-}
-
-// compileExpr compiles src against the scope; asBool requires a boolean.
-// It is expr.Compile with the scope's configuration reused. In a scope of
-// a plan already checked (Scope.deferred) it only notes what to compile.
-func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
-	if scope.deferred {
-		return &Expr{Src: src, deferred: &deferredExpr{scope, asBool}}, nil
-	}
-	return compileNow(src, scope, asBool)
-}
-
-// load compiles a deferred expression, once. A plan that was checked
-// whole when its run started has no error here unless the expression
-// language changed under it; then the step using it fails, saying so.
-func (e *Expr) load() error {
-	if e.deferred == nil {
-		return nil
-	}
-	e.once.Do(func() {
-		d := e.deferred
-		// The scope's configuration holds expr's type cache, which
-		// checking fills: one compile at a time per scope.
-		d.scope.mu.Lock()
-		defer d.scope.mu.Unlock()
-		c, err := compileNow(e.Src, d.scope, d.asBool)
-		if err != nil {
-			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(err, d.scope))
-			return
-		}
-		e.prog, e.secret, e.typ = c.prog, c.secret, c.typ
-	})
-	return e.err
-}
-
-func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
-	if c := scope.compiled[exprKey{src, asBool}]; c != nil {
-		return &Expr{Src: src, prog: c.prog, secret: c.secret, typ: c.typ}, nil
-	}
-	cfg := scope.config(asBool)
-	tree, err := checker.ParseCheck(src, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Optimize {
-		if err := optimizer.Optimize(&tree.Node, cfg); err != nil {
-			var fe *file.Error
-			if errors.As(err, &fe) {
-				return nil, fe.Bind(tree.Source)
-			}
-			return nil, err
-		}
-	}
-	secret := readsSecrets(&tree.Node, scope.secretEnv)
-	prog, err := compiler.Compile(tree, cfg)
-	if err != nil {
-		return nil, err
-	}
-	e := &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}
-	if scope.compiled != nil {
-		scope.compiled[exprKey{src, asBool}] = e
-	}
-	return e, nil
-}
-
-// Eval runs the expression. One that reads a secret is handed to the
-// evaluation's secretEval when it has one (Runner.SecretEval).
-func (e *Expr) Eval(env map[string]any) (any, error) {
-	if err := e.load(); err != nil {
-		return nil, err
-	}
-	if e.secret {
-		if f, ok := env[secretEvalName].(secretEval); ok {
-			return f(e, env)
-		}
-	}
-	return e.run(env)
-}
-
-func (e *Expr) run(env map[string]any) (any, error) {
-	v, err := expr.Run(e.prog, env)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", e.Src, err)
-	}
-	return v, nil
-}
-
-// Bool runs a boolean expression.
-func (e *Expr) Bool(env map[string]any) (bool, error) {
-	v, err := e.Eval(env)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.(bool)
-	if !ok {
-		return false, fmt.Errorf("%s: gave %T, want true or false", e.Src, v)
-	}
-	return b, nil
 }
 
 // exprError is a compile error at an offset of the template's text.
@@ -278,43 +92,6 @@ func compileTemplate(src string, scope *Scope) (*Template, []exprError) {
 	}
 }
 
-var unknownNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown (?:field|name) (\w+)$`) })
-
-// exprMessage is the first line of an expr error, without its source echo,
-// with a "did you mean" for a misspelt name.
-func exprMessage(err error, scope *Scope) string {
-	msg := err.Error()
-	var fe *file.Error
-	if errors.As(err, &fe) {
-		msg = fe.Message
-	}
-	msg, _, _ = strings.Cut(msg, "\n")
-	if m := unknownNameRE().FindStringSubmatch(msg); m != nil {
-		msg += plans.Suggest(m[1], scopeNames(scope.types, nil))
-	}
-	return msg
-}
-
-// scopeNames lists every name at any depth of a scope, for suggestions.
-func scopeNames(m types.Map, out []string) []string {
-	for k, v := range m {
-		out = append(out, k)
-		if sub, ok := v.(types.Map); ok {
-			out = scopeNames(sub, out)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func exprErrorColumn(err error) int {
-	var fe *file.Error
-	if errors.As(err, &fe) && fe.Line <= 1 {
-		return fe.Column
-	}
-	return 0
-}
-
 // Literal is the template's text when it holds no ${{ }}: what it
 // renders to is known when the plan loads.
 func (t *Template) Literal() (string, bool) {
@@ -349,8 +126,6 @@ func (t *Template) render(env map[string]any) (string, error) {
 	return b.String(), nil
 }
 
-// Value is Render, except that a template that is one ${{ }} and nothing
-// else gives the expression's value itself.
 // valueType is the type Value gives: the expression's for one whole
 // ${{ }}, text otherwise (nil: unknown).
 func (t *Template) valueType() reflect.Type {
@@ -363,6 +138,8 @@ func (t *Template) valueType() reflect.Type {
 	return reflect.TypeOf("")
 }
 
+// Value is Render, except that a template that is one ${{ }} and nothing
+// else gives the expression's value itself.
 func (t *Template) Value(env map[string]any) (any, error) {
 	if len(t.parts) == 1 && t.parts[0].expr != nil {
 		return t.parts[0].expr.Eval(env)

@@ -127,7 +127,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("%w: --agent %s: the plan has no agent %q", ErrUsage, name, name)
 		}
 	}
-	sc := newScript(rec, StepTypes(prog), prog.Plan.Limits.Timeout, opt.Workdir == "", fk, prog.ParentLabel)
+	sc := newScript(rec, StepCaps(prog), prog.Plan.Limits.Timeout, opt.Workdir == "", fk, prog.ParentLabel)
 	chk := newChecker(sc)
 
 	run := saved
@@ -231,25 +231,28 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	return rep, nil
 }
 
-// StepTypes gives the step type of a recorded label, as the program finds
-// it: a plan label, a for_each item (LABEL[i]), a step inside a for_each
-// block's item (ITEM/LABEL) or a callee's step (CALL/LABEL). The plan's
-// own labels alone missed the last two, and an offline replay ran their
-// commands for real.
-func StepTypes(prog *engine.Program) func(label string) string {
+// StepCaps gives the Caps of a recorded label's step type, as the program
+// finds it: a plan label, a for_each item (LABEL[i]), a step inside a
+// for_each block's item (ITEM/LABEL) or a callee's step (CALL/LABEL). The
+// plan's own labels alone missed the last two, and an offline replay ran
+// their commands for real. A group, or a label the program does not
+// have, is the interpreter's: ReplayRerun, its steps replayed each as its
+// own type says.
+func StepCaps(prog *engine.Program) func(label string) engine.Caps {
 	var mu sync.Mutex // the live part of a fork asks from parallel children
-	known := map[string]string{}
-	return func(label string) string {
+	known := map[string]engine.Caps{}
+	return func(label string) engine.Caps {
 		mu.Lock()
 		defer mu.Unlock()
-		t, ok := known[label]
+		c, ok := known[label]
 		if !ok {
-			if n := prog.Node(label); n != nil {
-				t = n.Type
+			c = engine.Caps{Replay: engine.ReplayRerun}
+			if n := prog.Node(label); n != nil && n.Kind != nil {
+				c = engine.CapsOf(n.Kind)
 			}
-			known[label] = t
+			known[label] = c
 		}
-		return t
+		return c
 	}
 }
 

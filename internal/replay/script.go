@@ -9,17 +9,6 @@ import (
 	"github.com/planrunner/runner/internal/engine"
 )
 
-// LocalTypes are the step types whose results depend on the world outside
-// the board (files, processes). A replay runs them for real in a workdir,
-// or serves their recorded results offline. Every other step type is a
-// function of the board, the clock and the model answers, and always runs.
-var LocalTypes = map[string]bool{"command": true, "test": true, "apply_diff": true}
-
-// AskedTypes are the step types whose results come from a person (input):
-// a replay, offline or in a workdir, takes them from the recording, and a
-// timeout's default is taken where the recording took it.
-var AskedTypes = map[string]bool{"input": true}
-
 type visitKey struct {
 	label string
 	visit int
@@ -53,8 +42,8 @@ type script struct {
 	items   map[visitKey]json.RawMessage // for_each lists (engine.ItemsScript)
 	ws      map[clockKey]board.Recording // files() and read_file() (engine.WorkspaceScript)
 	offline bool
-	types   func(label string) string // a recorded label's step type
-	timeout time.Duration             // the plan's limits.timeout
+	caps    func(label string) engine.Caps // a recorded label's step type's (StepCaps)
+	timeout time.Duration                  // the plan's limits.timeout
 	fork    *fork
 	seg     int
 	virtual atomic.Int64 // the replayed clock, for the board's own stamps (UnixNano)
@@ -73,9 +62,9 @@ type clockKey struct {
 	visit, call int
 }
 
-func newScript(rec *board.Board, types func(string) string, timeout time.Duration, offline bool, fk *fork, parent func(string) string) *script {
+func newScript(rec *board.Board, caps func(string) engine.Caps, timeout time.Duration, offline bool, fk *fork, parent func(string) string) *script {
 	s := &script{rec: rec, clock: map[clockKey]time.Time{}, reads: map[clockKey]engine.ReadSeen{}, items: map[visitKey]json.RawMessage{}, ws: map[clockKey]board.Recording{},
-		offline: offline, types: types, timeout: timeout, fork: fk}
+		offline: offline, caps: caps, timeout: timeout, fork: fk}
 	run := rec.Run()
 	// Keyed: a large result stays its key (compared by it, check.go) and
 	// is built whole only when a step is served from it (Result).
@@ -192,7 +181,18 @@ func (s *script) Workspace(label string, visit, call int) (board.Recording, bool
 }
 
 func (s *script) Result(label string, visit int) (board.StepRecord, bool) {
-	if t := s.types(label); s.live() || !(AskedTypes[t] || s.offline && LocalTypes[t]) {
+	// A person's answer always comes from the recording, the world's
+	// offline; every other step runs again (engine.Replay).
+	switch s.caps(label).Replay {
+	case engine.ReplayRecorded:
+	case engine.ReplayWorld:
+		if !s.offline {
+			return board.StepRecord{}, false
+		}
+	default:
+		return board.StepRecord{}, false
+	}
+	if s.live() {
 		return board.StepRecord{}, false
 	}
 	r, ok := s.record(label, visit)

@@ -38,7 +38,8 @@ func loadReuse(from []string, offline bool, prog *engine.Program) (*reuse, error
 	return ru, nil
 }
 
-// script serves command, test and apply_diff results from the reused
+// script serves the results of the steps that touch the world
+// (engine.ReplayWorld: command, test, apply_diff...) from the reused
 // recordings when offline.
 func (ru *reuse) script() engine.Script {
 	if !ru.offline {
@@ -46,7 +47,7 @@ func (ru *reuse) script() engine.Script {
 	}
 	// Types by the program, not the plan's labels: a for_each item, a
 	// step of a block's item or of a callee ran for real under --offline.
-	return &offlineResults{runs: ru.runs, types: replay.StepTypes(ru.prog)}
+	return &offlineResults{runs: ru.runs, caps: replay.StepCaps(ru.prog), types: ru.prog.Types}
 }
 
 // save writes in the run's file how many calls and tokens were reused and
@@ -70,22 +71,23 @@ func (ru *reuse) save(b *board.Board, warnings io.Writer) agents.ReuseStats {
 	return st
 }
 
-// offlineResults is an engine.Script that only serves local steps' saved
-// results, from the first reused run that has the step visit.
+// offlineResults is an engine.Script that only serves the saved results
+// of steps that touch the world, from the first reused run that has the step visit.
 type offlineResults struct {
 	runs  []*board.Board
-	types func(label string) string // a step visit's type (replay.StepTypes)
+	caps  func(label string) engine.Caps // a step visit's type's (replay.StepCaps)
+	types *engine.Registry               // a recorded type name's
 }
 
 func (o *offlineResults) Result(label string, visit int) (board.StepRecord, bool) {
-	if !replay.LocalTypes[o.types(label)] {
+	if o.caps(label).Replay != engine.ReplayWorld {
 		return board.StepRecord{}, false
 	}
 	for _, b := range o.runs {
 		var found *board.StepRecord
 		steps := b.Steps()
 		for i := range steps {
-			if s := &steps[i]; s.Label == label && s.Visit == visit && replay.LocalTypes[s.Type] {
+			if s := &steps[i]; s.Label == label && s.Visit == visit && s.Type != "" && o.types.Caps(s.Type).Replay == engine.ReplayWorld {
 				found = s
 			}
 		}

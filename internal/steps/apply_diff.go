@@ -49,6 +49,10 @@ func (applyDiffType) OutputType() any        { return "" }
 func (applyDiffType) Result() any            { return ApplyDiffResult{} }
 func (applyDiffType) Spec() *engine.TypeSpec { return &applyDiffSpec }
 
+// Caps: the step changes files (ReplayWorld, the default), from the diff
+// in its `diff` field.
+func (applyDiffType) Caps() engine.Caps { return engine.Caps{Shows: engine.ShowsEdit} }
+
 var applyDiffSpec = engine.TypeSpec{
 	Doc: "Applies a unified diff to the run's directory, all or nothing, tolerating what models get wrong " +
 		"in diffs (prose around it, wrong hunk counts, offsets, a little fuzz). With format, it applies the other " +

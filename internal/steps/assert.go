@@ -13,8 +13,9 @@ import (
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/schemacheck"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 
@@ -69,8 +70,10 @@ func (assertType) OutputType() any        { return "" }
 func (assertType) Result() any            { return AssertResult{} }
 func (assertType) Spec() *engine.TypeSpec { return &assertSpec }
 
-// No Sched: a judge calls a model, which a Temporal workflow may not do
-// inline, so an assert runs where the work is, like an llm step.
+// Caps: a judge calls a model, which a Temporal workflow may not do
+// inline, so an assert runs where the work is, like an llm step; a replay
+// runs it again with the recorded answers.
+func (assertType) Caps() engine.Caps { return engine.Caps{Replay: engine.ReplayRerun} }
 
 var assertSpec = engine.TypeSpec{
 	Doc: "Checks another step's output and result: equals, contains, matches (a regular expression), " +
@@ -182,7 +185,7 @@ func decodeCheck(d *engine.Decoder, n *yaml.Node) (check, bool) {
 				d.Errorf(v, "equals: %v", err)
 				ok = false
 			}
-			c.equals = jsonValue(x)
+			c.equals = schemacheck.JSONValue(x)
 		case "contains":
 			if v.Kind != yaml.ScalarNode {
 				d.Errorf(v, "contains must be text, got %s", plans.KindName(v))
@@ -414,7 +417,7 @@ func (s *assertStep) run(ctx context.Context, sc *engine.StepContext, c check, r
 			cr.Got = shown(doc)
 		}
 		if err := c.schema.Validate(doc); err != nil {
-			cr.Reason = validationMessage(err)
+			cr.Reason = schemacheck.Message(err)
 			return cr
 		}
 		cr.Passed = true

@@ -202,8 +202,11 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 	return engine.Result{Output: op.Value, Fields: res, Write: &op}, nil
 }
 
-// Sched: the step only reads and writes the board: a workflow runs it inline (every other type touches the world and runs as an activity).
-func (boardType) Sched() engine.Sched { return engine.SchedPure }
+// Caps: the step only reads and writes the board: a workflow runs it
+// inline and a replay runs it again.
+func (boardType) Caps() engine.Caps {
+	return engine.Caps{Sched: engine.SchedPure, Replay: engine.ReplayRerun}
+}
 
 // valueTree is a board write's value as the plan wrote it: a literal, a
 // template, or a mapping or list of them.

@@ -210,5 +210,8 @@ func (s *branchStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Re
 	return engine.Result{Output: s.def, Fields: res, Goto: s.def}, nil
 }
 
-// Sched: the step only reads expressions and the board: a workflow runs it inline (every other type touches the world and runs as an activity).
-func (branchType) Sched() engine.Sched { return engine.SchedPure }
+// Caps: the step only reads expressions and the board: a workflow runs
+// it inline and a replay runs it again; its output is where it went.
+func (branchType) Caps() engine.Caps {
+	return engine.Caps{Sched: engine.SchedPure, Replay: engine.ReplayRerun, Shows: engine.ShowsRoute}
+}

@@ -47,6 +47,12 @@ func (commandType) OutputType() any        { return "" }
 func (commandType) Result() any            { return CommandResult{} }
 func (commandType) Spec() *engine.TypeSpec { return &commandSpec }
 
+// Caps: the step runs a process (ReplayWorld, the default), which it
+// stops at its timeout.
+func (commandType) Caps() engine.Caps {
+	return engine.Caps{Bounded: true, Shows: engine.ShowsProcess}
+}
+
 var commandSpec = engine.TypeSpec{
 	Doc: "Runs a shell script with `sh -c` in its own process group. A non-zero exit fails the step; " +
 		"its output is the script's standard output, trimmed. Processes the script leaves running are ended with it.",

@@ -102,6 +102,12 @@ func (coordinateType) Name() string           { return "coordinate" }
 func (coordinateType) Result() any            { return CoordinateResult{} }
 func (coordinateType) Spec() *engine.TypeSpec { return &coordinateSpec }
 
+// Caps: the agents' calls run as an activity, and a replay runs the step
+// again with the recorded answers.
+func (coordinateType) Caps() engine.Caps {
+	return engine.Caps{Replay: engine.ReplayRerun, Shows: engine.ShowsAgents}
+}
+
 var coordinateSpec = engine.TypeSpec{
 	Doc: "Lets several agents work on one task over a shared board. Each round a coordinator agent picks " +
 		"who contributes next and with what instruction, or ends the rounds; without one, agents take turns " +

@@ -10,6 +10,7 @@ import (
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/schemacheck"
 	"gopkg.in/yaml.v3"
 )
 
@@ -255,7 +256,7 @@ func writeNodeJSON(buf *bytes.Buffer, n *yaml.Node) error {
 		if err := n.Decode(&v); err != nil {
 			return err
 		}
-		b, err := json.Marshal(jsonValue(v))
+		b, err := json.Marshal(schemacheck.JSONValue(v))
 		if err != nil {
 			return err
 		}
@@ -281,5 +282,8 @@ func (s *inputStep) Describe() string {
 	return d
 }
 
-// Sched: the step waits for a person's answer: a workflow waits for it durably (every other type touches the world and runs as an activity).
-func (inputType) Sched() engine.Sched { return engine.SchedWaits }
+// Caps: the step waits for a person's answer: a workflow waits for it
+// durably, and a replay takes the answer from the recording.
+func (inputType) Caps() engine.Caps {
+	return engine.Caps{Sched: engine.SchedWaits, Replay: engine.ReplayRecorded, Shows: engine.ShowsAsk}
+}

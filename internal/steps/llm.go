@@ -1,23 +1,22 @@
 package steps
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
-	"github.com/planrunner/runner/internal/jsonschema"
 	"github.com/planrunner/runner/internal/patch"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/schemacheck"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 
@@ -83,6 +82,12 @@ type llmStep struct {
 func (llmType) Name() string           { return "llm" }
 func (llmType) Result() any            { return LLMResult{} }
 func (llmType) Spec() *engine.TypeSpec { return &llmSpec }
+
+// Caps: a model call runs as an activity, and a replay runs the step
+// again with the recorded answers.
+func (llmType) Caps() engine.Caps {
+	return engine.Caps{Replay: engine.ReplayRerun, Shows: engine.ShowsModel}
+}
 
 // viewSchema is the JSON Schema of a board view's limits.
 const viewSchema = `{"type": "object", "additionalProperties": false, "properties": {
@@ -214,93 +219,18 @@ func compileSchema(d *engine.Decoder, n *yaml.Node) (*jsonschema.Schema, json.Ra
 			return nil, nil
 		}
 	}
-	raw, err := json.Marshal(jsonValue(v))
+	raw, err := json.Marshal(schemacheck.JSONValue(v))
 	if err != nil {
 		d.Errorf(n, "schema: %v", err)
 		return nil, nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	sch, err := schemacheck.Compile("schema.json", raw)
 	if err != nil {
-		d.Errorf(n, "schema: %v", err)
-		return nil, nil
-	}
-	c := jsonschema.NewCompiler()
-	const url = "schema.json"
-	if err := c.AddResource(url, doc); err != nil {
-		d.Errorf(n, "schema: %v", err)
-		return nil, nil
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		at, msg := schemaProblem(n, err)
+		at, msg := schemacheck.Problem(n, err)
 		d.Errorf(at, "schema: %s", msg)
 		return nil, nil
 	}
 	return sch, raw
-}
-
-// schemaProblem finds where in the schema mapping a compile error points,
-// and says it in one line.
-func schemaProblem(n *yaml.Node, err error) (*yaml.Node, string) {
-	var sve *jsonschema.SchemaValidationError
-	if errors.As(err, &sve) {
-		var ve *jsonschema.ValidationError
-		if errors.As(sve.Err, &ve) {
-			for len(ve.Causes) > 0 {
-				ve = ve.Causes[0]
-			}
-			at := n
-			for _, seg := range ve.InstanceLocation {
-				next := childNode(at, seg)
-				if next == nil {
-					break
-				}
-				at = next
-			}
-			return at, firstLine(strings.TrimSpace(ve.Error())) + " (not a valid JSON Schema)"
-		}
-	}
-	return n, firstLine(err.Error())
-}
-
-// childNode steps into a mapping key or a sequence index.
-func childNode(n *yaml.Node, seg string) *yaml.Node {
-	n = plans.Resolve(n)
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if n.Content[i].Value == seg {
-				return n.Content[i+1]
-			}
-		}
-	case yaml.SequenceNode:
-		if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(n.Content) {
-			return n.Content[i]
-		}
-	}
-	return nil
-}
-
-// jsonValue turns YAML-decoded values into ones encoding/json accepts
-// (YAML allows non-string mapping keys).
-func jsonValue(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, x := range t {
-			t[k] = jsonValue(x)
-		}
-	case map[any]any:
-		out := make(map[string]any, len(t))
-		for k, x := range t {
-			out[fmt.Sprint(k)] = jsonValue(x)
-		}
-		return out
-	case []any:
-		for i, x := range t {
-			t[i] = jsonValue(x)
-		}
-	}
-	return v
 }
 
 func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Result, error) {
@@ -465,7 +395,7 @@ func (s *llmStep) parse(text string) (any, error) {
 		}
 		if s.schema != nil {
 			if err := s.schema.Validate(v); err != nil {
-				return nil, fmt.Errorf("the JSON does not match the schema: %s", validationMessage(err))
+				return nil, fmt.Errorf("the JSON does not match the schema: %s", schemacheck.Message(err))
 			}
 		}
 		return v, nil
@@ -488,19 +418,6 @@ func (s *llmStep) reask(err error) string {
 		what = "your edits, complete, in the same format"
 	}
 	return fmt.Sprintf("Your answer could not be used: %v\n\nAnswer again with %s, and nothing else.", err, what)
-}
-
-// validationMessage is a schema validation error without its header line
-// (which names the schema's internal URL).
-func validationMessage(err error) string {
-	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
-	if len(lines) > 1 && strings.HasPrefix(lines[0], "jsonschema validation failed") {
-		lines = lines[1:]
-	}
-	for i := range lines {
-		lines[i] = strings.TrimPrefix(strings.TrimSpace(lines[i]), "- ")
-	}
-	return strings.Join(lines, "; ")
 }
 
 var fenceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?s)```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```") })

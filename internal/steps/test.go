@@ -40,6 +40,10 @@ func (testType) OutputType() any        { return "" }
 func (testType) Result() any            { return TestResult{} }
 func (testType) Spec() *engine.TypeSpec { return &testSpec }
 
+// Caps: the step runs the tests (ReplayWorld, the default); its result is
+// their outcome.
+func (testType) Caps() engine.Caps { return engine.Caps{Shows: engine.ShowsTests} }
+
 var testSpec = engine.TypeSpec{
 	Doc: "Runs a project's test suite and reports it as facts a model can fix: outcome, counts, " +
 		"failures with file and line, and a short summary, which is the step's output. " +

@@ -18,8 +18,9 @@ import (
 
 var errorPage = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("error").Parse(`<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>runner serve</title></head>
-<body><p id="error">{{.}}</p></body></html>
+<html lang="en"><head><meta charset="utf-8"><title>runner serve</title>{{if .Boot}}
+<script src="/assets/boot.js"></script>{{end}}</head>
+<body><p id="error">{{.Msg}}</p></body></html>
 `))
 })
 

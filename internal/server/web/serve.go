@@ -4,18 +4,29 @@
 // browser, through the same code as `runner answer` (runs.OpenQuestion).
 //
 // It is served by runner itself (its assets embedded), on the loopback
-// address unless told otherwise. Every request needs the token made for
-// this start: given once in the URL that `runner serve` prints, it becomes
-// an HttpOnly, SameSite=Strict cookie. A POST also needs the page's CSRF
-// token (a header) and an Origin of this very server, and a Host header of
-// the address served (so a rebinding DNS name cannot reach it). Everything
-// shown is escaped by html/template; pages allow scripts from this origin
-// only.
+// address unless told otherwise. Every request for a page, a stream or an
+// answer needs the token made for this start, as the header
+// `Authorization: Bearer TOKEN`. It is never a cookie: a browser sends a
+// host's cookies to every port of that host, so any other server on
+// 127.0.0.1 would receive it. Given once in the URL that `runner serve`
+// prints, the token moves to the URL's fragment (which the browser sends
+// to no one); the page's script keeps it in this origin's localStorage,
+// which no other port can read, and a page opened without the header
+// comes back as a refusal whose script fetches it again with the header.
+// A POST also needs the page's CSRF token (a header) and an Origin of
+// this very server, and a Host header of the address served (so a
+// rebinding DNS name cannot reach it). Everything shown is escaped by
+// html/template; pages allow scripts from this origin only (the embedded
+// scripts, served to anyone: they are the same in every runner binary
+// and hold nothing of a run).
 //
 // Pages follow their run without a polling loop over runs: each open run
 // page has one watcher (inotify on its run's directory, where the journal
 // grows, or the live board's watch stream for a run on Temporal) that
 // tells the page, through server-sent events, to fetch itself again.
+//
+// It may import the packages that read and answer runs (runs, board,
+// liveboard, steps, agents, sys/...) and view/report; never cmd/.
 package web
 
 import (
@@ -76,8 +87,6 @@ type Server struct {
 	mux   *http.ServeMux
 }
 
-const cookieName = "runner_token"
-
 // New makes a server with a fresh token unless o gives one.
 func New(o Options) (*Server, error) {
 	if o.Token == "" {
@@ -131,22 +140,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusMisdirectedRequest, "this server answers to a loopback address only (127.0.0.1, ::1, localhost), not "+r.Host)
 		return
 	}
+	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/assets/") {
+		// The embedded scripts are the same in every runner binary and
+		// hold nothing of a run; a page fetched by script loads them by
+		// <script src>, which cannot carry the header.
+		s.mux.ServeHTTP(w, r)
+		return
+	}
 	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
 		if !s.same(t, s.token) {
 			s.refuse(w, r, http.StatusUnauthorized, "the token in the URL is not this server's: open the URL `runner serve` printed when it started")
 			return
 		}
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		// The token leaves the address bar and the history.
+		// The token moves to the fragment, which the browser sends to no
+		// server; the page's script stores it for this origin and takes
+		// it off the address bar.
 		q := r.URL.Query()
 		q.Del("token")
 		u := *r.URL
 		u.RawQuery = q.Encode()
-		http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+		w.Header().Set("Location", u.RequestURI()+"#token="+url.QueryEscape(s.token))
+		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
-	c, err := r.Cookie(cookieName)
-	if err != nil || !s.same(c.Value, s.token) {
+	if !s.authorized(r) {
 		s.refuse(w, r, http.StatusUnauthorized, "this page needs the token of this server: open the URL `runner serve` printed when it started (it holds ?token=…)")
 		return
 	}
@@ -161,6 +178,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// authorized: the request carries this start's token as a bearer
+// credential. Nothing else counts (no cookie, no query): a browser sends
+// this header only where the page's own script sends it, to this origin.
+func (s *Server) authorized(r *http.Request) bool {
+	a := r.Header.Get("Authorization")
+	return len(a) > len("Bearer ") && strings.EqualFold(a[:len("Bearer ")], "Bearer ") && s.same(a[len("Bearer "):], s.token)
 }
 
 func (s *Server) same(a, b string) bool {
@@ -202,7 +227,9 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code int, msg st
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
-	errorPage().Execute(w, msg)
+	// A page refused for want of the token carries the script that
+	// fetches it again with the token this origin keeps, if it keeps one.
+	errorPage().Execute(w, map[string]any{"Msg": msg, "Boot": code == http.StatusUnauthorized})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -48,7 +48,7 @@ type client struct {
 	t    *testing.T
 	srv  *httptest.Server
 	s    *Server
-	jar  *http.Cookie
+	auth string // the Authorization header the page's scripts send ("": none)
 	host string
 }
 
@@ -75,8 +75,8 @@ func (c *client) do(method, path string, body url.Values, set func(*http.Request
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	if c.jar != nil {
-		req.AddCookie(c.jar)
+	if c.auth != "" {
+		req.Header.Set("Authorization", c.auth)
 	}
 	if set != nil {
 		set(req)
@@ -91,20 +91,20 @@ func (c *client) do(method, path string, body url.Values, set func(*http.Request
 	return resp, string(data)
 }
 
+// login takes the token as the page's script does: from the fragment
+// the token's URL redirects to.
 func (c *client) login() {
 	c.t.Helper()
 	resp, _ := c.do("GET", "/?token="+url.QueryEscape(c.s.Token()), nil, nil)
-	for _, ck := range resp.Cookies() {
-		if ck.Name == cookieName {
-			c.jar = ck
-		}
+	loc, ok := strings.CutPrefix(resp.Header.Get("Location"), "/#token=")
+	if !ok {
+		c.t.Fatalf("the token's URL redirects to %q, want the fragment #token=", resp.Header.Get("Location"))
 	}
-	if c.jar == nil {
-		c.t.Fatal("no cookie after the token")
-	}
+	tok, _ := url.QueryUnescape(loc)
+	c.auth = "Bearer " + tok
 }
 
-// post is a POST as the page makes it: cookie, CSRF header, Origin.
+// post is a POST as the page makes it: token header, CSRF header, Origin.
 func (c *client) post(path string, body url.Values) (*http.Response, string) {
 	return c.do("POST", path, body, func(r *http.Request) {
 		r.Header.Set("X-Runner-CSRF", c.s.csrf)
@@ -112,10 +112,12 @@ func (c *client) post(path string, body url.Values) (*http.Response, string) {
 	})
 }
 
-// The token is needed for everything; it becomes an HttpOnly,
-// SameSite=Strict cookie and leaves the URL; a POST also needs the CSRF
+// The token is needed for every page, stream and answer, as the header
+// Authorization: Bearer (never a cookie, nor the URL after the first
+// visit, which moves it to the fragment); a POST also needs the CSRF
 // header and this server's Origin; a Host that is not loopback (DNS
-// rebinding) is refused; each refusal says what is missing.
+// rebinding) is refused; each refusal says what is missing. The embedded
+// scripts, the same in every runner, are served to anyone.
 func TestServeRefusesWithoutTheToken(t *testing.T) {
 	dir := t.TempDir()
 	id := waitingRun(t, dir)
@@ -127,7 +129,7 @@ func TestServeRefusesWithoutTheToken(t *testing.T) {
 	}
 	cases := []struct {
 		name, method, path string
-		cookie             bool
+		login              bool
 		set                func(*http.Request)
 		code               int
 		say                string
@@ -135,10 +137,14 @@ func TestServeRefusesWithoutTheToken(t *testing.T) {
 		{"list without token", "GET", "/", false, nil, 401, "needs the token"},
 		{"run page without token", "GET", "/runs/" + id, false, nil, 401, "needs the token"},
 		{"events without token", "GET", "/runs/" + id + "/events", false, nil, 401, "needs the token"},
-		{"asset without token", "GET", "/assets/live.js", false, nil, 401, "needs the token"},
+		{"graph without token", "GET", "/runs/" + id + "/graph", false, nil, 401, "needs the token"},
+		{"asset without token", "GET", "/assets/live.js", false, nil, 200, "runner serve"},
 		{"wrong token", "GET", "/?token=nope", false, nil, 401, "not this server"},
-		{"wrong cookie", "GET", "/", false, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: cookieName, Value: "nope"}) }, 401, "needs the token"},
-		{"answer without cookie", "POST", "/runs/" + id + "/answer", false, origin(""), 401, "needs the token"},
+		{"wrong bearer", "GET", "/", false, func(r *http.Request) { r.Header.Set("Authorization", "Bearer nope") }, 401, "needs the token"},
+		{"the token as a cookie", "GET", "/", false, func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "runner_token", Value: c.s.Token()}) }, 401, "needs the token"},
+		{"the token bare", "GET", "/", false, func(r *http.Request) { r.Header.Set("Authorization", c.s.Token()) }, 401, "needs the token"},
+		{"the CSRF token as bearer", "GET", "/", false, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+c.s.csrf) }, 401, "needs the token"},
+		{"answer without token", "POST", "/runs/" + id + "/answer", false, origin(""), 401, "needs the token"},
 		{"answer without CSRF", "POST", "/runs/" + id + "/answer", true, func(r *http.Request) { r.Header.Set("Origin", c.srv.URL) }, 403, "CSRF"},
 		{"answer with a wrong CSRF", "POST", "/runs/" + id + "/answer", true, func(r *http.Request) {
 			r.Header.Set("Origin", c.srv.URL)
@@ -150,8 +156,8 @@ func TestServeRefusesWithoutTheToken(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c.jar = nil
-			if tc.cookie {
+			c.auth = ""
+			if tc.login {
 				c.login()
 			}
 			var body url.Values
@@ -173,17 +179,19 @@ func TestServeRefusesWithoutTheToken(t *testing.T) {
 		t.Error("a refused request recorded an answer")
 	}
 
-	c.jar = nil
+	c.auth = ""
 	resp, _ := c.do("GET", "/runs/"+id+"?token="+url.QueryEscape(c.s.Token()), nil, nil)
-	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/runs/"+id {
-		t.Errorf("the token's URL: %d to %q, want 303 to the same page without the token", resp.StatusCode, resp.Header.Get("Location"))
+	if want := "/runs/" + id + "#token=" + url.QueryEscape(c.s.Token()); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != want {
+		t.Errorf("the token's URL: %d to %q, want 303 to %q (the token in the fragment only)", resp.StatusCode, resp.Header.Get("Location"), want)
 	}
-	var ck *http.Cookie
-	for _, k := range resp.Cookies() {
-		ck = k
+	if len(resp.Cookies()) != 0 {
+		t.Errorf("the token's URL sets cookies %v, want none", resp.Cookies())
 	}
-	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" {
-		t.Errorf("the cookie: %+v, want HttpOnly, SameSite=Strict, Path=/", ck)
+	// A page refused for want of the header carries the script that
+	// fetches it again with the token its origin keeps.
+	_, text := c.do("GET", "/runs/"+id, nil, nil)
+	if !strings.Contains(text, `<script src="/assets/boot.js">`) {
+		t.Errorf("the refusal of a page has no boot script:\n%s", text)
 	}
 }
 
@@ -304,7 +312,7 @@ func TestServeRunEventsFollowTheRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", c.srv.URL+"/runs/"+id+"/events", nil)
-	req.AddCookie(c.jar)
+	req.Header.Set("Authorization", c.auth)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

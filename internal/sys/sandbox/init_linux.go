@@ -38,6 +38,9 @@ func helperMain(arg string) {
 	runtime.LockOSThread()
 	unix.CloseOnExec(3)
 	status := os.NewFile(3, "status")
+	// Only fds 0-2 reach the command: not one runner inherited without
+	// close-on-exec (a terminal, a socket of the person's session).
+	closeInherited()
 	fail := func(err error) {
 		fmt.Fprintf(status, "error %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
 		os.Exit(125)
@@ -155,6 +158,9 @@ func setUp(cfg *config) error {
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return &errHelper{"mounting /proc of the PID namespace", err}
 	}
+	if err := hardenProc(); err != nil {
+		return err
+	}
 	if !cfg.Network {
 		if err := loopbackUp(); err != nil {
 			return err
@@ -256,13 +262,82 @@ func remount(mp string, ro bool) error {
 	return nil
 }
 
+// procReadOnly are the kernel's own settings and controls in /proc,
+// global to the host (not to the sandbox's namespaces): read-only.
+// procMasked give the kernel's memory, keys and timers away: covered by
+// an empty file or directory.
+var (
+	procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/driver"}
+	procMasked   = []string{"/proc/kcore", "/proc/kmsg", "/proc/keys", "/proc/key-users", "/proc/timer_list",
+		"/proc/sched_debug", "/proc/latency_stats", "/proc/acpi", "/proc/scsi", "/proc/asound", "/proc/kpagecount",
+		"/proc/kpageflags", "/proc/kpagecgroup", "/proc/config.gz"}
+)
+
+// hardenProc makes the fresh /proc's host-global files read-only or
+// empty. Its process files stay writable (a process's own oom_score_adj,
+// a nested user namespace's uid_map).
+func hardenProc() error {
+	for _, p := range procReadOnly {
+		if _, err := os.Lstat(p); err != nil {
+			continue // not in this kernel
+		}
+		if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return &errHelper{"binding " + p, err}
+		}
+		if err := remount(p, true); err != nil {
+			return err
+		}
+	}
+	for _, p := range procMasked {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0555")
+		} else {
+			err = unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return &errHelper{"covering " + p, err}
+		}
+	}
+	return nil
+}
+
+// closeInherited marks every fd above 3 close-on-exec, and puts /dev/null
+// in place of a terminal on fds 0-2: no fd on the person's terminal
+// reaches the command, to type into it or read from it (Wrap already
+// keeps runner's own from it; this holds for any caller).
+func closeInherited() {
+	if err := unix.CloseRange(4, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		for fd := 4; fd < 1024; fd++ { // kernels before 5.11
+			unix.CloseOnExec(fd)
+		}
+	}
+	for fd := 0; fd <= 2; fd++ {
+		if !isTerminal(fd) {
+			continue
+		}
+		null, err := unix.Open("/dev/null", unix.O_RDWR, 0)
+		if err != nil {
+			unix.Close(fd)
+			continue
+		}
+		unix.Dup3(null, fd, 0)
+		unix.Close(null)
+	}
+}
+
 // makeDev puts a minimal /dev in place: a read-only tmpfs holding the host's
 // harmless devices (bound from it), links to /proc/self/fd, a private
 // /dev/shm and a new /dev/pts instance. No disk, no /dev/mem, no
 // /dev/kmsg: a command running as root with no capabilities could still
 // open what its uid owns.
 func makeDev() error {
-	devices := []string{"null", "zero", "full", "random", "urandom", "tty"}
+	// No tty: the command has no controlling terminal, and the person's
+	// is not to be reached by name.
+	devices := []string{"null", "zero", "full", "random", "urandom"}
 	// The host's devices, held open before the tmpfs covers them.
 	fds := map[string]int{}
 	for _, d := range devices {
@@ -375,8 +450,8 @@ func dropPrivileges(cfg *config) error {
 			return err
 		}
 	}
-	if !cfg.Network {
-		if _, err := denyUnixSockets(); err != nil {
+	if !cfg.NoSeccomp {
+		if err := installSeccomp(!cfg.Network); err != nil {
 			return err
 		}
 	}

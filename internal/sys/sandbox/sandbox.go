@@ -6,14 +6,23 @@
 //     its own processes only (a fresh /proc), no network but its own
 //     loopback (unless Policy.Network), and a file system mounted
 //     read-only except the paths it may write;
-//   - a minimal /dev (null, zero, full, random, urandom, tty, a private
-//     /dev/shm and /dev/pts);
+//   - a minimal /dev (null, zero, full, random, urandom, a private
+//     /dev/shm and /dev/pts); /proc's host-wide files (sys, sysrq-trigger,
+//     irq, ...) read-only, its kernel memory and keys covered;
+//   - a session of its own, with no controlling terminal, no /dev/tty and
+//     no fd on runner's terminal: it cannot type into the person's shell
+//     or read what they type;
 //   - no_new_privs, every capability dropped (bounding and ambient sets
 //     included) and securebits that keep uid 0 from regaining them, so
 //     setuid binaries and file capabilities grant nothing;
 //   - Landlock where the kernel has it: the same write rules again,
 //     reads narrowed to Policy.Read when given, and (ABI 6) no signals or
-//     abstract Unix sockets outside the sandbox.
+//     abstract Unix sockets outside the sandbox;
+//   - a seccomp filter: no terminal-injecting ioctls, and without network
+//     no Unix sockets.
+//
+// A strict sandbox on a kernel that lacks one of these is an error.
+// It imports only the standard library and golang.org/x/sys.
 //
 // runner re-executes itself (/proc/self/exe) as the sandbox's first
 // process: that process sets the sandbox up inside the new namespaces,
@@ -27,9 +36,10 @@ import "errors"
 
 // Policy says what a sandboxed process may do beyond the defaults.
 type Policy struct {
-	// Optional runs the process unconfined (and says so in the Report)
-	// where the kernel lacks what the sandbox takes; otherwise that is an
-	// error naming what is missing.
+	// Optional runs the process as confined as the kernel allows (and
+	// says what it lacked in the Report) where the kernel lacks part of
+	// what the sandbox takes, unconfined where it cannot sandbox at all;
+	// otherwise (strict) either is an error naming what is missing.
 	Optional bool
 	// Network keeps the host's network; without it the process has only
 	// a loopback interface of its own.
@@ -61,7 +71,8 @@ type Report struct {
 	// (0: none; the kernel lacks it).
 	Landlock int  `json:"landlock,omitempty"`
 	Network  bool `json:"network"`
-	// Seccomp: a seccomp filter refuses Unix sockets (without network).
+	// Seccomp: a seccomp filter refuses terminal-injecting ioctls and,
+	// without network, Unix sockets.
 	Seccomp bool `json:"seccomp,omitempty"`
 	// Write and Read are the paths the policy opened (Read empty: all).
 	// A step's result keeps the plan's own paths as written (see
@@ -71,7 +82,8 @@ type Report struct {
 	Read  []string `json:"read,omitempty"`
 	// Caches are the build caches the plan opened by name (go).
 	Caches []string `json:"caches,omitempty"`
-	// Missing is, when Active is false, what the kernel lacked.
+	// Missing is what the kernel lacked (optional only): everything when
+	// Active is false, or a part (Landlock, seccomp) when it is true.
 	Missing string `json:"missing,omitempty"`
 }
 

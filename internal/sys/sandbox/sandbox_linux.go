@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -32,8 +33,11 @@ type config struct {
 	Network  bool     `json:"network"`
 	Landlock int      `json:"landlock"`
 	Probe    bool     `json:"probe,omitempty"` // set up, report, exit without running anything
-	Path     string   `json:"path,omitempty"`
-	Args     []string `json:"args,omitempty"`
+	// NoSeccomp: the kernel has no seccomp filter for this architecture
+	// (an optional sandbox runs without).
+	NoSeccomp bool     `json:"no_seccomp,omitempty"`
+	Path      string   `json:"path,omitempty"`
+	Args      []string `json:"args,omitempty"`
 }
 
 // Sandbox is one sandboxed process: Wrap it, start the command, call
@@ -56,23 +60,32 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 		mode = "optional"
 	}
 	s := &Sandbox{report: Report{Mode: mode, Network: p.Network}}
-	abi := kernelLandlock()
-	if err := probe(); err != nil {
-		if p.Optional {
-			s.report.Missing = err.Error()
+	k := kernelProbe()
+	// What the kernel lacks: unconfined, or (confined) weaker than
+	// promised. strict refuses either.
+	var unconfined, weaker error
+	switch {
+	case k.namespaces != nil:
+		unconfined = k.namespaces
+	case p.Read != nil && k.landlock == 0:
+		unconfined = fmt.Errorf("%w: read: narrowing what a step reads needs Landlock, which this kernel lacks (Linux 5.13+ with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list)", ErrUnavailable)
+	case k.landlock == 0:
+		weaker = fmt.Errorf("%w: Landlock, which this kernel lacks (Linux 5.13+ with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list)", ErrUnavailable)
+	case k.seccomp != nil:
+		weaker = k.seccomp
+	}
+	if unconfined != nil || weaker != nil {
+		if !p.Optional {
+			return nil, fmt.Errorf("sandbox: strict: refusing to run the step less confined than promised: %w", errors.Join(unconfined, weaker))
+		}
+		if unconfined != nil {
+			s.report.Missing = unconfined.Error()
 			s.report.Network = true
 			return s, nil
 		}
-		return nil, fmt.Errorf("sandbox: %w", err)
+		s.report.Missing = weaker.Error()
 	}
-	if p.Read != nil && abi == 0 {
-		if p.Optional {
-			s.report.Missing = "Landlock, which narrowing reads (sandbox read:) needs"
-			s.report.Network = true
-			return s, nil
-		}
-		return nil, fmt.Errorf("sandbox: %w: read: narrowing what a step reads needs Landlock, which this kernel lacks (Linux 5.13+ with CONFIG_SECURITY_LANDLOCK and landlock in the lsm= boot list)", ErrUnavailable)
-	}
+	abi := k.landlock
 	dir := cmd.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -95,7 +108,7 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 		}
 		read = append(read, dir)
 	}
-	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, Path: cmd.Path, Args: cmd.Args,
+	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, NoSeccomp: k.seccomp != nil, Path: cmd.Path, Args: cmd.Args,
 		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide)}
 	js, err := json.Marshal(cfg)
 	if err != nil {
@@ -117,13 +130,14 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{helperArg0, helperArg1, string(js)}
 	cmd.ExtraFiles = []*os.File{s.statusW} // fd 3
+	noTerminal(cmd)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	namespaces(cmd.SysProcAttr, p.Network)
 	s.report.Active = true
 	s.report.Landlock = abi
-	s.report.Seccomp = !p.Network && auditArch != 0
+	s.report.Seccomp = k.seccomp == nil
 	s.report.Write = p.Write
 	s.report.Read = p.Read
 	return s, nil
@@ -135,6 +149,10 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 // set up kept across its execve as ambient ones. The helper drops them all
 // before it runs the command.
 func namespaces(a *syscall.SysProcAttr, network bool) {
+	// A session of its own: no controlling terminal, so /dev/tty opens
+	// nothing and no terminal takes its TIOCSTI. As its leader it leads
+	// its process group too, which a step's stop signals.
+	a.Setsid, a.Setpgid, a.Setctty, a.Foreground = true, false, false, false
 	a.Cloneflags |= unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 	if !network {
 		a.Cloneflags |= unix.CLONE_NEWNET
@@ -247,8 +265,59 @@ func setEnv(env []string, k, v string) []string {
 	return append(out, k+"="+v)
 }
 
-// kernelLandlock is landlockABI; tests stand in a kernel without Landlock.
-var kernelLandlock = landlockABI
+// noTerminal keeps runner's terminal from the command: a terminal as
+// stdin is replaced by /dev/null (nothing the person types goes to the
+// step), one as stdout or stderr by a pipe that runner copies to it.
+func noTerminal(cmd *exec.Cmd) {
+	if f, ok := cmd.Stdin.(*os.File); ok && isTerminal(int(f.Fd())) {
+		cmd.Stdin = nil
+	}
+	for _, w := range []*io.Writer{&cmd.Stdout, &cmd.Stderr} {
+		if f, ok := (*w).(*os.File); ok && isTerminal(int(f.Fd())) {
+			*w = struct{ io.Writer }{f} // not an *os.File: exec copies through a pipe
+		}
+	}
+}
+
+// isTerminal reports whether fd is a terminal.
+func isTerminal(fd int) bool {
+	_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	return err == nil
+}
+
+// kernel is what the running kernel gives the sandbox.
+type kernel struct {
+	// namespaces: why a sandbox cannot be set up at all (nil: it can).
+	namespaces error
+	// landlock is the Landlock ABI (0: none).
+	landlock int
+	// seccomp: why no seccomp filter can be installed (nil: it can).
+	seccomp error
+}
+
+// kernelProbe says what the kernel gives; tests stand in one that lacks
+// something.
+var kernelProbe = probeKernel
+
+var errNoSeccompArch = errors.New("no seccomp filter is known for this architecture")
+
+var (
+	probeOnce sync.Once
+	probed    kernel
+)
+
+// probeKernel sets a sandbox up once, running nothing in it, and says
+// what failed. Its answer is kept: the kernel does not change under a run.
+func probeKernel() kernel {
+	probeOnce.Do(func() {
+		probed.landlock = landlockABI()
+		if auditArch == 0 {
+			probed.seccomp = fmt.Errorf("%w: a seccomp filter (%v)", ErrUnavailable, errNoSeccompArch)
+		}
+		probed.namespaces = runProbe(probed)
+	})
+	return probed
+}
 
 // landlockABI is the Landlock ABI version of the running kernel (0: none).
 func landlockABI() int {
@@ -259,19 +328,7 @@ func landlockABI() int {
 	return int(v)
 }
 
-var (
-	probeOnce sync.Once
-	probeErr  error
-)
-
-// probe sets a sandbox up once, running nothing in it, and says what
-// failed. Its answer is kept: the kernel does not change under a run.
-func probe() error {
-	probeOnce.Do(func() { probeErr = runProbe() })
-	return probeErr
-}
-
-func runProbe() error {
+func runProbe(k kernel) error {
 	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
 		return fmt.Errorf("%w: user namespaces are disabled (sysctl user.max_user_namespaces is 0)", ErrUnavailable)
 	}
@@ -280,7 +337,7 @@ func runProbe() error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	js, _ := json.Marshal(config{Dir: tmp, Write: []string{tmp}, Landlock: landlockABI(), Probe: true})
+	js, _ := json.Marshal(config{Dir: tmp, Write: []string{tmp}, Landlock: k.landlock, Probe: true, NoSeccomp: k.seccomp != nil})
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 )
 
 // Group is the figures of the runs one agent and model took part in.
@@ -38,13 +39,14 @@ type Aggregate struct {
 
 // Summarize gives the figures of boards. An agent and model count for a
 // run when one of its llm steps answered with them (a fallback that took
-// over counts as itself).
-func Summarize(boards []*board.Board) Aggregate {
+// over counts as itself). types say which steps applied an edit
+// (engine.ShowsEdit).
+func Summarize(boards []*board.Board, types *engine.Registry) Aggregate {
 	agg := Aggregate{Runs: len(boards), All: Group{Agent: "(all)", Model: "(all)"}, Groups: []Group{}}
 	groups := map[[2]string]*Group{}
 	for _, b := range boards {
 		succeeded := b.Run().Status == board.StatusSucceeded
-		applies, firstTry := applyFigures(b.Steps())
+		applies, firstTry := applyFigures(b.Steps(), types)
 		own := map[[2]string]*Group{}
 		for _, r := range b.Steps() {
 			var res struct {
@@ -120,11 +122,11 @@ func (g *Group) rates() {
 	}
 }
 
-// applyFigures counts a run's apply_diff steps (by label) and those whose
-// first visit applied.
-func applyFigures(recs []board.StepRecord) (steps, firstTry int) {
+// applyFigures counts a run's steps that apply an edit (apply_diff), by
+// label, and those whose first visit applied.
+func applyFigures(recs []board.StepRecord, types *engine.Registry) (steps, firstTry int) {
 	for _, r := range recs {
-		if r.Type == "apply_diff" && r.Visit == 1 {
+		if r.Visit == 1 && types.Caps(r.Type).Shows.Has(engine.ShowsEdit) {
 			steps++
 			if r.Status == board.StatusSucceeded {
 				firstTry++

@@ -2,7 +2,12 @@
 // visit by step visit (`runner eval RUN --baseline GOLDEN`), and a set of
 // runs as figures per agent and model (`runner eval RUN...`). It reads
 // only the saved boards, so runs made with other models (a fork) compare
-// like any others.
+// like any others. What it shows of a step (tests passed, files an edit
+// changed) it finds by the kinds of result the step's type has
+// (engine.Caps.Shows), asked of the types it is given by name.
+//
+// It imports board and engine (for the types' Caps); nothing that runs
+// a plan.
 package eval
 
 import (
@@ -13,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 )
 
 // Comparison is a run against its baseline.
@@ -65,8 +71,10 @@ type Figures struct {
 }
 
 // Compare compares run with baseline, step visit by step visit (a step's
-// nth visit with the baseline's nth).
-func Compare(run, baseline *board.Board) Comparison {
+// nth visit with the baseline's nth). types say what each step's type
+// shows (nil: nothing more than a step).
+func Compare(run, baseline *board.Board, types *engine.Registry) Comparison {
+	visitOf := func(r board.StepRecord) Visit { return visitOf(r, types.Caps(r.Type).Shows) }
 	c := Comparison{Run: run.Run().ID, Baseline: baseline.Run().ID, RunStatus: run.Run().Status,
 		BaseStatus: baseline.Run().Status, Regressions: []string{}, Steps: []Row{}}
 	type key struct {
@@ -173,8 +181,8 @@ func (f *Figures) add(g Figures) {
 	f.DurationMS += g.DurationMS
 }
 
-// visitOf reads what a step record says.
-func visitOf(r board.StepRecord) Visit {
+// visitOf reads what a step record says, as its type shows.
+func visitOf(r board.StepRecord, sh engine.Shows) Visit {
 	v := Visit{Status: r.Status}
 	v.DurationMS = r.DurationMS
 	var res struct {
@@ -204,11 +212,11 @@ func visitOf(r board.StepRecord) Visit {
 		v.Tokens = res.Usage.InputTokens + res.Usage.OutputTokens
 		v.CostUSD = res.Usage.CostUSD
 	}
-	if r.Type == "test" && res.Counts != nil {
+	if sh.Has(engine.ShowsTests) && res.Counts != nil {
 		v.testsPassed, v.testsFailed = res.Counts.Passed, res.Counts.Failed
 		v.Tests = fmt.Sprintf("%d/%d", res.Counts.Passed, res.Counts.Total)
 	}
-	if r.Type == "apply_diff" {
+	if sh.Has(engine.ShowsEdit) {
 		var fs []string
 		for _, f := range res.Files {
 			fs = append(fs, fmt.Sprintf("%s %s +%d -%d", f.Op, f.Path, f.Added, f.Removed))

@@ -1,5 +1,9 @@
 // Package junit writes a run's test steps as JUnit XML, the report every
-// CI system reads (runner report --format junit).
+// CI system reads (runner report --format junit). A test step is one whose
+// type has test results (engine.ShowsTests), whatever its name.
+//
+// It imports board, engine (for the types' Caps) and testrun (the
+// results' shape); nothing that runs a plan.
 package junit
 
 import (
@@ -11,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/testrun"
 )
 
@@ -59,13 +64,13 @@ type Message struct {
 	Text    string `xml:",chardata"`
 }
 
-// FromBoard builds the document of a run: a suite per visit of each test
-// step, with a case per failed test (errored for a panic, a timeout or a
+// FromBoard builds the document of a run: a suite per visit of each step
+// whose type has test results (types: engine.ShowsTests; nil: none), with a case per failed test (errored for a panic, a timeout or a
 // setup error) and per build error. The test step records its failures,
 // not the names of the tests that passed: a suite's tests attribute is the
 // suite's count, and its passing tests are one case saying how many. The
 // suite "steps" has a case per step visit of the plan.
-func FromBoard(b *board.Board) Suites {
+func FromBoard(b *board.Board, types *engine.Registry) Suites {
 	run := b.Run()
 	doc := Suites{Name: run.ID}
 	var total int64
@@ -84,7 +89,7 @@ func FromBoard(b *board.Board) Suites {
 		}
 		steps.Cases = append(steps.Cases, c)
 		steps.Tests++
-		if rec.Type == "test" {
+		if types.Caps(rec.Type).Shows.Has(engine.ShowsTests) {
 			if s, ok := testSuite(rec); ok {
 				doc.Suites = append(doc.Suites, s)
 			}

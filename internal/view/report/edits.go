@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/patch"
 )
 
@@ -19,18 +20,19 @@ type editRate struct {
 	Percent          string
 }
 
-// editRates matches each apply_diff visit to the llm answer it applied
-// (the latest llm visit before it whose output is the text it was given)
+// editRates matches each visit that applied an edit (engine.ShowsEdit:
+// apply_diff) to the model's answer it applied (the latest visit of a
+// ShowsModel step before it whose output is the text it was given)
 // and counts, per agent and format, the answers whose first apply
 // succeeded. A later apply of the same answer is not a first try.
-func editRates(steps []board.StepRecord) []editRate {
+func editRates(steps []board.StepRecord, shows func(typ string) engine.Shows) []editRate {
 	type answer struct{ agent, text string }
 	var answers []answer
 	tried := map[string]bool{}
 	rows := map[[2]string]*editRate{}
 	for _, rec := range steps {
-		switch rec.Type {
-		case "llm":
+		switch sh := shows(rec.Type); {
+		case sh.Has(engine.ShowsModel):
 			var res struct {
 				Output any    `json:"output"`
 				Agent  string `json:"agent"`
@@ -40,7 +42,7 @@ func editRates(steps []board.StepRecord) []editRate {
 					answers = append(answers, answer{res.Agent, strings.TrimSpace(s)})
 				}
 			}
-		case "apply_diff":
+		case sh.Has(engine.ShowsEdit):
 			d := strings.TrimSpace(rec.Inputs["diff"])
 			if d == "" || tried[d] {
 				continue

@@ -4,6 +4,11 @@
 // in it that came from the run (model answers, command output, board
 // values) is data and is escaped by html/template; a Content-Security-Policy
 // that forbids scripts guards against a mistake in that.
+//
+// A step is shown by the kinds of result its type has (engine.Caps.Shows:
+// tests, an edit, a process, a person's answer, a model's), never by the
+// type's name. It imports board, engine, steps (the types, by name),
+// plans, agents, patch and runs; never a server.
 package report
 
 import (
@@ -21,6 +26,7 @@ import (
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/patch"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/steps"
 )
 
 // view is everything the template shows, computed once.
@@ -209,6 +215,11 @@ func build(b *board.Board, opt Options) *view {
 	now := opt.Now
 	run := b.Run()
 	v := &view{Run: run, Generated: now.UTC().Format(time.RFC3339), Live: opt.Live, Seq: b.Len()}
+	types := opt.Types
+	if types == nil {
+		types = steps.Registry()
+	}
+	shows := func(typ string) engine.Shows { return types.Caps(typ).Shows }
 	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
 	if plan != nil {
 		v.PlanName, v.PlanDesc = plan.Name, strings.TrimSpace(plan.Description)
@@ -250,7 +261,7 @@ func build(b *board.Board, opt Options) *view {
 	ids := anchors(steps)
 	clocks := &clockIndex{recs: recs}
 	for i, rec := range steps {
-		s := stepOf(ids[i], rec, plan, calls, clocks)
+		s := stepOf(ids[i], rec, shows(rec.Type), plan, calls, clocks)
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
@@ -292,8 +303,7 @@ func build(b *board.Board, opt Options) *view {
 	} else if len(v.Steps) <= 40 {
 		// A short run: show what the model, the diffs and the tests did.
 		for _, s := range v.Steps {
-			switch s.Rec.Type {
-			case "llm", "apply_diff", "test", "coordinate":
+			if shows(s.Rec.Type).Any(engine.ShowsModel | engine.ShowsAgents | engine.ShowsEdit | engine.ShowsTests) {
 				s.Open = true
 			}
 		}
@@ -313,7 +323,7 @@ func build(b *board.Board, opt Options) *view {
 			}
 		}
 	}
-	v.EditRates = editRates(steps)
+	v.EditRates = editRates(steps, shows)
 	v.board(b, now)
 	return v
 }
@@ -450,7 +460,7 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string][]callView, clocks *clockIndex) *stepView {
+func stepOf(id string, rec board.StepRecord, sh engine.Shows, plan *plans.Plan, calls map[string][]callView, clocks *clockIndex) *stepView {
 	s := &stepView{ID: id, Rec: rec, Name: rec.Label, Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
 	s.Name = visitName(rec.Label, rec.Visit)
@@ -490,8 +500,7 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 			s.Output = ""
 		}
 	}
-	switch rec.Type {
-	case "apply_diff":
+	if sh.Has(engine.ShowsEdit) {
 		s.Files = files(res)
 		d := rec.Inputs["diff"]
 		if as, ok := patch.AsDiff([]byte(d)); ok {
@@ -503,13 +512,16 @@ func stepOf(id string, rec board.StepRecord, plan *plans.Plan, calls map[string]
 		if s.DiffText != nil {
 			s.Inputs = without(s.Inputs, "diff")
 		}
-	case "test":
+	}
+	if sh.Has(engine.ShowsTests) {
 		s.Test = testOf(res)
-	case "input":
+	}
+	if sh.Has(engine.ShowsAsk) {
 		s.Input = answered(rec, res, plan, clocks)
 		s.Open = true
 		s.Output = "" // the answer, shown as such
-	case "command":
+	}
+	if sh.Has(engine.ShowsProcess) {
 		s.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
 	}
 	s.Sandbox = sandboxLine(res["sandbox"])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/runs"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	// Live makes the page the live view of `runner serve` (nil: the
 	// self-contained report, with no script).
 	Live *Live
+	// Types are the step types that say how a step is shown, by the
+	// kinds of result each has (engine.Caps.Shows); nil: steps.Registry().
+	Types *engine.Registry
 }
 
 // Live is what the live page of `runner serve` adds to the report: its

@@ -15,6 +15,11 @@
 // Span and trace IDs are derived from the run's ID, so exporting a run
 // twice (live, then `runner trace`) gives the same IDs, which a backend
 // folds into one trace instead of two.
+//
+// A step visit's span is named by the kinds of result its type has
+// (engine.Caps.Shows: a model's answer is the agent's invocation), not by
+// the type's name. It imports board, agents, plans, engine (for the types'
+// Caps) and traceconf; nothing that runs a plan.
 package tracing
 
 import (
@@ -30,6 +35,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -47,6 +53,9 @@ type Options struct {
 	// on theirs. Off unless OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 	// is true: the conventions keep content out by default.
 	Content bool
+	// Types say what each step's type shows (engine.Caps.Shows); nil: no
+	// step is more than a step.
+	Types *engine.Registry
 }
 
 // Attribute keys of our own (the conventions have none for these).
@@ -239,14 +248,15 @@ func (b *builder) spans(bd *board.Board) []span {
 
 var itemLabel = regexp.MustCompile(`\[(\d+)\]$`)
 
-// stepSpan is a step visit's span: invoke_agent for an llm step (the
-// conventions' agent invocation), the step's label otherwise.
+// stepSpan is a step visit's span: invoke_agent for a step whose output
+// is an agent's answer (engine.ShowsModel: llm; the conventions' agent
+// invocation), the step's label otherwise.
 func (b *builder) stepSpan(s board.StepRecord) span {
 	sp := span{key: visitKey(s.Label, s.Visit), name: "step " + s.Label, kind: trace.SpanKindInternal,
 		start: s.StartedAt, end: s.FinishedAt}
 	var res map[string]any
 	_ = json.Unmarshal(s.Result, &res) // a step without a result has no result attributes
-	if s.Type == "llm" {
+	if b.o.Types.Caps(s.Type).Shows.Has(engine.ShowsModel) {
 		if agent, _ := res["agent"].(string); agent != "" {
 			sp.name = "invoke_agent " + agent
 			sp.attrs = append(sp.attrs, attribute.String("gen_ai.operation.name", "invoke_agent"), b.str("gen_ai.agent.name", agent))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/sys/mask"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -116,8 +117,13 @@ func addRec(t *testing.T, b *board.Board, label string, visit, call int, req age
 	}
 }
 
+// export writes b's spans; o.Types nil: the built-in step types, as
+// runner-otel gives them.
 func export(t *testing.T, b *board.Board, o Options) []tracetest.SpanStub {
 	t.Helper()
+	if o.Types == nil {
+		o.Types = steps.Registry()
+	}
 	exp := tracetest.NewInMemoryExporter()
 	if _, err := Write(context.Background(), b, exp, o); err != nil {
 		t.Fatal(err)

@@ -1,9 +1,11 @@
 // The live run page of runner serve: on each "change" event of the run's
 // stream, fetch the page again and put its header and main in place of
 // the old ones, keeping what the reader opened, closed, chose and typed.
-// Answer forms post to the server with the page's CSRF token.
+// Answer forms post to the server with the page's CSRF token. Every
+// request carries the token this origin keeps (see boot.js) as a header.
 (() => {
   "use strict";
+  const auth = () => ({ Authorization: "Bearer " + (localStorage.getItem("runner-serve-token") || "") });
   const body = document.body;
   let state = "live";
   let busy = false, again = false;
@@ -18,7 +20,7 @@
     if (busy) { again = true; return; }
     busy = true;
     try {
-      const r = await fetch(location.pathname, { credentials: "same-origin", cache: "no-store" });
+      const r = await fetch(location.pathname, { headers: auth(), cache: "no-store" });
       if (r.ok) swap(new DOMParser().parseFromString(await r.text(), "text/html"));
     } catch (e) {
       setState("cannot reach runner serve");
@@ -66,8 +68,7 @@
     try {
       const r = await fetch(location.pathname + "/answer", {
         method: "POST",
-        credentials: "same-origin",
-        headers: { "X-Runner-CSRF": body.dataset.csrf },
+        headers: { ...auth(), "X-Runner-CSRF": body.dataset.csrf },
         body: new URLSearchParams(new FormData(f)),
       });
       reply = await r.json().catch(() => ({ error: r.status + " " + r.statusText }));
@@ -89,10 +90,37 @@
   }
 
   bind();
-  if (body.dataset.events) {
-    const es = new EventSource(body.dataset.events + "?seq=" + encodeURIComponent(body.dataset.seq || "-1"));
-    es.addEventListener("change", refresh);
-    es.onopen = () => setState("live");
-    es.onerror = () => setState("reconnecting…");
+  // The run's server-sent events, read through fetch: an EventSource
+  // cannot send the header. A lost stream is opened again from where the
+  // page stands.
+  async function follow() {
+    for (;;) {
+      try {
+        const r = await fetch(body.dataset.events + "?seq=" + encodeURIComponent(body.dataset.seq || "-1"), {
+          headers: { ...auth(), Accept: "text/event-stream" },
+          cache: "no-store",
+        });
+        if (r.status === 401) { setState("refused: open the URL runner serve printed"); return; }
+        if (r.ok && r.body) {
+          setState("live");
+          const rd = r.body.pipeThrough(new TextDecoderStream()).getReader();
+          let buf = "";
+          for (;;) {
+            const { value, done } = await rd.read();
+            if (done) break;
+            buf += value;
+            for (let i; (i = buf.indexOf("\n\n")) >= 0; buf = buf.slice(i + 2)) {
+              if (/^event: change$/m.test(buf.slice(0, i))) refresh();
+            }
+          }
+        }
+      } catch (e) {
+        // the server went away: try again below
+      }
+      setState("reconnecting…");
+      await new Promise((ok) => setTimeout(ok, 1000));
+    }
   }
+
+  if (body.dataset.events) follow();
 })();
