@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/safefs"
 	"github.com/planrunner/runner/internal/view/junit"
 	"github.com/planrunner/runner/internal/view/report"
 )
@@ -83,23 +83,9 @@ func writeReport(b *board.Board, boardPath, out string) (string, error) {
 	if abs, err := filepath.Abs(boardPath); err == nil {
 		boardPath = abs // the report's answer lines work from any directory
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".report-*.html")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if err := report.WriteWith(tmp, b, report.Options{BoardPath: boardPath}); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Chmod(board.FileMode); err != nil {
-		tmp.Close()
-		return "", err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	return out, os.Rename(tmp.Name(), out)
+	return out, safefs.WriteFile(out, board.FileMode, func(w io.Writer) error {
+		return report.WriteWith(w, b, report.Options{BoardPath: boardPath})
+	})
 }
 
 // writeJUnit writes the run's tests as JUnit XML to out (default:
@@ -117,20 +103,7 @@ func writeJUnit(b *board.Board, boardPath, out string, stdout, stderr io.Writer)
 	if out == "" {
 		out = filepath.Join(filepath.Dir(boardPath), "junit.xml")
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), ".junit-*.xml")
-	if err == nil {
-		defer os.Remove(tmp.Name())
-		err = junit.Write(tmp, doc)
-		if err == nil {
-			err = tmp.Chmod(board.FileMode)
-		}
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), out)
-		}
-	}
+	err := safefs.WriteFile(out, board.FileMode, func(w io.Writer) error { return junit.Write(w, doc) })
 	if err != nil {
 		fmt.Fprintf(stderr, "runner report: %v\n", err)
 		return exitFailed

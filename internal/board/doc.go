@@ -34,7 +34,8 @@
 // internal/view/boardview.
 //
 // It may import the standard library, internal/bigjson,
-// internal/sys/readlimit and internal/board/boardlock; nothing that runs,
+// internal/sys/readlimit, internal/sys/safefs (its files are in a
+// directory steps may write) and internal/board/boardlock; nothing that runs,
 // serves or presents a plan (engine, steps, liveboard, views), which all
 // import it.
 package board

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 
 	"github.com/planrunner/runner/internal/sys/readlimit"
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // Format is the value of the "format" field of blackboard.json.
@@ -464,39 +464,9 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	})
 }
 
-// writeAtomic is WriteFileAtomic with the content written by write.
+// writeAtomic is WriteFileAtomic with the content written by write. The
+// directory may be one a step writes: nothing planted at path is followed
+// (package safefs).
 func writeAtomic(path string, perm os.FileMode, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	name := tmp.Name()
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(name)
-		return err
-	}
-	if err := write(tmp); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(perm); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // best effort: some filesystems refuse fsync on directories
-		d.Close()
-	}
-	return nil
+	return safefs.WriteFile(path, perm, write)
 }

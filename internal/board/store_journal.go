@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // record is one journal line. A finished step is one line holding its step
@@ -46,7 +48,7 @@ type journal struct {
 // once however many records hold it.
 func (j *journal) append(rec *record, known map[string]bool) error {
 	if j.f == nil {
-		f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, FileMode)
+		f, err := safefs.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, FileMode)
 		if err != nil {
 			return err
 		}
@@ -107,7 +109,7 @@ func (j *journal) truncate() error {
 		j.f.Close()
 		j.f = nil
 	}
-	err := os.Remove(j.path)
+	err := safefs.Remove(j.path)
 	if os.IsNotExist(err) {
 		return nil
 	}

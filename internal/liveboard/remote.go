@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/planrunner/runner/internal/sys/readlimit"
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // RemotePath is the file written beside the blackboard.json of a run that
@@ -39,25 +40,7 @@ func WriteRemote(r Remote) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(r.Board)
-	tmp, err := os.CreateTemp(dir, ".remote-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), RemotePath(r.Board)); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return safefs.WriteFileBytes(RemotePath(r.Board), append(data, '\n'), 0o600)
 }
 
 // FindRemote reads the Remote of the run whose blackboard.json is path

@@ -31,6 +31,7 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/sys/readlimit"
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // maxSocketPath is the longest socket path every Unix takes (sun_path is
@@ -127,13 +128,15 @@ func ServeSource(src Source, sock string) (*Server, error) {
 	// A socket left by a killed owner would make Listen fail. Whoever calls
 	// Serve holds the run's lock, so no live process is serving on it.
 	if fi, err := os.Lstat(sock); err == nil && fi.Mode()&os.ModeSocket != 0 {
-		os.Remove(sock)
+		safefs.Remove(sock)
+	} else if err := safefs.Found(sock, os.ModeSocket); err != nil {
+		return nil, fmt.Errorf("liveboard: %w", err) // Listen would only say "address in use"
 	}
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		return nil, fmt.Errorf("liveboard: %w", err)
 	}
-	os.Chmod(sock, 0o600) // the board is the user's: no other user connects
+	safefs.Chmod(sock, 0o600) // the board is the user's: no other user connects
 	s := &Server{Socket: sock, src: src, ln: ln, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", s.ping)

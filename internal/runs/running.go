@@ -2,8 +2,6 @@ package runs
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -11,6 +9,7 @@ import (
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/sys/readlimit"
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // RunningPath is the file beside a live run's blackboard.json that lists
@@ -72,17 +71,10 @@ func (r *runningFile) write() {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Since.Before(list[j].Since) })
 	data, _ := json.Marshal(list)
-	tmp, err := os.CreateTemp(filepath.Dir(r.path), ".running-*")
-	if err != nil {
-		return
-	}
-	_, werr := tmp.Write(data)
-	if cerr := tmp.Close(); werr != nil || cerr != nil || os.Rename(tmp.Name(), r.path) != nil {
-		os.Remove(tmp.Name())
-	}
+	safefs.WriteFileBytes(r.path, data, board.FileMode)
 }
 
-func (r *runningFile) close() { os.Remove(r.path) }
+func (r *runningFile) close() { safefs.Remove(r.path) }
 
 // ReadRunning lists the step visits the run at boardPath is running now,
 // oldest first; none when its process is not running it (a file left by

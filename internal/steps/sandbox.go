@@ -23,7 +23,7 @@ var sandboxField = engine.Field{Name: "sandbox", Kind: engine.KindOther,
 		`"read": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "Only these paths (with the system's and the writable ones) can be read; needs Landlock. Absent: everything reads.", "examples": [["~/.pyenv", "/srv/data"]]}, ` +
 		`"write": {"type": "array", "items": {"type": "string", "minLength": 1}, "description": "More writable paths: absolute, ~/..., or relative to the workdir; made if missing.", "examples": [["~/.cache/pip", "out"]]}, ` +
 		`"caches": {"type": "array", "items": {"enum": ["go"]}, "description": "Build caches to open, found by asking the tool: go (GOCACHE and GOMODCACHE).", "examples": [["go"]]}}}]}`,
-	Doc: "Run confined: write only the workdir, the step's dir, the run's directory, a private TMPDIR and `write` paths; " +
+	Doc: "Run confined: write only the workdir, the step's dir, a private TMPDIR and `write` paths, never runner's own files or the run's directory (a dir below it is writable); " +
 		"read everything, or only `read` paths and the system's; no network unless `network: true`; no other process " +
 		"visible; no privileges to gain. `caches: [go]` opens Go's build and module caches. A kernel that cannot " +
 		"is an error, unless `mode: optional`. Paths are absolute, `~/`, or relative to the workdir.",
@@ -110,15 +110,18 @@ func (sb *sandboxSpec) policy(sc *engine.StepContext, dir string, env []string) 
 	p := &sandbox.Policy{Optional: sb.optional, Network: sb.network}
 	p.Write = append(p.Write, sc.Workdir, dir)
 	// Runner's own files stay out of reach: other runs' boards under the
-	// workdir's .runner, this run's board, journal and lock (read-only),
-	// and its live board's socket (hidden: a read-only file system does
-	// not keep a process from connecting to a socket). The run's
-	// directory itself is writable (a plan's scratch copy lives there).
+	// workdir's .runner, this run's directory (read-only: a step that
+	// could write it could plant a link where runner is about to make
+	// one of its files; a scratch copy in a directory of its own below
+	// it stays writable as a step's dir or write path), and its live
+	// board's socket (hidden: a read-only file system does not keep a
+	// process from connecting to a socket).
 	p.ReadOnly = append(p.ReadOnly, filepath.Join(sc.Workdir, ".runner"))
+	runDir := ""
 	if sc.Board != nil && sc.Board.Path() != "" {
 		bb := sc.Board.Path()
-		p.Write = append(p.Write, filepath.Dir(bb))
-		p.ReadOnly = append(p.ReadOnly, bb, board.JournalPath(bb), boardlock.LockPath(bb))
+		runDir = filepath.Dir(bb)
+		p.ReadOnly = append(p.ReadOnly, runDir, bb, board.JournalPath(bb), boardlock.LockPath(bb))
 		p.Hide = append(p.Hide, bb+".sock")
 		if o, err := boardlock.ReadOwner(bb); err == nil && o.Socket != "" {
 			p.Hide = append(p.Hide, o.Socket) // a private one, for a long path
@@ -180,7 +183,38 @@ func (sb *sandboxSpec) policy(sc *engine.StepContext, dir string, env []string) 
 		}
 	}
 	p.Write = dedupe(p.Write)
+	if err := runDirNotWritable(runDir, p.Write); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// runDirNotWritable refuses a run's directory that is one of the step's
+// writable paths (the workdir, when --out puts blackboard.json there):
+// no read-only mount can keep runner's files in it from the step then.
+// One inside a writable path is mounted read-only (policy's ReadOnly).
+func runDirNotWritable(runDir string, write []string) error {
+	if runDir == "" {
+		return nil
+	}
+	rd := realPath(runDir)
+	for _, w := range write {
+		if realPath(w) == rd {
+			return fmt.Errorf("sandbox: the run's directory %s is a path the step may write (workdir, dir or sandbox.write); runner keeps its own files there (blackboard.json, its journal and lock), out of a step's reach: give --out a directory of its own", runDir)
+		}
+	}
+	return nil
+}
+
+// realPath is p absolute with its links resolved, as the kernel sees it.
+func realPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
 }
 
 // recorded is what a step's result keeps of its sandbox: how it was

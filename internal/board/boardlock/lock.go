@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/sys/readlimit"
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // fileMode is the lock file's: the owner's only, as the board's files are.
@@ -66,7 +67,7 @@ func LockPath(path string) string { return path + ".lock" }
 // an *OwnedError naming that process.
 func TryLock(path string, o Owner) (*Lock, error) {
 	lp := LockPath(path)
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, fileMode)
+	f, err := safefs.OpenFile(lp, os.O_RDWR|os.O_CREATE, fileMode)
 	if err != nil {
 		return nil, err
 	}

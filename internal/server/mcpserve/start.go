@@ -19,6 +19,7 @@ import (
 	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // A run is started as a `runner run` process of its own, detached from
@@ -146,7 +147,7 @@ func (s *Server) start(ctx context.Context, args []string) (Started, error) {
 		if found && boardThere(st.Blackboard) && ownedBy(st.Blackboard, cmd.Process.Pid) {
 			st.PID, st.Log = cmd.Process.Pid, logf.Name()
 			// The log goes with the run it belongs to.
-			if dst := filepath.Join(filepath.Dir(st.Blackboard), fmt.Sprintf("%s-%d.log", args[0], cmd.Process.Pid)); os.Rename(logf.Name(), dst) == nil {
+			if dst := filepath.Join(filepath.Dir(st.Blackboard), fmt.Sprintf("%s-%d.log", args[0], cmd.Process.Pid)); safefs.Rename(logf.Name(), dst) == nil {
 				st.Log = dst
 			}
 			return st, nil
@@ -155,7 +156,7 @@ func (s *Server) start(ctx context.Context, args []string) (Started, error) {
 		case err := <-exited:
 			if st, ok := startedLine(logf.Name()); ok && boardThere(st.Blackboard) { // a run that ended at once
 				st.PID, st.Log = cmd.Process.Pid, logf.Name()
-				if dst := filepath.Join(filepath.Dir(st.Blackboard), fmt.Sprintf("%s-%d.log", args[0], cmd.Process.Pid)); os.Rename(logf.Name(), dst) == nil {
+				if dst := filepath.Join(filepath.Dir(st.Blackboard), fmt.Sprintf("%s-%d.log", args[0], cmd.Process.Pid)); safefs.Rename(logf.Name(), dst) == nil {
 					st.Log = dst
 				}
 				return st, nil

@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/sys/safefs"
 	"github.com/planrunner/runner/internal/view/traceconf"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -238,19 +238,7 @@ func (f *fileClient) Stop(context.Context) error {
 	if f.path == "-" {
 		return writeLines(f.stdout, f.reqs)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".trace-*.json")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := writeLines(tmp, f.reqs); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), f.path)
+	return safefs.WriteFile(f.path, 0o600, func(w io.Writer) error { return writeLines(w, f.reqs) })
 }
 
 func writeLines(w io.Writer, lines [][]byte) error {
