@@ -21,7 +21,7 @@ const joiner = "\u2060"
 
 // Text escapes s for Markdown inline text on one line, in a paragraph,
 // a list item or a table cell: ASCII punctuation Markdown reads is
-// backslashed, &, < and > become entities (GitHub renders raw HTML),
+// backslashed (list and heading markers only where the value starts), &, < and > become entities (GitHub renders raw HTML),
 // autolink and reference triggers get a word joiner, line breaks
 // (including U+2028 and U+2029) become spaces and other control
 // characters are dropped.
@@ -45,12 +45,18 @@ func Text(s string) string {
 			b.WriteByte(' ')
 		case ':', '@', '#':
 			b.WriteString(string(r) + joiner)
-		case '.':
-			if hasWWW(s[:i]) {
+		case '.', ')', '-', '+', '=':
+			// Markup only at the start of a line, which a value starts
+			// (a list item, a cell) but never continues: "1." "1)" "-"
+			// "+" start lists, "---" and "===" headings or rules.
+			if r == '.' && hasWWW(s[:i]) {
 				b.WriteString(joiner)
 			}
-			b.WriteString(`\.`)
-		case '\\', '`', '*', '_', '{', '}', '[', ']', '(', ')', '+', '-', '!', '|', '~', '$', '=', '^', '"', '\'':
+			if strings.TrimLeft(s[:i], " 0123456789") == "" {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		case '\\', '`', '*', '_', '{', '}', '[', ']', '(', '!', '|', '~', '$', '^', '"', '\'':
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		default:

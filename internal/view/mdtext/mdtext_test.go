@@ -11,13 +11,18 @@ func TestText(t *testing.T) {
 		{"plain words", "plain words"},
 		{"a|b", `a\|b`},
 		{"https://x", "https:\u2060//x"},
-		{"www.x.com", "www\u2060\\.x\\.com"},
-		{"WWW.x", "WWW\u2060\\.x"},
-		{"a@b.co", "a@\u2060b\\.co"},
+		{"www.x.com", "www\u2060.x.com"},
+		{"WWW.x", "WWW\u2060.x"},
+		{"a@b.co", "a@\u2060b.co"},
 		{"#1 :e:", "#\u20601 :\u2060e:\u2060"},
 		{"<b>&amp;", "&lt;b&gt;&amp;amp;"},
 		{"a\r\nb\u2028c\x00d", "a  b cd"},
-		{"[x](y) **z**", `\[x\]\(y\) \*\*z\*\*`},
+		{"[x](y) **z**", `\[x\]\(y) \*\*z\*\*`},
+		{"- a-b", `\- a-b`},
+		{"12. x.y", `12\. x.y`},
+		{"1) x", `1\) x`},
+		{"===", `\===`},
+		{"+ x", `\+ x`},
 	} {
 		if got := Text(tc.in); got != tc.want {
 			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
