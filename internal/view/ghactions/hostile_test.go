@@ -1,6 +1,7 @@
 package ghactions
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/planrunner/runner/internal/testutil/hostile"
@@ -26,6 +27,35 @@ func TestSummaryHostileValuesStayText(t *testing.T) {
 			hostile.Same(t, plain, got, hostile.Visible(v.Text))
 			if t.Failed() {
 				t.Logf("markdown:\n%s", md)
+			}
+		})
+	}
+}
+
+// The hostile values in every field of an annotation stay one command
+// with exactly its own properties, and the message reads back as written.
+func TestAnnotationHostileValues(t *testing.T) {
+	for _, v := range hostile.Values {
+		t.Run(v.Name, func(t *testing.T) {
+			cmd := Annotation{File: v.Text, Line: 2, Title: v.Text, Message: v.Text}.String()
+			if strings.ContainsAny(cmd, "\r\n") {
+				t.Fatalf("the command spans lines: %q", cmd)
+			}
+			head, msg, ok := strings.Cut(strings.TrimPrefix(cmd, "::error "), "::")
+			if !ok {
+				t.Fatalf("no message: %q", cmd)
+			}
+			var keys []string
+			for _, p := range strings.Split(head, ",") {
+				k, _, _ := strings.Cut(p, "=")
+				keys = append(keys, k)
+			}
+			if strings.Join(keys, ",") != "file,line,title" {
+				t.Errorf("properties %v in %q", keys, cmd)
+			}
+			unescape := strings.NewReplacer("%0D", "\r", "%0A", "\n", "%3A", ":", "%2C", ",", "%25", "%")
+			if got := unescape.Replace(msg); got != v.Text {
+				t.Errorf("message reads back %q, want %q", got, v.Text)
 			}
 		})
 	}
