@@ -133,7 +133,13 @@ func Parse(t testing.TB, doc string) Page {
 func Same(t testing.TB, plain, hostile Page, want ...string) {
 	t.Helper()
 	if strings.Join(plain.Tags, " ") != strings.Join(hostile.Tags, " ") {
-		t.Errorf("the value changed the document's elements:\nplain:   %v\nhostile: %v", plain.Tags, hostile.Tags)
+		i := 0
+		for i < len(plain.Tags) && i < len(hostile.Tags) && plain.Tags[i] == hostile.Tags[i] {
+			i++
+		}
+		from := max(0, i-5)
+		t.Errorf("the value changed the document's elements, from element %d:\nplain:   %v\nhostile: %v", i,
+			plain.Tags[from:min(len(plain.Tags), i+10)], hostile.Tags[from:min(len(hostile.Tags), i+10)])
 	}
 	if len(hostile.Bad) > 0 {
 		t.Errorf("active attributes: %q", hostile.Bad)
@@ -141,6 +147,41 @@ func Same(t testing.TB, plain, hostile Page, want ...string) {
 	for _, w := range want {
 		if !strings.Contains(hostile.Text, w) {
 			t.Errorf("the reader does not see %q in:\n%s", w, hostile.Text)
+		}
+	}
+}
+
+// active are the elements that fetch, run or link: in an HTML output a
+// value must not add one.
+var active = []string{"a", "img", "script", "iframe", "frame", "object", "embed", "svg", "math", "style",
+	"link", "meta", "base", "form", "video", "audio", "source", "template"}
+
+// SameHTML is Same for HTML pages that lay a value out by its shape (a
+// multi-line value in a <pre>, a section only some keys start): hostile
+// has as many active elements (links, images, scripts, frames, styles,
+// forms, ...) of each kind as plain, no event handler or javascript:
+// URL, and shows each of want.
+func SameHTML(t testing.TB, plain, hostile Page, want ...string) {
+	t.Helper()
+	count := func(p Page) map[string]int {
+		m := map[string]int{}
+		for _, tag := range p.Tags {
+			m[tag]++
+		}
+		return m
+	}
+	pc, hc := count(plain), count(hostile)
+	for _, tag := range active {
+		if pc[tag] != hc[tag] {
+			t.Errorf("the value changed the number of <%s> elements: %d, plain %d", tag, hc[tag], pc[tag])
+		}
+	}
+	if len(hostile.Bad) > 0 {
+		t.Errorf("active attributes: %q", hostile.Bad)
+	}
+	for _, w := range want {
+		if !strings.Contains(hostile.Text, w) {
+			t.Errorf("the reader does not see %q", w)
 		}
 	}
 }
