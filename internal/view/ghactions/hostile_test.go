@@ -60,3 +60,21 @@ func TestAnnotationHostileValues(t *testing.T) {
 		})
 	}
 }
+
+// A secret is masked before it is escaped: escaped, it would no longer
+// match the mask and would show.
+func TestSummaryMasksBeforeEscaping(t *testing.T) {
+	const secret = "sk_live:ab-cd.ef@x"
+	mask := func(s string) string { return strings.ReplaceAll(s, secret, "***") }
+	s := Summary{Run: secret, Status: secret, Plan: secret, Duration: secret, Error: secret, Cost: secret, Report: secret, Blackboard: secret,
+		Steps:    []SummaryStep{{Name: secret, Type: secret, Status: secret, Duration: secret}},
+		Failures: []SummaryFailure{{Step: secret, Place: secret, Message: secret}},
+		Tokens:   []SummaryTokens{{Model: secret, Cost: secret}}}
+	md := mask(s.Map(mask).Markdown())
+	page := hostile.Parse(t, hostile.GFM(t, md))
+	for _, bit := range []string{"sk", "live", "ab-cd"} {
+		if strings.Contains(page.Text, bit) {
+			t.Errorf("the summary shows %q of the secret:\n%s", bit, md)
+		}
+	}
+}

@@ -33,6 +33,29 @@ type SummaryTokens struct {
 	Cost                       string
 }
 
+// Map returns s with f applied to every text in it: the CLI masks
+// secrets with it before Markdown escapes them, since a secret escaped
+// ("sk\_live") no longer matches the mask.
+func (s Summary) Map(f func(string) string) Summary {
+	s.Run, s.Status, s.Plan, s.Duration, s.Error = f(s.Run), f(s.Status), f(s.Plan), f(s.Duration), f(s.Error)
+	s.Cost, s.Report, s.Blackboard = f(s.Cost), f(s.Report), f(s.Blackboard)
+	steps := make([]SummaryStep, len(s.Steps))
+	for i, st := range s.Steps {
+		steps[i] = SummaryStep{Name: f(st.Name), Type: f(st.Type), Status: f(st.Status), Duration: f(st.Duration)}
+	}
+	fails := make([]SummaryFailure, len(s.Failures))
+	for i, x := range s.Failures {
+		fails[i] = SummaryFailure{Step: f(x.Step), Place: f(x.Place), Message: f(x.Message)}
+	}
+	toks := make([]SummaryTokens, len(s.Tokens))
+	for i, x := range s.Tokens {
+		x.Model, x.Cost = f(x.Model), f(x.Cost)
+		toks[i] = x
+	}
+	s.Steps, s.Failures, s.Tokens = steps, fails, toks
+	return s
+}
+
 // Markdown renders the summary. Every value goes through mdtext (Text,
 // or Code for ids and paths): a step's name or a model's message shows
 // as written and cannot add a link (bare URLs included), an image,

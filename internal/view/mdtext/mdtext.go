@@ -43,7 +43,14 @@ func Text(s string) string {
 			b.WriteString("&gt;")
 		case '\r', '\n', '\t', '\v', '\f', '\u0085', '\u2028', '\u2029':
 			b.WriteByte(' ')
-		case ':', '@', '#':
+		case ':':
+			// "https://", ":smile:", "mailto:x": a joiner only before what
+			// follows without a space.
+			b.WriteByte(':')
+			if rest := s[i+1:]; rest != "" && rest[0] != ' ' {
+				b.WriteString(joiner)
+			}
+		case '@', '#':
 			b.WriteString(string(r) + joiner)
 		case '.', ')', '-', '+', '=':
 			// Markup only at the start of a line, which a value starts
@@ -56,7 +63,7 @@ func Text(s string) string {
 				b.WriteByte('\\')
 			}
 			b.WriteRune(r)
-		case '\\', '`', '*', '_', '{', '}', '[', ']', '(', '!', '|', '~', '$', '^', '"', '\'':
+		case '\\', '`', '*', '_', '[', ']', '(', '!', '|', '~', '$':
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		default:
