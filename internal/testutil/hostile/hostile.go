@@ -90,6 +90,10 @@ type Page struct {
 	Bad  []string // event handlers, javascript: URLs
 }
 
+// urlAttr are the attributes a browser follows as URLs.
+var urlAttr = map[string]bool{"href": true, "src": true, "action": true, "formaction": true, "xlink:href": true,
+	"data": true, "poster": true, "background": true, "srcset": true, "ping": true, "cite": true}
+
 // Parse reads doc with a real HTML parser.
 func Parse(t testing.TB, doc string) Page {
 	t.Helper()
@@ -109,7 +113,7 @@ func Parse(t testing.TB, doc string) Page {
 				if strings.HasPrefix(k, "on") {
 					p.Bad = append(p.Bad, n.Data+" "+a.Key+"="+a.Val)
 				}
-				if strings.Contains(strings.ToLower(strings.Join(strings.Fields(a.Val), "")), "javascript:") {
+				if urlAttr[k] && strings.Contains(strings.ToLower(strings.Join(strings.Fields(a.Val), "")), "javascript:") {
 					p.Bad = append(p.Bad, n.Data+" "+a.Key+"="+a.Val)
 				}
 			}
