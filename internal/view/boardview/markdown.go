@@ -142,9 +142,9 @@ func Markdown(w io.Writer, b *board.Board) error {
 			m, _ := c.Content.(map[string]any)
 			wr, _ := m["written"].(map[string]any)
 			ov, _ := m["overwritten"].(map[string]any)
-			fmt.Fprintf(&buf, "| %s | %s v%v | %s | %s v%v | %s |\n", cell(text(m["key"])),
-				cell(text(wr["author"])), wr["version"], cell(oneLine(text(wr["value"]))),
-				cell(text(ov["author"])), ov["version"], cell(oneLine(text(ov["value"]))))
+			fmt.Fprintf(&buf, "| %s | %s v%s | %s | %s v%s | %s |\n", cell(text(m["key"])),
+				cell(text(wr["author"])), cell(text(wr["version"])), cell(oneLine(text(wr["value"]))),
+				cell(text(ov["author"])), cell(text(ov["version"])), cell(oneLine(text(ov["value"]))))
 		}
 	}
 	_, err := w.Write(buf.Bytes())
