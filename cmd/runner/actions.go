@@ -72,7 +72,7 @@ func actionsFinish(gh *ghactions.Stream, r *runs.Result, elapsed time.Duration, 
 		return
 	}
 	s := summaryOf(r, anns, elapsed, reportPath)
-	if err := ghactions.AppendSummary(path, g.mask.String(s.Markdown())); err != nil {
+	if err := ghactions.AppendSummary(path, g.mask.String(s.Map(g.mask.String).Markdown())); err != nil {
 		fmt.Fprintf(stderr, "runner: %v\n", err)
 	}
 }

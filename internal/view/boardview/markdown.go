@@ -4,8 +4,11 @@
 // in a file while a run goes on.
 //
 // It reads the board through its exported methods only, so the board's
-// logic and storage know nothing of it. It may import the standard
-// library and internal/board; nothing that runs or serves a plan.
+// logic and storage know nothing of it. Every value it shows goes
+// through internal/view/mdtext, so a key, value, label or error reads as
+// written and cannot add markup or a link. It may import the standard
+// library, internal/board and internal/view/mdtext; nothing that runs or
+// serves a plan.
 package boardview
 
 import (
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/view/mdtext"
 )
 
 // Markdown writes b as the markdown document of docs/live-board.md (swarm-blackboard.md):
@@ -36,13 +40,13 @@ func Markdown(w io.Writer, b *board.Board) error {
 		updated = *run.FinishedAt
 	}
 	fmt.Fprintf(&buf, "# Swarm Blackboard\nLast Updated: %s\n\n", iso(updated))
-	fmt.Fprintf(&buf, "Run %s: %s", run.ID, run.Status)
+	fmt.Fprintf(&buf, "Run %s: %s", cell(run.ID), cell(string(run.Status)))
 	if run.PlanPath != "" {
-		fmt.Fprintf(&buf, " (plan %s)", run.PlanPath)
+		fmt.Fprintf(&buf, " (plan %s)", cell(run.PlanPath))
 	}
 	buf.WriteString("\n")
 	if run.Error != "" {
-		fmt.Fprintf(&buf, "Error: %s\n", oneLine(run.Error))
+		fmt.Fprintf(&buf, "Error: %s\n", cell(oneLine(run.Error)))
 	}
 
 	var tasks, signals, traces, cache []board.Entry
@@ -83,7 +87,7 @@ func Markdown(w io.Writer, b *board.Board) error {
 
 	buf.WriteString("\n## Knowledge Cache\n")
 	for _, e := range cache {
-		fmt.Fprintf(&buf, "### %s\n", e.Key)
+		fmt.Fprintf(&buf, "### %s\n", cell(e.Key))
 		writeEntryJSON(&buf, e)
 	}
 
@@ -110,7 +114,7 @@ func Markdown(w io.Writer, b *board.Board) error {
 			exp = "in " + left.String()
 		}
 		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s | %s |\n", cell(strings.TrimPrefix(e.Key, "signal:")), cell(agent),
-			cell(orDash(status)), cell(orDash(field(e.Content, "current_task"))), cell(beat), exp)
+			cell(orDash(status)), cell(orDash(field(e.Content, "current_task"))), cell(beat), cell(exp))
 	}
 
 	buf.WriteString("\n## Execution History\n")
@@ -125,10 +129,10 @@ func Markdown(w io.Writer, b *board.Board) error {
 		if s.Error != "" {
 			text = oneLine(s.Error)
 		}
-		fmt.Fprintf(&buf, "| %s | %d | %s | %s | %d | %s |\n", s.Label, s.Visit, s.Status, iso(s.StartedAt), s.DurationMS, cell(text))
+		fmt.Fprintf(&buf, "| %s | %d | %s | %s | %d | %s |\n", cell(s.Label), s.Visit, cell(s.Status), iso(s.StartedAt), s.DurationMS, cell(text))
 	}
 	for _, e := range traces {
-		fmt.Fprintf(&buf, "### %s\n", e.Key)
+		fmt.Fprintf(&buf, "### %s\n", cell(e.Key))
 		writeEntryJSON(&buf, e)
 	}
 
@@ -138,9 +142,9 @@ func Markdown(w io.Writer, b *board.Board) error {
 			m, _ := c.Content.(map[string]any)
 			wr, _ := m["written"].(map[string]any)
 			ov, _ := m["overwritten"].(map[string]any)
-			fmt.Fprintf(&buf, "| %s | %s v%v | %s | %s v%v | %s |\n", cell(text(m["key"])),
-				cell(text(wr["author"])), wr["version"], cell(oneLine(text(wr["value"]))),
-				cell(text(ov["author"])), ov["version"], cell(oneLine(text(ov["value"]))))
+			fmt.Fprintf(&buf, "| %s | %s v%s | %s | %s v%s | %s |\n", cell(text(m["key"])),
+				cell(text(wr["author"])), cell(text(wr["version"])), cell(oneLine(text(wr["value"]))),
+				cell(text(ov["author"])), cell(text(ov["version"])), cell(oneLine(text(ov["value"]))))
 		}
 	}
 	_, err := w.Write(buf.Bytes())
@@ -158,19 +162,21 @@ func writeEntryJSON(buf *bytes.Buffer, e board.Entry) {
 		k string
 		v any
 	}{{"key", e.Key}, {"value", e.Content}, {"source_agent", e.Author}, {"timestamp", iso(e.TS)}, {"ttl", ttl}, {"version", e.Version}}
-	buf.WriteString("```json\n{\n")
+	var body strings.Builder
+	body.WriteString("{\n")
 	for i, p := range parts {
 		v, err := json.MarshalIndent(p.v, "  ", "  ")
 		if err != nil {
 			v = []byte(`null`)
 		}
-		fmt.Fprintf(buf, "  %q: %s", p.k, v)
+		fmt.Fprintf(&body, "  %q: %s", p.k, v)
 		if i < len(parts)-1 {
-			buf.WriteByte(',')
+			body.WriteByte(',')
 		}
-		buf.WriteByte('\n')
+		body.WriteByte('\n')
 	}
-	buf.WriteString("}\n```\n")
+	body.WriteString("}\n")
+	buf.WriteString(mdtext.Fence("json", body.String()))
 }
 
 // field is the first of names that the value (a JSON object) has, as text.
@@ -214,9 +220,9 @@ func oneLine(s string) string {
 	return line
 }
 
-func cell(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
-}
+// cell is a value as Markdown text on one line (mdtext.Text): in a
+// table cell, a heading or a line, it cannot add markup or a link.
+func cell(s string) string { return mdtext.Text(s) }
 
 func orDash(s string) string {
 	if s == "" {

@@ -3,7 +3,8 @@
 // that text runner does not control (a file name or a message a model
 // wrote, a step's output) can never become a command of its own. It also
 // writes the Markdown run summary ($GITHUB_STEP_SUMMARY). It imports
-// nothing of ours: the CLI hands it plain values.
+// only internal/view/mdtext (the Markdown escaper) of ours: the CLI hands
+// it plain values.
 package ghactions
 
 import (

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"github.com/planrunner/runner/internal/view/mdtext"
 )
 
 // Summary is what the run's Markdown summary says.
@@ -31,21 +33,45 @@ type SummaryTokens struct {
 	Cost                       string
 }
 
-// Markdown renders the summary. Every value is escaped (Text): a step's
-// name or a model's message shows as written and cannot add a link, an
-// image, HTML or a table cell.
+// Map returns s with f applied to every text in it: the CLI masks
+// secrets with it before Markdown escapes them, since a secret escaped
+// ("sk\_live") no longer matches the mask.
+func (s Summary) Map(f func(string) string) Summary {
+	s.Run, s.Status, s.Plan, s.Duration, s.Error = f(s.Run), f(s.Status), f(s.Plan), f(s.Duration), f(s.Error)
+	s.Cost, s.Report, s.Blackboard = f(s.Cost), f(s.Report), f(s.Blackboard)
+	steps := make([]SummaryStep, len(s.Steps))
+	for i, st := range s.Steps {
+		steps[i] = SummaryStep{Name: f(st.Name), Type: f(st.Type), Status: f(st.Status), Duration: f(st.Duration)}
+	}
+	fails := make([]SummaryFailure, len(s.Failures))
+	for i, x := range s.Failures {
+		fails[i] = SummaryFailure{Step: f(x.Step), Place: f(x.Place), Message: f(x.Message)}
+	}
+	toks := make([]SummaryTokens, len(s.Tokens))
+	for i, x := range s.Tokens {
+		x.Model, x.Cost = f(x.Model), f(x.Cost)
+		toks[i] = x
+	}
+	s.Steps, s.Failures, s.Tokens = steps, fails, toks
+	return s
+}
+
+// Markdown renders the summary. Every value goes through mdtext (Text,
+// or Code for ids and paths): a step's name or a model's message shows
+// as written and cannot add a link (bare URLs included), an image,
+// HTML, a list, a row or a cell.
 func (s Summary) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "## runner: %s %s\n\n", Text(s.Plan), Text(s.Status))
-	fmt.Fprintf(&b, "Run %s, %s.", Code(s.Run), Text(s.Duration))
+	fmt.Fprintf(&b, "## runner: %s %s\n\n", mdtext.Text(s.Plan), mdtext.Text(s.Status))
+	fmt.Fprintf(&b, "Run %s, %s.", mdtext.Code(s.Run), mdtext.Text(s.Duration))
 	if s.Error != "" {
-		fmt.Fprintf(&b, " %s", Text(s.Error))
+		fmt.Fprintf(&b, " %s", mdtext.Text(s.Error))
 	}
 	b.WriteString("\n\n")
 	if len(s.Steps) > 0 {
 		b.WriteString("| step | type | status | duration |\n|---|---|---|---|\n")
 		for _, st := range s.Steps {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", Text(st.Name), Text(st.Type), Text(st.Status), Text(st.Duration))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", mdtext.Text(st.Name), mdtext.Text(st.Type), mdtext.Text(st.Status), mdtext.Text(st.Duration))
 		}
 		b.WriteString("\n")
 	}
@@ -54,72 +80,29 @@ func (s Summary) Markdown() string {
 		for _, f := range s.Failures {
 			place := ""
 			if f.Place != "" {
-				place = " " + Code(f.Place)
+				place = " " + mdtext.Code(f.Place)
 			}
-			fmt.Fprintf(&b, "- %s%s: %s\n", Text(f.Step), place, Text(f.Message))
+			fmt.Fprintf(&b, "- %s%s: %s\n", mdtext.Text(f.Step), place, mdtext.Text(f.Message))
 		}
 		b.WriteString("\n")
 	}
 	if len(s.Tokens) > 0 {
 		b.WriteString("| model | calls | input tokens | output tokens | cost |\n|---|---|---|---|---|\n")
 		for _, t := range s.Tokens {
-			fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", Text(t.Model), t.Calls, t.InputTokens, t.Output, Text(t.Cost))
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %s |\n", mdtext.Text(t.Model), t.Calls, t.InputTokens, t.Output, mdtext.Text(t.Cost))
 		}
 		b.WriteString("\n")
 	}
 	if s.Cost != "" {
-		fmt.Fprintf(&b, "Cost: %s\n\n", Text(s.Cost))
+		fmt.Fprintf(&b, "Cost: %s\n\n", mdtext.Text(s.Cost))
 	}
 	if s.Report != "" {
-		fmt.Fprintf(&b, "Report: %s\n\n", Code(s.Report))
+		fmt.Fprintf(&b, "Report: %s\n\n", mdtext.Code(s.Report))
 	}
 	if s.Blackboard != "" {
-		fmt.Fprintf(&b, "Blackboard: %s\n\n", Code(s.Blackboard))
+		fmt.Fprintf(&b, "Blackboard: %s\n\n", mdtext.Code(s.Blackboard))
 	}
 	return b.String()
-}
-
-// Text escapes s for Markdown on one line: punctuation Markdown reads is
-// backslashed, &, < and > become entities (GitHub's summary renders
-// HTML), and line breaks become spaces (a row ends at one).
-func Text(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch r {
-		case '&':
-			b.WriteString("&amp;")
-		case '<':
-			b.WriteString("&lt;")
-		case '>':
-			b.WriteString("&gt;")
-		case '\r', '\n', '\t':
-			b.WriteByte(' ')
-		case '\\', '`', '*', '_', '{', '}', '[', ']', '(', ')', '#', '+', '-', '!', '|', '~', '$', '@':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		default:
-			if r < 0x20 || r == 0x7f {
-				continue // control characters: nothing to show
-			}
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
-}
-
-// Code shows s as inline code, with a fence longer than any run of
-// backticks inside it; on one line.
-func Code(s string) string {
-	s = strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
-	fence := "`"
-	for strings.Contains(s, fence) {
-		fence += "`"
-	}
-	pad := ""
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		pad = " "
-	}
-	return fence + pad + s + pad + fence
 }
 
 // AppendSummary appends md to the file $GITHUB_STEP_SUMMARY names (path).
