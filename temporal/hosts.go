@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/sys/boot"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -65,13 +66,7 @@ func NewHostID() string {
 
 // DefaultWorkRoot is where a worker makes its runs' workspaces when no
 // --work-root is given.
-func DefaultWorkRoot() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "runner-temporal", "work")
-}
+func DefaultWorkRoot() string { return boot.DefaultWorkRoot() }
 
 // A run's workspace on a host is a copy, named when a pin makes it (a
 // pin landing on the host whose copy the run already goes on with keeps

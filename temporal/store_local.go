@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // DirStore is a Store in a local directory: the single-host default. Blobs
@@ -15,13 +17,7 @@ import (
 type DirStore struct{ Dir string }
 
 // DefaultStoreDir is where blobs go when no store is given.
-func DefaultStoreDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		dir = os.TempDir()
-	}
-	return filepath.Join(dir, "runner-temporal", "blobs")
-}
+func DefaultStoreDir() string { return boot.DefaultStoreDir() }
 
 func (s DirStore) String() string { return s.Dir }
 

@@ -6,10 +6,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // DefaultTaskQueue is the task queue workers poll and runs go to.
-const DefaultTaskQueue = "runner"
+const DefaultTaskQueue = boot.DefaultTaskQueue
 
 // Register puts the interpreter workflow and the step activity on r (a
 // worker, a replayer or a test environment).

@@ -19,12 +19,14 @@ import (
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/boot"
 	"github.com/planrunner/runner/internal/sys/mask"
 	"github.com/planrunner/runner/internal/view/traceconf"
 	"github.com/planrunner/runner/internal/view/tracing"
 )
 
 func main() {
+	boot.Start("runner-otel", boot.Options{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -136,7 +137,15 @@ func TestGoInstallReportsTaggedVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := moduleProxy(t, root, mod, ver)
+	proxy := moduleProxy(t, root, mod, ver, nil)
+	// The Temporal module, served as a release would be: requiring the
+	// root module at the version served beside it.
+	tmod, err := os.ReadFile(filepath.Join(root, "temporal", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmod = regexp.MustCompile(`(?m)^(\s*(?:require\s+)?`+regexp.QuoteMeta(mod)+`) \S+`).ReplaceAll(tmod, []byte("${1} "+ver))
+	moduleProxyAt(t, proxy, filepath.Join(root, "temporal"), mod+"/temporal", ver, tmod)
 
 	goproxy, gosumdb, gocache := goEnv(t, "GOPROXY"), goEnv(t, "GOSUMDB"), goEnv(t, "GOCACHE")
 	if goproxy == "off" || goproxy == "" {
@@ -171,17 +180,49 @@ func TestGoInstallReportsTaggedVersion(t *testing.T) {
 		"GOSUMDB="+gosumdb, "GONOSUMDB="+mod,
 		"GOWORK=off", "GOTOOLCHAIN=local")
 
-	start := time.Now()
-	cmd := exec.Command("go", "install", mod+"/cmd/runner@"+ver)
-	cmd.Dir = tmp
-	cmd.Env = env
-	if out, err := cmd.CombinedOutput(); err != nil {
-		if unreachable(string(out)) {
-			noNetwork(t, fmt.Sprintf("go install could not download the dependencies through %s: %v\n%s", goproxy, err, out))
+	// One command installs runner and its helpers; one the Temporal
+	// worker (the README's two install lines).
+	for _, pkg := range []string{mod + "/cmd/...@" + ver, mod + "/temporal/cmd/runner-temporal@" + ver} {
+		start := time.Now()
+		cmd := exec.Command("go", "install", pkg)
+		cmd.Dir = tmp
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			if unreachable(string(out)) {
+				noNetwork(t, fmt.Sprintf("go install could not download the dependencies through %s: %v\n%s", goproxy, err, out))
+			}
+			t.Fatalf("go install %s: %v\n%s", pkg, err, out)
 		}
-		t.Fatalf("go install: %v\n%s", err, out)
+		t.Logf("go install %s took %s", pkg, time.Since(start).Round(time.Second))
 	}
-	t.Logf("go install %s/cmd/runner@%s took %s", mod, ver, time.Since(start).Round(time.Second))
+	installed, _ := os.ReadDir(gobin)
+	var names []string
+	for _, e := range installed {
+		names = append(names, e.Name())
+	}
+	if got, want := strings.Join(names, " "), "runner runner-otel runner-temporal"; got != want {
+		t.Errorf("installed %q, want %q", got, want)
+	}
+	// runner's helpers work from where go install put them: mcp in
+	// runner itself, trace through runner-otel beside it, the worker
+	// through runner-temporal.
+	for _, args := range [][]string{{"mcp", "--help"}, {"trace", "--help"}, {"worker", "--help"}} {
+		c := exec.Command(filepath.Join(gobin, "runner"), args...)
+		c.Env = env
+		if out, err := c.CombinedOutput(); err != nil || !strings.Contains(string(out), "Usage: runner "+args[0]) {
+			t.Errorf("runner %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	tr := exec.Command(filepath.Join(gobin, "runner"), "trace", "nosuch.json", "-o", "-")
+	tr.Env = env
+	if out, _ := tr.CombinedOutput(); strings.Contains(string(out), "not installed") {
+		t.Errorf("runner trace does not find runner-otel beside it: %s", out)
+	}
+	rtv := exec.Command(filepath.Join(gobin, "runner-temporal"), "version")
+	rtv.Env = env
+	if out, err := rtv.Output(); err != nil || !strings.HasPrefix(string(out), "runner-temporal ") {
+		t.Errorf("runner-temporal version: %q %v", out, err)
+	}
 
 	version := exec.Command(filepath.Join(gobin, "runner"), "version")
 	version.Env = env
@@ -211,16 +252,26 @@ func TestGoInstallReportsTaggedVersion(t *testing.T) {
 
 // moduleProxy writes a GOPROXY directory serving the module at root (this
 // repository, without the nested temporal module) as mod@ver.
-func moduleProxy(t *testing.T, root, mod, ver string) string {
+func moduleProxy(t *testing.T, root, mod, ver string, gomod []byte) string {
 	t.Helper()
 	proxy := t.TempDir()
+	moduleProxyAt(t, proxy, root, mod, ver, gomod)
+	return proxy
+}
+
+// moduleProxyAt adds the module at root to the proxy directory as
+// mod@ver, with gomod as its go.mod (nil: its own).
+func moduleProxyAt(t *testing.T, proxy, root, mod, ver string, gomod []byte) {
+	t.Helper()
 	dir := filepath.Join(proxy, filepath.FromSlash(mod), "@v")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
+	if gomod == nil {
+		var err error
+		if gomod, err = os.ReadFile(filepath.Join(root, "go.mod")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	files := map[string][]byte{
 		"list":        []byte(ver + "\n"),
@@ -263,6 +314,9 @@ func moduleProxy(t *testing.T, root, mod, ver string) string {
 		if err != nil {
 			return err
 		}
+		if rel == "go.mod" {
+			data = gomod
+		}
 		_, err = w.Write(data)
 		return err
 	})
@@ -272,7 +326,6 @@ func moduleProxy(t *testing.T, root, mod, ver string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return proxy
 }
 
 // goEnv is `go env name` in the test's own environment.

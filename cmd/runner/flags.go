@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/boot"
 	"github.com/planrunner/runner/internal/sys/mask"
 	"github.com/planrunner/runner/internal/view/ghactions"
 	"github.com/rs/zerolog"
@@ -43,9 +44,9 @@ func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs.SetOutput(stderr)
 	fs.Usage = commandUsage(fs, name)
 	g := &globals{mask: mask.New()}
-	fs.StringVar(&g.logFormat, "log-format", "", "console or json (default: console on a terminal or Actions, else json)")
-	fs.StringVar(&g.logLevel, "log-level", "", "debug, info, warn or error")
-	fs.BoolVar(&g.quiet, "q", false, "quiet: errors only, no progress")
+	// runner's default format: console on a terminal or in Actions' log,
+	// else json (globals.format).
+	boot.LogFlags(fs, &g.logFormat, &g.logLevel, &g.quiet)
 	return fs, g
 }
 

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/planrunner/runner/internal/plans"
-	"github.com/planrunner/runner/internal/sys/harden"
-	"github.com/planrunner/runner/internal/sys/proc"
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // Exit codes (docs/spec.md §5).
@@ -54,34 +51,10 @@ func init() {
 }
 
 func main() {
-	// Before anything reads the environment: runner's API keys leave the
-	// environment block /proc/<runner>/environ shows, and runner becomes
-	// non-dumpable, so a step (a child, often of the same user) can reach
-	// them neither there nor through /proc/<runner>/mem, ptrace or a core
-	// dump (docs/safety.md, "Secrets").
-	if err := harden.ScrubEnv(); err != nil {
-		fmt.Fprintf(os.Stderr, "runner: warning: %v\n", err)
-	}
-	if err := harden.Process(); err != nil {
-		fmt.Fprintf(os.Stderr, "runner: warning: %v\n", err)
-	}
-	// Processes a step leaves behind (daemons that setsid) are reparented
-	// to runner, not PID 1: internal/sys/proc ends them with their step and reaps
-	// them.
-	proc.BecomeSubreaper()
-	survivePipes()
+	// Before anything reads the environment: runner runs steps, which must
+	// reach neither its API keys nor the processes they leave behind.
+	boot.Start("runner", boot.Options{RunsSteps: true})
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
-}
-
-// survivePipes keeps runner alive when its output goes nowhere: `runner
-// run plan.yaml | head -1` once head exits, a dropped ssh session. Go ends
-// a process whose write to stdout or stderr meets a closed pipe (EPIPE)
-// with SIGPIPE, unless SIGPIPE is handled: with it handled the write only
-// fails, the run goes on and saves its board. Handled, not ignored: an
-// ignored signal stays ignored in the commands steps run, a handled one
-// is back to its default there.
-func survivePipes() {
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

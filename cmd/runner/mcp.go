@@ -1,28 +1,29 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"os/signal"
+	"strings"
 	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/planrunner/runner/internal/server/mcpserve"
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
-// The MCP server is the runner-mcp binary (cmd/runner-mcp, package
-// mcpserve), built apart so that runner itself stays free of the MCP SDK:
-// it would add 3.3 MB and work to every start of runner, even `runner
-// --version` (docs/architecture.md, "Dependencies"). `runner mcp` checks
-// its flags and becomes runner-mcp, as `runner worker` becomes
-// runner-temporal.
-
-// mcpBinaryName is the server's binary, looked for beside runner, then on
-// PATH; RUNNER_MCP overrides both.
-const mcpBinaryName = "runner-mcp"
+// `runner mcp` serves runner over the Model Context Protocol (package
+// mcpserve) in this process: linking the MCP SDK costs runner little
+// (docs/mcp.md, "Cost"), and one binary installs with one command.
 
 func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// The flags runner-mcp takes, listed here for --help and completion,
-	// and checked here so a mistake is said before anything starts.
 	fs, g := newFlags("mcp", stderr)
 	dir := fs.String("dir", ".", "the directory whose runs the server lists and starts (they are under DIR/.runner/runs)")
 	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (127.0.0.1:PORT, or :PORT for 127.0.0.1) instead of stdin and stdout; the token to give is printed once")
@@ -40,50 +41,78 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
 		return usageErr(stderr, fs, "--dir %s: not a directory", *dir)
 	}
-	bin, err := mcpBinary()
+	// Logs go to stderr only, as JSON lines unless asked otherwise: over
+	// stdio, stdout is the protocol, and an MCP host keeps stderr as the
+	// server's log.
+	log, err := boot.Log{Format: g.logFormat, Level: g.logLevel, Quiet: g.quiet}.Logger(g.mask.Writer(stderr), "json")
 	if err != nil {
-		fmt.Fprintf(stderr, "runner mcp: %v\n", err)
-		return exitUsage
+		return usageErr(stderr, fs, "%v", err)
 	}
+	listen := *addr
+	if listen != "" {
+		if !strings.Contains(listen, ":") {
+			listen = ":" + listen // a bare port
+		}
+		if strings.HasPrefix(listen, ":") && !*anyHost {
+			listen = "127.0.0.1" + listen
+		}
+		if err := mcpserve.CheckAddr(listen, *anyHost); err != nil {
+			return usageErr(stderr, fs, "--http %v", err)
+		}
+	}
+	// The runs it starts are runs of this runner, in processes of their own.
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintf(stderr, "runner mcp: finding this runner, which starts the runs: %v\n", err)
 		return exitFailed
 	}
-	// The runs it starts are runs of this runner.
-	argv := []string{bin, "--runner", self, "--version", version, "--dir", *dir}
-	if *addr != "" {
-		argv = append(argv, "--http", *addr)
+	srv := mcpserve.New(mcpserve.Options{Dir: *dir, Runner: self, Version: version, Log: log, Mask: g.mask})
+	defer srv.Close()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if listen == "" {
+		err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+			fmt.Fprintf(stderr, "runner mcp: %v\n", err)
+			return exitFailed
+		}
+		return exitOK
 	}
-	if *anyHost {
-		argv = append(argv, "--listen-any")
+	token, err := mcpserve.NewToken()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner mcp: making the token: %v\n", err)
+		return exitFailed
 	}
-	argv = append(argv, globalArgs(g)...)
-	if err := syscall.Exec(bin, argv, os.Environ()); err != nil {
-		fmt.Fprintf(stderr, "runner mcp: starting %s: %v\n", bin, err)
-		return exitUsage
+	h, err := srv.Handler(token)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner mcp: %v\n", err)
+		return exitFailed
 	}
-	return exitOK // not reached
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return usageErr(stderr, fs, "--http %s: %v", *addr, err)
+	}
+	// Printed once, on stdout, never logged: a client needs the URL and
+	// the token, and nothing else shows them.
+	fmt.Fprintf(stdout, "url:   http://%s/mcp\ntoken: %s\n", ln.Addr(), token)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	log.Info().Str("addr", ln.Addr().String()).Msg("serving MCP over HTTP")
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "runner mcp: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }
 
-// mcpBinary finds runner-mcp.
-func mcpBinary() (string, error) {
-	if p := os.Getenv("RUNNER_MCP"); p != "" {
-		return p, nil
-	}
-	self, err := os.Executable()
-	dir := "DIR"
-	if err == nil {
-		dir = filepath.Dir(self)
-		p := filepath.Join(dir, mcpBinaryName)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(mcpBinaryName); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("serving MCP needs the %s binary, built apart so that runner stays free of the MCP SDK; "+
-		"it is not next to this runner nor on PATH. Build it with\n"+
-		"  go build -o %s/%s ./cmd/runner-mcp\n(or go install github.com/planrunner/runner/cmd/runner-mcp@latest), or set RUNNER_MCP to its path", mcpBinaryName, dir, mcpBinaryName)
-}
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }

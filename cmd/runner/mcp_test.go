@@ -4,42 +4,22 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// buildMCP builds runner-mcp beside the runner under test, where `runner
-// mcp` looks for it.
-var buildMCP = sync.OnceValue(func() error {
-	out, err := exec.Command("go", "build", "-o", filepath.Join(filepath.Dir(binary), "runner-mcp"), "../runner-mcp").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%v: %s", err, out)
-	}
-	return nil
-})
-
-func needMCP(t *testing.T) {
-	t.Helper()
-	if err := buildMCP(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A real `runner mcp` process, driven over its stdin and stdout by the
 // SDK's client as an MCP host starts it: validate, start a run, follow it
 // to its end, read its board.
 func TestMCPStdioWithTheSDKClient(t *testing.T) {
-	needMCP(t)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "hello.yaml"), []byte("version: 1\nname: hello\nsteps:\n  - {label: say, type: command, run: echo hello}\n"), 0o644)
 	cmd := exec.Command(binary, "mcp", "--dir", dir)
@@ -115,7 +95,6 @@ func TestMCPStdioWithTheSDKClient(t *testing.T) {
 // newline-delimited JSON-RPC on stdin, answers on stdout, logs only on
 // stderr; the server ends when stdin closes.
 func TestMCPStdioByHand(t *testing.T) {
-	needMCP(t)
 	dir := t.TempDir()
 	cmd := exec.Command(binary, "mcp", "--dir", dir)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
@@ -181,7 +160,6 @@ func TestMCPStdioByHand(t *testing.T) {
 // `runner mcp --http` prints its URL and a token once, and serves only
 // requests that carry the token.
 func TestMCPHTTPPrintsItsToken(t *testing.T) {
-	needMCP(t)
 	dir := t.TempDir()
 	cmd := exec.Command(binary, "mcp", "--dir", dir, "--http", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
@@ -241,7 +219,6 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func TestMCPUsageErrors(t *testing.T) {
-	needMCP(t)
 	dir := t.TempDir()
 	cases := []struct {
 		args []string
@@ -263,8 +240,9 @@ func TestMCPUsageErrors(t *testing.T) {
 	}
 }
 
-// Without runner-mcp, `runner mcp` says how to get it.
-func TestMCPWithoutItsBinary(t *testing.T) {
+// `runner mcp` is served by runner itself: a runner alone in a
+// directory, nothing else on PATH, answers initialize.
+func TestMCPServedByRunnerAlone(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "runner")
 	data, err := os.ReadFile(binary)
@@ -274,9 +252,19 @@ func TestMCPWithoutItsBinary(t *testing.T) {
 	os.WriteFile(bin, data, 0o755)
 	cmd := exec.Command(bin, "mcp")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+dir, "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "go build -o "+dir+"/runner-mcp ./cmd/runner-mcp") {
-		t.Errorf("runner mcp without runner-mcp: %v\n%s", err, out)
+	cmd.Env = []string{"PATH=" + dir, "HOME=" + dir}
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"alone","version":"1"}}}`+"\n")
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	in.Close()
+	err = cmd.Wait()
+	if err != nil || !strings.Contains(line, `"serverInfo":{"name":"runner"`) {
+		t.Errorf("runner mcp alone: %v\nstdout: %s\nstderr: %s", err, line, stderr.String())
 	}
 }

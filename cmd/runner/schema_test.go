@@ -7,9 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/planrunner/runner/internal/schemacheck"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/view/plandoc"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 
@@ -65,17 +65,9 @@ func TestSchemaCommandPrintsGeneratedSchema(t *testing.T) {
 	}
 }
 
-func compiledSchema(t *testing.T) *jsonschema.Schema {
+func compiledSchema(t *testing.T) *schemacheck.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaBytes(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("plan.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("plan.schema.json")
+	s, err := schemacheck.Compile("plan.schema.json", schemaBytes(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +81,10 @@ func yamlAsJSON(t *testing.T, src []byte) any {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(v)
-	out, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
 	return out
 }
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
-	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/boot"
 	"strings"
 )
 
@@ -24,55 +24,36 @@ import (
 // starts it and shows its progress events with the same display as an
 // in-process run.
 
-// addTemporalFlags adds the flags of `run --engine temporal`.
+// addTemporalFlags adds the flags of `run --engine temporal`: the
+// connection's are runner-temporal's own (boot.ConnFlags), with its help.
 func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 	engine := fs.String("engine", "local", "local (in this process) or temporal (on Temporal workers, through runner-temporal)")
-	fs.StringVar(&t.HostPort, "temporal", "", "with --engine temporal: the Temporal frontend HOST:PORT")
-	fs.StringVar(&t.Namespace, "namespace", "", "with --engine temporal: the Temporal namespace (default: default)")
-	fs.StringVar(&t.TaskQueue, "task-queue", "", "with --engine temporal: the task queue workers poll (default: runner)")
-	fs.StringVar(&t.Blobs, "blobs", "", "with --engine temporal: the content-addressed store workers share")
+	boot.ConnFlags(fs, &t.Conn)
 	fs.DurationVar(&t.HeartbeatTimeout, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
 	fs.IntVar(&t.MaxHistoryEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
 	fs.DurationVar(&t.LocalStepsUnder, "local-steps-under", 0, "with --engine temporal: a command step whose timeout is at most this runs as a local activity (with --shared-workspace; default 0: none)")
 	fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
 	fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
 	fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 5m)")
-	securityFlags(fs, &t.Security, "with --engine temporal: ")
 	return engine
 }
 
-// securityFlags are the flags that reach a secured Temporal cluster,
-// for runner-temporal (see liveboard.Security).
-func securityFlags(fs *flag.FlagSet, s *liveboard.Security, prefix string) {
-	fs.StringVar(&s.TLS, "tls", "", prefix+"true or false: connect with TLS (default: on when any --tls-* option or an API key is given)")
-	fs.StringVar(&s.CertPath, "tls-cert", "", prefix+"mutual TLS: the client certificate (PEM), with --tls-key")
-	fs.StringVar(&s.KeyPath, "tls-key", "", prefix+"mutual TLS: the client certificate's private key (PEM)")
-	fs.StringVar(&s.CAPath, "tls-ca", "", prefix+"the CA (PEM) the server's certificate is checked against (default: the system's)")
-	fs.StringVar(&s.ServerName, "tls-server-name", "", prefix+"the name the server's certificate must hold")
-	fs.StringVar(&s.APIKeyFile, "api-key-file", "", prefix+"a file holding the API key (default: $TEMPORAL_API_KEY)")
+// workerFlags are the flags of `runner worker`: runner-temporal's own
+// (boot.WorkerFlags), which it parses itself; runner lists them for
+// --help and completion.
+func workerFlags(stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("runner worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = commandUsage(fs, "worker")
+	boot.WorkerFlags(fs, &boot.Worker{})
+	return fs
 }
 
 // cmdWorker is `runner worker`: runner-temporal takes the process over.
 func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	// The flags runner-temporal takes, listed here for --help and
-	// completion; it parses them itself.
-	fs, _ := newFlags("worker", stderr)
-	fs.String("temporal", "", "the Temporal frontend HOST:PORT (required)")
-	fs.String("namespace", "default", "the Temporal namespace")
-	fs.String("task-queue", "runner", "the task queue to poll")
-	fs.String("blobs", "", "the content-addressed store every worker and client of a run shares (default: the user cache directory)")
-	fs.String("workdir", "", "with --shared-workspace: where steps run (default: the run's workdir)")
-	fs.String("host-id", "", "this worker's host: runs pinned here send their steps to QUEUE@HOST (default: the host name and a random suffix; give a stable one to keep its runs across a restart)")
-	fs.String("work-root", "", "where the workspaces of runs pinned here are made (default: the user cache directory)")
-	fs.Bool("shared-workspace", false, "this worker sees every run's workdir and plan at the client's paths: runs it takes are not pinned")
-	fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
-	fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
-	fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")
-	securityFlags(fs, &liveboard.Security{}, "")
 	for _, a := range args {
 		if a == "-h" || a == "-help" || a == "--help" {
-			fs.SetOutput(stderr)
-			fs.Usage()
+			workerFlags(stderr).Usage()
 			return exitOK
 		}
 	}

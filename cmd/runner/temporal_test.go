@@ -22,8 +22,8 @@ func TestTemporalNeedsItsBinary(t *testing.T) {
 		{"run", plan, "--engine", "temporal", "--temporal", "127.0.0.1:1"},
 	} {
 		r := runCLI(t, dir, args...)
-		if r.code != 2 || !strings.Contains(r.stderr, "go build -o") || !strings.Contains(r.stderr, "runner-temporal") {
-			t.Errorf("%v: exit %d, stderr %q; want 2 and how to build runner-temporal", args, r.code, r.stderr)
+		if r.code != 2 || !strings.Contains(r.stderr, "go install github.com/planrunner/runner/temporal/cmd/runner-temporal@latest") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and how to install runner-temporal", args, r.code, r.stderr)
 		}
 	}
 	if r := runCLI(t, dir, "run", plan, "--engine", "spark"); r.code != 2 || !strings.Contains(r.stderr, `--engine "spark": want local or temporal`) {

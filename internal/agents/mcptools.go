@@ -15,7 +15,6 @@ import (
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/schemacheck"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // KindMCP is the Kind of the recordings of MCP exchanges: a server's tool
@@ -50,7 +49,7 @@ type mcpResponse struct {
 type mcpTool struct {
 	server *plans.MCPServer
 	name   string // the server's name for it
-	schema *jsonschema.Schema
+	schema *schemacheck.Schema
 }
 
 // servers are the run's started MCP servers (scope run), by agent and
@@ -312,7 +311,7 @@ func (ss *Session) RunMCPTool(ctx context.Context, tc ToolCall) (Message, error)
 // sch. Arguments that are not a JSON object valid under it are answered
 // in m, for the model to see, ending with nothing (what was not done),
 // and ok is false.
-func toolArgs(m *Message, tc ToolCall, sch *jsonschema.Schema, nothing string) (obj map[string]any, canon json.RawMessage, ok bool, err error) {
+func toolArgs(m *Message, tc ToolCall, sch *schemacheck.Schema, nothing string) (obj map[string]any, canon json.RawMessage, ok bool, err error) {
 	args := normalizeArgs(tc.Args)
 	obj, ok = argsObject(args)
 	if !ok {

@@ -7,7 +7,6 @@ import (
 	"github.com/planrunner/runner/internal/agents/mcp"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/schemacheck"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Tools the plan defines (internal/plans/tools.go) reach a session as PlanTools:
@@ -35,7 +34,7 @@ type PlanTool struct {
 
 type planTool struct {
 	PlanTool
-	schema *jsonschema.Schema
+	schema *schemacheck.Schema
 }
 
 // AddPlanTools makes the plan's tools the agent names callable through

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // Running on Temporal lives in the nested module ./temporal, built as the
@@ -46,8 +47,8 @@ func TemporalBinary() (string, error) {
 		dir = filepath.Dir(self)
 	}
 	return "", fmt.Errorf("running on Temporal needs the %s binary, built apart so that runner stays free of the Temporal SDK; "+
-		"it is not next to this runner nor on PATH. Build it from the repository with\n"+
-		"  (cd temporal && go build -o %s/%s ./cmd/runner-temporal)\nor set RUNNER_TEMPORAL to its path", TemporalBinaryName, dir, TemporalBinaryName)
+		"it is not next to this runner nor on PATH. Install it beside runner with\n"+
+		"  GOBIN=%s go install github.com/planrunner/runner/temporal/cmd/%s@latest\nor set RUNNER_TEMPORAL to its path", TemporalBinaryName, dir, TemporalBinaryName)
 }
 
 // Event is one line of `runner-temporal run --events`: one of its
@@ -89,11 +90,10 @@ type EventEnd struct {
 // Temporal says where a run goes on Temporal (runner run --engine
 // temporal's flags); "" and 0 leave runner-temporal's defaults.
 type Temporal struct {
-	Binary           string // runner-temporal; "": TemporalBinary()
-	HostPort         string // the Temporal frontend, HOST:PORT
-	Namespace        string
-	TaskQueue        string // the queue workers poll
-	Blobs            string // the content-addressed store workers share
+	Binary string // runner-temporal; "": TemporalBinary()
+	// Conn reaches Temporal and the store workers share (the flags
+	// runner-temporal takes to dial, defined once in package boot).
+	Conn             boot.Conn
 	HeartbeatTimeout time.Duration
 	MaxHistoryEvents int
 	LocalStepsUnder  time.Duration // command steps with a timeout at most this run as local activities
@@ -104,8 +104,6 @@ type Temporal struct {
 	SharedWorkspace bool
 	SyncBack        string
 	HostTimeout     time.Duration
-	// Security reaches a secured cluster (TLS, mTLS, an API key file).
-	Security liveboard.Security
 	// OTLPEndpoint is --otlp-endpoint: runner-temporal exports the run's
 	// trace there when it ends (the OTEL_* variables reach it through
 	// the environment), as runner does for a run in its own process.
@@ -123,13 +121,10 @@ func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*
 	if r.opts.Offline {
 		return nil, usage(errors.New("--offline is not available with --engine temporal (a replay runs nothing: use it without --engine)"))
 	}
-	var args []string
-	for _, f := range [][2]string{{"--temporal", t.HostPort}, {"--namespace", t.Namespace}, {"--task-queue", t.TaskQueue}, {"--blobs", t.Blobs}, {"--otlp-endpoint", t.OTLPEndpoint}} {
-		if f[1] != "" {
-			args = append(args, f[0], f[1])
-		}
+	args := t.Conn.Args()
+	if t.OTLPEndpoint != "" {
+		args = append(args, "--otlp-endpoint", t.OTLPEndpoint)
 	}
-	args = append(args, t.Security.Args()...)
 	if t.HeartbeatTimeout > 0 {
 		args = append(args, "--heartbeat-timeout", t.HeartbeatTimeout.String())
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/planrunner/runner/internal/runs"
+
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // fakeTemporal is a runner-temporal that runs script, recording its
@@ -95,7 +97,7 @@ func TestExecuteOnTemporalPassesTheOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end, err := r.ExecuteOnTemporal(runs.Temporal{Binary: bin, HostPort: "h:1", TaskQueue: "q", HeartbeatTimeout: 5e9}, nil, func(runs.Event) {})
+	end, err := r.ExecuteOnTemporal(runs.Temporal{Binary: bin, Conn: boot.Conn{HostPort: "h:1", TaskQueue: "q"}, HeartbeatTimeout: 5e9}, nil, func(runs.Event) {})
 	if err != nil || end.Status != "succeeded" {
 		t.Fatalf("%v %+v", err, end)
 	}

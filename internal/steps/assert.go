@@ -15,7 +15,6 @@ import (
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/schemacheck"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 
@@ -57,7 +56,7 @@ type check struct {
 	equals   any
 	text     string // contains
 	re       *regexp.Regexp
-	schema   *jsonschema.Schema
+	schema   *schemacheck.Schema
 	min, max *float64
 	agent    string // judge
 	rubric   string

@@ -16,7 +16,6 @@ import (
 	"github.com/planrunner/runner/internal/patch"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/schemacheck"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 
@@ -67,7 +66,7 @@ type llmStep struct {
 	prompt     *engine.Template
 	system     *engine.Template
 	output     string // text, json, diff or edits
-	schema     *jsonschema.Schema
+	schema     *schemacheck.Schema
 	schemaJSON json.RawMessage
 	board      bool // tools: [board]
 	view       *agents.ViewLimits
@@ -204,7 +203,7 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 
 // compileSchema turns the schema mapping into JSON and compiles it, so a
 // bad schema is a load-time error at its line rather than a failed run.
-func compileSchema(d *engine.Decoder, n *yaml.Node) (*jsonschema.Schema, json.RawMessage) {
+func compileSchema(d *engine.Decoder, n *yaml.Node) (*schemacheck.Schema, json.RawMessage) {
 	var v any
 	if err := n.Decode(&v); err != nil {
 		d.Errorf(n, "schema: %v", err)

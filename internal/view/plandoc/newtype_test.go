@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/schemacheck"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/view/plandoc"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"gopkg.in/yaml.v3"
 )
 
@@ -188,17 +188,9 @@ func (b badType) Spec() *engine.TypeSpec {
 }
 func (badType) Decode(d *engine.Decoder) engine.Step { return nil }
 
-func compile(t *testing.T, text []byte) *jsonschema.Schema {
+func compile(t *testing.T, text []byte) *schemacheck.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("plan.schema.json", doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("plan.schema.json")
+	s, err := schemacheck.Compile("plan.schema.json", text)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +207,8 @@ func yamlJSON(t *testing.T, src string) any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -66,7 +66,7 @@ func Content(getenv func(string) string) bool {
 }
 
 // ErrNoHelper: runner-otel is nowhere to be found.
-var ErrNoHelper = errors.New("runner-otel, which exports traces, is not installed: go install github.com/planrunner/runner/cmd/runner-otel (beside runner or on PATH), or set " + EnvBin)
+var ErrNoHelper = errors.New("runner-otel, which exports traces, is not installed: go install github.com/planrunner/runner/cmd/...@latest installs it beside runner, or set " + EnvBin)
 
 // FindHelper is the runner-otel to start: $RUNNER_OTEL_BIN, else the one
 // beside the running executable, else the one on PATH.

@@ -5,7 +5,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +26,7 @@ import (
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/boot"
 	"github.com/planrunner/runner/internal/sys/mask"
 	"github.com/planrunner/runner/internal/view/traceconf"
 	rt "github.com/planrunner/runner/temporal"
@@ -47,6 +47,9 @@ const (
 var version = "dev"
 
 func main() {
+	// A worker runs steps: they must not read its secrets, and it adopts
+	// what they leave behind.
+	boot.Start("runner-temporal", boot.Options{RunsSteps: true})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -76,64 +79,41 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
-// conn are the flags both commands take to reach Temporal.
+// conn is how a command reaches Temporal and its store: the connection
+// flags (boot.ConnFlags, which runner shares), then what dial opened.
 type conn struct {
-	hostPort, namespace, queue string
-	sec                        liveboard.Security
-	storeOpt                   rt.StoreOptions
-	store                      rt.Store // opened by dial
-	storeSpec                  string   // the store as one string, for remote.json and a bridge
+	boot.Conn
+	store     rt.Store // opened by dial
+	storeSpec string   // the store as one string, for remote.json and a bridge
 }
 
-// connFlags are the flags of every command that dials. Unset, the address,
-// namespace and TLS options come from the Temporal CLI's environment
-// variables (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_TLS_*), the
-// API key from TEMPORAL_API_KEY or --api-key-file.
+// connFlags are the flags of every command that dials.
 func connFlags(fs *flag.FlagSet) *conn {
 	c := &conn{}
-	fs.StringVar(&c.hostPort, "temporal", os.Getenv("TEMPORAL_ADDRESS"), "the Temporal frontend, HOST:PORT (required; default $TEMPORAL_ADDRESS)")
-	fs.StringVar(&c.namespace, "namespace", cmp.Or(os.Getenv("TEMPORAL_NAMESPACE"), "default"), "the Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
-	fs.StringVar(&c.sec.TLS, "tls", "", "true or false: connect with TLS (default: on when any --tls-* option or an API key is given)")
-	fs.StringVar(&c.sec.CertPath, "tls-cert", "", "mutual TLS: the client certificate (PEM); with --tls-key")
-	fs.StringVar(&c.sec.KeyPath, "tls-key", "", "mutual TLS: the client certificate's private key (PEM)")
-	fs.StringVar(&c.sec.CAPath, "tls-ca", "", "the CA certificate (PEM) the server's certificate is checked against (default: the system's roots)")
-	fs.StringVar(&c.sec.ServerName, "tls-server-name", "", "the name the server's certificate must hold (default: the host of --temporal)")
-	fs.StringVar(&c.sec.APIKeyFile, "api-key-file", "", "a file whose first line is the API key (Temporal Cloud); default $TEMPORAL_API_KEY. Never on the command line: ps shows it")
-	fs.StringVar(&c.queue, "task-queue", rt.DefaultTaskQueue, "the task queue workers poll and runs go to")
-	storeFlags(fs, &c.storeOpt)
+	boot.ConnFlags(fs, &c.Conn)
 	return c
 }
 
-// storeFlags are the flags that name the store, on every command that
-// opens it.
-func storeFlags(fs *flag.FlagSet, o *rt.StoreOptions) {
-	// The store: one value, a directory or s3://BUCKET/PREFIX, under
-	// three names (--blobs is the first one, which runner passes on).
-	storeHelp := "the content-addressed store the board and large payloads go through: a directory, or s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true] (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the shared credentials file); every worker and client of a run must share it (default $RUNNER_TEMPORAL_STORE, else " + rt.DefaultStoreDir() + ")"
-	o.Store = os.Getenv("RUNNER_TEMPORAL_STORE")
-	fs.StringVar(&o.Store, "store", o.Store, storeHelp)
-	fs.StringVar(&o.Store, "store-dir", o.Store, "the store as a directory (same as --store DIR)")
-	fs.StringVar(&o.Store, "blobs", o.Store, "same as --store")
-	fs.StringVar(&o.S3Endpoint, "s3-endpoint", os.Getenv("RUNNER_TEMPORAL_S3_ENDPOINT"), "with an s3:// store: the server, http(s)://HOST[:PORT] (default $RUNNER_TEMPORAL_S3_ENDPOINT, $AWS_ENDPOINT_URL_S3, else AWS)")
-	fs.StringVar(&o.S3Region, "s3-region", "", "with an s3:// store: the region (default $AWS_REGION)")
-	fs.BoolVar(&o.S3PathStyle, "s3-path-style", os.Getenv("RUNNER_TEMPORAL_S3_PATH_STYLE") == "true", "with an s3:// store: address the bucket as HOST/BUCKET (most self-hosted servers; default $RUNNER_TEMPORAL_S3_PATH_STYLE)")
+// storeOptions are the store flags as the store opener takes them.
+func storeOptions(s boot.Store) rt.StoreOptions {
+	return rt.StoreOptions{Store: s.Spec, S3Endpoint: s.S3Endpoint, S3Region: s.S3Region, S3PathStyle: s.S3PathStyle}
 }
 
 func (c *conn) dial(log *slog.Logger) (client.Client, error) {
-	if c.hostPort == "" {
+	if c.HostPort == "" {
 		return nil, errors.New("--temporal HOST:PORT is required (e.g. --temporal 127.0.0.1:7233), or TEMPORAL_ADDRESS")
 	}
-	sec, err := c.sec.WithEnv(os.Getenv).Abs()
+	sec, err := c.Security.WithEnv(os.Getenv).Abs()
 	if err != nil {
 		return nil, err
 	}
-	c.sec = sec
-	if c.store, c.storeSpec, err = rt.OpenStore(c.storeOpt, os.Getenv); err != nil {
+	c.Security = sec
+	if c.store, c.storeSpec, err = rt.OpenStore(storeOptions(c.Store), os.Getenv); err != nil {
 		return nil, err
 	}
-	o := client.Options{HostPort: c.hostPort, Namespace: c.namespace,
+	o := client.Options{HostPort: c.HostPort, Namespace: c.Namespace,
 		DataConverter: rt.DataConverter(c.store, 0), Logger: tlog.NewStructuredLogger(log)}
-	if err := rt.Secure(&o, c.sec, os.Getenv); err != nil {
+	if err := rt.Secure(&o, c.Security, os.Getenv); err != nil {
 		return nil, err
 	}
 	tc, err := client.Dial(o)
@@ -142,7 +122,7 @@ func (c *conn) dial(log *slog.Logger) (client.Client, error) {
 		if sec.CertPath == "" {
 			hint = "; if the cluster requires mutual TLS, give its client certificate with --tls-cert and --tls-key"
 		}
-		return nil, fmt.Errorf("reaching %s with TLS: %w%s", c.hostPort, err, hint)
+		return nil, fmt.Errorf("reaching %s with TLS: %w%s", c.HostPort, err, hint)
 	}
 	return tc, err
 }
@@ -166,23 +146,15 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 func cmdWorker(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c := connFlags(fs)
-	workdir := fs.String("workdir", "", "with --shared-workspace: run steps here (default: the run's workdir, which must exist on this host)")
-	hostID := fs.String("host-id", "", "this worker's host, whose task queue (QUEUE@HOST) takes the steps of runs pinned here; give a stable one to keep them across a restart (default: the host name and a random suffix)")
-	workRoot := fs.String("work-root", rt.DefaultWorkRoot(), "where the workspaces of runs pinned here are made, one directory per run")
-	shared := fs.Bool("shared-workspace", false, "this worker sees every run's workdir and plan at the client's paths (one host, a shared disk): runs it takes are not pinned to it")
-	heartbeat := fs.Duration("heartbeat", time.Second, "how often a running step tells the server this worker is alive")
-	maxSteps := fs.Int("max-concurrent-steps", 0, "run at most `N` steps at once on this worker (default: the SDK's, 1000)")
-	health := fs.String("health", "", "serve GET /healthz on this `ADDR` (e.g. 127.0.0.1:8081): 200 while the worker runs and reaches Temporal")
-	expectStore := fs.String("expect-store-id", os.Getenv("RUNNER_TEMPORAL_STORE_ID"), "refuse to start unless the store's id (its runner-store.json) is this `ID` (default $RUNNER_TEMPORAL_STORE_ID); the worker also refuses when an open run of its task queue was started with another store")
-	logFormat := fs.String("log-format", "console", "console or json")
-	fs.String("log-level", "", "accepted for runner's global flags; the worker logs at info")
-	fs.Bool("q", false, "accepted for runner's global flags")
+	var wf boot.Worker
+	boot.WorkerFlags(fs, &wf)
 	if _, err := parse(fs, args); err != nil {
 		return exitUsage
 	}
-	if *maxSteps < 0 {
-		fmt.Fprintf(stderr, "runner worker: --max-concurrent-steps %d: want 1 or more (0: the default)\n", *maxSteps)
+	c := &conn{Conn: wf.Conn}
+	wf.WorkRoot = wf.Root()
+	if wf.MaxSteps < 0 {
+		fmt.Fprintf(stderr, "runner worker: --max-concurrent-steps %d: want 1 or more (0: the default)\n", wf.MaxSteps)
 		return exitUsage
 	}
 	// The worker's log never shows a secret: the providers' keys now, each
@@ -191,7 +163,11 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	for _, n := range plans.ProviderKeyEnvs {
 		logMask.Add(os.Getenv(n))
 	}
-	log, slogger := loggers(logMask.Writer(stderr), *logFormat)
+	log, slogger, err := loggers(logMask.Writer(stderr), wf.Log)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner worker: %v\n", err)
+		return exitUsage
+	}
 	tc, err := c.dial(slogger)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
@@ -199,37 +175,37 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	}
 	defer tc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	storeID, err := rt.CheckWorkerStore(ctx, tc, c.namespace, c.queue, c.store, *expectStore)
+	storeID, err := rt.CheckWorkerStore(ctx, tc, c.Namespace, c.TaskQueue, c.store, wf.ExpectStoreID)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(stderr, "runner worker: refusing to poll: %v\n", err)
 		return exitFailed
 	}
-	if *hostID == "" {
-		*hostID = rt.NewHostID()
+	if wf.HostID == "" {
+		wf.HostID = rt.NewHostID()
 	}
-	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: *workdir, Heartbeat: *heartbeat, LogMask: logMask,
-		HostID: *hostID, WorkRoot: *workRoot, SharedWorkspace: *shared}
-	w := rt.NewWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
+	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: wf.Workdir, Heartbeat: wf.Heartbeat, LogMask: logMask,
+		HostID: wf.HostID, WorkRoot: wf.WorkRoot, SharedWorkspace: wf.SharedWorkspace}
+	w := rt.NewWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps})
 	// This host's own queue: the steps of the runs pinned here. The limit
 	// on concurrent steps is per queue, so each takes its share.
-	hw := rt.NewHostWorker(tc, c.queue, acts, worker.Options{MaxConcurrentActivityExecutionSize: *maxSteps})
+	hw := rt.NewHostWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps})
 	if err := hw.Start(); err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitFailed
 	}
 	defer hw.Stop()
-	if *health != "" {
-		stop, addr, err := rt.ServeHealth(*health, tc)
+	if wf.Health != "" {
+		stop, addr, err := rt.ServeHealth(wf.Health, tc)
 		if err != nil {
-			fmt.Fprintf(stderr, "runner worker: --health %s: %v\n", *health, err)
+			fmt.Fprintf(stderr, "runner worker: --health %s: %v\n", wf.Health, err)
 			return exitUsage
 		}
 		defer stop()
 		log.Info().Str("addr", addr).Msg("health endpoint: GET /healthz")
 	}
-	log.Info().Str("temporal", c.hostPort).Str("namespace", c.namespace).Str("task_queue", c.queue).Str("store", c.store.String()).Str("store_id", storeID).
-		Str("host", *hostID).Str("host_queue", rt.HostQueue(c.queue, *hostID)).Str("work_root", *workRoot).Msg("worker started")
+	log.Info().Str("temporal", c.HostPort).Str("namespace", c.Namespace).Str("task_queue", c.TaskQueue).Str("store", c.store.String()).Str("store_id", storeID).
+		Str("host", wf.HostID).Str("host_queue", rt.HostQueue(c.TaskQueue, wf.HostID)).Str("work_root", wf.WorkRoot).Msg("worker started")
 	err = w.Run(worker.InterruptCh())
 	// The host queue stops too before the steps' MCP servers end, so no
 	// step of it starts one after.
@@ -242,12 +218,18 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	return exitOK
 }
 
-func loggers(stderr io.Writer, format string) (zerolog.Logger, *slog.Logger) {
-	if format == "json" {
-		return zerolog.New(stderr).With().Timestamp().Logger(), slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// loggers are the command's logs as its logging flags ask (console by
+// default), and the Temporal SDK's, warnings and errors only, in the same
+// format.
+func loggers(stderr io.Writer, l boot.Log) (zerolog.Logger, *slog.Logger, error) {
+	log, err := l.Logger(stderr, "console")
+	if err != nil {
+		return log, nil, err
 	}
-	return zerolog.New(zerolog.ConsoleWriter{Out: stderr, TimeFormat: "15:04:05"}).With().Timestamp().Logger(),
-		slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if l.Format == "json" {
+		return log, slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), nil
+	}
+	return log, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), nil
 }
 
 // eventWriter prints the events of `run --events` (runs.Event), which
@@ -308,7 +290,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	sharedWS := fs.Bool("shared-workspace", false, "every worker sees the workdir and the plan at these paths (one host, a shared disk): the plan's directory does not travel with the run, and its steps may run on any worker")
 	syncBack := fs.String("sync-back", "", "write the files of the run's final workdir (on the host it ran on) into `DIR` when it ends (e.g. . to take its changes)")
 	events := fs.Bool("events", false, "print progress as JSON lines on stdout (for the runner binary)")
-	quiet := fs.Bool("q", false, "quiet: errors only, no progress")
+	var lf boot.Log // runner gives its own on; progress is quiet with -q
+	lf.Flags(fs)
+	quiet := &lf.Quiet
 	var opt rt.Options
 	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
 	fs.DurationVar(&opt.HostTimeout, "host-timeout", 0, "a step that waits this long for the host its run is pinned to pins the run to another host (default 5m)")
@@ -316,8 +300,6 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opt.LocalStepsUnder, "local-steps-under", 0, "a command step whose timeout is at most this runs as a local activity, on the worker that runs the workflow (not with a pinned run; default 0: none)")
 	otlp := fs.String("otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
 	fs.String("engine", "temporal", "the engine (only temporal here)")
-	fs.String("log-format", "", "console or json")
-	fs.String("log-level", "", "debug, info, warn or error")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return exitUsage
@@ -332,7 +314,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitUsage
 	}
-	_, slogger := loggers(stderr, "console")
+	_, slogger, _ := loggers(stderr, boot.Log{})
 	tc, err := c.dial(slogger)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
@@ -340,9 +322,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
-	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.queue, Options: opt, SharedWorkspace: *sharedWS}, ReuseFiles: reuse,
-		SearchAttributesFrom: c.namespace, SyncBack: *syncBack,
-		Remote: liveboard.Remote{HostPort: c.hostPort, Namespace: c.namespace, TaskQueue: c.queue, Blobs: c.storeSpec, Security: c.sec}}
+	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.TaskQueue, Options: opt, SharedWorkspace: *sharedWS}, ReuseFiles: reuse,
+		SearchAttributesFrom: c.Namespace, SyncBack: *syncBack,
+		Remote: liveboard.Remote{HostPort: c.HostPort, Namespace: c.Namespace, TaskQueue: c.TaskQueue, Blobs: c.storeSpec, Security: c.Security}}
 	wfID := rt.WorkflowID(runID)
 	switch {
 	case *events:
@@ -420,7 +402,7 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "runner-temporal bridge: --workflow and --board are required")
 		return exitUsage
 	}
-	_, slogger := loggers(stderr, "console")
+	_, slogger, _ := loggers(stderr, boot.Log{})
 	tc, err := c.dial(slogger)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner-temporal bridge: %v\n", err)
@@ -453,7 +435,7 @@ func cmdBridge(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	cancel()
 	if err != nil {
-		fmt.Fprintf(stderr, "runner-temporal bridge: workflow %s on %s: %v\n", *wf, c.hostPort, err)
+		fmt.Fprintf(stderr, "runner-temporal bridge: workflow %s on %s: %v\n", *wf, c.HostPort, err)
 		return exitFailed
 	}
 	dir, err := os.MkdirTemp("", "runner-bridge-")
@@ -491,7 +473,7 @@ func cmdGC(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner-temporal gc: --grace %s: want at least 1m (a run starting now writes its blobs before Temporal names them)\n", *grace)
 		return exitUsage
 	}
-	_, slogger := loggers(stderr, "console")
+	_, slogger, _ := loggers(stderr, boot.Log{})
 	tc, err := c.dial(slogger)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner-temporal gc: %v\n", err)
@@ -505,7 +487,7 @@ func cmdGC(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := rt.GC(ctx, tc, sw, rt.GCOptions{Namespace: c.namespace, Grace: *grace, DryRun: *dry})
+	rep, err := rt.GC(ctx, tc, sw, rt.GCOptions{Namespace: c.Namespace, Grace: *grace, DryRun: *dry})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner-temporal gc: %v\n", err)
 		return exitFailed
@@ -528,7 +510,7 @@ func cmdStoreID(args []string, stdout, stderr io.Writer) int {
 	if _, err := parse(fs, args); err != nil {
 		return exitUsage
 	}
-	s, _, err := rt.OpenStore(c.storeOpt, os.Getenv)
+	s, _, err := rt.OpenStore(storeOptions(c.Store), os.Getenv)
 	if err == nil {
 		var id string
 		if id, err = s.ID(); err == nil {
@@ -546,8 +528,8 @@ func cmdStoreID(args []string, stdout, stderr io.Writer) int {
 func cmdCodecServer(args []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("runner-temporal codec-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var so rt.StoreOptions
-	storeFlags(fs, &so)
+	var sf boot.Store
+	boot.StoreFlags(fs, &sf)
 	addr := fs.String("addr", "127.0.0.1:8089", "listen on `HOST:PORT`; it serves the store's blobs to whoever reaches it, so keep it on loopback or behind your proxy")
 	var origins stringList
 	fs.Var(&origins, "cors-origin", "a Web UI `ORIGIN` (e.g. http://localhost:8233) whose pages may call this server; repeatable")
@@ -563,7 +545,7 @@ func cmdCodecServer(args []string, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	store, spec, err := rt.OpenStore(so, os.Getenv)
+	store, spec, err := rt.OpenStore(storeOptions(sf), os.Getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner-temporal codec-server: %v\n", err)
 		return exitUsage
