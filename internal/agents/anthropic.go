@@ -92,7 +92,7 @@ func (p *anthropic) complete(ctx context.Context, c *callInfo, req *Request) (*R
 	h.Set("anthropic-version", anthropicVersion)
 	h.Set("x-api-key", p.key)
 	data, retries, err := p.t.post(ctx, &exchange{provider: "anthropic", log: c.log,
-		url: p.baseURL + "/v1/messages", header: h, body: body, timeout: p.agent.Timeout,
+		url: p.baseURL + "/v1/messages", header: h, body: body, timeout: p.agent.Timeout, agent: p.agent.Name,
 		mask: p.mask, apiError: anthropicError})
 	if err != nil {
 		return nil, retries, err

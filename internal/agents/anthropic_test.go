@@ -128,7 +128,7 @@ func TestAnthropic(t *testing.T) {
 			wantErr: "anthropic: 529 overloaded_error: Overloaded (after 3 retries)", retries: 3},
 		{name: "malformed JSON", answers: []answer{{body: `{"type":"message","content":[{"type":"text","te`}}, wantErr: "anthropic: malformed answer"},
 		{name: "slow answer past the timeout", answers: []answer{{delay: 5 * time.Second, body: anAnswer("late")}},
-			wantErr: "anthropic: no answer within 100ms"},
+			wantErr: "/v1/messages): no complete answer (no response headers) within 100ms (the agent's timeout: agents.critic.timeout)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -72,6 +72,7 @@ type exchange struct {
 	header   http.Header
 	body     []byte
 	timeout  time.Duration // per attempt
+	agent    string        // whose timeout it is, for the error that names the setting
 	// mask knows the API key (and the run's other secrets): every body the
 	// server sends and every error text is masked whole before anything
 	// reads, cuts or keeps it, so no field a server echoes the key in (a
@@ -136,9 +137,13 @@ func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.He
 		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
 	}
 	req.Header = x.header.Clone()
+	// What a silent server kept us waiting for: its answer's headers
+	// (connecting included), or the rest of its body.
+	waited := "answer (no response headers)"
+	var body []byte
 	resp, err := t.client.Do(req)
 	if err == nil {
-		var body []byte
+		waited = fmt.Sprintf("answer's body (status %d, headers received)", resp.StatusCode)
 		body, err = io.ReadAll(io.LimitReader(resp.Body, int64(maxAnswer)+1))
 		resp.Body.Close()
 		if err == nil && len(body) > maxAnswer {
@@ -156,11 +161,25 @@ func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.He
 		// A call past the agent's timeout is not retried: a model too slow
 		// once is likely too slow again, and retrying would multiply the
 		// wait. Raise `timeout` or give the step a `retry`.
-		return nil, 0, nil, &fatalError{fmt.Errorf("%s: no answer within %s (the agent's timeout)", x.provider, x.timeout)}
+		// The error names the server, what it left unanswered and the
+		// setting that raises the bound.
+		if len(body) > 0 {
+			waited = fmt.Sprintf("answer's body (status %d, stalled after %d bytes)", resp.StatusCode, len(body))
+		}
+		return nil, 0, nil, &fatalError{fmt.Errorf("%s (%s): no complete %s within %s (the agent's timeout: agents.%s.timeout)",
+			x.provider, x.mask.String(peerURL(x.url)), waited, x.timeout, x.agent)}
 	case permanentTransportError(err):
 		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
 	}
 	return nil, 0, nil, fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))
+}
+
+// peerURL is u without its query, which may hold a key.
+func peerURL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		return u[:i]
+	}
+	return u
 }
 
 // permanentTransportError reports failures a retry cannot fix: a server

@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/planrunner/runner/internal/agents/mcp"
 	"github.com/planrunner/runner/internal/board"
@@ -22,9 +21,6 @@ import (
 // list and each tool call, numbered per step visit (Call) in the order
 // the step made them.
 const KindMCP = "mcp"
-
-// mcpStartTimeout bounds starting a server and listing its tools.
-const mcpStartTimeout = time.Minute
 
 // ToolReplaySource serves recorded MCP exchanges to a replay. The
 // ReplaySource of FromRecordings is one.
@@ -149,9 +145,9 @@ func (ss *Session) conn(ctx context.Context, srv *plans.MCPServer) (*mcp.Conn, e
 		return c, nil
 	}
 	start := func() (*mcp.Conn, error) {
-		sctx, cancel := context.WithTimeout(ctx, mcpStartTimeout)
-		defer cancel()
-		return mcp.Start(sctx, ss.set.mcpServer(srv, ss.Dir), ss.set.log)
+		srvc := ss.set.mcpServer(srv, ss.Dir)
+		srvc.Setting = "agents." + ss.agent.Name + ".mcp." + srv.Name
+		return mcp.Start(ctx, srvc, ss.set.log)
 	}
 	if srv.Scope == plans.ScopeStep {
 		c, err := start()
@@ -203,7 +199,8 @@ func (s *Set) mcpServer(srv *plans.MCPServer, dir string) mcp.Server {
 		return out
 	}
 	return mcp.Server{Name: srv.Name, Command: srv.Command, Env: expand(srv.Env), Dir: dir,
-		URL: srv.URL, Headers: expand(srv.Headers), Mask: s.mask.String}
+		URL: srv.URL, Headers: expand(srv.Headers), Mask: s.mask.String,
+		StartTimeout: srv.StartTimeout, CallTimeout: srv.CallTimeout}
 }
 
 // nameRE is what both providers accept as a tool name.
@@ -288,7 +285,7 @@ func (ss *Session) RunMCPTool(ctx context.Context, tc ToolCall) (Message, error)
 	err = ss.mcpExchange(ctx, mcpRequest{Server: t.server.Name, Op: "tools/call", Tool: t.name, Args: canonArgs}, &resp, func(c *mcp.Conn) error {
 		r, err := c.Call(ctx, t.name, canonArgs)
 		if err != nil {
-			if errors.Is(err, mcp.ErrServerGone) || ctx.Err() != nil {
+			if errors.Is(err, mcp.ErrServerGone) || errors.Is(err, mcp.ErrNoAnswer) || ctx.Err() != nil {
 				return err
 			}
 			resp.Error = err.Error() // refused: the model sees it

@@ -117,7 +117,7 @@ func (p *openAI) complete(ctx context.Context, c *callInfo, req *Request) (*Resp
 		h.Set("Authorization", "Bearer "+p.key)
 	}
 	data, retries, err := p.t.post(ctx, &exchange{provider: "openai", log: c.log,
-		url: p.baseURL + "/chat/completions", header: h, body: body, timeout: p.agent.Timeout,
+		url: p.baseURL + "/chat/completions", header: h, body: body, timeout: p.agent.Timeout, agent: p.agent.Name,
 		mask: p.mask, apiError: openAIError})
 	if err != nil {
 		return nil, retries, err

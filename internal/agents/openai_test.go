@@ -135,7 +135,7 @@ func TestOpenAI(t *testing.T) {
 			answers: []answer{{status: 502, body: "bad gateway"}, {status: 502, body: "bad gateway"}, {status: 502, body: "bad gateway"}, {status: 502, body: "bad gateway"}},
 			wantErr: "openai: 502: bad gateway (after 3 retries)", retries: 3},
 		{name: "slow answer past the timeout", answers: []answer{{delay: 5 * time.Second, body: oaAnswer("late", false)}},
-			wantErr: "openai: no answer within 100ms (the agent's timeout)"},
+			wantErr: "/v1/chat/completions): no complete answer (no response headers) within 100ms (the agent's timeout: agents.coder.timeout)"},
 		{name: "malformed JSON", answers: []answer{{body: `{"choices": [`}}, wantErr: "openai: malformed answer"},
 		{name: "no choices", answers: []answer{{body: `{"choices":[]}`}}, wantErr: "openai: the answer has no choices"},
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -25,7 +26,11 @@ type MCPServer struct {
 	// step that needs it, until the run ends) or "step" (for each step
 	// visit that needs it).
 	Scope string
-	Node  *yaml.Node
+	// StartTimeout bounds starting the server and listing its tools,
+	// CallTimeout one tool call (0: the mcp package's defaults).
+	StartTimeout time.Duration
+	CallTimeout  time.Duration
+	Node         *yaml.Node
 }
 
 // MCP scopes.
@@ -34,7 +39,7 @@ const (
 	ScopeStep = "step"
 )
 
-var mcpFields = []string{"name", "command", "env", "url", "headers", "scope"}
+var mcpFields = []string{"name", "command", "env", "url", "headers", "scope", "start_timeout", "call_timeout"}
 
 var secretRefRE = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
@@ -109,6 +114,17 @@ func parseMCP(r *Reporter, n *yaml.Node, what string) []*MCPServer {
 						r.At(f.Value, "%s.scope %q: one of run (the server lives for the run) or step (for each step visit)", where, v)
 					}
 					s.Scope = v
+				}
+			case "start_timeout", "call_timeout":
+				if d, ok := Duration(r, f.Value, where+"."+f.Key); ok {
+					if d <= 0 {
+						r.At(f.Value, "%s.%s must be more than 0", where, f.Key)
+					}
+					if f.Key == "start_timeout" {
+						s.StartTimeout = d
+					} else {
+						s.CallTimeout = d
+					}
 				}
 			default:
 				Unknown(r, f, where, mcpFields)

@@ -40,6 +40,93 @@ type Server struct {
 	Headers map[string]string // HTTP: headers sent with every request
 	// Mask hides secrets in the server's stderr before it is logged.
 	Mask func(string) string
+	// StartTimeout bounds starting the server (initialize) and listing
+	// its tools; CallTimeout bounds one tool call. Zero: the defaults.
+	StartTimeout time.Duration
+	CallTimeout  time.Duration
+	// Setting names where the plan sets the server (e.g.
+	// "agents.coder.mcp.files"), so that the error of a silent server
+	// says which setting to raise.
+	Setting string
+}
+
+// Default bounds of a server that sets none: long enough for npx to
+// fetch a package on a slow network, and for a tool that does real work.
+const (
+	DefaultStartTimeout = time.Minute
+	DefaultCallTimeout  = 5 * time.Minute
+)
+
+// ErrNoAnswer wraps the error of a server that did not answer within
+// its bound: a failure of the step (the server is ended), not an answer
+// for the model.
+var ErrNoAnswer = errors.New("MCP server did not answer")
+
+// noAnswerError says which server did not answer what within which
+// bound, and the setting that raises it.
+type noAnswerError struct {
+	srv     Server
+	what    string
+	limit   time.Duration
+	setting string
+}
+
+func (e *noAnswerError) Error() string {
+	return fmt.Sprintf("mcp server %q (%s): no answer to %s within %s (%s)", e.srv.Name, e.srv.peer(), e.what, e.limit, e.setting)
+}
+
+func (e *noAnswerError) Unwrap() error { return ErrNoAnswer }
+
+// peer describes the server for an error: its command (cut short) or
+// its URL, never its env or headers (which hold secrets).
+func (s Server) peer() string {
+	if len(s.Command) > 0 {
+		c := strings.Join(s.Command, " ")
+		if len(c) > 60 {
+			c = c[:57] + "..."
+		}
+		return c
+	}
+	return s.URL
+}
+
+func (s Server) startTimeout() time.Duration {
+	if s.StartTimeout > 0 {
+		return s.StartTimeout
+	}
+	return DefaultStartTimeout
+}
+
+func (s Server) callTimeout() time.Duration {
+	if s.CallTimeout > 0 {
+		return s.CallTimeout
+	}
+	return DefaultCallTimeout
+}
+
+func (s Server) setting(field string) string {
+	if s.Setting == "" {
+		return field
+	}
+	return s.Setting + "." + field
+}
+
+// errSilent is the cause of a context that bounded a wait on a server.
+var errSilent = errors.New("MCP server silent")
+
+// bounded runs f under limit. A server that does not answer within it
+// is ended (its state is unknown, and its process group must not
+// outlive the wait) and f's error becomes a noAnswerError.
+func (c *Conn) bounded(ctx context.Context, what, field string, limit time.Duration, f func(context.Context) error) error {
+	bctx, cancel := context.WithTimeoutCause(ctx, limit, errSilent)
+	defer cancel()
+	err := f(bctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(bctx), errSilent) {
+		c.killGroup() // no grace: it has had its time
+		c.Close()
+		return &noAnswerError{srv: c.srv, what: what, limit: limit, setting: c.srv.setting(field)}
+	}
+	return err
 }
 
 // Tool is one tool a server offers.
@@ -80,7 +167,7 @@ var ErrServerGone = errors.New("MCP server gone")
 const killGrace = 2 * time.Second
 
 // Start starts (stdio) or connects to (HTTP) a server and initializes the
-// session. ctx bounds the start only.
+// session. ctx bounds the start only, and so does srv's StartTimeout.
 func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 	c := &Conn{srv: srv}
 	client := sdk.NewClient(&sdk.Implementation{Name: "runner", Version: "1"}, nil)
@@ -121,7 +208,15 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 	default:
 		return nil, fmt.Errorf("MCP server %s has neither a command nor a url", srv.Name)
 	}
-	s, err := client.Connect(ctx, t, nil)
+	var s *sdk.ClientSession
+	err := c.bounded(ctx, "initialize", "start_timeout", srv.startTimeout(), func(ctx context.Context) error {
+		var err error
+		s, err = client.Connect(ctx, t, nil)
+		return err
+	})
+	if errors.Is(err, ErrNoAnswer) {
+		return nil, fmt.Errorf("%w%s", err, c.lastStderr())
+	}
 	if err != nil {
 		c.killGroup()
 		return nil, fmt.Errorf("MCP server %s did not start: %v%s", srv.Name, err, c.lastStderrAfterExit())
@@ -143,17 +238,27 @@ func NewInMemory(ctx context.Context, name string, t sdk.Transport) (*Conn, erro
 
 // Tools lists the server's tools, sorted by name so that the list the
 // model sees does not depend on the server's order.
+// The server's StartTimeout bounds the listing: it is part of starting.
 func (c *Conn) Tools(ctx context.Context) ([]Tool, error) {
 	var out []Tool
-	for t, err := range c.session.Tools(ctx, nil) {
-		if err != nil {
-			return nil, c.fail("listing tools", err)
+	err := c.bounded(ctx, "tools/list", "start_timeout", c.srv.startTimeout(), func(ctx context.Context) error {
+		for t, err := range c.session.Tools(ctx, nil) {
+			if err != nil {
+				return err
+			}
+			schema, err := json.Marshal(t.InputSchema)
+			if err != nil || t.InputSchema == nil {
+				schema = json.RawMessage(`{"type":"object"}`)
+			}
+			out = append(out, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 		}
-		schema, err := json.Marshal(t.InputSchema)
-		if err != nil || t.InputSchema == nil {
-			schema = json.RawMessage(`{"type":"object"}`)
-		}
-		out = append(out, Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		return nil
+	})
+	if errors.Is(err, ErrNoAnswer) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, c.fail("listing tools", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -162,9 +267,18 @@ func (c *Conn) Tools(ctx context.Context) ([]Tool, error) {
 // Call calls a tool with args (a JSON object). A tool that reports a
 // failure is a Result with IsError; a protocol error (an unknown tool,
 // arguments the server refused) is returned as an error the model may
-// see; a server that is gone is an error wrapping ErrServerGone.
+// see; a server that is gone is an error wrapping ErrServerGone, and
+// one that does not answer within its CallTimeout, ErrNoAnswer.
 func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Result, error) {
-	res, err := c.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+	var res *sdk.CallToolResult
+	err := c.bounded(ctx, fmt.Sprintf("tools/call %q", tool), "call_timeout", c.srv.callTimeout(), func(ctx context.Context) error {
+		var err error
+		res, err = c.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
+		return err
+	})
+	if errors.Is(err, ErrNoAnswer) {
+		return Result{}, err
+	}
 	if err != nil {
 		return Result{}, c.fail("calling "+tool, err)
 	}

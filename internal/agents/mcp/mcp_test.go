@@ -23,8 +23,12 @@ import (
 // that ignores SIGTERM, starts a child that would outlive it, and has a
 // tool that makes it crash.
 func TestMain(m *testing.M) {
-	if os.Getenv("RUNNER_MCP_TEST_SERVER") == "1" {
+	switch os.Getenv("RUNNER_MCP_TEST_SERVER") {
+	case "1":
 		serveStubborn()
+		return
+	case "mute":
+		serveMute()
 		return
 	}
 	os.Exit(m.Run())

@@ -3,11 +3,13 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/planrunner/runner/internal/board"
@@ -59,7 +61,7 @@ func runOfURI(uri string) (id string, isBoard bool, ok bool) {
 func (s *Server) readRuns(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	_, out, err := s.listRuns(ctx, nil, ListInput{})
 	if err != nil {
-		return nil, err
+		return nil, internalError(err)
 	}
 	return jsonContents(req.Params.URI, out)
 }
@@ -74,7 +76,7 @@ func (s *Server) readRun(ctx context.Context, req *mcp.ReadResourceRequest) (*mc
 	}
 	_, out, err := s.runStatus(ctx, nil, RunInput{Run: id})
 	if err != nil {
-		return nil, err
+		return nil, internalError(err)
 	}
 	return jsonContents(req.Params.URI, out)
 }
@@ -89,7 +91,7 @@ func (s *Server) readBoard(ctx context.Context, req *mcp.ReadResourceRequest) (*
 	}
 	text, err := s.reportText(id)
 	if err != nil {
-		return nil, err
+		return nil, internalError(err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/markdown", Text: text}}}, nil
 }
@@ -100,10 +102,16 @@ func notFound(uri string, why error) error {
 	return fmt.Errorf("%w: %v", err, why)
 }
 
+// internalError is a failure of the server's own (a run it cannot
+// read), with JSON-RPC's internal-error code rather than none.
+func internalError(err error) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
 func jsonContents(uri string, v any) (*mcp.ReadResourceResult, error) {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return nil, err
+		return nil, internalError(err)
 	}
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(data)}}}, nil
 }
@@ -123,11 +131,11 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	}
 	id, _, ok := runOfURI(uri)
 	if !ok {
-		return fmt.Errorf("%s: no such resource; subscribe to %s or %s", uri, runTemplate, boardTemplate)
+		return notFound(uri, fmt.Errorf("subscribe to %s, %s or %s", runsURI, runTemplate, boardTemplate))
 	}
 	path, err := s.resolve(id)
 	if err != nil {
-		return err
+		return notFound(uri, err)
 	}
 	return s.startWatch(uri, path)
 }
@@ -138,7 +146,7 @@ func (s *Server) startWatch(uri, path string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("the server is closing")
+		return internalError(errors.New("the server is closing"))
 	}
 	if w := s.watches[uri]; w != nil {
 		w.subscribers++
