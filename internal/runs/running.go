@@ -71,7 +71,7 @@ func (r *runningFile) write() {
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Since.Before(list[j].Since) })
 	data, _ := json.Marshal(list)
-	safefs.WriteFileBytes(r.path, data, board.FileMode)
+	safefs.Replace(r.path, data, board.FileMode)
 }
 
 func (r *runningFile) close() { safefs.Remove(r.path) }

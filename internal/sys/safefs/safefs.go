@@ -45,7 +45,23 @@ func WriteFile(path string, perm os.FileMode, write func(io.Writer) error) error
 		return err
 	}
 	defer d.close()
-	return d.writeFile(filepath.Base(path), path, perm, write)
+	return d.writeFile(filepath.Base(path), path, perm, true, write)
+}
+
+// Replace is WriteFileBytes without the syncs, for a file that only shows
+// a state a crash makes stale anyway (the steps running now), rewritten
+// at every step's start and end: readers still see the old file or the
+// new one whole, but a power loss may leave either.
+func Replace(path string, data []byte, perm os.FileMode) error {
+	d, err := openDir(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return d.writeFile(filepath.Base(path), path, perm, false, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
 }
 
 // WriteFileBytes is WriteFile with data as the content.

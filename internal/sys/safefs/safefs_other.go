@@ -42,7 +42,7 @@ func (d *dir) openFile(name, path string, flag int, perm os.FileMode) (*os.File,
 	return d.r.OpenFile(name, flag, perm)
 }
 
-func (d *dir) writeFile(name, path string, perm os.FileMode, write func(io.Writer) error) error {
+func (d *dir) writeFile(name, path string, perm os.FileMode, durable bool, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(d.path, "."+name+".tmp-*")
 	if err != nil {
 		return err
@@ -58,8 +58,10 @@ func (d *dir) writeFile(name, path string, perm os.FileMode, write func(io.Write
 	if err := tmp.Chmod(perm); err != nil {
 		return fail(err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return fail(err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())

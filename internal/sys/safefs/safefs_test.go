@@ -30,6 +30,9 @@ func TestPlanted(t *testing.T) {
 		{"WriteFile", func(dir, path string) error {
 			return WriteFileBytes(path, []byte("runner's"), 0o600)
 		}, "runner's"},
+		{"Replace", func(dir, path string) error {
+			return Replace(path, []byte("runner's"), 0o600)
+		}, "runner's"},
 		{"Rename", func(dir, path string) error {
 			src := filepath.Join(dir, "src")
 			os.WriteFile(src, []byte("runner's"), 0o600)

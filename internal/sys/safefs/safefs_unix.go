@@ -128,7 +128,7 @@ func (d *dir) openFile(name, path string, flag int, perm os.FileMode) (*os.File,
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-func (d *dir) writeFile(name, path string, perm os.FileMode, write func(io.Writer) error) error {
+func (d *dir) writeFile(name, path string, perm os.FileMode, durable bool, write func(io.Writer) error) error {
 	var (
 		tmp string
 		fd  int
@@ -161,8 +161,10 @@ func (d *dir) writeFile(name, path string, perm os.FileMode, write func(io.Write
 	if err := f.Chmod(perm); err != nil {
 		return fail(err)
 	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fail(err)
+		}
 	}
 	if err := f.Close(); err != nil {
 		unix.Unlinkat(d.fd, tmp, 0)
@@ -172,7 +174,9 @@ func (d *dir) writeFile(name, path string, perm os.FileMode, write func(io.Write
 		unix.Unlinkat(d.fd, tmp, 0)
 		return err
 	}
-	unix.Fsync(d.fd) // best effort: some file systems refuse fsync on directories
+	if durable {
+		unix.Fsync(d.fd) // best effort: some file systems refuse fsync on directories
+	}
 	return nil
 }
 
