@@ -43,10 +43,10 @@ func TestUnknownResourceCodes(t *testing.T) {
 			defer cancel()
 			err := tt.do(ctx)
 			var we *jsonrpc.Error
-			// CodeResourceNotFound is the code the MCP specification gives
-			// (invalid params since SEP-2164; -32002 before).
-			if !errors.As(err, &we) || we.Code != mcp.CodeResourceNotFound || we.Code == 0 {
-				t.Fatalf("err = %#v (%v), want code %d", err, err, mcp.CodeResourceNotFound)
+			// An unknown resource is invalid params, the code the MCP
+			// specification now gives (-32002 before), never 0.
+			if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams {
+				t.Fatalf("err = %#v (%v), want code %d", err, err, jsonrpc.CodeInvalidParams)
 			}
 		})
 	}
