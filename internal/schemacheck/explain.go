@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The library's validation error is a chain "validating <schema path>:
@@ -188,21 +189,23 @@ func index(v any, k string) any {
 	return nil
 }
 
+// The patterns of google's error texts, compiled on first use: every
+// start of runner links this package, few runs word a schema error.
 var (
-	reType     = regexp.MustCompile(`(?s)^type: .* has type "(\w+)", want (.*)$`)
-	reRequired = regexp.MustCompile(`^required: missing properties: \[(.*)\]$`)
-	reExtra    = regexp.MustCompile(`^unexpected additional properties \[(.*)\]$`)
-	reBound    = regexp.MustCompile(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum|multipleOf): \S+ (?:is|is not) .* ([-0-9.e+]+)$`)
-	reLength   = regexp.MustCompile(`(?s)^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
-	reItems    = regexp.MustCompile(`^(minItems|maxItems): array length (\d+) is (?:less|greater) than (\d+)$`)
-	reProps    = regexp.MustCompile(`^(minProperties|maxProperties): object has (\d+) properties, (?:less|greater) than (\d+)$`)
-	reQuoted   = regexp.MustCompile(`"((?:[^"\\]|\\.)*)"`)
+	reType     = lazyRE(`(?s)^type: .* has type "(\w+)", want (.*)$`)
+	reRequired = lazyRE(`^required: missing properties: \[(.*)\]$`)
+	reExtra    = lazyRE(`^unexpected additional properties \[(.*)\]$`)
+	reBound    = lazyRE(`^(minimum|maximum|exclusiveMinimum|exclusiveMaximum|multipleOf): \S+ (?:is|is not) .* ([-0-9.e+]+)$`)
+	reLength   = lazyRE(`(?s)^(minLength|maxLength): .* contains (\d+) Unicode code points, (?:fewer|more) than (\d+)$`)
+	reItems    = lazyRE(`^(minItems|maxItems): array length (\d+) is (?:less|greater) than (\d+)$`)
+	reProps    = lazyRE(`^(minProperties|maxProperties): object has (\d+) properties, (?:less|greater) than (\d+)$`)
+	reQuoted   = lazyRE(`"((?:[^"\\]|\\.)*)"`)
 )
 
 // reword turns the library's innermost message about val into runner's
 // wording; what it does not know it passes on.
 func reword(msg string, val any) string {
-	if m := reType.FindStringSubmatch(msg); m != nil {
+	if m := reType().FindStringSubmatch(msg); m != nil {
 		want := strings.TrimPrefix(m[2], "one of ")
 		var types []string
 		for _, t := range unquote(want) {
@@ -210,14 +213,14 @@ func reword(msg string, val any) string {
 		}
 		return fmt.Sprintf("got %s, want %s", m[1], strings.Join(types, " or "))
 	}
-	if m := reRequired.FindStringSubmatch(msg); m != nil {
+	if m := reRequired().FindStringSubmatch(msg); m != nil {
 		names := unquote(m[1])
 		if len(names) == 1 {
 			return fmt.Sprintf("missing property '%s'", names[0])
 		}
 		return "missing properties " + quoteAll(names)
 	}
-	if m := reExtra.FindStringSubmatch(msg); m != nil {
+	if m := reExtra().FindStringSubmatch(msg); m != nil {
 		names := unquote(m[1])
 		sort.Strings(names)
 		if len(names) == 1 {
@@ -225,13 +228,13 @@ func reword(msg string, val any) string {
 		}
 		return "additional properties " + quoteAll(names) + " not allowed"
 	}
-	if m := reBound.FindStringSubmatch(msg); m != nil {
+	if m := reBound().FindStringSubmatch(msg); m != nil {
 		limit, err := strconv.ParseFloat(m[2], 64)
 		if err == nil {
 			return fmt.Sprintf("%s: got %s, want %s", m[1], shown(val), strconv.FormatFloat(limit, 'g', -1, 64))
 		}
 	}
-	for _, re := range []*regexp.Regexp{reLength, reItems, reProps} {
+	for _, re := range []*regexp.Regexp{reLength(), reItems(), reProps()} {
 		if m := re.FindStringSubmatch(msg); m != nil {
 			return fmt.Sprintf("%s: got %s, want %s", m[1], m[2], m[3])
 		}
@@ -242,7 +245,7 @@ func reword(msg string, val any) string {
 	case "const":
 		return fmt.Sprintf("const: got %s, not the one allowed value", shown(val))
 	case "pattern":
-		if q := reQuoted.FindAllStringSubmatch(msg, -1); len(q) == 2 {
+		if q := reQuoted().FindAllStringSubmatch(msg, -1); len(q) == 2 {
 			return fmt.Sprintf("pattern: %s does not match %s", shown(val), q[1][0])
 		}
 	case "anyOf":
@@ -261,7 +264,7 @@ func reword(msg string, val any) string {
 // unquote reads the %q-quoted names the library lists.
 func unquote(s string) []string {
 	var out []string
-	for _, m := range reQuoted.FindAllString(s, -1) {
+	for _, m := range reQuoted().FindAllString(s, -1) {
 		if u, err := strconv.Unquote(m); err == nil {
 			out = append(out, u)
 		}
@@ -278,4 +281,9 @@ func shown(v any) string {
 		return string(b[:57]) + "..."
 	}
 	return string(b)
+}
+
+// lazyRE compiles expr on its first use.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }
