@@ -207,7 +207,9 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide ...string) {
 			for _, ex := range []string{"examples", "asked"} {
 				os.CopyFS(filepath.Join(localWD, ex), os.DirFS(filepath.Join(checkout, ex)))
 			}
-			local := filepath.Join(localWD, "local.json")
+			// The saved run in a directory of its own: a sandboxed step may
+			// write the workdir, and runner keeps its files out of its reach.
+			local := filepath.Join(t.TempDir(), "local.json")
 			args := []string{"run", filepath.Join(localWD, rc.plan), "--out", local, "--workdir", localWD, "-q"}
 			if rc.answer != nil {
 				// Locally the input saves the run as waiting; the answer
