@@ -66,6 +66,9 @@ type StepOutput struct {
 	Error      string
 	Entries    []board.Entry
 	Recordings []board.Recording
+	// Inputs are the step's templated fields as this attempt rendered
+	// them (blackboard.json's `inputs`), which Result does not hold.
+	Inputs map[string]string `json:",omitempty"`
 	// Attempt is Temporal's attempt number of this activity (1, or more
 	// when a worker was lost mid-step): the record counts the re-runs.
 	Attempt int32 `json:",omitempty"`
@@ -207,7 +210,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	res, stepErr := r.RunAttempt(sctx, n, in.Visit, in.Attempt)
 	endServers() // before the step's end is reported: none outlives the run
 
-	out := &StepOutput{Goto: res.Goto, Write: res.Write, Attempt: info.Attempt}
+	out := &StepOutput{Goto: res.Goto, Write: res.Write, Inputs: res.Inputs(), Attempt: info.Attempt}
 	if stepErr != nil {
 		out.Error = stepErr.Error()
 	}

@@ -1,9 +1,11 @@
 package temporal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -43,23 +45,85 @@ func inProcess(t testing.TB, src string) (*board.Board, error) {
 	return b, r.Run(context.Background())
 }
 
-// stepView is a step record as a replay compares it: durations, times and
-// retry delays (drawn at random) set aside.
-func stepView(s board.StepRecord) string {
-	var res map[string]any
-	_ = json.Unmarshal(s.Result, &res)
-	delete(res, "duration_ms")
-	r, _ := json.Marshal(res)
-	return fmt.Sprintf("%s#%d type=%s parent=%s status=%s goto=%s attempts=%d delays=%d error=%q result=%s",
-		s.Label, s.Visit, s.Type, s.Parent, s.Status, s.Goto, s.Attempts, len(s.Delays), s.Error, r)
+// perRunFields names the fields of blackboard.json that two runs of one plan
+// may hold different values in whatever the engine, with why: every
+// comparison of two runs sets these aside and compares every other field
+// (a field added to the format is compared until it is named here).
+var perRunFields = []struct{ where, field, why string }{
+	{"run", "id", "a new id for every run"},
+	{"run", "started_at", "wall-clock time"},
+	{"run", "finished_at", "wall-clock time"},
+	{"run", "workdir", "each run has a directory of its own (its path, in any other field, reads $WORKDIR)"},
+	{"step", "started_at", "wall-clock time"},
+	{"step", "finished_at", "wall-clock time"},
+	{"step", "duration_ms", "how long the step took"},
+	{"step", "retry_delays_ms", "drawn at random for each run: compared by count"},
+	{"step", "host", "which host ran the step (a run in process has none)"},
+	{"result", "duration_ms", "how long the step took"},
+	{"entry", "id", "a new id for every entry"},
+	{"entry", "seq", "the order parallel steps finished in is a race"},
+	{"entry", "ts", "wall-clock time"},
+	{"clock recording", "response", "the wall-clock time a step read (a replay serves it back)"},
+}
+
+// onlyInProcess are the kinds of recordings only a run in process makes:
+// it stops at an input step and is resumed once answered (each resume
+// recorded), where a run on Temporal waits for the answer.
+var onlyInProcess = []string{engine.KindResume}
+
+// perRunOf lists the fields perRunFields sets aside in one place.
+func perRunOf(where string) []string {
+	var out []string
+	for _, f := range perRunFields {
+		if f.where == where {
+			out = append(out, f.field)
+		}
+	}
+	return out
+}
+
+// jsonView is v as JSON with the per-run fields of where (and of its
+// result, for a step) set aside and the run's workdir written $WORKDIR.
+func jsonView(v any, where, workdir string) string {
+	raw, _ := json.Marshal(v)
+	if workdir != "" {
+		quoted, _ := json.Marshal(workdir)
+		raw = bytes.ReplaceAll(raw, quoted[1:len(quoted)-1], []byte("$WORKDIR"))
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return string(raw)
+	}
+	if d, ok := m["retry_delays_ms"].([]any); ok && where == "step" {
+		m["retry_delays"] = len(d)
+	}
+	for _, f := range perRunOf(where) {
+		delete(m, f)
+	}
+	if res, ok := m["result"].(map[string]any); ok && where == "step" {
+		for _, f := range perRunOf("result") {
+			delete(res, f)
+		}
+	}
+	out, _ := json.Marshal(m)
+	return string(out)
+}
+
+// stepView is a step record as two runs compare it: every field but the
+// per-run ones.
+func stepView(s board.StepRecord, workdir string) string {
+	return s.Label + "#" + fmt.Sprint(s.Visit) + " " + jsonView(s, "step", workdir)
 }
 
 // sameSteps says how two runs' step records differ: the top-level order
 // must be the same; a parallel group's children may finish in any order.
-func sameSteps(a, b []board.StepRecord) string {
-	view := func(list []board.StepRecord) (top, all []string) {
+func sameSteps(a, b []board.StepRecord) string { return sameStepsIn(a, "", b, "") }
+
+// sameStepsIn is sameSteps for runs in the workdirs wa and wb.
+func sameStepsIn(a []board.StepRecord, wa string, b []board.StepRecord, wb string) string {
+	view := func(list []board.StepRecord, wd string) (top, all []string) {
 		for _, s := range list {
-			v := stepView(s)
+			v := stepView(s, wd)
 			all = append(all, v)
 			if s.Parent == "" {
 				top = append(top, v)
@@ -68,12 +132,51 @@ func sameSteps(a, b []board.StepRecord) string {
 		sort.Strings(all)
 		return top, all
 	}
-	ta, aa := view(a)
-	tb, ab := view(b)
+	ta, aa := view(a, wa)
+	tb, ab := view(b, wb)
 	if d := firstDiff(ta, tb); d != "" {
 		return "top-level steps: " + d
 	}
 	return firstDiff(aa, ab)
+}
+
+// sameBoards says how two runs of one plan differ in any field of
+// blackboard.json but the per-run ones: the run, the step records (as
+// sameSteps), the entries and the recordings (in any order: parallel
+// steps add theirs as they finish).
+func sameBoards(a, b *board.Board) string {
+	wa, wb := a.Run().Workdir, b.Run().Workdir
+	if d := firstDiff([]string{jsonView(a.Run(), "run", wa)}, []string{jsonView(b.Run(), "run", wb)}); d != "" {
+		return "run: " + d
+	}
+	if d := sameStepsIn(a.Steps(), wa, b.Steps(), wb); d != "" {
+		return "steps: " + d
+	}
+	if d := firstDiff(entriesViewIn(a.Entries(), wa), entriesViewIn(b.Entries(), wb)); d != "" {
+		return "entries: " + d
+	}
+	if d := firstDiff(recordingsOf(a, wa), recordingsOf(b, wb)); d != "" {
+		return "recordings: " + d
+	}
+	return ""
+}
+
+// recordingsOf are a run's recordings, every field, sorted, but those
+// of the kinds left out.
+func recordingsOf(b *board.Board, workdir string, leftOut ...string) []string {
+	var out []string
+	for _, r := range b.Recordings() {
+		if slices.Contains(leftOut, r.Kind) {
+			continue
+		}
+		where := "recording"
+		if r.Kind == "clock" {
+			where = "clock recording"
+		}
+		out = append(out, jsonView(r, where, workdir))
+	}
+	sort.Strings(out)
+	return out
 }
 
 func firstDiff(a, b []string) string {
@@ -92,13 +195,14 @@ func firstDiff(a, b []string) string {
 	return ""
 }
 
-// entryView is an entry with its id, seq and time set aside.
-func entriesView(b *board.Board) []string {
+// entriesView are a run's entries, every field but the per-run ones,
+// sorted.
+func entriesView(b *board.Board) []string { return entriesViewIn(b.Entries(), "") }
+
+func entriesViewIn(es []board.Entry, workdir string) []string {
 	var out []string
-	for _, e := range b.Entries() {
-		c, _ := json.Marshal(e.Content)
-		m, _ := json.Marshal(e.Meta)
-		out = append(out, fmt.Sprintf("%s/%s/%s/%s key=%s v%d deleted=%v %s %s", e.Section, e.Role, e.Author, e.Label, e.Key, e.Version, e.Deleted, c, m))
+	for _, e := range es {
+		out = append(out, jsonView(e, "entry", workdir))
 	}
 	sort.Strings(out)
 	return out

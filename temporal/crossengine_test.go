@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -92,13 +91,8 @@ func crossCase(t *testing.T, n int, seed uint64) {
 		fail("run: in process %s %q, on Temporal %s %q", want.Run().Status, want.Run().Error, out.Status, out.Error)
 	}
 	crossSeen.add(got)
-	ws, we := crossViews(want)
-	gs, ge := crossViews(got)
-	if d := sameSteps(ws, gs); d != "" {
-		fail("steps differ: %s\nin process: %s\non Temporal: %s", d, runSummary(want), runSummary(got))
-	}
-	if d := firstDiff(we, ge); d != "" {
-		fail("entries differ: %s", d)
+	if d := sameCross(want, got); d != "" {
+		fail("the boards differ: %s\nin process: %s\non Temporal: %s", d, runSummary(want), runSummary(got))
 	}
 }
 
@@ -160,9 +154,9 @@ func runOnSuite(t *testing.T, src string) (*board.Board, *Output, error) {
 const cutShort = "(cut short)"
 
 // crossViews are a run's step records and entries as the cross-engine
-// test compares them: stepView and entriesView, with the results of
-// canceled steps, and their outputs in their group's, set aside.
-func crossViews(b *board.Board) (steps []board.StepRecord, entries []string) {
+// test compares them: with the results and inputs of canceled steps, and
+// their outputs in their group's, set aside.
+func crossViews(b *board.Board) (steps []board.StepRecord, entries []board.Entry) {
 	last := map[string]string{} // a label's last status so far
 	outputs := map[string]any{} // label#visit: the output compared
 	for _, s := range b.Steps() {
@@ -170,7 +164,10 @@ func crossViews(b *board.Board) (steps []board.StepRecord, entries []string) {
 		var res map[string]any
 		_ = json.Unmarshal(s.Result, &res)
 		if s.Status == engine.StatusCanceled && s.Parent != "" {
+			// Canceled from outside: how far it got (whether it had
+			// rendered its inputs) is a race.
 			res = map[string]any{"output": cutShort}
+			s.Inputs = map[string]string{"": cutShort}
 		} else if group, ok := res["output"].(map[string]any); ok && s.Type == "" {
 			for child := range group {
 				if last[child] == engine.StatusCanceled {
@@ -184,18 +181,38 @@ func crossViews(b *board.Board) (steps []board.StepRecord, entries []string) {
 		steps = append(steps, s)
 	}
 	for _, e := range b.Entries() {
-		content := e.Content
 		if v, ok := e.Meta["visit"]; ok && e.Role == "step" && e.Author == "runner" {
 			if o, ok := outputs[fmt.Sprintf("%s#%v", e.Label, v)]; ok {
-				content = o
+				e.Content = o
 			}
 		}
-		c, _ := json.Marshal(content)
-		m, _ := json.Marshal(e.Meta)
-		entries = append(entries, fmt.Sprintf("%s/%s/%s/%s key=%s v%d deleted=%v %s %s", e.Section, e.Role, e.Author, e.Label, e.Key, e.Version, e.Deleted, c, m))
+		entries = append(entries, e)
 	}
-	sort.Strings(entries)
 	return steps, entries
+}
+
+// sameCross is sameBoards with crossViews' steps and entries: how two
+// runs of one plan, in process and on Temporal, differ.
+func sameCross(want, got *board.Board) string {
+	ww, gw := want.Run().Workdir, got.Run().Workdir
+	if d := firstDiff([]string{jsonView(want.Run(), "run", ww)}, []string{jsonView(got.Run(), "run", gw)}); d != "" {
+		return "run: " + d
+	}
+	ws, we := crossViews(want)
+	gs, ge := crossViews(got)
+	if len(ws) != len(gs) {
+		return fmt.Sprintf("%d step records in process, %d on Temporal", len(ws), len(gs))
+	}
+	if d := sameStepsIn(ws, ww, gs, gw); d != "" {
+		return "steps: " + d
+	}
+	if d := firstDiff(entriesViewIn(we, ww), entriesViewIn(ge, gw)); d != "" {
+		return "entries: " + d
+	}
+	if d := firstDiff(recordingsOf(want, ww, onlyInProcess...), recordingsOf(got, gw)); d != "" {
+		return "recordings: " + d
+	}
+	return ""
 }
 
 // maxAnswers bounds the questions one run asks (the inputs of a plan,

@@ -162,16 +162,8 @@ steps:
 			if out.Status != want.Run().Status || out.Error != want.Run().Error {
 				t.Errorf("run: in process %s %q, on Temporal %s %q", want.Run().Status, want.Run().Error, out.Status, out.Error)
 			}
-			ws, we := crossViews(want)
-			gs, ge := crossViews(got)
-			if len(ws) != len(gs) {
-				t.Errorf("%d step records in process, %d on Temporal", len(ws), len(gs))
-			}
-			if d := sameSteps(ws, gs); d != "" {
-				t.Errorf("steps differ: %s", d)
-			}
-			if d := firstDiff(we, ge); d != "" {
-				t.Errorf("entries differ: %s", d)
+			if d := sameCross(want, got); d != "" {
+				t.Errorf("the boards differ: %s", d)
 			}
 			t.Logf("%d parts", parts)
 		})

@@ -309,6 +309,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		return res, err
 	}
 	res.Goto, res.Write = out.Goto, out.Write
+	res.SetInputs(out.Inputs)
 	res.Reruns = max(int(out.Attempt)-1, 0) + lostWithHost
 	switch {
 	case out.Error != "" && cause != nil:

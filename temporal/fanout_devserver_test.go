@@ -44,13 +44,8 @@ steps:
 	if got.Run().Status != "succeeded" || !strings.Contains(string(lastRecord(got, "seen").Result), `"output":"200 0 199"`) {
 		t.Errorf("run %s %q; seen %s", got.Run().Status, got.Run().Error, lastRecord(got, "seen").Result)
 	}
-	ws, we := crossViews(want)
-	gs, ge := crossViews(got)
-	if d := sameSteps(ws, gs); d != "" {
-		t.Errorf("steps differ from the in-process run: %s", d)
-	}
-	if d := firstDiff(we, ge); d != "" {
-		t.Errorf("entries differ from the in-process run: %s", d)
+	if d := sameCross(want, got); d != "" {
+		t.Errorf("the boards differ from the in-process run: %s", d)
 	}
 	tc, err := client.Dial(client.Options{HostPort: c.srv.hostPort, Logger: quietLogger()})
 	if err != nil {

@@ -224,16 +224,21 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide ...string) {
 			gs, ge := crossViews(got)
 			ws, we := crossViews(want)
 			// The runs' ids differ (each names its own directory).
+			sameID := func(s string) string { return strings.ReplaceAll(s, want.Run().ID, runID) }
 			for i := range ws {
-				ws[i].Result = []byte(strings.ReplaceAll(string(ws[i].Result), want.Run().ID, runID))
+				ws[i].Result = []byte(sameID(string(ws[i].Result)))
+				for k, v := range ws[i].Inputs {
+					ws[i].Inputs[k] = sameID(v)
+				}
 			}
-			for i := range we {
-				we[i] = strings.ReplaceAll(we[i], want.Run().ID, runID)
-			}
-			if d := sameSteps(ws, gs); d != "" {
+			if d := sameStepsIn(ws, localWD, gs, checkout); d != "" {
 				t.Errorf("three hosts vs local: %s", d)
 			}
-			if d := firstDiff(we, ge); d != "" {
+			wantEntries := entriesViewIn(we, localWD)
+			for i := range wantEntries {
+				wantEntries[i] = sameID(wantEntries[i])
+			}
+			if d := firstDiff(wantEntries, entriesViewIn(ge, checkout)); d != "" {
 				t.Errorf("entries, three hosts vs local: %s", d)
 			}
 			if code, got := runIn(t, checkout, c.runner, "replay", out, "--offline"); code != 0 || !strings.Contains(got, "matched") {

@@ -34,6 +34,13 @@ func (o *StepOutput) masked(m *mask.Masker) {
 	}
 	o.Result = board.RedactJSON(o.Result, m.String)
 	o.Error, o.Goto = m.String(o.Error), m.String(o.Goto)
+	if len(o.Inputs) > 0 {
+		in := make(map[string]string, len(o.Inputs))
+		for k, v := range o.Inputs {
+			in[k] = m.String(v)
+		}
+		o.Inputs = in
+	}
 	if o.Write != nil {
 		w := *o.Write
 		w.Key, w.Section, w.Topic = m.String(w.Key), m.String(w.Section), m.String(w.Topic)

@@ -205,6 +205,10 @@ func TestWorkflowSecretsDecidedOnce(t *testing.T) {
 	if e, ok := b.Get("auth"); !ok || e.Content != "Bearer *** (17)" {
 		t.Errorf("auth = %v, want the secret masked", e.Content)
 	}
+	// A step a worker ran keeps its rendered inputs, masked as the board is.
+	if in := lastRecord(b, "after").Inputs["run"]; !strings.Contains(in, "=Bearer *** (17)") || strings.Contains(in, recordedSecret) {
+		t.Errorf("after's inputs: run = %q, want the command as rendered, the secret masked", in)
+	}
 	local, err := inProcess(t, secretsPlan)
 	if err != nil {
 		t.Fatal(err)
@@ -214,14 +218,14 @@ func TestWorkflowSecretsDecidedOnce(t *testing.T) {
 	}
 }
 
-// withoutResults leaves out the results of the named steps (a local run
-// without a mask keeps the secret in them).
+// withoutResults leaves out the results and inputs of the named steps (a
+// local run without a mask keeps the secret in them).
 func withoutResults(recs []board.StepRecord, labels ...string) []board.StepRecord {
 	out := append([]board.StepRecord(nil), recs...)
 	for i := range out {
 		for _, l := range labels {
 			if out[i].Label == l {
-				out[i].Result = nil
+				out[i].Result, out[i].Inputs = nil, nil
 			}
 		}
 	}

@@ -68,6 +68,15 @@ func EncodeResult(res Result) (json.RawMessage, error) { return encodeResult(res
 // DecodeResult reads a saved result back into the step type's struct.
 func DecodeResult(n *Node, raw json.RawMessage) (Result, error) { return decodeResult(n, raw) }
 
+// Inputs are the step's templated fields as the attempt rendered them
+// (the record's `inputs`): a driver whose attempt ran elsewhere carries
+// them back with the result, which does not hold them.
+func (res Result) Inputs() map[string]string { return res.inputs }
+
+// SetInputs gives a result decoded from elsewhere its attempt's rendered
+// inputs (see Inputs), so the record keeps them as a run in one process does.
+func (res *Result) SetInputs(in map[string]string) { res.inputs = in }
+
 // visitLimit is the error a visit past the step's max_visits ends the run
 // with; nil within it.
 func visitLimit(n *Node, visit int) error {
