@@ -69,6 +69,9 @@ type StepOutput struct {
 	// Inputs are the step's templated fields as this attempt rendered
 	// them (blackboard.json's `inputs`), which Result does not hold.
 	Inputs map[string]string `json:",omitempty"`
+	// Host names the host whose worker ran the attempt (the record's
+	// `host`).
+	Host string `json:",omitempty"`
 	// Attempt is Temporal's attempt number of this activity (1, or more
 	// when a worker was lost mid-step): the record counts the re-runs.
 	Attempt int32 `json:",omitempty"`
@@ -210,7 +213,7 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	res, stepErr := r.RunAttempt(sctx, n, in.Visit, in.Attempt)
 	endServers() // before the step's end is reported: none outlives the run
 
-	out := &StepOutput{Goto: res.Goto, Write: res.Write, Inputs: res.Inputs(), Attempt: info.Attempt}
+	out := &StepOutput{Goto: res.Goto, Write: res.Write, Inputs: res.Inputs(), Host: a.hostName(), Attempt: info.Attempt}
 	if stepErr != nil {
 		out.Error = stepErr.Error()
 	}

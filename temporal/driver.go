@@ -310,6 +310,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	}
 	res.Goto, res.Write = out.Goto, out.Write
 	res.SetInputs(out.Inputs)
+	res.Host = out.Host
 	res.Reruns = max(int(out.Attempt)-1, 0) + lostWithHost
 	switch {
 	case out.Error != "" && cause != nil:

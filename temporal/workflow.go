@@ -67,17 +67,30 @@ type Options struct {
 	SearchAttributes bool `json:",omitempty"`
 	// HostTimeout: a step that waits this long for the host its run is
 	// pinned to (the host's worker is gone) pins the run to another host
-	// (default 5m; it must exceed the longest a step may queue on a busy
-	// host).
+	// (default 20s: with the heartbeat timeout, a host that dies in the
+	// middle of a step loses its run within about 41s; a host whose
+	// --max-concurrent-steps makes steps queue longer needs more).
 	HostTimeout time.Duration `json:",omitempty"`
 	// LocalStepsUnder: a command step whose own timeout is at most this
 	// runs as a local activity (local.go); 0: none does.
 	LocalStepsUnder time.Duration `json:",omitempty"`
 }
 
+// The defaults of Options.HeartbeatTimeout and HostTimeout. A host that
+// dies in the middle of a step is noticed by the step's heartbeat
+// timeout; its retry then waits the host timeout on the dead host's queue
+// (plus the retry's first backoff, a second) before the run moves to
+// another host: 41s in all, well within a minute. A step costs no more
+// for them: a worker's first heartbeat waits one interval (1s, or half
+// the heartbeat timeout), so a shorter step sends none.
+const (
+	DefaultHeartbeatTimeout = 20 * time.Second
+	DefaultHostTimeout      = 20 * time.Second
+)
+
 func (o Options) withDefaults() Options {
 	if o.HeartbeatTimeout <= 0 {
-		o.HeartbeatTimeout = 20 * time.Second
+		o.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	if o.StepTimeout <= 0 {
 		o.StepTimeout = 24 * time.Hour
@@ -89,7 +102,7 @@ func (o Options) withDefaults() Options {
 		o.MaxHistoryBytes = 8 << 20
 	}
 	if o.HostTimeout <= 0 {
-		o.HostTimeout = 5 * time.Minute
+		o.HostTimeout = DefaultHostTimeout
 	}
 	return o
 }

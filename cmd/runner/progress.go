@@ -461,6 +461,9 @@ func (p *progressView) stepLines(rec board.StepRecord, kids []board.StepRecord, 
 		mark = "\x1b[" + colors[status] + "m" + mark + "\x1b[0m"
 	}
 	line := fmt.Sprintf("%s%s %s  %s", indent, mark, name(rec.Label, rec.Visit), ms(rec.DurationMS))
+	if rec.Host != "" { // a run on many hosts (Temporal): where it ran
+		line += "  on " + rec.Host
+	}
 	var tail []string
 	switch {
 	case status == "skipped" && rec.Error == "":

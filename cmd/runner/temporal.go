@@ -16,6 +16,7 @@ import (
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/sys/boot"
+	"github.com/rs/zerolog"
 	"strings"
 )
 
@@ -34,7 +35,7 @@ func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 	fs.DurationVar(&t.LocalStepsUnder, "local-steps-under", 0, "with --engine temporal: a command step whose timeout is at most this runs as a local activity (with --shared-workspace; default 0: none)")
 	fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
 	fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
-	fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 5m)")
+	fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 20s)")
 	return engine
 }
 
@@ -95,7 +96,12 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 	// where runner-temporal is started on its own.
 	t.OTLPEndpoint = g.otlp
 	start := time.Now()
+	host := "" // where the last step a worker ran ran
 	e, err := r.ExecuteOnTemporal(t, g.mask.Writer(stderr), func(ev runs.Event) {
+		if ev.Finished != nil && ev.Finished.Host != "" && ev.Finished.Host != host {
+			hostChanged(g, log, stderr, host, *ev.Finished)
+			host = ev.Finished.Host
+		}
 		switch {
 		case ev.Begin != nil:
 			log = log.With().Str("run", ev.Begin.RunID).Logger()
@@ -160,4 +166,32 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 		return exitInterrupted
 	}
 	return exitFailed
+}
+
+// hostChanged says which host the run's steps run on, when the first
+// step a worker ran finishes and when one finishes on another host than
+// the one before it (the run's host died and the run moved, or, with a
+// shared workspace, another worker took the step).
+func hostChanged(g *globals, log zerolog.Logger, stderr io.Writer, from string, rec board.StepRecord) {
+	step := steps.VisitName(rec.Label, rec.Visit)
+	if g.format(stderr) == "json" {
+		ev := log.Info().Str("step", step).Str("host", rec.Host)
+		if from != "" {
+			ev = log.Warn().Str("step", step).Str("host", rec.Host).Str("from", from)
+		}
+		ev.Msg("steps run on host")
+		return
+	}
+	if g.quiet {
+		return
+	}
+	var w io.Writer = stderr
+	if g.view != nil {
+		w = g.view // above the live block
+	}
+	if from == "" {
+		fmt.Fprintf(w, "steps run on host %s\n", rec.Host)
+		return
+	}
+	fmt.Fprintf(w, "steps run on host %s from %s (before it, on host %s)\n", rec.Host, step, from)
 }

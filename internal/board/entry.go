@@ -57,6 +57,10 @@ type StepRecord struct {
 	// Inputs are the step's templated fields as rendered for its last
 	// attempt (field -> text): what the step was actually given.
 	Inputs map[string]string `json:"inputs,omitempty"`
+	// Host names the host whose worker ran the step's last attempt, on an
+	// engine with many hosts (Temporal); "" for a run in one process and
+	// for a step the run decides itself (board, branch, input).
+	Host string `json:"host,omitempty"`
 	// held: the texts of the large strings Result holds as keys, while
 	// the board keeps the record (held.go); nil in the records it hands
 	// out.

@@ -205,6 +205,9 @@ func appendStep(b []byte, s *StepRecord, x *blobSink) ([]byte, error) {
 			return b, err
 		}
 	}
+	if s.Host != "" {
+		b = appendField(b, "host", s.Host)
+	}
 	return append(b, '}'), nil
 }
 

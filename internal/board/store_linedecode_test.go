@@ -190,7 +190,7 @@ func TestLoadLayouts(t *testing.T) {
 		res, _ := json.Marshal(map[string]any{"output": fmt.Sprint("out ", i), "list": []any{1, "two", nil}})
 		if err := b.FinishStep(StepRecord{Label: fmt.Sprintf("s%d", i), Visit: 1 + i%2, Type: "shell", Parent: "grp", Status: "succeeded",
 			StartedAt: clock, FinishedAt: clock.Add(time.Second), DurationMS: 1000, Attempts: 2, Delays: []int64{5},
-			Inputs: map[string]string{"cmd": "echo \"ünï\""}, Result: res, Error: "e\u2028"},
+			Inputs: map[string]string{"cmd": "echo \"ünï\""}, Host: fmt.Sprint("höst", i%2), Result: res, Error: "e\u2028"},
 			Entry{Section: "steps", Role: "step", Label: fmt.Sprintf("s%d", i), Content: "done", Meta: map[string]any{"visit": 1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -217,6 +217,11 @@ func TestLoadLayouts(t *testing.T) {
 	}
 	if src := want.Run().PlanSource; !strings.HasPrefix(src, "steps:\n") {
 		t.Fatalf("plan source %q", src)
+	}
+	for _, s := range want.Steps()[1:] { // after writeBig's
+		if wantHost := fmt.Sprint("höst", (s.Label[1]-'0')%2); s.Host != wantHost || len(s.Inputs) != 1 {
+			t.Fatalf("step %s as loaded: host %q, inputs %v; want %s and one input", s.Label, s.Host, s.Inputs, wantHost)
+		}
 	}
 	indent := func(prefix string) func([]byte) []byte {
 		return func(data []byte) []byte {

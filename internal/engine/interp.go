@@ -320,7 +320,7 @@ func (it *interp[C]) attempts(c C, n *Node, visit int, rec *board.StepRecord, vc
 		res, err := it.d.Leaf(c, Attempt{Node: n, Visit: visit, Attempt: attempt, r: r, vc: vc})
 		reruns += max(res.Reruns, 0)
 		rec.Attempts = attempt + reruns
-		rec.Inputs = res.inputs
+		rec.Inputs, rec.Host = res.inputs, res.Host
 		if err == nil && n.Until != nil {
 			step := stateView(StatusSucceeded, res.Output, "", visit, 0, orZero(res.Fields, n))
 			ok, uerr := r.evalOf(n).bool(n.Until, map[string]any{"step": step}, vc)

@@ -263,6 +263,9 @@ func LogStep(log zerolog.Logger, rec board.StepRecord, tolerated bool) {
 	if rec.Error != "" {
 		ev = ev.Str("error", rec.Error)
 	}
+	if rec.Host != "" {
+		ev = ev.Str("host", rec.Host)
+	}
 	ev.Int("visit", rec.Visit).Str("status", rec.Status).Int64("duration_ms", rec.DurationMS).Msg("step finished")
 }
 

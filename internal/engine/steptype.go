@@ -184,6 +184,9 @@ type Result struct {
 	// step's record counts them in its attempts, so it says how many
 	// times the step really ran. Not part of the saved result.
 	Reruns int
+	// Host, set by a driver whose steps run on many hosts, names the host
+	// that ran the attempt: the step's record keeps it (its `host`).
+	Host string
 
 	inputs map[string]string // the templates the step rendered (StepContext.rendered)
 }

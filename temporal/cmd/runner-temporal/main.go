@@ -248,24 +248,35 @@ func (e eventWriter) StepStarted(label string, visit int, parent string) {
 }
 func (e eventWriter) StepFinished(rec board.StepRecord) { e.enc.Encode(runs.Event{Finished: &rec}) }
 
-// plainView prints one line per finished step.
+// plainView prints one line per finished step, with the host that ran
+// it, and a line when a step ran on another host than the one before.
 type plainView struct {
 	w     io.Writer
 	board string
+	host  string // the host of the last step a worker ran
 }
 
-func (p plainView) Waiting(w board.WaitingInput) {
+func (p *plainView) Waiting(w board.WaitingInput) {
 	fmt.Fprintf(p.w, "%s waits for an answer: %s\n  answer with: runner answer %s --step %s --json '{...}'\n",
 		steps.VisitName(w.Label, w.Visit), strings.TrimSpace(w.Prompt), engine.ShellQuote(p.board), steps.VisitName(w.Label, w.Visit))
 }
 
-func (p plainView) StepStarted(string, int, string) {}
-func (p plainView) StepFinished(rec board.StepRecord) {
+func (p *plainView) StepStarted(string, int, string) {}
+func (p *plainView) StepFinished(rec board.StepRecord) {
 	name := rec.Label
 	if rec.Visit > 1 {
 		name = fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
 	}
+	if rec.Host != "" && p.host != "" && rec.Host != p.host {
+		fmt.Fprintf(p.w, "steps run on host %s from %s (before it, on host %s)\n", rec.Host, name, p.host)
+	}
+	if rec.Host != "" {
+		p.host = rec.Host
+	}
 	line := fmt.Sprintf("%s %s %dms", name, rec.Status, rec.DurationMS)
+	if rec.Host != "" {
+		line += " on " + rec.Host
+	}
 	if rec.Error != "" {
 		line += ": " + rec.Error
 	}
@@ -295,7 +306,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	quiet := &lf.Quiet
 	var opt rt.Options
 	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
-	fs.DurationVar(&opt.HostTimeout, "host-timeout", 0, "a step that waits this long for the host its run is pinned to pins the run to another host (default 5m)")
+	fs.DurationVar(&opt.HostTimeout, "host-timeout", 0, "a step that waits this long for the host its run is pinned to pins the run to another host (default 20s; more where steps queue longer on a busy host)")
 	fs.IntVar(&opt.MaxHistoryEvents, "max-history-events", 0, "continue as new past this many history events (default 10000)")
 	fs.DurationVar(&opt.LocalStepsUnder, "local-steps-under", 0, "a command step whose timeout is at most this runs as a local activity, on the worker that runs the workflow (not with a pinned run; default 0: none)")
 	otlp := fs.String("otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
@@ -333,7 +344,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		}
 		ro.Observer = eventWriter{json.NewEncoder(stdout), path}
 	case !*quiet:
-		ro.Observer = plainView{stderr, path}
+		ro.Observer = &plainView{w: stderr, board: path}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
