@@ -575,3 +575,70 @@ steps:
 		t.Errorf("--sync-back a.txt = %q", data)
 	}
 }
+
+// With the default heartbeat and host timeouts, a host killed (SIGKILL)
+// in the middle of a step loses its run within a minute: the run moves to
+// the other host and succeeds, each step's record names the host that ran
+// it, and the run's output says where its steps ran and when they moved.
+func TestDevServerDeadHostNoticedWithinAMinute(t *testing.T) {
+	c := newCluster(t)
+	roots := map[string]string{"h1": t.TempDir(), "h2": t.TempDir()}
+	workers := map[string]*proc{}
+	for _, h := range []string{"h1", "h2"} {
+		workers[h] = startProc(t, c.work, c.rt, "worker", "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs,
+			"--log-format", "json", "--host-id", h, "--work-root", roots[h])
+		waitOutput(t, workers[h], "worker started", time.Minute)
+	}
+	marks := t.TempDir()
+	checkout := t.TempDir()
+	plan := writePlan(t, checkout, fmt.Sprintf(`
+version: 1
+steps:
+  - {label: first, type: command, run: "echo from-first > a.txt"}
+  - {label: long, type: command, run: "echo start >> %s/long; sleep 5; cat a.txt"}
+  - {label: last, type: command, run: "cat a.txt"}
+`, marks))
+	out := filepath.Join(checkout, "bb.json")
+	run := startProc(t, checkout, c.rt, "run", plan, "--temporal", c.srv.hostPort, "--task-queue", c.queue, "--blobs", c.blobs, "--out", out)
+	waitFile(t, filepath.Join(marks, "long"), time.Minute)
+	var dead string
+	for h, root := range roots {
+		if entries, _ := os.ReadDir(root); len(entries) > 0 {
+			dead = h
+		}
+	}
+	if dead == "" {
+		t.Fatal("no host has the run's workspace")
+	}
+	other := map[string]string{"h1": "h2", "h2": "h1"}[dead]
+	time.Sleep(2 * time.Second) // past the step's first heartbeat
+	if err := syscall.Kill(workers[dead].cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	workers[dead].cmd.Wait()
+	code := run.wait(t, 3*time.Minute)
+	took := time.Since(killed)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, run.out, workers[other].out)
+	}
+	if took > time.Minute {
+		t.Errorf("the run ended %s after its host was killed; want within a minute with the default timeouts", took.Round(time.Second))
+	}
+	t.Logf("the run ended %s after its host was killed", took.Round(time.Second))
+	b := loadBoard(t, out)
+	if got := runSummary(b); got != "first:succeeded long:succeeded last:succeeded" {
+		t.Errorf("steps: %s", got)
+	}
+	for label, want := range map[string]string{"first": dead, "long": other, "last": other} {
+		if got := stepOf(t, b, label).Host; got != want {
+			t.Errorf("%s's record: host %q, want %q", label, got, want)
+		}
+	}
+	for _, want := range []string{"first succeeded", "ms on " + dead, "steps run on host " + other + " from long (before it, on host " + dead + ")",
+		"ran on host " + other + " (host " + dead + " stopped taking the run's tasks)"} {
+		if !strings.Contains(run.out.String(), want) {
+			t.Errorf("the run's output lacks %q:\n%s", want, run.out)
+		}
+	}
+}
