@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -35,7 +37,7 @@ type StartOptions struct {
 }
 
 // Start starts run (its id, plan source and sha256, vars, workdir) as a
-// workflow whose id is "runner-" + the run id.
+// workflow whose id is WorkflowIDOf(run).
 func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt StartOptions) (client.WorkflowRun, error) {
 	if _, err := store.Put([]byte(run.PlanSource)); err != nil {
 		return nil, err
@@ -59,7 +61,7 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 		}
 		in.Workspace = ws
 	}
-	so := client.StartWorkflowOptions{ID: WorkflowID(run.ID), TaskQueue: opt.TaskQueue, Memo: map[string]any{StoreIDMemo: opt.StoreID}}
+	so := client.StartWorkflowOptions{ID: WorkflowIDOf(run), TaskQueue: opt.TaskQueue, Memo: map[string]any{StoreIDMemo: opt.StoreID}}
 	if opt.Options.SearchAttributes {
 		so.TypedSearchAttributes = startAttributes(cmp.Or(opt.PlanName, filepath.Base(run.PlanPath)), run.RunnerVersion)
 	}
@@ -138,7 +140,7 @@ func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o R
 		o.PlanName = r.Prog.Plan.Name
 	}
 	rem := o.Remote
-	rem.Engine, rem.WorkflowID, rem.RunID, rem.Board = "temporal", WorkflowID(r.Record.ID), r.Record.ID, r.Board
+	rem.Engine, rem.WorkflowID, rem.RunID, rem.Board = "temporal", WorkflowIDOf(r.Record), r.Record.ID, r.Board
 	if err := liveboard.WriteRemote(rem); err != nil {
 		return nil, err
 	}
@@ -167,8 +169,45 @@ func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o R
 	return res, nil
 }
 
-// WorkflowID is the id of the workflow of run runID.
-func WorkflowID(runID string) string { return "runner-" + runID }
+// WorkflowID is the id of the workflow of run runID of the plan named
+// plan: runner-<plan>-<run id>, so Temporal's lists and UI say which plan
+// a workflow runs. The run id (unique) ends it; the plan's name is made
+// of letters, digits, '.', '_' and '-' (any other byte is '-'), at most
+// maxIDPlan bytes. No name: runner-<run id>, as runs started before the
+// name was in it are.
+func WorkflowID(plan, runID string) string {
+	var b strings.Builder
+	for i := 0; i < len(plan) && b.Len() < maxIDPlan; i++ {
+		switch c := plan[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	name := strings.Trim(b.String(), "-.")
+	if name == "" {
+		return "runner-" + runID
+	}
+	return "runner-" + name + "-" + runID
+}
+
+const maxIDPlan = 48
+
+// WorkflowIDOf is the id of run's workflow: its plan's name (the plan
+// source's `name`, else the plan file's name without its extension) and
+// its id.
+func WorkflowIDOf(run board.Run) string {
+	name := ""
+	if p, err := plans.Parse(run.PlanPath, []byte(run.PlanSource)); err == nil {
+		name = p.Name
+	}
+	if name == "" {
+		base := filepath.Base(run.PlanPath)
+		name = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	return WorkflowID(name, run.ID)
+}
 
 // Wait waits for the run to end, telling obs (when not nil) about steps
 // as they start and finish, polled every `every`. A canceled ctx cancels

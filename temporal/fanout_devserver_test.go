@@ -53,7 +53,7 @@ steps:
 	}
 	defer tc.Close()
 	resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
-		Query: "WorkflowId = 'runner-" + got.Run().ID + "'"})
+		Query: "WorkflowId = '" + WorkflowIDOf(got.Run()) + "'"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -191,7 +191,7 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide ...string) {
 			// One host has the run's workspace, the others none.
 			var on []string
 			for i, w := range workers {
-				if _, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", w.cmd.Process.Pid), workRoot, WorkflowID(runID))); err == nil {
+				if _, err := os.Stat(filepath.Join(fmt.Sprintf("/proc/%d/root", w.cmd.Process.Pid), workRoot, WorkflowIDOf(got.Run()))); err == nil {
 					on = append(on, fmt.Sprintf("host%d", i+1))
 				}
 			}

@@ -297,8 +297,8 @@ func TestDevServerS3Store(t *testing.T) {
 		return nil
 	})
 	for _, out := range outs {
-		id := loadBoard(t, out).Run().ID
-		hist := exec.Command(temporalCLI(t), "workflow", "show", "-w", WorkflowID(id), "--address", c.srv.hostPort, "-o", "json")
+		id := WorkflowIDOf(loadBoard(t, out).Run())
+		hist := exec.Command(temporalCLI(t), "workflow", "show", "-w", id, "--address", c.srv.hostPort, "-o", "json")
 		data, err := hist.CombinedOutput()
 		if err != nil || !strings.Contains(string(data), "runner.step") {
 			t.Fatalf("temporal workflow show: %v\n%s", err, data)
@@ -317,9 +317,9 @@ func TestDevServerS3Store(t *testing.T) {
 	// run's stay (it goes on and succeeds).
 	before := len(srv.objects(t, "e2e/"))
 	for _, out := range outs {
-		id := loadBoard(t, out).Run().ID
+		id := WorkflowIDOf(loadBoard(t, out).Run())
 		if _, err := tc.WorkflowService().DeleteWorkflowExecution(context.Background(), &workflowservice.DeleteWorkflowExecutionRequest{
-			Namespace: "default", WorkflowExecution: workflowExecution(WorkflowID(id))}); err != nil {
+			Namespace: "default", WorkflowExecution: workflowExecution(id)}); err != nil {
 			t.Fatal(err)
 		}
 	}

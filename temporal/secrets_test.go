@@ -121,7 +121,7 @@ steps:
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	it := tc.GetWorkflowHistory(context.Background(), WorkflowID(loadBoard(t, out).Run().ID), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := tc.GetWorkflowHistory(context.Background(), WorkflowIDOf(loadBoard(t, out).Run()), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {

@@ -291,7 +291,7 @@ func TestDevServerFailedPlanIsFailedWorkflow(t *testing.T) {
 			t.Fatalf("%s: exit %d, want %d:\n%s", tc.name, code, want, p.out)
 		}
 		b := loadBoard(t, out)
-		ids[tc.name] = WorkflowID(b.Run().ID)
+		ids[tc.name] = WorkflowIDOf(b.Run())
 		if tc.name == "bad" && (b.Run().Status != "failed" || runSummary(b) != "a:failed") {
 			t.Errorf("the failed run's board: %s, %s", b.Run().Status, runSummary(b))
 		}

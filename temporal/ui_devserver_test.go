@@ -71,7 +71,7 @@ func TestDevServerWebUI(t *testing.T) {
 	if code := c.run(t, plan, out).wait(t, 3*time.Minute); code != 1 {
 		t.Fatalf("the failing plan: exit %d, want 1", code)
 	}
-	wid := WorkflowID(loadBoard(t, out).Run().ID)
+	wid := WorkflowIDOf(loadBoard(t, out).Run())
 
 	// Temporal's CLI: among the failed workflows, and found by plan name
 	// with its final status. Visibility is eventually consistent: ask

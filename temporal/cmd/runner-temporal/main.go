@@ -336,7 +336,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.TaskQueue, Options: opt, SharedWorkspace: *sharedWS}, ReuseFiles: reuse,
 		SearchAttributesFrom: c.Namespace, SyncBack: *syncBack,
 		Remote: liveboard.Remote{HostPort: c.HostPort, Namespace: c.Namespace, TaskQueue: c.TaskQueue, Blobs: c.storeSpec, Security: c.Security}}
-	wfID := rt.WorkflowID(runID)
+	wfID := rt.WorkflowIDOf(r.Record)
 	switch {
 	case *events:
 		ro.Started = func(id string) {
