@@ -107,8 +107,10 @@ type RunOptions struct {
 	// Started, when set, is called with the workflow's id once it started.
 	Started func(workflowID string)
 	// SearchAttributesFrom is the namespace whose search attributes decide
-	// whether the run sets runner's (search.go); "": it sets none.
+	// whether the run sets runner's (search.go): those it lacks are
+	// registered where it allows, else Warn is told; "": it sets none.
 	SearchAttributesFrom string
+	Warn                 func(string)
 	// Observer is told of steps as they start and finish (and, as a
 	// WaitObserver, of inputs that wait); Every is how often it is polled.
 	Observer engine.Observer
@@ -135,8 +137,11 @@ func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o R
 	if o.SearchAttributesFrom != "" {
 		// Set only where the namespace has them: an unknown attribute
 		// would fail the start.
-		missing, err := MissingSearchAttributes(ctx, c, o.SearchAttributesFrom)
-		o.Options.SearchAttributes = err == nil && len(missing) == 0
+		warn := o.Warn
+		if warn == nil {
+			warn = func(string) {}
+		}
+		o.Options.SearchAttributes = RegisterSearchAttributes(ctx, c, o.SearchAttributesFrom, warn)
 		o.PlanName = r.Prog.Plan.Name
 	}
 	rem := o.Remote

@@ -181,6 +181,11 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner worker: refusing to poll: %v\n", err)
 		return exitFailed
 	}
+	// runner's search attributes, registered where the namespace allows;
+	// where it does not, said once here.
+	sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	rt.RegisterSearchAttributes(sctx, tc, c.Namespace, func(msg string) { log.Warn().Msg(msg) })
+	cancel()
 	if wf.HostID == "" {
 		wf.HostID = rt.NewHostID()
 	}
@@ -325,7 +330,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return exitUsage
 	}
-	_, slogger, _ := loggers(stderr, boot.Log{})
+	log, slogger, _ := loggers(stderr, boot.Log{})
 	tc, err := c.dial(slogger)
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
@@ -334,7 +339,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	defer tc.Close()
 	runID, path, start := r.Record.ID, r.Board, time.Now()
 	ro := rt.RunOptions{StartOptions: rt.StartOptions{TaskQueue: c.TaskQueue, Options: opt, SharedWorkspace: *sharedWS}, ReuseFiles: reuse,
-		SearchAttributesFrom: c.Namespace, SyncBack: *syncBack,
+		SearchAttributesFrom: c.Namespace, Warn: func(msg string) { log.Warn().Msg(msg) }, SyncBack: *syncBack,
 		Remote: liveboard.Remote{HostPort: c.HostPort, Namespace: c.Namespace, TaskQueue: c.TaskQueue, Blobs: c.storeSpec, Security: c.Security}}
 	wfID := rt.WorkflowIDOf(r.Record)
 	switch {
