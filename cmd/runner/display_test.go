@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/sys/mask"
 	"golang.org/x/sys/unix"
 )
@@ -336,5 +337,23 @@ func TestWarningsInTheDisplayUseItsStyle(t *testing.T) {
 	if !strings.HasPrefix(got, "! interrupted: finishing the running steps") || strings.Contains(got, "WRN") ||
 		regexp.MustCompile(`\d\d:\d\d:\d\d`).MatchString(got) {
 		t.Errorf("warning in the display: %q", got)
+	}
+}
+
+// A finished step's line names the host that ran it, on an engine with
+// many hosts; a run in one process has none to name.
+func TestStepLineNamesItsHost(t *testing.T) {
+	tests := []struct {
+		host, want string
+	}{
+		{"", "✓ long  1.2s"},
+		{"h2", "✓ long  1.2s  on h2"},
+	}
+	for _, tt := range tests {
+		p := &progressView{}
+		got := p.stepLines(board.StepRecord{Label: "long", Visit: 1, Status: "succeeded", DurationMS: 1200, Host: tt.host}, nil, "")
+		if len(got) != 1 || got[0] != tt.want {
+			t.Errorf("host %q: lines %q, want %q", tt.host, got, tt.want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package runs
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
@@ -27,6 +28,9 @@ type Summary struct {
 	Steps     int             `json:"steps"` // step visits recorded so far
 	Failed    int             `json:"failed_steps"`
 	Usage     agents.RunUsage `json:"usage"`
+	// Hosts are the hosts its steps ran on (their records' `host`), in
+	// the order the run first used each: a run on Temporal's.
+	Hosts []string `json:"hosts,omitempty"`
 	// Error says why the run could not be read (a damaged file); the rest
 	// is then what its directory name says.
 	Error string `json:"error,omitempty"`
@@ -108,6 +112,9 @@ func summarizePath(path, id, dir string, ownID bool) Summary {
 		s.Steps++
 		if st.Status == board.StatusFailed {
 			s.Failed++
+		}
+		if st.Host != "" && !slices.Contains(s.Hosts, st.Host) {
+			s.Hosts = append(s.Hosts, st.Host)
 		}
 	}
 	s.Usage = agents.RecordedUsage(b.RecordingsKeyed())

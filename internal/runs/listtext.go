@@ -2,6 +2,7 @@ package runs
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
@@ -11,7 +12,7 @@ import (
 // list of `runner serve` shows them, so the two never differ.
 
 // StatusText is the run's status, with whether it is live, its engine,
-// and why it could not be read.
+// the hosts its steps ran on, and why it could not be read.
 func (r Summary) StatusText() string {
 	s := r.Status
 	if r.Live {
@@ -19,6 +20,13 @@ func (r Summary) StatusText() string {
 	}
 	if r.Engine != "" {
 		s += " on " + r.Engine
+	}
+	switch len(r.Hosts) {
+	case 0:
+	case 1:
+		s += " on host " + r.Hosts[0]
+	default:
+		s += " on hosts " + strings.Join(r.Hosts, ", ")
 	}
 	if r.Error != "" {
 		s += ": " + r.Error

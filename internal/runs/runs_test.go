@@ -3,6 +3,7 @@ package runs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -196,5 +197,51 @@ func TestListShowsARunBeingResumed(t *testing.T) {
 		if s := runs.SummaryOf(path, dir); s.Status != c.status || s.ID != list[0].ID {
 			t.Errorf("%s: SummaryOf says %s %s", c.name, s.ID, s.Status)
 		}
+	}
+}
+
+// A run whose steps ran on hosts (on Temporal) is listed with them, in
+// the order it first used each; a run in one process with none.
+func TestListShowsHosts(t *testing.T) {
+	cases := []struct {
+		name   string
+		hosts  []string // of the run's step records, in order
+		status string
+	}{
+		{"in one process", []string{"", ""}, "succeeded"},
+		{"one host", []string{"h1", "", "h1"}, "succeeded on host h1"},
+		{"moved to another host and back", []string{"h1", "h2", "h1"}, "succeeded on hosts h1, h2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			now := time.Now().UTC()
+			id := board.NewID(now)
+			path := filepath.Join(runs.RunsDir(dir), id, "blackboard.json")
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			b, err := board.Create(path, board.Run{ID: id, PlanPath: "plan.yaml", Status: board.StatusRunning, StartedAt: now}, board.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, h := range c.hosts {
+				label := fmt.Sprint("s", i)
+				if err := b.FinishStep(board.StepRecord{Label: label, Visit: 1, Status: board.StatusSucceeded, StartedAt: now, FinishedAt: now, Host: h},
+					board.Entry{Section: "steps", Role: "step", Label: label}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.UpdateRun(func(r *board.Run) { r.Status, r.FinishedAt = board.StatusSucceeded, &now })
+			if err := b.Save(); err != nil {
+				t.Fatal(err)
+			}
+			b.Close()
+			list, err := runs.List(dir)
+			if err != nil || len(list) != 1 {
+				t.Fatalf("%v %+v", err, list)
+			}
+			if got := list[0].StatusText(); got != c.status {
+				t.Errorf("listed %q, want %q", got, c.status)
+			}
+		})
 	}
 }
