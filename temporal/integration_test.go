@@ -298,8 +298,19 @@ steps:
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
-	if b := loadBoard(t, out); runSummary(b) != "hello:succeeded bad:failed world:succeeded" {
+	b := loadBoard(t, out)
+	if runSummary(b) != "hello:succeeded bad:failed world:succeeded" {
 		t.Errorf("steps: %s", runSummary(b))
+	}
+	// Where the steps ran: said once, and on each step's line and record.
+	host := stepOf(t, b, "hello").Host
+	if host == "" || stepOf(t, b, "world").Host != host {
+		t.Errorf("the records' hosts: hello %q, world %q; want the worker's", host, stepOf(t, b, "world").Host)
+	}
+	for _, want := range []string{"steps run on host " + host + "\n", "✓ hello", "  on " + host + "\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
 	}
 
 	// JSON logs: the same events as an in-process run, one per step and
@@ -321,8 +332,11 @@ steps:
 			t.Errorf("event without the run id %s: %s", runID, line)
 		}
 		events = append(events, fmt.Sprintf("%s %v %v %v", ev["level"], ev["message"], ev["step"], ev["status"]))
+		if ev["message"] == "step finished" && ev["host"] == nil {
+			t.Errorf("a step's event without its host: %s", line)
+		}
 	}
-	want := []string{"info step finished hello succeeded", "error step finished bad failed",
+	want := []string{"info steps run on host hello <nil>", "info step finished hello succeeded", "error step finished bad failed",
 		"info step finished world succeeded", "info run finished <nil> succeeded"}
 	if strings.Join(events, "; ") != strings.Join(want, "; ") {
 		t.Errorf("JSON events:\n%s\nwant:\n%s", strings.Join(events, "\n"), strings.Join(want, "\n"))
