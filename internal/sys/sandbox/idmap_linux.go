@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/planrunner/runner/internal/sys/safefs"
 	"golang.org/x/sys/unix"
 )
 
@@ -203,15 +204,7 @@ func fsName(path string) string {
 // chownPrivate gives the private TMPDIR to the mapped root, through an fd
 // on the directory itself (never a link at its name).
 func chownPrivate(dir string, m idMapping) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: dir, Err: err}
-	}
-	defer unix.Close(fd)
-	if err := unix.Fchown(fd, m.uidHost, m.gidHost); err != nil {
-		return &os.PathError{Op: "chown", Path: dir, Err: err}
-	}
-	return nil
+	return safefs.ChownDir(dir, m.uidHost, m.gidHost)
 }
 
 // errUnreachable: a path the sandbox's root cannot reach on the host
