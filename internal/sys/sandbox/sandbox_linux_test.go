@@ -605,3 +605,24 @@ func TestStrictRefusesUnidmappableFS(t *testing.T) {
 		t.Errorf("optional: report %+v", rep)
 	}
 }
+
+// The user namespace that idmapped mounts need is made by a process of
+// its own once per runner process, not once per step.
+func TestStrictUsernsOncePerProcess(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root's sandbox idmaps its write paths")
+	}
+	var held []*os.File
+	for range 3 {
+		work := t.TempDir()
+		run(t, Policy{Write: []string{work}}, work, "true")
+		f, err := mappedUserns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	if held[0] != held[1] || held[1] != held[2] {
+		t.Errorf("a user namespace per step: %v", held)
+	}
+}
