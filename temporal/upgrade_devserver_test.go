@@ -176,7 +176,7 @@ func TestDevServerUpgradeKeepsRunsSafe(t *testing.T) {
 		"  - {label: hold, type: command, run: \"touch "+filepath.Join(u.work, "holding")+"; while [ ! -f "+filepath.Join(u.work, "go-on")+" ]; do sleep 0.2; done; echo held\"}\n"+
 		"  - {label: after, type: command, run: \"echo after\"}\n")
 	r1 := u.run(t, oldBin, queue, blobs, inflight, filepath.Join(u.work, "inflight.json"), "--heartbeat-timeout", "3s")
-	waitFile(t, filepath.Join(u.work, "holding"), time.Minute)
+	waitOutput(t, r1, `"label":"hold"`, time.Minute)
 
 	// A new client's run: the old worker takes its first workflow task
 	// and leaves it, saying why; the run stays open.
