@@ -608,7 +608,7 @@ func TestStrictRefusesUnidmappableFS(t *testing.T) {
 
 // The user namespace that idmapped mounts need is made by a process of
 // its own once per runner process, not once per step.
-func TestStrictUsernsOncePerProcess(t *testing.T) {
+func TestSandboxUsernsOncePerProcess(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("only root's sandbox idmaps its write paths")
 	}
