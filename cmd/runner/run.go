@@ -19,7 +19,7 @@ import (
 var version = "dev"
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("run", stderr)
+	fs, g := newFlags("run", stdout, stderr)
 	vars, agentsFlag := plans.VarArgs{}, plans.AgentOverrides{}
 	o := runs.Options{Vars: vars, Agents: agentsFlag, Version: version}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
@@ -140,7 +140,7 @@ func exitCode(err error) int {
 }
 
 func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("version", stderr)
+	fs, _ := newFlags("version", stdout, stderr)
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
 	}
