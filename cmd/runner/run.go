@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
@@ -155,7 +156,7 @@ func (g *globals) learnSecrets(p *plans.Plan) { runs.LearnSecrets(g.mask, p) }
 // printSpend shows what each agent's model calls used and cost.
 func printSpend(w io.Writer, spend []agents.AgentSpend) {
 	for _, sp := range spend {
-		cost := agents.FormatUSD(sp.CostUSD)
+		cost := board.FormatUSD(sp.CostUSD)
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}
