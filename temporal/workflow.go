@@ -38,6 +38,9 @@ type Input struct {
 	// StoreID is the id of the store the client used (storeid.go): each
 	// step carries it, and a worker with another store refuses the step.
 	StoreID string `json:",omitempty"`
+	// Code is the workflow code version the run needs (build.go): the
+	// starting client's, then the newest that served it.
+	Code int `json:",omitempty"`
 	// Workspace is the run's workspace manifest in the Store (the plan's
 	// directory, hosts.go): the run is pinned to one host, which makes it.
 	// "": the workspace is shared (every worker sees the run's workdir).
@@ -153,6 +156,7 @@ type Workflow struct {
 
 // Run executes the plan in in.Run.PlanSource.
 func (w *Workflow) Run(ctx workflow.Context, in Input) (*Output, error) {
+	in.Code = checkCodeVersion(ctx, in.Code)
 	run := in.Run
 	if Sum([]byte(run.PlanSource)) != run.PlanSHA256 {
 		return nil, temporal.NewNonRetryableApplicationError("the plan source does not match its sha256", errBadInput, nil)

@@ -72,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "codec-server":
 		return cmdCodecServer(args[1:], stderr)
 	case "version":
-		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
+		fmt.Fprintf(stdout, "runner-temporal %s (%s)\n", version, rt.Build())
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker, run, gc, store-id or codec-server)\n", args[0])
@@ -186,10 +186,13 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	}
 	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: wf.Workdir, Heartbeat: wf.Heartbeat, LogMask: logMask,
 		HostID: wf.HostID, WorkRoot: wf.WorkRoot, SharedWorkspace: wf.SharedWorkspace}
-	w := rt.NewWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps})
+	// The identity names the build: each history event a worker records
+	// says which build recorded it.
+	ident := rt.WorkerIdentity()
+	w := rt.NewWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps, Identity: ident})
 	// This host's own queue: the steps of the runs pinned here. The limit
 	// on concurrent steps is per queue, so each takes its share.
-	hw := rt.NewHostWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps})
+	hw := rt.NewHostWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps, Identity: ident})
 	if err := hw.Start(); err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitFailed
@@ -205,7 +208,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		log.Info().Str("addr", addr).Msg("health endpoint: GET /healthz")
 	}
 	log.Info().Str("temporal", c.HostPort).Str("namespace", c.Namespace).Str("task_queue", c.TaskQueue).Str("store", c.store.String()).Str("store_id", storeID).
-		Str("host", wf.HostID).Str("host_queue", rt.HostQueue(c.TaskQueue, wf.HostID)).Str("work_root", wf.WorkRoot).Msg("worker started")
+		Str("host", wf.HostID).Str("host_queue", rt.HostQueue(c.TaskQueue, wf.HostID)).Str("work_root", wf.WorkRoot).Str("build", rt.Build()).Msg("worker started")
 	err = w.Run(worker.InterruptCh())
 	// The host queue stops too before the steps' MCP servers end, so no
 	// step of it starts one after.
