@@ -20,7 +20,7 @@ const serveUsage = "serve [--addr 127.0.0.1:0] [--dir DIR] [--allow-remote] [--s
 
 // cmdServe serves the live web UI (package serve) until Ctrl-C.
 func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("serve", stderr)
+	fs, g := newFlags("serve", stdout, stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on (port 0: any free port)")
 	dir := fs.String("dir", ".", "the directory whose runs to show (they are under DIR/.runner/runs)")
 	remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who can reach it and learns the URL's token can read every run and answer its inputs")
