@@ -96,7 +96,7 @@ func connFlags(fs *flag.FlagSet) *conn {
 
 // storeOptions are the store flags as the store opener takes them.
 func storeOptions(s boot.Store) rt.StoreOptions {
-	return rt.StoreOptions{Store: s.Spec, S3Endpoint: s.S3Endpoint, S3Region: s.S3Region, S3PathStyle: s.S3PathStyle}
+	return rt.StoreOptions{Store: s.Spec, S3Endpoint: s.S3Endpoint, S3Region: s.S3Region, S3PathStyle: s.S3PathStyle, Timeout: s.Timeout}
 }
 
 func (c *conn) dial(log *slog.Logger) (client.Client, error) {
@@ -116,13 +116,13 @@ func (c *conn) dial(log *slog.Logger) (client.Client, error) {
 	if err := rt.Secure(&o, c.Security, os.Getenv); err != nil {
 		return nil, err
 	}
-	tc, err := client.Dial(o)
+	tc, err := rt.Dial(o, c.DialTimeout)
 	if err != nil && sec.UseTLS(os.Getenv) {
 		hint := ""
 		if sec.CertPath == "" {
 			hint = "; if the cluster requires mutual TLS, give its client certificate with --tls-cert and --tls-key"
 		}
-		return nil, fmt.Errorf("reaching %s with TLS: %w%s", c.HostPort, err, hint)
+		return nil, fmt.Errorf("%w (with TLS)%s", err, hint)
 	}
 	return tc, err
 }
