@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
@@ -245,13 +244,13 @@ func summaryOf(r *runs.Result, anns []ghactions.Annotation, elapsed time.Duratio
 	for _, t := range report.Tokens(b.RecordingsKeyed()) {
 		cost := ""
 		if t.CostUSD > 0 {
-			cost = agents.FormatUSD(t.CostUSD)
+			cost = board.FormatUSD(t.CostUSD)
 		}
 		total += t.CostUSD
 		s.Tokens = append(s.Tokens, ghactions.SummaryTokens{Model: t.Model, Calls: t.Calls, InputTokens: t.InputTokens, Output: t.OutputTokens, Cost: cost})
 	}
 	if len(s.Tokens) > 0 {
-		s.Cost = agents.FormatUSD(total)
+		s.Cost = board.FormatUSD(total)
 	}
 	return s
 }

@@ -26,7 +26,7 @@ const answerUsage = "answer BLACKBOARD --step LABEL[#VISIT] (--json '{...}' | --
 // (so a replay takes it from there), and idempotent: the same answer again
 // succeeds, a different one is refused as a conflict.
 func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("answer", stderr)
+	fs, g := newFlags("answer", stdout, stderr)
 	stepFlag := fs.String("step", "", "the input step to answer: LABEL, or LABEL#VISIT")
 	jsonFlag := fs.String("json", "", "the answer, a JSON object of the form's fields")
 	var sets stringList

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/runs"
@@ -148,7 +147,7 @@ func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed 
 	for _, t := range tokens {
 		cost := ""
 		if t.CostUSD > 0 {
-			cost = ", " + agents.FormatUSD(t.CostUSD)
+			cost = ", " + board.FormatUSD(t.CostUSD)
 		}
 		fmt.Fprintf(w, "tokens: %s %d in, %d out (%d calls%s)\n", t.Model, t.InputTokens, t.OutputTokens, t.Calls, cost)
 	}

@@ -40,10 +40,12 @@ type globals struct {
 	otlp string // run, resume, replay, trace --otlp-endpoint
 }
 
-func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
+// Help that was asked for (--help) goes to stdout, to be read and piped;
+// a usage mistake goes to stderr.
+func newFlags(name string, stdout, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs := flag.NewFlagSet("runner "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = commandUsage(fs, name)
+	fs.Usage = commandUsage(fs, name, stdout)
 	g := &globals{mask: mask.New()}
 	// runner's default format: console on a terminal or in Actions' log,
 	// else json (globals.format).

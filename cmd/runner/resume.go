@@ -9,7 +9,7 @@ import (
 )
 
 func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("resume", stderr)
+	fs, g := newFlags("resume", stdout, stderr)
 	var o runs.ResumeOptions
 	var env runs.Env
 	fs.BoolVar(&o.Force, "force", false, "resume even though the plan file changed since the run started")

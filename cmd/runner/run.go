@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
@@ -19,7 +20,7 @@ import (
 var version = "dev"
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("run", stderr)
+	fs, g := newFlags("run", stdout, stderr)
 	vars, agentsFlag := plans.VarArgs{}, plans.AgentOverrides{}
 	o := runs.Options{Vars: vars, Agents: agentsFlag, Version: version}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
@@ -141,7 +142,7 @@ func exitCode(err error) int {
 }
 
 func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("version", stderr)
+	fs, _ := newFlags("version", stdout, stderr)
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
 	}
@@ -156,7 +157,7 @@ func (g *globals) learnSecrets(p *plans.Plan) { runs.LearnSecrets(g.mask, p) }
 // printSpend shows what each agent's model calls used and cost.
 func printSpend(w io.Writer, spend []agents.AgentSpend) {
 	for _, sp := range spend {
-		cost := agents.FormatUSD(sp.CostUSD)
+		cost := board.FormatUSD(sp.CostUSD)
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}
