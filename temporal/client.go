@@ -39,9 +39,6 @@ type StartOptions struct {
 // Start starts run (its id, plan source and sha256, vars, workdir) as a
 // workflow whose id is WorkflowIDOf(run).
 func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt StartOptions) (client.WorkflowRun, error) {
-	if _, err := store.Put([]byte(run.PlanSource)); err != nil {
-		return nil, err
-	}
 	if opt.StoreID == "" {
 		id, err := store.ID()
 		if err != nil {
@@ -52,7 +49,13 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 	if opt.TaskQueue == "" {
 		opt.TaskQueue = DefaultTaskQueue
 	}
-	in := Input{Run: run, Options: opt.Options, Reuse: opt.Reuse, StoreID: opt.StoreID}
+	if err := ClaimQueueStore(ctx, c, opt.TaskQueue, store, opt.StoreID, "client"); err != nil {
+		return nil, err
+	}
+	if _, err := store.Put([]byte(run.PlanSource)); err != nil {
+		return nil, err
+	}
+	in := Input{Run: run, Options: opt.Options, Reuse: opt.Reuse, StoreID: opt.StoreID, Code: WorkflowCodeVersion()}
 	if !opt.SharedWorkspace {
 		// The plan's directory travels with the run (workspace.go).
 		ws, err := PackWorkspace(store, run.PlanPath, run.Workdir)
@@ -61,7 +64,7 @@ func Start(ctx context.Context, c client.Client, store Store, run board.Run, opt
 		}
 		in.Workspace = ws
 	}
-	so := client.StartWorkflowOptions{ID: WorkflowIDOf(run), TaskQueue: opt.TaskQueue, Memo: map[string]any{StoreIDMemo: opt.StoreID}}
+	so := client.StartWorkflowOptions{ID: WorkflowIDOf(run), TaskQueue: opt.TaskQueue, Memo: map[string]any{StoreIDMemo: opt.StoreID, CodeVersionMemo: in.Code}}
 	if opt.Options.SearchAttributes {
 		so.TypedSearchAttributes = startAttributes(cmp.Or(opt.PlanName, filepath.Base(run.PlanPath)), run.RunnerVersion)
 	}

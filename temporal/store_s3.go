@@ -13,6 +13,8 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // S3Config says where an S3-compatible store is. It holds no credential:
@@ -39,11 +41,13 @@ type S3Config struct {
 type S3Store struct {
 	cfg S3Config
 	c   *minio.Client
+	// timeout bounds one request, so a store that stops answering fails
+	// the activity (which Temporal retries) instead of hanging it.
+	timeout time.Duration
 }
 
-// s3OpTimeout bounds one request, so a store that stops answering fails
-// the activity (which Temporal retries) instead of hanging it.
-const s3OpTimeout = 2 * time.Minute
+// s3OpTimeout is one request's bound unless --store-timeout says another.
+const s3OpTimeout = boot.DefaultStoreTimeout
 
 // ParseStoreURL reads s3://BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=true]:
 // the whole store as one string, so it travels as one flag value (and in
@@ -142,7 +146,7 @@ func NewS3Store(cfg S3Config, getenv func(string) string) (*S3Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("S3 store %s: %w", cfg.where(), err)
 	}
-	return &S3Store{cfg: cfg, c: c}, nil
+	return &S3Store{cfg: cfg, c: c, timeout: s3OpTimeout}, nil
 }
 
 func firstNonEmpty(ss ...string) string {
@@ -171,7 +175,7 @@ func (s *S3Store) key(name string) string { return s.cfg.Prefix + path.Join(name
 // gc's grace period counts from this Put.
 func (s *S3Store) Put(data []byte) (string, error) {
 	name := Sum(data)
-	ctx, cancel := context.WithTimeout(context.Background(), s3OpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	_, err := s.c.PutObject(ctx, s.cfg.Bucket, s.key(name), bytes.NewReader(data), int64(len(data)),
 		minio.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true})
@@ -197,7 +201,7 @@ func (s *S3Store) Get(name string) ([]byte, error) {
 }
 
 func (s *S3Store) read(key string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), s3OpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	obj, err := s.c.GetObject(ctx, s.cfg.Bucket, key, minio.GetObjectOptions{})
 	if err != nil {
@@ -212,8 +216,12 @@ func isNoSuchKey(err error) bool {
 }
 
 // failed says which store failed and how, naming a missing bucket or
-// refused credentials plainly (the credentials themselves never appear).
+// refused credentials plainly (the credentials themselves never appear),
+// or the bound a silent store went past.
 func (s *S3Store) failed(what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errStalled) {
+		return fmt.Errorf("%s in %s: no answer within %s (--store-timeout): %w", what, s, s.timeout, err)
+	}
 	switch minio.ToErrorResponse(err).Code {
 	case minio.NoSuchBucket:
 		return fmt.Errorf("%s: the bucket %q does not exist at %s: create it first", what, s.cfg.Bucket, firstNonEmpty(s.cfg.Endpoint, "AWS S3"))
@@ -236,7 +244,7 @@ func (s *S3Store) ID() (string, error) {
 		if ferr != nil {
 			return "", ferr
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s3OpTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 		defer cancel()
 		opts := minio.PutObjectOptions{ContentType: "application/json", DisableMultipart: true}
 		opts.SetMatchETagExcept("*")
@@ -258,10 +266,22 @@ func (s *S3Store) ID() (string, error) {
 	return parseStoreIdentity(s.String()+storeIDFile, data)
 }
 
-// List calls fn for every blob under the prefix.
+// errStalled: a listing's next page did not come within the bound.
+var errStalled = errors.New("the listing stalled")
+
+// List calls fn for every blob under the prefix. A listing is many
+// requests (a page each): the bound is on each page's wait.
 func (s *S3Store) List(ctx context.Context, fn func(BlobInfo) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := time.AfterFunc(s.timeout, func() { cancel(errStalled) })
+	defer stall.Stop()
 	for obj := range s.c.ListObjects(ctx, s.cfg.Bucket, minio.ListObjectsOptions{Prefix: s.cfg.Prefix, Recursive: true}) {
+		stall.Reset(s.timeout)
 		if obj.Err != nil {
+			if errors.Is(context.Cause(ctx), errStalled) {
+				return s.failed("listing blobs", errStalled)
+			}
 			return s.failed("listing blobs", obj.Err)
 		}
 		rel := strings.TrimPrefix(obj.Key, s.cfg.Prefix)
@@ -281,6 +301,8 @@ func (s *S3Store) Delete(ctx context.Context, name string) error {
 	if err := validName(name); err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	if err := s.c.RemoveObject(ctx, s.cfg.Bucket, s.key(name), minio.RemoveObjectOptions{}); err != nil && !isNoSuchKey(err) {
 		return s.failed("deleting blob "+name, err)
 	}
@@ -293,6 +315,7 @@ type StoreOptions struct {
 	S3Endpoint  string // override the URL's endpoint
 	S3Region    string
 	S3PathStyle bool
+	Timeout     time.Duration // one S3 request's bound (--store-timeout; 0: the default)
 }
 
 // OpenStore makes the store o names: an S3 bucket for s3://..., else a
@@ -314,6 +337,9 @@ func OpenStore(o StoreOptions, getenv func(string) string) (Store, string, error
 		s, err := NewS3Store(cfg, getenv)
 		if err != nil {
 			return nil, "", err
+		}
+		if o.Timeout > 0 {
+			s.timeout = o.Timeout
 		}
 		return s, s.cfg.URL(), nil
 	}

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 )
 
 // A store's identity is a small object, runner-store.json, written once
@@ -144,6 +146,9 @@ func CheckWorkerStore(ctx context.Context, c client.Client, namespace, queue str
 	if c == nil {
 		return id, nil
 	}
+	if err := ClaimQueueStore(ctx, c, queue, store, id, "worker"); err != nil {
+		return "", err
+	}
 	q := fmt.Sprintf("TaskQueue = '%s' AND ExecutionStatus = 'Running'", strings.ReplaceAll(queue, "'", ""))
 	dc := converter.GetDefaultDataConverter()
 	var token []byte
@@ -162,4 +167,78 @@ func CheckWorkerStore(ctx context.Context, c client.Client, namespace, queue str
 		}
 	}
 	return id, nil
+}
+
+// The store a task queue's runs use is recorded in Temporal itself, the
+// one thing every worker and client of the queue already shares: a
+// schedule, QueueStoreRecord(queue), created paused and with no spec (it
+// never starts anything), whose memo holds the store's id and place. A
+// schedule's creation fails when one of that id exists, so the first
+// worker or client of the queue records its store and everyone after
+// reads that record; a schedule stays until deleted, where a closed
+// marker workflow would go with the namespace's retention and an open one
+// would show among the runs; and the Web UI lists it under Schedules with
+// a note saying what it is. Deriving the task queue's name from the store
+// id would keep mismatched hosts apart too, but silently: runs would wait
+// for workers that never come instead of a refusal that says why.
+
+// StoreMemo is the memo key of the store's place (Store.String) in a
+// queue's record.
+const StoreMemo = "runner.store"
+
+// QueueStoreRecord is the id of the schedule that records the store of
+// task queue queue's runs.
+func QueueStoreRecord(queue string) string { return "runner-store." + queue }
+
+// ClaimQueueStore records store (whose id is id) as the store of queue's
+// runs when nothing is recorded yet, and otherwise refuses another store,
+// naming both: who ("worker", "client") says who is refused. Called by
+// every worker before it polls and every client before it starts a run,
+// so a mistyped --store is refused at once, run open or not.
+func ClaimQueueStore(ctx context.Context, c client.Client, queue string, store Store, id, who string) error {
+	sid := QueueStoreRecord(queue)
+	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:     sid,
+		Action: &client.ScheduleWorkflowAction{ID: sid, Workflow: "runner.store-record", TaskQueue: sid},
+		Paused: true,
+		Note: fmt.Sprintf("runner's record of the store the runs of task queue %s use (it never runs): "+
+			"delete it only to move the queue to another store, once no run is open", queue),
+		Memo: map[string]any{StoreIDMemo: id, StoreMemo: store.String()},
+	})
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return fmt.Errorf("recording the store of task queue %s (schedule %s): %w", queue, sid, err)
+	}
+	// Another worker or client recorded it: read its record. Just after
+	// its creation a schedule may not be described yet.
+	var desc *client.ScheduleDescription
+	for attempt := 0; ; attempt++ {
+		desc, err = c.ScheduleClient().GetHandle(ctx, sid).Describe(ctx)
+		var nf *serviceerror.NotFound
+		if err == nil || !errors.As(err, &nf) || attempt == 20 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("reading the store of task queue %s (schedule %s): %w", queue, sid, err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	recID := StoreIDOfMemo(dc, desc.Memo)
+	if recID == id {
+		return nil
+	}
+	var where string
+	if p := desc.Memo.GetFields()[StoreMemo]; p == nil || dc.FromPayload(p, &where) != nil {
+		where = "(unknown)"
+	}
+	return fmt.Errorf("this task queue's (%s) runs use store %s (id %s); this %s on %s has %s (id %s): "+
+		"give every worker and client of the queue the same --store (to move the queue to another store once no run is open: "+
+		"temporal schedule delete --schedule-id %s)", queue, where, recID, who, hostname(), store, id, sid)
 }

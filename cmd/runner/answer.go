@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,7 @@ const answerUsage = "answer BLACKBOARD --step LABEL[#VISIT] (--json '{...}' | --
 // (so a replay takes it from there), and idempotent: the same answer again
 // succeeds, a different one is refused as a conflict.
 func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("answer", stderr)
+	fs, g := newFlags("answer", stdout, stderr)
 	stepFlag := fs.String("step", "", "the input step to answer: LABEL, or LABEL#VISIT")
 	jsonFlag := fs.String("json", "", "the answer, a JSON object of the form's fields")
 	var sets stringList
@@ -122,6 +123,7 @@ func readAnswer(form *steps.Form, w board.WaitingInput, jsonText string, sets []
 		return answer, exitOK
 	case len(sets) > 0:
 		answer := map[string]any{}
+		var bad steps.FormErrors // every field that does not fit, told at once
 		for _, s := range sets {
 			k, v, ok := strings.Cut(s, "=")
 			if !ok {
@@ -131,10 +133,20 @@ func readAnswer(form *steps.Form, w board.WaitingInput, jsonText string, sets []
 				answer[k] = v
 				continue
 			}
-			var err error
-			if answer[k], err = form.Parse(k, v); err != nil {
-				return fail("step %s: %v", w.Label, err)
+			x, err := form.Parse(k, v)
+			if err != nil {
+				bad = append(bad, err)
+				continue
 			}
+			answer[k] = x
+		}
+		if len(bad) > 0 {
+			for _, r := range form.Required {
+				if _, ok := answer[r]; !ok && !slices.Contains(setNames(sets), r) {
+					bad = append(bad, fmt.Errorf("field %q is required", r))
+				}
+			}
+			return fail("step %s: %v", w.Label, bad)
 		}
 		return answer, exitOK
 	case form != nil && isTerminal(stdin):
@@ -251,4 +263,14 @@ func whoAnswers() string {
 		return u.Username
 	}
 	return ""
+}
+
+// setNames are the fields --set FIELD=VALUE flags name.
+func setNames(sets []string) []string {
+	var names []string
+	for _, s := range sets {
+		k, _, _ := strings.Cut(s, "=")
+		names = append(names, k)
+	}
+	return names
 }

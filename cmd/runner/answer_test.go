@@ -304,3 +304,30 @@ func withoutEnv(env []string, names ...string) []string {
 	}
 	return out
 }
+
+// An answer's every bad field is told at once, from --set and from --json,
+// and nothing is recorded.
+func TestAnswerTellsEveryBadField(t *testing.T) {
+	wd := t.TempDir()
+	bb := filepath.Join(wd, "bb.json")
+	if r := runCLI(t, wd, "run", testdata("validate/ask.yaml"), "--out", bb); r.code != 4 {
+		t.Fatalf("run: exit %d, want 4\n%s", r.code, r.stderr)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--set", "age=x", "--set", "ok=maybe", "--set", "colour=red"},
+			`runner answer: step ask: field "age": want an integer, got "x"; field "ok": want true or false (yes, no, y, n), got "maybe"; field "colour" is not in the form (it has name, age, ok); field "name" is required`},
+		{[]string{"--json", `{"age": "x", "ok": "maybe", "colour": "red"}`},
+			`runner answer: step ask: the answer does not fit the form: field "age": want an integer, got the string "x"; field "colour" is not in the form (it has name, age, ok); field "ok": want true or false, got the string "maybe"; field "name" is required`},
+	} {
+		r := runCLI(t, wd, append([]string{"answer", bb, "--step", "ask"}, tc.args...)...)
+		if r.code != exitUsage || strings.TrimSpace(r.stderr) != tc.want {
+			t.Errorf("%v: exit %d\n got: %s\nwant: %s", tc.args, r.code, r.stderr, tc.want)
+		}
+	}
+	if run, _ := loadRun(t, bb); len(run.Waiting) != 1 {
+		t.Errorf("a refused answer changed the run: waiting %+v", run.Waiting)
+	}
+}

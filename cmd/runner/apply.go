@@ -37,7 +37,7 @@ func pFlag(a string) (string, bool) {
 // cmdApply is `runner apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-`:
 // the diff applier on its own, all or nothing, like git apply.
 func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("apply", stderr)
+	fs, g := newFlags("apply", stdout, stderr)
 	dir := fs.String("dir", ".", "the directory the diff's paths are relative to")
 	var strip int64
 	newOptInt(fs, &strip, "p", "remove `N` leading components from file names (default: found from the files that exist, a/x or x)")
@@ -47,12 +47,12 @@ func cmdApply(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	keep := fs.Int("keep-backups", patch.DefaultKeepBackups, "keep the newest `N` backups under DIR/.runner/backups, removing older ones after an apply that makes one (0: keep them all)")
 	undo := fs.String("undo", "", "put the files back from `BACKUP_DIR` (as printed after `backup:`, or a step's backup_dir), instead of applying a diff")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, wrap("Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] [--format F] [--keep-backups N] PATCH|-", "    ", helpWidth))
-		fmt.Fprintln(stderr, "       runner apply [--dir DIR] --undo BACKUP_DIR")
-		fmt.Fprint(stderr, wrap("Applies a unified diff (prose and markdown fences around it are fine), all or nothing.", "", helpWidth))
-		fmt.Fprint(stderr, wrap("Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.", "  ", helpWidth))
-		fmt.Fprintln(stderr, "\nExamples:\n  "+strings.Join(examples["apply"], "\n  ")+"\n\nFlags:")
-		printFlags(stderr, fs)
+		fmt.Fprint(stdout, wrap("Usage: runner apply [--dir DIR] [-p N] [--check] [--reverse] [--format F] [--keep-backups N] PATCH|-", "    ", helpWidth))
+		fmt.Fprintln(stdout, "       runner apply [--dir DIR] --undo BACKUP_DIR")
+		fmt.Fprint(stdout, wrap("Applies a unified diff (prose and markdown fences around it are fine), all or nothing.", "", helpWidth))
+		fmt.Fprint(stdout, wrap("Exit status: 0 applied or already applied, 1 refused or failed, 2 bad usage, 130 interrupted.", "  ", helpWidth))
+		fmt.Fprintln(stdout, "\nExamples:\n  "+strings.Join(examples["apply"], "\n  ")+"\n\nFlags:")
+		printFlags(stdout, fs)
 	}
 	for i, a := range args {
 		if n, ok := pFlag(a); ok {

@@ -98,7 +98,7 @@ func cmdBoard(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // runBoard is `runner board` reading the clock now on a run no one owns
 // (nil: the system clock), so that tests can move time past a TTL.
 func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func() time.Time) int {
-	fs, g := newFlags("board", stderr)
+	fs, g := newFlags("board", stdout, stderr)
 	f := &boardFlags{}
 	fs.Var(&f.ttl, "ttl", "put: the value expires after this many seconds (60) or this long (90s, 1h)")
 	fs.StringVar(&f.agent, "agent", "", "who reads or writes (default cli): its key patterns apply, writes are authored by it")

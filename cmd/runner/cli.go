@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // examples are what each subcommand's --help shows under its usage line.
@@ -36,10 +37,9 @@ var examples = map[string][]string{
 }
 
 // commandUsage is the usage line and examples of a subcommand, for its
-// --help (flag.FlagSet.Usage).
-func commandUsage(fs *flag.FlagSet, name string) func() {
+// --help (flag.FlagSet.Usage), written to w.
+func commandUsage(fs *flag.FlagSet, name string, w io.Writer) func() {
 	return func() {
-		w := fs.Output()
 		usageLine, summary := name, ""
 		for _, c := range commands {
 			if c.name == name {
@@ -64,10 +64,60 @@ func commandUsage(fs *flag.FlagSet, name string) func() {
 // helpWidth is what help is wrapped to: it fits an 80-column terminal.
 const helpWidth = 80
 
-// printFlags is flag.PrintDefaults wrapped to helpWidth: each flag on its
-// own line, what it does indented below it.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+// flagSections are the flags of a command that belong under a heading of
+// their own in its help (those of one engine), by flag set: the common
+// flags come first, not lost among them.
+var (
+	sectionsMu   sync.Mutex
+	flagSections = map[*flag.FlagSet][]flagSection{}
+)
+
+type flagSection struct {
+	heading string
+	names   map[string]bool
+}
+
+// flagGroup puts the flags that add defines on fs under heading in fs's help.
+func flagGroup(fs *flag.FlagSet, heading string, add func()) {
+	before := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { before[f.Name] = true })
+	add()
+	sec := flagSection{heading: heading, names: map[string]bool{}}
 	fs.VisitAll(func(f *flag.Flag) {
+		if !before[f.Name] {
+			sec.names[f.Name] = true
+		}
+	})
+	sectionsMu.Lock()
+	flagSections[fs] = append(flagSections[fs], sec)
+	sectionsMu.Unlock()
+}
+
+// printFlags is flag.PrintDefaults wrapped to helpWidth: each flag on its
+// own line, what it does indented below it; the common flags first, then
+// each section's under its heading.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	sectionsMu.Lock()
+	secs := flagSections[fs]
+	sectionsMu.Unlock()
+	inSection := map[string]bool{}
+	for _, sec := range secs {
+		for n := range sec.names {
+			inSection[n] = true
+		}
+	}
+	printFlagsIf(w, fs, func(f *flag.Flag) bool { return !inSection[f.Name] })
+	for _, sec := range secs {
+		fmt.Fprintf(w, "\n%s:\n", sec.heading)
+		printFlagsIf(w, fs, func(f *flag.Flag) bool { return sec.names[f.Name] })
+	}
+}
+
+func printFlagsIf(w io.Writer, fs *flag.FlagSet, keep func(*flag.Flag) bool) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if !keep(f) {
+			return
+		}
 		arg, text := flag.UnquoteUsage(f)
 		dash := "--"
 		if len(f.Name) == 1 {
@@ -134,7 +184,11 @@ func hoistGlobals(args []string) ([]string, error) {
 	if len(lead) == 0 || len(args) == 0 {
 		return append(lead, args...), nil
 	}
-	return append(append([]string{args[0]}, lead...), args[1:]...), nil
+	n := 1
+	if args[0] == "help" && len(args) > 1 {
+		n = 2 // runner -q help run is runner help run -q
+	}
+	return append(append(append([]string{}, args[:n]...), lead...), args[n:]...), nil
 }
 
 // buildVersion is the version the binary says it is: set with -ldflags
@@ -203,7 +257,7 @@ func helpOf(name string) string {
 	for _, c := range commands {
 		if c.name == name && name != "completion" {
 			var buf bytes.Buffer
-			c.run([]string{"-h"}, strings.NewReader(""), io.Discard, &buf)
+			c.run([]string{"-h"}, strings.NewReader(""), &buf, io.Discard)
 			return buf.String()
 		}
 	}
@@ -211,7 +265,7 @@ func helpOf(name string) string {
 }
 
 func cmdCompletion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("completion", stderr)
+	fs, _ := newFlags("completion", stdout, stderr)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)

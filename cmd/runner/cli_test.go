@@ -24,14 +24,78 @@ func TestEveryCommandHelp(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			r := runCLI(t, t.TempDir(), c.name, "--help")
-			out := r.stdout + r.stderr
-			if r.code != 0 {
-				t.Errorf("exit %d", r.code)
+			out := r.stdout
+			if r.code != 0 || r.stderr != "" {
+				t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+			}
+			if h := runCLI(t, t.TempDir(), "help", c.name); h.code != 0 || h.stdout != r.stdout {
+				t.Errorf("runner help %s: exit %d, and not what --help prints:\n%s", c.name, h.code, h.stdout)
 			}
 			if !strings.HasPrefix(out, "Usage: runner "+c.name) || !strings.Contains(out, "Examples:\n  runner ") {
 				t.Errorf("help lacks a usage line or an example:\n%s", out)
 			}
 		})
+	}
+}
+
+// Help that was asked for is on stdout with exit 0, to be piped into grep
+// or less; a mistake is on stderr with exit 2.
+func TestHelpGoesWhereAsked(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string // a line the help has on stdout
+		stderr string // what the mistake says on stderr
+	}{
+		{[]string{"--help"}, 0, "Commands:", ""},
+		{[]string{"-h"}, 0, "Commands:", ""},
+		{[]string{"help"}, 0, "Commands:", ""},
+		{[]string{"run", "--help"}, 0, "  --reuse value", ""},
+		{[]string{"run", "-h"}, 0, "  --reuse value", ""},
+		{[]string{"help", "run"}, 0, "  --reuse value", ""},
+		{[]string{"help", "apply"}, 0, "Usage: runner apply", ""},
+		{[]string{"help", "board"}, 0, "Usage: runner board", ""},
+		{[]string{"help", "worker"}, 0, "  --expect-store-id", ""},
+		{[]string{"-q", "help", "report"}, 0, "Usage: runner report", ""},
+		{[]string{}, 2, "", "Commands:"},
+		{[]string{"help", "rnu"}, 2, "", `unknown command "rnu" (did you mean "run"?)`},
+		{[]string{"run", "--reprot"}, 2, "", "unknown flag --reprot"},
+		{[]string{"run"}, 2, "", "want one plan file"},
+	}
+	for _, tt := range tests {
+		r := runCLI(t, t.TempDir(), tt.args...)
+		if r.code != tt.code {
+			t.Errorf("runner %v: exit %d, want %d", tt.args, r.code, tt.code)
+		}
+		if tt.stdout == "" && r.stdout != "" || !strings.Contains(r.stdout, tt.stdout) {
+			t.Errorf("runner %v: stdout %q, want it to have %q", tt.args, r.stdout, tt.stdout)
+		}
+		if tt.stderr == "" && r.stderr != "" || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("runner %v: stderr %q, want it to have %q", tt.args, r.stderr, tt.stderr)
+		}
+	}
+}
+
+// run's help has its common flags first and the Temporal engine's under a
+// heading of their own after them.
+func TestRunHelpGroupsEngineFlags(t *testing.T) {
+	r := runCLI(t, t.TempDir(), "help", "run")
+	common, engine, ok := strings.Cut(r.stdout, "\nWith --engine temporal:\n")
+	if !ok {
+		t.Fatalf("no Temporal heading in:\n%s", r.stdout)
+	}
+	for _, f := range []string{"--var", "--agent", "--workdir", "--out", "--report", "--reuse", "--engine", "--log-level"} {
+		if !strings.Contains(common, "\n  "+f+" ") && !strings.Contains(common, "\n  "+f+"\n") {
+			t.Errorf("%s is not among the common flags", f)
+		}
+	}
+	for _, f := range []string{"--temporal", "--namespace", "--task-queue", "--tls-ca", "--store", "--heartbeat-timeout", "--sync-back"} {
+		if !strings.Contains(engine, "\n  "+f+" ") && !strings.Contains(engine, "\n  "+f+"\n") {
+			t.Errorf("%s is not under the Temporal heading", f)
+		}
+		if strings.Contains(common, "\n  "+f+" ") {
+			t.Errorf("%s is among the common flags", f)
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 const evalUsage = "eval RUN... [--baseline GOLDEN] [--json]"
 
 func cmdEval(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("eval", stderr)
+	fs, _ := newFlags("eval", stdout, stderr)
 	baseline := fs.String("baseline", "", "GOLDEN: compare RUN with this run step by step; exit 1 when something that passed there does not now")
 	asJSON := fs.Bool("json", false, "print the verdict (or the figures) as JSON on stdout, for CI")
 	pos, err := parse(fs, args)

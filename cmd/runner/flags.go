@@ -31,6 +31,7 @@ type globals struct {
 	// starts empty and learns the secrets once the plan is known.
 	mask   *mask.Masker
 	report bool   // run, resume --report: write report.html at the end
+	junit  string // run, resume --junit FILE: write JUnit XML at the end
 	runID  string // set before the logger is made: every event carries it
 	output bool   // run, resume --show-output: stream command and test output
 	// gh is stderr as a GitHub Actions step writes it (nil elsewhere):
@@ -39,10 +40,12 @@ type globals struct {
 	otlp string // run, resume, replay, trace --otlp-endpoint
 }
 
-func newFlags(name string, stderr io.Writer) (*flag.FlagSet, *globals) {
+// Help that was asked for (--help) goes to stdout, to be read and piped;
+// a usage mistake goes to stderr.
+func newFlags(name string, stdout, stderr io.Writer) (*flag.FlagSet, *globals) {
 	fs := flag.NewFlagSet("runner "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = commandUsage(fs, name)
+	fs.Usage = commandUsage(fs, name, stdout)
 	g := &globals{mask: mask.New()}
 	// runner's default format: console on a terminal or in Actions' log,
 	// else json (globals.format).

@@ -12,7 +12,7 @@ func cmdGraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	out, flush := buffered(stdout) // a large plan is a long graph
 	defer flush()
 	stdout = out
-	fs, _ := newFlags("graph", stderr)
+	fs, _ := newFlags("graph", stdout, stderr)
 	format := fs.String("format", "mermaid", "mermaid or dot")
 	pos, err := parse(fs, args)
 	if err != nil {

@@ -63,12 +63,19 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "runner: %v\n", err)
 		return exitUsage
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		usage(stderr) // a command was wanted: the list is the error
+		return exitUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" && len(args) == 1 {
 		usage(stdout)
-		if len(args) == 0 {
-			return exitUsage
-		}
 		return exitOK
+	}
+	if args[0] == "help" { // runner help COMMAND [SUBCOMMAND]: its --help
+		if !isCommand(args[1]) {
+			return unknownCommand(stderr, args[1])
+		}
+		args = append(args[1:], "--help")
 	}
 	if args[0] == "--version" {
 		return cmdVersion(nil, stdin, stdout, stderr)
@@ -81,11 +88,24 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return c.run(args[1:], stdin, stdout, stderr)
 		}
 	}
+	return unknownCommand(stderr, args[0])
+}
+
+func isCommand(name string) bool {
+	for _, c := range commands {
+		if c.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func unknownCommand(stderr io.Writer, name string) int {
 	var names []string
 	for _, c := range commands {
 		names = append(names, c.name)
 	}
-	fmt.Fprintf(stderr, "runner: unknown command %q%s\n", args[0], plans.Suggest(args[0], names))
+	fmt.Fprintf(stderr, "runner: unknown command %q%s\n", name, plans.Suggest(name, names))
 	fmt.Fprintln(stderr, "Usage: runner COMMAND [ARGS] [flags]; `runner --help` lists the commands")
 	return exitUsage
 }
@@ -95,7 +115,7 @@ func usage(w io.Writer) {
 	for _, c := range commands {
 		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun `runner COMMAND --help` for a command's arguments and flags.")
+	fmt.Fprintln(w, "\nRun `runner help COMMAND` for a command's arguments and flags.")
 	fmt.Fprintln(w, "\nGlobal flags: --log-format console|json, --log-level debug|info|warn|error, -q")
 	fmt.Fprintln(w, "Exit codes: 0 succeeded, 1 plan failed, 2 bad usage or invalid plan,\n  3 replay diverged, 4 waiting for an answer, 130 interrupted")
 }

@@ -24,7 +24,7 @@ import (
 // (docs/mcp.md, "Cost"), and one binary installs with one command.
 
 func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("mcp", stderr)
+	fs, g := newFlags("mcp", stdout, stderr)
 	dir := fs.String("dir", ".", "the directory whose runs the server lists and starts (they are under DIR/.runner/runs)")
 	addr := fs.String("http", "", "serve streamable HTTP on `ADDR` (127.0.0.1:PORT, or :PORT for 127.0.0.1) instead of stdin and stdout; the token to give is printed once")
 	anyHost := fs.Bool("listen-any", false, "with --http: allow an address other than loopback (the token then crosses the network in clear)")

@@ -28,7 +28,7 @@ type replayOpts struct {
 }
 
 func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("replay", stderr)
+	fs, g := newFlags("replay", stdout, stderr)
 	var o replayOpts
 	fs.StringVar(&o.plan, "plan", "", "replay this plan (a changed one) against the recording instead of the recorded plan")
 	fs.StringVar(&o.workdir, "workdir", "", "run the steps that touch the world (command, test, apply_diff, ...) for real in DIR")

@@ -14,7 +14,7 @@ import (
 )
 
 func cmdReport(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("report", stderr)
+	fs, g := newFlags("report", stdout, stderr)
 	out := fs.String("o", "", "where to write it (default: report.html or junit.xml beside the blackboard; - for stdout)")
 	format := fs.String("format", "html", "html: the run as one page; junit: its test steps (and steps) as JUnit XML, for CI")
 	pos, err := parse(fs, args)

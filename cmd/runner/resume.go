@@ -9,13 +9,14 @@ import (
 )
 
 func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("resume", stderr)
+	fs, g := newFlags("resume", stdout, stderr)
 	var o runs.ResumeOptions
 	var env runs.Env
 	fs.BoolVar(&o.Force, "force", false, "resume even though the plan file changed since the run started")
 	fs.BoolVar(&env.Sync, "sync", false, "fsync the journal after every step")
 	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
+	fs.StringVar(&g.junit, "junit", "", "write the run's tests and steps as JUnit XML to `FILE` when it ends (as runner report --format junit)")
 	addTraceFlag(fs, g)
 	pos, err := parse(fs, args)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
@@ -19,7 +20,7 @@ import (
 var version = "dev"
 
 func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("run", stderr)
+	fs, g := newFlags("run", stdout, stderr)
 	vars, agentsFlag := plans.VarArgs{}, plans.AgentOverrides{}
 	o := runs.Options{Vars: vars, Agents: agentsFlag, Version: version}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
@@ -34,6 +35,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take the results of steps that touch the world (command, test, apply_diff, ...) from the recording too, run nothing")
 	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
+	fs.StringVar(&g.junit, "junit", "", "write the run's tests and steps as JUnit XML to `FILE` when it ends (as runner report --format junit)")
 	addTraceFlag(fs, g)
 	var tf runs.Temporal
 	engineFlag := addTemporalFlags(fs, &tf)
@@ -140,7 +142,7 @@ func exitCode(err error) int {
 }
 
 func cmdVersion(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("version", stderr)
+	fs, _ := newFlags("version", stdout, stderr)
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
 	}
@@ -155,7 +157,7 @@ func (g *globals) learnSecrets(p *plans.Plan) { runs.LearnSecrets(g.mask, p) }
 // printSpend shows what each agent's model calls used and cost.
 func printSpend(w io.Writer, spend []agents.AgentSpend) {
 	for _, sp := range spend {
-		cost := agents.FormatUSD(sp.CostUSD)
+		cost := board.FormatUSD(sp.CostUSD)
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}

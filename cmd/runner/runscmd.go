@@ -12,7 +12,7 @@ import (
 )
 
 func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("runs", stderr)
+	fs, _ := newFlags("runs", stdout, stderr)
 	dir := fs.String("dir", ".", "the directory whose runs to list (they are under DIR/.runner/runs)")
 	asJSON := fs.Bool("json", false, "print the runs as a JSON array")
 	status := fs.String("status", "", "only runs with this status: running, waiting, succeeded, failed or interrupted")

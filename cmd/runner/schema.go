@@ -14,7 +14,7 @@ import (
 // descriptions (plan.schema.json is the same text, committed for editors
 // that fetch it by URL; a test keeps the two equal).
 func cmdSchema(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("schema", stderr)
+	fs, _ := newFlags("schema", stdout, stderr)
 	if _, err := parse(fs, args); err != nil {
 		return flagErr(err)
 	}

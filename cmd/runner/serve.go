@@ -16,14 +16,15 @@ import (
 	"github.com/planrunner/runner/internal/server/web"
 )
 
-const serveUsage = "serve [--addr 127.0.0.1:0] [--dir DIR] [--allow-remote]"
+const serveUsage = "serve [--addr 127.0.0.1:0] [--dir DIR] [--allow-remote] [--stream-write-timeout 10s]"
 
 // cmdServe serves the live web UI (package serve) until Ctrl-C.
 func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("serve", stderr)
+	fs, g := newFlags("serve", stdout, stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on (port 0: any free port)")
 	dir := fs.String("dir", ".", "the directory whose runs to show (they are under DIR/.runner/runs)")
 	remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who can reach it and learns the URL's token can read every run and answer its inputs")
+	streamWrite := fs.Duration("stream-write-timeout", web.DefaultStreamWriteTimeout, "drop a page's event stream when its client takes none of a write for this long (the page opens it again)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -52,7 +53,7 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	srv, err := web.New(web.Options{
-		Dir: *dir, By: whoAnswers(), Remote: !loop, Log: log, Stderr: g.mask.Writer(stderr),
+		Dir: *dir, By: whoAnswers(), Remote: !loop, Log: log, Stderr: g.mask.Writer(stderr), StreamWriteTimeout: *streamWrite,
 		Resume: func(path string) error {
 			// A run of its own, as `runner resume` in a terminal: the
 			// server stays a viewer, and the run goes on if it stops.
@@ -82,7 +83,7 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		f.Sync()
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -29,23 +30,26 @@ import (
 // connection's are runner-temporal's own (boot.ConnFlags), with its help.
 func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 	engine := fs.String("engine", "local", "local (in this process) or temporal (on Temporal workers, through runner-temporal)")
-	boot.ConnFlags(fs, &t.Conn)
-	fs.DurationVar(&t.HeartbeatTimeout, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
-	fs.IntVar(&t.MaxHistoryEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
-	fs.DurationVar(&t.LocalStepsUnder, "local-steps-under", 0, "with --engine temporal: a command step whose timeout is at most this runs as a local activity (with --shared-workspace; default 0: none)")
-	fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
-	fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
-	fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 20s)")
+	flagGroup(fs, "With --engine temporal", func() {
+		boot.ConnFlags(fs, &t.Conn)
+		fs.DurationVar(&t.HeartbeatTimeout, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
+		fs.IntVar(&t.MaxHistoryEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
+		fs.DurationVar(&t.LocalStepsUnder, "local-steps-under", 0, "with --engine temporal: a command step whose timeout is at most this runs as a local activity (with --shared-workspace; default 0: none)")
+		fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
+		fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
+		fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 20s)")
+		fs.Var(negBool{&t.KeepFanOuts}, "spread-fanouts", "with --engine temporal: a for_each's items run on any worker, each from the workspace as the for_each started, their files merged back in item order (false: on the run's host)")
+	})
 	return engine
 }
 
 // workerFlags are the flags of `runner worker`: runner-temporal's own
 // (boot.WorkerFlags), which it parses itself; runner lists them for
 // --help and completion.
-func workerFlags(stderr io.Writer) *flag.FlagSet {
+func workerFlags(stdout, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("runner worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = commandUsage(fs, "worker")
+	fs.Usage = commandUsage(fs, "worker", stdout)
 	boot.WorkerFlags(fs, &boot.Worker{})
 	return fs
 }
@@ -54,7 +58,7 @@ func workerFlags(stderr io.Writer) *flag.FlagSet {
 func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, a := range args {
 		if a == "-h" || a == "-help" || a == "--help" {
-			workerFlags(stderr).Usage()
+			workerFlags(stdout, stderr).Usage()
 			return exitOK
 		}
 	}
@@ -98,7 +102,7 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 	start := time.Now()
 	host := "" // where the last step a worker ran ran
 	e, err := r.ExecuteOnTemporal(t, g.mask.Writer(stderr), func(ev runs.Event) {
-		if ev.Finished != nil && ev.Finished.Host != "" && ev.Finished.Host != host {
+		if f := ev.Finished; f != nil && f.Parent == "" && f.Host != "" && f.Host != host {
 			hostChanged(g, log, stderr, host, *ev.Finished)
 			host = ev.Finished.Host
 		}
@@ -169,9 +173,10 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 }
 
 // hostChanged says which host the run's steps run on, when the first
-// step a worker ran finishes and when one finishes on another host than
-// the one before it (the run's host died and the run moved, or, with a
-// shared workspace, another worker took the step).
+// top-level step a worker ran finishes and when one finishes on another
+// host than the one before it (the run's host died and the run moved,
+// or, with a shared workspace, another worker took the step). The steps
+// of a group are left out: a fan-out's items run on any worker.
 func hostChanged(g *globals, log zerolog.Logger, stderr io.Writer, from string, rec board.StepRecord) {
 	step := steps.VisitName(rec.Label, rec.Visit)
 	if g.format(stderr) == "json" {
@@ -195,3 +200,24 @@ func hostChanged(g *globals, log zerolog.Logger, stderr io.Writer, from string, 
 	}
 	fmt.Fprintf(w, "steps run on host %s from %s (before it, on host %s)\n", rec.Host, step, from)
 }
+
+// negBool is a boolean flag, default true, that sets *p to its negation.
+type negBool struct{ p *bool }
+
+func (b negBool) String() string {
+	if b.p == nil || !*b.p {
+		return "true"
+	}
+	return "false"
+}
+
+func (b negBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = !v
+	return nil
+}
+
+func (negBool) IsBoolFlag() bool { return true }

@@ -30,7 +30,7 @@ func traceRun(path string, g *globals, stderr io.Writer) {
 }
 
 func cmdTrace(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, g := newFlags("trace", stderr)
+	fs, g := newFlags("trace", stdout, stderr)
 	fs.StringVar(&g.otlp, "otlp-endpoint", "", "OTLP/HTTP URL to send the trace to (default: OTEL_EXPORTER_OTLP_ENDPOINT)")
 	out := fs.String("o", "", "write the trace as OTLP JSON to this file (- for stdout) instead of sending it")
 	timeout := fs.Duration("timeout", 0, "give up sending after this long (default: OTEL_EXPORTER_OTLP_TIMEOUT, else 5s)")

@@ -12,7 +12,7 @@ import (
 )
 
 func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs, _ := newFlags("validate", stderr)
+	fs, _ := newFlags("validate", stdout, stderr)
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)

@@ -3,8 +3,9 @@ package agents
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
+
+	"github.com/planrunner/runner/internal/board"
 )
 
 // APIError is an error answer from a provider's API.
@@ -92,10 +93,10 @@ func (e *BudgetError) Error() string {
 		e.Agent, e.Model, e.Input+e.Output, e.Input, e.Output)
 	switch {
 	case e.LimitUSD > 0 && e.Agent == "":
-		return fmt.Sprintf("limits.max_cost_usd %s reached: %s spent", usd(e.LimitUSD), usd(e.SpentUSD))
+		return fmt.Sprintf("limits.max_cost_usd %s reached: %s spent", board.FormatUSD(e.LimitUSD), board.FormatUSD(e.SpentUSD))
 	case e.LimitUSD > 0:
 		return fmt.Sprintf("limits.max_cost_usd %s: %s, costing up to %s, and %s is spent: it was not started",
-			usd(e.LimitUSD), next, usd(e.NextUSD), usd(e.SpentUSD))
+			board.FormatUSD(e.LimitUSD), next, board.FormatUSD(e.NextUSD), board.FormatUSD(e.SpentUSD))
 	case e.Agent == "":
 		return fmt.Sprintf("limits.max_tokens %d reached: %d tokens used", e.Limit, e.Used)
 	}
@@ -103,12 +104,4 @@ func (e *BudgetError) Error() string {
 		return fmt.Sprintf("limits.max_tokens %d: %s, and %d are used or held by calls under way (%d held): it was not started", e.Limit, next, e.Used, e.Held)
 	}
 	return fmt.Sprintf("limits.max_tokens %d: %s, and %d are used: it was not started", e.Limit, next, e.Used)
-}
-
-// usd shows a dollar amount with the precision small calls need.
-func usd(x float64) string {
-	if x >= 1 || math.Abs(x*100-math.Round(x*100)) < 1e-9 {
-		return fmt.Sprintf("$%.2f", x)
-	}
-	return fmt.Sprintf("$%.4f", x)
 }

@@ -336,17 +336,3 @@ func responseCost(resp *Response) (float64, bool) {
 	}
 	return 0, false
 }
-
-// FormatUSD is how runner writes a cost everywhere: whole cents from a
-// dollar up, else two significant digits, so a cost that is not zero
-// never reads as $0.0000.
-func FormatUSD(x float64) string {
-	if x == 0 || x >= 1 || x <= -1 {
-		return fmt.Sprintf("$%.2f", x)
-	}
-	digits := 2
-	for v := math.Abs(x); v < 0.1 && digits < 9; v *= 10 {
-		digits++
-	}
-	return fmt.Sprintf("$%.*f", digits, x)
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -12,7 +13,10 @@ import (
 
 // script answers from canned responses, without the network: a step's own
 // answers (keyed by its label) first, in order, then the unlabeled list in
-// order.
+// order, then the default ("*"). An item of a fan-out (a label with an
+// item index, LABEL[i] or LABEL[i]/INNER) whose own answers are used up
+// takes answer i of its step's list, so the answers follow the items'
+// order, not the order their calls come in.
 type script struct {
 	agent *Agent
 
@@ -23,6 +27,24 @@ type script struct {
 	unlabeled []plans.Response
 	next      map[string]int // next answer per label
 	free      int            // next unlabeled answer
+	fallback  int            // next default answer; the last one repeats
+	fan       map[string]*fanPlace
+	itemDone  map[itemCall]bool // items that took their answer from the list
+}
+
+// DefaultResponseKey keys the answers of any call the others leave
+// unanswered; it cannot be a step's label.
+const DefaultResponseKey = "*"
+
+// fanPlace is where a visit of a fan-out starts in its key's answers: a
+// later visit (a loop) goes on after the answers the earlier one used.
+type fanPlace struct {
+	visit, base, end int
+}
+
+type itemCall struct {
+	label string
+	visit int
 }
 
 // newScript makes a script agent whose answers load gives. A run reads
@@ -64,39 +86,113 @@ func (s *script) loadLocked() error {
 
 func (s *script) reset() {
 	s.mu.Lock()
-	s.next, s.free = map[string]int{}, 0
+	s.next, s.free, s.fallback = map[string]int{}, 0, 0
+	s.fan, s.itemDone = map[string]*fanPlace{}, map[itemCall]bool{}
 	s.mu.Unlock()
 }
 
-// take hands out the answer for the next call of step label.
-func (s *script) take(label string) (plans.Response, bool, error) {
+// itemKey finds the fan-out item a call belongs to: for LABEL[i] the
+// answers keyed LABEL, for LABEL[i]/INNER (a step of an item's block)
+// those keyed INNER; index is the item's.
+func itemKey(label string) (key string, index int, ok bool) {
+	segs := strings.Split(label, "/")
+	last := segs[len(segs)-1]
+	if l, i, ok := splitItem(last); ok {
+		return l, i, true
+	}
+	for j := len(segs) - 2; j >= 0; j-- {
+		if _, i, ok := splitItem(segs[j]); ok {
+			return last, i, true
+		}
+	}
+	return "", 0, false
+}
+
+// splitItem reads LABEL[i] (the engine's item label).
+func splitItem(s string) (string, int, bool) {
+	open := strings.LastIndexByte(s, '[')
+	if open <= 0 || !strings.HasSuffix(s, "]") {
+		return "", 0, false
+	}
+	i, err := strconv.Atoi(s[open+1 : len(s)-1])
+	if err != nil || i < 0 || strconv.Itoa(i) != s[open+1:len(s)-1] {
+		return "", 0, false
+	}
+	return s[:open], i, true
+}
+
+// take hands out the answer for the next call of step label at visit.
+func (s *script) take(label string, visit int) (plans.Response, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.loadLocked(); err != nil {
 		return plans.Response{}, false, err
 	}
-	if i := s.next[label]; i < len(s.byLabel[label]) {
-		s.next[label]++
-		return s.byLabel[label][i], true, nil
+	if r, ok := s.ownLocked(label); ok {
+		return r, true, nil
 	}
+	key, index, isItem := itemKey(label)
 	// A called plan's step (CALL/LABEL) takes the answers its own file
-	// keys by its label there.
-	if j := strings.LastIndexByte(label, '/'); j >= 0 {
-		local := label[j+1:]
-		if i := s.next[local]; i < len(s.byLabel[local]) {
-			s.next[local]++
-			return s.byLabel[local][i], true, nil
+	// keys by its label there; a step of a fan-out's block takes them by
+	// item, below.
+	if j := strings.LastIndexByte(label, '/'); j >= 0 && (!isItem || key != label[j+1:]) {
+		if r, ok := s.ownLocked(label[j+1:]); ok {
+			return r, true, nil
+		}
+	}
+	if isItem && len(s.byLabel[key]) > 0 {
+		if r, ok := s.itemLocked(label, visit, key, index); ok {
+			return r, true, nil
 		}
 	}
 	if s.free < len(s.unlabeled) {
 		s.free++
 		return s.unlabeled[s.free-1], true, nil
 	}
+	if d := s.byLabel[DefaultResponseKey]; len(d) > 0 {
+		r := d[min(s.fallback, len(d)-1)]
+		s.fallback++
+		return r, true, nil
+	}
 	return plans.Response{}, false, nil
 }
 
+// ownLocked serves the next of the answers keyed by label itself.
+func (s *script) ownLocked(label string) (plans.Response, bool) {
+	if i := s.next[label]; i < len(s.byLabel[label]) {
+		s.next[label]++
+		return s.byLabel[label][i], true
+	}
+	return plans.Response{}, false
+}
+
+// itemLocked serves item index of a fan-out its answer from the list
+// keyed by key: one answer per item, the first call of the item's visit.
+func (s *script) itemLocked(label string, visit int, key string, index int) (plans.Response, bool) {
+	c := itemCall{label, visit}
+	if s.itemDone[c] {
+		return plans.Response{}, false
+	}
+	p := s.fan[key]
+	if p == nil || p.visit != visit {
+		base := s.next[key]
+		if p != nil {
+			base = max(base, p.end)
+		}
+		p = &fanPlace{visit: visit, base: base, end: base}
+		s.fan[key] = p
+	}
+	at := p.base + index
+	if at >= len(s.byLabel[key]) {
+		return plans.Response{}, false
+	}
+	s.itemDone[c] = true
+	p.end = max(p.end, at+1)
+	return s.byLabel[key][at], true
+}
+
 func (s *script) complete(_ context.Context, c *callInfo, req *Request) (*Response, int, error) {
-	r, ok, err := s.take(c.label)
+	r, ok, err := s.take(c.label, c.visit)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -79,3 +79,45 @@ func TestScriptResponsesFile(t *testing.T) {
 		t.Errorf("%v, %+v", err, resp)
 	}
 }
+
+// Answers keyed by a fan-out's step go to its items by index, whatever
+// order the items ask in; an item's own answers come first, a second call
+// of an item goes on to the unlabeled answers, and the default answers
+// every call left over.
+func TestScriptFanOutByItem(t *testing.T) {
+	agent := scriptAgent(
+		plans.Response{Label: "fan", Text: "fan 0"},
+		plans.Response{Label: "fan", Text: "fan 1"},
+		plans.Response{Label: "fan", Text: "fan 2"},
+		plans.Response{Label: "fan", Text: "fan 3"},
+		plans.Response{Label: "fan[1]", Text: "own 1"},
+		plans.Response{Label: "ask", Text: "ask 0"},
+		plans.Response{Label: "ask", Text: "ask 1"},
+		plans.Response{Text: "free"},
+		plans.Response{Label: "*", Text: "default"},
+	)
+	calls := []struct {
+		label string
+		visit int
+		want  string
+	}{
+		{"fan[2]", 1, "fan 2"},
+		{"fan[0]", 1, "fan 0"},
+		{"fan[1]", 1, "own 1"},     // its own answer first
+		{"fan[0]", 1, "free"},      // a second call of item 0
+		{"blk[1]/ask", 1, "ask 1"}, // a step of a block's item
+		{"blk[0]/ask", 1, "ask 0"},
+		{"fan[0]", 2, "fan 3"},        // the next visit goes on after the answers used
+		{"fan[1]", 2, "default"},      // past the list
+		{"other", 1, "default"},       // no answers of its own
+		{"call/fan[0]", 3, "default"}, // visit 3 starts past the list
+	}
+	h := newHarness(t, onePlan(agent), nil)
+	sc := h.set.agents["bot"].p.(*script)
+	for _, c := range calls {
+		r, ok, err := sc.take(c.label, c.visit)
+		if err != nil || !ok || r.Text != c.want {
+			t.Errorf("%s visit %d: %q (%v, %v), want %q", c.label, c.visit, r.Text, ok, err, c.want)
+		}
+	}
+}

@@ -257,7 +257,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 		// died): the same call, not paid again, recorded as it was.
 		if resp, resumed = ss.set.resumedAnswer(info, sum); resumed {
 			if sc, ok := a.p.(*script); ok {
-				sc.take(ss.label)
+				sc.take(ss.label, ss.visit)
 			}
 		}
 	}
@@ -266,7 +266,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 			resp.Reused = true
 			ss.stats.Retries += resp.Retries
 			if sc, ok := a.p.(*script); ok {
-				sc.take(ss.label) // the script's place moves on as if it had answered
+				sc.take(ss.label, ss.visit) // the script's place moves on as if it had answered
 			}
 		}
 	}

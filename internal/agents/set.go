@@ -346,7 +346,7 @@ func (s *Set) bindLocked(b *board.Board) {
 		s.calls[k] = max(s.calls[k], r.Call)
 		if a := s.agents[r.Agent]; a != nil {
 			if sc, ok := a.p.(*script); ok {
-				sc.take(r.Label)
+				sc.take(r.Label, r.Visit)
 			}
 		}
 	}

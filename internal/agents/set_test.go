@@ -393,22 +393,6 @@ func TestFailedCallLeavesItsNumber(t *testing.T) {
 	}
 }
 
-// A cost that is not zero never reads as zero, and reads the same
-// wherever runner writes it.
-func TestFormatUSD(t *testing.T) {
-	for _, c := range []struct {
-		in   float64
-		want string
-	}{
-		{0, "$0.00"}, {1.5, "$1.50"}, {12.345, "$12.35"}, {0.5, "$0.50"}, {0.0123, "$0.012"},
-		{0.00027, "$0.00027"}, {0.000004, "$0.0000040"}, {0.099, "$0.099"},
-	} {
-		if got := FormatUSD(c.in); got != c.want {
-			t.Errorf("FormatUSD(%v) = %s, want %s", c.in, got, c.want)
-		}
-	}
-}
-
 // A recorded call's cost: as recorded, else at its model's price; not
 // known for an unknown model or a recording that is not a model call.
 func TestRecordingCost(t *testing.T) {

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"github.com/expr-lang/expr/types"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -208,6 +209,9 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		if s.ForEach != nil {
 			if s.ForEach.Src != "" {
 				n.Each = compileValueAt(r, p.Plan.Source, s.ForEach, "for_each", scope)
+				if n.Each != nil {
+					checkEachType(r, s.ForEach, n.Each)
+				}
 			}
 			if n.Each == nil {
 				n.Each = &Expr{} // reported; still a for_each for what follows
@@ -274,4 +278,28 @@ func trimWrapper(s string) string {
 func trimLeftWrapper(s string) string {
 	i := strings.Index(s, "${{") + 3
 	return strings.TrimLeft(s[i:], " \t")
+}
+
+// checkEachType refuses at load a for_each list whose type the checker
+// knows is not a list (a string var, a number, a mapping), which the run
+// would refuse at the step.
+func checkEachType(r *plans.Reporter, x *plans.Expr, e *Expr) {
+	if e.typ == nil {
+		return
+	}
+	var what string
+	switch e.typ.Kind() {
+	case reflect.String:
+		what = "a string"
+	case reflect.Bool:
+		what = "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		what = "a number"
+	case reflect.Map, reflect.Struct:
+		what = "a mapping"
+	default:
+		return
+	}
+	r.At(x.Node, "for_each: %s gives %s, want a list (an empty list runs no item)", strings.TrimSpace(trimWrapper(x.Src)), what)
 }

@@ -383,7 +383,7 @@ func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, sc
 	e, err := compileExpr(code, scope, true)
 	if err != nil {
 		line, col := scalarPos(src, x.Node, off+max(exprErrorColumn(err), 0))
-		r.AtPos(line, col, "%s: %s", what, exprMessage(err, scope))
+		r.AtPos(line, col, "%s: %s", what, exprMessage(code, err, scope))
 		return nil
 	}
 	return e
@@ -400,7 +400,7 @@ func compileValueAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, s
 	e, err := compileExpr(code, scope, false)
 	if err != nil {
 		line, col := scalarPos(src, x.Node, off+max(exprErrorColumn(err), 0))
-		r.AtPos(line, col, "%s: %s", what, exprMessage(err, scope))
+		r.AtPos(line, col, "%s: %s", what, exprMessage(code, err, scope))
 		return nil
 	}
 	return e

@@ -122,7 +122,7 @@ func (e *Expr) load() error {
 		defer d.scope.mu.Unlock()
 		c, err := compileNow(e.Src, d.scope, d.asBool)
 		if err != nil {
-			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(err, d.scope))
+			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(e.Src, err, d.scope))
 			return
 		}
 		e.prog, e.secret, e.typ = c.prog, c.secret, c.typ
@@ -199,13 +199,24 @@ var unknownNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCom
 
 // exprMessage is the first line of an expr error, without its source echo,
 // with a "did you mean" for a misspelt name.
-func exprMessage(err error, scope *Scope) string {
+func exprMessage(src string, err error, scope *Scope) string {
 	msg := err.Error()
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		msg = fe.Message
 	}
 	msg, _, _ = strings.Cut(msg, "\n")
+	switch {
+	case msg == "unexpected token EOF" || msg == "unexpected end of expression":
+		return endsTooSoon(src)
+	case msg == "literal not terminated":
+		return "the string is not closed"
+	case strings.HasPrefix(msg, "unexpected token ") && fe != nil && fe.Line <= 1:
+		// The token the parser stopped at, after a | that wanted a filter.
+		if before := []rune(src); fe.Column <= len(before) && strings.HasSuffix(strings.TrimSpace(string(before[:fe.Column])), "|") {
+			return fmt.Sprintf("expected a filter name after |, got %s", tokenText(string(before[fe.Column:])))
+		}
+	}
 	if m := unknownNameRE().FindStringSubmatch(msg); m != nil {
 		msg += plans.Suggest(m[1], scopeNames(scope.types, nil))
 	}
@@ -230,4 +241,41 @@ func exprErrorColumn(err error) int {
 		return fe.Column
 	}
 	return 0
+}
+
+// endsTooSoon says what an expression that stops mid-way lacked, from
+// what it ends with: `steps.a.output |` wants a filter name.
+func endsTooSoon(src string) string {
+	t := strings.TrimSpace(src)
+	for _, op := range []string{"|", "."} {
+		if strings.HasSuffix(t, op) && !strings.HasSuffix(t, op+op) {
+			if op == "|" {
+				return "expected a filter name after | (a function: steps.a.output | trim())"
+			}
+			return "expected a field name after ."
+		}
+	}
+	for _, op := range []string{"??", "&&", "||", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "<", ">", "!", "?", ":", ",", " and", " or", " not", " in", " matches", " contains"} {
+		if strings.HasSuffix(t, op) {
+			return "expected a value after " + strings.TrimSpace(op)
+		}
+	}
+	for _, p := range []struct{ open, close string }{{"(", ")"}, {"[", "]"}, {"{", "}"}} {
+		if strings.Count(t, p.open) > strings.Count(t, p.close) {
+			return "expected " + p.close + " to close the " + p.open
+		}
+	}
+	if strings.Count(t, `"`)%2 == 1 || strings.Count(t, "'")%2 == 1 {
+		return "the string is not closed"
+	}
+	return "the expression ends too soon (unexpected token EOF)"
+}
+
+// tokenText is the word src starts with, for a message.
+func tokenText(src string) string {
+	f := strings.Fields(src)
+	if len(f) == 0 {
+		return "nothing"
+	}
+	return f[0]
 }

@@ -161,14 +161,15 @@ steps:
 }
 
 // What for_each gives must be a list; that and a misspelt name are clear
-// errors, at run time and at load time (with line:col).
+// errors, at run time and at load time (with line:col) when the type is
+// known from the plan.
 func TestForEachBadInput(t *testing.T) {
 	b, err := runPlan(t, `
 version: 1
 steps:
-  - {label: each, type: echo, for_each: '"not a list"', text: x}
+  - {label: each, type: echo, for_each: 'board("nothing")', text: x}
 `)
-	if err == nil || !strings.Contains(err.Error(), `for_each: "not a list" gave a string, want a list`) {
+	if err == nil || !strings.Contains(err.Error(), `for_each: board("nothing") gave null, want a list`) {
 		t.Errorf("run: %v", err)
 	}
 	if len(b.Steps()) != 1 {
@@ -181,6 +182,9 @@ steps:
 		{"  - {label: each, for_each: '[1]', parallel: [{label: a, type: echo, text: '${{ itme }}'}]}\n", `plan.yaml:4:81: in ${{ }}: unknown name itme (did you mean "item"?)`},
 		{"  - {label: each, for_each: '[1]', parallel: [{label: a, type: echo, text: x}]}\n  - {label: b, type: echo, text: '${{ item }}'}\n", "plan.yaml:5:39: in ${{ }}: unknown name item"},
 		{"  - {label: each, type: echo, for_each: '', text: x}\n", "for_each is empty"},
+		{"  - {label: each, type: echo, for_each: '\"not a list\"', text: x}\n", `plan.yaml:4:41: for_each: "not a list" gives a string, want a list`},
+		{"  - {label: each, type: echo, for_each: '${{ 1 + 2 }}', text: x}\n", `plan.yaml:4:41: for_each: 1 + 2 gives a number, want a list`},
+		{"  - {label: each, type: echo, for_each: '{\"a\": 1}', text: x}\n", `plan.yaml:4:41: for_each: {"a": 1} gives a mapping, want a list`},
 	} {
 		_, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - {label: first, type: echo, text: x}\n"+tc.src), registry())
 		var list plans.Errors

@@ -60,6 +60,11 @@ func TestNeedsBadInput(t *testing.T) {
 		{"[{label: a, type: echo, text: x, needs: [a]}]", "p.yaml:4:67: step a needs itself"},
 		{"[{label: a, type: echo, text: x, needs: [first]}]", `step a needs "first", which is not a step of its group`},
 		{"[{label: a, type: echo, text: x, needs: [bb]}, {label: b, type: echo, text: x}]", `needs "bb", which is not a step of its group (did you mean "b"?)`},
+		// Every problem of the group at once: the cycle beside an unknown need.
+		{"[{label: a, type: echo, text: x, needs: [b]}, {label: b, type: echo, text: x, needs: [a]}, {label: c, type: echo, text: x, needs: [nope]}]",
+			"needs form a cycle: a → b → a (each needs the next)"},
+		{"[{label: a, type: echo, text: x, needs: [b]}, {label: b, type: echo, text: x, needs: [a]}, {label: c, type: echo, text: x, needs: [nope]}]",
+			`step c needs "nope", which is not a step of its group`},
 	} {
 		src := "version: 1\nsteps:\n  - {label: first, type: echo, text: x}\n  - {label: g, parallel: " + tc.kids + "}\n"
 		_, err := engine.Compile("p.yaml", []byte(src), registry())

@@ -83,7 +83,7 @@ func compileTemplate(src string, scope *Scope) (*Template, []exprError) {
 			errs = append(errs, exprError{base + i, "empty ${{ }}"})
 		} else if err != nil {
 			lead := len(code) - len(strings.TrimLeft(code, " \t\n"))
-			errs = append(errs, exprError{base + i + 3 + lead + exprErrorColumn(err), "in ${{ }}: " + exprMessage(err, scope)})
+			errs = append(errs, exprError{base + i + 3 + lead + exprErrorColumn(err), "in ${{ }}: " + exprMessage(code, err, scope)})
 		} else {
 			t.parts = append(t.parts, part{expr: e, off: base + i})
 		}

@@ -44,7 +44,7 @@ const maxSocketPath = 103
 // system's temp dir, as when the path beside it is too long for a Unix
 // socket (the owner records where, in the lock file). Either way the
 // socket is in a directory no other user can enter from the moment it
-// is made: its own mode, set after Listen, is then no race.
+// is made (and ServeSource makes it 0600 before it appears).
 func SocketPath(path string) (sock string, private bool, err error) {
 	sock = path + ".sock"
 	if len(sock) <= maxSocketPath && privateDir(filepath.Dir(sock)) {
@@ -132,11 +132,10 @@ func ServeSource(src Source, sock string) (*Server, error) {
 	} else if err := safefs.Found(sock, os.ModeSocket); err != nil {
 		return nil, fmt.Errorf("liveboard: %w", err) // Listen would only say "address in use"
 	}
-	ln, err := net.Listen("unix", sock)
+	ln, err := listenPrivate(sock)
 	if err != nil {
 		return nil, fmt.Errorf("liveboard: %w", err)
 	}
-	safefs.Chmod(sock, 0o600) // the board is the user's: no other user connects
 	s := &Server{Socket: sock, src: src, ln: ln, done: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", s.ping)
@@ -149,6 +148,38 @@ func ServeSource(src Source, sock string) (*Server, error) {
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
+}
+
+// listenPrivate listens on the Unix socket sock, which is the user's
+// alone (0600) from the first moment it exists: it is bound in a fresh
+// directory of its own (0700) beside sock, made 0600 there and renamed
+// into place. A mode set after Listen at sock would leave an instant
+// in which any user who can reach sock's directory connects; a umask
+// around Listen would change the mode of what other goroutines create
+// (and the processes they start) meanwhile.
+func listenPrivate(sock string) (*net.UnixListener, error) {
+	tmp, err := os.MkdirTemp(filepath.Dir(sock), ".s")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	at := filepath.Join(tmp, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: at, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	// Close would remove the socket at its first path: Server.Close
+	// removes it where it ends up.
+	ln.SetUnlinkOnClose(false)
+	if err := os.Chmod(at, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	if err := os.Rename(at, sock); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // OnWrite sets a function told of every write made through a server
@@ -173,8 +204,12 @@ func (s *Server) OnAnswer(f func(board.Answer) (AnswerReply, error)) {
 
 // Close stops serving: watch streams end, the socket is removed.
 func (s *Server) Close() error {
-	s.once.Do(func() { close(s.done) })
+	first := false
+	s.once.Do(func() { close(s.done); first = true })
 	err := s.srv.Close()
+	if first {
+		safefs.Remove(s.Socket)
+	}
 	if s.private {
 		os.RemoveAll(filepath.Dir(s.Socket))
 	}

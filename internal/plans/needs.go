@@ -8,6 +8,8 @@ import (
 
 // checkNeeds checks the needs of a group's children: each names another
 // child of the same group, and they form no cycle (the cycle is named).
+// Every problem is told: a cycle among the known needs is found beside an
+// unknown one.
 func checkNeeds(r *Reporter, kids []*Step) {
 	index := map[string]int{}
 	var labels []string
@@ -15,7 +17,6 @@ func checkNeeds(r *Reporter, kids []*Step) {
 		index[s.Label] = i
 		labels = append(labels, s.Label)
 	}
-	ok := true
 	for _, s := range kids {
 		for j, need := range s.Needs {
 			at := s.NeedsNode
@@ -25,25 +26,24 @@ func checkNeeds(r *Reporter, kids []*Step) {
 			switch _, known := index[need]; {
 			case need == s.Label:
 				r.At(at, "step %s needs itself", s.Label)
-				ok = false
 			case !known:
 				r.At(at, "step %s needs %q, which is not a step of its group%s", s.Label, need, Suggest(need, labels))
-				ok = false
 			}
 		}
 	}
-	if !ok {
-		return
-	}
-	// A depth-first walk; a need met again while on the path closes a cycle.
+	// A depth-first walk; a need met again while on the path closes a
+	// cycle. Needs reported above (unknown, itself) are left out.
 	state := make([]int, len(kids)) // 0 new, 1 on the path, 2 done
 	var path []int
-	var visit func(i int) bool
-	visit = func(i int) bool {
+	var visit func(i int)
+	visit = func(i int) {
 		state[i] = 1
 		path = append(path, i)
 		for _, need := range kids[i].Needs {
-			j := index[need]
+			j, known := index[need]
+			if !known || j == i {
+				continue
+			}
 			switch state[j] {
 			case 1:
 				start := 0
@@ -58,20 +58,16 @@ func checkNeeds(r *Reporter, kids []*Step) {
 				}
 				names = append(names, kids[j].Label)
 				r.At(kids[j].NeedsNode, "needs form a cycle: %s (each needs the next)", strings.Join(names, " → "))
-				return false
 			case 0:
-				if !visit(j) {
-					return false
-				}
+				visit(j)
 			}
 		}
 		path = path[:len(path)-1]
 		state[i] = 2
-		return true
 	}
 	for i := range kids {
-		if state[i] == 0 && !visit(i) {
-			return
+		if state[i] == 0 {
+			visit(i)
 		}
 	}
 }

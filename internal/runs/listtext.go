@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
 )
 
 // The columns of a listed run as `runner runs` prints them, and the run
@@ -66,9 +66,9 @@ func (r Summary) CostText() string {
 		return "-"
 	}
 	if !u.PriceKnown {
-		return agents.FormatUSD(u.CostUSD) + "+"
+		return board.FormatUSD(u.CostUSD) + "+"
 	}
-	return agents.FormatUSD(u.CostUSD)
+	return board.FormatUSD(u.CostUSD)
 }
 
 // TokensText is the tokens the run's model calls used.

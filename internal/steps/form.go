@@ -30,93 +30,143 @@ type FormField struct {
 
 var formTypes = []string{"string", "number", "integer", "boolean"}
 
+// FormError is a mistake in a form, at Path (keys from the form's root:
+// properties, age, type), so a plan's error can point at the bad field.
+type FormError struct {
+	Path []string
+	Msg  string
+}
+
+func (e *FormError) Error() string { return e.Msg }
+
+// FormErrors are all the mistakes of a form, or of an answer to one, in
+// the order written (an answer's: by field name).
+type FormErrors []error
+
+func (e FormErrors) Error() string {
+	s := make([]string, len(e))
+	for i, err := range e {
+		s[i] = err.Error()
+	}
+	return strings.Join(s, "; ")
+}
+
+func (e FormErrors) err() error {
+	if len(e) == 0 {
+		return nil
+	}
+	return e
+}
+
 // ParseForm reads a form from its JSON text, checking that it is flat.
-// Properties keep the order they were written in.
+// Properties keep the order they were written in. Its error is the
+// FormErrors of every mistake, each a *FormError.
 func ParseForm(raw []byte) (*Form, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var doc map[string]json.RawMessage
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("form must be a mapping (a flat JSON Schema object): %v", err)
+		return nil, FormErrors{&FormError{Msg: fmt.Sprintf("form must be a mapping (a flat JSON Schema object): %v", err)}}
+	}
+	var errs FormErrors
+	fail := func(path []string, format string, a ...any) {
+		errs = append(errs, &FormError{Path: path, Msg: fmt.Sprintf(format, a...)})
 	}
 	f := &Form{}
-	for key, v := range doc {
+	bad := map[string]bool{} // fields with a mistake of their own
+	keys, _ := keysInOrder(raw)
+	for _, key := range keys {
+		v := doc[key]
 		switch key {
 		case "type":
 			var t string
 			if json.Unmarshal(v, &t) != nil || t != "object" {
-				return nil, fmt.Errorf("form: type must be object (the form is one object of fields)")
+				fail([]string{key}, "form: type must be object (the form is one object of fields)")
 			}
 		case "title", "description", "$schema", "additionalProperties":
 		case "required":
 			if err := json.Unmarshal(v, &f.Required); err != nil {
-				return nil, fmt.Errorf("form: required must be a list of field names")
+				fail([]string{key}, "form: required must be a list of field names")
 			}
 		case "properties":
 			names, err := keysInOrder(v)
-			if err != nil {
-				return nil, fmt.Errorf("form: properties must be a mapping of field names: %v", err)
-			}
 			var props map[string]json.RawMessage
-			if err := json.Unmarshal(v, &props); err != nil {
-				return nil, fmt.Errorf("form: properties must be a mapping of field names: %v", err)
+			if err == nil {
+				err = json.Unmarshal(v, &props)
+			}
+			if err != nil {
+				fail([]string{key}, "form: properties must be a mapping of field names: %v", err)
+				continue
 			}
 			for _, name := range names {
 				field, err := parseField(name, props[name])
 				if err != nil {
-					return nil, err
+					errs = append(errs, err)
+					bad[name] = true
+					continue
 				}
 				f.Fields = append(f.Fields, field)
 			}
 		default:
-			return nil, fmt.Errorf("form: unknown key %q (a form has type, properties, required, title, description)", key)
+			fail([]string{key}, "form: unknown key %q (a form has type, properties, required, title, description)", key)
 		}
 	}
-	if len(f.Fields) == 0 {
-		return nil, fmt.Errorf("form: properties must name at least one field")
+	if _, ok := doc["properties"]; !ok {
+		fail(nil, "form: properties must name at least one field")
+	} else if len(f.Fields) == 0 && len(errs) == 0 {
+		fail([]string{"properties"}, "form: properties must name at least one field")
 	}
-	for _, r := range f.Required {
-		if f.field(r) == nil {
-			return nil, fmt.Errorf("form: required field %q is not among its properties", r)
+	for i, r := range f.Required {
+		if f.field(r) == nil && !bad[r] {
+			fail([]string{"required", strconv.Itoa(i)}, "form: required field %q is not among its properties", r)
 		}
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
 	}
 	return f, nil
 }
 
 func parseField(name string, raw json.RawMessage) (FormField, error) {
+	at := func(path ...string) []string { return append([]string{"properties", name}, path...) }
+	fail := func(path []string, format string, a ...any) (FormField, error) {
+		return FormField{}, &FormError{Path: path, Msg: fmt.Sprintf(format, a...)}
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var p map[string]any
 	if err := dec.Decode(&p); err != nil {
-		return FormField{}, fmt.Errorf("form: field %q must be a mapping with a type", name)
+		return fail(at(), "form: field %q must be a mapping with a type", name)
 	}
 	fd := FormField{Name: name}
-	for key, v := range p {
+	keys, _ := keysInOrder(raw) // the first mistake as written, every time
+	for _, key := range keys {
+		v := p[key]
 		switch key {
 		case "type":
 			t, _ := v.(string)
 			if !slices.Contains(formTypes, t) {
-				return fd, fmt.Errorf("form: field %q: type must be one of %s (a form is flat), got %v", name, strings.Join(formTypes, ", "), v)
+				return fail(at(key), "form: field %q: type must be one of %s (a form is flat), got %v", name, strings.Join(formTypes, ", "), v)
 			}
 			fd.Type = t
 		case "enum":
 			list, ok := v.([]any)
 			if !ok || len(list) == 0 {
-				return fd, fmt.Errorf("form: field %q: enum must be a non-empty list", name)
+				return fail(at(key), "form: field %q: enum must be a non-empty list", name)
 			}
 			fd.Enum = list
 		case "description", "title":
 			fd.Description, _ = v.(string)
 		default:
-			return fd, fmt.Errorf("form: field %q: unknown key %q (a field has type, enum, description, title)", name, key)
+			return fail(at(key), "form: field %q: unknown key %q (a field has type, enum, description, title)", name, key)
 		}
 	}
 	if fd.Type == "" {
-		return fd, fmt.Errorf("form: field %q needs a type (%s)", name, strings.Join(formTypes, ", "))
+		return fail(at(), "form: field %q needs a type (%s)", name, strings.Join(formTypes, ", "))
 	}
-	for _, e := range fd.Enum {
+	for i, e := range fd.Enum {
 		if _, err := fd.value(e); err != nil {
-			return fd, fmt.Errorf("form: field %q: enum value %v is not %s", name, e, article(fd.Type))
+			return fail(at("enum", strconv.Itoa(i)), "form: field %q: enum value %v is not %s", name, e, article(fd.Type))
 		}
 	}
 	return fd, nil
@@ -132,7 +182,8 @@ func (f *Form) field(name string) *FormField {
 }
 
 // Check validates an answer against the form and returns it normalised
-// (numbers as float64 or int64). Its errors name the field.
+// (numbers as float64 or int64). Its error is the FormErrors of every
+// field that does not fit, each naming the field.
 func (f *Form) Check(answer map[string]any) (map[string]any, error) {
 	out := make(map[string]any, len(answer))
 	names := make([]string, 0, len(answer))
@@ -140,21 +191,27 @@ func (f *Form) Check(answer map[string]any) (map[string]any, error) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
+	var errs FormErrors
 	for _, k := range names {
 		fd := f.field(k)
 		if fd == nil {
-			return nil, fmt.Errorf("field %q is not in the form (it has %s)", k, f.names())
+			errs = append(errs, fmt.Errorf("field %q is not in the form (it has %s)", k, f.names()))
+			continue
 		}
 		v, err := fd.value(answer[k])
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		out[k] = v
 	}
 	for _, r := range f.Required {
-		if _, ok := out[r]; !ok {
-			return nil, fmt.Errorf("field %q is required", r)
+		if _, ok := answer[r]; !ok {
+			errs = append(errs, fmt.Errorf("field %q is required", r))
 		}
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

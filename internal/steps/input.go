@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -107,7 +108,22 @@ func (inputType) Decode(d *engine.Decoder) engine.Step {
 			s.form, err = ParseForm(raw)
 		}
 		if err != nil {
-			d.Errorf(n, "%v", err)
+			// Each mistake at its place in the form: properties.age.type.
+			var list FormErrors
+			if !errors.As(err, &list) {
+				list = FormErrors{err}
+			}
+			for _, e := range list {
+				at := n
+				if fe, ok := e.(*FormError); ok {
+					for _, seg := range fe.Path {
+						if c := schemacheck.Child(at, seg); c != nil {
+							at = c
+						}
+					}
+				}
+				d.Errorf(at, "%v", e)
+			}
 			return s
 		}
 		s.formRaw = raw

@@ -11,6 +11,7 @@ import (
 	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/safefs"
 	"github.com/planrunner/runner/internal/sys/sandbox"
 	"gopkg.in/yaml.v3"
 )
@@ -149,8 +150,14 @@ func (sb *sandboxSpec) policy(sc *engine.StepContext, dir string, env []string) 
 			return nil, err
 		}
 		// A cache or output directory not made yet is made, as the step
-		// would have.
-		if err := os.MkdirAll(r, 0o755); err != nil {
+		// would have; never through a link: in the workdir, where an
+		// earlier step could have planted one, none below it is
+		// followed, elsewhere none that MkdirAll makes.
+		base := ""
+		if under(r, sc.Workdir) {
+			base = sc.Workdir
+		}
+		if err := safefs.MkdirAll(base, r, 0o755); err != nil {
 			return nil, fmt.Errorf("sandbox.write: %w", err)
 		}
 		p.Write = append(p.Write, r)
@@ -233,6 +240,12 @@ func (sb *sandboxSpec) recorded(r *sandbox.Report) *sandbox.Report {
 	return &c
 }
 
+// under reports whether p is dir or below it, by their names.
+func under(p, dir string) bool {
+	rel, err := filepath.Rel(filepath.Clean(dir), p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
 func dedupe(list []string) []string {
 	seen := map[string]bool{}
 	out := list[:0]
@@ -253,7 +266,7 @@ func goCaches(dir string, env []string) ([]string, error) {
 		return nil, err
 	}
 	for _, d := range dirs {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := safefs.MkdirAll("", d, 0o755); err != nil {
 			return nil, fmt.Errorf("sandbox.caches: go: %w", err)
 		}
 	}

@@ -40,6 +40,10 @@ steps:
     sandbox: {network: true, write: [extra]}
 `, "OUT", outside)
 	os.Mkdir(filepath.Join(work, "extra"), 0o755)
+	// Open to all, so the refusal is the sandbox's even where its root
+	// is an unprivileged host id (runner as root).
+	os.Chmod(filepath.Dir(outside), 0o755)
+	os.Chmod(outside, 0o777)
 	b, err := runPlan(t, work, plan, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +78,45 @@ steps:
 	// replay in another directory records the same sandbox.
 	if w, _ := sb["write"].([]any); len(w) != 1 || w[0] != "extra" {
 		t.Errorf("suite: write paths %v, want the plan's [extra] as written", sb["write"])
+	}
+}
+
+// A write path the sandbox makes in the workdir is never made through a
+// link an earlier step planted there: the step is refused naming the
+// link, and nothing is made or opened where it points.
+func TestSandboxWriteNotThroughPlantedLink(t *testing.T) {
+	outside := t.TempDir()
+	work := t.TempDir()
+	plan := strings.ReplaceAll(`version: 1
+steps:
+  - label: plant
+    type: command
+    sandbox: strict
+    run: ln -s OUT out && ln -s OUT/made whole
+  - label: nested
+    type: command
+    sandbox: {write: [out/cache]}
+    run: echo x > out/cache/f
+    continue_on_error: true
+  - label: whole
+    type: command
+    sandbox: {write: [whole]}
+    run: echo x > whole/f
+    continue_on_error: true
+`, "OUT", outside)
+	b, err := runPlan(t, work, plan, nil, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ label, link string }{{"nested", "out"}, {"whole", "whole"}} {
+		_, status, errText := saved(t, b, tc.label)
+		want := filepath.Join(work, tc.link) + ": found a symbolic link to " + outside
+		if status != "failed" || !strings.Contains(errText, want) {
+			t.Errorf("%s: %s %q, want a failure naming %q", tc.label, status, errText, want)
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("made through the planted link: %v", ents)
 	}
 }
 

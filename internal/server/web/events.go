@@ -2,7 +2,9 @@ package web
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,19 +21,52 @@ import (
 // itself again. Once follow is ready (it will hear of every change from
 // then on), one event is sent, so a page catches up with what changed
 // between its making and its stream.
+//
+// A client that stops reading costs a bounded amount: what waits for it
+// is one pending change (pokes while it waits merge into it, so nothing
+// grows) and what its connection queues (streamQueue), and each write must be taken by its connection within
+// StreamWriteTimeout, else the stream ends, its watcher with it, and the
+// log says which client was dropped and why. The page's script opens
+// the stream again if it is still there.
 func (s *Server) events(w http.ResponseWriter, r *http.Request, follow func(ctx context.Context, ready, poke func())) {
-	fl, ok := w.(http.Flusher)
-	if !ok {
-		s.refuse(w, r, http.StatusInternalServerError, "this connection cannot stream")
-		return
+	rc := http.NewResponseController(w)
+	if c, ok := r.Context().Value(connKey{}).(interface{ SetWriteBuffer(int) error }); ok {
+		c.SetWriteBuffer(streamQueue)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	changed := make(chan struct{}, 1)
+	// send writes and flushes one message within the stream's bound.
+	send := func(msg string) bool {
+		if err := rc.SetWriteDeadline(time.Now().Add(s.opt.StreamWriteTimeout)); err != nil {
+			s.opt.Log.Warn().Err(err).Str("client", r.RemoteAddr).Str("stream", r.URL.Path).Msg("this connection cannot bound its writes: the stream is refused")
+			return false
+		}
+		_, err := io.WriteString(w, msg)
+		if err == nil {
+			err = rc.Flush()
+		}
+		if err != nil {
+			// A write that fails cancels the request's context, so the
+			// error says why: a client that read nothing, or one gone.
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.opt.Log.Warn().Str("client", r.RemoteAddr).Str("stream", r.URL.Path).Err(err).
+					Msgf("dropped an event stream: the client took nothing of it within %s (serve's --stream-write-timeout)", s.opt.StreamWriteTimeout)
+			} else {
+				s.opt.Log.Debug().Str("client", r.RemoteAddr).Str("stream", r.URL.Path).Err(err).Msg("an event stream's client is gone")
+			}
+			return false
+		}
+		rc.SetWriteDeadline(time.Time{})
+		return true
+	}
+	w.WriteHeader(http.StatusOK)
+	if !send("") {
+		return
+	}
+	changed := make(chan struct{}, 1) // the one pending change: pokes merge
 	poke := func() {
 		select {
 		case changed <- struct{}{}:
@@ -43,16 +78,19 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request, follow func(ctx 
 	defer beat.Stop()
 	n := 0
 	for {
+		msg := ""
 		select {
 		case <-ctx.Done():
 			return
 		case <-beat.C:
-			fmt.Fprint(w, ": still here\n\n")
+			msg = ": still here\n\n"
 		case <-changed:
 			n++
-			fmt.Fprintf(w, "event: change\ndata: %d\n\n", n)
+			msg = fmt.Sprintf("event: change\ndata: %d\n\n", n)
 		}
-		fl.Flush()
+		if !send(msg) {
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return

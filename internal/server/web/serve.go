@@ -30,6 +30,7 @@
 package web
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -77,7 +78,31 @@ type Options struct {
 	Stderr io.Writer
 	// Throttle is the least time between two events to one page (0: 100ms).
 	Throttle time.Duration
+	// StreamWriteTimeout bounds each write of an event stream: a client
+	// that takes none of it for this long is dropped (0:
+	// DefaultStreamWriteTimeout).
+	StreamWriteTimeout time.Duration
+	// ReadTimeout bounds reading a request, its headers and its body
+	// (0: DefaultReadTimeout).
+	ReadTimeout time.Duration
 }
+
+// The default bounds of the waits on a browser (or anything that
+// connects): a stream's write, a request's headers and body, a kept-alive
+// connection left idle.
+const (
+	DefaultStreamWriteTimeout = 10 * time.Second
+	DefaultReadTimeout        = 10 * time.Second
+	idleTimeout               = 2 * time.Minute
+	// streamQueue is the most an event stream's connection queues in the
+	// kernel for its client (SO_SNDBUF; the kernel may double it): a few
+	// hundred events, so a client that reads nothing fills it soon and
+	// its write waits, rather than megabytes piling up first.
+	streamQueue = 16 << 10
+)
+
+// connKey is the request context's key of its connection (HTTPServer).
+type connKey struct{}
 
 // Server is the web UI's handler.
 type Server struct {
@@ -105,6 +130,12 @@ func New(o Options) (*Server, error) {
 	if o.Dir == "" {
 		o.Dir = "."
 	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = DefaultStreamWriteTimeout
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
 	// The CSRF token is derived from the secret, so a page can carry it
 	// without carrying the secret itself.
 	m := hmac.New(sha256.New, []byte(o.Token))
@@ -118,6 +149,14 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("POST /runs/{id}/answer", s.answer)
 	s.mux.Handle("GET /assets/", http.FileServerFS(assets))
 	return s, nil
+}
+
+// HTTPServer is the http.Server to serve s with: every wait on a client
+// is bounded (a request's headers and body, an idle connection; an event
+// stream bounds each of its writes itself).
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s, ReadHeaderTimeout: s.opt.ReadTimeout, ReadTimeout: s.opt.ReadTimeout, IdleTimeout: idleTimeout,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }}
 }
 
 // Token is the secret of this start, for the URL to print.

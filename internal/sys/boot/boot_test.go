@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/rs/zerolog"
@@ -29,6 +30,8 @@ func TestConnArgsParseBackToTheSameConn(t *testing.T) {
 		{"S3 and mutual TLS", Conn{HostPort: "h:1", Namespace: "ns", TaskQueue: "q",
 			Store:    Store{Spec: "s3://b/p", S3Endpoint: "http://minio:9000", S3Region: "eu", S3PathStyle: true},
 			Security: liveboard.Security{TLS: "true", CertPath: "c.pem", KeyPath: "k.pem", CAPath: "ca.pem", ServerName: "t.example", APIKeyFile: "key"}}},
+		{"bounds of the waits", Conn{HostPort: "h:1", Namespace: "ns", TaskQueue: "q", DialTimeout: 3 * time.Second,
+			Store: Store{Spec: "s3://b/p", Timeout: 90 * time.Second}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("x", flag.ContinueOnError)

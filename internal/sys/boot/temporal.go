@@ -30,12 +30,23 @@ func cacheDir(name string) string {
 	return filepath.Join(dir, "runner-temporal", name)
 }
 
+// The default bounds of the waits on Temporal and the store: reaching the
+// Temporal server (a dial and its first call), and one request to an S3
+// store.
+const (
+	DefaultDialTimeout  = 10 * time.Second
+	DefaultStoreTimeout = 2 * time.Minute
+)
+
 // Conn is how a command reaches Temporal and the store its runs share:
 // what the connection flags say.
 type Conn struct {
 	HostPort, Namespace, TaskQueue string
 	Security                       liveboard.Security
 	Store                          Store
+	// DialTimeout bounds reaching the Temporal server
+	// (--temporal-dial-timeout; 0: DefaultDialTimeout).
+	DialTimeout time.Duration
 }
 
 // Store names the content-addressed store the board and large payloads
@@ -45,6 +56,9 @@ type Store struct {
 	S3Endpoint  string
 	S3Region    string
 	S3PathStyle bool
+	// Timeout bounds one request to an S3 store (--store-timeout; 0:
+	// DefaultStoreTimeout).
+	Timeout time.Duration
 }
 
 // ConnFlags defines on fs the flags of every command that dials Temporal,
@@ -56,6 +70,7 @@ func ConnFlags(fs *flag.FlagSet, c *Conn) {
 	fs.StringVar(&c.HostPort, "temporal", os.Getenv("TEMPORAL_ADDRESS"), "the Temporal frontend, `HOST:PORT` (required; default $TEMPORAL_ADDRESS)")
 	fs.StringVar(&c.Namespace, "namespace", cmp.Or(os.Getenv("TEMPORAL_NAMESPACE"), "default"), "the Temporal namespace (default $TEMPORAL_NAMESPACE, else default)")
 	fs.StringVar(&c.TaskQueue, "task-queue", DefaultTaskQueue, "the task queue workers poll and runs go to")
+	fs.DurationVar(&c.DialTimeout, "temporal-dial-timeout", 0, "give up reaching the Temporal server (connecting and its first answer) after this long (default 10s)")
 	SecurityFlags(fs, &c.Security)
 	StoreFlags(fs, &c.Store)
 }
@@ -82,6 +97,7 @@ func StoreFlags(fs *flag.FlagSet, s *Store) {
 	fs.StringVar(&s.Spec, "blobs", s.Spec, "same as --store")
 	fs.StringVar(&s.S3Endpoint, "s3-endpoint", os.Getenv("RUNNER_TEMPORAL_S3_ENDPOINT"), "with an s3:// store: the server, http(s)://HOST[:PORT] (default $RUNNER_TEMPORAL_S3_ENDPOINT, $AWS_ENDPOINT_URL_S3, else AWS)")
 	fs.StringVar(&s.S3Region, "s3-region", "", "with an s3:// store: the region (default $AWS_REGION)")
+	fs.DurationVar(&s.Timeout, "store-timeout", 0, "with an s3:// store: give up one request to it (a blob's write or read) left unanswered this long (default 2m)")
 	fs.BoolVar(&s.S3PathStyle, "s3-path-style", os.Getenv("RUNNER_TEMPORAL_S3_PATH_STYLE") == "true", "with an s3:// store: address the bucket as HOST/BUCKET (most self-hosted servers; default $RUNNER_TEMPORAL_S3_PATH_STYLE)")
 }
 
@@ -97,6 +113,12 @@ func (c Conn) Args() []string {
 	}
 	if c.Store.S3PathStyle {
 		args = append(args, "--s3-path-style")
+	}
+	if c.DialTimeout > 0 {
+		args = append(args, "--temporal-dial-timeout", c.DialTimeout.String())
+	}
+	if c.Store.Timeout > 0 {
+		args = append(args, "--store-timeout", c.Store.Timeout.String())
 	}
 	return append(args, c.Security.Args()...)
 }

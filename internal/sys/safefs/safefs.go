@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // FoundError says that where runner keeps a regular file of its own,
@@ -27,9 +28,14 @@ import (
 type FoundError struct {
 	Path  string
 	Found string // "a symbolic link to /etc/passwd", "a directory", ...
+	// Dir: runner was making a directory there (MkdirAll).
+	Dir bool
 }
 
 func (e *FoundError) Error() string {
+	if e.Dir {
+		return fmt.Sprintf("%s: found %s there, where runner makes a directory: not followed", e.Path, e.Found)
+	}
 	return fmt.Sprintf("%s: found %s there, where runner keeps a file of its own: not followed, opened or written", e.Path, e.Found)
 }
 
@@ -111,6 +117,35 @@ func Rename(oldpath, newpath string) error {
 	}
 	defer nd.close()
 	return rename(od, filepath.Base(oldpath), nd, filepath.Base(newpath), oldpath, newpath)
+}
+
+// MkdirAll makes the directory path and the missing ones above it, as
+// os.MkdirAll does, except that below base no symbolic link is followed:
+// a link there (one a step planted where runner is about to make a
+// directory it will open to the step), or a file where a directory
+// should be, is a *FoundError naming it, and nothing is made through it.
+// base is runner's (a workdir) and reached by its path; path must be
+// base or below it. base "" is the nearest directory above path that
+// exists: only what MkdirAll makes is then walked without following.
+func MkdirAll(base, path string, perm os.FileMode) error {
+	path = filepath.Clean(path)
+	if base == "" {
+		base = path
+		for {
+			if _, err := os.Stat(base); err == nil || filepath.Dir(base) == base {
+				break
+			}
+			base = filepath.Dir(base)
+		}
+	}
+	rel, err := filepath.Rel(base, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("safefs: %s is not below %s", path, base)
+	}
+	if rel == "." {
+		return nil
+	}
+	return mkdirAll(base, strings.Split(rel, string(filepath.Separator)), perm)
 }
 
 // Chmod sets the mode of the file at path, refusing a symbolic link

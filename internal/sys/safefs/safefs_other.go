@@ -90,3 +90,33 @@ func rename(od *dir, oname string, nd *dir, nname, opath, npath string) error {
 
 // links: without a portable link count, one.
 func links(os.FileInfo) uint64 { return 1 }
+
+// mkdirAll walks names below base in an os.Root, looking at each before
+// making it or going on; a link is refused (the look and the step are
+// two operations here).
+func mkdirAll(base string, names []string, perm os.FileMode) error {
+	r, err := os.OpenRoot(base)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	rel := ""
+	for _, name := range names {
+		rel = filepath.Join(rel, name)
+		path := filepath.Join(base, rel)
+		fi, err := r.Lstat(rel)
+		if os.IsNotExist(err) {
+			if err := r.Mkdir(rel, perm); err != nil && !os.IsExist(err) {
+				return err
+			}
+			fi, err = r.Lstat(rel)
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return &FoundError{Path: path, Found: describe(fi, path), Dir: true}
+		}
+	}
+	return nil
+}

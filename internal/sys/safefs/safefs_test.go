@@ -83,3 +83,51 @@ func TestPlanted(t *testing.T) {
 		}
 	}
 }
+
+// MkdirAll makes what is missing below base and follows no link there:
+// what a step planted is an error naming it, and nothing is made where
+// it points. With base "" only what it makes is walked so.
+func TestMkdirAll(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		plant  func(base, outside string) // before MkdirAll
+		base   bool                       // base is the workdir; false: ""
+		path   string
+		want   string // error text; "" for success
+		inside bool   // path is a directory afterwards
+	}{
+		{"made", nil, true, "a/b/c", "", true},
+		{"existing", func(b, o string) { os.MkdirAll(filepath.Join(b, "a/b"), 0o755) }, true, "a/b", "", true},
+		{"the workdir itself", nil, true, ".", "", true},
+		{"a link above", func(b, o string) { os.Symlink(o, filepath.Join(b, "a")) }, true, "a/b", "a: found a symbolic link to OUT there, where runner makes a directory", false},
+		{"a link at the end", func(b, o string) { os.Symlink(o, filepath.Join(b, "a")) }, true, "a", "a: found a symbolic link to OUT there", false},
+		{"a file above", func(b, o string) { os.WriteFile(filepath.Join(b, "a"), nil, 0o644) }, true, "a/b", "a: found a regular file there", false},
+		{"no base: made", nil, false, "a/b", "", true},
+		{"no base: an existing link above is the user's", func(b, o string) { os.Symlink(o, filepath.Join(b, "a")) }, false, "a/b", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			work, outside := t.TempDir(), t.TempDir()
+			if tc.plant != nil {
+				tc.plant(work, outside)
+			}
+			base := ""
+			if tc.base {
+				base = work
+			}
+			err := MkdirAll(base, filepath.Join(work, tc.path), 0o755)
+			want := strings.ReplaceAll(tc.want, "OUT", outside)
+			switch {
+			case want == "" && err != nil:
+				t.Fatalf("got %v", err)
+			case want != "" && (err == nil || !strings.Contains(err.Error(), filepath.Join(work, "")+"/"+want)):
+				t.Fatalf("got %v, want %q", err, want)
+			}
+			if fi, err := os.Stat(filepath.Join(work, tc.path)); tc.inside && (err != nil || !fi.IsDir()) {
+				t.Errorf("%s is not a directory afterwards: %v", tc.path, err)
+			}
+			if ents, _ := os.ReadDir(outside); tc.base && len(ents) != 0 {
+				t.Errorf("made through the link: %v", ents)
+			}
+		})
+	}
+}

@@ -201,3 +201,62 @@ func rename(od *dir, oname string, nd *dir, nname, opath, npath string) error {
 	}
 	return nd.found(nname, npath, &os.LinkError{Op: "rename", Old: opath, New: npath, Err: err})
 }
+
+// mkdirAll walks names below base, each opened without following a link,
+// and makes those that are missing.
+func mkdirAll(base string, names []string, perm os.FileMode) error {
+	d, err := openDir(base)
+	if err != nil {
+		return err
+	}
+	defer func() { d.close() }()
+	for _, name := range names {
+		path := filepath.Join(d.path, name)
+		open := func() (fd int, err error) {
+			err = retry(func() (err error) {
+				fd, err = unix.Openat(d.fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				return err
+			})
+			return fd, err
+		}
+		fd, err := open()
+		if err == unix.ENOENT {
+			if err := retry(func() error { return unix.Mkdirat(d.fd, name, uint32(perm.Perm())) }); err != nil && err != unix.EEXIST {
+				return &os.PathError{Op: "mkdir", Path: path, Err: err}
+			}
+			fd, err = open()
+		}
+		if err != nil {
+			var st unix.Stat_t
+			if unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				what := kind(d, name, &st)
+				if what == "" {
+					what = "a regular file"
+				}
+				return &FoundError{Path: path, Found: what, Dir: true}
+			}
+			return &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		d.close()
+		d = &dir{fd: fd, path: path}
+	}
+	return nil
+}
+
+// ChownDir gives the directory at path to uid and gid, through an fd on
+// it: a symbolic link at its name is an error, never followed.
+func ChownDir(path string, uid, gid int) error {
+	var fd int
+	err := retry(func() (err error) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Fchown(fd, uid, gid); err != nil {
+		return &os.PathError{Op: "chown", Path: path, Err: err}
+	}
+	return nil
+}

@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/planrunner/runner/internal/testutil/testtool"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +67,7 @@ func TestNoTerminal(t *testing.T) {
 		ptyChild(t, mode)
 		return
 	}
-	python := testtool.LookPath(t, "python3", "the system's python3")
+	python := systemTool(t, "python3")
 	for _, tc := range []struct {
 		mode     string
 		injected bool
@@ -210,7 +209,7 @@ func TestKernelInterfaces(t *testing.T) {
 	}
 	defer ln.Close()
 	os.Chmod(sock, 0o600)
-	os.Chmod(sockDir, 0o755)
+	reachable(sockDir)
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -220,7 +219,39 @@ func TestKernelInterfaces(t *testing.T) {
 			c.Close()
 		}
 	}()
-	python := testtool.LookPath(t, "python3", "the system's python3")
+	// A service that anyone may reach and that trusts root by the peer's
+	// credentials (SO_PEERCRED), as systemd's, polkit's and Docker's do.
+	credSock := filepath.Join(sockDir, "cred")
+	cln, err := net.Listen("unix", credSock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cln.Close()
+	os.Chmod(credSock, 0o666)
+	go func() {
+		for {
+			c, err := cln.Accept()
+			if err != nil {
+				return
+			}
+			if raw, err := c.(*net.UnixConn).SyscallConn(); err == nil {
+				var cred *unix.Ucred
+				raw.Control(func(fd uintptr) { cred, _ = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+				if cred != nil && cred.Uid == 0 {
+					io.WriteString(c, "ESCAPED: the host's service took the step for root\n")
+				} else if cred != nil {
+					io.WriteString(c, "served uid "+strconv.Itoa(int(cred.Uid))+"\n")
+				}
+			}
+			c.Close()
+		}
+	}()
+	// A file only root may read, in a directory anyone may search,
+	// listed under read: so only the file's own mode keeps it.
+	private := t.TempDir()
+	reachable(private)
+	os.WriteFile(filepath.Join(private, "key"), []byte(secret), 0o600)
+	python := systemTool(t, "python3")
 	hostname, _ := os.Hostname()
 	const burst = "/proc/sys/kernel/printk_ratelimit_burst"
 	before, err := os.ReadFile(burst)
@@ -255,6 +286,12 @@ func TestKernelInterfaces(t *testing.T) {
 		{"remount /proc read-write", strict, `mount -o remount,rw /proc/sys && echo "ESCAPED: remount"; umount /proc/sys && echo "ESCAPED: umount"; true`, false},
 		{"sethostname", strict, `hostname runner-sandbox-evil && echo "ESCAPED: hostname"; ` + python + ` -c 'import socket; socket.sethostname("runner-sandbox-evil"); print("ESCAPED: sethostname")'; true`, false},
 		{"/proc/kcore and kernel memory", strict, `head -c1 /proc/kcore >/dev/null && echo "ESCAPED: kcore"; head -c1 /dev/mem >/dev/null && echo "ESCAPED: mem"; cat /proc/keys | grep -q . && echo "ESCAPED: keys"; true`, false},
+		{"read a file only root may read", Policy{Write: []string{work}, Read: []string{private}},
+			`cat ` + filepath.Join(private, "key") + ` && echo "ESCAPED: read"; [ -e /etc/shadow ] && head -c1 /etc/shadow >/dev/null && echo "ESCAPED: shadow"; true`, true},
+		{"connect to a socket only root may use", network,
+			python + ` -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("ESCAPED: connected")' ` + sock + `; true`, true},
+		{"a service that trusts root by its peer's uid", network,
+			python + ` -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print(s.makefile().read(), end="")' ` + credSock, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.rootOnly && !root {
@@ -327,7 +364,7 @@ func TestStrictRefusesWeakerKernel(t *testing.T) {
 // would work: the seccomp filter refuses it all the same, with or
 // without network.
 func TestSeccompRefusesTerminalIoctls(t *testing.T) {
-	python := testtool.LookPath(t, "python3", "the system's python3")
+	python := systemTool(t, "python3")
 	script := python + ` -c '
 import os, fcntl, termios
 m, s = os.openpty()

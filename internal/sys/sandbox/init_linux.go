@@ -21,6 +21,9 @@ import (
 // runner, test binaries), and before any other package's init that comes
 // after this one, which it does not need.
 func init() {
+	if len(os.Args) == 2 && os.Args[0] == helperArg0 && os.Args[1] == helperUsernsArg {
+		holdUserns()
+	}
 	if len(os.Args) < 3 || os.Args[0] != helperArg0 || os.Args[1] != helperArg1 {
 		return
 	}
@@ -112,23 +115,45 @@ func helperMain(arg string) {
 }
 
 // setUp makes the sandbox's file system and network: mounts private to
-// it; the writable paths bound on themselves; every other mount read-only;
-// a minimal /dev, a fresh /proc of the new PID namespace; the loopback up.
+// it; the writable paths bound on themselves (or their idmapped trees
+// moved there); every other mount read-only; a minimal /dev, a fresh
+// /proc of the new PID namespace; the loopback up.
 func setUp(cfg *config) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return &errHelper{"making mounts private (mount namespace)", err}
 	}
+	trees := map[string]int{}
+	for i, t := range cfg.Trees {
+		trees[t] = 4 + i
+	}
+	if cfg.Mapped {
+		if err := coverBlocked(cfg, trees); err != nil {
+			return err
+		}
+	}
 	// Bound before the rest turns read-only, the writable paths keep the
 	// read-write flag of the mount they are on.
 	for _, w := range cfg.Write {
+		if fd, ok := trees[w]; ok {
+			err := unix.MoveMount(fd, "", unix.AT_FDCWD, w, unix.MOVE_MOUNT_F_EMPTY_PATH)
+			unix.Close(fd)
+			if err != nil {
+				return &errHelper{"mounting " + w + " writable (idmapped)", err}
+			}
+			continue
+		}
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return &errHelper{"bind-mounting " + w + " writable", err}
 		}
 	}
 	// Runner's own files inside them stay read-only; a socket is covered
-	// (connecting to one needs no writable file system).
+	// (connecting to one needs no writable file system). One the mapped
+	// root cannot reach needs neither.
 	for _, r := range cfg.ReadOnly {
 		if err := unix.Mount(r, r, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			if cfg.Mapped && errUnreachable(err) {
+				continue
+			}
 			return &errHelper{"bind-mounting " + r + " read-only", err}
 		}
 		if err := remount(r, true); err != nil {
@@ -137,6 +162,9 @@ func setUp(cfg *config) error {
 	}
 	for _, h := range cfg.Hide {
 		if err := unix.Mount("/dev/null", h, "", unix.MS_BIND, ""); err != nil {
+			if cfg.Mapped && errUnreachable(err) {
+				continue
+			}
 			return &errHelper{"hiding " + h, err}
 		}
 	}
@@ -173,6 +201,55 @@ func setUp(cfg *config) error {
 		return &errHelper{"entering " + cfg.Dir, err}
 	}
 	return nil
+}
+
+// coverBlocked makes the write paths reachable for the mapped root where
+// a directory above one only root may search (root's home, a 0700
+// temporary directory): that directory is covered by a read-only tmpfs
+// holding only the way to the write paths under it, so the step reaches
+// them and sees nothing else there, as it could not before.
+func coverBlocked(cfg *config, trees map[string]int) error {
+	var blocked []string
+	for _, w := range cfg.Write {
+		if b := blockedAncestor(w, cfg.Trees); b != "" {
+			blocked = append(blocked, b)
+		}
+	}
+	sort.Slice(blocked, func(i, j int) bool { return len(blocked[i]) < len(blocked[j]) })
+	var covers []string
+	for _, b := range blocked {
+		if !under(b, covers) {
+			covers = append(covers, b)
+		}
+	}
+	for _, c := range covers {
+		if err := unix.Mount("tmpfs", c, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+			return &errHelper{"covering " + c + " (only root may search it)", err}
+		}
+		for _, w := range cfg.Write {
+			if !under(w, []string{c}) {
+				continue
+			}
+			var err error
+			if fd, ok := trees[w]; ok && !isDir(fd) {
+				if err = os.MkdirAll(filepath.Dir(w), 0o755); err == nil {
+					err = os.WriteFile(w, nil, 0o644)
+				}
+			} else {
+				err = os.MkdirAll(w, 0o755)
+			}
+			if err != nil {
+				return &errHelper{"making the way to " + w, err}
+			}
+		}
+	}
+	return nil
+}
+
+// isDir reports whether fd is a directory.
+func isDir(fd int) bool {
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // mountPoints lists the mount points of this mount namespace, parents

@@ -75,7 +75,7 @@ func landlock(cfg *config) error {
 	}
 	for _, r := range rules {
 		for _, p := range r.paths {
-			if err := landlockAllow(ruleset, p, r.access); err != nil {
+			if err := landlockAllow(ruleset, p, r.access, cfg.Mapped); err != nil {
 				return err
 			}
 		}
@@ -89,11 +89,12 @@ func landlock(cfg *config) error {
 // landlockAllow adds a rule for the tree under path; a path that does not
 // exist is skipped (a system directory this distribution has not), and so
 // are the rights a file cannot have (only a directory has READ_DIR and the
-// MAKE/REMOVE ones).
-func landlockAllow(ruleset int, path string, access uint64) error {
+// MAKE/REMOVE ones). For the mapped root a path it cannot reach is
+// skipped too: the command cannot reach it either.
+func landlockAllow(ruleset int, path string, access uint64, mapped bool) error {
 	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if os.IsNotExist(err) || (mapped && errUnreachable(err)) {
 			return nil
 		}
 		return &errHelper{"Landlock: opening " + path, err}

@@ -22,7 +22,8 @@
 //     no Unix sockets.
 //
 // A strict sandbox on a kernel that lacks one of these is an error.
-// It imports only the standard library and golang.org/x/sys.
+// It imports only the standard library, golang.org/x/sys and
+// internal/sys/safefs.
 //
 // runner re-executes itself (/proc/self/exe) as the sandbox's first
 // process: that process sets the sandbox up inside the new namespaces,

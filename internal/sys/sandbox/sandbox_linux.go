@@ -33,6 +33,13 @@ type config struct {
 	Network  bool     `json:"network"`
 	Landlock int      `json:"landlock"`
 	Probe    bool     `json:"probe,omitempty"` // set up, report, exit without running anything
+	// Mapped: the sandbox's root is MappedRoot on the host, which cannot
+	// search root's private directories: those above a write path are
+	// covered (see coverBlocked), and what lies beyond them is skipped.
+	Mapped bool `json:"mapped,omitempty"`
+	// Trees are the write paths whose idmapped trees runner passes as
+	// fds 4, 5, ... in this order, to be moved in place of a bind mount.
+	Trees []string `json:"trees,omitempty"`
 	// NoSeccomp: the kernel has no seccomp filter for this architecture
 	// (an optional sandbox runs without).
 	NoSeccomp bool     `json:"no_seccomp,omitempty"`
@@ -46,6 +53,7 @@ type Sandbox struct {
 	report          Report
 	tmp             string
 	status, statusW *os.File
+	trees           []*os.File // idmapped write paths, for the helper
 }
 
 // Wrap turns cmd (Path, Args, Dir, Env, SysProcAttr already set) into the
@@ -100,6 +108,27 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 		s.Close()
 		return nil, err
 	}
+	// As root, the sandbox's root is an unprivileged host id; it writes
+	// its write paths through idmapped mounts, on which root's files are
+	// its own and what it makes is root's on disk.
+	m := identity()
+	var trees []string
+	if m.uidHost == 0 {
+		m = rootMapping()
+		s.trees, trees, err = idmapTrees(write, tmp)
+		if err != nil {
+			if !p.Optional {
+				s.Close()
+				return nil, fmt.Errorf("sandbox: running as root, the step's root is mapped to uid %d and %w, run runner as an ordinary user or use mode: optional", MappedRoot, err)
+			}
+			m, trees = identity(), nil
+			s.report.Missing = strings.TrimPrefix(s.report.Missing+"; ", "; ") +
+				"running as root, the step's root stays the host's root (without capabilities): " + err.Error()
+		} else if err := chownPrivate(tmp, m); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sandbox: private temporary directory: %w", err)
+		}
+	}
 	var read []string
 	if p.Read != nil {
 		if read, err = cleanPaths(p.Read, "read"); err != nil {
@@ -109,7 +138,7 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 		read = append(read, dir)
 	}
 	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, NoSeccomp: k.seccomp != nil, Path: cmd.Path, Args: cmd.Args,
-		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide)}
+		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide), Mapped: m.mapped, Trees: trees}
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		s.Close()
@@ -129,12 +158,17 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 	cmd.Env = env
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{helperArg0, helperArg1, string(js)}
-	cmd.ExtraFiles = []*os.File{s.statusW} // fd 3
+	cmd.ExtraFiles = append([]*os.File{s.statusW}, s.trees...) // fds 3, 4, ...
+	if m.mapped {
+		// Go enters cmd.Dir before the helper runs, as the mapped root,
+		// which may not reach it yet; the helper enters it once it can.
+		cmd.Dir = "/"
+	}
 	noTerminal(cmd)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
-	namespaces(cmd.SysProcAttr, p.Network)
+	namespaces(cmd.SysProcAttr, p.Network, m)
 	s.report.Active = true
 	s.report.Landlock = abi
 	s.report.Seccomp = k.seccomp == nil
@@ -143,12 +177,12 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 	return s, nil
 }
 
-// namespaces asks for the sandbox's namespaces, with the caller's uid and
-// gid mapped to themselves, and (for a user other than root, whose
-// capabilities execve would drop) the capabilities the helper needs to
-// set up kept across its execve as ambient ones. The helper drops them all
-// before it runs the command.
-func namespaces(a *syscall.SysProcAttr, network bool) {
+// namespaces asks for the sandbox's namespaces, with ids mapped as m
+// says, and (for a user other than root, whose capabilities execve would
+// drop) the capabilities the helper needs to set up kept across its
+// execve as ambient ones. The helper drops them all before it runs the
+// command.
+func namespaces(a *syscall.SysProcAttr, network bool, m idMapping) {
 	// A session of its own: no controlling terminal, so /dev/tty opens
 	// nothing and no terminal takes its TIOCSTI. As its leader it leads
 	// its process group too, which a step's stop signals.
@@ -157,11 +191,8 @@ func namespaces(a *syscall.SysProcAttr, network bool) {
 	if !network {
 		a.Cloneflags |= unix.CLONE_NEWNET
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	a.GidMappingsEnableSetgroups = false
-	if uid != 0 {
+	m.apply(a)
+	if m.uidIn != 0 {
 		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP}
 	}
 	// The sandbox dies with runner, whatever kills runner.
@@ -171,13 +202,15 @@ func namespaces(a *syscall.SysProcAttr, network bool) {
 // Report says how the process runs.
 func (s *Sandbox) Report() Report { return s.report }
 
-// Started closes runner's copy of the helper's status pipe, once the
-// command has started (or failed to).
+// Started closes runner's copy of the helper's status pipe and of the
+// idmapped trees, once the command has started (or failed to).
 func (s *Sandbox) Started() {
 	if s.statusW != nil {
 		s.statusW.Close()
 		s.statusW = nil
 	}
+	closeAll(s.trees)
+	s.trees = nil
 }
 
 // Finish reads what the helper said once the process is gone: the
@@ -337,7 +370,15 @@ func runProbe(k kernel) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	js, _ := json.Marshal(config{Dir: tmp, Write: []string{tmp}, Landlock: k.landlock, Probe: true, NoSeccomp: k.seccomp != nil})
+	// As root the probe's root is mapped as a step's is.
+	m := identity()
+	if m.uidHost == 0 {
+		m = rootMapping()
+		if err := chownPrivate(tmp, m); err != nil {
+			return err
+		}
+	}
+	js, _ := json.Marshal(config{Dir: tmp, Write: []string{tmp}, Landlock: k.landlock, Probe: true, NoSeccomp: k.seccomp != nil, Mapped: m.mapped})
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
@@ -345,7 +386,10 @@ func runProbe(k kernel) error {
 	defer r.Close()
 	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{helperArg0, helperArg1, string(js)}, Dir: tmp,
 		ExtraFiles: []*os.File{w}, SysProcAttr: &syscall.SysProcAttr{}}
-	namespaces(cmd.SysProcAttr, false)
+	if m.mapped {
+		cmd.Dir = "/"
+	}
+	namespaces(cmd.SysProcAttr, false, m)
 	err = cmd.Start()
 	w.Close()
 	if err != nil {

@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bufio"
 	"bytes"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -59,6 +61,9 @@ func TestConfinement(t *testing.T) {
 	outside := t.TempDir()
 	hidden := t.TempDir()
 	os.WriteFile(filepath.Join(hidden, "secret.txt"), []byte(secret), 0o644)
+	// What these rows test is the sandbox, not the modes of the test's
+	// own directories (which as root its mapped root could not reach).
+	reachable(work, outside, hidden)
 	// Another process of ours (runner, another step) holding a secret.
 	victim := exec.Command("sleep", "300")
 	victim.Env = []string{"SECRET=" + secret}
@@ -91,6 +96,7 @@ func TestConfinement(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer uln.Close()
+	os.Chmod(sock, 0o666) // a refusal is then the sandbox's, not the socket's mode
 	go func() {
 		for {
 			c, err := uln.Accept()
@@ -101,7 +107,7 @@ func TestConfinement(t *testing.T) {
 			c.Close()
 		}
 	}()
-	python := testtool.LookPath(t, "python3", "the system's python3")
+	python := systemTool(t, "python3")
 	connectUnix := python + ` -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("connected")' "$SOCK"`
 	env := []string{"SOCK=" + sock, "OUT=" + outside, "HIDDEN=" + hidden, "VICTIM=" + strconv.Itoa(victim.Process.Pid),
 		"RUNNER=" + strconv.Itoa(os.Getpid()), "PORT=" + port}
@@ -345,6 +351,30 @@ func TestBadPolicy(t *testing.T) {
 	}
 }
 
+// systemTool finds name in the system's directories, not on the PATH: as
+// root a sandboxed step runs as an unprivileged host id, which cannot
+// reach tools in root's home (pyenv's shims, say).
+func systemTool(t testing.TB, name string) string {
+	t.Helper()
+	for _, d := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+		p := filepath.Join(d, name)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o001 != 0 {
+			return p
+		}
+	}
+	testtool.Missing(t, name, "the system's "+name+" (in /usr/local/bin, /usr/bin or /bin)")
+	return ""
+}
+
+// reachable opens the test's directories (and the test's temporary
+// directory above them) to every user.
+func reachable(dirs ...string) {
+	for _, d := range dirs {
+		os.Chmod(filepath.Dir(d), 0o755)
+		os.Chmod(d, 0o777)
+	}
+}
+
 // publicCopy copies the test binary where any user may run it.
 func publicCopy(t *testing.T) string {
 	t.Helper()
@@ -458,5 +488,141 @@ func TestReadWithoutLandlock(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
 		t.Errorf("without Landlock a write outside went through")
+	}
+}
+
+// TestConfinementRootMapped: as root, the step is root to itself (id -u
+// says 0, its workdir's root-owned files are its own) while the host sees
+// it as MappedRoot; what it writes and makes in its write paths lands on
+// disk owned by root, as it would without the sandbox.
+func TestConfinementRootMapped(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("an ordinary user's sandbox maps its uid to itself")
+	}
+	work := t.TempDir() // 0700, under a 0700 directory: root's alone
+	os.WriteFile(filepath.Join(work, "mine"), []byte("old\n"), 0o600)
+	cmd := exec.Command("/bin/sh", "-c", `id -u; id -g; stat -c '%u %g' mine; echo new >> mine && mkdir -p made/sub && echo x > made/sub/f && echo t > "$TMPDIR/t" && echo wrote; exec sleep 30`)
+	cmd.Dir = work
+	s, err := Wrap(cmd, Policy{Write: []string{work}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Start()
+	s.Started()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var inside []string
+	sc := bufio.NewScanner(out)
+	for len(inside) < 5 && sc.Scan() {
+		inside = append(inside, strings.Fields(sc.Text())...)
+	}
+	if want := []string{"0", "0", "0", "0", "wrote"}; strings.Join(inside, " ") != strings.Join(want, " ") {
+		t.Errorf("inside: id -u, id -g, its workdir's file's owner, the writes: %q, want %q; stderr:\n%s", inside, want, stderr.String())
+	}
+	// The step's sleep, the helper's child, as the host sees it.
+	helper := strconv.Itoa(cmd.Process.Pid)
+	kids, err := os.ReadFile("/proc/" + helper + "/task/" + helper + "/children")
+	if err != nil || len(strings.Fields(string(kids))) != 1 {
+		t.Fatalf("the helper's children: %q %v", kids, err)
+	}
+	for _, pid := range []string{helper, strings.Fields(string(kids))[0]} {
+		st, err := os.ReadFile("/proc/" + pid + "/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := strconv.Itoa(MappedRoot)
+		got := map[string]string{}
+		for _, l := range strings.Split(string(st), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok {
+				got[k] = strings.Join(strings.Fields(v), " ")
+			}
+		}
+		for k, want := range map[string]string{"Uid": m + " " + m + " " + m + " " + m, "Gid": m + " " + m + " " + m + " " + m, "Groups": ""} {
+			if got[k] != want {
+				t.Errorf("the host sees process %s with %s %q, want %q", pid, k, got[k], want)
+			}
+		}
+	}
+	for _, f := range []string{"mine", "made", "made/sub", "made/sub/f"} {
+		fi, err := os.Stat(filepath.Join(work, f))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); st.Uid != 0 || st.Gid != 0 {
+			t.Errorf("%s is owned by %d:%d on disk, want root's", f, st.Uid, st.Gid)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(work, "mine")); string(b) != "old\nnew\n" {
+		t.Errorf("mine: %q", b)
+	}
+}
+
+// TestStrictRefusesUnidmappableFS stands in a file system that cannot be
+// idmapped (an old kernel, tmpfs before Linux 6.3, some overlayfs) under a
+// write path: as root, strict refuses the step saying what and where;
+// optional runs it confined with root mapped to root, and its report
+// names what was missing.
+func TestStrictRefusesUnidmappableFS(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root's sandbox idmaps its write paths")
+	}
+	work := t.TempDir()
+	old := idmapTree
+	defer func() { idmapTree = old }()
+	idmapTree = func(path string, ns *os.File) (*os.File, error) {
+		if path == work {
+			return nil, &idmapError{path: path, op: "mount_setattr", err: syscall.EINVAL}
+		}
+		return old(path, ns)
+	}
+	_, err := Wrap(exec.Command("true"), Policy{Write: []string{work}})
+	want := "sandbox: running as root, the step's root is mapped to uid 2147483646 and " + work + " (fs " + fsName(work) +
+		") cannot be idmapped: mount_setattr: invalid argument, run runner as an ordinary user or use mode: optional"
+	if err == nil || err.Error() != want || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("strict:\n got %v\nwant %s", err, want)
+	}
+	out, _, code := run(t, Policy{Write: []string{work}, Optional: true}, work, `id -u; echo x > f && echo wrote`)
+	if code != 0 || out != "0\nwrote\n" {
+		t.Errorf("optional: %q (exit %d)", out, code)
+	}
+	cmd := exec.Command("true")
+	s, err := Wrap(cmd, Policy{Write: []string{work}, Optional: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rep := s.Report(); !rep.Active || !strings.Contains(rep.Missing, work+" (fs "+fsName(work)+") cannot be idmapped") {
+		t.Errorf("optional: report %+v", rep)
+	}
+}
+
+// The user namespace that idmapped mounts need is made by a process of
+// its own once per runner process, not once per step.
+func TestSandboxUsernsOncePerProcess(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root's sandbox idmaps its write paths")
+	}
+	var held []*os.File
+	for range 3 {
+		work := t.TempDir()
+		run(t, Policy{Write: []string{work}}, work, "true")
+		f, err := mappedUserns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	if held[0] != held[1] || held[1] != held[2] {
+		t.Errorf("a user namespace per step: %v", held)
 	}
 }

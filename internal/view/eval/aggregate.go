@@ -146,7 +146,7 @@ func (a Aggregate) Table(w io.Writer) {
 			apply = fmt.Sprintf("%.0f%% (%d/%d)", 100*g.FirstTryApplyRate, g.FirstTry, g.ApplySteps)
 		}
 		rows = append(rows, []string{g.Agent, g.Model, fmt.Sprint(g.Runs), fmt.Sprintf("%.0f%% (%d/%d)", 100*g.PassRate, g.Succeeded, g.Runs),
-			apply, fmt.Sprint(g.Calls), fmt.Sprint(g.Tokens), usd(g.CostUSD)})
+			apply, fmt.Sprint(g.Calls), fmt.Sprint(g.Tokens), board.FormatUSD(g.CostUSD)})
 	}
 	table(w, rows)
 }

@@ -241,12 +241,12 @@ func (c Comparison) Table(w io.Writer) {
 	rows := [][]string{{"step", "type", "baseline", "run", "tests", "cost", "tokens", "duration", "notes"}}
 	for _, r := range c.Steps {
 		rows = append(rows, []string{r.Step, r.Type, status(r.Baseline), status(r.Run), pair(r.Baseline, r.Run, func(v *Visit) string { return v.Tests }),
-			pair(r.Baseline, r.Run, func(v *Visit) string { return usd(v.CostUSD) }),
+			pair(r.Baseline, r.Run, func(v *Visit) string { return board.FormatUSD(v.CostUSD) }),
 			pair(r.Baseline, r.Run, func(v *Visit) string { return fmt.Sprint(v.Tokens) }),
 			pair(r.Baseline, r.Run, func(v *Visit) string { return fmt.Sprintf("%dms", v.DurationMS) }),
 			mark(r) + strings.Join(r.Notes, "; ")})
 	}
-	rows = append(rows, []string{"total", "", c.BaseStatus, c.RunStatus, "", usd(c.BaseTotals.CostUSD) + " → " + usd(c.Totals.CostUSD),
+	rows = append(rows, []string{"total", "", c.BaseStatus, c.RunStatus, "", board.FormatUSD(c.BaseTotals.CostUSD) + " → " + board.FormatUSD(c.Totals.CostUSD),
 		fmt.Sprintf("%d → %d", c.BaseTotals.Tokens, c.Totals.Tokens), fmt.Sprintf("%dms → %dms", c.BaseTotals.DurationMS, c.Totals.DurationMS), ""})
 	table(w, rows)
 	fmt.Fprintf(w, "\nverdict: %s\n", c.Verdict)
@@ -283,8 +283,6 @@ func pair(b, r *Visit, f func(*Visit) string) string {
 	}
 	return bs + " → " + rs
 }
-
-func usd(x float64) string { return fmt.Sprintf("$%.4f", x) }
 
 // table prints rows with aligned columns.
 func table(w io.Writer, rows [][]string) {

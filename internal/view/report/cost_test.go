@@ -8,7 +8,7 @@ import (
 	"github.com/planrunner/runner/internal/board"
 )
 
-// Costs are written as runner writes them everywhere (agents.FormatUSD):
+// Costs are written as runner writes them everywhere (board.FormatUSD):
 // a cost of a few millionths of a dollar is not "$0.0000". Each call
 // says its cost (recorded, else at its model's price), each step the sum
 // of its calls; a call whose price is unknown says none.

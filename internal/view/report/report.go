@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/runs"
@@ -26,7 +25,7 @@ var page = sync.OnceValue(func() *template.Template {
 	return template.Must(template.New("report").Funcs(template.FuncMap{
 		"pct": func(f float64) string { return fmt.Sprintf("%.2f%%", f) },
 		"css": func() template.CSS { return template.CSS(css) },
-		"usd": agents.FormatUSD,
+		"usd": board.FormatUSD,
 		"add": func(a, b int) int { return a + b },
 		// The script of a long page and the CSP source that allows it alone.
 		"lazyScript": func() template.HTML { return template.HTML("<script>" + lazyScript + "</script>") },

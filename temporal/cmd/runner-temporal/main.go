@@ -72,7 +72,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "codec-server":
 		return cmdCodecServer(args[1:], stderr)
 	case "version":
-		fmt.Fprintf(stdout, "runner-temporal %s\n", version)
+		fmt.Fprintf(stdout, "runner-temporal %s (%s)\n", version, rt.Build())
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "runner-temporal: unknown command %q (want worker, run, gc, store-id or codec-server)\n", args[0])
@@ -96,7 +96,7 @@ func connFlags(fs *flag.FlagSet) *conn {
 
 // storeOptions are the store flags as the store opener takes them.
 func storeOptions(s boot.Store) rt.StoreOptions {
-	return rt.StoreOptions{Store: s.Spec, S3Endpoint: s.S3Endpoint, S3Region: s.S3Region, S3PathStyle: s.S3PathStyle}
+	return rt.StoreOptions{Store: s.Spec, S3Endpoint: s.S3Endpoint, S3Region: s.S3Region, S3PathStyle: s.S3PathStyle, Timeout: s.Timeout}
 }
 
 func (c *conn) dial(log *slog.Logger) (client.Client, error) {
@@ -116,13 +116,13 @@ func (c *conn) dial(log *slog.Logger) (client.Client, error) {
 	if err := rt.Secure(&o, c.Security, os.Getenv); err != nil {
 		return nil, err
 	}
-	tc, err := client.Dial(o)
+	tc, err := rt.Dial(o, c.DialTimeout)
 	if err != nil && sec.UseTLS(os.Getenv) {
 		hint := ""
 		if sec.CertPath == "" {
 			hint = "; if the cluster requires mutual TLS, give its client certificate with --tls-cert and --tls-key"
 		}
-		return nil, fmt.Errorf("reaching %s with TLS: %w%s", c.HostPort, err, hint)
+		return nil, fmt.Errorf("%w (with TLS)%s", err, hint)
 	}
 	return tc, err
 }
@@ -191,10 +191,13 @@ func cmdWorker(args []string, stderr io.Writer) int {
 	}
 	acts := &rt.Activities{Store: c.store, StoreID: storeID, Log: log, Workdir: wf.Workdir, Heartbeat: wf.Heartbeat, LogMask: logMask,
 		HostID: wf.HostID, WorkRoot: wf.WorkRoot, SharedWorkspace: wf.SharedWorkspace}
-	w := rt.NewWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps})
+	// The identity names the build: each history event a worker records
+	// says which build recorded it.
+	ident := rt.WorkerIdentity()
+	w := rt.NewWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps, Identity: ident})
 	// This host's own queue: the steps of the runs pinned here. The limit
 	// on concurrent steps is per queue, so each takes its share.
-	hw := rt.NewHostWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps})
+	hw := rt.NewHostWorker(tc, c.TaskQueue, acts, worker.Options{MaxConcurrentActivityExecutionSize: wf.MaxSteps, Identity: ident})
 	if err := hw.Start(); err != nil {
 		fmt.Fprintf(stderr, "runner worker: %v\n", err)
 		return exitFailed
@@ -210,7 +213,7 @@ func cmdWorker(args []string, stderr io.Writer) int {
 		log.Info().Str("addr", addr).Msg("health endpoint: GET /healthz")
 	}
 	log.Info().Str("temporal", c.HostPort).Str("namespace", c.Namespace).Str("task_queue", c.TaskQueue).Str("store", c.store.String()).Str("store_id", storeID).
-		Str("host", wf.HostID).Str("host_queue", rt.HostQueue(c.TaskQueue, wf.HostID)).Str("work_root", wf.WorkRoot).Msg("worker started")
+		Str("host", wf.HostID).Str("host_queue", rt.HostQueue(c.TaskQueue, wf.HostID)).Str("work_root", wf.WorkRoot).Str("build", rt.Build()).Msg("worker started")
 	err = w.Run(worker.InterruptCh())
 	// The host queue stops too before the steps' MCP servers end, so no
 	// step of it starts one after.
@@ -254,7 +257,8 @@ func (e eventWriter) StepStarted(label string, visit int, parent string) {
 func (e eventWriter) StepFinished(rec board.StepRecord) { e.enc.Encode(runs.Event{Finished: &rec}) }
 
 // plainView prints one line per finished step, with the host that ran
-// it, and a line when a step ran on another host than the one before.
+// it, and a line when a top-level step ran on another host than the one
+// before.
 type plainView struct {
 	w     io.Writer
 	board string
@@ -272,10 +276,11 @@ func (p *plainView) StepFinished(rec board.StepRecord) {
 	if rec.Visit > 1 {
 		name = fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
 	}
-	if rec.Host != "" && p.host != "" && rec.Host != p.host {
+	// Top-level steps only: a fan-out's items run on any worker.
+	if top := rec.Parent == "" && rec.Host != ""; top && p.host != "" && rec.Host != p.host {
 		fmt.Fprintf(p.w, "steps run on host %s from %s (before it, on host %s)\n", rec.Host, name, p.host)
 	}
-	if rec.Host != "" {
+	if rec.Parent == "" && rec.Host != "" {
 		p.host = rec.Host
 	}
 	line := fmt.Sprintf("%s %s %dms", name, rec.Status, rec.DurationMS)
@@ -313,6 +318,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
 	fs.DurationVar(&opt.HostTimeout, "host-timeout", 0, "a step that waits this long for the host its run is pinned to pins the run to another host (default 20s; more where steps queue longer on a busy host)")
 	fs.IntVar(&opt.MaxHistoryEvents, "max-history-events", 0, "continue as new past this many history events (default 10000)")
+	spread := fs.Bool("spread-fanouts", true, "a for_each's items run on any worker, each from the workspace as the for_each started, their files merged back in item order (false: on the run's host; see docs/temporal.md)")
 	fs.DurationVar(&opt.LocalStepsUnder, "local-steps-under", 0, "a command step whose timeout is at most this runs as a local activity, on the worker that runs the workflow (not with a pinned run; default 0: none)")
 	otlp := fs.String("otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
 	fs.String("engine", "temporal", "the engine (only temporal here)")
@@ -320,6 +326,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return exitUsage
 	}
+	opt.KeepFanOuts = !*spread
 	if len(pos) != 1 {
 		fmt.Fprintf(stderr, "runner run: want one plan file, got %d arguments\n", len(pos))
 		return exitUsage
