@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -229,6 +230,15 @@ func threeHosts(t *testing.T, pre []string, c *cluster, hide ...string) {
 				ws[i].Result = []byte(sameID(string(ws[i].Result)))
 				for k, v := range ws[i].Inputs {
 					ws[i].Inputs[k] = sameID(v)
+				}
+			}
+			// A step's inputs name the workdir it ran in: its host's copy
+			// of the run's workspace (WORKROOT/<workflow id>/DIR), a
+			// per-host path, read as the client's workdir.
+			hostCopy := regexp.MustCompile(`/[^\s"']*/` + regexp.QuoteMeta(WorkflowIDOf(got.Run())) + `/[^/\s"']+`)
+			for i := range gs {
+				for k, v := range gs[i].Inputs {
+					gs[i].Inputs[k] = hostCopy.ReplaceAllString(v, checkout)
 				}
 			}
 			if d := sameStepsIn(ws, localWD, gs, checkout); d != "" {
