@@ -69,7 +69,7 @@ func workflowCommands(out string) (cmds []string, resumed bool) {
 	return cmds, stop == ""
 }
 
-var durations = regexp.MustCompile(`\b\d+(\.\d+)?(ms|µs|s)\b|\b\d+m\d+(\.\d+)?s\b`)
+var durations = regexp.MustCompile(`\b\d+(\\?\.\d+)?(ms|µs|s)\b|\b\d+m\d+(\\?\.\d+)?s\b`) // a summary escapes the dot: 1\.5s
 
 // normalize takes out what changes from run to run: the run's id and
 // directory, durations.
