@@ -134,7 +134,7 @@ func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed 
 	}
 	for _, t := range tokens {
 		cost := ""
-		if t.CostUSD > 0 {
+		if t.CostUSD > 0 || t.PriceKnown {
 			cost = ", " + board.FormatUSD(t.CostUSD)
 		}
 		fmt.Fprintf(w, "tokens: %s %d in, %d out (%d calls%s)\n", t.Model, t.InputTokens, t.OutputTokens, t.Calls, cost)
