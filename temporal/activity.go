@@ -140,6 +140,13 @@ const errBadInput = "runner.bad-input"
 
 // RunStep runs one attempt of one leaf step.
 func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, error) {
+	return a.runStep(ctx, in, false)
+}
+
+// runStep runs one attempt: in the run's copy of its workspace on this
+// host, or (spread) in a scratch copy of in.Workspace with a board of its
+// own, left behind once the step's workspace is back in the store.
+func (a *Activities) runStep(ctx context.Context, in StepInput, spread bool) (*StepOutput, error) {
 	info := activity.GetInfo(ctx)
 	runID := info.WorkflowExecution.ID
 	if in.StoreID != "" && a.StoreID != "" && in.StoreID != a.StoreID {
@@ -170,7 +177,18 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 	defer endBeats.Do(func() { close(stop); <-stopped })
 
 	planPath := in.PlanPath
-	if in.Workspace != "" {
+	var scratch *Manifest
+	var scratchRoot string
+	if spread {
+		root, m, done, err := a.scratch(runID, in.Workspace)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+		scratch, scratchRoot = m, root
+		planPath = filepath.Join(root, filepath.FromSlash(m.PlanDir), m.Plan)
+		in.Workdir = filepath.Join(root, filepath.FromSlash(m.Workdir))
+	} else if in.Workspace != "" {
 		// The run's files are in this host's copy of its workspace.
 		st, _, err := a.hostCopy(runID, wsWant{Manifest: in.Workspace, Copy: in.Copy, Seq: in.WorkspaceSeq}, false)
 		if err != nil {
@@ -179,7 +197,8 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		planPath = filepath.Join(st.root, filepath.FromSlash(st.m.PlanDir), st.m.Plan)
 		in.Workdir = filepath.Join(st.root, filepath.FromSlash(st.m.Workdir))
 	}
-	prog, err := a.program(planPath, in.PlanSHA256)
+	// A scratch copy's path is the step's own: its program is not kept.
+	prog, err := a.program(planPath, in.PlanSHA256, !spread)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 	}
@@ -191,12 +210,16 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		err := fmt.Errorf("step %q is not a leaf step of plan %s", in.Label, in.PlanPath)
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errBadInput, err)
 	}
-	r, err := a.state(runID, prog, in)
+	st := &runState{prog: prog}
+	if !spread {
+		st = a.runState(runID, prog)
+	}
+	r, err := a.stateOf(st, prog, in)
 	if err != nil {
 		return nil, err // retried: the store may be catching up
 	}
-	if in.ReuseLive {
-		a.goLive(runID)
+	if in.ReuseLive && st.reuse != nil {
+		st.reuse.GoLive()
 	}
 	b := r.Board
 	seq, nrec := lastSeq(b), len(b.Recordings())
@@ -217,20 +240,24 @@ func (a *Activities) RunStep(ctx context.Context, in StepInput) (*StepOutput, er
 		out.Error = err.Error()
 	}
 	out.Result = RawJSON(enc)
-	out.masked(a.mask(runID)) // entries and recordings were masked as they entered the board
+	out.masked(st.masker()) // entries and recordings were masked as they entered the board
 	out.Entries = b.Query(board.Filter{AfterSeq: seq, Label: in.Label})
 	for _, rec := range b.Recordings()[nrec:] {
 		if rec.Label == in.Label && rec.Visit == in.Visit {
 			out.Recordings = append(out.Recordings, rec)
 		}
 	}
-	if in.Workspace != "" {
+	if spread {
+		if out.Workspace, err = snapshot(a.Store, scratch, scratchRoot, b.Run().ID, hashCache{}); err != nil {
+			return nil, fmt.Errorf("host %s: keeping the item's workspace: %w", a.hostName(), err)
+		}
+	} else if in.Workspace != "" {
 		if out.Workspace, out.Copy, out.WorkspaceSeq, err = a.snapshot(runID, b.Run().ID); err != nil {
 			return nil, fmt.Errorf("host %s: keeping the run's workspace: %w", a.HostID, err)
 		}
 	}
 	endBeats.Do(func() { close(stop); <-stopped })
-	if len(out.Entries) > 0 || len(out.Recordings) > 0 {
+	if !spread && (len(out.Entries) > 0 || len(out.Recordings) > 0) {
 		a.mu.Lock()
 		if st := a.runs[runID]; st != nil {
 			st.dirty = true
@@ -300,7 +327,7 @@ func (a *Activities) heartbeat(ctx context.Context, stop chan struct{}, details 
 
 // program compiles a plan once per worker; the source comes from the
 // Store, checked against its sha256.
-func (a *Activities) program(path, sum string) (*engine.Program, error) {
+func (a *Activities) program(path, sum string, keep bool) (*engine.Program, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	// By path too: a plan's path (its run.plan_dir) differs between runs
@@ -317,6 +344,9 @@ func (a *Activities) program(path, sum string) (*engine.Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", path, err)
 	}
+	if !keep {
+		return p, nil
+	}
 	if a.progs == nil {
 		a.progs = map[string]*engine.Program{}
 	}
@@ -326,8 +356,11 @@ func (a *Activities) program(path, sum string) (*engine.Program, error) {
 
 // state brings this worker's copy of the run up to in.Head.
 func (a *Activities) state(runID string, prog *engine.Program, in StepInput) (*engine.Runner, error) {
-	st := a.runState(runID, prog)
+	return a.stateOf(a.runState(runID, prog), prog, in)
+}
 
+// stateOf brings st, a copy of the run, up to in.Head.
+func (a *Activities) stateOf(st *runState, prog *engine.Program, in StepInput) (*engine.Runner, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.r != nil && (st.head == in.Head || in.Beside && st.known[in.Head]) {
@@ -419,16 +452,9 @@ func (a *Activities) runState(runID string, prog *engine.Program) *runState {
 
 const maxRuns = 256
 
-// mask is the run's secret mask on this worker.
-func (a *Activities) mask(runID string) *mask.Masker {
-	a.mu.Lock()
-	st := a.runs[runID]
-	a.mu.Unlock()
-	if st == nil {
-		return mask.New()
-	}
-	// Under the run's lock: a parallel sibling's activity may be making
-	// the run's state again (state) meanwhile.
+// masker is the run's secret mask in st (made again meanwhile, by a
+// parallel sibling's state, under st's lock).
+func (st *runState) masker() *mask.Masker {
 	st.mu.Lock()
 	m := st.mask
 	st.mu.Unlock()
@@ -436,22 +462,6 @@ func (a *Activities) mask(runID string) *mask.Masker {
 		return mask.New()
 	}
 	return m
-}
-
-// goLive tells the run's --reuse on this worker that a call went live.
-func (a *Activities) goLive(runID string) {
-	a.mu.Lock()
-	st := a.runs[runID]
-	a.mu.Unlock()
-	if st == nil {
-		return
-	}
-	st.mu.Lock()
-	reuse := st.reuse
-	st.mu.Unlock()
-	if reuse != nil {
-		reuse.GoLive()
-	}
 }
 
 // reused reads the runs given to --reuse from the Store, once per worker.

@@ -183,7 +183,8 @@ func (it *interp) Visited(label string, visit int) {
 
 // Recorded keeps the record as the board keeps it (masked) for the
 // ledger's next flush and the progress query.
-func (it *interp) Recorded(*engine.Node) {
+func (it *interp) Recorded(n *engine.Node) {
+	it.fanOutEnded(n.Label)
 	rec, _ := it.b.LastStep()
 	it.led.steps = append(it.led.steps, rec)
 	rec.Result = nil
@@ -253,7 +254,23 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	in.StoreID = it.in.StoreID
 	lostWithHost := 0
-	if it.pinned(ctx) {
+	fo, err := it.spreadOf(ctx, n)
+	if err != nil {
+		return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
+	}
+	idx, _, _ := n.ItemOf()
+	if fo != nil {
+		// Any worker runs the item, from the workspace the fan-out
+		// started with or the one its previous attempt left (spread.go).
+		in.Workspace = fo.Base
+		if ws := fo.Items[idx]; ws != "" {
+			in.Workspace = ws
+		}
+		err = workflow.ExecuteActivity(actx, SpreadName, in).Get(actx, &out)
+	} else if it.pinned(ctx) {
+		if err := it.settle(ctx); err != nil {
+			return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
+		}
 		// The step runs on the run's host, in its copy of the workspace.
 		for {
 			err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
@@ -295,6 +312,9 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 			cause = errors.New("canceled")
 		}
 		out.Error = cause.Error()
+	}
+	if fo != nil && out.Workspace != "" {
+		fo.Items[idx] = out.Workspace
 	}
 	for _, e := range out.Entries {
 		if _, err := it.b.Append(e); err != nil {

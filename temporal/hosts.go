@@ -134,6 +134,7 @@ func registerActivities(r worker.ActivityRegistry, acts *Activities) {
 	r.RegisterActivityWithOptions(acts.RunStep, activity.RegisterOptions{Name: ActivityName})
 	r.RegisterActivityWithOptions(acts.Pin, activity.RegisterOptions{Name: PinName})
 	r.RegisterActivityWithOptions(acts.ReadWorkspace, activity.RegisterOptions{Name: WorkspaceReadName})
+	r.RegisterActivityWithOptions(acts.SpreadStep, activity.RegisterOptions{Name: SpreadName})
 }
 
 // Pin takes a run on this host: its workspace is made here.

@@ -167,7 +167,7 @@ func TestMovedStepSeesEveryFinishedItem(t *testing.T) {
 			})
 			run := newRun(t, fanOutPlan, checkout)
 			run.PlanPath = plan
-			env.ExecuteWorkflow(WorkflowName, Input{Run: run, Workspace: ws})
+			env.ExecuteWorkflow(WorkflowName, Input{Run: run, Workspace: ws, Options: Options{KeepFanOuts: true}})
 			var out Output
 			if err := envOutput(env, &out); err != nil {
 				t.Fatalf("workflow: %v", err)
@@ -313,7 +313,7 @@ func TestStepsOfALeftCopy(t *testing.T) {
 			})
 			run := newRun(t, fanOutPlan, checkout)
 			run.PlanPath = plan
-			env.ExecuteWorkflow(WorkflowName, Input{Run: run, Workspace: ws})
+			env.ExecuteWorkflow(WorkflowName, Input{Run: run, Workspace: ws, Options: Options{KeepFanOuts: true}})
 			var out Output
 			if err := envOutput(env, &out); err != nil {
 				t.Fatalf("workflow: %v", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
@@ -76,6 +77,9 @@ type Options struct {
 	// LocalStepsUnder: a command step whose own timeout is at most this
 	// runs as a local activity (local.go); 0: none does.
 	LocalStepsUnder time.Duration `json:",omitempty"`
+	// KeepFanOuts keeps a for_each's items on the run's host instead of
+	// spreading them over the pool (spread.go).
+	KeepFanOuts bool `json:",omitempty"`
 }
 
 func (o Options) withDefaults() Options {
@@ -118,6 +122,10 @@ type Carry struct {
 	// Mid: the part begins inside the step at PC, a for_each stopped
 	// between items (fanout.go): its recorded items are not run again.
 	Mid bool `json:",omitempty"`
+	// FanOuts are the spread fan-outs open when the part ended (a for_each
+	// stopped between items), and Merges the merges so far (spread.go).
+	FanOuts []*FanOut `json:",omitempty"`
+	Merges  int       `json:",omitempty"`
 }
 
 // Output is how the run ended and its final board's chain head.
@@ -221,6 +229,13 @@ type interp struct {
 	itemsCut     bool           // no item starts any more in this part
 	inflight     map[string]int // items under way: the events each will add
 	itemsStarted int            // items started in this part
+
+	// Spread fan-outs (spread.go): open ones by for_each label, ended ones
+	// whose changes are not yet in ws, a merge under way, merges so far.
+	fanouts  map[string]*FanOut
+	toMerge  []*FanOut
+	settling bool
+	merges   int
 }
 
 // start builds the board: new, or the carried one read back from the chain.
@@ -249,6 +264,17 @@ func (it *interp) start(ctx workflow.Context) error {
 		it.base -= len(c.Recent)
 		it.host, it.ws, it.hosts = c.Host, c.Workspace, c.Hosts
 		it.copy, it.wsSeq = c.Copy, c.WorkspaceSeq
+		it.merges = c.Merges
+		for _, fo := range c.FanOuts {
+			if it.fanouts == nil {
+				it.fanouts = map[string]*FanOut{}
+			}
+			fo.ready = true
+			if fo.Items == nil {
+				fo.Items = map[int]string{}
+			}
+			it.fanouts[fo.Label] = fo
+		}
 	} else {
 		it.b = board.New(run)
 		it.led.run = &run
@@ -277,6 +303,9 @@ func (it *interp) start(ctx workflow.Context) error {
 		var raw json.RawMessage
 		if it.pinned(ctx) {
 			// The workdir is on the run's host: ask it.
+			if err := it.settle(ctx); err != nil {
+				return nil, err
+			}
 			if err := it.ensurePinned(ctx); err != nil {
 				return nil, err
 			}
@@ -378,11 +407,18 @@ func (it *interp) continueAsNew(ctx workflow.Context, pc int, mid bool) error {
 	if len(recent) > 64 {
 		recent = recent[len(recent)-64:]
 	}
+	if err := it.settle(ctx); err != nil {
+		return err
+	}
 	in := it.in
 	visits, total := it.r.Counts()
 	in.Carry = &Carry{Head: head, PC: pc, Visits: visits, Total: total, Parts: it.parts + 1,
 		Base: it.base + len(it.recs), Recent: recent, Host: it.host, Workspace: it.ws, Hosts: it.hosts, Mid: mid,
-		Copy: it.copy, WorkspaceSeq: it.wsSeq}
+		Copy: it.copy, WorkspaceSeq: it.wsSeq, Merges: it.merges}
+	for _, fo := range it.fanouts {
+		in.Carry.FanOuts = append(in.Carry.FanOuts, fo)
+	}
+	sort.Slice(in.Carry.FanOuts, func(i, j int) bool { return in.Carry.FanOuts[i].Label < in.Carry.FanOuts[j].Label })
 	return workflow.NewContinueAsNewError(ctx, WorkflowName, in)
 }
 
@@ -395,6 +431,10 @@ func (it *interp) finish(ctx workflow.Context, err error) (*Output, error) {
 			re = &engine.RunError{Status: engine.StatusFailed, Err: err}
 		}
 		status, msg = re.Status, re.Error()
+	}
+	it.endFanOuts()
+	if serr := it.settle(ctx); serr != nil {
+		return nil, serr
 	}
 	it.ended = true
 	now := workflow.Now(ctx).UTC()

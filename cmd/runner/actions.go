@@ -16,6 +16,7 @@ import (
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/testrun"
 	"github.com/planrunner/runner/internal/view/ghactions"
+	"github.com/planrunner/runner/internal/view/junit"
 	"github.com/planrunner/runner/internal/view/report"
 )
 
@@ -121,13 +122,14 @@ func lastVisits(recs []board.StepRecord) []board.StepRecord {
 
 // annotations are the failures of a run's last visits: each failed test
 // and build error at its file and line, each other failed step (a refused
-// diff, a command) at its line in the plan. A failure the plan tolerates
-// (continue_on_error) is a warning.
+// diff, a command) at its line in the plan; a parallel group's failure is
+// its child's, told there. A failure the plan tolerates (continue_on_error
+// on the step or its group) is a warning whose title says "(tolerated)",
+// as the JUnit document (junit.Tolerated) and the summary say it.
 func annotations(b *board.Board, root string) []ghactions.Annotation {
 	run := b.Run()
 	planFile := relTo(root, run.PlanPath)
 	stepLine := map[string]int{}
-	tolerated := map[string]bool{}
 	// The plan as the run saved it, parsed again for its lines: a compiled
 	// plan has let go of its YAML tree.
 	if p, err := plans.Parse(run.PlanPath, []byte(run.PlanSource)); err == nil {
@@ -135,28 +137,29 @@ func annotations(b *board.Board, root string) []ghactions.Annotation {
 			if s.Node != nil {
 				stepLine[s.Label] = s.Node.Line
 			}
-			tolerated[s.Label] = s.ContinueOnError
+		}
+	}
+	tol := junit.Tolerated(b)
+	recs := b.Steps()
+	names := junit.NamesOf(recs)
+	failedKid := map[string]bool{}
+	for _, rec := range recs {
+		if rec.Parent != "" && rec.Status == board.StatusFailed {
+			failedKid[rec.Parent] = true
 		}
 	}
 	types := steps.Registry()
 	var out []ghactions.Annotation
-	for _, rec := range lastVisits(b.Steps()) {
-		if rec.Status != board.StatusFailed {
+	for _, rec := range lastVisits(recs) {
+		if rec.Status != board.StatusFailed || rec.Type == "" && failedKid[rec.Label] {
 			continue
 		}
-		level := "error"
-		if tolerated[rec.Label] {
-			level = "warning"
+		level, mark := "error", ""
+		if junit.IsTolerated(tol, rec.Label) {
+			level, mark = "warning", " (tolerated)"
 		}
-		at := func(dir, file string) string {
-			if file == "" {
-				return ""
-			}
-			if !filepath.IsAbs(file) {
-				file = filepath.Join(run.Workdir, dir, file)
-			}
-			return relTo(root, file)
-		}
+		at := func(dir, file string) string { return junit.RepoPath(root, run.Workdir, dir, file) }
+		who := names.Of(rec.Label, rec.Visit)
 		shows := types.Caps(rec.Type).Shows
 		if shows.Has(engine.ShowsTests) {
 			var tr testrun.Result
@@ -168,24 +171,27 @@ func annotations(b *board.Board, root string) []ghactions.Annotation {
 						msg += "\n" + f.Excerpt
 					}
 					out = append(out, ghactions.Annotation{Level: level, File: at(dir, f.File), Line: f.Line,
-						Title: fmt.Sprintf("%s: %s %s", name(rec.Label, rec.Visit), f.ID, kindWord(f.Kind)), Message: msg})
+						Title: fmt.Sprintf("%s: %s %s%s", who, f.ID, kindWord(f.Kind), mark), Message: msg})
 				}
 				for _, e := range tr.BuildErrors {
 					out = append(out, ghactions.Annotation{Level: level, File: at(dir, e.File), Line: e.Line, Col: e.Col,
-						Title: name(rec.Label, rec.Visit) + ": build error", Message: e.Message})
+						Title: who + ": build error" + mark, Message: e.Message})
 				}
 				continue
 			}
 		}
-		title := fmt.Sprintf("step %s (%s) failed", name(rec.Label, rec.Visit), rec.Type)
+		title := fmt.Sprintf("step %s (%s) failed%s", who, rec.Type, mark)
+		if rec.Type == "" {
+			title = fmt.Sprintf("step %s failed%s", who, mark)
+		}
 		if shows.Has(engine.ShowsEdit) {
-			title = fmt.Sprintf("step %s: the diff was not applied", name(rec.Label, rec.Visit))
+			title = fmt.Sprintf("step %s: the diff was not applied%s", who, mark)
 		}
 		msg := rec.Error
 		if msg == "" {
 			msg = "failed"
 		}
-		out = append(out, ghactions.Annotation{Level: level, File: planFile, Line: stepLine[rec.Label], Title: title, Message: msg})
+		out = append(out, ghactions.Annotation{Level: level, File: planFile, Line: stepLine[engine.BaseLabel(rec.Label)], Title: title, Message: msg})
 	}
 	return out
 }
@@ -212,30 +218,27 @@ func summaryOf(r *runs.Result, anns []ghactions.Annotation, elapsed time.Duratio
 	if r.Err != nil {
 		s.Error = firstLine(r.Err.Error())
 	}
-	tol := map[string]bool{}
-	if r.Prog != nil {
-		for _, st := range r.Prog.Plan.AllSteps() {
-			tol[st.Label] = st.ContinueOnError
-		}
-	}
+	tol := junit.Tolerated(b)
 	recs := b.Steps()
+	names := junit.NamesOf(recs)
 	for i, st := range recs {
 		if i == maxSummarySteps {
 			s.Steps = append(s.Steps, ghactions.SummaryStep{Name: fmt.Sprintf("… and %d more step visits (see the report)", len(recs)-i)})
 			break
 		}
 		status := st.Status
-		if status == board.StatusFailed && tol[st.Label] {
+		if status == board.StatusFailed && junit.IsTolerated(tol, st.Label) {
 			status = "failed (tolerated)"
 		}
-		s.Steps = append(s.Steps, ghactions.SummaryStep{Name: name(st.Label, st.Visit), Type: st.Type, Status: status, Duration: ms(st.DurationMS)})
+		s.Steps = append(s.Steps, ghactions.SummaryStep{Name: names.Of(st.Label, st.Visit), Type: st.Type, Status: status, Duration: ms(st.DurationMS)})
 	}
 	for _, a := range anns {
 		place := a.File
 		if place != "" && a.Line > 0 {
 			place = fmt.Sprintf("%s:%d", a.File, a.Line)
 		}
-		s.Failures = append(s.Failures, ghactions.SummaryFailure{Step: a.Title, Place: place, Message: firstLine(a.Message)})
+		s.Failures = append(s.Failures, ghactions.SummaryFailure{Step: a.Title, Place: place, Message: firstLine(a.Message),
+			Tolerated: a.Level == "warning"})
 	}
 	var total float64
 	for _, t := range report.Tokens(b.RecordingsKeyed()) {

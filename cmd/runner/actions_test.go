@@ -160,7 +160,9 @@ func TestColourForcedAndRefused(t *testing.T) {
 // `runner report --format junit` turns a recorded run's test steps into
 // JUnit XML any CI reads: a suite per test step with a case per failed
 // test at its file and line, a suite of the plan's steps; it parses back
-// whatever the tests printed (control characters, ]]>, < and &).
+// whatever the tests printed (control characters, ]]>, < and &). A
+// failure the plan tolerates (continue_on_error) is skipped as
+// "tolerated": only what failed the run counts as a failure.
 func TestReportJUnit(t *testing.T) {
 	work, res := actionsRun(t, "", "GITHUB_ACTIONS=") // not on Actions
 	if res.code != exitFailed {
@@ -185,6 +187,9 @@ func TestReportJUnit(t *testing.T) {
 				Failure *struct {
 					Message string `xml:"message,attr"`
 				} `xml:"failure"`
+				Skipped *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"skipped"`
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
@@ -203,23 +208,26 @@ func TestReportJUnit(t *testing.T) {
 			if c.Failure != nil {
 				msg = c.Failure.Message
 			}
+			if c.Skipped != nil {
+				msg = "skipped: " + c.Skipped.Message
+			}
 			got = append(got, row{s.Name, c.Name, c.File, c.Line, msg})
 		}
 	}
 	want := []row{
-		{"tests", "adds, numbers", "src/a,b:c%.js", 12, "want 4, got 5"},
-		{"tests", "plain", "src/plain.js", 3, "it broke  <&> ]]>"},
+		{"tests", "adds, numbers", "src/a,b:c%.js", 12, "skipped: failed (tolerated): want 4, got 5"},
+		{"tests", "plain", "src/plain.js", 3, "skipped: failed (tolerated): it broke  <&> ]]>"},
 		{"tests", "1 passed tests", "", 0, ""},
 		{"steps", "hello", "", 0, ""},
-		{"steps", "tests", "", 0, "FAILED: 2 of 3 tests failed (1 passed)."},
-		{"steps", "apply", "", 0, ".git/config: the diff may not change files under .git/ (at any depth)"},
+		{"steps", "tests", "", 0, "skipped: failed (tolerated): FAILED: 2 of 3 tests failed (1 passed)."},
+		{"steps", "apply", "", 0, "skipped: failed (tolerated): .git/config: the diff may not change files under .git/ (at any depth)"},
 		{"steps", "build", "", 0, "exit status 3"},
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("cases:\ngot  %v\nwant %v", got, want)
 	}
-	if doc.Tests != 3+4 || doc.Failures != 2+3 {
-		t.Errorf("totals: %d tests, %d failures; want 7 and 5", doc.Tests, doc.Failures)
+	if doc.Tests != 3+4 || doc.Failures != 1 {
+		t.Errorf("totals: %d tests, %d failures; want 7 and 1 (build)", doc.Tests, doc.Failures)
 	}
 	// The default file is junit.xml beside the blackboard.
 	r = runCLI(t, work, "report", bb, "--format", "junit")

@@ -12,6 +12,8 @@ import (
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
+	"github.com/planrunner/runner/internal/sys/safefs"
+	"github.com/planrunner/runner/internal/view/junit"
 	"github.com/planrunner/runner/internal/view/report"
 )
 
@@ -32,6 +34,14 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 	var reportErr error
 	if g.report {
 		reportPath, reportErr = writeReport(b, path, "")
+	}
+	if g.junit != "" {
+		// Files relative to the root the annotations use, so that both
+		// name the same file alike.
+		doc := junit.FromBoardAt(b, steps.Registry(), actionsRoot())
+		if err := safefs.WriteFile(g.junit, board.FileMode, func(w io.Writer) error { return junit.Write(w, doc) }); err != nil && reportErr == nil {
+			reportErr = fmt.Errorf("--junit: %w", err)
+		}
 	}
 	// Keyed: the token sums skip the answers' texts, which need not be
 	// built into JSON again.
@@ -72,7 +82,7 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 	} else {
 		w := g.mask.Writer(stderr)
 		if !g.quiet {
-			summary(w, r, run.ID, status, err, elapsed, tokens)
+			summary(w, r, run.ID, status, err, elapsed, tokens, g.gh != nil)
 			for _, wi := range waiting {
 				fmt.Fprintf(w, "%s asks: %s\n", name(wi.Label, wi.Visit), strings.TrimSpace(wi.Prompt))
 			}
@@ -100,8 +110,10 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 	fmt.Fprintf(stdout, "blackboard: %s\n", path)
 }
 
-// summary is the end of the console display.
-func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed time.Duration, tokens []report.ModelUsage) {
+// summary is the end of the console display. grouped: each step's output
+// is in its log group already (GitHub Actions), so the last one is not
+// told again.
+func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed time.Duration, tokens []report.ModelUsage, grouped bool) {
 	steps := r.Board.StepsKeyed() // labels only
 	ran := map[string]bool{}
 	for _, s := range steps {
@@ -119,7 +131,7 @@ func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed 
 	if len(never) > 0 {
 		fmt.Fprintf(w, "never ran: %s\n", strings.Join(never, ", "))
 	}
-	if last, out := lastOutput(steps); out != "" {
+	if last, out := lastOutput(steps); out != "" && !grouped {
 		lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 		more := ""
 		if len(lines) > lastOutputLines {

@@ -31,6 +31,7 @@ type globals struct {
 	// starts empty and learns the secrets once the plan is known.
 	mask   *mask.Masker
 	report bool   // run, resume --report: write report.html at the end
+	junit  string // run, resume --junit FILE: write JUnit XML at the end
 	runID  string // set before the logger is made: every event carries it
 	output bool   // run, resume --show-output: stream command and test output
 	// gh is stderr as a GitHub Actions step writes it (nil elsewhere):

@@ -13,6 +13,7 @@ import (
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/view/ghactions"
 )
 
@@ -238,6 +239,11 @@ func (p *progressView) group(rec board.StepRecord, lines []string, kids []board.
 	}
 	if !p.output {
 		for _, r := range append([]board.StepRecord{rec}, kids...) {
+			if r.Label == rec.Label && len(kids) > 0 || showsTests(r) {
+				// A group's output is its children's, shown next; a test
+				// step's is its failures, each an annotation.
+				continue
+			}
 			if out := stepOutput(r); out != "" {
 				if len(kids) > 0 {
 					fmt.Fprintf(p.w, "output of %s:\n", name(r.Label, r.Visit))
@@ -247,6 +253,11 @@ func (p *progressView) group(rec board.StepRecord, lines []string, kids []board.
 		}
 	}
 	p.gh.Commands(ghactions.EndGroup)
+}
+
+// showsTests says whether rec is a test step's (its type shows test results).
+func showsTests(rec board.StepRecord) bool {
+	return steps.Registry().Caps(rec.Type).Shows.Has(engine.ShowsTests)
 }
 
 // groupTitle is a step's line without colour: a group's title is text.
@@ -517,6 +528,9 @@ func (p *progressView) stepLines(rec board.StepRecord, kids []board.StepRecord, 
 			line += "  " + first
 		}
 		tail = outputTail(rec, rest)
+		if p.gh != nil && showsTests(rec) {
+			tail = nil // on GitHub Actions each failed test is an annotation and in the summary
+		}
 		// A command's error ends with its last line of stderr: say it once.
 		for len(tail) > 0 && strings.Contains(first, strings.TrimSpace(tail[len(tail)-1])) {
 			tail = tail[:len(tail)-1]

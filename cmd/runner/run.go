@@ -39,6 +39,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take the results of steps that touch the world (command, test, apply_diff, ...) from the recording too, run nothing")
 	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
+	fs.StringVar(&g.junit, "junit", "", "write the run's tests and steps as JUnit XML to `FILE` when it ends (as runner report --format junit)")
 	addTraceFlag(fs, g)
 	var tf runs.Temporal
 	engineFlag := addTemporalFlags(fs, &tf)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 		fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
 		fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
 		fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 5m)")
+		fs.Var(negBool{&t.KeepFanOuts}, "spread-fanouts", "with --engine temporal: a for_each's items run on any worker, each from the workspace as the for_each started, their files merged back in item order (false: on the run's host)")
 	})
 	return engine
 }
@@ -163,3 +165,24 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 	}
 	return exitFailed
 }
+
+// negBool is a boolean flag, default true, that sets *p to its negation.
+type negBool struct{ p *bool }
+
+func (b negBool) String() string {
+	if b.p == nil || !*b.p {
+		return "true"
+	}
+	return "false"
+}
+
+func (b negBool) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	*b.p = !v
+	return nil
+}
+
+func (negBool) IsBoolFlag() bool { return true }

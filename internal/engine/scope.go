@@ -249,8 +249,15 @@ func valueType(v any) types.Type {
 		return types.String
 	case bool:
 		return types.Bool
+	case []any:
+		// A list of any items: --var may give another list (convertVar).
+		return types.Array(types.Any)
+	case map[string]any:
+		// A mapping of any keys: --var may give other keys, so they are
+		// not checked, but it stays a mapping (convertVar).
+		return types.TypeOf(map[string]any{})
 	}
-	return types.Any // lists and mappings: checked at run time
+	return types.Any // others (a YAML timestamp): checked at run time
 }
 
 // structType describes a result struct by its json names.

@@ -70,6 +70,18 @@ func convertVar(def any, raw string) (any, error) {
 	if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
 		return nil, fmt.Errorf("want YAML or JSON like the default %s: %v", jsonText(def), err)
 	}
+	// The plan was checked with the default's kind (valueType): a list
+	// stays a list, a mapping a mapping.
+	switch def.(type) {
+	case []any:
+		if _, ok := v.([]any); !ok && v != nil {
+			return nil, fmt.Errorf("want a list (YAML or JSON) like the default %s", jsonText(def))
+		}
+	case map[string]any:
+		if _, ok := v.(map[string]any); !ok && v != nil {
+			return nil, fmt.Errorf("want a mapping (YAML or JSON) like the default %s", jsonText(def))
+		}
+	}
 	return v, nil
 }
 

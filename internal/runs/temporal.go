@@ -104,6 +104,9 @@ type Temporal struct {
 	SharedWorkspace bool
 	SyncBack        string
 	HostTimeout     time.Duration
+	// KeepFanOuts keeps a for_each's items on the run's host instead of
+	// spreading them over the pool (--spread-fanouts=false).
+	KeepFanOuts bool
 	// OTLPEndpoint is --otlp-endpoint: runner-temporal exports the run's
 	// trace there when it ends (the OTEL_* variables reach it through
 	// the environment), as runner does for a run in its own process.
@@ -146,6 +149,9 @@ func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*
 	}
 	if t.HostTimeout > 0 {
 		args = append(args, "--host-timeout", t.HostTimeout.String())
+	}
+	if t.KeepFanOuts {
+		args = append(args, "--spread-fanouts=false")
 	}
 	args = append(args, "--workdir", r.Record.Workdir)
 	for _, p := range r.opts.Reuse {

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,8 +127,10 @@ func setUp(cfg *config) error {
 	for i, t := range cfg.Trees {
 		trees[t] = 4 + i
 	}
+	var covers []string
 	if cfg.Mapped {
-		if err := coverBlocked(cfg, trees); err != nil {
+		var err error
+		if covers, err = coverBlocked(cfg, trees); err != nil {
 			return err
 		}
 	}
@@ -176,6 +179,9 @@ func setUp(cfg *config) error {
 		if under(mp, cfg.Write) || under(mp, []string{"/proc", "/dev"}) {
 			continue // writable, or replaced below
 		}
+		if under(mp, covers) && !slices.Contains(covers, mp) {
+			continue // hidden by a cover: its path now names the cover's directory
+		}
 		if err := remount(mp, true); err != nil {
 			return err
 		}
@@ -208,7 +214,7 @@ func setUp(cfg *config) error {
 // temporary directory): that directory is covered by a read-only tmpfs
 // holding only the way to the write paths under it, so the step reaches
 // them and sees nothing else there, as it could not before.
-func coverBlocked(cfg *config, trees map[string]int) error {
+func coverBlocked(cfg *config, trees map[string]int) ([]string, error) {
 	var blocked []string
 	for _, w := range cfg.Write {
 		if b := blockedAncestor(w, cfg.Trees); b != "" {
@@ -224,7 +230,7 @@ func coverBlocked(cfg *config, trees map[string]int) error {
 	}
 	for _, c := range covers {
 		if err := unix.Mount("tmpfs", c, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
-			return &errHelper{"covering " + c + " (only root may search it)", err}
+			return nil, &errHelper{"covering " + c + " (only root may search it)", err}
 		}
 		for _, w := range cfg.Write {
 			if !under(w, []string{c}) {
@@ -239,11 +245,11 @@ func coverBlocked(cfg *config, trees map[string]int) error {
 				err = os.MkdirAll(w, 0o755)
 			}
 			if err != nil {
-				return &errHelper{"making the way to " + w, err}
+				return nil, &errHelper{"making the way to " + w, err}
 			}
 		}
 	}
-	return nil
+	return covers, nil
 }
 
 // isDir reports whether fd is a directory.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
@@ -624,5 +626,45 @@ func TestSandboxUsernsOncePerProcess(t *testing.T) {
 	}
 	if held[0] != held[1] || held[1] != held[2] {
 		t.Errorf("a user namespace per step: %v", held)
+	}
+}
+
+// TestWritePathUnderAMountInAClosedDirectory: as root, a write path below
+// a directory only root may search is reached through a read-only cover;
+// a mount between that directory and the write path (a worker's own disk
+// under a 0700 temporary directory) is hidden by the cover, and the
+// sandbox still starts and the step still writes.
+func TestWritePathUnderAMountInAClosedDirectory(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("covers are made only when root is mapped")
+	}
+	disk := filepath.Join(t.TempDir(), "disk") // under a 0700 directory
+	if err := os.Mkdir(disk, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", disk, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=1m"); err != nil {
+		t.Skipf("no tmpfs to mount here: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(disk, unix.MNT_DETACH) })
+	work := filepath.Join(disk, "run", "work")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", "echo made > f && cat f")
+	cmd.Dir = work
+	s, err := Wrap(cmd, Policy{Write: []string{work}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	code, _, ferr := s.Finish(cmd.ProcessState)
+	if ferr != nil || code != 0 || string(out) != "made\n" {
+		t.Fatalf("step: out %q, code %d, %v / %v; stderr:\n%s", out, code, err, ferr, stderr.String())
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "f")); err != nil || string(b) != "made\n" {
+		t.Errorf("the file the step wrote: %q %v", b, err)
 	}
 }

@@ -23,8 +23,12 @@ type Summary struct {
 // SummaryStep is one step visit's row.
 type SummaryStep struct{ Name, Type, Status, Duration string }
 
-// SummaryFailure is a failed test or a refused diff: where and why.
-type SummaryFailure struct{ Step, Place, Message string }
+// SummaryFailure is a failed test or a refused diff: where and why, and
+// whether the plan tolerated it (it did not fail the run).
+type SummaryFailure struct {
+	Step, Place, Message string
+	Tolerated            bool
+}
 
 // SummaryTokens is one model's use.
 type SummaryTokens struct {
@@ -45,7 +49,7 @@ func (s Summary) Map(f func(string) string) Summary {
 	}
 	fails := make([]SummaryFailure, len(s.Failures))
 	for i, x := range s.Failures {
-		fails[i] = SummaryFailure{Step: f(x.Step), Place: f(x.Place), Message: f(x.Message)}
+		fails[i] = SummaryFailure{Step: f(x.Step), Place: f(x.Place), Message: f(x.Message), Tolerated: x.Tolerated}
 	}
 	toks := make([]SummaryTokens, len(s.Tokens))
 	for i, x := range s.Tokens {
@@ -76,7 +80,17 @@ func (s Summary) Markdown() string {
 		b.WriteString("\n")
 	}
 	if len(s.Failures) > 0 {
-		fmt.Fprintf(&b, "### Failures (%d)\n\n", len(s.Failures))
+		tolerated := 0
+		for _, f := range s.Failures {
+			if f.Tolerated {
+				tolerated++
+			}
+		}
+		if tolerated > 0 {
+			fmt.Fprintf(&b, "### Failures (%d, %d of them tolerated)\n\n", len(s.Failures), tolerated)
+		} else {
+			fmt.Fprintf(&b, "### Failures (%d)\n\n", len(s.Failures))
+		}
 		for _, f := range s.Failures {
 			place := ""
 			if f.Place != "" {

@@ -2,8 +2,9 @@
 // CI system reads (runner report --format junit). A test step is one whose
 // type has test results (engine.ShowsTests), whatever its name.
 //
-// It imports board, engine (for the types' Caps) and testrun (the
-// results' shape); nothing that runs a plan.
+// It imports board, engine (for the types' Caps and labels), plans (to
+// read the saved plan's continue_on_error) and testrun (the results'
+// shape); nothing that runs a plan.
 package junit
 
 import (
@@ -65,24 +66,46 @@ type Message struct {
 }
 
 // FromBoard builds the document of a run: a suite per visit of each step
-// whose type has test results (types: engine.ShowsTests; nil: none), with a case per failed test (errored for a panic, a timeout or a
-// setup error) and per build error. The test step records its failures,
-// not the names of the tests that passed: a suite's tests attribute is the
+// whose type has test results (types: engine.ShowsTests; nil: none), with
+// a case per failed test (errored for a panic, a timeout or a setup
+// error) and per build error. The test step records its failures, not
+// the names of the tests that passed: a suite's tests attribute is the
 // suite's count, and its passing tests are one case saying how many. The
-// suite "steps" has a case per step visit of the plan.
+// suite "steps" has a case per step visit of the plan. Files are relative
+// to the run's workdir (see FromBoardAt).
 func FromBoard(b *board.Board, types *engine.Registry) Suites {
+	return FromBoardAt(b, types, b.Run().Workdir)
+}
+
+// FromBoardAt is FromBoard with test files relative to root (the
+// repository's root, as annotations say them; RepoPath).
+//
+// A step is named by its label path (Names): a test in a parallel group's
+// step is of class "group/label.framework", the group's own case of class
+// "steps.group". A failure the plan tolerates (Tolerated) is not a
+// failure: it is skipped with type "tolerated", as pytest reports an
+// expected failure, so the document counts as failures what failed the
+// run.
+func FromBoardAt(b *board.Board, types *engine.Registry, root string) Suites {
 	run := b.Run()
 	doc := Suites{Name: run.ID}
 	var total int64
 	steps := Suite{Name: "steps"}
-	for _, rec := range b.Steps() {
+	recs := b.Steps()
+	names := NamesOf(recs)
+	tol := Tolerated(b)
+	for _, rec := range recs {
 		total += rec.DurationMS
-		c := Case{Name: visitName(rec.Label, rec.Visit), Classname: "steps." + rec.Type, Time: secs(rec.DurationMS)}
-		switch rec.Status {
-		case board.StatusFailed:
+		tolerated := IsTolerated(tol, rec.Label)
+		c := Case{Name: visitName(rec.Label, rec.Visit), Classname: "steps." + names.Of(rec.Label, 1), Time: secs(rec.DurationMS)}
+		switch {
+		case rec.Status == board.StatusFailed && tolerated:
+			c.Skipped = &Message{Message: "failed (tolerated): " + firstLine(rec.Error), Type: "tolerated", Text: rec.Error}
+			steps.Skipped++
+		case rec.Status == board.StatusFailed:
 			c.Failure = &Message{Message: firstLine(rec.Error), Type: rec.Type, Text: rec.Error}
 			steps.Failures++
-		case board.StatusSucceeded:
+		case rec.Status == board.StatusSucceeded:
 		default: // skipped, canceled, interrupted
 			c.Skipped = &Message{Message: rec.Status + optional(": ", firstLine(rec.Error))}
 			steps.Skipped++
@@ -90,7 +113,9 @@ func FromBoard(b *board.Board, types *engine.Registry) Suites {
 		steps.Cases = append(steps.Cases, c)
 		steps.Tests++
 		if types.Caps(rec.Type).Shows.Has(engine.ShowsTests) {
-			if s, ok := testSuite(rec); ok {
+			if s, ok := testSuite(rec, names.Of(rec.Label, rec.Visit), tolerated, func(f string) string {
+				return RepoPath(root, run.Workdir, rec.Inputs["dir"], f)
+			}); ok {
 				doc.Suites = append(doc.Suites, s)
 			}
 		}
@@ -107,40 +132,48 @@ func FromBoard(b *board.Board, types *engine.Registry) Suites {
 	return doc
 }
 
-// testSuite is a test step visit's suite; false when it has no result.
-func testSuite(rec board.StepRecord) (Suite, bool) {
+// testSuite is a test step visit's suite, named name; false when it has
+// no result. file says where a test's file is.
+func testSuite(rec board.StepRecord, name string, tolerated bool, file func(string) string) (Suite, bool) {
 	var r testrun.Result
 	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &r) != nil || r.Outcome == "" {
 		return Suite{}, false
 	}
-	name := visitName(rec.Label, rec.Visit)
 	s := Suite{Name: name, Time: secs(rec.DurationMS), Timestamp: rec.StartedAt.UTC().Format("2006-01-02T15:04:05"),
 		Tests: r.Counts.Total, Skipped: r.Counts.Skipped}
 	class := name + "." + r.Framework
+	// fail marks c failed (or errored), or skipped when tolerated.
+	fail := func(c *Case, m *Message, errored bool) {
+		switch {
+		case tolerated:
+			c.Skipped = &Message{Message: "failed (tolerated): " + m.Message, Type: "tolerated", Text: m.Text}
+			s.Skipped++
+		case errored:
+			c.Error = m
+			s.Errors++
+		default:
+			c.Failure = m
+			s.Failures++
+		}
+	}
 	for _, f := range r.Failures {
-		c := Case{Name: f.ID, Classname: class, File: f.File, Line: f.Line, Time: "0"}
+		c := Case{Name: f.ID, Classname: class, File: file(f.File), Line: f.Line, Time: "0"}
 		text := f.Message
 		if f.Excerpt != "" {
 			text = f.Excerpt
 		}
-		m := &Message{Message: f.Message, Type: f.Kind, Text: text}
-		if f.Kind == testrun.KindFail {
-			c.Failure = m
-			s.Failures++
-		} else {
-			c.Error = m
-			s.Errors++
-		}
+		fail(&c, &Message{Message: f.Message, Type: f.Kind, Text: text}, f.Kind != testrun.KindFail)
 		s.Cases = append(s.Cases, c)
 	}
 	for _, e := range r.BuildErrors {
-		where := e.File
+		path := file(e.File)
+		where := path
 		if e.Line > 0 {
-			where = fmt.Sprintf("%s:%d", e.File, e.Line)
+			where = fmt.Sprintf("%s:%d", path, e.Line)
 		}
-		s.Cases = append(s.Cases, Case{Name: "build " + where, Classname: class, File: e.File, Line: e.Line, Time: "0",
-			Error: &Message{Message: e.Message, Type: "build_error", Text: e.Message}})
-		s.Errors++
+		c := Case{Name: "build " + where, Classname: class, File: path, Line: e.Line, Time: "0"}
+		fail(&c, &Message{Message: e.Message, Type: "build_error", Text: e.Message}, true)
+		s.Cases = append(s.Cases, c)
 	}
 	if n := r.Counts.Passed; n > 0 {
 		s.Cases = append(s.Cases, Case{Name: fmt.Sprintf("%d passed tests", n), Classname: class, Time: "0"})
@@ -148,9 +181,9 @@ func testSuite(rec board.StepRecord) (Suite, bool) {
 	if len(s.Cases) == 0 && !r.Passed {
 		// The suite did not run to a verdict (outcome error, no_tests,
 		// timeout before any result): one errored case says why.
-		s.Cases = append(s.Cases, Case{Name: name, Classname: class, Time: secs(rec.DurationMS),
-			Error: &Message{Message: r.Outcome, Type: r.Outcome, Text: r.Summary}})
-		s.Errors++
+		c := Case{Name: name, Classname: class, Time: secs(rec.DurationMS)}
+		fail(&c, &Message{Message: r.Outcome, Type: r.Outcome, Text: r.Summary}, true)
+		s.Cases = append(s.Cases, c)
 	}
 	if min := s.Failures + s.Errors + s.Skipped; s.Tests < min {
 		s.Tests = min
