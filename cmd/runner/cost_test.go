@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -42,9 +43,6 @@ func TestCostWrittenOneWayEverywhere(t *testing.T) {
 					surfaces["the run's agent line"] = l
 				}
 			}
-			if tc.usd == 0 {
-				delete(surfaces, "the run's token line") // says no cost when there is none
-			}
 			surfaces["runner runs"] = runCLI(t, wd, "runs").stdout
 			surfaces["runner eval"] = runCLI(t, wd, "eval", bb).stdout
 			work, ar := actionsRun(t, plan)
@@ -62,9 +60,6 @@ func TestCostWrittenOneWayEverywhere(t *testing.T) {
 			for _, name := range []string{"the run's token line", "the run's agent line", "runner runs", "runner eval", "the GitHub step summary", "the HTML report"} {
 				got, ok := surfaces[name]
 				if !ok {
-					if name == "the run's token line" && tc.usd == 0 {
-						continue
-					}
 					t.Errorf("%s: not shown", name)
 					continue
 				}
@@ -74,6 +69,50 @@ func TestCostWrittenOneWayEverywhere(t *testing.T) {
 					}
 					t.Errorf("%s does not say %s:\n%s", name, tc.want, got)
 				}
+			}
+		})
+	}
+}
+
+// The token line and the agent line price the same calls alike: a script
+// agent costs nothing whatever its model: name, a provider costs its
+// model's price; runner runs sums the same recorded costs.
+func TestTokenLineAgreesWithAgentLine(t *testing.T) {
+	srv, _, _ := fakeOpenAI(t)
+	example, _ := filepath.Abs("../../examples/fix-tests/plan.yaml")
+	for _, tc := range []struct {
+		name string
+		args func(dir string) []string
+		env  []string
+		want string
+	}{
+		{"script agent (fix-tests)", func(string) []string { return []string{"run", example} }, nil, "$0.00"},
+		{"openai provider", func(dir string) []string {
+			return []string{"run", openaiPlan(t, dir, srv.URL), "--agent", "coder.model=gpt-4o-mini"}
+		}, []string{"OPENAI_API_KEY=sk-test"}, "$0.000010"}, // 20 in, 10 out at $0.15 and $0.60 a million
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			env := append(os.Environ(), tc.env...)
+			r := runEnv(t, dir, env, append(tc.args(dir), "--log-format", "console")...)
+			if r.code != 0 {
+				t.Fatalf("run: exit %d\n%s", r.code, r.stderr)
+			}
+			cost := regexp.MustCompile(`\$[0-9.]+`)
+			var token, agent string
+			for _, l := range strings.Split(r.stderr, "\n") {
+				switch {
+				case strings.HasPrefix(l, "tokens: "):
+					token = cost.FindString(l)
+				case strings.HasPrefix(l, "  agent coder: "):
+					agent = cost.FindString(l)
+				}
+			}
+			if token != tc.want || agent != tc.want {
+				t.Errorf("token line says %q, agent line %q; want both %s\n%s", token, agent, tc.want, r.stderr)
+			}
+			if runs := runEnv(t, dir, env, "runs").stdout; !strings.Contains(runs, tc.want) {
+				t.Errorf("runner runs does not say %s:\n%s", tc.want, runs)
 			}
 		})
 	}

@@ -357,3 +357,30 @@ func TestStepLineNamesItsHost(t *testing.T) {
 		}
 	}
 }
+
+// Off a terminal (a pipe, CI) the console log reads like the live
+// display, one line per event: a retry, a tolerated failure, and a failed
+// for_each counting its canceled items under one line, with no list of
+// nulls as its output. With -q only the failures are shown, as lines too.
+func TestPlainDisplay(t *testing.T) {
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"plain.golden", nil},
+		{"plain-quiet.golden", []string{"-q"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			wd := t.TempDir()
+			r := runCLI(t, wd, append([]string{"run", testdata("plain.yaml"), "--log-format", "console"}, tc.args...)...)
+			if r.code != 1 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			bb := blackboardPath(t, r.stdout)
+			got := strings.ReplaceAll(r.stderr, filepath.Dir(bb), "RUNDIR")
+			got = runIDRE.ReplaceAllString(got, "RUNID")
+			got = durationRE.ReplaceAllString(got, "D")
+			golden(t, tc.golden, got)
+		})
+	}
+}

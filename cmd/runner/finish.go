@@ -146,7 +146,7 @@ func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed 
 	}
 	for _, t := range tokens {
 		cost := ""
-		if t.CostUSD > 0 {
+		if t.CostUSD > 0 || t.PriceKnown {
 			cost = ", " + board.FormatUSD(t.CostUSD)
 		}
 		fmt.Fprintf(w, "tokens: %s %d in, %d out (%d calls%s)\n", t.Model, t.InputTokens, t.OutputTokens, t.Calls, cost)
@@ -196,12 +196,31 @@ func lastOutput(recs []board.StepRecord) (board.StepRecord, string) {
 			Output any `json:"output"`
 		}
 		if json.Unmarshal(s.Result, &res) == nil && res.Output != nil {
+			if onlyBlanks(res.Output) {
+				return board.StepRecord{}, "" // an earlier step's would read as this one's
+			}
 			if out := engine.Text(res.Output); strings.TrimSpace(out) != "" {
 				return s, out
 			}
 		}
 	}
 	return board.StepRecord{}, ""
+}
+
+// onlyBlanks says whether v is a list of nothing but nulls and empty
+// strings: the output of a for_each whose items printed nothing or were
+// canceled, which says nothing worth a line each.
+func onlyBlanks(v any) bool {
+	list, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	for _, x := range list {
+		if x != nil && x != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // nextCommands are what to type next: resume for a run that did not

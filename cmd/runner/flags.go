@@ -248,11 +248,13 @@ func (g *globals) logger(stderr io.Writer, progress bool) (zerolog.Logger, error
 		cw := zerolog.ConsoleWriter{Out: out, NoColor: !useColor(tty), TimeFormat: "15:04:05"}
 		if progress {
 			// Inside the display a warning reads like its other lines: a
-			// mark, no clock, no level code.
+			// mark, no clock, no level code, no run id (its first line
+			// says it).
 			cw.PartsExclude = []string{zerolog.TimestampFieldName}
+			cw.FieldsExclude = []string{"run"}
 			cw.FormatLevel = displayLevel(!cw.NoColor)
 		}
-		w = cw
+		w = eventLines{console: cw, out: out, color: !cw.NoColor}
 		if progress {
 			w = dropStepEvents{w} // the display shows each step once
 		}

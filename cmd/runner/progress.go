@@ -138,12 +138,16 @@ func (p *progressView) treeLines(rec board.StepRecord, indent string) []string {
 	delete(p.held, rec.Label)
 	p.sortChildren(kids)
 	lines := p.stepLines(rec, kids, indent)
-	fold := len(kids) > maxRows && allItems(kids)
+	items := allItems(kids)
+	fold := len(kids) > maxRows && items
 	if fold && rec.Error == "" {
 		lines[0] += "  " + itemCounts(kids, len(kids), 0)
 	}
 	for _, k := range kids {
-		if fold && k.Status == board.StatusSucceeded {
+		// A failed for_each's line counts its canceled items: only the
+		// failed ones are worth a line each.
+		canceled := k.Status == "canceled" || k.Status == board.StatusInterrupted
+		if fold && k.Status == board.StatusSucceeded || items && rec.Error != "" && canceled {
 			p.drop(k.Label)
 			continue
 		}
@@ -202,6 +206,25 @@ func itemCounts(done []board.StepRecord, n, running int) string {
 		parts = append(parts, fmt.Sprintf("%d running", running))
 	}
 	return fmt.Sprintf("%d items: %s", n, strings.Join(parts, ", "))
+}
+
+// failedItems says how a failed for_each's items ended: "3 of 10 items
+// failed, 5 canceled".
+func failedItems(kids []board.StepRecord) string {
+	failed, canceled := 0, 0
+	for _, k := range kids {
+		switch k.Status {
+		case board.StatusFailed:
+			failed++
+		case "canceled", board.StatusInterrupted:
+			canceled++
+		}
+	}
+	s := fmt.Sprintf("%d of %d items failed", failed, len(kids))
+	if canceled > 0 {
+		s += fmt.Sprintf(", %d canceled", canceled)
+	}
+	return s
 }
 
 // group shows a finished step as a log group of GitHub Actions: its line
@@ -490,7 +513,7 @@ func (p *progressView) stepLines(rec board.StepRecord, kids []board.StepRecord, 
 			}
 		}
 		if allItems(kids) {
-			line += "  " + itemCounts(kids, len(kids), 0)
+			line += "  " + failedItems(kids)
 		} else {
 			line += fmt.Sprintf("  %d of %d steps failed", failed, len(kids))
 		}

@@ -35,7 +35,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if r.Note != "" {
 		fmt.Fprintln(stderr, r.Note)
 	}
-	return execute(r, env, fs, stdout, stderr, g)
+	return execute(r, env, fs, stdout, stderr, g, true) // the run's own workdir: said when it started
 }
 
 // resumeErr is runErr, where a run with nothing left to do is no error.

@@ -6,6 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
@@ -62,12 +66,15 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	default:
 		return usageErr(stderr, fs, "--engine %q: want local or temporal", *engineFlag)
 	}
-	return execute(r, env, fs, stdout, stderr, g)
+	return execute(r, env, fs, stdout, stderr, g, o.Workdir != "")
 }
 
 // execute runs r with Ctrl-C handling and progress, tells how it ended,
 // and maps the outcome to an exit code. run and resume share it.
-func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writer, g *globals) int {
+//
+// workdirGiven: the workdir was chosen (--workdir, a resumed run's), so
+// which it is goes without saying.
+func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writer, g *globals, workdirGiven bool) int {
 	if onActions() {
 		// On GitHub Actions nothing a step or a model wrote may be read as
 		// a workflow command: the whole run's stderr is under
@@ -95,6 +102,13 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 	log.Info().Str("run", r.Record.ID).Str("blackboard", r.Board).Msg("run started")
 	if g.view != nil && !g.quiet { // the display shows no info events
 		fmt.Fprintf(g.view, "run %s → %s\n", r.Record.ID, r.Board)
+	}
+	if note := workdirNote(r.Prog.Plan.Path, r.Record.Workdir, workdirGiven); note != "" {
+		if g.view != nil && !g.quiet {
+			fmt.Fprintln(g.view, note)
+		} else {
+			log.Info().Str("workdir", r.Record.Workdir).Msg(note)
+		}
 	}
 	ctx, stop := interruptible(context.Background(), log.Warn)
 	defer stop()
@@ -170,3 +184,29 @@ func printSpend(w io.Writer, spend []agents.AgentSpend) {
 func (g *globals) progress(stderr io.Writer) bool {
 	return !g.quiet && g.format(stderr) == "console"
 }
+
+// workdirNote says once, at the start, which workdir a run uses when a
+// newcomer could expect another: none was given, the plan file is not
+// under it, and the plan names workdir-relative paths (a dir:, a
+// diff_file:, files() or read_file()), which would resolve in the current
+// directory rather than beside the plan.
+func workdirNote(planPath, workdir string, given bool) string {
+	if given || planPath == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(planPath)
+	if err != nil {
+		return ""
+	}
+	if rel, err := filepath.Rel(workdir, abs); err == nil && !strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	src, err := os.ReadFile(abs)
+	if err != nil || !relativePaths.Match(src) {
+		return ""
+	}
+	return fmt.Sprintf("workdir: %s (dir:, diff_file:, files() and read_file() are relative to it, not to the plan's directory %s; --workdir DIR to change it)",
+		workdir, filepath.Dir(abs))
+}
+
+var relativePaths = regexp.MustCompile(`\b(dir|diff_file):|\b(files|read_file)\(`)

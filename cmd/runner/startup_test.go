@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -45,5 +46,47 @@ func TestStartupInitIsSmall(t *testing.T) {
 	}
 	if total > 128<<10 {
 		t.Errorf("runner's packages allocate %d bytes before main; the heaviest:\n%s", total, strings.Join(heavy, "\n"))
+	}
+}
+
+// A plan run from another directory reads the workdir's files, as
+// docs/plans.md says: started elsewhere without --workdir it says once
+// which workdir it uses and how to change it; with --workdir it gets the
+// same result wherever it is started from.
+func TestWorkdirFromAnyDirectory(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"plan", "project", "elsewhere"} {
+		os.Mkdir(filepath.Join(root, d), 0o755)
+	}
+	plan := filepath.Join(root, "plan", "plan.yaml")
+	os.WriteFile(plan, []byte("version: 1\nname: count\nsteps:\n  - {label: count, type: command, run: 'echo ${{ len(files(\"*.txt\")) }} files'}\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "project", "a.txt"), nil, 0o644)
+	os.WriteFile(filepath.Join(root, "project", "b.txt"), nil, 0o644)
+	project := filepath.Join(root, "project")
+	for _, tc := range []struct {
+		name, cwd string
+		args      []string
+		output    string
+		note      bool
+	}{
+		{"from the project", project, nil, "2 files", true}, // right, but not where the plan is: said
+		{"from elsewhere", filepath.Join(root, "elsewhere"), nil, "0 files", true},
+		{"from elsewhere with --workdir", filepath.Join(root, "elsewhere"), []string{"--workdir", project}, "2 files", false},
+		{"from the plan's directory with --workdir", filepath.Join(root, "plan"), []string{"--workdir", "../project"}, "2 files", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCLI(t, tc.cwd, append([]string{"run", plan, "--log-format", "console"}, tc.args...)...)
+			if r.code != 0 {
+				t.Fatalf("exit %d\n%s", r.code, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "output of count:\n  "+tc.output+"\n") {
+				t.Errorf("want output %q:\n%s", tc.output, r.stderr)
+			}
+			note := "workdir: " + tc.cwd + " (dir:, diff_file:, files() and read_file() are relative to it, not to the plan's directory " +
+				filepath.Join(root, "plan") + "; --workdir DIR to change it)"
+			if got := strings.Count(r.stderr, note); got != map[bool]int{true: 1, false: 0}[tc.note] {
+				t.Errorf("the workdir note is said %d times, want it: %v\n%s", got, tc.note, r.stderr)
+			}
+		})
 	}
 }

@@ -111,9 +111,9 @@ func (p Price) Cost(u Usage) float64 {
 }
 
 // callCost is what a finished call cost: at the agent's price for the
-// model that answered (or was asked, when the answer names none); 0 when
-// the price is not known.
-func callCost(a *Agent, req *Request, resp *Response) float64 {
+// model that answered (or was asked, when the answer names none), nothing
+// for a script agent; ok is false when the price is not known.
+func callCost(a *Agent, req *Request, resp *Response) (cost float64, ok bool) {
 	model := resp.Model
 	if model == "" {
 		model = req.Model
@@ -121,10 +121,10 @@ func callCost(a *Agent, req *Request, resp *Response) float64 {
 	p, ok := priceFor(a, model)
 	if !ok {
 		if p, ok = priceFor(a, req.Model); !ok {
-			return 0
+			return 0, false
 		}
 	}
-	return p.Cost(resp.Usage)
+	return p.Cost(resp.Usage), true
 }
 
 // inputEstimate bounds the input tokens of a request before it is sent:
@@ -253,7 +253,7 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 // recordedCost is what a recorded answer cost: as recorded, else at
 // today's price of its model; ok is false when neither is known.
 func recordedCost(a *Agent, resp *Response) (float64, bool) {
-	if resp.CostUSD > 0 {
+	if resp.Priced || resp.CostUSD > 0 {
 		return resp.CostUSD, true
 	}
 	model := resp.Model
@@ -319,17 +319,20 @@ func RecordingCost(r board.Recording) (float64, bool) {
 		Usage   Usage   `json:"usage"`
 		Model   string  `json:"model"`
 		CostUSD float64 `json:"cost_usd"`
+		Priced  bool    `json:"priced"`
 	}
 	if err := json.Unmarshal(r.Response, &resp); err != nil {
 		return 0, false
 	}
-	return responseCost(&Response{Usage: resp.Usage, Model: resp.Model, CostUSD: resp.CostUSD})
+	return responseCost(&Response{Usage: resp.Usage, Model: resp.Model, CostUSD: resp.CostUSD, Priced: resp.Priced})
 }
 
-// responseCost is RecordedUsage's rule for one answer.
+// responseCost is RecordedUsage's rule for one answer: the cost recorded
+// with it (what the agent that answered cost, nothing for a script
+// agent), else, for an answer recorded without one, its model's price.
 func responseCost(resp *Response) (float64, bool) {
 	switch p, ok := lookupPrice(resp.Model); {
-	case resp.CostUSD > 0:
+	case resp.Priced || resp.CostUSD > 0:
 		return resp.CostUSD, true
 	case ok || resp.Model == "script":
 		return p.Cost(resp.Usage), true

@@ -304,8 +304,10 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	// run reports the same).
 	cost := resp.CostUSD
 	if !reused && !replayed && !resumed {
-		cost = roundUSD(callCost(a, req, resp))
-		resp.CostUSD = cost
+		var priced bool
+		cost, priced = callCost(a, req, resp)
+		cost = roundUSD(cost)
+		resp.CostUSD, resp.Priced = cost, priced
 	}
 	ss.stats.Calls++
 	ss.call = call

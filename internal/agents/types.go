@@ -89,6 +89,11 @@ type Response struct {
 	// made (0: no known price), kept so a saved run reports what it cost
 	// then, whatever the price table says later.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Priced: CostUSD is what the call cost the agent that answered, 0
+	// included (a script agent costs nothing), and every total sums it
+	// as it is. Without it (the price was not known, or the recording
+	// does not say) a total prices the answer at its model's price.
+	Priced bool `json:"priced,omitempty"`
 	// Retries is how many HTTP retries getting this answer took (those of
 	// failed agents before a fallback included), kept so a replay reports
 	// the same step result.

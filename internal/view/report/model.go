@@ -891,6 +891,9 @@ type ModelUsage struct {
 	InputTokens  int     `json:"input_tokens"`
 	OutputTokens int     `json:"output_tokens"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// PriceKnown: every call's cost is known (recorded, or at a known
+	// price), so CostUSD is the whole cost, $0.00 included.
+	PriceKnown bool `json:"-"`
 }
 
 // Tokens sums a run's recorded model calls per model, sorted by model:
@@ -924,7 +927,7 @@ func Tokens(recs []board.Recording) []ModelUsage {
 		}
 		m := per[model]
 		if m == nil {
-			m = &ModelUsage{Model: model}
+			m = &ModelUsage{Model: model, PriceKnown: true}
 			per[model] = m
 		}
 		m.Calls++
@@ -932,6 +935,8 @@ func Tokens(recs []board.Recording) []ModelUsage {
 		m.OutputTokens += resp.Usage.Output
 		if cost, known := agents.RecordingCost(r); known {
 			m.CostUSD += cost
+		} else {
+			m.PriceKnown = false
 		}
 	}
 	out := make([]ModelUsage, 0, len(per))
