@@ -140,27 +140,6 @@ func sameStepsIn(a []board.StepRecord, wa string, b []board.StepRecord, wb strin
 	return firstDiff(aa, ab)
 }
 
-// sameBoards says how two runs of one plan differ in any field of
-// blackboard.json but the per-run ones: the run, the step records (as
-// sameSteps), the entries and the recordings (in any order: parallel
-// steps add theirs as they finish).
-func sameBoards(a, b *board.Board) string {
-	wa, wb := a.Run().Workdir, b.Run().Workdir
-	if d := firstDiff([]string{jsonView(a.Run(), "run", wa)}, []string{jsonView(b.Run(), "run", wb)}); d != "" {
-		return "run: " + d
-	}
-	if d := sameStepsIn(a.Steps(), wa, b.Steps(), wb); d != "" {
-		return "steps: " + d
-	}
-	if d := firstDiff(entriesViewIn(a.Entries(), wa), entriesViewIn(b.Entries(), wb)); d != "" {
-		return "entries: " + d
-	}
-	if d := firstDiff(recordingsOf(a, wa), recordingsOf(b, wb)); d != "" {
-		return "recordings: " + d
-	}
-	return ""
-}
-
 // recordingsOf are a run's recordings, every field, sorted, but those
 // of the kinds left out.
 func recordingsOf(b *board.Board, workdir string, leftOut ...string) []string {

@@ -191,8 +191,10 @@ func crossViews(b *board.Board) (steps []board.StepRecord, entries []board.Entry
 	return steps, entries
 }
 
-// sameCross is sameBoards with crossViews' steps and entries: how two
-// runs of one plan, in process and on Temporal, differ.
+// sameCross says how two runs of one plan, in process and on Temporal,
+// differ in any field of blackboard.json but the per-run ones: the run,
+// the step records and entries (as crossViews gives them), and the
+// recordings in any order (parallel steps add theirs as they finish).
 func sameCross(want, got *board.Board) string {
 	ww, gw := want.Run().Workdir, got.Run().Workdir
 	if d := firstDiff([]string{jsonView(want.Run(), "run", ww)}, []string{jsonView(got.Run(), "run", gw)}); d != "" {
