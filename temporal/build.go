@@ -3,10 +3,11 @@ package temporal
 import (
 	"fmt"
 	"os"
-	"runtime/debug"
 	"strconv"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // workflowCode is the version of the workflow code. Bump it, in the same
@@ -85,29 +86,15 @@ func checkCodeVersion(ctx workflow.Context, need int) int {
 // version and VCS revision (from the Go build information).
 func Build() string {
 	s := "workflow code " + workflowCode
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return s
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		s += ", " + v
-	}
-	var rev, dirty string
-	for _, kv := range bi.Settings {
-		switch kv.Key {
-		case "vcs.revision":
-			rev = kv.Value
-		case "vcs.modified":
-			if kv.Value == "true" {
-				dirty = " (modified)"
-			}
-		}
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
+	module, rev, modified := boot.BuildInfo()
+	if module != "" {
+		s += ", " + module
 	}
 	if rev != "" {
-		s += ", revision " + rev + dirty
+		s += ", revision " + rev
+		if modified {
+			s += " (modified)"
+		}
 	}
 	return s
 }

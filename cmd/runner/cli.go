@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/planrunner/runner/internal/sys/boot"
 )
 
 // examples are what each subcommand's --help shows under its usage line.
@@ -198,29 +199,14 @@ func buildVersion(set string) string {
 	if set != "" && set != "dev" {
 		return set
 	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if rev != "" {
-		return "dev-" + rev + dirty
+	module, rev, modified := boot.BuildInfo()
+	switch {
+	case module != "":
+		return module
+	case rev != "" && modified:
+		return "dev-" + rev + "-dirty"
+	case rev != "":
+		return "dev-" + rev
 	}
 	return "dev"
 }
