@@ -87,6 +87,25 @@ func TestWorkdirFromAnyDirectory(t *testing.T) {
 			if got := strings.Count(r.stderr, note); got != map[bool]int{true: 1, false: 0}[tc.note] {
 				t.Errorf("the workdir note is said %d times, want it: %v\n%s", got, tc.note, r.stderr)
 			}
+			// A pattern that matched nothing is said live and in the
+			// report; the board is unchanged, so an offline replay agrees.
+			empty := tc.output == "0 files"
+			const warn = `files("*.txt") matched nothing in the workdir`
+			if got := strings.Contains(r.stderr, warn); got != empty {
+				t.Errorf("the run says %q: %v, want %v\n%s", warn, got, empty, r.stderr)
+			}
+			bb := blackboardPath(t, r.stdout)
+			html := filepath.Join(t.TempDir(), "report.html")
+			if rr := runCLI(t, tc.cwd, "report", bb, "-o", html); rr.code != 0 {
+				t.Fatalf("report: exit %d\n%s", rr.code, rr.stderr)
+			}
+			page, _ := os.ReadFile(html)
+			if got := strings.Contains(string(page), `files(<code>*.txt</code>) matched nothing in the workdir`); got != empty {
+				t.Errorf("the report says the pattern matched nothing: %v, want %v", got, empty)
+			}
+			if rr := runCLI(t, tc.cwd, "replay", bb, "--offline", "-q"); rr.code != 0 {
+				t.Errorf("offline replay: exit %d\n%s", rr.code, rr.stderr)
+			}
 		})
 	}
 }

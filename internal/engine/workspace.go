@@ -26,6 +26,28 @@ import (
 // WorkspaceCall, Response a WorkspaceAnswer.
 const KindWorkspace = "workspace"
 
+// EmptyFiles lists, by step visit ("label#visit"), the files() patterns
+// of recs that matched nothing: what a reader of the run should see,
+// since a step over no files succeeds.
+func EmptyFiles(recs []board.Recording) map[string][]string {
+	out := map[string][]string{}
+	for _, rec := range recs {
+		if rec.Kind != KindWorkspace {
+			continue
+		}
+		var call WorkspaceCall
+		var ans WorkspaceAnswer
+		if json.Unmarshal(rec.Request, &call) != nil || call.Func != "files" || json.Unmarshal(rec.Response, &ans) != nil || ans.Error != "" {
+			continue
+		}
+		if list, _ := ans.Value.([]any); len(list) == 0 {
+			k := fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
+			out[k] = append(out[k], call.Arg)
+		}
+	}
+	return out
+}
+
 // MaxFiles is the most paths files() gives; more is an error that says
 // to narrow the pattern.
 const MaxFiles = 10_000
@@ -80,6 +102,14 @@ func (r *Runner) workspaceFuncs(label string, visit int, vc *visitClock) {
 		list, _ := v.([]any)
 		if list == nil {
 			list = []any{}
+		}
+		if len(list) == 0 {
+			// Most often a run started from another directory than the
+			// plan's author meant: say so, or a step "succeeds" over
+			// nothing. A log line, not a board entry: a replay gives the
+			// same answer from the recording and so the same warning.
+			l := r.logger(label)
+			l.Warn().Int("visit", visit).Str("workdir", r.Workdir).Msgf("files(%q) matched nothing in the workdir", pattern)
 		}
 		return list, nil
 	}

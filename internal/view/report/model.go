@@ -107,8 +107,9 @@ type stepView struct {
 	DiffText []diffFile
 	Test     *testView
 	Command  *commandView
-	Extra    string // the result as JSON, for types without a view
-	Sandbox  string // how a command or test step was confined
+	Extra    string   // the result as JSON, for types without a view
+	Sandbox  string   // how a command or test step was confined
+	Empty    []string // files() patterns of the visit that matched nothing
 	Input    *answerView
 	Open     bool
 	Cost     float64 // the sum of its calls' costs
@@ -260,8 +261,10 @@ func build(b *board.Board, opt Options) *view {
 	ran := map[string]bool{}
 	ids := anchors(steps)
 	clocks := &clockIndex{recs: recs}
+	empty := engine.EmptyFiles(recs)
 	for i, rec := range steps {
 		s := stepOf(ids[i], rec, shows(rec.Type), plan, calls, clocks)
+		s.Empty = empty[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
 		s.Left, s.Width = bar(run.StartedAt, total, rec)
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
