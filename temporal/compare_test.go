@@ -54,6 +54,8 @@ var perRunFields = []struct{ where, field, why string }{
 	{"run", "started_at", "wall-clock time"},
 	{"run", "finished_at", "wall-clock time"},
 	{"run", "workdir", "each run has a directory of its own (its path, in any other field, reads $WORKDIR)"},
+	{"run", "plan_path", "as the command line named the plan (the tests' in-process runs name it plan.yaml)"},
+	{"run", "runner_version", "the build that ran it (a test's in-process run is no build)"},
 	{"step", "started_at", "wall-clock time"},
 	{"step", "finished_at", "wall-clock time"},
 	{"step", "duration_ms", "how long the step took"},

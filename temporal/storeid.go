@@ -13,11 +13,12 @@ import (
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // A store's identity is a small object, runner-store.json, written once
@@ -197,16 +198,22 @@ func QueueStoreRecord(queue string) string { return "runner-store." + queue }
 // so a mistyped --store is refused at once, run open or not.
 func ClaimQueueStore(ctx context.Context, c client.Client, queue string, store Store, id, who string) error {
 	sid := QueueStoreRecord(queue)
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:     sid,
-		Action: &client.ScheduleWorkflowAction{ID: sid, Workflow: "runner.store-record", TaskQueue: sid},
-		Paused: true,
-		Note: fmt.Sprintf("runner's record of the store the runs of task queue %s use (it never runs): "+
-			"delete it only to move the queue to another store, once no run is open", queue),
-		Memo: map[string]any{StoreIDMemo: id, StoreMemo: store.String()},
-	})
-	if err == nil {
-		return nil
+	var err error
+	for attempt := 0; ; attempt++ {
+		_, err = c.ScheduleClient().Create(ctx, client.ScheduleOptions{
+			ID:     sid,
+			Action: &client.ScheduleWorkflowAction{ID: sid, Workflow: "runner.store-record", TaskQueue: sid},
+			Paused: true,
+			Note: fmt.Sprintf("runner's record of the store the runs of task queue %s use (it never runs): "+
+				"delete it only to move the queue to another store, once no run is open", queue),
+			Memo: map[string]any{StoreIDMemo: id, StoreMemo: store.String()},
+		})
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, temporal.ErrScheduleAlreadyRunning) || !again(ctx, err, attempt) {
+			break
+		}
 	}
 	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
 		return fmt.Errorf("recording the store of task queue %s (schedule %s): %w", queue, sid, err)
@@ -216,14 +223,8 @@ func ClaimQueueStore(ctx context.Context, c client.Client, queue string, store S
 	var desc *client.ScheduleDescription
 	for attempt := 0; ; attempt++ {
 		desc, err = c.ScheduleClient().GetHandle(ctx, sid).Describe(ctx)
-		var nf *serviceerror.NotFound
-		if err == nil || !errors.As(err, &nf) || attempt == 20 {
+		if err == nil || !again(ctx, err, attempt) {
 			break
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	if err != nil {
@@ -241,4 +242,31 @@ func ClaimQueueStore(ctx context.Context, c client.Client, queue string, store S
 	return fmt.Errorf("this task queue's (%s) runs use store %s (id %s); this %s on %s has %s (id %s): "+
 		"give every worker and client of the queue the same --store (to move the queue to another store once no run is open: "+
 		"temporal schedule delete --schedule-id %s)", queue, where, recID, who, hostname(), store, id, sid)
+}
+
+// again says whether a call to the server that failed with err is worth
+// another try, after a pause: a schedule not described yet just after
+// its creation, or a call the server dropped (a busy server answers a
+// schedule's describe, a query of its workflow, with a cancelled stream)
+// while ctx still has time; at most 20 tries.
+func again(ctx context.Context, err error, attempt int) bool {
+	if attempt >= 20 || ctx.Err() != nil {
+		return false
+	}
+	code := status.Code(err) // a gRPC error as it came
+	var se interface{ Status() *status.Status }
+	if errors.As(err, &se) { // the Temporal client's own error types
+		code = se.Status().Code()
+	}
+	switch code {
+	case codes.NotFound, codes.Unavailable, codes.Canceled, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted:
+	default:
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(100*(attempt+1)) * time.Millisecond):
+		return true
+	}
 }

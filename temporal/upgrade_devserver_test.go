@@ -48,7 +48,12 @@ func buildWorkflowCode(t *testing.T, code int) string {
 		t.Fatalf("go build (workflow code %d): %v\n%s", code, err, out)
 	}
 	buildAt.bins[code] = bin
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { // the binary goes with the test that built it, and so does its place in the cache
+		buildAt.Lock()
+		delete(buildAt.bins, code)
+		buildAt.Unlock()
+		os.RemoveAll(dir)
+	})
 	return bin
 }
 
@@ -183,7 +188,7 @@ func TestDevServerUpgradeKeepsRunsSafe(t *testing.T) {
 	newer := writePlan(t, t.TempDir(), "version: 1\nname: newer\nsteps:\n  - {label: a, type: command, run: \"echo a\"}\n")
 	r2 := u.run(t, newBin, queue, blobs, newer, filepath.Join(u.work, "newer.json"))
 	waitOutput(t, old, "workflow code version 1; the run needs version 2", time.Minute)
-	wf2 := "runner-" + beginOf(t, r2).RunID
+	wf2 := WorkflowID("newer", beginOf(t, r2).RunID)
 	if st := u.status(t, wf2); st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		t.Fatalf("the new run on the old worker alone: %s, want running", st)
 	}
@@ -207,7 +212,7 @@ func TestDevServerUpgradeKeepsRunsSafe(t *testing.T) {
 	if code := r1.wait(t, 3*time.Minute); code != 0 {
 		t.Fatalf("the run in flight during the upgrade: exit %d\n%s", code, r1.out)
 	}
-	wf1 := "runner-" + beginOf(t, r1).RunID
+	wf1 := WorkflowID("inflight", beginOf(t, r1).RunID)
 	done, failed := u.identities(t, wf1)
 	if len(done) == 0 || !strings.Contains(done[0], "workflow code 1") || !strings.Contains(done[len(done)-1], "workflow code 2") || failed != 0 {
 		t.Errorf("the run in flight: tasks completed by %q (%d failed); want the old build first, the new one last, none failed", done, failed)
@@ -221,7 +226,7 @@ func TestDevServerUpgradeKeepsRunsSafe(t *testing.T) {
 	if code := r3.wait(t, 3*time.Minute); code != 0 {
 		t.Fatalf("an old client's run on the new worker: exit %d\n%s", code, r3.out)
 	}
-	wf3 := "runner-" + beginOf(t, r3).RunID
+	wf3 := WorkflowID("newer", beginOf(t, r3).RunID)
 	current := codeVersion
 	defer func() { codeVersion = current }()
 	for _, c := range []struct {
