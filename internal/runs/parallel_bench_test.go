@@ -64,3 +64,41 @@ func cpuTime() time.Duration {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
+
+// BenchmarkRunCommands runs, as `runner run` does, a plan of 200
+// sequential `command` steps running `true`: cpu-ns/step is runner's
+// own cost per step with the process it starts, the figure compared with
+// `sh -c true` from a shell loop (docs/benchmarks.md).
+func BenchmarkRunCommands(b *testing.B) {
+	const n = 200
+	dir := b.TempDir()
+	var sb strings.Builder
+	sb.WriteString("version: 1\nsteps:\n")
+	for i := range n {
+		fmt.Fprintf(&sb, "  - {label: s%d, type: command, run: 'true'}\n", i)
+	}
+	plan := filepath.Join(dir, "plan.yaml")
+	if err := os.WriteFile(plan, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var cpu time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		out := filepath.Join(dir, fmt.Sprint(i), "bb.json")
+		before := cpuTime()
+		res, err := runs.Start(context.Background(), runs.Options{Plan: plan, Workdir: dir, Board: out}, runs.Env{})
+		cpu += cpuTime() - before
+		if err != nil || res.Err != nil {
+			b.Fatal(err, res.Err)
+		}
+		b.StopTimer()
+		if got, st := len(res.Board.Steps()), res.Board.Run().Status; got != n || st != board.StatusSucceeded {
+			b.Fatalf("%s with %d steps, want succeeded with %d", st, got, n)
+		}
+		os.RemoveAll(filepath.Dir(out))
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/step")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/step")
+}
