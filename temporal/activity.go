@@ -53,6 +53,10 @@ type StepInput struct {
 	// handed Head (parallel children, for_each items): a worker whose copy
 	// of the run is already past Head runs it on that copy.
 	Beside bool `json:",omitempty"`
+	// OnlyHost, on a local activity of a pinned run (local.go), names the
+	// run's host: a worker that is not it runs nothing and says so
+	// (StepOutput.Elsewhere).
+	OnlyHost string `json:",omitempty"`
 }
 
 // StepOutput is one attempt's outcome, everything the workflow records:
@@ -83,6 +87,8 @@ type StepOutput struct {
 	Workspace    string `json:",omitempty"`
 	Copy         string `json:",omitempty"`
 	WorkspaceSeq int64  `json:",omitempty"`
+	// Elsewhere: the worker is not StepInput.OnlyHost and ran nothing.
+	Elsewhere bool `json:",omitempty"`
 }
 
 // Activities runs steps for the workflow.
@@ -159,6 +165,9 @@ func (a *Activities) runStep(ctx context.Context, in StepInput, spread bool) (*S
 		err := storeMismatch(in.StoreID, a.StoreID, a.Store.String(), "run "+runID)
 		a.Log.Error().Str("run", runID).Str("run_store_id", in.StoreID).Str("store_id", a.StoreID).Msg(err.Error())
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errStoreMismatch, nil)
+	}
+	if in.OnlyHost != "" && (a.SharedWorkspace || a.HostID != in.OnlyHost) {
+		return &StepOutput{Elsewhere: true}, nil
 	}
 	// Heartbeats tell the server the worker is alive (one killed is
 	// noticed after HeartbeatTimeout), bring cancellation to ctx and

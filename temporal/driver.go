@@ -271,14 +271,26 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		if err := it.settle(ctx); err != nil {
 			return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
 		}
-		// The step runs on the run's host, in its copy of the workspace.
+		// The step runs on the run's host, in its copy of the workspace:
+		// in this workflow task when its worker is the host (local.go).
 		for {
-			err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
-				if !shared {
-					in.Workspace, in.Copy, in.WorkspaceSeq = it.ws, it.copy, it.wsSeq
+			if it.asLocalOnHost(ctx, n) {
+				local := in
+				local.OnlyHost, local.Workspace, local.Copy, local.WorkspaceSeq = it.host, it.ws, it.copy, it.wsSeq
+				err = it.runLocal(ctx, n, local, &out)
+				if err == nil && out.Elsewhere {
+					it.notHost = it.host
+					out = StepOutput{}
+					continue
 				}
-				return in
-			}, &out, &lostWithHost)
+			} else {
+				err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
+					if !shared {
+						in.Workspace, in.Copy, in.WorkspaceSeq = it.ws, it.copy, it.wsSeq
+					}
+					return in
+				}, &out, &lostWithHost)
+			}
 			if err == nil && it.copy != "" && out.Copy != "" && out.Copy != it.copy {
 				// It ran in a copy the run has left since (its host was
 				// taken for lost): what it did to the files is not in the
