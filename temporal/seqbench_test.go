@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +26,9 @@ func seqPlan(n int) string {
 }
 
 // runEvents counts the history events of a run's last part (the only
-// one at the sizes measured: TestBenchSequentialSteps checks).
-func runEvents(t *testing.T, hostPort, workflowID string) int {
+// one at the sizes measured: the callers check), and says how many of
+// each type.
+func runEvents(t *testing.T, hostPort, workflowID string) (int, string) {
 	t.Helper()
 	tc, err := client.Dial(client.Options{HostPort: hostPort, Logger: quietLogger()})
 	if err != nil {
@@ -34,14 +36,22 @@ func runEvents(t *testing.T, hostPort, workflowID string) int {
 	}
 	defer tc.Close()
 	n := 0
+	byType := map[string]int{}
 	it := tc.GetWorkflowHistory(context.Background(), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
-		if _, err := it.Next(); err != nil {
+		ev, err := it.Next()
+		if err != nil {
 			t.Fatal(err)
 		}
 		n++
+		byType[strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")]++
 	}
-	return n
+	var types []string
+	for k, v := range byType {
+		types = append(types, fmt.Sprintf("%s %d", k, v))
+	}
+	sort.Strings(types)
+	return n, strings.Join(types, ", ")
 }
 
 // The figures of docs/benchmarks.md (Temporal, sequential command steps):
@@ -96,7 +106,8 @@ func TestBenchSequentialSteps(t *testing.T) {
 				if e.Parts != 1 {
 					t.Fatalf("the run has %d parts: want its events in one", e.Parts)
 				}
-				events[mode] = append(events[mode], runEvents(t, c.srv.hostPort, e.Workflow))
+				ev, _ := runEvents(t, c.srv.hostPort, e.Workflow)
+				events[mode] = append(events[mode], ev)
 			}
 		}
 		per := func(ds []time.Duration) string {
