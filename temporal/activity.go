@@ -57,6 +57,9 @@ type StepInput struct {
 	// run's host: a worker that is not it runs nothing and says so
 	// (StepOutput.Elsewhere).
 	OnlyHost string `json:",omitempty"`
+	// Code is the workflow code version the run needs (Input.Code, as the
+	// workflow had it): a worker whose code is older refuses the step.
+	Code int `json:",omitempty"`
 	// Chunk, when set, is the board's newest chunk, which follows Prev:
 	// the worker puts it in the store, its name is the step's Head and
 	// goes back in StepOutput.Head (chain.go, ledger.take). Head is then
@@ -172,6 +175,11 @@ func (a *Activities) runStep(ctx context.Context, in StepInput, spread bool) (*S
 		err := storeMismatch(in.StoreID, a.StoreID, a.Store.String(), "run "+runID)
 		a.Log.Error().Str("run", runID).Str("run_store_id", in.StoreID).Str("store_id", a.StoreID).Msg(err.Error())
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errStoreMismatch, nil)
+	}
+	if in.Code > codeVersion {
+		err := codeTooOld(in.Code, runID, in.Label)
+		a.Log.Error().Str("run", runID).Str("step", in.Label).Int("run_code", in.Code).Int("code", codeVersion).Msg(err.Error())
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errCodeTooOld, nil)
 	}
 	if in.OnlyHost != "" && (a.SharedWorkspace || a.HostID != in.OnlyHost) {
 		return &StepOutput{Elsewhere: true}, nil

@@ -58,6 +58,20 @@ func tooOldMessage(need int) tooOld {
 		"its tasks wait for a newer worker (start one; see docs/temporal.md, Upgrades)", Build(), hostname(), codeVersion, need))
 }
 
+// errCodeTooOld is the type of a step's error when the worker's workflow
+// code is older than the run's: the step fails at once, not retried.
+const errCodeTooOld = "runner.code-too-old"
+
+// codeTooOld says why a worker refuses a step: a run that a newer build
+// started or served may hand it input this build does not read (a field
+// it would drop, a board chunk it would not put), so it would run the step
+// against another board than the run's. A newer worker serves an older
+// run's steps: inputs only gain fields.
+func codeTooOld(need int, run, step string) error {
+	return fmt.Errorf("this worker (%s, on %s) has workflow code version %d; run %s needs version %d or newer: "+
+		"its step %s is not run here (upgrade this worker; see docs/temporal.md, Upgrades)", Build(), hostname(), codeVersion, run, need, step)
+}
+
 // checkCodeVersion is the workflow's first act: it panics (leaving the
 // task to a newer worker) when this worker's code is older than the
 // client that started the run, or than a worker that served it before;

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 )
@@ -50,6 +52,55 @@ func TestWorkflowLeavesNewerRuns(t *testing.T) {
 			for _, want := range []string{c.want, "has workflow code version " + strconv.Itoa(WorkflowCodeVersion()), "workflow code " + strconv.Itoa(WorkflowCodeVersion()), hostname()} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("%v\ndoes not say %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+// A step handed to a worker whose workflow code is older than its run's
+// fails at once, not retried, naming both versions, the run and the host;
+// the same version, or an older run, is served.
+func TestStepRefusedByOlderCode(t *testing.T) {
+	src := "version: 1\nsteps:\n  - {label: a, type: command, run: \"echo a\"}\n"
+	for _, tc := range []struct {
+		name    string
+		code    int
+		refused bool
+	}{
+		{"a run of a newer build", WorkflowCodeVersion() + 1, true},
+		{"a run of this build", WorkflowCodeVersion(), false},
+		{"a run of an older build", WorkflowCodeVersion() - 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var suite testsuite.WorkflowTestSuite
+			env := suite.NewTestActivityEnvironment()
+			s := DirStore{Dir: t.TempDir()}
+			acts := &Activities{Store: s, Log: zerolog.Nop()}
+			env.RegisterActivityWithOptions(acts.RunStep, activity.RegisterOptions{Name: ActivityName})
+			s.Put([]byte(src))
+			run := newRun(t, src, t.TempDir())
+			head, err := putChunk(s, &chunk{Run: &run})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := env.ExecuteActivity(ActivityName, StepInput{PlanPath: "p.yaml", PlanSHA256: Sum([]byte(src)), Head: head,
+				Label: "a", Visit: 1, Attempt: 1, Workdir: run.Workdir, Code: tc.code})
+			if !tc.refused {
+				var out StepOutput
+				if err != nil || v.Get(&out) != nil || out.Error != "" {
+					t.Fatalf("got %v (%s); want the step run", err, out.Error)
+				}
+				return
+			}
+			var app *temporal.ApplicationError
+			if !errors.As(err, &app) || app.Type() != errCodeTooOld || !app.NonRetryable() {
+				t.Fatalf("got %v; want a non-retryable %s", err, errCodeTooOld)
+			}
+			for _, want := range []string{"has workflow code version " + strconv.Itoa(WorkflowCodeVersion()),
+				"needs version " + strconv.Itoa(tc.code), "step a", hostname()} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%v: does not say %q", err, want)
 				}
 			}
 		})

@@ -283,6 +283,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	}
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	in.StoreID = it.in.StoreID
+	in.Code = it.in.Code
 	lostWithHost := 0
 	fo, err := it.spreadOf(ctx, n)
 	if err != nil {

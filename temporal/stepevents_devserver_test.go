@@ -38,8 +38,8 @@ func TestDevServerEventsPerSequentialStep(t *testing.T) {
 	defer hw.Stop()
 	const n = 40
 	for _, tc := range []struct {
-		name  string
-		opt   Options
+		name    string
+		opt     Options
 		perStep int
 	}{
 		{"activities", Options{}, 6},
