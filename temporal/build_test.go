@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -104,5 +105,64 @@ func TestStepRefusedByOlderCode(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A pinned run whose host's worker refuses its steps as too old (an
+// upgrade under way) moves to another host, from its last snapshot, and
+// the pin says why; the run succeeds there.
+func TestPinnedRunLeavesOlderHost(t *testing.T) {
+	store := DirStore{Dir: t.TempDir()}
+	checkout := t.TempDir()
+	plan := writePlan(t, checkout, onHostPlan)
+	ws, err := PackWorkspace(store, plan, checkout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hostPair{hosts: []*Activities{
+		{Store: store, HostID: "old", WorkRoot: t.TempDir()},
+		{Store: store, HostID: "new", WorkRoot: t.TempDir()},
+	}}
+	refused := 0
+	runStep := func(ctx context.Context, in StepInput) (*StepOutput, error) {
+		if a := h.host(); a.HostID == "old" && in.Label == "b" {
+			// What an older build says (its code is older than in.Code).
+			refused++
+			err := codeTooOld(in.Code+1, "wf", in.Label)
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), errCodeTooOld, nil)
+		}
+		return h.host().RunStep(ctx, in)
+	}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(workerOptions)
+	env.SetTestTimeout(time.Minute)
+	Register(env, &Workflow{Store: store}, nil)
+	env.RegisterActivityWithOptions(runStep, activity.RegisterOptions{Name: ActivityName})
+	env.RegisterActivityWithOptions(h.pin, activity.RegisterOptions{Name: PinName})
+	env.RegisterActivityWithOptions(h.read, activity.RegisterOptions{Name: WorkspaceReadName})
+	run := newRun(t, onHostPlan, checkout)
+	run.PlanPath = plan
+	env.ExecuteWorkflow(WorkflowName, Input{Run: run, Workspace: ws})
+	var out Output
+	if err := envOutput(env, &out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadBoard(store, out.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "succeeded" {
+		t.Fatalf("run %s: %s", out.Status, out.Error)
+	}
+	if refused != 1 || len(out.Hosts) != 2 || out.Hosts[1].Host != "new" || !strings.Contains(out.Hosts[1].Reason, "host old runs an older workflow code") {
+		t.Fatalf("%d steps refused, hosts %+v; want one, then a pin to new that says why", refused, out.Hosts)
+	}
+	if got := stepOf(t, b, "c"); !strings.Contains(string(got.Result), `"a\nb\nc\n"`) || got.Host != "new" {
+		t.Errorf("c on %s read %s; want every earlier step's line, on new", got.Host, got.Result)
+	}
+	if a := stepOf(t, b, "a"); a.Host != "old" {
+		t.Errorf("a ran on %s, want old (before the refusal)", a.Host)
 	}
 }
