@@ -166,3 +166,42 @@ func TestPinnedRunLeavesOlderHost(t *testing.T) {
 		t.Errorf("a ran on %s, want old (before the refusal)", a.Host)
 	}
 }
+
+// A step of the shared queue that a worker older than the run refused is
+// sent again, for a newer worker to take: the run succeeds once one does.
+func TestSharedStepWaitsForNewerWorker(t *testing.T) {
+	store := DirStore{Dir: t.TempDir()}
+	acts := &Activities{Store: store}
+	refused := 0
+	runStep := func(ctx context.Context, in StepInput) (*StepOutput, error) {
+		if in.Label == "b" && refused < 2 {
+			refused++
+			err := codeTooOld(in.Code+1, "wf", in.Label)
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), errCodeTooOld, nil)
+		}
+		return acts.RunStep(ctx, in)
+	}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(workerOptions)
+	env.SetTestTimeout(time.Minute)
+	Register(env, &Workflow{Store: store}, nil)
+	env.RegisterActivityWithOptions(runStep, activity.RegisterOptions{Name: ActivityName})
+	wd := t.TempDir()
+	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, onHostPlan, wd)})
+	var out Output
+	if err := envOutput(env, &out); err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadBoard(store, out.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != "succeeded" || refused != 2 {
+		t.Fatalf("run %s (%s) after %d refusals; want succeeded after 2", out.Status, out.Error, refused)
+	}
+	if got := stepOf(t, b, "c"); !strings.Contains(string(got.Result), `"a\nb\nc\n"`) {
+		t.Errorf("c read %s; want every earlier step's line", got.Result)
+	}
+}

@@ -297,7 +297,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		if ws := fo.Items[idx]; ws != "" {
 			in.Workspace = ws
 		}
-		err = workflow.ExecuteActivity(actx, SpreadName, in).Get(actx, &out)
+		err = it.anyNewer(actx, SpreadName, in, &out)
 	} else if it.pinned(ctx) {
 		if err := it.settle(ctx); err != nil {
 			return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
@@ -336,7 +336,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	} else if it.asLocal(ctx, n) {
 		err = it.runLocal(ctx, n, in, &out) // local.go
 	} else {
-		err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
+		err = it.anyNewer(actx, ActivityName, in, &out)
 	}
 	if chunk != nil {
 		name := ""

@@ -497,7 +497,7 @@ func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name
 			return err
 		}
 		if it.shared {
-			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), name, arg(true)).Get(ctx, out)
+			return it.anyNewer(workflow.WithActivityOptions(ctx, ao), name, arg(true), out)
 		}
 		host := it.host
 		o := ao
@@ -530,8 +530,30 @@ func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name
 }
 
 // leaveOlderHost versions the move of a run off a host whose worker
-// refuses its steps as too old (errCodeTooOld).
+// refuses its steps as too old (errCodeTooOld), and a step of the shared
+// queue so refused being sent again (anyNewer).
 const leaveOlderHost = "leave-older-host"
+
+// anyNewer runs an activity of the shared queue; one that a worker older
+// than the run refused (errCodeTooOld: an upgrade under way, old and new
+// workers side by side) is sent again after a backoff, for a newer worker
+// to take, as Temporal retries an attempt; after as many tries as the
+// step's retry policy allows, the refusal is the step's error.
+func (it *interp) anyNewer(ctx workflow.Context, name string, in, out any) error {
+	wait := time.Second
+	for try := 1; ; try++ {
+		err := workflow.ExecuteActivity(ctx, name, in).Get(ctx, out)
+		var app *temporal.ApplicationError
+		if err == nil || !errors.As(err, &app) || app.Type() != errCodeTooOld || try == 20 || ctx.Err() != nil ||
+			workflow.GetVersion(ctx, leaveOlderHost, workflow.DefaultVersion, 1) < 1 {
+			return err
+		}
+		if workflow.Sleep(ctx, wait) != nil {
+			return err
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
 
 // readOptions are a files() or read_file() on the run's host (with the
 // run's heartbeat timeout: ReadWorkspace heartbeats).
