@@ -23,7 +23,7 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("serve", stdout, stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on (port 0: any free port)")
 	dir := fs.String("dir", ".", "the directory whose runs to show (they are under DIR/.runner/runs)")
-	remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who can reach it and learns the URL's token can read every run and answer its inputs")
+	remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who can reach it and learns the URL's token can read every run, answer its inputs, and start, stop, resume and fork runs")
 	streamWrite := fs.Duration("stream-write-timeout", web.DefaultStreamWriteTimeout, "drop a page's event stream when its client takes none of a write for this long (the page opens it again)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -59,6 +59,16 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			// server stays a viewer, and the run goes on if it stops.
 			cmd := exec.Command(self, "resume", path, "-q")
 			cmd.Stdout, cmd.Stderr = io.Discard, g.mask.Writer(stderr)
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			go cmd.Wait()
+			return nil
+		},
+		Launch: func(dir string, args ...string) error {
+			// A run or fork of its own, as typed in a terminal in dir.
+			cmd := exec.Command(self, args...)
+			cmd.Dir, cmd.Stdout, cmd.Stderr = dir, io.Discard, g.mask.Writer(stderr)
 			if err := cmd.Start(); err != nil {
 				return err
 			}

@@ -356,6 +356,20 @@ func ParseFrom(s string) (string, int, error) {
 	return label, visit, nil
 }
 
+// CheckFrom says whether from ("LABEL" or "LABEL#VISIT") names a step
+// visit the recording ran, where a fork of it can go live: the check a
+// replay with Options.From makes before anything runs.
+func CheckFrom(rec *board.Board, from string) error {
+	label, visit, err := ParseFrom(from)
+	if err != nil {
+		return err
+	}
+	if err := forkExists(rec, label, visit); err != nil {
+		return fmt.Errorf("%w: --from %s: %v", ErrUsage, from, err)
+	}
+	return nil
+}
+
 // forkExists says what the recording holds when it never ran visit
 // of label: a fork there would replay the whole run and never go live.
 // For an item (LABEL[i], or a for_each block's step G[i]/X), it names

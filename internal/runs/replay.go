@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -100,7 +101,7 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, 
 		// so `runner runs` lists it and the original's folder is never
 		// written.
 		if opt.ID == "" {
-			opt.ID = board.NewID(time.Now())
+			opt.ID = cmp.Or(IDOfPath(opt.Out), board.NewID(time.Now()))
 		}
 		if opt.Out == "" {
 			opt.Out = filepath.Join(ForkRunsDir(recording, o.Dir), opt.ID, "blackboard.json")

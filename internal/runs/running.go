@@ -2,6 +2,7 @@ package runs
 
 import (
 	"encoding/json"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"sort"
 	"sync"
 	"time"
@@ -97,4 +98,17 @@ func ReadRunning(boardPath string) []RunningStep {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// LiveProcess is the process of this machine that runs the run saved at
+// path now (a run or resume holding its lock), or 0 when none does.
+func LiveProcess(path string) int {
+	if !liveOwner(path) {
+		return 0
+	}
+	o, err := boardlock.ReadOwner(path)
+	if err != nil {
+		return 0
+	}
+	return o.PID
 }
