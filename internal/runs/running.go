@@ -101,13 +101,16 @@ func itoa(n int) string {
 }
 
 // LiveProcess is the process of this machine that runs the run saved at
-// path now (a run or resume holding its lock), or 0 when none does.
+// path now (a run or resume holding its lock), or 0 when none does. The
+// lock itself is asked, not only its owner record: a process that has
+// ended its run may not have exited yet, and its record is rewritten as
+// it lets go.
 func LiveProcess(path string) int {
-	if !liveOwner(path) {
+	if !lockHeld(path) {
 		return 0
 	}
 	o, err := boardlock.ReadOwner(path)
-	if err != nil {
+	if err != nil || o.Kind != boardlock.OwnerRun {
 		return 0
 	}
 	return o.PID

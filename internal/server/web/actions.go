@@ -301,9 +301,6 @@ func (s *Server) resume(w http.ResponseWriter, r *http.Request) {
 
 // resumable says why the run at path cannot be resumed now ("": it can).
 func resumable(path string) string {
-	if runs.LiveProcess(path) != 0 {
-		return "is running"
-	}
 	if !exists(path) {
 		return "is not saved here (a run on Temporal goes on by itself)"
 	}
@@ -311,7 +308,15 @@ func resumable(path string) string {
 	if err != nil {
 		return "cannot be read: " + err.Error()
 	}
-	switch st := b.Run().Status; st {
+	return resumableRun(path, b.Run())
+}
+
+// resumableRun is resumable for run, the run as its file says.
+func resumableRun(path string, run board.Run) string {
+	if runs.LiveProcess(path) != 0 {
+		return "is running"
+	}
+	switch st := run.Status; st {
 	case board.StatusInterrupted, board.StatusWaiting, board.StatusRunning: // running in the file, its process gone: interrupted
 		return ""
 	default:
@@ -336,13 +341,17 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, http.StatusBadRequest, "say which step to fork from (from)")
 		return
 	}
-	if !exists(path) || runs.LiveProcess(path) != 0 {
+	if !exists(path) {
 		s.refuse(w, r, http.StatusConflict, "run "+r.PathValue("id")+" is still running: fork it once it has stopped")
 		return
 	}
 	b, err := board.Load(path)
 	if err != nil {
 		s.refuse(w, r, http.StatusInternalServerError, err.Error())
+		return
+	}
+	if runs.LiveProcess(path) != 0 {
+		s.refuse(w, r, http.StatusConflict, "run "+r.PathValue("id")+" is still running: fork it once it has stopped")
 		return
 	}
 	if err := replay.CheckFrom(b, from); err != nil {
@@ -376,11 +385,12 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
 func (s *Server) actions(path string, b *board.Board) *report.Actions {
 	id := filepath.Base(filepath.Dir(path))
 	a := &report.Actions{}
+	run := b.Run()
 	live := runs.LiveProcess(path) != 0
 	if live {
 		a.Stop = "/runs/" + id + "/stop"
 	}
-	if s.opt.Resume != nil && !live && exists(path) && resumable(path) == "" {
+	if s.opt.Resume != nil && !live && exists(path) && resumableRun(path, run) == "" {
 		a.Resume = "/runs/" + id + "/resume"
 	}
 	if s.opt.Launch != nil && !live && exists(path) {

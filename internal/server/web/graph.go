@@ -109,6 +109,7 @@ func drawn(g *plangraph.Graph, b *board.Board, running []runs.RunningStep) []gra
 	type seen struct {
 		status string
 		visit  int
+		last   map[string]string // the last visit's status by record label
 		visits map[int]bool
 		items  map[string]bool
 	}
@@ -142,12 +143,20 @@ func drawn(g *plangraph.Graph, b *board.Board, running []runs.RunningStep) []gra
 			continue
 		}
 		s.visits[rec.Visit] = true
-		switch {
-		case rec.Visit > s.visit || s.status == "running":
-			s.status, s.visit = rec.Status, rec.Visit
-		case rec.Visit == s.visit && rec.Status == board.StatusFailed:
-			// One of a block's items failed at this visit.
+		if rec.Visit > s.visit {
+			s.visit, s.last = rec.Visit, map[string]string{}
+		}
+		if rec.Visit == s.visit {
+			// A later record of the same visit (a resume ran it again)
+			// says how it stands; a block's items are told apart by
+			// their labels.
+			s.last[rec.Label] = rec.Status
 			s.status = rec.Status
+			for _, st := range s.last {
+				if st == board.StatusFailed {
+					s.status = st
+				}
+			}
 		}
 	}
 	for _, wi := range b.Run().Waiting {

@@ -36,8 +36,6 @@
     const forms = new Map();
     for (const f of document.querySelectorAll("form.answer")) forms.set(f.dataset.label + "#" + f.dataset.visit, f);
     const checked = document.querySelector("input.fr:checked");
-    const said = document.querySelector("#actions .action-result");
-    const saidText = said ? said.textContent : "", saidBad = said ? said.classList.contains("bad") : false;
     for (const sel of ["header", "main"]) {
       const now = document.querySelector(sel), next = doc.querySelector(sel);
       if (now && next) now.replaceWith(document.adoptNode(next));
@@ -49,11 +47,6 @@
     for (const f of document.querySelectorAll("form.answer")) {
       const old = forms.get(f.dataset.label + "#" + f.dataset.visit);
       if (old) f.replaceWith(old);
-    }
-    const sayNow = document.querySelector("#actions .action-result");
-    if (sayNow && saidText) {
-      sayNow.textContent = saidText;
-      sayNow.classList.toggle("bad", saidBad);
     }
     if (checked) {
       const c = document.getElementById(checked.id);
