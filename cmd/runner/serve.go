@@ -86,7 +86,7 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if !loop {
-		fmt.Fprintf(stderr, "runner serve: warning: listening on %s, beyond this machine: whoever reaches it with the token below reads every run (outputs, prompts, board values) and answers its inputs; the connection is not encrypted\n", ln.Addr())
+		fmt.Fprintf(stderr, "runner serve: warning: listening on %s, beyond this machine: whoever reaches it with the token below reads every run (outputs, prompts, board values), answers its inputs and starts, stops, resumes and forks runs; the connection is not encrypted\n", ln.Addr())
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintln(stdout, srv.URL(base))
