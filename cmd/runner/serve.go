@@ -23,7 +23,7 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, g := newFlags("serve", stdout, stderr)
 	addr := fs.String("addr", "127.0.0.1:0", "the address to listen on (port 0: any free port)")
 	dir := fs.String("dir", ".", "the directory whose runs to show (they are under DIR/.runner/runs)")
-	remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who can reach it and learns the URL's token can read every run and answer its inputs")
+	remote := fs.Bool("allow-remote", false, "listen on an address other than loopback: anyone who can reach it and learns the URL's token can read every run, answer its inputs, and start, stop, resume and fork runs")
 	streamWrite := fs.Duration("stream-write-timeout", web.DefaultStreamWriteTimeout, "drop a page's event stream when its client takes none of a write for this long (the page opens it again)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -65,6 +65,16 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			go cmd.Wait()
 			return nil
 		},
+		Launch: func(dir string, args ...string) error {
+			// A run or fork of its own, as typed in a terminal in dir.
+			cmd := exec.Command(self, args...)
+			cmd.Dir, cmd.Stdout, cmd.Stderr = dir, io.Discard, g.mask.Writer(stderr)
+			if err := cmd.Start(); err != nil {
+				return err
+			}
+			go cmd.Wait()
+			return nil
+		},
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner serve: %v\n", err)
@@ -76,7 +86,7 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if !loop {
-		fmt.Fprintf(stderr, "runner serve: warning: listening on %s, beyond this machine: whoever reaches it with the token below reads every run (outputs, prompts, board values) and answers its inputs; the connection is not encrypted\n", ln.Addr())
+		fmt.Fprintf(stderr, "runner serve: warning: listening on %s, beyond this machine: whoever reaches it with the token below reads every run (outputs, prompts, board values), answers its inputs and starts, stops, resumes and forks runs; the connection is not encrypted\n", ln.Addr())
 	}
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintln(stdout, srv.URL(base))

@@ -128,6 +128,27 @@ type Answer struct {
 	Visit  int            `json:"visit,omitempty"`
 	Answer map[string]any `json:"answer"`
 	By     string         `json:"by,omitempty"`
+	// Asked is what the person was shown, filled in where the answer is
+	// checked against the visit that waits (nil: an answer given before
+	// the step asked).
+	Asked *Asked `json:"asked,omitempty"`
+}
+
+// Asked is the exact text a person saw when asked: the rendered question
+// and each field of its form with its description, kept with the answer
+// so the report and a replay show what was approved, not the plan's
+// template.
+type Asked struct {
+	Prompt string       `json:"prompt"`
+	Fields []AskedField `json:"fields,omitempty"`
+}
+
+// AskedField is one field of the form a person was shown.
+type AskedField struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
 }
 
 // The ways an answer is refused, for errors.Is.

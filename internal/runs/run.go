@@ -204,6 +204,9 @@ func New(o Options) (*Run, error) {
 	start := now().UTC()
 	id := board.NewID(start)
 	path := o.Board
+	if own := IDOfPath(path); own != "" {
+		id = own
+	}
 	if path == "" {
 		path = filepath.Join(wd, ".runner", "runs", id, "blackboard.json")
 	}

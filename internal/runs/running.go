@@ -11,6 +11,7 @@ import (
 
 	"github.com/planrunner/runner/internal/bigjson"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/sys/readlimit"
 	"github.com/planrunner/runner/internal/sys/safefs"
@@ -237,4 +238,20 @@ func readRunningFile(path string) []RunningStep {
 	list = list[:n]
 	slices.SortStableFunc(list, func(a, b RunningStep) int { return a.Since.Compare(b.Since) })
 	return list
+}
+
+// LiveProcess is the process of this machine that runs the run saved at
+// path now (a run or resume holding its lock), or 0 when none does. The
+// lock itself is asked, not only its owner record: a process that has
+// ended its run may not have exited yet, and its record is rewritten as
+// it lets go.
+func LiveProcess(path string) int {
+	if !lockHeld(path) {
+		return 0
+	}
+	o, err := boardlock.ReadOwner(path)
+	if err != nil || o.Kind != boardlock.OwnerRun {
+		return 0
+	}
+	return o.PID
 }

@@ -48,6 +48,7 @@ func Settle(run board.Run, recs []board.Recording, a board.Answer) (board.Answer
 			return a, false, fmt.Errorf("step %s: %w: %v", VisitName(a.Label, a.Visit), board.ErrBadAnswer, err)
 		}
 		a.Answer = ans
+		a.Asked = AskedOf(w, form)
 	}
 	if answered {
 		if !sameJSON(prev.Answer, a.Answer) {
@@ -63,9 +64,26 @@ func Settle(run board.Run, recs []board.Recording, a board.Answer) (board.Answer
 	return a, false, nil
 }
 
+// AskedOf is what the waiting visit w shows a person: its rendered
+// question and form's fields.
+func AskedOf(w board.WaitingInput, form *Form) *board.Asked {
+	a := &board.Asked{Prompt: w.Prompt}
+	if form == nil {
+		return a
+	}
+	req := map[string]bool{}
+	for _, r := range form.Required {
+		req[r] = true
+	}
+	for _, f := range form.Fields {
+		a.Fields = append(a.Fields, board.AskedField{Name: f.Name, Type: f.Type, Description: f.Description, Required: req[f.Name]})
+	}
+	return a
+}
+
 // AnswerRecording is the board recording of an answer.
 func AnswerRecording(a board.Answer) board.Recording {
-	resp, _ := json.Marshal(InputAnswer{Answer: a.Answer, By: a.By})
+	resp, _ := json.Marshal(InputAnswer{Answer: a.Answer, By: a.By, Asked: a.Asked})
 	return board.Recording{Label: a.Label, Visit: a.Visit, Kind: KindInput, Agent: a.By, Response: resp}
 }
 

@@ -37,6 +37,9 @@ type InputResult struct {
 type InputAnswer struct {
 	Answer map[string]any `json:"answer"`
 	By     string         `json:"by,omitempty"`
+	// Asked is the text the person answered (nil in answers recorded
+	// without it, or given before the step asked).
+	Asked *board.Asked `json:"asked,omitempty"`
 }
 
 type inputStep struct {

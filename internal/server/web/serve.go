@@ -1,7 +1,10 @@
 // Package web is the live web UI of `runner serve`: the runs saved under
 // a directory, each run's page (the report of package report, kept current
 // while the run goes), and answering the inputs a run waits at, from a
-// browser, through the same code as `runner answer` (runs.OpenQuestion).
+// browser, through the same code as `runner answer` (runs.OpenQuestion);
+// and acting on runs: starting a plan found under the directory, stopping,
+// resuming and forking a run, each as the CLI would in a process of its
+// own (Options.Launch, Options.Resume).
 //
 // It is served by runner itself (its assets embedded), on the loopback
 // address unless told otherwise. Every request for a page, a stream or an
@@ -13,7 +16,7 @@
 // to no one); the page's script keeps it in this origin's localStorage,
 // which no other port can read, and a page opened without the header
 // comes back as a refusal whose script fetches it again with the header.
-// A POST also needs the page's CSRF token (a header) and an Origin of
+// A POST (an answer, a start, a stop, a resume, a fork) also needs the page's CSRF token (a header) and an Origin of
 // this very server, and a Host header of the address served (so a
 // rebinding DNS name cannot reach it). Everything shown is escaped by
 // html/template; pages allow scripts from this origin only (the embedded
@@ -72,6 +75,10 @@ type Options struct {
 	// Resume starts a run again once an answer is recorded on its saved
 	// file (nil: the page says how to resume it instead).
 	Resume func(path string) error
+	// Launch starts `runner ARGS...` in directory dir as a process of
+	// its own, which goes on if the server stops: a run started from
+	// the page, a fork (nil: the page starts and forks nothing).
+	Launch func(dir string, args ...string) error
 	// Log takes what the server does (zerolog; never the token).
 	Log zerolog.Logger
 	// Stderr takes the messages of a bridge to a run on Temporal.
@@ -147,6 +154,11 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{id}/events", s.runEvents)
 	s.mux.HandleFunc("GET /runs/{id}/graph", s.graphPage)
 	s.mux.HandleFunc("POST /runs/{id}/answer", s.answer)
+	s.mux.HandleFunc("GET /plans", s.plansList)
+	s.mux.HandleFunc("POST /runs", s.start)
+	s.mux.HandleFunc("POST /runs/{id}/stop", s.stop)
+	s.mux.HandleFunc("POST /runs/{id}/resume", s.resume)
+	s.mux.HandleFunc("POST /runs/{id}/fork", s.fork)
 	s.mux.Handle("GET /assets/", http.FileServerFS(assets))
 	return s, nil
 }
