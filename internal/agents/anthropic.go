@@ -302,8 +302,11 @@ func anthropicStructured(model string) bool {
 	if len(parts) < 3 || parts[0] != "claude" {
 		return false
 	}
+	if _, err := strconv.Atoi(parts[1]); err == nil {
+		return false // claude-3-5-sonnet: the version before the family, the older naming
+	}
 	major, err := strconv.Atoi(parts[2])
-	if err != nil || major > 99 { // claude-3-5-sonnet: the family comes last
+	if err != nil {
 		return false
 	}
 	minor := 0

@@ -212,7 +212,10 @@ func (t *transport) onceStream(ctx context.Context, x *exchange) ([]byte, int, h
 		if status/100 != 2 {
 			body, err = io.ReadAll(read)
 		} else {
-			body, status, err = x.stream(read)
+			var st int
+			if body, st, err = x.stream(read); err == nil {
+				status = st
+			}
 		}
 		if read.n > int64(maxAnswer) {
 			return nil, 0, nil, &fatalError{fmt.Errorf("%s: the answer is larger than %d MiB, the most runner reads (status %d)", x.provider, maxAnswer>>20, resp.StatusCode)}
