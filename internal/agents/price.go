@@ -95,6 +95,15 @@ func DefaultPricesFile() string {
 	return filepath.Join(dir, "runner", "prices.yaml")
 }
 
+// PricesFilePath is the prices file a process uses: $RUNNER_PRICES when
+// set, else DefaultPricesFile.
+func PricesFilePath(getenv func(string) string) string {
+	if p := getenv("RUNNER_PRICES"); p != "" {
+		return p
+	}
+	return DefaultPricesFile()
+}
+
 // UsePricesFile reads a prices file (prices.yaml's shape) whose models
 // add to and override the built-in prices for the rest of the process. A
 // file that does not exist is no error: there are then no user prices.
