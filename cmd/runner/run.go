@@ -175,7 +175,11 @@ func printSpend(w io.Writer, spend []agents.AgentSpend) {
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}
-		fmt.Fprintf(w, "  agent %s: %d calls, %d input + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, sp.OutputTokens, cost)
+		cache := ""
+		if sp.CacheReadTokens+sp.CacheWriteTokens > 0 {
+			cache = fmt.Sprintf(" (cache: %d read, %d written, saved %s)", sp.CacheReadTokens, sp.CacheWriteTokens, board.FormatUSD(sp.CacheSavedUSD))
+		}
+		fmt.Fprintf(w, "  agent %s: %d calls, %d input%s + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, cache, sp.OutputTokens, cost)
 	}
 }
 

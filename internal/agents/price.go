@@ -351,6 +351,21 @@ type AgentSpend struct {
 	// PriceKnown is false when some call's model had no price (its cost
 	// counts as 0).
 	PriceKnown bool `json:"price_known"`
+	// Prompt caching: input tokens read from and written to the
+	// provider's cache (counted in InputTokens too), and what that saved
+	// against paying full input price for them (less than 0: the writes
+	// cost more than the reads saved).
+	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
+	CacheSavedUSD    float64 `json:"cache_saved_usd,omitempty"`
+}
+
+// CacheSaved is what prompt caching saved on usage u at price p: the
+// cached reads and writes at the input price, less what they cost.
+func (p Price) CacheSaved(u Usage) float64 {
+	full := u
+	full.CacheReadInputTokens, full.CacheCreationInputTokens = 0, 0
+	return p.Cost(full) - p.Cost(u)
 }
 
 // Spend sums the run's model calls per agent (the one that answered), in
@@ -374,6 +389,17 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 		sp.Calls++
 		sp.InputTokens += resp.Usage.InputTokens
 		sp.OutputTokens += resp.Usage.OutputTokens
+		sp.CacheReadTokens += resp.Usage.CacheReadInputTokens
+		sp.CacheWriteTokens += resp.Usage.CacheCreationInputTokens
+		if resp.Usage.CacheReadInputTokens+resp.Usage.CacheCreationInputTokens > 0 {
+			model := resp.Model
+			if _, ok := priceFor(a, model); !ok {
+				model = a.Model
+			}
+			if p, ok := priceFor(a, model); ok {
+				sp.CacheSavedUSD += p.CacheSaved(resp.Usage)
+			}
+		}
 		switch cost, ok := recordedCost(a, resp); {
 		case ok:
 			sp.CostUSD += cost
@@ -384,7 +410,7 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 	var out []AgentSpend
 	for _, n := range s.names {
 		if sp := by[n]; sp != nil {
-			sp.CostUSD = roundUSD(sp.CostUSD)
+			sp.CostUSD, sp.CacheSavedUSD = roundUSD(sp.CostUSD), roundUSD(sp.CacheSavedUSD)
 			out = append(out, *sp)
 		}
 	}
@@ -466,6 +492,24 @@ func RecordingCost(r board.Recording) (float64, bool) {
 		return 0, false
 	}
 	return responseCost(&Response{Usage: resp.Usage, Model: resp.Model, CostUSD: resp.CostUSD, Priced: resp.Priced})
+}
+
+// RecordingCacheSaved is what prompt caching saved on one recorded model
+// call, at its model's price (the prices file's or the built-in one);
+// ok is false when that price is not known.
+func RecordingCacheSaved(r board.Recording) (float64, bool) {
+	var resp struct {
+		Usage Usage  `json:"usage"`
+		Model string `json:"model"`
+	}
+	if r.Kind != KindLLM || json.Unmarshal(r.Response, &resp) != nil {
+		return 0, false
+	}
+	p, ok := lookupPrice(resp.Model)
+	if !ok {
+		return 0, false
+	}
+	return p.CacheSaved(resp.Usage), true
 }
 
 // responseCost is RecordedUsage's rule for one answer: the cost recorded
