@@ -93,6 +93,9 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 	env.Log, env.Mask, env.Warnings = log, g.mask, stderr
 	if g.view != nil {
 		env.Observer = g.view
+		if g.view.live {
+			env.OnStream = g.view.streamed
+		}
 	}
 	if g.output {
 		env.Output = showOutput(log.With().Str("run", r.Record.ID).Logger(), stderr, g)

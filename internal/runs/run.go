@@ -74,6 +74,9 @@ type Env struct {
 	Mask *mask.Masker
 	// Observer is told of steps as they start and finish.
 	Observer engine.Observer
+	// OnStream, when set, receives streamed model answers as they come
+	// (agents.Options.OnStream).
+	OnStream func(agents.StreamChunk)
 	// Output, when set, receives each step's process output as it comes
 	// (engine.Runner.Output).
 	Output func(label string, visit int, stream string) io.Writer
@@ -252,7 +255,7 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	LearnSecrets(m, r.Prog.Plan)
 	log := env.Log.With().Str("run", r.Record.ID).Logger()
-	set, err := agents.New(r.Prog.Plan, agents.Options{Log: log, Mask: m})
+	set, err := agents.New(r.Prog.Plan, agents.Options{Log: log, Mask: m, OnStream: env.OnStream})
 	if err != nil {
 		return nil, usage(err) // a missing API key ends here, before the first step
 	}
