@@ -5,7 +5,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/sys/readlimit"
@@ -26,7 +28,18 @@ type RunningStep struct {
 	Visit  int       `json:"visit"`
 	Parent string    `json:"parent,omitempty"`
 	Since  time.Time `json:"since"`
+	// Answer is the end (at most answerTail bytes) of the model answer
+	// the visit is streaming now, masked.
+	Answer string `json:"answer,omitempty"`
 }
+
+// answerTail bounds the streamed answer RunningPath holds per visit: a
+// page shows how the answer goes on, the recording holds it whole.
+const answerTail = 4096
+
+// answerEvery is the shortest time between two writes of RunningPath
+// for a streamed answer: a model sends many small pieces a second.
+const answerEvery = 250 * time.Millisecond
 
 // runningFile is the engine.Observer that keeps RunningPath current, and
 // tells next (the progress display) too. The engine calls it from the
@@ -36,6 +49,38 @@ type runningFile struct {
 	path string
 	mu   sync.Mutex
 	now  map[string]RunningStep
+	// A streamed answer's pieces not written yet wait for flush.
+	flush *time.Timer
+}
+
+// streamed adds a piece of a streamed answer to its visit's Answer; the
+// file is written at most every answerEvery.
+func (r *runningFile) streamed(c agents.StreamChunk) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := c.Label + "#" + itoa(c.Visit)
+	s, ok := r.now[k]
+	if !ok {
+		return
+	}
+	s.Answer += c.Text
+	if len(s.Answer) > answerTail {
+		s.Answer = s.Answer[len(s.Answer)-answerTail:]
+		for !utf8.ValidString(s.Answer) && s.Answer != "" {
+			s.Answer = s.Answer[1:]
+		}
+	}
+	r.now[k] = s
+	if r.flush == nil {
+		r.flush = time.AfterFunc(answerEvery, func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.flush = nil
+			if r.now != nil {
+				r.write()
+			}
+		})
+	}
 }
 
 func trackRunning(boardPath string, next engine.Observer) *runningFile {
@@ -74,7 +119,15 @@ func (r *runningFile) write() {
 	safefs.Replace(r.path, data, board.FileMode)
 }
 
-func (r *runningFile) close() { safefs.Remove(r.path) }
+func (r *runningFile) close() {
+	r.mu.Lock()
+	if r.flush != nil {
+		r.flush.Stop()
+	}
+	r.now = nil // a flush still to come writes nothing
+	r.mu.Unlock()
+	safefs.Remove(r.path)
+}
 
 // ReadRunning lists the step visits the run at boardPath is running now,
 // oldest first; none when its process is not running it (a file left by
