@@ -128,7 +128,8 @@ func (ss *Session) request(a *Agent) *Request {
 		system = a.System
 	}
 	return &Request{Model: a.Model, System: system, Messages: ss.Messages, Tools: ss.Tools,
-		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed, Memory: ss.memory}
+		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed, Memory: ss.memory,
+		Thinking: spec.Thinking}
 }
 
 // send makes the next call: to the session's agent, or, when that fails
@@ -248,6 +249,11 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 		return nil, err
 	}
 	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
+	if on := ss.set.onStream; on != nil {
+		info.delta = func(text string) {
+			on(StreamChunk{Agent: a.Name, Label: ss.label, Visit: ss.visit, Call: call, Text: text})
+		}
+	}
 	start := time.Now()
 	var resp *Response
 	var recorded *board.Recording // a replayed answer as its recording holds it
@@ -426,7 +432,7 @@ func (t *bigText) UnmarshalJSON(lit []byte) error {
 // says what the original said, byte for byte.
 func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded *board.Recording) error {
 	b := ss.board
-	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking})
 	if b == nil {
 		ss.posted = len(ss.Messages)
 		return nil

@@ -479,7 +479,8 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 }
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
-	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory"}
+	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory",
+	"stream", "thinking"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
@@ -537,6 +538,15 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			a.Fallback = StringList(r, f.Value, what+": fallback")
 		case "price":
 			a.Price = parsePrice(r, f.Value, what)
+		case "stream":
+			a.Stream, _ = Bool(r, f.Value, what+": stream")
+		case "thinking":
+			if v, ok := Int(r, f.Value, what+": thinking"); ok {
+				if v < 1024 {
+					r.At(f.Value, "%s: thinking is a token budget of at least 1024", what)
+				}
+				a.Thinking = v
+			}
 		case "mcp":
 			a.MCP = parseMCP(r, f.Value, what)
 		case "memory":
@@ -565,6 +575,16 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			r.At(responses, "%s: responses are for the script provider only", what)
 		}
 	}
+	if a.Thinking > 0 {
+		switch {
+		case a.Provider != "anthropic":
+			r.At(a.Node, "%s: thinking is for the anthropic provider", what)
+		case a.MaxTokens > 0 && a.MaxTokens <= a.Thinking:
+			r.At(a.Node, "%s: max_tokens (%d) must be more than the thinking budget (%d): the answer comes out of what is left", what, a.MaxTokens, a.Thinking)
+		case a.Temperature != nil:
+			r.At(a.Node, "%s: temperature cannot be set with thinking (the API allows only its default then)", what)
+		}
+	}
 	return a
 }
 
@@ -576,13 +596,20 @@ func parsePrice(r *Reporter, n *yaml.Node, what string) *Price {
 		switch f.Key {
 		case "input":
 			dst = &p.Input
+			seen++
 		case "output":
 			dst = &p.Output
+			seen++
+		case "cached_input":
+			p.CachedInput = new(float64)
+			dst = p.CachedInput
+		case "cache_write":
+			p.CacheWrite = new(float64)
+			dst = p.CacheWrite
 		default:
-			Unknown(r, f, what+": price", []string{"input", "output"})
+			Unknown(r, f, what+": price", []string{"input", "output", "cached_input", "cache_write"})
 			continue
 		}
-		seen++
 		if v, ok := Float(r, f.Value, what+": price."+f.Key); ok {
 			if v < 0 {
 				r.At(f.Value, "%s: price.%s must not be negative", what, f.Key)

@@ -158,6 +158,12 @@ type Agent struct {
 	Fallback []string
 	// Price overrides the built-in price of the agent's model.
 	Price *Price
+	// Stream: the answer comes as server-sent events, shown as it comes;
+	// the recording holds the whole answer either way.
+	Stream bool
+	// Thinking is the token budget of extended thinking (anthropic; 0:
+	// off).
+	Thinking int
 	// MCP lists the MCP servers whose tools the agent may use.
 	MCP []*MCPServer
 	// Tools are SERVER.TOOL patterns (path.Match): the MCP tools the agent
@@ -176,7 +182,11 @@ type Agent struct {
 type Price struct {
 	Input  float64 // per million input tokens
 	Output float64 // per million output tokens
-	Node   *yaml.Node
+	// CachedInput and CacheWrite price prompt-cache reads and writes
+	// (nil: the provider's rule applied to Input).
+	CachedInput *float64
+	CacheWrite  *float64
+	Node        *yaml.Node
 }
 
 // Response is one canned answer of the script provider.

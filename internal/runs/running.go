@@ -8,7 +8,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/bigjson"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/board/boardlock"
@@ -21,8 +23,10 @@ import (
 // which step visits are running now. The board records a visit when it
 // ends; this says which have begun, for `runner serve` (a change of the
 // run's directory, so a page following it hears of a step as it starts).
-// It is a log of JSON lines, one as each visit starts and one as it ends,
-// so what a step writes is its own line whatever else runs; it is
+// It is a log of JSON lines, one as each visit starts and one as it ends
+// (and, while a visit streams a model's answer, one now and then with the
+// answer's end), so what a step writes is its own line whatever else
+// runs; it is
 // rewritten with only the visits still running once it has grown to
 // several times their size. It is removed when the run stops, and
 // trusted only while the run's process lives (ReadRunning).
@@ -34,10 +38,14 @@ type RunningStep struct {
 	Visit  int       `json:"visit"`
 	Parent string    `json:"parent,omitempty"`
 	Since  time.Time `json:"since"`
+	// Answer is the end (at most answerTail bytes) of the model answer
+	// the visit is streaming now, masked.
+	Answer string `json:"answer,omitempty"`
 }
 
-// runningLine is a line of the running file: a visit that started, or
-// (End) one that ended.
+// runningLine is a line of the running file: a visit that started, one
+// whose streamed answer goes on (Answer, no Since), or (End) one that
+// ended.
 type runningLine struct {
 	RunningStep
 	End bool `json:"end,omitempty"`
@@ -47,6 +55,14 @@ type runningLine struct {
 // below it a few kilobytes of ended visits cost less to read than a
 // rewrite costs to make.
 const compactAt = 64 << 10
+
+// answerTail bounds the streamed answer RunningPath holds per visit: a
+// page shows how the answer goes on, the recording holds it whole.
+const answerTail = 4096
+
+// answerEvery is the shortest time between two answer lines: a model
+// sends many small pieces a second.
+const answerEvery = 250 * time.Millisecond
 
 // runningFile is the engine.Observer that keeps RunningPath current, and
 // tells next (the progress display) too. The engine calls it from the
@@ -60,13 +76,68 @@ type runningFile struct {
 	f       *os.File          // nil until the first visit starts, or after a failure
 	failed  bool              // the file could not be made: nothing more is tried
 	now     map[string][]byte // a running visit's key: its start line
-	live    int               // the bytes of the lines in now
+	answer  map[string]string // a streaming visit's key: its answer's end
+	said    map[string][]byte // a streaming visit's key: its last answer line
+	dirty   map[string]bool   // visits whose answer went on since its last line
+	flush   *time.Timer       // writes the dirty answers; nil when none waits
+	live    int               // the bytes of the lines in now and said
 	written int               // the file's size
 	buf     []byte
 }
 
+// streamed adds a piece of a streamed answer to its visit's answer; a
+// line with the answer's end is written at most every answerEvery.
+func (r *runningFile) streamed(c agents.StreamChunk) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := visitKey(c.Label, c.Visit)
+	if _, ok := r.now[k]; !ok || r.failed {
+		return
+	}
+	a := r.answer[k] + c.Text
+	if len(a) > answerTail {
+		a = a[len(a)-answerTail:]
+		for !utf8.ValidString(a) && a != "" {
+			a = a[1:]
+		}
+	}
+	r.answer[k] = a
+	r.dirty[k] = true
+	if r.flush == nil {
+		r.flush = time.AfterFunc(answerEvery, r.flushAnswers)
+	}
+}
+
+// flushAnswers writes an answer line for each visit whose answer went on.
+func (r *runningFile) flushAnswers() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.flush = nil
+	for k := range r.dirty {
+		delete(r.dirty, k)
+		start, ok := r.now[k]
+		if !ok {
+			continue
+		}
+		var l runningLine
+		if json.Unmarshal(start, &l) != nil {
+			continue
+		}
+		b := append([]byte(`{"label":`), bigjson.AppendString(nil, l.Label)...)
+		b = append(b, `,"visit":`...)
+		b = strconv.AppendInt(b, int64(l.Visit), 10)
+		b = append(b, `,"answer":`...)
+		b = bigjson.AppendString(b, r.answer[k])
+		b = append(b, "}\n"...)
+		r.live += len(b) - len(r.said[k])
+		r.said[k] = b
+		r.append(b)
+	}
+}
+
 func trackRunning(boardPath string, next engine.Observer) *runningFile {
-	return &runningFile{next: next, path: RunningPath(boardPath), now: map[string][]byte{}}
+	return &runningFile{next: next, path: RunningPath(boardPath), now: map[string][]byte{},
+		answer: map[string]string{}, said: map[string][]byte{}, dirty: map[string]bool{}}
 }
 
 func visitKey(label string, visit int) string { return label + "#" + strconv.Itoa(visit) }
@@ -97,7 +168,10 @@ func (r *runningFile) StepFinished(rec board.StepRecord) {
 		return
 	}
 	delete(r.now, k)
-	r.live -= len(start)
+	r.live -= len(start) + len(r.said[k])
+	delete(r.answer, k)
+	delete(r.said, k)
+	delete(r.dirty, k)
 	r.append(r.line(rec.Label, rec.Visit, "", time.Time{}, true))
 }
 
@@ -160,8 +234,9 @@ func (r *runningFile) append(line []byte) {
 // visits running now, and opens it to append to.
 func (r *runningFile) rewrite() {
 	data := make([]byte, 0, r.live)
-	for _, l := range r.now {
+	for k, l := range r.now {
 		data = append(data, l...)
+		data = append(data, r.said[k]...)
 	}
 	if err := safefs.Replace(r.path, data, board.FileMode); err != nil {
 		r.failed = true
@@ -178,11 +253,15 @@ func (r *runningFile) rewrite() {
 func (r *runningFile) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.flush != nil {
+		r.flush.Stop()
+		r.flush = nil
+	}
 	if r.f != nil {
 		r.f.Close()
 		r.f = nil
 	}
-	r.failed = true
+	r.failed = true // a flush still to come writes nothing
 	safefs.Remove(r.path)
 }
 
@@ -215,12 +294,17 @@ func readRunningFile(path string) []RunningStep {
 		var l runningLine
 		if json.Unmarshal(data[:i], &l) == nil {
 			k := visitKey(l.Label, l.Visit)
-			if l.End {
+			switch {
+			case l.End:
 				if j, ok := at[k]; ok {
 					ended[j] = true
 					delete(at, k)
 				}
-			} else {
+			case l.Since.IsZero():
+				if j, ok := at[k]; ok {
+					list[j].Answer = l.Answer
+				}
+			default:
 				at[k] = len(list)
 				list = append(list, l.RunningStep)
 				ended = append(ended, false)
