@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"path"
 	"strings"
 	"time"
 
@@ -479,7 +480,7 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 }
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
-	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory"}
+	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory", "approve"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
@@ -544,6 +545,8 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 		case "tools":
 			a.ToolsNode = Resolve(f.Value)
 			a.Tools = StringList(r, f.Value, what+": tools")
+		case "approve":
+			a.Approve, a.ApproveAnswerers = parseApprove(r, f.Value, what)
 		default:
 			Unknown(r, f, what, agentFields)
 		}
@@ -566,6 +569,35 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 		}
 	}
 	return a
+}
+
+// parseApprove reads an agent's approve: a list of tool patterns, or a
+// mapping of them (tools) and who may allow the calls (answerers).
+func parseApprove(r *Reporter, n *yaml.Node, what string) (tools, answerers []string) {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		tools = StringList(r, n, what+": approve")
+	} else {
+		for _, f := range Fields(r, n, what+": approve") {
+			switch f.Key {
+			case "tools":
+				tools = StringList(r, f.Value, what+": approve.tools")
+			case "answerers":
+				answerers = StringList(r, f.Value, what+": approve.answerers")
+			default:
+				Unknown(r, f, what+": approve", []string{"tools", "answerers"})
+			}
+		}
+	}
+	for _, p := range tools {
+		if _, err := path.Match(p, ""); err != nil {
+			r.At(n, "%s: approve: bad pattern %q: %v", what, p, err)
+		}
+	}
+	if len(tools) == 0 && n != nil {
+		r.At(n, "%s: approve names no tool pattern", what)
+	}
+	return tools, answerers
 }
 
 func parsePrice(r *Reporter, n *yaml.Node, what string) *Price {

@@ -166,6 +166,12 @@ type Agent struct {
 	// (Plan.Tools).
 	Tools     []string
 	ToolsNode *yaml.Node
+	// Approve are tool patterns (as Tools: SERVER.TOOL for MCP tools, a
+	// name without a dot for tools the plan defines and board tools)
+	// whose every call waits for a person to allow it;
+	// ApproveAnswerers, when set, are who may.
+	Approve          []string
+	ApproveAnswerers []string
 	// Memory, when on, keeps the agent's earlier turns in the run across
 	// its step visits (memory.go); nil: off.
 	Memory *AgentMemory

@@ -63,6 +63,26 @@ func Settle(run board.Run, recs []board.Recording, a board.Answer) (board.Answer
 	return a, false, nil
 }
 
+// MayAnswer says whether who, a person known for sure (the
+// operating-system user, serve's trusted proxy header or per-person
+// token), may answer w: anyone may when w names no answerers; otherwise
+// who must be one of them, and an unknown person ("") is refused.
+func MayAnswer(w board.WaitingInput, who string) error {
+	if len(w.Answerers) == 0 {
+		return nil
+	}
+	name := VisitName(w.Label, w.Visit)
+	if who == "" {
+		return fmt.Errorf("step %s: only %s %w, and who answers is not known for sure here", name, strings.Join(w.Answerers, ", "), board.ErrNotAnswerer)
+	}
+	for _, a := range w.Answerers {
+		if a == who {
+			return nil
+		}
+	}
+	return fmt.Errorf("step %s: %s %w (only %s may); it keeps waiting", name, who, board.ErrNotAnswerer, strings.Join(w.Answerers, ", "))
+}
+
 // AnswerRecording is the board recording of an answer.
 func AnswerRecording(a board.Answer) board.Recording {
 	resp, _ := json.Marshal(InputAnswer{Answer: a.Answer, By: a.By})
