@@ -255,7 +255,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	var resp *Response
 	var recorded *board.Recording // a replayed answer as its recording holds it
 	reused, resumed, again := false, false, false
-	if !replayed && ss.own != nil {
+	if ss.own != nil {
 		var rec board.Recording
 		if rec, again = ss.ownCall(KindLLM, call, sum); again {
 			if resp, err = decodeRecorded(rec); err != nil {
