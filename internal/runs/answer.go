@@ -186,6 +186,13 @@ func (q *Question) Answer(answer map[string]any, by string) (Answered, error) {
 	return Answered{Label: a.Label, Visit: a.Visit, Already: already, Where: OnFile}, nil
 }
 
+// HasAnswer reports whether the visit that waits has an answer recorded
+// already (it waits until the run is resumed).
+func (q *Question) HasAnswer() bool {
+	_, ok := steps.FindAnswer(q.saved.Recordings(), q.Input.Label, q.Input.Visit)
+	return ok
+}
+
 // Close lets go of the run.
 func (q *Question) Close() {
 	if q.live != nil {
