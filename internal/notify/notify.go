@@ -39,8 +39,8 @@ const (
 type Event struct {
 	Event  string    `json:"event"`
 	Run    string    `json:"run"`
-	Plan   string    `json:"plan"`      // the plan's name (its file name when it has none)
-	Status string    `json:"status"`    // the run's status: waiting, failed, succeeded, ...
+	Plan   string    `json:"plan"`   // the plan's name (its file name when it has none)
+	Status string    `json:"status"` // the run's status: waiting, failed, succeeded, ...
 	Error  string    `json:"error,omitempty"`
 	Board  string    `json:"blackboard"` // the run's blackboard.json on the machine that ran it
 	Time   time.Time `json:"time"`
