@@ -145,7 +145,7 @@ func TestAnswerersCLI(t *testing.T) {
 		errText   string
 	}{
 		{"named", "[" + u.Username + ", someone]", 0, ""},
-		{"not named", "[alice, bob]", 1, u.Username + " may not answer this input (only alice, bob may); it keeps waiting"},
+		{"not named", "[alice, bob]", 1, u.Username + " is not among the input's answerers (alice, bob); it keeps waiting"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -157,7 +157,7 @@ var (
 	ErrNotWaiting     = errors.New("not waiting for an answer")
 	ErrAnswerConflict = errors.New("already answered")
 	ErrBadAnswer      = errors.New("the answer does not fit the form")
-	ErrNotAnswerer    = errors.New("may not answer this input")
+	ErrNotAnswerer    = errors.New("is not among the input's answerers")
 )
 
 // Reused counts the model calls a run answered from earlier runs'

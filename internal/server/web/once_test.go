@@ -160,8 +160,8 @@ steps:
 	}{
 		{"the serve token is no one", Options{People: people}, "", "", 403, "is not known for sure"},
 		{"a header not configured is not trusted", Options{People: people}, "", "ann", 403, "is not known for sure"},
-		{"a person not named", Options{People: people}, bobTok, "", 403, "bob may not answer this input (only ann may)"},
-		{"the proxy's header names someone else", Options{UserHeader: "X-Forwarded-User"}, "", "mallory", 403, "mallory may not answer"},
+		{"a person not named", Options{People: people}, bobTok, "", 403, "bob is not among the input's answerers (ann)"},
+		{"the proxy's header names someone else", Options{UserHeader: "X-Forwarded-User"}, "", "mallory", 403, "mallory is not among"},
 		{"a person named", Options{People: people}, annTok, "", 200, "answered ok"},
 	}
 	for _, tc := range cases {
