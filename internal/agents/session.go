@@ -256,10 +256,9 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	var recorded *board.Recording // a replayed answer as its recording holds it
 	reused, resumed, again := false, false, false
 	if ss.own != nil {
-		var rec board.Recording
-		if rec, again = ss.ownCall(KindLLM, call, sum); again {
-			if resp, err = decodeRecorded(rec); err != nil {
-				again = false
+		if rec, ok := ss.ownCall(KindLLM, call, sum); ok {
+			if r, derr := decodeRecorded(rec); derr == nil {
+				resp, again = r, true
 			}
 		}
 	}
