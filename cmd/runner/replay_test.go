@@ -357,6 +357,12 @@ func TestExamplesRunAndReplay(t *testing.T) {
 	}
 	for _, plan := range plans {
 		t.Run(filepath.Base(filepath.Dir(plan)), func(t *testing.T) {
+			if filepath.Base(filepath.Dir(plan)) == "approve-tool" {
+				// Its run waits for a person, and a replay records the end
+				// of a waiting part as interrupted: TestApproveToolExample
+				// answers it and replays it.
+				t.Skip("waits for a person")
+			}
 			wd := t.TempDir()
 			// No API key in the environment, HOME in scratch; the Go build
 			// cache this go test uses (fix-tests runs go test, which would

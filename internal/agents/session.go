@@ -71,6 +71,9 @@ type Session struct {
 	// memHeld: the agent whose memory the session holds until Close.
 	memory  *MemoryRef
 	memHeld string
+	// own: the visit's recorded calls and exchanges, answered again when
+	// it goes on after a person allowed or refused a tool call (Reenter).
+	own map[callKey]board.Recording
 }
 
 // Stats sum up a session's calls, for the step's result.
@@ -257,7 +260,27 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	start := time.Now()
 	var resp *Response
 	var recorded *board.Recording // a replayed answer as its recording holds it
-	reused, resumed := false, false
+	reused, resumed, again := false, false, false
+	if ss.own != nil {
+		if rec, ok := ss.ownCall(KindLLM, call, sum); ok {
+			if r, derr := decodeRecorded(rec); derr == nil {
+				resp, again = r, true
+			}
+		}
+	}
+	if again {
+		// Made and paid before the visit stopped to ask: its tokens and
+		// cost are the run's already.
+		ss.stats.Calls++
+		ss.call = call
+		ss.stats.Usage = ss.stats.Usage.Add(resp.Usage)
+		ss.stats.CostUSD += resp.CostUSD
+		ss.stats.Model, ss.stats.FinishReason, ss.stats.Agent = resp.Model, resp.FinishReason, a.Name
+		ss.set.done(ss.label, ss.visit, call, Usage{}, 0, held)
+		ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		ss.posted = len(ss.Messages)
+		return resp, nil
+	}
 	if !replayed {
 		// Answered already by a lost attempt of this step (its worker
 		// died): the same call, not paid again, recorded as it was.

@@ -118,6 +118,28 @@ type WaitingInput struct {
 	Since  time.Time       `json:"since"`
 	// Deadline is when the input takes its default (or fails); nil: never.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Tool is set when the question is whether an agent may make a tool
+	// call (an agent's approve: patterns); Label is then the step's label
+	// with /approve-N.
+	Tool *WaitingTool `json:"tool,omitempty"`
+	// Answerers, when set, are the only people who may answer: each a
+	// name as `runner answer` (the operating-system user) or serve (a
+	// trusted proxy header, a per-person token) knows them.
+	Answerers []string `json:"answerers,omitempty"`
+	// Link is the sha256 of a single-use token a notification carried
+	// (hex), which answers this input once before LinkExpires without
+	// the serve token; the token itself is never saved.
+	Link        string     `json:"link_sha256,omitempty"`
+	LinkExpires *time.Time `json:"link_expires,omitempty"`
+	// Notified says the waiting notification went out (it is sent once).
+	Notified bool `json:"notified,omitempty"`
+}
+
+// WaitingTool is the tool call a person is asked to allow.
+type WaitingTool struct {
+	Agent string          `json:"agent"`
+	Name  string          `json:"name"` // as the plan names it: a plan tool, or SERVER.TOOL
+	Args  json.RawMessage `json:"args"`
 }
 
 // Answer is a person's answer to an input step visit: what `runner
@@ -156,6 +178,7 @@ var (
 	ErrNotWaiting     = errors.New("not waiting for an answer")
 	ErrAnswerConflict = errors.New("already answered")
 	ErrBadAnswer      = errors.New("the answer does not fit the form")
+	ErrNotAnswerer    = errors.New("is not among the input's answerers")
 )
 
 // Reused counts the model calls a run answered from earlier runs'

@@ -26,6 +26,9 @@ type Plan struct {
 	Outputs []Output
 	// Tools are the tools the plan defines for its agents (tools.go).
 	Tools []*Tool
+	// Notify are where the run says that an input waits, that it failed
+	// or that it ended (internal/notify).
+	Notify []*Notify
 
 	labels map[string]*Step
 	load   *loadState
@@ -172,11 +175,35 @@ type Agent struct {
 	// (Plan.Tools).
 	Tools     []string
 	ToolsNode *yaml.Node
+	// Approve are tool patterns (as Tools: SERVER.TOOL for MCP tools, a
+	// name without a dot for tools the plan defines and board tools)
+	// whose every call waits for a person to allow it;
+	// ApproveAnswerers, when set, are who may.
+	Approve          []string
+	ApproveAnswerers []string
 	// Memory, when on, keeps the agent's earlier turns in the run across
 	// its step visits (memory.go); nil: off.
 	Memory *AgentMemory
 	Node   *yaml.Node
 }
+
+// Notify is one place the run's events go: a webhook that takes the
+// documented JSON body, or a Slack-compatible one ({"text": ...}).
+type Notify struct {
+	URL    string // written in the plan
+	URLEnv string // or read from this environment variable (a secret URL)
+	Format string // json (default) or slack
+	// On lists the events sent: waiting, failed, ended (default: all).
+	On []string
+	// LinkBase, when set, is the serve URL a waiting event's single-use
+	// answer link starts with; LinkTTL is how long the link works.
+	LinkBase string
+	LinkTTL  time.Duration
+	Node     *yaml.Node
+}
+
+// NotifyEvents are the events a notify target can ask for.
+var NotifyEvents = []string{"waiting", "failed", "ended"}
 
 // Price is what a model costs, in US dollars per million tokens.
 type Price struct {

@@ -320,6 +320,7 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 		st := ru.save(b, env.Warnings)
 		res.Reused = &st
 	}
+	notifyEnd(b, r.Prog.Plan, m, log)
 	return res, nil
 }
 

@@ -81,6 +81,28 @@ func AskedOf(w board.WaitingInput, form *Form) *board.Asked {
 	return a
 }
 
+// MayAnswer says whether who, a person known for sure (the
+// operating-system user, serve's trusted proxy header or per-person
+// token), may answer w: anyone may when w names no answerers; otherwise
+// who must be one of them, and an unknown person ("") is refused.
+func MayAnswer(w board.WaitingInput, who string) error {
+	if len(w.Answerers) == 0 {
+		return nil
+	}
+	name := VisitName(w.Label, w.Visit)
+	list := strings.Join(w.Answerers, ", ")
+	for _, a := range w.Answerers {
+		if who != "" && a == who {
+			return nil
+		}
+	}
+	if who == "" {
+		return fmt.Errorf("step %s: whoever answers here %w (%s): who answers is not known for sure here "+
+			"(runner answer knows the operating-system user; serve a per-person token or a trusted proxy header); it keeps waiting", name, board.ErrNotAnswerer, list)
+	}
+	return fmt.Errorf("step %s: %s %w (%s); it keeps waiting", name, who, board.ErrNotAnswerer, list)
+}
+
 // AnswerRecording is the board recording of an answer.
 func AnswerRecording(a board.Answer) board.Recording {
 	resp, _ := json.Marshal(InputAnswer{Answer: a.Answer, By: a.By, Asked: a.Asked})

@@ -92,6 +92,15 @@ type Options struct {
 	// ReadTimeout bounds reading a request, its headers and its body
 	// (0: DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// People are per-person tokens (token -> name): each opens the
+	// server as Token does, and says who answers.
+	People map[string]string
+	// UserHeader, when set, is a header a trusted proxy in front of the
+	// server sets to the person's name on every request (and takes from
+	// what clients send); "": none is trusted (the default).
+	UserHeader string
+	// Now reads the clock for single-use links' expiry (nil: time.Now).
+	Now func() time.Time
 }
 
 // The default bounds of the waits on a browser (or anything that
@@ -159,6 +168,8 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("POST /runs/{id}/stop", s.stop)
 	s.mux.HandleFunc("POST /runs/{id}/resume", s.resume)
 	s.mux.HandleFunc("POST /runs/{id}/fork", s.fork)
+	s.mux.HandleFunc("GET /once/{id}", s.oncePage)
+	s.mux.HandleFunc("POST /once/{id}", s.onceAnswer)
 	s.mux.Handle("GET /assets/", http.FileServerFS(assets))
 	return s, nil
 }
@@ -198,8 +209,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, "/once/") {
+		// A single-use link: its own token, checked against the one
+		// input it answers, is the credential (once.go).
+		s.mux.ServeHTTP(w, r)
+		return
+	}
 	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
-		if !s.same(t, s.token) {
+		if !s.same(t, s.token) && s.person(t) == "" {
 			s.refuse(w, r, http.StatusUnauthorized, "the token in the URL is not this server's: open the URL `runner serve` printed when it started")
 			return
 		}
@@ -210,7 +227,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.Del("token")
 		u := *r.URL
 		u.RawQuery = q.Encode()
-		w.Header().Set("Location", u.RequestURI()+"#token="+url.QueryEscape(s.token))
+		w.Header().Set("Location", u.RequestURI()+"#token="+url.QueryEscape(t))
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
@@ -235,8 +252,43 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // credential. Nothing else counts (no cookie, no query): a browser sends
 // this header only where the page's own script sends it, to this origin.
 func (s *Server) authorized(r *http.Request) bool {
+	t, ok := bearer(r)
+	return ok && (s.same(t, s.token) || s.person(t) != "")
+}
+
+func bearer(r *http.Request) (string, bool) {
 	a := r.Header.Get("Authorization")
-	return len(a) > len("Bearer ") && strings.EqualFold(a[:len("Bearer ")], "Bearer ") && s.same(a[len("Bearer "):], s.token)
+	if len(a) > len("Bearer ") && strings.EqualFold(a[:len("Bearer ")], "Bearer ") {
+		return a[len("Bearer "):], true
+	}
+	return "", false
+}
+
+// person is the name of the person whose token t is, or "".
+func (s *Server) person(t string) string {
+	name := ""
+	for tok, n := range s.opt.People {
+		if s.same(t, tok) {
+			name = n
+		}
+	}
+	return name
+}
+
+// identity is who asks, as the server knows it for sure: the trusted
+// proxy header, if one is configured, else the person whose token the
+// request carries; "" when it does not know (the serve token is
+// everyone's).
+func (s *Server) identity(r *http.Request) string {
+	if s.opt.UserHeader != "" {
+		if v := strings.TrimSpace(r.Header.Get(s.opt.UserHeader)); v != "" {
+			return v
+		}
+	}
+	if t, ok := bearer(r); ok {
+		return s.person(t)
+	}
+	return ""
 }
 
 func (s *Server) same(a, b string) bool {
