@@ -39,7 +39,7 @@ func finish(r *runs.Result, start time.Time, stdout, stderr io.Writer, g *global
 		// Files relative to the root the annotations use, so that both
 		// name the same file alike.
 		doc := junit.FromBoardAt(b, steps.Registry(), actionsRoot())
-		if err := safefs.WriteFile(g.junit, board.FileMode, func(w io.Writer) error { return junit.Write(w, doc) }); err != nil && reportErr == nil {
+		if err := safefs.WriteOutput(g.junit, board.FileMode, func(w io.Writer) error { return junit.Write(w, doc) }); err != nil && reportErr == nil {
 			reportErr = fmt.Errorf("--junit: %w", err)
 		}
 	}

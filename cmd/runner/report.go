@@ -77,13 +77,14 @@ func reportPath(boardPath string) string {
 // writeReport renders b to out (default: beside the board), through a temp
 // file and a rename, so a reader never sees half a page.
 func writeReport(b *board.Board, boardPath, out string) (string, error) {
+	write := safefs.WriteOutput // a file the person named: /dev/stdout too
 	if out == "" {
-		out = reportPath(boardPath)
+		out, write = reportPath(boardPath), safefs.WriteFile
 	}
 	if abs, err := filepath.Abs(boardPath); err == nil {
 		boardPath = abs // the report's answer lines work from any directory
 	}
-	return out, safefs.WriteFile(out, board.FileMode, func(w io.Writer) error {
+	return out, write(out, board.FileMode, func(w io.Writer) error {
 		return report.WriteWith(w, b, report.Options{BoardPath: boardPath})
 	})
 }
@@ -100,10 +101,11 @@ func writeJUnit(b *board.Board, boardPath, out string, stdout, stderr io.Writer)
 		}
 		return exitOK
 	}
+	write := safefs.WriteOutput
 	if out == "" {
-		out = filepath.Join(filepath.Dir(boardPath), "junit.xml")
+		out, write = filepath.Join(filepath.Dir(boardPath), "junit.xml"), safefs.WriteFile
 	}
-	err := safefs.WriteFile(out, board.FileMode, func(w io.Writer) error { return junit.Write(w, doc) })
+	err := write(out, board.FileMode, func(w io.Writer) error { return junit.Write(w, doc) })
 	if err != nil {
 		fmt.Fprintf(stderr, "runner report: %v\n", err)
 		return exitFailed

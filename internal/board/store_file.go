@@ -61,6 +61,9 @@ type Options struct {
 // Create starts a saved run at path: it writes blackboard.json (atomically)
 // and opens an empty journal beside it. The file exists from then on.
 func Create(path string, run Run, opt Options) (*Board, error) {
+	if err := CheckNew(path); err != nil {
+		return nil, err
+	}
 	b := New(run)
 	b.redact = opt.Redact
 	b.redactRun(&b.run)
@@ -155,6 +158,19 @@ func readSaved(path string) ([]byte, error) {
 // run: anything but a regular file (a FIFO would block for good, a device
 // never ends).
 func CheckSaved(path string) error { return checkRegular(path) }
+
+// CheckNew refuses a path a new run's board cannot be saved at: one where
+// something other than a file stands (a device such as /dev/null, a
+// FIFO, a directory). A board is a file runner replaces as the run goes,
+// its journal and lock beside it; replacing a device would destroy it.
+func CheckNew(path string) error {
+	err := readlimit.CheckRegular(path)
+	var pe *os.PathError
+	if err == nil || errors.As(err, &pe) { // a regular file, or none
+		return nil
+	}
+	return fmt.Errorf("%w: a run's board is saved as a file, replaced as the run goes, with its journal and lock beside it; name a file", err)
+}
 
 // checkRegular refuses what is not a regular file, without opening it.
 func checkRegular(path string) error {

@@ -212,6 +212,8 @@ func New(o Options) (*Run, error) {
 	}
 	if path == "" {
 		path = filepath.Join(wd, ".runner", "runs", id, "blackboard.json")
+	} else if err := board.CheckNew(path); err != nil {
+		return nil, usage(fmt.Errorf("--out %w", err))
 	}
 	planPath, _ := filepath.Abs(o.Plan)
 	rec := board.Run{ID: id, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256, PlanSource: string(prog.Plan.Source),

@@ -43,8 +43,8 @@ func (e *FoundError) Error() string {
 // beside it (made exclusively, never through a link), synced, given perm
 // and renamed over path, then the directory synced. Readers see the old
 // file or the new one, never half of one. Whatever stood at path (a
-// link, a FIFO) is replaced, not followed; a directory there is an
-// error.
+// link, a FIFO) is replaced, not followed; a directory or a device there
+// is an error.
 func WriteFile(path string, perm os.FileMode, write func(io.Writer) error) error {
 	d, err := openDir(filepath.Dir(path))
 	if err != nil {
@@ -52,6 +52,25 @@ func WriteFile(path string, perm os.FileMode, write func(io.Writer) error) error
 	}
 	defer d.close()
 	return d.writeFile(filepath.Base(path), path, perm, true, write)
+}
+
+// WriteOutput writes a file a person named (a report, JUnit XML, a
+// trace): a device or a named pipe there, reached through links as a
+// shell's redirection would (/dev/null, /dev/stdout, a pipe from `>(cmd)`),
+// is written through; anything else is replaced as WriteFile does.
+func WriteOutput(path string, perm os.FileMode, write func(io.Writer) error) error {
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&(os.ModeCharDevice|os.ModeDevice|os.ModeNamedPipe) != 0 {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return WriteFile(path, perm, write)
 }
 
 // Replace is WriteFileBytes without the syncs, for a file that only shows

@@ -170,6 +170,15 @@ func (d *dir) writeFile(name, path string, perm os.FileMode, durable bool, write
 		unix.Unlinkat(d.fd, tmp, 0)
 		return err
 	}
+	// A device is never replaced: as root, a rename over /dev/null would
+	// destroy it for every program on the machine.
+	var st unix.Stat_t
+	if unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+		if m := st.Mode & unix.S_IFMT; m == unix.S_IFCHR || m == unix.S_IFBLK {
+			unix.Unlinkat(d.fd, tmp, 0)
+			return &FoundError{Path: path, Found: "a device"}
+		}
+	}
 	if err := rename(d, tmp, d, name, f.Name(), path); err != nil {
 		unix.Unlinkat(d.fd, tmp, 0)
 		return err

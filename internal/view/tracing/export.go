@@ -238,7 +238,7 @@ func (f *fileClient) Stop(context.Context) error {
 	if f.path == "-" {
 		return writeLines(f.stdout, f.reqs)
 	}
-	return safefs.WriteFile(f.path, 0o600, func(w io.Writer) error { return writeLines(w, f.reqs) })
+	return safefs.WriteOutput(f.path, 0o600, func(w io.Writer) error { return writeLines(w, f.reqs) })
 }
 
 func writeLines(w io.Writer, lines [][]byte) error {
