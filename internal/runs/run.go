@@ -287,6 +287,8 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	noteRun(b)
+	defer noteRun(b) // after Close: its files as the run leaves them
 	defer b.Close()
 	stop := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
 	running := trackRunning(r.Board, env.Observer)
