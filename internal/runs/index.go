@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
@@ -23,9 +25,9 @@ import (
 // newline and is skipped (and the next append starts a new line).
 //
 // The index is a cache, never trusted over the runs: an entry is used
-// only while its run's blackboard.json and lock file have the size and
+// only while its run's blackboard.json, its journal and its lock file have the size and
 // modification time the entry recorded (any write to the run, an answer,
-// a resume taking the lock, changes one), and only for a run that had
+// a resume taking the lock, changes one of them), and only for a run that had
 // stopped. Anything else is read from the run's folder and noted again.
 // A lost index is rebuilt that way; entries of deleted runs are dropped
 // when the file is compacted.
@@ -35,23 +37,64 @@ const indexVersion = 1
 // IndexPath is the run index of the runs saved under dir.
 func IndexPath(dir string) string { return filepath.Join(dir, ".runner", "runs.index") }
 
-// indexEntry is one line of the index. Its summary's Plan is the plan's
-// absolute path; Path and Live are not kept (they are the listing's).
+// indexEntry is one line of the index: a run's summary as its files say
+// it (Plan the plan's absolute path; times in ns since 1970, UTC), kept
+// short, since a listing reads every line.
 type indexEntry struct {
-	V   int     `json:"v"`
-	ID  string  `json:"id"`
-	Key fileKey `json:"key"`
-	Sum Summary `json:"sum"`
+	V      int              `json:"v"`
+	ID     string           `json:"id"`
+	Key    fileKey          `json:"k"`
+	Plan   string           `json:"plan,omitempty"`
+	Name   string           `json:"name,omitempty"`
+	Status string           `json:"status"`
+	Start  int64            `json:"start,omitempty"`
+	End    int64            `json:"end,omitempty"`
+	Steps  int              `json:"steps,omitempty"`
+	Failed int              `json:"failed,omitempty"`
+	Usage  *agents.RunUsage `json:"usage,omitempty"` // nil: no model calls
+	Hosts  []string         `json:"hosts,omitempty"`
+}
+
+// noUsage is the usage of a run without model calls.
+var noUsage = agents.RunUsage{PriceKnown: true}
+
+func entryOf(key fileKey, s Summary) indexEntry {
+	e := indexEntry{V: indexVersion, ID: s.ID, Key: key, Plan: s.Plan, Name: s.Name, Status: s.Status,
+		Steps: s.Steps, Failed: s.Failed, Hosts: s.Hosts}
+	if !s.StartedAt.IsZero() {
+		e.Start = s.StartedAt.UnixNano()
+	}
+	if s.EndedAt != nil {
+		e.End = s.EndedAt.UnixNano()
+	}
+	if s.Usage != noUsage {
+		u := s.Usage
+		e.Usage = &u
+	}
+	return e
+}
+
+func (e indexEntry) summary() Summary {
+	s := Summary{ID: e.ID, Plan: e.Plan, Name: e.Name, Status: e.Status, Steps: e.Steps, Failed: e.Failed,
+		Hosts: e.Hosts, Usage: noUsage}
+	if e.Start != 0 {
+		s.StartedAt = time.Unix(0, e.Start).UTC()
+	}
+	if e.End != 0 {
+		t := time.Unix(0, e.End).UTC()
+		s.EndedAt = &t
+	}
+	if e.Usage != nil {
+		s.Usage = *e.Usage
+	}
+	return s
 }
 
 // fileKey is what says that a run's files are as they were: the size and
-// modification time (ns) of its blackboard.json and of its lock file.
-type fileKey struct {
-	Size     int64 `json:"size"`
-	MTime    int64 `json:"mtime"`
-	LockSize int64 `json:"lock_size,omitempty"`
-	LockTime int64 `json:"lock_mtime,omitempty"`
-}
+// modification time (ns) of its blackboard.json, of its journal (where
+// steps are appended) and of its lock file (rewritten by every process
+// that takes the run: a resume, an answer).
+type fileKey [6]int64
 
 // keyOf is the key of the run whose blackboard.json is at path; false
 // when there is no such regular file.
@@ -60,9 +103,12 @@ func keyOf(path string) (fileKey, bool) {
 	if err != nil || !fi.Mode().IsRegular() {
 		return fileKey{}, false
 	}
-	k := fileKey{Size: fi.Size(), MTime: fi.ModTime().UnixNano()}
+	k := fileKey{fi.Size(), fi.ModTime().UnixNano()}
+	if ji, err := os.Stat(board.JournalPath(path)); err == nil {
+		k[2], k[3] = ji.Size(), ji.ModTime().UnixNano()
+	}
 	if li, err := os.Stat(boardlock.LockPath(path)); err == nil {
-		k.LockSize, k.LockTime = li.Size(), li.ModTime().UnixNano()
+		k[4], k[5] = li.Size(), li.ModTime().UnixNano()
 	}
 	return k, true
 }
@@ -130,17 +176,15 @@ func (ix *index) summary(dir, id string) (Summary, bool) {
 		}
 		return summarize(dir, id), true // on Temporal: no file of its own yet
 	}
-	if e, ok := ix.entry(id); ok && e.Key == key && stopped(e.Sum.Status) {
-		s := e.Sum
-		s.ID, s.Path = id, path
+	if e, ok := ix.entry(id); ok && e.Key == key && stopped(e.Status) {
+		s := e.summary()
+		s.Path = path
 		s.Plan = relPlan(dir, s.Plan)
 		return s, true
 	}
 	s := summarizeAbs(path, id, false)
 	if !s.Live && s.Error == "" && stopped(s.Status) {
-		e := indexEntry{V: indexVersion, ID: id, Key: key, Sum: s}
-		e.Sum.Path = ""
-		ix.fresh = append(ix.fresh, e)
+		ix.fresh = append(ix.fresh, entryOf(key, s))
 	}
 	s.Plan = relPlan(dir, s.Plan)
 	return s, true
@@ -260,7 +304,7 @@ func noteRun(b *board.Board) {
 	id := filepath.Base(filepath.Dir(path))
 	s := Summary{ID: id}
 	summarizeBoard(&s, b)
-	appendIndex(ip, []indexEntry{{ID: id, Key: key, Sum: s}})
+	appendIndex(ip, []indexEntry{entryOf(key, s)})
 }
 
 // runDirs lists the directories under dir's runs directory that may hold
