@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
-	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/sys/safefs"
 )
@@ -25,10 +26,10 @@ import (
 // newline and is skipped (and the next append starts a new line).
 //
 // The index is a cache, never trusted over the runs: an entry is used
-// only while its run's blackboard.json, its journal and its lock file have the size and
-// modification time the entry recorded (any write to the run, an answer,
-// a resume taking the lock, changes one of them), and only for a run that had
-// stopped. Anything else is read from the run's folder and noted again.
+// only while its run's blackboard.json and journal have the size and
+// modification time the entry recorded (every change to a saved run, an
+// answer or a resume's start too, changes one of them), and only for a
+// run that had stopped. Anything else is read from the run's folder and noted again.
 // A lost index is rebuilt that way; entries of deleted runs are dropped
 // when the file is compacted.
 
@@ -91,10 +92,9 @@ func (e indexEntry) summary() Summary {
 }
 
 // fileKey is what says that a run's files are as they were: the size and
-// modification time (ns) of its blackboard.json, of its journal (where
-// steps are appended) and of its lock file (rewritten by every process
-// that takes the run: a resume, an answer).
-type fileKey [6]int64
+// modification time (ns) of its blackboard.json and of its journal, where
+// every change to a saved run goes (a step, an answer, a resume's start).
+type fileKey [4]int64
 
 // keyOf is the key of the run whose blackboard.json is at path; false
 // when there is no such regular file.
@@ -107,9 +107,6 @@ func keyOf(path string) (fileKey, bool) {
 	if ji, err := os.Stat(board.JournalPath(path)); err == nil {
 		k[2], k[3] = ji.Size(), ji.ModTime().UnixNano()
 	}
-	if li, err := os.Stat(boardlock.LockPath(path)); err == nil {
-		k[4], k[5] = li.Size(), li.ModTime().UnixNano()
-	}
 	return k, true
 }
 
@@ -119,7 +116,8 @@ type index struct {
 	path  string
 	lines map[string][]byte
 	count int // lines read, superseded ones included
-	fresh []indexEntry
+	mu    sync.Mutex
+	fresh []indexEntry // runs read from their files, to be indexed
 }
 
 var entryPrefix = []byte(`{"v":1,"id":"`)
@@ -164,6 +162,31 @@ func (ix *index) entry(id string) (indexEntry, bool) {
 	return e, true
 }
 
+// summaries are the summaries of the runs ids under dir, in their order,
+// made by as many goroutines as there are CPUs; a zero Summary where an
+// id names no run.
+func (ix *index) summaries(dir string, ids []string) []Summary {
+	out := make([]Summary, len(ids))
+	workers := min(runtime.GOMAXPROCS(0), (len(ids)+255)/256)
+	if workers <= 1 {
+		for i, id := range ids {
+			out[i], _ = ix.summary(dir, id)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	per := (len(ids) + workers - 1) / workers
+	for w := 0; w < len(ids); w += per {
+		wg.Go(func() {
+			for i := w; i < min(w+per, len(ids)); i++ {
+				out[i], _ = ix.summary(dir, ids[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
 // summary is the summary of run id under dir: from the index while its
 // entry holds, else read from the run (and noted to be indexed). False:
 // id names no run.
@@ -184,7 +207,9 @@ func (ix *index) summary(dir, id string) (Summary, bool) {
 	}
 	s := summarizeAbs(path, id, false)
 	if !s.Live && s.Error == "" && stopped(s.Status) {
+		ix.mu.Lock()
 		ix.fresh = append(ix.fresh, entryOf(key, s))
+		ix.mu.Unlock()
 	}
 	s.Plan = relPlan(dir, s.Plan)
 	return s, true
@@ -307,21 +332,26 @@ func noteRun(b *board.Board) {
 	appendIndex(ip, []indexEntry{entryOf(key, s)})
 }
 
-// runDirs lists the directories under dir's runs directory that may hold
-// a run, oldest first (a run id is a ULID, so its name sorts by its
-// start). Which of them hold one is for the caller to see.
+// runDirs lists the names under dir's runs directory that may be runs'
+// directories, oldest first (a run id is a ULID, so its name sorts by its
+// start). Which of them hold a run is for the caller to see.
 func runDirs(dir string) ([]string, error) {
-	ents, err := os.ReadDir(RunsDir(dir))
+	f, err := os.Open(RunsDir(dir))
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(ents))
-	for _, e := range ents {
-		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") {
-			ids = append(ids, e.Name())
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	ids := names[:0]
+	for _, n := range names {
+		if !strings.HasPrefix(n, ".") {
+			ids = append(ids, n)
 		}
 	}
 	sort.Strings(ids)

@@ -81,30 +81,44 @@ func Find(dir string, q Query) (list []Summary, more bool, err error) {
 	}
 	ix := readIndex(IndexPath(dir))
 	defer ix.save(ids)
-	at, step, end := 0, 1, len(ids)
-	if q.NewestFirst {
-		at, step, end = len(ids)-1, -1, -1
-	}
+	todo := ids
 	if q.After != "" {
 		i := sort.SearchStrings(ids, q.After)
 		switch {
 		case q.NewestFirst:
-			at = i - 1
+			todo = ids[:i]
 		case i < len(ids) && ids[i] == q.After:
-			at = i + 1
+			todo = ids[i+1:]
 		default:
-			at = i
+			todo = ids[i:]
 		}
 	}
-	for i := at; i != end; i += step {
-		s, ok := ix.summary(dir, ids[i])
-		if !ok || !q.match(s) {
-			continue
+	if q.NewestFirst {
+		todo = slices.Clone(todo)
+		slices.Reverse(todo)
+	}
+	// The runs are summarized a chunk at a time, the chunk's stats and
+	// reads spread over the CPUs; a page stops at its last chunk.
+	chunk := len(todo)
+	if q.Limit > 0 {
+		list = make([]Summary, 0, q.Limit)
+		chunk = max(64, 2*q.Limit)
+	} else {
+		list = make([]Summary, 0, len(todo))
+	}
+	for len(todo) > 0 {
+		n := min(chunk, len(todo))
+		sums := ix.summaries(dir, todo[:n])
+		todo = todo[n:]
+		for _, s := range sums {
+			if s.ID == "" || !q.match(s) {
+				continue
+			}
+			if q.Limit > 0 && len(list) == q.Limit {
+				return list, true, nil
+			}
+			list = append(list, s)
 		}
-		if q.Limit > 0 && len(list) == q.Limit {
-			return list, true, nil
-		}
-		list = append(list, s)
 	}
 	return list, false, nil
 }
