@@ -13,6 +13,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/sys/safefs"
 )
@@ -26,9 +27,9 @@ import (
 // newline and is skipped (and the next append starts a new line).
 //
 // The index is a cache, never trusted over the runs: an entry is used
-// only while its run's blackboard.json and journal have the size and
-// modification time the entry recorded (every change to a saved run, an
-// answer or a resume's start too, changes one of them), and only for a
+// only while its run's blackboard.json, journal and lock file have the
+// size and modification time the entry recorded (every change to a saved
+// run, and every process taking it, changes one of them), and only for a
 // run that had stopped. Anything else is read from the run's folder and noted again.
 // A lost index is rebuilt that way; entries of deleted runs are dropped
 // when the file is compacted.
@@ -92,9 +93,10 @@ func (e indexEntry) summary() Summary {
 }
 
 // fileKey is what says that a run's files are as they were: the size and
-// modification time (ns) of its blackboard.json and of its journal, where
-// every change to a saved run goes (a step, an answer, a resume's start).
-type fileKey [4]int64
+// modification time (ns) of its blackboard.json, of its journal (where
+// every change to a saved run goes) and of its lock file (rewritten by
+// every process that takes the run, a resume before it writes anything).
+type fileKey [6]int64
 
 // keyOf is the key of the run whose blackboard.json is at path; false
 // when there is no such regular file.
@@ -106,6 +108,9 @@ func keyOf(path string) (fileKey, bool) {
 	k := fileKey{fi.Size(), fi.ModTime().UnixNano()}
 	if ji, err := os.Stat(board.JournalPath(path)); err == nil {
 		k[2], k[3] = ji.Size(), ji.ModTime().UnixNano()
+	}
+	if li, err := os.Stat(boardlock.LockPath(path)); err == nil {
+		k[4], k[5] = li.Size(), li.ModTime().UnixNano()
 	}
 	return k, true
 }
