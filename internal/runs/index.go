@@ -128,11 +128,11 @@ type index struct {
 var entryPrefix = []byte(`{"v":1,"id":"`)
 
 func readIndex(path string) *index {
-	ix := &index{path: path, lines: map[string][]byte{}}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return ix
+		return &index{path: path, lines: map[string][]byte{}}
 	}
+	ix := &index{path: path, lines: make(map[string][]byte, len(data)/200)} // a line is about 230 bytes
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {

@@ -75,11 +75,17 @@ func (q Query) match(s Summary) bool {
 // page costs what it shows and the runs skipped to fill it, not the runs
 // saved.
 func Find(dir string, q Query) (list []Summary, more bool, err error) {
+	var ix *index
+	read := make(chan struct{})
+	go func() { // beside the listing of the runs directory, as long
+		ix = readIndex(IndexPath(dir))
+		close(read)
+	}()
 	ids, err := runDirs(dir)
+	<-read
 	if err != nil {
 		return nil, false, err
 	}
-	ix := readIndex(IndexPath(dir))
 	defer ix.save(ids)
 	todo := ids
 	if q.After != "" {
