@@ -19,7 +19,7 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	dir := fs.String("dir", ".", "the directory whose runs to list (they are under DIR/.runner/runs)")
 	asJSON := fs.Bool("json", false, "print the runs as a JSON array")
 	status := fs.String("status", "", "only runs with this status: running, waiting, succeeded, failed or interrupted")
-	plan := fs.String("plan", "", "only runs of plans whose path or name: contains this")
+	plan := fs.String("plan", "", "only runs of plans whose path or name contains this")
 	limit := fs.Int("limit", 0, "only the newest `N` runs that match (still listed oldest first); 0: all")
 	pos, err := parse(fs, args)
 	if err != nil {
