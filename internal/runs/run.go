@@ -10,6 +10,8 @@
 // input step a run waits at, Replay replays a saved run from its file,
 // and RunOnTemporal, OpenRemote and Event are the client side of a run on
 // Temporal (the runner-temporal binary, which this module never links).
+// List and Find list the saved runs through the run index (index.go),
+// which runs keep as they start and end; Prune removes old runs.
 package runs
 
 import (
