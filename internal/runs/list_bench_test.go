@@ -11,7 +11,7 @@ import (
 // The run list over many saved runs, its index built: all of them, the
 // newest page, and a page of a status one run in ten has.
 //
-//	go test ./internal/runs -run '^$' -bench List -benchtime 5x
+//	go test ./internal/runs -run '^$' -bench List -benchtime 5x -timeout 30m
 func BenchmarkList(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		dir := b.TempDir()
