@@ -284,13 +284,19 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	if err != nil {
 		return nil, usage(err)
 	}
+	var ended *board.Board
+	defer func() { // after Close and Unlock: its files as the run leaves them
+		if ended != nil {
+			noteRun(ended)
+		}
+	}()
 	defer lock.Unlock()
 	b, err := board.Create(r.Board, r.Record, board.Options{Sync: env.Sync, Redact: m.String})
 	if err != nil {
 		return nil, err
 	}
 	noteRun(b)
-	defer noteRun(b) // after Close: its files as the run leaves them
+	ended = b
 	defer b.Close()
 	stop := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
 	running := trackRunning(r.Board, env.Observer)
