@@ -43,7 +43,7 @@ table { border-collapse: collapse; } td, th { border: 1px solid #8884; padding: 
 </style></head>
 <body data-events="/events">
 <h1>Runs <span class="meta" id="live-state">live</span></h1>
-<p class="meta">under <code>{{.Dir}}</code></p>
+<p class="meta">under <code>{{.Dir}}</code> · <a href="/plans" id="start-link">start a run</a></p>
 <form id="filter" method="get" action="/">
 <label>status <select name="status">{{range .Statuses}}<option value="{{.}}"{{if eq . $.Status}} selected{{end}}>{{or . "any"}}</option>{{end}}</select></label>
 <label>plan <input name="plan" value="{{.Plan}}" placeholder="name or path"></label>
@@ -174,7 +174,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	err = report.WriteWith(w, b, report.Options{BoardPath: path, Live: &report.Live{
 		Script: "/assets/live.js", CSRF: s.csrf, By: s.opt.By, Back: "/", Graph: "/runs/" + id + "/graph", Events: "/runs/" + id + "/events",
-		Running: running,
+		Running: running, Actions: s.actions(path, b),
 	}})
 	if err != nil {
 		s.opt.Log.Error().Err(err).Str("run", id).Msg("rendering the run page")
