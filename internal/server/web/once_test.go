@@ -126,7 +126,10 @@ func TestServeSingleUseLink(t *testing.T) {
 			got = append(got, r.Label+" "+string(r.Response))
 		}
 	}
-	want := []string{`ship {"answer":{"ship":true},"by":"single-use link"}`, `size {"answer":{"n":3},"by":"single-use link"}`}
+	want := []string{
+		`ship {"answer":{"ship":true},"by":"single-use link","asked":{"prompt":"Ship it?","fields":[{"name":"ship","type":"boolean","required":true}]}}`,
+		`size {"answer":{"n":3},"by":"single-use link","asked":{"prompt":"How many?","fields":[{"name":"n","type":"integer","required":true}]}}`,
+	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("recorded answers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -193,7 +196,7 @@ steps:
 			got = append(got, string(r.Response))
 		}
 	}
-	if len(got) != 1 || got[0] != `{"answer":{"go":true},"by":"ann"}` {
+	if len(got) != 1 || got[0] != `{"answer":{"go":true},"by":"ann","asked":{"prompt":"Go?","fields":[{"name":"go","type":"boolean","required":true}]}}` {
 		t.Errorf("recorded answers %q, want one by ann", got)
 	}
 }
