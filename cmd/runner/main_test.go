@@ -36,6 +36,8 @@ func TestMain(m *testing.M) {
 	// No user's prices file: the built-in prices only.
 	os.Setenv("RUNNER_PRICES", filepath.Join(dir, "no-prices.yaml"))
 	binary = filepath.Join(dir, "runner")
+	// Not the config of the user who runs the tests (a retention policy).
+	os.Setenv("RUNNER_CONFIG", filepath.Join(dir, "no-config.yaml"))
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		panic(string(out))
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -12,33 +12,37 @@ import (
 )
 
 func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "prune" {
+		return cmdRunsPrune(args[1:], stdout, stderr)
+	}
 	fs, _ := newFlags("runs", stdout, stderr)
 	dir := fs.String("dir", ".", "the directory whose runs to list (they are under DIR/.runner/runs)")
 	asJSON := fs.Bool("json", false, "print the runs as a JSON array")
 	status := fs.String("status", "", "only runs with this status: running, waiting, succeeded, failed or interrupted")
-	plan := fs.String("plan", "", "only runs of plans whose path contains this")
+	plan := fs.String("plan", "", "only runs of plans whose path or name contains this")
+	limit := fs.Int("limit", 0, "only the newest `N` runs that match (still listed oldest first); 0: all")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
 	}
 	if len(pos) != 0 {
-		return usageErr(stderr, fs, "runs takes no arguments (got %q): use --dir for another directory", pos[0])
+		return usageErr(stderr, fs, "runs takes no arguments but prune (got %q): use --dir for another directory", pos[0])
 	}
 	switch *status {
 	case "", "running", "waiting", "succeeded", "failed", "interrupted":
 	default:
 		return usageErr(stderr, fs, "--status %q: want running, waiting, succeeded, failed or interrupted", *status)
 	}
-	list, err := runs.List(*dir)
+	if *limit < 0 {
+		return usageErr(stderr, fs, "--limit %d: want a number of runs, or 0 for all", *limit)
+	}
+	kept, _, err := runs.Find(*dir, runs.Query{Status: *status, Plan: *plan, Limit: *limit, NewestFirst: *limit > 0})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner runs: %v\n", err)
 		return exitUsage
 	}
-	kept := list[:0]
-	for _, r := range list {
-		if (*status == "" || r.Status == *status) && strings.Contains(r.Plan, *plan) {
-			kept = append(kept, r)
-		}
+	if *limit > 0 {
+		slices.Reverse(kept)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
@@ -59,5 +63,58 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			r.TokensText(), r.CostText())
 	}
 	tw.Flush()
+	return exitOK
+}
+
+func cmdRunsPrune(args []string, stdout, stderr io.Writer) int {
+	fs, _ := newFlags("runs", stdout, stderr)
+	fs.Usage = commandUsage(fs, "runs", stdout)
+	dir := fs.String("dir", ".", "the directory whose runs to prune (they are under DIR/.runner/runs)")
+	keep := fs.Int("keep", 0, "keep the newest `N` runs (of those --status names)")
+	older := fs.String("older-than", "", "remove only runs started longer ago than `AGE` (30d, 36h)")
+	var status stringList
+	fs.Var(&status, "status", "only runs with this status: succeeded, failed or interrupted (repeatable)")
+	dry := fs.Bool("dry-run", false, "list the runs that would be removed, remove nothing")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return flagErr(err)
+	}
+	if len(pos) != 0 {
+		return usageErr(stderr, fs, "runs prune takes no arguments (got %q): use --dir for another directory", pos[0])
+	}
+	o := runs.PruneOptions{Keep: *keep, Status: status, DryRun: *dry}
+	if *older != "" {
+		if o.OlderThan, err = parseAge(*older); err != nil {
+			return usageErr(stderr, fs, "--older-than %v", err)
+		}
+	}
+	if *keep == 0 && *older == "" && len(status) == 0 {
+		// No rule given: the user's policy, if the config has one.
+		pol, path, ok, err := prunePolicy()
+		if err != nil {
+			return usageErr(stderr, fs, "%v", err)
+		}
+		if !ok {
+			return usageErr(stderr, fs, "say which runs go (--keep N, --older-than AGE), or set runs.prune in %s (docs/running.md)", orDash(path))
+		}
+		pol.DryRun = *dry
+		o = pol
+	}
+	if err := o.Check(); err != nil {
+		return usageErr(stderr, fs, "%v", err)
+	}
+	gone, err := runs.Prune(*dir, o)
+	verb := "removed"
+	if *dry {
+		verb = "would remove"
+	}
+	for _, r := range gone {
+		fmt.Fprintf(stdout, "%s %s  %s  %s\n", verb, r.ID, orDash(r.Plan), r.Status)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "runner runs prune: %v\n", err)
+		return exitUsage
+	}
+	fmt.Fprintf(stderr, "%s %d runs under %s\n", verb, len(gone), runs.RunsDir(*dir))
 	return exitOK
 }

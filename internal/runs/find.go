@@ -1,11 +1,9 @@
 package runs
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/planrunner/runner/internal/board"
@@ -62,23 +60,31 @@ func Resolve(arg, dir string) (string, error) {
 	if arg == "" || strings.ContainsAny(arg, `/\:.`) {
 		return arg, nil
 	}
-	ids, err := runIDs(dir)
+	// The names are listed, and only those that could be the run are
+	// looked into: thousands of runs cost a directory listing.
+	ids, err := runDirs(dir)
 	if err != nil {
 		return "", err
 	}
+	isRun := func(id string) bool {
+		p := filepath.Join(RunsDir(dir), id, "blackboard.json")
+		return exists(p) || exists(liveboard.RemotePath(p))
+	}
 	if arg == Latest {
-		if len(ids) == 0 {
-			return "", fmt.Errorf("no runs under %s: %q names the newest run there", RunsDir(dir), Latest)
+		for i := len(ids) - 1; i >= 0; i-- {
+			if isRun(ids[i]) {
+				return filepath.Join(RunsDir(dir), ids[i], "blackboard.json"), nil
+			}
 		}
-		return filepath.Join(RunsDir(dir), ids[len(ids)-1], "blackboard.json"), nil
+		return "", fmt.Errorf("no runs under %s: %q names the newest run there", RunsDir(dir), Latest)
 	}
 	var match []string
 	for _, id := range ids {
-		if id == arg {
+		if id == arg && isRun(id) {
 			match = []string{id}
 			break
 		}
-		if strings.HasPrefix(strings.ToUpper(id), strings.ToUpper(arg)) {
+		if strings.HasPrefix(strings.ToUpper(id), strings.ToUpper(arg)) && isRun(id) {
 			match = append(match, id)
 		}
 	}
@@ -93,27 +99,6 @@ func Resolve(arg, dir string) (string, error) {
 		shown = append(shown[:5:5], "…")
 	}
 	return "", fmt.Errorf("%s: %d runs under %s start with it (%s): give more of the id", arg, len(match), RunsDir(dir), strings.Join(shown, ", "))
-}
-
-// runIDs lists the run directories under dir, oldest first. A run id is a
-// ULID, so its name sorts by its start time.
-func runIDs(dir string) ([]string, error) {
-	ents, err := os.ReadDir(RunsDir(dir))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ids []string
-	for _, e := range ents {
-		p := filepath.Join(RunsDir(dir), e.Name(), "blackboard.json")
-		if e.IsDir() && (exists(p) || exists(liveboard.RemotePath(p))) {
-			ids = append(ids, e.Name())
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
 }
 
 func exists(path string) bool {

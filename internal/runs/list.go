@@ -4,7 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
+	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
@@ -15,8 +19,9 @@ import (
 // Summary is one saved run as `runner runs` lists it.
 type Summary struct {
 	ID   string `json:"id"`
-	Path string `json:"path"` // its blackboard.json
-	Plan string `json:"plan"` // the plan file, relative to the listed directory where it is inside it
+	Path string `json:"path"`           // its blackboard.json
+	Plan string `json:"plan"`           // the plan file, relative to the listed directory where it is inside it
+	Name string `json:"name,omitempty"` // the plan's name:
 	// Status is the run's: running, waiting, succeeded, failed or
 	// interrupted. A run whose file says running but whose process is gone
 	// (killed) is interrupted: `runner resume` continues it.
@@ -39,15 +44,89 @@ type Summary struct {
 // List reads the runs saved under dir (RunsDir(dir)), oldest first. A run
 // that cannot be read is listed with its error, not dropped.
 func List(dir string) ([]Summary, error) {
-	ids, err := runIDs(dir)
+	list, _, err := Find(dir, Query{})
+	return list, err
+}
+
+// Query says which saved runs Find lists, and in which order.
+type Query struct {
+	// Status keeps the runs with this status ("": any).
+	Status string
+	// Plan keeps the runs of plans whose path or name contains it.
+	Plan string
+	// NewestFirst lists the newest run first (else the oldest).
+	NewestFirst bool
+	// After is a cursor: the id of the last run of the page before, so
+	// the listing starts with the run that comes after it in its order.
+	After string
+	// Limit is the most runs listed (0: all).
+	Limit int
+}
+
+func (q Query) match(s Summary) bool {
+	return (q.Status == "" || s.Status == q.Status) &&
+		(q.Plan == "" || strings.Contains(s.Plan, q.Plan) || strings.Contains(s.Name, q.Plan))
+}
+
+// Find lists the runs saved under dir that q asks for, and whether more
+// follow (the next page starts After the last one listed). It reads the
+// run index (IndexPath) and loads only the runs whose entry is missing or
+// does not match the run's files; it stops at the end of the page, so a
+// page costs what it shows and the runs skipped to fill it, not the runs
+// saved.
+func Find(dir string, q Query) (list []Summary, more bool, err error) {
+	var ix *index
+	read := make(chan struct{})
+	go func() { // beside the listing of the runs directory, as long
+		ix = readIndex(IndexPath(dir))
+		close(read)
+	}()
+	ids, err := runDirs(dir)
+	<-read
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]Summary, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, summarize(dir, id))
+	defer ix.save(ids)
+	todo := ids
+	if q.After != "" {
+		i := sort.SearchStrings(ids, q.After)
+		switch {
+		case q.NewestFirst:
+			todo = ids[:i]
+		case i < len(ids) && ids[i] == q.After:
+			todo = ids[i+1:]
+		default:
+			todo = ids[i:]
+		}
 	}
-	return out, nil
+	if q.NewestFirst {
+		todo = slices.Clone(todo)
+		slices.Reverse(todo)
+	}
+	// The runs are summarized a chunk at a time, the chunk's stats and
+	// reads spread over the CPUs; a page stops at its last chunk.
+	chunk := len(todo)
+	if q.Limit > 0 {
+		list = make([]Summary, 0, q.Limit)
+		chunk = max(64, 2*q.Limit)
+	} else {
+		list = make([]Summary, 0, len(todo))
+	}
+	for len(todo) > 0 {
+		n := min(chunk, len(todo))
+		sums := ix.summaries(dir, todo[:n])
+		todo = todo[n:]
+		for _, s := range sums {
+			if s.ID == "" || !q.match(s) {
+				continue
+			}
+			if q.Limit > 0 && len(list) == q.Limit {
+				return list, true, nil
+			}
+			list = append(list, s)
+		}
+	}
+	return list, false, nil
 }
 
 // SummaryOf is the summary of the run whose blackboard.json is at path,
@@ -55,16 +134,34 @@ func List(dir string) ([]Summary, error) {
 // to dir where it is inside it. Its id is the run's own, else the name of
 // its directory.
 func SummaryOf(path, dir string) Summary {
-	return summarizePath(path, filepath.Base(filepath.Dir(path)), dir, true)
+	s := summarizeAbs(path, filepath.Base(filepath.Dir(path)), true)
+	s.Plan = relPlan(dir, s.Plan)
+	return s
 }
 
 func summarize(dir, id string) Summary {
-	return summarizePath(filepath.Join(RunsDir(dir), id, "blackboard.json"), id, dir, false)
+	s := summarizeAbs(filepath.Join(RunsDir(dir), id, "blackboard.json"), id, false)
+	s.Plan = relPlan(dir, s.Plan)
+	return s
 }
 
-// summarizePath summarizes the run at path; ownID takes its id from the
-// file rather than its directory's name (a run saved elsewhere, --out).
-func summarizePath(path, id, dir string, ownID bool) Summary {
+// relPlan is the plan path shown for a run listed under dir: relative to
+// dir where it is inside it.
+func relPlan(dir, plan string) string {
+	if plan == "" {
+		return plan
+	}
+	abs, _ := filepath.Abs(dir)
+	if rel, err := filepath.Rel(abs, plan); err == nil && filepath.IsLocal(rel) {
+		return rel
+	}
+	return plan
+}
+
+// summarizeAbs summarizes the run at path, its plan's path as saved;
+// ownID takes its id from the file rather than its directory's name (a
+// run saved elsewhere, --out).
+func summarizeAbs(path, id string, ownID bool) Summary {
 	s := Summary{ID: id, Path: path}
 	if t, ok := board.IDTime(id); ok {
 		s.StartedAt = t
@@ -86,17 +183,11 @@ func summarizePath(path, id, dir string, ownID bool) Summary {
 		s.Status, s.Error = "unknown", err.Error()
 		return s
 	}
-	run := b.Run()
-	if ownID && run.ID != "" {
+	if run := b.Run(); ownID && run.ID != "" {
 		s.ID = run.ID
 	}
-	s.Plan = run.PlanPath
-	abs, _ := filepath.Abs(dir)
-	if rel, err := filepath.Rel(abs, run.PlanPath); err == nil && filepath.IsLocal(rel) {
-		s.Plan = rel
-	}
-	s.Status, s.StartedAt, s.EndedAt = run.Status, run.StartedAt, run.FinishedAt
-	switch {
+	summarizeBoard(&s, b)
+	switch run := b.Run(); {
 	case s.Status == board.StatusRunning:
 		if liveOwner(path) {
 			s.Live = true
@@ -108,6 +199,15 @@ func summarizePath(path, id, dir string, ownID bool) Summary {
 		// (waiting, failed, interrupted) until the resume ends.
 		s.Status, s.Live = board.StatusRunning, true
 	}
+	return s
+}
+
+// summarizeBoard fills s from the run's board as saved.
+func summarizeBoard(s *Summary, b *board.Board) {
+	run := b.Run()
+	s.Plan, s.Name = run.PlanPath, planName(run.PlanSource)
+	s.Status, s.StartedAt, s.EndedAt = run.Status, run.StartedAt, run.FinishedAt
+	s.Steps, s.Failed, s.Hosts = 0, 0, nil
 	for _, st := range b.Steps() {
 		s.Steps++
 		if st.Status == board.StatusFailed {
@@ -118,7 +218,18 @@ func summarizePath(path, id, dir string, ownID bool) Summary {
 		}
 	}
 	s.Usage = agents.RecordedUsage(b.RecordingsKeyed())
-	return s
+}
+
+// planName is the `name:` of a plan's source, "" when it has none or does
+// not read.
+func planName(src string) string {
+	var p struct {
+		Name string `yaml:"name"`
+	}
+	if yaml.Unmarshal([]byte(src), &p) != nil {
+		return ""
+	}
+	return p.Name
 }
 
 // resumedNow says whether a run's process (a resume) took the run at

@@ -120,6 +120,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	} else if err := b.Attach(r.Board, opt); err != nil {
 		return nil, err
 	}
+	defer noteRun(b) // after Close and stop: its files as the resume leaves them
 	defer b.Close()
 	stop := serve(b, r.lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
 	defer stop()
@@ -149,6 +150,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	}); err != nil {
 		return nil, err
 	}
+	noteRun(b)
 	log.Info().Int("steps_done", len(done)).Msg("resuming")
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)

@@ -10,6 +10,8 @@
 // input step a run waits at, Replay replays a saved run from its file,
 // and RunOnTemporal, OpenRemote and Event are the client side of a run on
 // Temporal (the runner-temporal binary, which this module never links).
+// List and Find list the saved runs through the run index (index.go),
+// which runs keep as they start and end; Prune removes old runs.
 package runs
 
 import (
@@ -301,11 +303,19 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	if err != nil {
 		return nil, usage(err)
 	}
+	var ended *board.Board
+	defer func() { // after Close and Unlock: its files as the run leaves them
+		if ended != nil {
+			noteRun(ended)
+		}
+	}()
 	defer lock.Unlock()
 	b, err := board.Create(r.Board, r.Record, board.Options{Sync: env.Sync, Redact: m.String})
 	if err != nil {
 		return nil, err
 	}
+	noteRun(b)
+	ended = b
 	defer b.Close()
 	stop := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
 	running = trackRunning(r.Board, env.Observer)

@@ -1,15 +1,18 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/planrunner/runner/internal/testutil/chromium"
+	"github.com/planrunner/runner/internal/testutil/manyruns"
 )
 
 // seen is what another local server received from the browser.
@@ -157,4 +160,66 @@ func TestServeCredentialStaysWithItsOrigin(t *testing.T) {
 	d.Eval(`location.href = ` + fmt.Sprintf("%q", c.srv.URL+"/runs/"+id+"/graph"))
 	d.WaitLoaded(c.srv.URL + "/runs/" + id + "/graph")
 	d.WaitFor(`!!document.getElementById("graph")`, "the run's graph, back on serve")
+}
+
+// The run list pages and filters in a browser: the newest runs first, a
+// page at a time, each under its plan's name; a status or a part of the
+// plan's name keeps the runs that have it, and the filter stays as the
+// list is paged.
+func TestServeListPagesAndFilters(t *testing.T) {
+	dir := t.TempDir()
+	if err := manyruns.Write(dir, 120); err != nil { // one in ten failed
+		t.Fatal(err)
+	}
+	waiting := waitingRun(t, dir) // the newest
+	c := newClient(t, dir, Options{})
+	d := chromium.Open(t, c.s.URL(c.srv.URL), c.srv.URL+"/")
+	rows := `[...document.querySelectorAll('#runs tr[data-id]')]`
+	ids := func() []string {
+		var out []string
+		json.Unmarshal([]byte(d.Eval(rows+`.map(r => r.dataset.id)`)), &out)
+		return out
+	}
+	d.WaitFor(`!!document.querySelector('#runs tr[data-id]')`, "the list")
+	var seen []string
+	for page, want := range []int{50, 50, 21} {
+		got := ids()
+		if len(got) != want {
+			t.Fatalf("page %d shows %d runs, want %d", page+1, len(got), want)
+		}
+		if page == 0 && got[0] != waiting {
+			t.Errorf("the list begins with %s, want the newest run %s", got[0], waiting)
+		}
+		seen = append(seen, got...)
+		hasOlder := d.Eval(`!!document.getElementById("older")`) == "true"
+		if hasOlder != (page < 2) {
+			t.Fatalf("page %d: a link to older runs: %v", page+1, hasOlder)
+		}
+		if hasOlder {
+			d.Eval(`document.getElementById("older").click()`)
+			d.WaitFor(rows+`.length > 0 && `+rows+`[0].dataset.id !== `+fmt.Sprintf("%q", got[0]), "the next page")
+		}
+	}
+	if !slices.IsSortedFunc(seen, func(a, b string) int { return strings.Compare(b, a) }) || len(slices.Compact(slices.Clone(seen))) != 121 {
+		t.Errorf("the pages do not list each run once, newest first: %v", seen)
+	}
+	if got := d.String(`document.querySelector('#runs tr[data-id] td.plan').textContent`); !strings.HasPrefix(got, "many ") {
+		t.Errorf("the plan column says %q, want the plan's name first", got)
+	}
+
+	// Failed runs only: twelve, on one page.
+	d.Eval(`document.getElementById("newest").click()`)
+	d.WaitFor(rows+`.length === 50 && `+rows+`[0].dataset.id === `+fmt.Sprintf("%q", waiting), "the newest page again")
+	d.Eval(`document.querySelector('#filter select[name=status]').value = "failed"; document.querySelector('#filter button').click()`)
+	d.WaitFor(rows+`.length > 0 && `+rows+`.every(r => r.dataset.status === "failed")`, "the failed runs")
+	if got := ids(); len(got) != 12 || d.Eval(`!!document.getElementById("older")`) != "false" {
+		t.Errorf("failed runs: %d shown (want 12), a link to older ones: %s", len(got), d.Eval(`!!document.getElementById("older")`))
+	}
+	// A plan's name, paged with the filter kept.
+	d.Eval(`document.querySelector('#filter select[name=status]').value = ""; document.querySelector('#filter input[name=plan]').value = "man"; document.querySelector('#filter button').click()`)
+	d.WaitFor(rows+`.length === 50 && !`+rows+`.some(r => r.dataset.id === `+fmt.Sprintf("%q", waiting)+`)`, "the runs of the plan named many")
+	d.Eval(`document.getElementById("older").click()`)
+	d.WaitFor(`location.search.includes("plan=man") && location.search.includes("after=") && `+rows+`.length === 50`, "the second page of the plan's runs")
+	d.Eval(`document.querySelector('#filter input[name=plan]').value = "no such plan"; document.querySelector('#filter button').click()`)
+	d.WaitFor(`!!document.getElementById("no-runs") && document.getElementById("no-runs").textContent.includes("match")`, "no run matches")
 }

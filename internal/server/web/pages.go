@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"html/template"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,37 +39,84 @@ var listPage = sync.OnceValue(func() *template.Template {
 body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 12px 24px; }
 table { border-collapse: collapse; } td, th { border: 1px solid #8884; padding: 3px 8px; text-align: left; }
 .meta { color: #6e7781; }
+#filter { margin: 8px 0; } #pages a { margin-right: 12px; }
 </style></head>
 <body data-events="/events">
 <h1>Runs <span class="meta" id="live-state">live</span></h1>
 <p class="meta">under <code>{{.Dir}}</code> · <a href="/plans" id="start-link">start a run</a></p>
+<form id="filter" method="get" action="/">
+<label>status <select name="status">{{range .Statuses}}<option value="{{.}}"{{if eq . $.Status}} selected{{end}}>{{or . "any"}}</option>{{end}}</select></label>
+<label>plan <input name="plan" value="{{.Plan}}" placeholder="name or path"></label>
+<button type="submit">filter</button>{{if or .Status .Plan}} <a href="/">clear</a>{{end}}
+</form>
 <div id="list">
 {{if .Runs}}<table id="runs"><tr><th>id</th><th>plan</th><th>status</th><th>started</th><th>duration</th><th>steps</th><th>tokens</th><th>cost</th></tr>
-{{range .Runs}}<tr data-id="{{.ID}}" data-status="{{.Status}}"><td><a href="/runs/{{.ID}}">{{.ID}}</a></td><td><code>{{or .Plan "-"}}</code></td><td class="status">{{.StatusText}}</td><td>{{.StartedAt.Local.Format "2006-01-02 15:04:05"}}</td><td>{{.DurationText $.Now}}</td><td>{{.StepsText}}</td><td>{{.TokensText}}</td><td>{{.CostText}}</td></tr>
-{{end}}</table>{{else}}<p id="no-runs">no runs under <code>{{.RunsDir}}</code> yet</p>{{end}}
+{{range .Runs}}<tr data-id="{{.ID}}" data-status="{{.Status}}"><td><a href="/runs/{{.ID}}">{{.ID}}</a></td><td class="plan">{{if .Name}}{{.Name}} <span class="meta"><code>{{or .Plan "-"}}</code></span>{{else}}<code>{{or .Plan "-"}}</code>{{end}}</td><td class="status">{{.StatusText}}</td><td>{{.StartedAt.Local.Format "2006-01-02 15:04:05"}}</td><td>{{.DurationText $.Now}}</td><td>{{.StepsText}}</td><td>{{.TokensText}}</td><td>{{.CostText}}</td></tr>
+{{end}}</table>{{else if or .Status .Plan .After}}<p id="no-runs">no runs here that match</p>{{else}}<p id="no-runs">no runs under <code>{{.RunsDir}}</code> yet</p>{{end}}
+<p id="pages">{{if .After}}<a id="newest" href="{{.First}}">newest</a>{{end}}{{if .Older}} <a id="older" href="{{.Older}}">older</a>{{end}}</p>
 </div>
 </body></html>
 `))
 })
 
-// list is the page of `runner runs`: newest first.
+// pageSize is how many runs a page of the list shows, unless ?limit= says.
+const pageSize = 50
+
+// list is the page of `runner runs`: newest first, a page at a time
+// (?after=ID: the page after the one that ended at ID), filtered by
+// ?status= and ?plan= (a part of its path or name). It reads the run
+// index, and only the runs its page shows that the index cannot vouch for.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	list, err := runs.List(s.opt.Dir)
+	q := r.URL.Query()
+	query := runs.Query{Status: q.Get("status"), Plan: q.Get("plan"), After: q.Get("after"), NewestFirst: true, Limit: pageSize}
+	if !slices.Contains(listStatuses, query.Status) {
+		s.refuse(w, r, http.StatusBadRequest, "status "+query.Status+": want one of "+strings.Join(listStatuses[1:], ", "))
+		return
+	}
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			s.refuse(w, r, http.StatusBadRequest, "limit "+l+": want a number of runs from 1 to 1000")
+			return
+		}
+		query.Limit = n
+	}
+	list, more, err := runs.Find(s.opt.Dir, query)
 	if err != nil {
 		s.refuse(w, r, http.StatusInternalServerError, err.Error())
 		return
 	}
-	for i, j := 0, len(list)-1; i < j; i, j = i+1, j-1 {
-		list[i], list[j] = list[j], list[i]
-	}
 	for i := range list {
 		s.temporalSummary(&list[i])
 	}
+	page := func(after string) string {
+		v := url.Values{}
+		for _, k := range []string{"status", "plan", "limit"} {
+			if q.Get(k) != "" {
+				v.Set(k, q.Get(k))
+			}
+		}
+		if after != "" {
+			v.Set("after", after)
+		}
+		if len(v) == 0 {
+			return "/"
+		}
+		return "/?" + v.Encode()
+	}
+	data := map[string]any{"Dir": s.opt.Dir, "RunsDir": runs.RunsDir(s.opt.Dir), "Runs": list, "Now": time.Now(),
+		"Statuses": listStatuses, "Status": query.Status, "Plan": query.Plan, "After": query.After, "First": page("")}
+	if more {
+		data["Older"] = page(list[len(list)-1].ID)
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriter(w)
-	listPage().Execute(bw, map[string]any{"Dir": s.opt.Dir, "RunsDir": runs.RunsDir(s.opt.Dir), "Runs": list, "Now": time.Now()})
+	listPage().Execute(bw, data)
 	bw.Flush()
 }
+
+// listStatuses are what the list filters by ("": any).
+var listStatuses = []string{"", board.StatusRunning, board.StatusWaiting, board.StatusSucceeded, board.StatusFailed, board.StatusInterrupted}
 
 // temporalSummary completes the summary of a live run on Temporal, which
 // has no file to read until it ends, from its board through the bridge

@@ -10,7 +10,7 @@
     if (busy) { again = true; return; }
     busy = true;
     try {
-      const r = await fetch(location.pathname, { headers: auth(), cache: "no-store" });
+      const r = await fetch(location.pathname + location.search, { headers: auth(), cache: "no-store" });
       if (r.ok) {
         const doc = new DOMParser().parseFromString(await r.text(), "text/html");
         document.getElementById("list").replaceWith(document.adoptNode(doc.getElementById("list")));

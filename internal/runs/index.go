@@ -1,0 +1,364 @@
+package runs
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/planrunner/runner/internal/agents"
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
+	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/sys/safefs"
+)
+
+// The run index is DIR/.runner/runs.index: one JSON line per run summary,
+// appended as a run starts and ends (and by a listing that had to read a
+// run), so that listing runs reads one file and stats each run rather
+// than loading every board. A later line for a run supersedes an earlier
+// one. Appends hold an OS lock on runs.index.lock, so runs in separate
+// processes never interleave lines; a line cut short by a crash has no
+// newline and is skipped (and the next append starts a new line).
+//
+// The index is a cache, never trusted over the runs: an entry is used
+// only while its run's blackboard.json, journal and lock file have the
+// size and modification time the entry recorded (every change to a saved
+// run, and every process taking it, changes one of them), and only for a
+// run that had stopped. Anything else is read from the run's folder and noted again.
+// A lost index is rebuilt that way; entries of deleted runs are dropped
+// when the file is compacted.
+
+const indexVersion = 1
+
+// IndexPath is the run index of the runs saved under dir.
+func IndexPath(dir string) string { return filepath.Join(dir, ".runner", "runs.index") }
+
+// indexEntry is one line of the index: a run's summary as its files say
+// it (Plan the plan's absolute path; times in ns since 1970, UTC), kept
+// short, since a listing reads every line.
+type indexEntry struct {
+	V      int              `json:"v"`
+	ID     string           `json:"id"`
+	Key    fileKey          `json:"k"`
+	Plan   string           `json:"plan,omitempty"`
+	Name   string           `json:"name,omitempty"`
+	Status string           `json:"status"`
+	Start  int64            `json:"start,omitempty"`
+	End    int64            `json:"end,omitempty"`
+	Steps  int              `json:"steps,omitempty"`
+	Failed int              `json:"failed,omitempty"`
+	Usage  *agents.RunUsage `json:"usage,omitempty"` // nil: no model calls
+	Hosts  []string         `json:"hosts,omitempty"`
+}
+
+// noUsage is the usage of a run without model calls.
+var noUsage = agents.RunUsage{PriceKnown: true}
+
+func entryOf(key fileKey, s Summary) indexEntry {
+	e := indexEntry{V: indexVersion, ID: s.ID, Key: key, Plan: s.Plan, Name: s.Name, Status: s.Status,
+		Steps: s.Steps, Failed: s.Failed, Hosts: s.Hosts}
+	if !s.StartedAt.IsZero() {
+		e.Start = s.StartedAt.UnixNano()
+	}
+	if s.EndedAt != nil {
+		e.End = s.EndedAt.UnixNano()
+	}
+	if s.Usage != noUsage {
+		u := s.Usage
+		e.Usage = &u
+	}
+	return e
+}
+
+func (e indexEntry) summary() Summary {
+	s := Summary{ID: e.ID, Plan: e.Plan, Name: e.Name, Status: e.Status, Steps: e.Steps, Failed: e.Failed,
+		Hosts: e.Hosts, Usage: noUsage}
+	if e.Start != 0 {
+		s.StartedAt = time.Unix(0, e.Start).UTC()
+	}
+	if e.End != 0 {
+		t := time.Unix(0, e.End).UTC()
+		s.EndedAt = &t
+	}
+	if e.Usage != nil {
+		s.Usage = *e.Usage
+	}
+	return s
+}
+
+// fileKey is what says that a run's files are as they were: the size and
+// modification time (ns) of its blackboard.json, of its journal (where
+// every change to a saved run goes) and of its lock file (rewritten by
+// every process that takes the run, a resume before it writes anything).
+type fileKey [6]int64
+
+// keyOf is the key of the run whose blackboard.json is at path; false
+// when there is no such regular file.
+func keyOf(path string) (fileKey, bool) {
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return fileKey{}, false
+	}
+	k := fileKey{fi.Size(), fi.ModTime().UnixNano()}
+	if ji, err := os.Stat(board.JournalPath(path)); err == nil {
+		k[2], k[3] = ji.Size(), ji.ModTime().UnixNano()
+	}
+	if li, err := os.Stat(boardlock.LockPath(path)); err == nil {
+		k[4], k[5] = li.Size(), li.ModTime().UnixNano()
+	}
+	return k, true
+}
+
+// index is the run index as read, each run's latest line kept undecoded
+// until it is needed.
+type index struct {
+	path  string
+	lines map[string][]byte
+	count int // lines read, superseded ones included
+	mu    sync.Mutex
+	fresh []indexEntry // runs read from their files, to be indexed
+}
+
+var entryPrefix = []byte(`{"v":1,"id":"`)
+
+func readIndex(path string) *index {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return &index{path: path, lines: map[string][]byte{}}
+	}
+	ix := &index{path: path, lines: make(map[string][]byte, len(data)/200)} // a line is about 230 bytes
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // cut short: its writer died mid-line
+		}
+		line := data[:i]
+		data = data[i+1:]
+		ix.count++
+		if !bytes.HasPrefix(line, entryPrefix) {
+			continue
+		}
+		rest := line[len(entryPrefix):]
+		j := bytes.IndexByte(rest, '"')
+		if j <= 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
+			continue // an id that needs escaping is read from its run every time
+		}
+		ix.lines[string(rest[:j])] = line
+	}
+	return ix
+}
+
+// entry is the index's entry for run id, if it has a whole one.
+func (ix *index) entry(id string) (indexEntry, bool) {
+	line, ok := ix.lines[id]
+	if !ok {
+		return indexEntry{}, false
+	}
+	var e indexEntry
+	if json.Unmarshal(line, &e) != nil || e.V != indexVersion || e.ID != id {
+		return indexEntry{}, false
+	}
+	return e, true
+}
+
+// summaries are the summaries of the runs ids under dir, in their order,
+// made by as many goroutines as there are CPUs; a zero Summary where an
+// id names no run.
+func (ix *index) summaries(dir string, ids []string) []Summary {
+	out := make([]Summary, len(ids))
+	workers := min(runtime.GOMAXPROCS(0), (len(ids)+255)/256)
+	if workers <= 1 {
+		for i, id := range ids {
+			out[i], _ = ix.summary(dir, id)
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	per := (len(ids) + workers - 1) / workers
+	for w := 0; w < len(ids); w += per {
+		wg.Go(func() {
+			for i := w; i < min(w+per, len(ids)); i++ {
+				out[i], _ = ix.summary(dir, ids[i])
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// summary is the summary of run id under dir: from the index while its
+// entry holds, else read from the run (and noted to be indexed). False:
+// id names no run.
+func (ix *index) summary(dir, id string) (Summary, bool) {
+	path := filepath.Join(RunsDir(dir), id, "blackboard.json")
+	key, ok := keyOf(path)
+	if !ok {
+		if !exists(liveboard.RemotePath(path)) {
+			return Summary{}, false
+		}
+		return summarize(dir, id), true // on Temporal: no file of its own yet
+	}
+	if e, ok := ix.entry(id); ok && e.Key == key && stopped(e.Status) {
+		s := e.summary()
+		s.Path = path
+		s.Plan = relPlan(dir, s.Plan)
+		return s, true
+	}
+	s := summarizeAbs(path, id, false)
+	if !s.Live && s.Error == "" && stopped(s.Status) {
+		ix.mu.Lock()
+		ix.fresh = append(ix.fresh, entryOf(key, s))
+		ix.mu.Unlock()
+	}
+	s.Plan = relPlan(dir, s.Plan)
+	return s, true
+}
+
+// stopped: a run with this status has no process of its own that may be
+// changing it unseen (a running one is read again to see whether it
+// still lives).
+func stopped(status string) bool {
+	return status != board.StatusRunning && status != "" && status != "unknown"
+}
+
+// save appends what the listing had to read, and compacts the file when
+// superseded and deleted runs' lines outnumber the live ones. Best
+// effort: a listing never fails for its cache.
+func (ix *index) save(ids []string) {
+	if len(ix.fresh) > 0 {
+		appendIndex(ix.path, ix.fresh)
+		ix.count += len(ix.fresh)
+	}
+	if ix.count > 2*len(ids)+1000 {
+		compactIndex(ix.path, ids)
+	}
+}
+
+// appendIndex adds entries to the index at path, under its lock.
+func appendIndex(path string, entries []indexEntry) error {
+	var buf bytes.Buffer
+	for _, e := range entries {
+		e.V = indexVersion
+		line, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	unlock, err := lockIndex(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	f, err := safefs.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, board.FileMode)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, fi.Size()-1); err == nil && last[0] != '\n' {
+			// A writer died mid-line: that line ends here, unread.
+			f.Write([]byte{'\n'})
+		}
+	}
+	_, err = f.Write(buf.Bytes())
+	return err
+}
+
+// compactIndex rewrites the index at path with the latest line of each
+// run in ids, under its lock (so no append is lost), replacing the file
+// at once.
+func compactIndex(path string, ids []string) error {
+	unlock, err := lockIndex(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	ix := readIndex(path)
+	var buf bytes.Buffer
+	for _, id := range ids {
+		if line, ok := ix.lines[id]; ok {
+			buf.Write(line)
+			buf.WriteByte('\n')
+		}
+	}
+	return safefs.Replace(path, buf.Bytes(), board.FileMode)
+}
+
+func lockIndex(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), board.DirMode); err != nil {
+		return nil, err
+	}
+	f, err := safefs.OpenFile(path+".lock", os.O_RDWR|os.O_CREATE, board.FileMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := flock(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { unflock(f); f.Close() }, nil
+}
+
+// indexOf is the index a run whose blackboard.json is at path belongs to,
+// "" for a run saved outside a runs directory (--board).
+func indexOf(path string) string {
+	runsDir := filepath.Dir(filepath.Dir(path))
+	if filepath.Base(path) != "blackboard.json" || filepath.Base(runsDir) != "runs" || filepath.Base(filepath.Dir(runsDir)) != ".runner" {
+		return ""
+	}
+	return IndexPath(filepath.Dir(filepath.Dir(runsDir)))
+}
+
+// noteRun records in its index the run whose board b this process owns,
+// as it starts or ends. Best effort: a run never fails for the index,
+// which is checked against the run whenever it is read.
+func noteRun(b *board.Board) {
+	path := b.Path()
+	ip := indexOf(path)
+	if ip == "" {
+		return
+	}
+	key, ok := keyOf(path)
+	if !ok {
+		return
+	}
+	id := filepath.Base(filepath.Dir(path))
+	s := Summary{ID: id}
+	summarizeBoard(&s, b)
+	appendIndex(ip, []indexEntry{entryOf(key, s)})
+}
+
+// runDirs lists the names under dir's runs directory that may be runs'
+// directories, oldest first (a run id is a ULID, so its name sorts by its
+// start). Which of them hold a run is for the caller to see.
+func runDirs(dir string) ([]string, error) {
+	f, err := os.Open(RunsDir(dir))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	ids := names[:0]
+	for _, n := range names {
+		if !strings.HasPrefix(n, ".") {
+			ids = append(ids, n)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
