@@ -61,9 +61,6 @@ type Options struct {
 // Create starts a saved run at path: it writes blackboard.json (atomically)
 // and opens an empty journal beside it. The file exists from then on.
 func Create(path string, run Run, opt Options) (*Board, error) {
-	if err := CheckNew(path); err != nil {
-		return nil, err
-	}
 	b := New(run)
 	b.redact = opt.Redact
 	b.redactRun(&b.run)
@@ -159,8 +156,8 @@ func readSaved(path string) ([]byte, error) {
 // never ends).
 func CheckSaved(path string) error { return checkRegular(path) }
 
-// CheckNew refuses a path a new run's board cannot be saved at: one where
-// something other than a file stands (a device such as /dev/null, a
+// CheckNew refuses a path a person named for a new run's board (--out)
+// where something other than a file stands (a device such as /dev/null, a
 // FIFO, a directory). A board is a file runner replaces as the run goes,
 // its journal and lock beside it; replacing a device would destroy it.
 func CheckNew(path string) error {

@@ -150,6 +150,9 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	run.Workdir = workdir
 	var b *board.Board
 	if opt.Out != "" {
+		if err := board.CheckNew(opt.Out); err != nil {
+			return nil, err
+		}
 		var err error
 		if b, err = board.Create(opt.Out, run, opt.BoardOptions); err != nil {
 			return nil, err
