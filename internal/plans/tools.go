@@ -66,7 +66,7 @@ var ToolCommandFields = []string{"run", "dir", "env", "max_output", "sandbox"}
 
 // reservedToolNames are the board tools' names: a plan tool may not take
 // one.
-var reservedToolNames = []string{"board_read", "board_write", "board_list", "board_topic"}
+var reservedToolNames = []string{"board_read", "board_write", "board_lock", "board_unlock", "board_list", "board_topic"}
 
 func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 	var out []*Tool

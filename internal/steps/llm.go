@@ -118,7 +118,7 @@ var llmSpec = engine.TypeSpec{
 			Doc:      "Show the model a bounded view of the board: true, or limits on entries, keys and bytes.",
 			Examples: []any{true, map[string]any{"entries": 20, "max_bytes": 8000}}},
 		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board"]}}`,
-			Doc: "Tools the model may call: board (board_read, board_write, board_list). " +
+			Doc: "Tools the model may call: board (board_read, board_write, board_list, board_topic, and board_lock and board_unlock for leases). " +
 				"The agent's MCP tools (its mcp servers and tools patterns) and the plan's tools it names are offered on every step of the agent.",
 			Examples: []any{[]any{"board"}}},
 		{Name: "max_tool_calls", Kind: engine.KindInt,
