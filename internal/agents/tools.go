@@ -136,6 +136,9 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 		if err := allowed(ss.agent.Name, "write", key, perms.Write); err != nil {
 			return nil, err
 		}
+		if err := ss.inScope("write", key); err != nil {
+			return nil, err
+		}
 		if ss.set.privateKey(key, ss.agent.Name) {
 			return nil, fmt.Errorf("key %q is another agent's private note; write under %s%s/ for your own", key, NotesPrefix, ss.agent.Name)
 		}
@@ -169,6 +172,7 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 		if err != nil {
 			return nil, errors.New(strings.TrimPrefix(err.Error(), "board: "))
 		}
+		ss.noteWrite(key)
 		return withTopic(map[string]any{"key": key, "ok": true, "version": e.Version}, e.Topic), nil
 
 	case "board_lock", "board_unlock":
@@ -212,6 +216,9 @@ func (ss *Session) leaseTool(tc ToolCall, args map[string]any) (any, error) {
 	if err := allowed(ss.agent.Name, "write", key, ss.agent.Spec.Board.Write); err != nil {
 		return nil, err
 	}
+	if err := ss.inScope("write", key); err != nil {
+		return nil, err
+	}
 	op := board.WriteOp{Key: key, Author: ss.agent.Name, Label: ss.label, Role: RoleTool, Lease: board.LeaseUnlock,
 		Meta: map[string]any{"visit": ss.visit, "call": ss.call, "tool_call_id": tc.ID}}
 	if tc.Name == "board_lock" {
@@ -238,6 +245,9 @@ func (ss *Session) leaseTool(tc ToolCall, args map[string]any) (any, error) {
 // agents' private notes.
 func (ss *Session) mayRead(key string) error {
 	if err := allowed(ss.agent.Name, "read", key, ss.agent.Spec.Board.Read); err != nil {
+		return err
+	}
+	if err := ss.inScope("read", key); err != nil {
 		return err
 	}
 	if ss.set.privateKey(key, ss.agent.Name) {
