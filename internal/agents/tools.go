@@ -349,6 +349,9 @@ func keyArg(args map[string]any) (string, error) {
 	return key, nil
 }
 
+// TTLArg reads a TTL a model gave as a Go duration ("10m") or seconds.
+func TTLArg(v any) (time.Duration, error) { return ttlArg(v) }
+
 // ttlArg reads a TTL given as a Go duration ("10m") or seconds.
 func ttlArg(v any) (time.Duration, error) {
 	switch t := v.(type) {

@@ -14,6 +14,7 @@ import (
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/memstore"
 	"github.com/planrunner/runner/internal/patch"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/schemacheck"
@@ -73,6 +74,8 @@ type llmStep struct {
 	spawn      *agents.SpawnLimits // tools: [spawn] (nil: not offered)
 	depth      int                 // a spawned agent's depth (0: the step's own agent)
 	spawnConc  int                 // sub-agents of one turn running at once
+	memTools   bool                // tools: [memory]
+	memStore   string              // the memory store's name ("": the workdir's default)
 	view       *agents.ViewLimits
 	// maxToolCalls bounds the tool calls of a visit (0: the default);
 	// set, it bounds the rounds too.
@@ -121,12 +124,16 @@ var llmSpec = engine.TypeSpec{
 			Schema:   `{"oneOf": [{"type": "boolean"}, ` + viewSchema + `]}`,
 			Doc:      "Show the model a bounded view of the board: true, or limits on entries, keys and bytes.",
 			Examples: []any{true, map[string]any{"entries": 20, "max_bytes": 8000}}},
-		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board", "spawn"]}}`,
+		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board", "spawn", "memory"]}}`,
 			Doc: "Tools the model may call: board (board_read, board_write, board_list, board_topic, and board_lock and board_unlock for leases). " +
 				"spawn: spawn_agent, which starts one of the agents the step's agent spawns (its spawns list) on a task, " +
 				"scoped to the board keys it is given, and answers with its final answer and the keys it wrote. " +
+				"memory: memory_write, memory_read and memory_list over a store that outlives the run (memory_store). " +
 				"The agent's MCP tools (its mcp servers and tools patterns) and the plan's tools it names are offered on every step of the agent.",
 			Examples: []any{[]any{"board"}, []any{"board", "spawn"}}},
+		{Name: "memory_store", Kind: engine.KindString,
+			Doc:      "tools: [memory]: the store's name: .runner/memory/NAME.json in the workdir (default: default), shared by every run there.",
+			Examples: []any{"research"}},
 		{Name: "spawn", Kind: engine.KindMapping, Schema: spawnSchema,
 			Doc: "tools: [spawn]: its limits: per_call (spawn_agent calls started per model turn, default 4), per_run (sub-agents in the whole run, default 16), " +
 				"depth (1: only the step's agent spawns; default 2) and concurrency (sub-agents running at once, default 4).",
@@ -197,12 +204,22 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 			case "spawn":
 				lim := defaultSpawnLimits
 				s.spawn = &lim
+			case "memory":
+				s.memTools = true
 			default:
-				d.Errorf(n, "tools: unknown tool set %q (available: board, spawn)%s", t, plans.Suggest(t, []string{"board", "spawn"}))
+				d.Errorf(n, "tools: unknown tool set %q (available: board, spawn, memory)%s", t, plans.Suggest(t, []string{"board", "spawn", "memory"}))
 			}
 		}
 	}
 	decodeSpawn(d, s)
+	if n := d.Node("memory_store"); n != nil {
+		s.memStore = d.String("memory_store")
+		if !s.memTools {
+			d.Errorf(n, "memory_store is for tools: [memory]")
+		} else if _, err := memstore.Path("", s.memStore); err != nil {
+			d.Errorf(n, "%v", err)
+		}
+	}
 	if n := d.Node("max_tool_calls"); n != nil {
 		s.maxToolCalls = d.Int("max_tool_calls", 0)
 		if s.maxToolCalls < 1 {
@@ -291,7 +308,11 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err != nil {
 		return engine.Result{}, err
 	}
-	ss.Tools = append(append(append([]agents.Tool(nil), ss.Tools...), mcpTools...), planTools...)
+	memTools, err := s.offerMemoryTools(sc, ss, agent)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	ss.Tools = append(append(append(append([]agents.Tool(nil), ss.Tools...), mcpTools...), planTools...), memTools...)
 	ss.Schema = s.schemaJSON
 	if s.view != nil {
 		// The board as this agent sees it: its topics, its keys, its
