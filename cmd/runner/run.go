@@ -93,6 +93,9 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 	env.Log, env.Mask, env.Warnings = log, g.mask, stderr
 	if g.view != nil {
 		env.Observer = g.view
+		if g.view.live {
+			env.OnStream = g.view.streamed
+		}
 	}
 	if g.output {
 		env.Output = showOutput(log.With().Str("run", r.Record.ID).Logger(), stderr, g)
@@ -175,7 +178,11 @@ func printSpend(w io.Writer, spend []agents.AgentSpend) {
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}
-		fmt.Fprintf(w, "  agent %s: %d calls, %d input + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, sp.OutputTokens, cost)
+		cache := ""
+		if sp.CacheReadTokens+sp.CacheWriteTokens > 0 {
+			cache = fmt.Sprintf(" (cache: %d read, %d written, saved %s)", sp.CacheReadTokens, sp.CacheWriteTokens, board.FormatUSD(sp.CacheSavedUSD))
+		}
+		fmt.Fprintf(w, "  agent %s: %d calls, %d input%s + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, cache, sp.OutputTokens, cost)
 	}
 }
 

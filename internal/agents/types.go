@@ -39,6 +39,8 @@ type Request struct {
 	Temperature *float64        `json:"temperature,omitempty"`
 	MaxTokens   int             `json:"max_tokens,omitempty"`
 	Seed        *int            `json:"seed,omitempty"`
+	// Thinking is the token budget of extended thinking (0: off).
+	Thinking int `json:"thinking,omitempty"`
 	// Memory, for an agent with memory: conversation, says which leading
 	// Messages are its earlier turns (memory.go).
 	Memory *MemoryRef `json:"memory,omitempty"`
@@ -55,6 +57,17 @@ type Message struct {
 	Name       string `json:"name,omitempty"`
 	// IsError marks a tool result that is an error the model should see.
 	IsError bool `json:"is_error,omitempty"`
+	// Thinking is an assistant turn's thinking, sent back as it came
+	// (signed) where the provider requires it.
+	Thinking []Thinking `json:"thinking,omitempty"`
+}
+
+// Thinking is one block of a model's extended thinking: its text and
+// signature, or, redacted, the opaque data the provider gave.
+type Thinking struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  string `json:"redacted,omitempty"`
 }
 
 // Tool is a function the model may call.
@@ -77,7 +90,9 @@ type ToolCall struct {
 type Response struct {
 	Text      string     `json:"text"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	Usage     Usage      `json:"usage"`
+	// Thinking is the answer's extended thinking, kept for the next turn.
+	Thinking []Thinking `json:"thinking,omitempty"`
+	Usage    Usage      `json:"usage"`
 	// FinishReason is normalised across providers: stop, length,
 	// tool_calls, content_filter; anything else is passed on as sent.
 	FinishReason string `json:"finish_reason"`

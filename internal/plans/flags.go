@@ -13,7 +13,7 @@ import (
 type AgentOverrides map[string]map[string]string
 
 // overridable are the agent fields --agent may set.
-var overridable = []string{"provider", "model", "base_url", "api_key_env"}
+var overridable = []string{"provider", "model", "base_url", "api_key_env", "stream"}
 
 func (o AgentOverrides) String() string { return "" }
 
@@ -25,6 +25,9 @@ func (o AgentOverrides) Set(s string) error {
 	}
 	if !slices.Contains(overridable, field) {
 		return fmt.Errorf("cannot set agent field %q%s (one of %s)", field, Suggest(field, overridable), strings.Join(overridable, ", "))
+	}
+	if field == "stream" && v != "true" && v != "false" {
+		return fmt.Errorf("%s.stream=%s: want true or false", name, v)
 	}
 	if field == "provider" && !slices.Contains(Providers, v) {
 		return fmt.Errorf("unknown provider %q%s (one of %s)", v, Suggest(v, Providers), strings.Join(Providers, ", "))
@@ -67,6 +70,9 @@ func (p *Plan) Override(o map[string]map[string]string) error {
 		}
 		if v, ok := f["base_url"]; ok {
 			a.BaseURL = v
+		}
+		if v, ok := f["stream"]; ok {
+			a.Stream = v == "true"
 		}
 		if v, ok := f["api_key_env"]; ok {
 			if !ValidIdent(v) {

@@ -300,6 +300,9 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	// or, in a replay, answered from the recording.
 	ss.Dir = sc.Workdir
 	defer ss.Close()
+	if approvalsOf(sc) {
+		ss.Reenter() // it stopped to ask about a tool call: it goes on from there
+	}
 	mcpTools, err := ss.MCPTools(ctx)
 	if err != nil {
 		return engine.Result{}, mcpFatal(sc.Label, err)
@@ -325,13 +328,16 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err = ss.Remember(prompt); err != nil { // the agent's earlier turns, if it has memory
 		return engine.Result{}, err
 	}
-	out, err := s.converse(ctx, sc, ss, prompt)
+	out, err := s.converse(ctx, sc, ss, prompt, &approvals{sc: sc, ss: ss})
 	st := ss.Stats()
 	res := engine.Result{Output: out, Fields: LLMResult{
 		Usage: usageOf(st), Agent: st.Agent, Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
 	var budget *agents.BudgetError
 	if errors.As(err, &budget) {
 		err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+	}
+	if err == nil {
+		err = clearApprovals(sc)
 	}
 	return res, mcpFatal(sc.Label, err)
 }
@@ -349,7 +355,7 @@ func mcpFatal(label string, err error) error {
 
 // converse asks, runs tool calls until the model answers, and re-asks once
 // when the answer does not fit the step's output.
-func (s *llmStep) converse(ctx context.Context, sc *engine.StepContext, ss *agents.Session, prompt string) (any, error) {
+func (s *llmStep) converse(ctx context.Context, sc *engine.StepContext, ss *agents.Session, prompt string, ap *approvals) (any, error) {
 	msgs := []agents.Message{{Role: agents.RoleUser, Content: prompt}}
 	rounds, calls, reasked := 0, 0, false
 	maxRounds, maxCalls := maxToolRounds, defaultMaxToolCalls
@@ -373,6 +379,16 @@ func (s *llmStep) converse(ctx context.Context, sc *engine.StepContext, ss *agen
 			msgs = msgs[:0]
 			spawned := s.spawnAll(ctx, sc, ss, resp.ToolCalls)
 			for i, tc := range resp.ToolCalls {
+				if ap != nil && ss.NeedsApproval(tc.Name) {
+					refused, err := ap.ask(tc)
+					if err != nil {
+						return nil, err
+					}
+					if refused != nil {
+						msgs = append(msgs, *refused)
+						continue
+					}
+				}
 				switch {
 				case spawned[i] != nil:
 					msgs = append(msgs, *spawned[i])

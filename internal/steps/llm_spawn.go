@@ -133,7 +133,7 @@ func (s *llmStep) runSpawn(ctx context.Context, sc *engine.StepContext, ss *agen
 		cs.Tools = append(slices.Clone(cs.Tools), agents.SpawnTool)
 	}
 	prompt := r.Task + "\n\n" + scopeText(r)
-	out, err := child.converse(ctx, sc, cs, prompt)
+	out, err := child.converse(ctx, sc, cs, prompt, nil)
 	sc.Log.Info().Str("spawn", r.Label).Str("agent", r.Agent).Bool("ok", err == nil).Msg("sub-agent answered")
 	return agents.SpawnAnswer(r, cs, out, err), cs.Stats()
 }
