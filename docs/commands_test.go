@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,6 +163,9 @@ func checkRunner(t *testing.T, args []string, known map[string]bool) string {
 	}
 	for i := 0; i < len(rest); i++ {
 		w := rest[i]
+		if w == "--" && slices.Contains(rest[:i], "lock") {
+			break // runner board FILE lock KEY -- CMD: the rest is the command's
+		}
 		if w == "-" || !strings.HasPrefix(w, "-") || w == "--" {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,7 +23,7 @@ import (
 	"github.com/planrunner/runner/internal/view/boardview"
 )
 
-const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] [--handoff] | put - (JSON lines) | get KEY | delete KEY | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
+const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] [--handoff] | put - (JSON lines) | get KEY | delete KEY | lock KEY --ttl D [--owner O] [--wait D] [-- CMD ARGS...] | unlock KEY [--owner O] | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
 
 // boardFlags are the flags of `runner board`, one set for every
 // operation (a flag an operation does not use is ignored, as before).
@@ -42,6 +43,10 @@ type boardFlags struct {
 	// --since is a time here when given as one).
 	section, role, author, label string
 	sinceTime, until             time.Time
+	// lock, unlock: who holds the lease (default the agent), how long
+	// to wait for it
+	owner string
+	wait  time.Duration
 }
 
 // boardOp is one operation of `runner board FILE OP ARGS...`: how many
@@ -66,6 +71,8 @@ func boardOpNamed(name string) (boardOp, bool) {
 		return boardOp{1, 1, false, boardEntry}, true
 	case "delete":
 		return boardOp{1, 1, true, boardDelete}, true
+	case "lock", "unlock":
+		return boardOp{1, 1, true, nil}, true // leaseCall: it opens the board for each try
 	case "get":
 		return boardOp{1, 1, false, boardGet}, true
 	case "list":
@@ -116,6 +123,13 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	fs.StringVar(&f.author, "author", "", "entries: only entries written by this author")
 	fs.StringVar(&f.label, "label", "", "entries: only entries of this step label")
 	fs.BoolVar(&f.asJSON, "json", false, "get: print the whole entry as JSON; list: one JSON line per key")
+	fs.StringVar(&f.owner, "owner", "", "lock, unlock: who holds the lease (default the agent, cli)")
+	fs.DurationVar(&f.wait, "wait", 0, "lock: wait this long for another owner's lease to be released or expire (0: refuse at once)")
+	// lock KEY -- CMD ARGS...: the command runs while the lease is held.
+	var held []string
+	if i := slices.Index(args, "--"); i >= 0 && slices.Contains(args[:i], "lock") {
+		args, held = args[:i], args[i+1:]
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -131,7 +145,10 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)
 	}
-	if (name == "put" || name == "write") && !fileExists(path) && !fileExists(liveboard.RemotePath(path)) {
+	if len(held) > 0 && name != "lock" {
+		return usageErr(stderr, fs, "a command after -- is for lock")
+	}
+	if (name == "put" || name == "write" || name == "lock") && !fileExists(path) && !fileExists(liveboard.RemotePath(path)) {
 		// Seed 001: a board is started by its first write, no plan needed.
 		created, err := board.CreateStandalone(path, board.Run{RunnerVersion: version})
 		if err != nil {
@@ -151,6 +168,13 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	// only for --agent's key patterns (docs/benchmarks.md "board get and
 	// list on a run's file").
 	bo.KeysOnly = name == "get" || name == "read" || name == "list" || name == "snapshot"
+	if name == "lock" || name == "unlock" {
+		l := &leaseCall{path: path, bo: bo, f: f, key: rest[0], cmd: held, stdin: stdin, stdout: stdout, stderr: stderr}
+		if name == "unlock" {
+			return l.unlock()
+		}
+		return l.lock()
+	}
 	if op.run == nil {
 		// A run on Temporal that still runs is reached through a bridge;
 		// one that has ended is its saved file.

@@ -23,6 +23,7 @@ var examples = map[string][]string{
 	"resume":     {"runner resume .runner/runs/ID/blackboard.json"},
 	"apply":      {"runner apply --dir . fix.patch", "git diff | runner apply --check -"},
 	"board":      {"runner board .runner/runs/ID/blackboard.json show", "runner board bb.json put plan/status '\"done\"' --ttl 60s"},
+	"memory":     {"runner memory list", "runner memory --store research show topic:cache"},
 	"report":     {"runner report .runner/runs/ID/blackboard.json", "runner report bb.json -o run.html", "runner report bb.json --format junit -o junit.xml"},
 	"eval":       {"runner eval new/blackboard.json --baseline golden/blackboard.json", "runner eval runs/*/blackboard.json --json"},
 	"trace":      {"runner trace .runner/runs/ID/blackboard.json -o trace.json", "runner trace bb.json --otlp-endpoint http://localhost:4318"},

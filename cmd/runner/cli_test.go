@@ -138,7 +138,7 @@ func TestCompletion(t *testing.T) {
 		{"runner rep", "replay report"},
 		{"runner report ", "latest " + id + " .runner plan.yaml"},
 		{"runner board " + id[:6], id},
-		{"runner board latest ", "put get delete list snapshot show watch conflicts"},
+		{"runner board latest ", "put get delete lock unlock list snapshot show watch conflicts"},
 		{"runner board latest get task:", "q4"},
 		{"runner replay latest --from ", "ask save"},
 		{"runner run plan.yaml --agent coder.m", "coder.model="},

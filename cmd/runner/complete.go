@@ -44,7 +44,7 @@ var savedRunCommands = map[string]bool{"replay": true, "resume": true, "answer":
 var planCommands = map[string]bool{"run": true, "validate": true, "graph": true}
 
 // boardOps are the operations of `runner board FILE OP`.
-var boardOps = []candidate{{"put", "write a key"}, {"get", "read a key"}, {"delete", "delete a key"}, {"list", "list live keys"},
+var boardOps = []candidate{{"put", "write a key"}, {"get", "read a key"}, {"delete", "delete a key"}, {"lock", "take a lease"}, {"unlock", "release a lease"}, {"list", "list live keys"},
 	{"snapshot", "every live key as JSON"}, {"show", "the board as Markdown or JSON"}, {"watch", "follow changes"}, {"conflicts", "lost updates"}}
 
 func complete(words []string, cur string) ([]candidate, bool) {

@@ -38,6 +38,7 @@ func init() {
 		{"answer", answerUsage, "answer an input step a run waits at (then resume)", cmdAnswer},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},
+		{"memory", memoryUsage, "list, show or remove what agents remember across runs", cmdMemory},
 		{"serve", serveUsage, "a live web UI of the runs: steps, board, answering inputs", cmdServe},
 		{"mcp", "mcp [--dir DIR] [--http 127.0.0.1:PORT [--listen-any]]", "serve runner to agents over MCP (stdio, or HTTP with a token)", cmdMCP},
 		{"report", "report BLACKBOARD [--format html|junit] [-o FILE]", "write the run as one HTML page, or its tests as JUnit XML", cmdReport},

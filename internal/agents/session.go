@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/planrunner/runner/internal/agents/mcp"
@@ -53,6 +54,9 @@ type Session struct {
 	// Dir is where the agent's stdio MCP servers start (the run's
 	// workdir); "": runner's working directory.
 	Dir string
+	// Scope bounds the board keys of a spawned agent's tools (spawn.go);
+	// nil: the agent's own patterns only.
+	Scope *Scope
 
 	posted  int // Messages already on the board
 	retries int // HTTP retries of the call under way, fallbacks included
@@ -67,6 +71,8 @@ type Session struct {
 	ownConns    []*mcp.Conn
 	call        int // number of the last call within the visit
 	stats       Stats
+	statsMu     sync.Mutex // stats and wrote, which sub-agents add to
+	wrote       []string   // keys the board tools wrote (spawn.go)
 	// memory: which leading Messages are the agent's memory (Remember);
 	// memHeld: the agent whose memory the session holds until Close.
 	memory  *MemoryRef

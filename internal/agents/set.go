@@ -162,6 +162,10 @@ type callInfo struct {
 // count against limits.max_tokens and the call numbers of each step visit.
 // It is safe for concurrent use by parallel steps.
 type Set struct {
+	// spawned counts the run's sub-agents (spawn.go).
+	spawnMu sync.Mutex
+	spawned int
+
 	agents    map[string]*Agent
 	names     []string
 	maxTokens int

@@ -36,6 +36,19 @@ var BoardTools = []Tool{
 			`"handoff":{"type":"boolean","description":"take the key over from its current author knowingly"}},"required":["key","value"],"additionalProperties":false}`),
 	},
 	{
+		Name: "board_lock",
+		Description: "Take a lease on a key of the shared blackboard (a lock: only you hold it) for ttl, or renew the one you hold. " +
+			"While another agent holds it, the answer says who and until when: try again later. " +
+			"A lease you stop renewing expires, so renew it before its ttl runs out while you still need it.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"key":{"type":"string","description":"the key to lock, e.g. lock:deploy"},` +
+			`"ttl":{"type":["string","number"],"description":"how long the lease lasts unless renewed, e.g. \"30s\" or 30"}},"required":["key","ttl"],"additionalProperties":false}`),
+	},
+	{
+		Name:        "board_unlock",
+		Description: "Release a lease you hold on a key of the shared blackboard (see board_lock).",
+		Parameters:  json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`),
+	},
+	{
 		Name:        "board_list",
 		Description: "List the live keys of the shared blackboard that start with prefix (all keys without one), with their versions, authors and topics.",
 		Parameters:  json.RawMessage(`{"type":"object","properties":{"prefix":{"type":"string"}},"additionalProperties":false}`),
@@ -123,6 +136,9 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 		if err := allowed(ss.agent.Name, "write", key, perms.Write); err != nil {
 			return nil, err
 		}
+		if err := ss.inScope("write", key); err != nil {
+			return nil, err
+		}
 		if ss.set.privateKey(key, ss.agent.Name) {
 			return nil, fmt.Errorf("key %q is another agent's private note; write under %s%s/ for your own", key, NotesPrefix, ss.agent.Name)
 		}
@@ -156,7 +172,11 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 		if err != nil {
 			return nil, errors.New(strings.TrimPrefix(err.Error(), "board: "))
 		}
+		ss.noteWrite(key)
 		return withTopic(map[string]any{"key": key, "ok": true, "version": e.Version}, e.Topic), nil
+
+	case "board_lock", "board_unlock":
+		return ss.leaseTool(tc, args)
 
 	case "board_list":
 		prefix := ""
@@ -186,10 +206,48 @@ func (ss *Session) runTool(tc ToolCall) (any, error) {
 	return nil, fmt.Errorf("unknown tool %q (available: %s)", tc.Name, strings.Join(names, ", "))
 }
 
+// leaseTool is board_lock and board_unlock: the lease's owner is the
+// agent, so one agent cannot release another's.
+func (ss *Session) leaseTool(tc ToolCall, args map[string]any) (any, error) {
+	key, err := keyArg(args)
+	if err != nil {
+		return nil, err
+	}
+	if err := allowed(ss.agent.Name, "write", key, ss.agent.Spec.Board.Write); err != nil {
+		return nil, err
+	}
+	if err := ss.inScope("write", key); err != nil {
+		return nil, err
+	}
+	op := board.WriteOp{Key: key, Author: ss.agent.Name, Label: ss.label, Role: RoleTool, Lease: board.LeaseUnlock,
+		Meta: map[string]any{"visit": ss.visit, "call": ss.call, "tool_call_id": tc.ID}}
+	if tc.Name == "board_lock" {
+		op.Lease = board.LeaseLock
+		if op.TTL, err = ttlArg(args["ttl"]); err != nil {
+			return nil, err
+		}
+		if op.TTL <= 0 {
+			return nil, errors.New("board_lock needs a ttl (such as \"30s\"): a lease nobody renews must expire")
+		}
+	}
+	e, err := ss.board.Write(op)
+	if err != nil {
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "board: "))
+	}
+	if tc.Name == "board_unlock" {
+		return map[string]any{"key": key, "ok": true, "released": true}, nil
+	}
+	until := e.TS.Add(op.TTL).UTC().Format(time.RFC3339)
+	return map[string]any{"key": key, "ok": true, "owner": ss.agent.Name, "version": e.Version, "until": until}, nil
+}
+
 // mayRead checks a key against the agent's read patterns and other
 // agents' private notes.
 func (ss *Session) mayRead(key string) error {
 	if err := allowed(ss.agent.Name, "read", key, ss.agent.Spec.Board.Read); err != nil {
+		return err
+	}
+	if err := ss.inScope("read", key); err != nil {
 		return err
 	}
 	if ss.set.privateKey(key, ss.agent.Name) {
@@ -290,6 +348,9 @@ func keyArg(args map[string]any) (string, error) {
 	}
 	return key, nil
 }
+
+// TTLArg reads a TTL a model gave as a Go duration ("10m") or seconds.
+func TTLArg(v any) (time.Duration, error) { return ttlArg(v) }
 
 // ttlArg reads a TTL given as a Go duration ("10m") or seconds.
 func ttlArg(v any) (time.Duration, error) {

@@ -36,7 +36,7 @@ func TestBoardTools(t *testing.T) {
 		{"list hides unreadable keys", "board_list", `{}`, `{"keys":[{"author":"bot","key":"notes/a","version":2},{"author":"runner","key":"shared","version":1}]}`, false},
 		{"missing key", "board_read", `{}`, `key must be a non-empty string`, true},
 		{"arguments that are not JSON", "board_read", `"{\"key\": "`, `must be a JSON object`, true},
-		{"unknown tool", "shell", `{}`, `unknown tool "shell" (available: board_read, board_write, board_list, board_topic)`, true},
+		{"unknown tool", "shell", `{}`, `unknown tool "shell" (available: board_read, board_write, board_lock, board_unlock, board_list, board_topic)`, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,5 +54,37 @@ func TestBoardTools(t *testing.T) {
 	}
 	if e, _ := h.board.Get("notes/a"); e.Author != "bot" || e.Label != "work" {
 		t.Errorf("written entry lacks provenance: %+v", e)
+	}
+}
+
+// Leases through the board tools: the agent is the owner, so another
+// agent can neither take nor release what it holds, and each refusal is
+// an answer the model reads.
+func TestBoardLeaseTools(t *testing.T) {
+	bot := scriptAgent(plans.Response{Text: "x"})
+	bot.Board = plans.AgentBoard{Write: []string{"lock:*"}}
+	other := &plans.Agent{Name: "other", Provider: "script", Responses: []plans.Response{{Text: "y"}}}
+	h := newHarness(t, onePlan(bot, other), nil)
+	ss := map[string]*Session{"bot": h.session(t, "work", "bot"), "other": h.session(t, "work", "other")}
+	tests := []struct {
+		agent, tool, args string
+		want              string
+		isErr             bool
+	}{
+		{"bot", "board_lock", `{"key":"lock:db","ttl":"1m"}`, `"owner":"bot"`, false},
+		{"bot", "board_lock", `{"key":"lock:db","ttl":60}`, `"version":2`, false},
+		{"other", "board_lock", `{"key":"lock:db","ttl":"1m"}`, `lock "lock:db": held by bot until`, true},
+		{"other", "board_unlock", `{"key":"lock:db"}`, `unlock "lock:db": held by bot`, true},
+		{"bot", "board_lock", `{"key":"lock:x"}`, `board_lock needs a ttl`, true},
+		{"bot", "board_lock", `{"key":"deploy","ttl":"1m"}`, `agent bot may not write key "deploy"`, true},
+		{"bot", "board_unlock", `{"key":"lock:db"}`, `"released":true`, false},
+		{"other", "board_lock", `{"key":"lock:db","ttl":"1m"}`, `"owner":"other"`, false},
+		{"bot", "board_unlock", `{"key":"lock:db"}`, `held by other`, true},
+	}
+	for i, tc := range tests {
+		m := ss[tc.agent].RunTool(ToolCall{ID: "c1", Name: tc.tool, Args: json.RawMessage(tc.args)})
+		if m.IsError != tc.isErr || !strings.Contains(m.Content, tc.want) {
+			t.Errorf("%d: %s %s(%s) = %q (error %v), want %q (error %v)", i, tc.agent, tc.tool, tc.args, m.Content, m.IsError, tc.want, tc.isErr)
+		}
 	}
 }

@@ -118,6 +118,11 @@ type WriteOp struct {
 	// The entry records whom it took the key from (meta.handoff) instead
 	// of a conflict.
 	Handoff bool
+	// Lease makes the write a lease operation (lease.go): LeaseLock takes
+	// or renews the key for Owner for TTL, LeaseUnlock releases it.
+	Lease string
+	// Owner holds the lease (default Author).
+	Owner string
 }
 
 // Write performs a key-value write (or delete) as one appended entry. A
@@ -139,6 +144,9 @@ func (b *Board) Write(op WriteOp) (Entry, error) {
 		return Entry{}, err
 	}
 	if err := b.allowedLocked(op.Author, "write", op.Key); err != nil {
+		return Entry{}, err
+	}
+	if err := b.leaseLocked(&op, b.now().UTC()); err != nil {
 		return Entry{}, err
 	}
 	return b.writeLocked(op.entry(), op.ExpectVersion, op.Handoff)
@@ -597,7 +605,8 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 		return err
 	}
 	b.pending = append(b.pending[:0], &first)
-	for _, kv := range kvs {
+	for _, given := range kvs {
+		kv := *given // a lease operation becomes a write here: the caller's stays as it was
 		if err := b.checkKeyLocked(kv.Key); err != nil {
 			return err // before the errors below, which print the key
 		}
@@ -605,6 +614,9 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 			return err
 		}
 		if err := kv.checkTTL(); err != nil {
+			return err
+		}
+		if err := b.leaseLocked(&kv, now); err != nil {
 			return err
 		}
 		next, err := b.prepareLocked(kv.entry(), kv.ExpectVersion, now)

@@ -12,7 +12,8 @@
 //   - Logic, in the plain-named files: entries and their indexes
 //     (board.go, entry.go, index.go, id.go, value.go), keys and their
 //     checks (key.go), permissions, conflicts and change notices
-//     (shared.go), secret masking (redact.go), and the large strings held
+//     (shared.go), leases (lease.go) and agents' heartbeats
+//     (heartbeat.go), secret masking (redact.go), and the large strings held
 //     once in memory (held.go, stepsview.go).
 //   - Storage, in the store_*.go files: blackboard.json and its journal
 //     (store_file.go, store_journal.go), their encoder and decoders

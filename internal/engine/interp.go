@@ -251,11 +251,12 @@ func (it *interp[C]) visit(c C, n *Node, parent string) (jump string, err error)
 		rec.Error = stepErr.Error()
 	}
 	if err := it.record(n, &rec, res, vc); err != nil {
-		if !errors.Is(err, board.ErrVersion) && !errors.Is(err, board.ErrDenied) {
+		if !errors.Is(err, board.ErrVersion) && !errors.Is(err, board.ErrDenied) && !errors.Is(err, board.ErrHeld) {
 			return "", &RunError{Status: StatusFailed, Label: n.Label, Err: err, Fatal: true}
 		}
-		// The step's own compare-and-set lost, or its author may not
-		// write the key: the step failed.
+		// The step's own compare-and-set lost, another owner took the
+		// lease it asked for first, or its author may not write the key:
+		// the step failed.
 		stepErr, status = err, StatusFailed
 		rec.Status, rec.Error, res.Write, res.Goto = status, err.Error(), nil, ""
 		if err := it.record(n, &rec, res, vc); err != nil {

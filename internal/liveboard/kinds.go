@@ -17,6 +17,7 @@ var kinds = []struct {
 	code int
 }{
 	{"version", board.ErrVersion, http.StatusConflict},
+	{"held", board.ErrHeld, http.StatusConflict},
 	{"denied", board.ErrDenied, http.StatusForbidden},
 	{"absent", board.ErrAbsent, http.StatusNotFound},
 	{"answer-conflict", board.ErrAnswerConflict, http.StatusConflict},

@@ -243,6 +243,12 @@ type WriteRequest struct {
 	// Handoff takes the key over from its current author knowingly: no
 	// conflict is recorded (board.WriteOp.Handoff).
 	Handoff bool `json:"handoff,omitempty"`
+	// Lease makes the request a lease operation: "lock" takes or renews
+	// the key for Owner for TTL (refused, kind "held", while another owner
+	// holds it), "unlock" releases it (board.WriteOp.Lease).
+	Lease string `json:"lease,omitempty"`
+	// Owner holds the lease (default the agent).
+	Owner string `json:"owner,omitempty"`
 }
 
 // Op is the board write the request asks for, authored by its agent
@@ -250,7 +256,7 @@ type WriteRequest struct {
 func (q WriteRequest) Op(via string) board.WriteOp {
 	op := board.WriteOp{Key: q.Key, Value: q.Value, TTL: time.Duration(q.TTL * float64(time.Second)),
 		Author: q.Agent, Role: "user", Topic: q.Topic, ExpectVersion: -1, Delete: q.Delete,
-		Handoff: q.Handoff, Meta: map[string]any{"via": via}}
+		Handoff: q.Handoff, Lease: q.Lease, Owner: q.Owner, Meta: map[string]any{"via": via}}
 	if op.Author == "" {
 		op.Author = "cli"
 	}
@@ -308,6 +314,16 @@ func (q WriteRequest) Check() error {
 	}
 	if q.TTL < 0 || q.TTL > 1e9 || q.TTL != q.TTL {
 		return fmt.Errorf("ttl %v s is out of range", q.TTL)
+	}
+	if q.Lease != "" {
+		if q.ExpectVersion != nil {
+			return fmt.Errorf("%s: a lease operation makes its own compare-and-set: leave out expect_version", q.Lease)
+		}
+		op := q.Op("")
+		return op.CheckLease()
+	}
+	if q.Owner != "" {
+		return errors.New("owner is for a lease operation (lock, unlock)")
 	}
 	return nil
 }

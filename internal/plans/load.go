@@ -447,7 +447,24 @@ func parseAgents(r *Reporter, n *yaml.Node) []*Agent {
 		out = append(out, parseAgent(r, f.Key, f.Value))
 	}
 	checkFallbacks(r, out)
+	checkSpawns(r, out)
 	return out
+}
+
+// checkSpawns checks that the agents each agent may spawn are agents of
+// the plan.
+func checkSpawns(r *Reporter, all []*Agent) {
+	names := make([]string, len(all))
+	for i, a := range all {
+		names[i] = a.Name
+	}
+	for _, a := range all {
+		for _, sp := range a.Spawns {
+			if !contains(names, sp) {
+				r.At(a.SpawnsNode, "agent %s: spawns: no agent named %q in the plan's agents%s", a.Name, sp, Suggest(sp, names))
+			}
+		}
+	}
 }
 
 // checkFallbacks checks that each agent's fallbacks are other agents of
@@ -484,7 +501,7 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
 	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory",
-	"stream", "thinking", "approve"}
+	"stream", "thinking", "approve", "spawns"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
@@ -540,6 +557,9 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			a.Subscribe = StringList(r, f.Value, what+": subscribe")
 		case "fallback":
 			a.Fallback = StringList(r, f.Value, what+": fallback")
+		case "spawns":
+			a.SpawnsNode = Resolve(f.Value)
+			a.Spawns = StringList(r, f.Value, what+": spawns")
 		case "price":
 			a.Price = parsePrice(r, f.Value, what)
 		case "stream":

@@ -159,6 +159,10 @@ type Agent struct {
 	// Fallback lists the agents that take over, in order, when a call to
 	// this one fails with a provider error retries did not cure.
 	Fallback []string
+	// Spawns lists the agents this one may start at run time through the
+	// spawn_agent tool (an llm step's tools: [spawn]).
+	Spawns     []string
+	SpawnsNode *yaml.Node
 	// Price overrides the built-in price of the agent's model.
 	Price *Price
 	// Stream: the answer comes as server-sent events, shown as it comes;

@@ -64,9 +64,10 @@ var toolOwnFields = []string{"description", "parameters", "timeout", "plan"}
 // decodes them as a command step's.
 var ToolCommandFields = []string{"run", "dir", "env", "max_output", "sandbox"}
 
-// reservedToolNames are the board tools' names: a plan tool may not take
+// reservedToolNames are the built-in tools' names: a plan tool may not take
 // one.
-var reservedToolNames = []string{"board_read", "board_write", "board_list", "board_topic"}
+var reservedToolNames = []string{"board_read", "board_write", "board_lock", "board_unlock", "board_list", "board_topic",
+	"spawn_agent", "memory_write", "memory_read", "memory_list"}
 
 func parseTools(r *Reporter, n *yaml.Node) []*Tool {
 	var out []*Tool

@@ -34,7 +34,9 @@ type boardStep struct {
 	section string
 	author  string // who the write is by (default runner): conflicts and key patterns are per author
 	topic   string
-	handoff bool // write: take the key over knowingly, no conflict
+	handoff bool             // write: take the key over knowingly, no conflict
+	owner   *engine.Template // lock, unlock: who holds the lease (default the author)
+	wait    time.Duration    // lock: how long to wait for another owner's lease
 }
 
 func (boardType) Name() string           { return "board" }
@@ -46,8 +48,8 @@ var boardSpec = engine.TypeSpec{
 		"so a resumed run never makes it twice; expect_version makes it a compare-and-set. " +
 		"Its output is the value read or written.",
 	Fields: []engine.Field{
-		{Name: "op", Kind: engine.KindEnum, Required: true, Enum: []string{"write", "read", "delete"},
-			Doc: "write, read or delete a board key.", Examples: []any{"write"}},
+		{Name: "op", Kind: engine.KindEnum, Required: true, Enum: []string{"write", "read", "delete", "lock", "unlock"},
+			Doc: "write, read or delete a board key; lock takes (or renews) a lease on it for ttl, unlock releases it.", Examples: []any{"write"}},
 		{Name: "key", Kind: engine.KindTemplate, Required: true,
 			Doc: "The board key.", Examples: []any{"plan/status"}},
 		{Name: "value", Kind: engine.KindOther, Schema: `{}`,
@@ -56,7 +58,12 @@ var boardSpec = engine.TypeSpec{
 				"${{ }} works in any text, and a whole ${{ }} keeps its type.",
 			Examples: []any{"${{ steps.review.output }}", map[string]any{"status": "done", "score": 3}}},
 		{Name: "ttl", Kind: engine.KindDuration,
-			Doc: "op: write: the key expires after this long.", Examples: []any{"10m"}},
+			Doc: "op: write: the key expires after this long; op: lock (required): the lease does, unless renewed.", Examples: []any{"10m"}},
+		{Name: "owner", Kind: engine.KindTemplate,
+			Doc:      "op: lock, unlock: who holds the lease (default the author). Another owner's lock is refused, or waits (wait), until the lease is released or expires.",
+			Examples: []any{"deploy-${{ vars.env }}"}},
+		{Name: "wait", Kind: engine.KindDuration,
+			Doc: "op: lock: wait this long for another owner's lease to be released or expire (default: refuse at once).", Examples: []any{"30s"}},
 		{Name: "expect_version", Kind: engine.KindInt, Schema: `{"minimum": 0}`,
 			Doc:      "Compare-and-set: succeed only if the key is at this version (0: absent).",
 			Examples: []any{3}},
@@ -76,7 +83,15 @@ var boardSpec = engine.TypeSpec{
 	Schema: `{"allOf": [{
 		"if": {"properties": {"op": {"const": "write"}}, "required": ["op"]},
 		"then": {"required": ["value"]},
-		"else": {"properties": {"value": false, "ttl": false, "handoff": false}}}]}`,
+		"else": {"properties": {"value": false, "handoff": false}}}, {
+		"if": {"properties": {"op": {"const": "lock"}}, "required": ["op"]},
+		"then": {"required": ["ttl"], "properties": {"expect_version": false}},
+		"else": {"properties": {"wait": false}}}, {
+		"if": {"properties": {"op": {"enum": ["lock", "write"]}}, "required": ["op"]},
+		"else": {"properties": {"ttl": false}}}, {
+		"if": {"properties": {"op": {"enum": ["lock", "unlock"]}}, "required": ["op"]},
+		"then": {"properties": {"expect_version": false}},
+		"else": {"properties": {"owner": false}}}]}`,
 	Example: `- label: status
   type: board
   op: write
@@ -110,6 +125,10 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 	}
 	s.topic = d.String("topic")
 	s.handoff = d.Bool("handoff", false)
+	if d.Has("owner") {
+		s.owner = d.Template("owner")
+	}
+	s.wait = d.Duration("wait")
 	if d.Has("expect_version") {
 		v := d.Int("expect_version", -1)
 		if v < 0 {
@@ -121,6 +140,25 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 	case "write":
 		if s.value == nil {
 			d.Errorf(nil, "board write %q needs a value", d.Label())
+		}
+	case "lock", "unlock":
+		if s.value != nil {
+			d.Errorf(d.Node("value"), "value is only for op: write (a lease's value names its owner)")
+		}
+		if s.op == "lock" && s.ttl <= 0 {
+			d.Errorf(d.Node("ttl"), "op: lock needs a ttl: a lease held by a run that died would never be released")
+		}
+		if s.op == "unlock" && s.ttl > 0 {
+			d.Errorf(d.Node("ttl"), "ttl is for op: write and lock")
+		}
+		if s.op == "unlock" && s.wait > 0 {
+			d.Errorf(d.Node("wait"), "wait is for op: lock")
+		}
+		if s.expect >= 0 {
+			d.Errorf(d.Node("expect_version"), "a lease makes its own compare-and-set: leave out expect_version")
+		}
+		if s.handoff {
+			d.Errorf(d.Node("handoff"), "handoff is only for op: write")
 		}
 	case "read", "delete":
 		if s.value != nil {
@@ -135,6 +173,12 @@ func (boardType) Decode(d *engine.Decoder) engine.Step {
 		if s.op == "read" && s.expect >= 0 {
 			d.Errorf(d.Node("expect_version"), "expect_version is for write and delete")
 		}
+	}
+	if s.owner != nil && s.op != "lock" && s.op != "unlock" {
+		d.Errorf(d.Node("owner"), "owner is for op: lock and unlock")
+	}
+	if s.wait > 0 && s.op != "lock" {
+		d.Errorf(d.Node("wait"), "wait is for op: lock")
 	}
 	return s
 }
@@ -160,6 +204,9 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		return engine.Result{}, errors.New("key is empty")
 	}
 	res := BoardResult{Key: key}
+	if s.op == "lock" || s.op == "unlock" {
+		return s.lease(ctx, sc, key)
+	}
 	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: s.author, Label: sc.Label,
 		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect, Topic: s.topic, Handoff: s.handoff}
 	switch s.op {
@@ -200,6 +247,74 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		res.Version = cur.Writes + 1
 	}
 	return engine.Result{Output: op.Value, Fields: res, Write: &op}, nil
+}
+
+// lease takes, renews or releases a lease. Whether another owner holds it
+// is read here (waiting, if asked, for a release or an expiry) and decided
+// again when the engine commits the step's record, under the board's
+// lock: a sibling that took it meanwhile fails the step with ErrHeld.
+func (s *boardStep) lease(ctx context.Context, sc *engine.StepContext, key string) (engine.Result, error) {
+	res := BoardResult{Key: key}
+	owner := s.author
+	if s.owner != nil {
+		o, err := sc.Eval(s.owner)
+		if err != nil {
+			return engine.Result{}, fmt.Errorf("owner: %w", err)
+		}
+		if o == "" {
+			return engine.Result{}, errors.New("owner is empty")
+		}
+		owner = o
+	}
+	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: s.author, Label: sc.Label, Role: "step",
+		Meta: map[string]any{"visit": sc.Visit}, Topic: s.topic, Lease: s.op, Owner: owner}
+	if err := sc.Board.Allowed(s.author, "write", key); err != nil {
+		return engine.Result{Fields: res}, err
+	}
+	deadline := sc.Now().Add(s.wait)
+	for {
+		changed := sc.Board.Changed()
+		cur, err := sc.Read("", key)
+		if err != nil {
+			return engine.Result{Fields: res}, err
+		}
+		held, isLease := board.LeaseOwner(cur.Entry)
+		switch {
+		case !cur.Found && s.op == "unlock":
+			return engine.Result{Fields: res}, fmt.Errorf("board: unlock %q: %s holds no lease on it: %w", key, owner, board.ErrAbsent)
+		case !cur.Found || (isLease && held == owner):
+			res.Found = s.op == "lock"
+			if res.Found {
+				res.Version = cur.Writes + 1
+			}
+			return engine.Result{Output: map[string]any{"owner": owner}, Fields: res, Write: &op}, nil
+		}
+		refusal := &board.HeldError{Key: key, Owner: held, Op: s.op, NotLease: !isLease}
+		if !isLease {
+			refusal.Owner = cur.Entry.Author
+		} else if cur.Entry.TTL != nil {
+			refusal.Until = cur.Entry.TS.Add(time.Duration(*cur.Entry.TTL * float64(time.Second)))
+		}
+		now := sc.Now()
+		if s.op == "unlock" || !now.Before(deadline) {
+			return engine.Result{Fields: res}, refusal
+		}
+		// Woken by a change on the board (a release), by the lease's
+		// expiry, or by the end of the wait, whichever comes first.
+		next := deadline
+		if !refusal.Until.IsZero() && refusal.Until.Before(next) {
+			next = refusal.Until
+		}
+		timer := time.NewTimer(max(next.Sub(now), time.Millisecond))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return engine.Result{Fields: res}, ctx.Err()
+		case <-changed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
 }
 
 // Caps: the step only reads and writes the board: a workflow runs it

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/memstore"
 	"github.com/planrunner/runner/internal/patch"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/schemacheck"
@@ -68,7 +70,12 @@ type llmStep struct {
 	output     string // text, json, diff or edits
 	schema     *schemacheck.Schema
 	schemaJSON json.RawMessage
-	board      bool // tools: [board]
+	board      bool                // tools: [board]
+	spawn      *agents.SpawnLimits // tools: [spawn] (nil: not offered)
+	depth      int                 // a spawned agent's depth (0: the step's own agent)
+	spawnConc  int                 // sub-agents of one turn running at once
+	memTools   bool                // tools: [memory]
+	memStore   string              // the memory store's name ("": the workdir's default)
 	view       *agents.ViewLimits
 	// maxToolCalls bounds the tool calls of a visit (0: the default);
 	// set, it bounds the rounds too.
@@ -117,10 +124,20 @@ var llmSpec = engine.TypeSpec{
 			Schema:   `{"oneOf": [{"type": "boolean"}, ` + viewSchema + `]}`,
 			Doc:      "Show the model a bounded view of the board: true, or limits on entries, keys and bytes.",
 			Examples: []any{true, map[string]any{"entries": 20, "max_bytes": 8000}}},
-		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board"]}}`,
-			Doc: "Tools the model may call: board (board_read, board_write, board_list). " +
+		{Name: "tools", Kind: engine.KindList, Schema: `{"items": {"enum": ["board", "spawn", "memory"]}}`,
+			Doc: "Tools the model may call: board (board_read, board_write, board_list, board_topic, and board_lock and board_unlock for leases). " +
+				"spawn: spawn_agent, which starts one of the agents the step's agent spawns (its spawns list) on a task, " +
+				"scoped to the board keys it is given, and answers with its final answer and the keys it wrote. " +
+				"memory: memory_write, memory_read and memory_list over a store that outlives the run (memory_store). " +
 				"The agent's MCP tools (its mcp servers and tools patterns) and the plan's tools it names are offered on every step of the agent.",
-			Examples: []any{[]any{"board"}}},
+			Examples: []any{[]any{"board"}, []any{"board", "spawn"}}},
+		{Name: "memory_store", Kind: engine.KindString,
+			Doc:      "tools: [memory]: the store's name: .runner/memory/NAME.json in the workdir (default: default), shared by every run there.",
+			Examples: []any{"research"}},
+		{Name: "spawn", Kind: engine.KindMapping, Schema: spawnSchema,
+			Doc: "tools: [spawn]: its limits: per_call (spawn_agent calls started per model turn, default 4), per_run (sub-agents in the whole run, default 16), " +
+				"depth (1: only the step's agent spawns; default 2) and concurrency (sub-agents running at once, default 4).",
+			Examples: []any{map[string]any{"per_call": 2, "per_run": 6, "depth": 1}}},
 		{Name: "max_tool_calls", Kind: engine.KindInt,
 			Doc: "Most tool calls (board, MCP and the plan's tools) the model may make in one visit; more fails the step. " +
 				"Default 32 (and at most 8 rounds of calls unless this is set).",
@@ -181,11 +198,26 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 	}
 	if n := d.Node("tools"); n != nil {
 		for _, t := range plans.StringList(d.Reporter(), n, "tools") {
-			if t != "board" {
-				d.Errorf(n, "tools: unknown tool set %q (available: board)%s", t, plans.Suggest(t, []string{"board"}))
-				continue
+			switch t {
+			case "board":
+				s.board = true
+			case "spawn":
+				lim := defaultSpawnLimits
+				s.spawn = &lim
+			case "memory":
+				s.memTools = true
+			default:
+				d.Errorf(n, "tools: unknown tool set %q (available: board, spawn, memory)%s", t, plans.Suggest(t, []string{"board", "spawn", "memory"}))
 			}
-			s.board = true
+		}
+	}
+	decodeSpawn(d, s)
+	if n := d.Node("memory_store"); n != nil {
+		s.memStore = d.String("memory_store")
+		if !s.memTools {
+			d.Errorf(n, "memory_store is for tools: [memory]")
+		} else if _, err := memstore.Path("", s.memStore); err != nil {
+			d.Errorf(n, "%v", err)
 		}
 	}
 	if n := d.Node("max_tool_calls"); n != nil {
@@ -257,8 +289,12 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 			return engine.Result{}, fmt.Errorf("system: %w", err)
 		}
 	}
-	if s.board {
+	if s.board || s.spawn != nil {
+		// A spawning agent reads what its sub-agents wrote with the board tools.
 		ss.Tools = agents.BoardTools
+	}
+	if s.spawn != nil {
+		ss.Tools = append(slices.Clone(ss.Tools), agents.SpawnTool)
 	}
 	// The agent's MCP servers: started (once a run, or for this visit)
 	// or, in a replay, answered from the recording.
@@ -275,7 +311,11 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err != nil {
 		return engine.Result{}, err
 	}
-	ss.Tools = append(append(append([]agents.Tool(nil), ss.Tools...), mcpTools...), planTools...)
+	memTools, err := s.offerMemoryTools(sc, ss, agent)
+	if err != nil {
+		return engine.Result{}, err
+	}
+	ss.Tools = append(append(append(append([]agents.Tool(nil), ss.Tools...), mcpTools...), planTools...), memTools...)
 	ss.Schema = s.schemaJSON
 	if s.view != nil {
 		// The board as this agent sees it: its topics, its keys, its
@@ -288,7 +328,7 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err = ss.Remember(prompt); err != nil { // the agent's earlier turns, if it has memory
 		return engine.Result{}, err
 	}
-	out, err := s.converse(ctx, ss, prompt, &approvals{sc: sc, ss: ss})
+	out, err := s.converse(ctx, sc, ss, prompt, &approvals{sc: sc, ss: ss})
 	st := ss.Stats()
 	res := engine.Result{Output: out, Fields: LLMResult{
 		Usage: usageOf(st), Agent: st.Agent, Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
@@ -315,7 +355,7 @@ func mcpFatal(label string, err error) error {
 
 // converse asks, runs tool calls until the model answers, and re-asks once
 // when the answer does not fit the step's output.
-func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt string, ap *approvals) (any, error) {
+func (s *llmStep) converse(ctx context.Context, sc *engine.StepContext, ss *agents.Session, prompt string, ap *approvals) (any, error) {
 	msgs := []agents.Message{{Role: agents.RoleUser, Content: prompt}}
 	rounds, calls, reasked := 0, 0, false
 	maxRounds, maxCalls := maxToolRounds, defaultMaxToolCalls
@@ -337,7 +377,8 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 			}
 			calls += len(resp.ToolCalls)
 			msgs = msgs[:0]
-			for _, tc := range resp.ToolCalls {
+			spawned := s.spawnAll(ctx, sc, ss, resp.ToolCalls)
+			for i, tc := range resp.ToolCalls {
 				if ap != nil && ss.NeedsApproval(tc.Name) {
 					refused, err := ap.ask(tc)
 					if err != nil {
@@ -349,6 +390,8 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 					}
 				}
 				switch {
+				case spawned[i] != nil:
+					msgs = append(msgs, *spawned[i])
 				case ss.IsMCPTool(tc.Name):
 					m, err := ss.RunMCPTool(ctx, tc)
 					if err != nil {
@@ -361,7 +404,7 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 						return nil, err
 					}
 					msgs = append(msgs, m)
-				case s.board:
+				case s.board || s.spawn != nil:
 					msgs = append(msgs, ss.RunTool(tc))
 				case len(ss.Tools) == 0:
 					msgs = append(msgs, agents.Message{Role: agents.RoleTool, ToolCallID: tc.ID, Name: tc.Name, IsError: true,

@@ -233,7 +233,7 @@ func TestLLMLoadErrors(t *testing.T) {
 		{"schema without json", `{label: a, type: llm, agent: coder, prompt: hi, schema: {type: object}}`, `schema is only for output: json`},
 		{"bad schema", "\n    label: a\n    type: llm\n    agent: coder\n    prompt: hi\n    output: json\n    schema:\n      type: object\n      properties:\n        n: {type: strin}",
 			`plan.yaml:14:19: schema: at '/properties/n/type': value must be one of 'array'`},
-		{"unknown tool set", `{label: a, type: llm, agent: coder, prompt: hi, tools: [boards]}`, `unknown tool set "boards" (available: board) (did you mean "board"?)`},
+		{"unknown tool set", `{label: a, type: llm, agent: coder, prompt: hi, tools: [boards]}`, `unknown tool set "boards" (available: board, spawn, memory) (did you mean "board"?)`},
 		{"bad output", `{label: a, type: llm, agent: coder, prompt: hi, output: yaml}`, `output: "yaml" is not one of [text json diff edits]`},
 		{"bad template", `{label: a, type: llm, agent: coder, prompt: "${{ vars.nope }}"}`, `nope`},
 	}

@@ -100,7 +100,7 @@ func (idleType) Decode(d *engine.Decoder) engine.Step {
 // problem at all, the type is wrong, and every plan giving the field says so.
 func TestDescribedFieldNotReadAtLoad(t *testing.T) {
 	_, err := engine.Compile("p.yaml", []byte("version: 1\nsteps:\n  - {label: a, type: board, op: burn, key: k}\n"), Registry())
-	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.Contains(err.Error(), `op: "burn" is not one of [write read delete]`) {
+	if err == nil || strings.Count(err.Error(), "\n") != 0 || !strings.Contains(err.Error(), `op: "burn" is not one of [write read delete lock unlock]`) {
 		t.Errorf("board with a bad op: got %v, want only the op's problem", err)
 	}
 	reg := engine.NewRegistry()

@@ -93,7 +93,7 @@ func Markdown(w io.Writer, b *board.Board) error {
 
 	buf.WriteString("\n## Coordination Signals\n")
 	if len(signals) > 0 {
-		buf.WriteString("| Signal | Agent | Status | Current Task | Last Heartbeat | Expires |\n|--------|-------|--------|--------------|----------------|---------|\n")
+		buf.WriteString("| Signal | Agent | Status | Current Task | Last Heartbeat | State | Expires |\n|--------|-------|--------|--------------|----------------|-------|---------|\n")
 	}
 	for _, e := range signals {
 		agent := field(e.Content, "agent_id", "agent")
@@ -113,8 +113,8 @@ func Markdown(w io.Writer, b *board.Board) error {
 			left := e.TS.Add(time.Duration(*e.TTL * float64(time.Second))).Sub(now).Round(time.Second)
 			exp = "in " + left.String()
 		}
-		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s | %s |\n", cell(strings.TrimPrefix(e.Key, "signal:")), cell(agent),
-			cell(orDash(status)), cell(orDash(field(e.Content, "current_task"))), cell(beat), cell(exp))
+		fmt.Fprintf(&buf, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(strings.TrimPrefix(e.Key, "signal:")), cell(agent),
+			cell(orDash(status)), cell(orDash(field(e.Content, "current_task"))), cell(beat), board.HeartbeatState(e, now), cell(exp))
 	}
 
 	buf.WriteString("\n## Execution History\n")

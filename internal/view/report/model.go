@@ -189,6 +189,8 @@ type commandView struct {
 type keyView struct {
 	Key, Author, Value, TTL, Updated string
 	Version                          int64
+	// Beat is a signal's heartbeat state (alive or stale); "" for other keys.
+	Beat string
 }
 
 type sectionView struct {
@@ -827,6 +829,7 @@ func (v *view) board(b *board.Board, now time.Time) {
 		kv := keyView{Key: k.Key, Version: k.Version, Author: k.Author, Updated: k.TS.UTC().Format(time.RFC3339)}
 		if e, ok := b.Get(k.Key); ok {
 			kv.Value = text(e.Content)
+			kv.Beat = board.HeartbeatState(e, now)
 		}
 		if k.TTL != nil {
 			left := time.Duration(*k.TTL*float64(time.Second)) - now.Sub(k.TS)

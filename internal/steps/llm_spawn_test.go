@@ -1,0 +1,156 @@
+package steps
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/planrunner/runner/internal/board"
+)
+
+// toolAnswers are the tool turns of the entries of label, in order.
+func toolAnswers(b *board.Board, label string) []string {
+	var out []string
+	for _, e := range b.Query(board.Filter{Section: "llm", Label: label}) {
+		if e.Role == "tool" {
+			s, _ := e.Content.(string)
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestSpawnAgent(t *testing.T) {
+	const agentsSrc = `
+agents:
+  root:
+    provider: script
+    spawns: [worker, deep]
+    responses:
+      go:
+        - tool_calls:
+%s
+        - done
+  worker:
+    provider: script
+    responses:
+      - tool_calls:
+          - {name: board_write, args: {key: "out:a", value: 1}}
+          - {name: board_write, args: {key: "other", value: 2}}
+          - {name: board_read, args: {key: "secret"}}
+      - worker done
+  deep:
+    provider: script
+    spawns: [worker]
+    responses:
+      - tool_calls: [{name: spawn_agent, args: {agent: worker, task: deeper, write_keys: ["out:*"]}}]
+      - deep done
+  other:
+    provider: script
+    responses: [x]
+`
+	spawn := func(agent string, write ...string) string {
+		w, _ := json.Marshal(write)
+		return `            - {name: spawn_agent, args: {agent: ` + agent + `, task: "do it", write_keys: ` + string(w) + `}}`
+	}
+	tests := []struct {
+		name    string
+		calls   []string
+		limits  string
+		want    []string // substrings of the root's tool answers, in order
+		wantKey string   // a key the sub-agents wrote
+		calls0  int      // model calls counted in the step's usage (root's 2 included)
+	}{
+		{"a sub-agent's answer and the keys it wrote", []string{spawn("worker", "out:*")}, "",
+			[]string{`"answer":"worker done"`, `"wrote":{"out:a":1}`}, "out:a", 4},
+		{"a write outside its keys is refused to the sub-agent", []string{spawn("worker", "out:*")}, "",
+			[]string{`"label":"go/spawn-1-worker"`}, "out:a", 4},
+		{"an agent it may not spawn", []string{spawn("other")}, "",
+			[]string{`error: agent root may not spawn "other" (it may spawn: worker, deep)`}, "", 2},
+		{"per call", []string{spawn("worker", "out:*"), spawn("worker", "out:*")}, "{per_call: 1}",
+			[]string{`"answer":"worker done"`, `error: at most 1 spawn_agent calls are started per turn`}, "out:a", 4},
+		{"per run", []string{spawn("worker", "out:*"), spawn("worker", "out:*")}, "{per_run: 1}",
+			[]string{`"answer":"worker done"`, `the run has started its 1 sub-agents`}, "out:a", 4},
+		{"depth 1: a sub-agent does not spawn", []string{spawn("deep", "out:*")}, "{depth: 1}",
+			[]string{`unknown tool "spawn_agent"`}, "", 0},
+		{"depth 2: a sub-agent spawns", []string{spawn("deep", "out:*")}, "{depth: 2}",
+			[]string{`"answer":"deep done"`, `"wrote":{}`}, "out:a", 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lim := ""
+			if tt.limits != "" {
+				lim = "\n    spawn: " + tt.limits
+			}
+			src := "version: 1\n" + strings.Replace(agentsSrc, "%s", strings.Join(tt.calls, "\n"), 1) + `
+steps:
+  - label: go
+    type: llm
+    agent: root
+    tools: [spawn]` + lim + `
+    prompt: work
+`
+			b, err := llmRunPlan(t, src, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.Join(toolAnswers(b, "go"), "\n")
+			if tt.name == "depth 1: a sub-agent does not spawn" {
+				got = strings.Join(toolAnswers(b, "go/spawn-1-deep"), "\n")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("tool answers lack %s:\n%s", w, got)
+				}
+			}
+			if tt.name == "a write outside its keys is refused to the sub-agent" {
+				sub := strings.Join(toolAnswers(b, "go/spawn-1-worker"), "\n")
+				for _, w := range []string{`error: agent worker may not write key "other" (its spawn allows out:*)`,
+					`error: sub-agent worker was given no keys to read; key "secret" is outside its scope`} {
+					if !strings.Contains(sub, w) {
+						t.Errorf("the sub-agent's answers lack %s:\n%s", w, sub)
+					}
+				}
+				if _, ok := b.Get("other"); ok {
+					t.Error("the write outside the sub-agent's keys was made")
+				}
+			}
+			if tt.wantKey != "" {
+				if _, ok := b.Get(tt.wantKey); !ok {
+					t.Errorf("no %s on the board", tt.wantKey)
+				}
+			}
+			if tt.calls0 > 0 {
+				res := llmSaved(t, b, "go")
+				if n, _ := res["calls"].(float64); int(n) != tt.calls0 {
+					t.Errorf("calls %v, want %d (the sub-agents' counted): %v", res["calls"], tt.calls0, res)
+				}
+			}
+		})
+	}
+}
+
+func TestSpawnChecks(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`
+agents:
+  root: {provider: script, responses: [x]}
+steps:
+  - {label: a, type: llm, agent: root, tools: [spawn], prompt: p}`, "agent root has no spawns"},
+		{`
+agents:
+  root: {provider: script, spawns: [ghost], responses: [x]}
+steps:
+  - {label: a, type: llm, agent: root, tools: [spawn], prompt: p}`, `spawns: no agent named "ghost"`},
+		{`
+agents:
+  root: {provider: script, spawns: [root], responses: [x]}
+steps:
+  - {label: a, type: llm, agent: root, tools: [board], spawn: {depth: 1}, prompt: p}`, "spawn is for tools: [spawn]"},
+	}
+	for _, tt := range tests {
+		if got := llmCompileErr(t, "version: 1\n"+tt.src+"\n"); !strings.Contains(got, tt.want) {
+			t.Errorf("got %s, want %s", got, tt.want)
+		}
+	}
+}
