@@ -80,6 +80,13 @@ type exchange struct {
 	mask *mask.Masker
 	// apiError turns a non-2xx answer into an error.
 	apiError func(status int, body []byte) *APIError
+	// stream, when set, reads a 2xx answer as server-sent events as they
+	// come (sse.go), and timeout bounds the silence between two reads
+	// rather than the whole call: a long answer that keeps coming is not
+	// cut, a stalled one is. The answer is left in streamed; a stream
+	// that breaks is retried like any failed call.
+	stream   func(r io.Reader) (*Response, error)
+	streamed *Response
 }
 
 // post sends x and returns the body of its 2xx answer and the number of
@@ -130,6 +137,9 @@ func (e *fatalError) Error() string { return e.err.Error() }
 // once makes one attempt. A retryable failure is returned as a plain error
 // (or a status with its body); one that is not, as a *fatalError.
 func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.Header, error) {
+	if x.stream != nil {
+		return t.onceStream(ctx, x)
+	}
 	actx, cancel := context.WithTimeout(ctx, x.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(x.body))

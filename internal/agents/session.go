@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -49,6 +50,12 @@ type Session struct {
 	// Read reads a key for the board tools; the llm step gives its visit's
 	// recorded reads (engine.StepContext.Read). nil: the board directly.
 	Read func(author, key string) (board.Entry, bool, error)
+
+	// Show, when set, receives the text of a streamed answer (an agent
+	// with `stream: true`) as it comes. What it shows is for a person
+	// watching: the recording holds the whole answer, and a replay
+	// streams nothing.
+	Show io.Writer
 
 	// Dir is where the agent's stdio MCP servers start (the run's
 	// workdir); "": runner's working directory.
@@ -128,7 +135,8 @@ func (ss *Session) request(a *Agent) *Request {
 		system = a.System
 	}
 	return &Request{Model: a.Model, System: system, Messages: ss.Messages, Tools: ss.Tools,
-		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed, Memory: ss.memory}
+		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed, Memory: ss.memory,
+		ReasoningEffort: spec.ReasoningEffort}
 }
 
 // send makes the next call: to the session's agent, or, when that fails
@@ -247,7 +255,7 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	if err != nil {
 		return nil, err
 	}
-	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
+	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log, show: ss.Show}
 	start := time.Now()
 	var resp *Response
 	var recorded *board.Recording // a replayed answer as its recording holds it
@@ -426,7 +434,7 @@ func (t *bigText) UnmarshalJSON(lit []byte) error {
 // says what the original said, byte for byte.
 func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded *board.Recording) error {
 	b := ss.board
-	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning})
 	if b == nil {
 		ss.posted = len(ss.Messages)
 		return nil

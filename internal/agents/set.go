@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -138,6 +139,24 @@ type callInfo struct {
 	visit int
 	call  int
 	log   zerolog.Logger
+	// show, when set, receives a streamed answer's text as it comes.
+	show io.Writer
+}
+
+// shower returns, for each attempt of a streamed call, the writer its
+// text goes to as it comes (nil: none); an attempt after a broken one
+// first says that the answer starts again.
+func (c *callInfo) shower() func() io.Writer {
+	attempts := 0
+	return func() io.Writer {
+		if c.show == nil {
+			return nil
+		}
+		if attempts++; attempts > 1 {
+			fmt.Fprintf(c.show, "\n[the stream broke; the answer starts again]\n")
+		}
+		return c.show
+	}
 }
 
 // Set is a plan's agents and the run-wide state of their calls: the token

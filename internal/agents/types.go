@@ -39,6 +39,8 @@ type Request struct {
 	Temperature *float64        `json:"temperature,omitempty"`
 	MaxTokens   int             `json:"max_tokens,omitempty"`
 	Seed        *int            `json:"seed,omitempty"`
+	// ReasoningEffort is the agent's reasoning_effort ("": the model's).
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	// Memory, for an agent with memory: conversation, says which leading
 	// Messages are its earlier turns (memory.go).
 	Memory *MemoryRef `json:"memory,omitempty"`
@@ -55,6 +57,9 @@ type Message struct {
 	Name       string `json:"name,omitempty"`
 	// IsError marks a tool result that is an error the model should see.
 	IsError bool `json:"is_error,omitempty"`
+	// Reasoning is an assistant turn's reasoning as its provider sent it
+	// (Response.Reasoning), sent back as it came.
+	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
 }
 
 // Tool is a function the model may call.
@@ -77,7 +82,11 @@ type ToolCall struct {
 type Response struct {
 	Text      string     `json:"text"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	Usage     Usage      `json:"usage"`
+	// Reasoning is the provider's reasoning items, opaque (OpenAI's
+	// Responses API `reasoning` items, encrypted content included): a
+	// later turn of the conversation sends them back, as the API asks.
+	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
+	Usage     Usage             `json:"usage"`
 	// FinishReason is normalised across providers: stop, length,
 	// tool_calls, content_filter; anything else is passed on as sent.
 	FinishReason string `json:"finish_reason"`
@@ -112,6 +121,9 @@ type Usage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+	// ReasoningTokens are the output tokens a reasoning model spent
+	// thinking: part of OutputTokens, billed as output.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 }
 
 // Total is what a call costs against limits.max_tokens.
@@ -124,6 +136,7 @@ func (u Usage) Add(v Usage) Usage {
 		OutputTokens:             u.OutputTokens + v.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
 		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+		ReasoningTokens:          u.ReasoningTokens + v.ReasoningTokens,
 	}
 }
 
