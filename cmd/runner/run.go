@@ -37,7 +37,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var reuse stringList
 	fs.Var(&reuse, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
 	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take the results of steps that touch the world (command, test, apply_diff, ...) from the recording too, run nothing")
-	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
+	fs.BoolVar(&g.output, "show-output", false, "stream command and test output, and streamed model answers, as they come, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
 	fs.StringVar(&g.junit, "junit", "", "write the run's tests and steps as JUnit XML to `FILE` when it ends (as runner report --format junit)")
 	addTraceFlag(fs, g)

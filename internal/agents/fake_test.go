@@ -25,6 +25,11 @@ type answer struct {
 	body   string
 	delay  time.Duration // wait before answering (or until the client gives up)
 	hangup bool          // close the connection without an answer
+	// events, when set, are server-sent events written one at a time
+	// (each flushed) as a 200 text/event-stream answer; then cut breaks
+	// the connection, stall waits until the client gives up.
+	events     []string
+	cut, stall bool
 }
 
 // fakeAPI is an httptest server that checks each request the way the real
@@ -92,6 +97,21 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	for k, v := range a.header {
 		w.Header().Set(k, v)
+	}
+	if a.events != nil {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range a.events {
+			io.WriteString(w, e)
+			w.(http.Flusher).Flush()
+		}
+		switch {
+		case a.cut:
+			panic(http.ErrAbortHandler) // the connection breaks mid-answer
+		case a.stall:
+			<-r.Context().Done()
+		}
+		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if a.status == 0 {

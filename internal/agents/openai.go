@@ -189,7 +189,7 @@ func (p *openAI) header(stream bool) http.Header {
 // spec is the agent's plan entry (an empty one for an agent built
 // without a plan).
 func (p *openAI) spec() *plans.Agent {
-	if p.agent.Spec == nil {
+	if p.agent == nil || p.agent.Spec == nil {
 		return &plans.Agent{}
 	}
 	return p.agent.Spec

@@ -86,6 +86,8 @@ type streamError struct {
 
 func (e *streamError) Error() string { return e.api.Error() + " (sent in the stream)" }
 
+func (e *streamError) Unwrap() error { return e.api }
+
 // idleReader re-arms the call's idle timer on every read that brings data,
 // and counts what it read.
 type idleReader struct {
@@ -133,7 +135,7 @@ func (t *transport) onceStream(ctx context.Context, x *exchange) ([]byte, int, h
 		}
 		var se *streamError
 		if errors.As(err, &se) && !se.retryable {
-			return nil, 0, nil, &fatalError{se.api}
+			return nil, 0, nil, &fatalError{se}
 		}
 		return nil, 0, nil, fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))
 	}

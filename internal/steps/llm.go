@@ -252,6 +252,11 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		return kr.Entry, kr.Found, err
 	}
 	ss.Log = sc.Log.With().Str("agent", agent).Int("visit", sc.Visit).Logger()
+	// A streamed answer is shown as it comes where process output is
+	// (--show-output), as stream "answer".
+	if w := sc.Output("answer"); w != nil {
+		ss.Show = w
+	}
 	if s.system != nil {
 		if ss.System, err = sc.Eval(s.system); err != nil {
 			return engine.Result{}, fmt.Errorf("system: %w", err)
