@@ -86,10 +86,10 @@ func TestOpenAIChatStream(t *testing.T) {
 			chatChunk(`{}`, "stop"), chatDone}}},
 			wantText: "I can't help with that.", wantFin: "content_filter"},
 		{name: "broken mid-way: asked again, the broken part never kept",
-			answers: []answer{{events: chatHello[:3], cut: true}, {events: chatHello}},
+			answers:  []answer{{events: chatHello[:3], cut: true}, {events: chatHello}},
 			wantText: "Hello, world", wantShown: "Hello\n[the stream broke; the answer starts again]\nHello, world", wantFin: "stop", wantUsage: usage, retries: 1},
 		{name: "ended before its finish reason: asked again",
-			answers: []answer{{events: chatHello[:3]}, {events: chatHello}},
+			answers:  []answer{{events: chatHello[:3]}, {events: chatHello}},
 			wantText: "Hello, world", wantFin: "stop", wantUsage: usage, retries: 1,
 			wantShown: "Hello\n[the stream broke; the answer starts again]\nHello, world"},
 		{name: "a server error in the stream is retried", answers: []answer{
@@ -202,4 +202,3 @@ func TestReadSSE(t *testing.T) {
 		t.Errorf("events = %q, want %q", got, want)
 	}
 }
-
