@@ -172,3 +172,50 @@ func TestOpenAIAgentFields(t *testing.T) {
 		})
 	}
 }
+
+func TestOverrideOpenAIFields(t *testing.T) {
+	const src = "version: 1\nagents:\n  coder: {provider: script, model: m, responses: [x]}\nsteps: [{label: s, type: x}]\n"
+	tests := []struct {
+		name    string
+		flags   []string
+		want    Agent
+		wantErr string
+	}{
+		{"responses, reasoning", []string{"coder.provider=openai", "coder.api=responses", "coder.reasoning_effort=low"},
+			Agent{Provider: "openai", API: APIResponses, ReasoningEffort: "low"}, ""},
+		{"chat, streamed", []string{"coder.provider=openai", "coder.api=chat", "coder.stream=true"},
+			Agent{Provider: "openai", API: APIChat, Stream: true}, ""},
+		{"unknown api", []string{"coder.provider=openai", "coder.api=completions"}, Agent{}, "unknown api (responses or chat)"},
+		{"stream not a bool", []string{"coder.stream=yes"}, Agent{}, "want true or false"},
+		{"effort misspelt", []string{"coder.provider=openai", "coder.reasoning_effort=hgh"}, Agent{}, `unknown effort (did you mean "high"?)`},
+		{"api on a script agent", []string{"coder.api=chat"}, Agent{}, "for the openai provider only"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse("p.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := AgentOverrides{}
+			for _, f := range tc.flags {
+				if err := o.Set(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err = p.Override(o)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := p.Agent("coder")
+			if a.Provider != tc.want.Provider || a.API != tc.want.API || a.Stream != tc.want.Stream || a.ReasoningEffort != tc.want.ReasoningEffort {
+				t.Errorf("agent = %+v", a)
+			}
+		})
+	}
+}
