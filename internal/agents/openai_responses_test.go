@@ -330,3 +330,30 @@ func TestOpenAIDefaultAPI(t *testing.T) {
 		}
 	}
 }
+
+// A memory agent on the Responses API sends its earlier visits' reasoning
+// back with them: the memory is read from the recordings, which keep it.
+func TestOpenAIResponsesMemoryKeepsReasoning(t *testing.T) {
+	f := newFake(t, responsesValidate, answer{body: rsMessageAnswer("completed", "", "first")}, answer{body: rsMessageAnswer("completed", "", "second")})
+	spec := responsesAgent(f.srv.URL)
+	spec.Memory = &plans.AgentMemory{Mode: plans.MemoryConversation, MaxTokens: 10000}
+	h := newHarness(t, onePlan(spec), nil)
+	for i, label := range []string{"plan", "code"} {
+		ss := h.session(t, label, "coder")
+		prompt := fmt.Sprintf("visit %d", i+1)
+		if err := ss.Remember(prompt); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ss.Send(context.Background(), user(prompt)); err != nil {
+			t.Fatal(err)
+		}
+		ss.Close()
+	}
+	var types []string
+	for _, x := range f.requests()[1].body["input"].([]any) {
+		types = append(types, x.(map[string]any)["type"].(string))
+	}
+	if strings.Join(types, " ") != "message reasoning message message" || !strings.Contains(string(f.requests()[1].raw), `"encrypted_content":"gAAAAB-enc-2"`) {
+		t.Errorf("second visit's input = %v: %s", types, f.requests()[1].raw)
+	}
+}
