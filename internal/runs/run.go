@@ -292,7 +292,7 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	running := trackRunning(r.Board, env.Observer)
 	defer running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: running, Output: env.Output}
+		Observer: running, Output: running.output(env.Output)}
 	if ru != nil {
 		er.Script = ru.script()
 	}

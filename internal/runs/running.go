@@ -2,9 +2,11 @@ package runs
 
 import (
 	"encoding/json"
+	"io"
 	"sort"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
@@ -26,16 +28,30 @@ type RunningStep struct {
 	Visit  int       `json:"visit"`
 	Parent string    `json:"parent,omitempty"`
 	Since  time.Time `json:"since"`
+	// Answer is the end of a model's answer as it streams (an agent with
+	// `stream: true`), at most answerTail bytes; the board gets the whole
+	// answer when the call ends.
+	Answer string `json:"answer,omitempty"`
 }
+
+// answerTail bounds RunningStep.Answer: what a page shows of an answer
+// under way, not the answer.
+const answerTail = 4 << 10
+
+// answerEvery spaces the file's rewrites as an answer streams in.
+const answerEvery = 250 * time.Millisecond
 
 // runningFile is the engine.Observer that keeps RunningPath current, and
 // tells next (the progress display) too. The engine calls it from the
 // goroutines of parallel steps.
 type runningFile struct {
-	next engine.Observer
-	path string
-	mu   sync.Mutex
-	now  map[string]RunningStep
+	next    engine.Observer
+	path    string
+	mu      sync.Mutex
+	now     map[string]RunningStep
+	written time.Time // the file's last rewrite
+	pending bool      // an answer came in since, and a rewrite is due
+	closed  bool
 }
 
 func trackRunning(boardPath string, next engine.Observer) *runningFile {
@@ -62,6 +78,67 @@ func (r *runningFile) StepFinished(rec board.StepRecord) {
 	r.write()
 }
 
+// output is the engine.Runner.Output of a run: next's (--show-output),
+// and a streamed answer (stream "answer") also into the file, so that
+// `runner serve` shows it as it comes.
+func (r *runningFile) output(next func(label string, visit int, stream string) io.Writer) func(label string, visit int, stream string) io.Writer {
+	return func(label string, visit int, stream string) io.Writer {
+		var w io.Writer
+		if next != nil {
+			w = next(label, visit, stream)
+		}
+		if stream != "answer" {
+			return w
+		}
+		mine := answerWriter{r: r, key: label + "#" + itoa(visit)}
+		if w == nil {
+			return mine
+		}
+		return io.MultiWriter(w, mine)
+	}
+}
+
+// answerWriter appends a streamed answer to its step visit's entry.
+type answerWriter struct {
+	r   *runningFile
+	key string
+}
+
+func (a answerWriter) Write(p []byte) (int, error) {
+	r := a.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.now[a.key]
+	if !ok {
+		return len(p), nil
+	}
+	s.Answer += string(p)
+	if len(s.Answer) > answerTail {
+		cut := len(s.Answer) - answerTail
+		for cut < len(s.Answer) && !utf8.RuneStart(s.Answer[cut]) {
+			cut++
+		}
+		s.Answer = s.Answer[cut:]
+	}
+	r.now[a.key] = s
+	switch {
+	case time.Since(r.written) >= answerEvery:
+		r.write()
+	case !r.pending:
+		// What came in since is written when its time comes, even if
+		// nothing more does.
+		r.pending = true
+		time.AfterFunc(answerEvery-time.Since(r.written), func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.pending && !r.closed {
+				r.write()
+			}
+		})
+	}
+	return len(p), nil
+}
+
 // write replaces the file at once (a temporary file renamed), so a reader
 // never sees half of it. It is best effort: the run does not depend on it.
 func (r *runningFile) write() {
@@ -72,9 +149,15 @@ func (r *runningFile) write() {
 	sort.Slice(list, func(i, j int) bool { return list[i].Since.Before(list[j].Since) })
 	data, _ := json.Marshal(list)
 	safefs.Replace(r.path, data, board.FileMode)
+	r.written, r.pending = time.Now(), false
 }
 
-func (r *runningFile) close() { safefs.Remove(r.path) }
+func (r *runningFile) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	safefs.Remove(r.path)
+}
 
 // ReadRunning lists the step visits the run at boardPath is running now,
 // oldest first; none when its process is not running it (a file left by

@@ -43,7 +43,7 @@ func TestReportHostileValuesStayText(t *testing.T) {
 			// serve's page: the same report with its script and a step
 			// running under the hostile label.
 			opt.Live = &Live{Script: "/app.js", CSRF: "c", By: v, Back: "/", Graph: "/g", Events: "/e",
-				Running: []runs.RunningStep{{Label: k, Visit: 1, Since: t0}}}
+				Running: []runs.RunningStep{{Label: k, Visit: 1, Since: t0, Answer: v}}}
 		}
 		var buf bytes.Buffer
 		if err := WriteWith(&buf, b, opt); err != nil {

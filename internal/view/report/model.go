@@ -69,7 +69,7 @@ type view struct {
 }
 
 // runningView is a step visit running as the live page is made.
-type runningView struct{ Label, Name, Parent, For string }
+type runningView struct{ Label, Name, Parent, For, Answer string }
 
 type kv struct{ K, V string }
 
@@ -315,7 +315,7 @@ func build(b *board.Board, opt Options) *view {
 	if opt.Live != nil {
 		for _, r := range opt.Live.Running {
 			v.Running = append(v.Running, runningView{Label: r.Label, Name: visitName(r.Label, r.Visit), Parent: r.Parent,
-				For: dur(now.Sub(r.Since))})
+				For: dur(now.Sub(r.Since)), Answer: r.Answer})
 			ran[r.Label] = true
 		}
 	}
