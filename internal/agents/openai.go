@@ -211,6 +211,9 @@ func (p *openAI) api() string {
 func (p *openAI) wire(req *Request) *oaRequest {
 	w := &oaRequest{Model: req.Model, Temperature: req.Temperature, Seed: req.Seed,
 		ReasoningEffort: req.ReasoningEffort, PromptCacheKey: p.spec().PromptCacheKey}
+	if req.ReasoningEffort != "" {
+		w.Temperature = nil // reasoning models refuse one (see responsesWire)
+	}
 	if p.official() {
 		w.MaxCompletionTokens = req.MaxTokens
 	} else {

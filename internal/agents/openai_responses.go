@@ -147,6 +147,9 @@ func (p *openAI) responsesWire(req *Request) *rsRequest {
 		Store: false, Include: []string{"reasoning.encrypted_content"}}
 	if req.ReasoningEffort != "" {
 		w.Reasoning = &rsReasoning{Effort: req.ReasoningEffort}
+		// Reasoning models refuse a temperature (400, "Unsupported
+		// parameter"): an agent that sets an effort is one.
+		w.Temperature = nil
 	}
 	w.Input = []any{}
 	for _, m := range req.Messages {

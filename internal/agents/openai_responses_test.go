@@ -36,6 +36,9 @@ func responsesValidate(r *http.Request, body map[string]any) (int, string) {
 	if m, _ := body["model"].(string); m == "" {
 		return 400, oaErr("Missing required parameter: 'model'.", "invalid_request_error", "missing_required_parameter")
 	}
+	if _, ok := body["temperature"]; ok && body["reasoning"] != nil {
+		return 400, oaErr("Unsupported parameter: 'temperature' is not supported with this model.", "invalid_request_error", "unsupported_parameter")
+	}
 	if _, ok := body["messages"]; ok {
 		return 400, oaErr("Unsupported parameter: 'messages'. In the Responses API, this parameter has moved to 'input'.", "invalid_request_error", "unsupported_parameter")
 	}
@@ -107,8 +110,7 @@ func rsMessageAnswer(status, incomplete, text string) string {
 func responsesAgent(base string) *plans.Agent {
 	a := openAIAgent(base)
 	a.Model, a.API, a.ReasoningEffort, a.PromptCacheKey = "gpt-5", plans.APIResponses, "high", "fix-tests-coder"
-	a.Temperature = nil
-	return a
+	return a // its temperature 0 stays in the plan: a reasoning model is not sent one
 }
 
 func TestOpenAIResponsesToolLoop(t *testing.T) {

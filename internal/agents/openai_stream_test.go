@@ -153,7 +153,7 @@ func TestOpenAIChatStreamRequest(t *testing.T) {
 	r := f.requests()[0]
 	so, _ := r.body["stream_options"].(map[string]any)
 	if r.body["stream"] != true || so["include_usage"] != true || r.body["prompt_cache_key"] != "fix-tests-coder" ||
-		r.body["reasoning_effort"] != "low" || r.header.Get("Accept") != "text/event-stream" {
+		r.body["reasoning_effort"] != "low" || r.body["temperature"] != nil || r.header.Get("Accept") != "text/event-stream" {
 		t.Errorf("request = %s (Accept %q)", r.raw, r.header.Get("Accept"))
 	}
 }

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -114,7 +115,7 @@ func (t *transport) onceStream(ctx context.Context, x *exchange) ([]byte, int, h
 	defer cancel(nil)
 	idle := time.AfterFunc(x.timeout, func() { cancel(errStalled) })
 	defer idle.Stop()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, x.url, strings.NewReader(string(x.body)))
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(x.body))
 	if err != nil {
 		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
 	}
