@@ -209,7 +209,8 @@ func (r *rsResponse) response(data []byte) (*Response, error) {
 			msg = r.Error.Message + " (" + r.Error.Code + ")"
 		}
 		return nil, &APIError{Provider: "openai", Status: 200, Type: "response_failed", Message: msg}
-	case "completed", "incomplete":
+	case "completed", "incomplete", "":
+		// "": a compatible server that leaves the status out answered.
 	default:
 		return nil, fmt.Errorf("openai: the answer's status is %q, not completed: %s", r.Status, errorBody(200, data))
 	}
