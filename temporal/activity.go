@@ -53,6 +53,18 @@ type StepInput struct {
 	// handed Head (parallel children, for_each items): a worker whose copy
 	// of the run is already past Head runs it on that copy.
 	Beside bool `json:",omitempty"`
+	// OnlyHost, on a local activity of a pinned run (local.go), names the
+	// run's host: a worker that is not it runs nothing and says so
+	// (StepOutput.Elsewhere).
+	OnlyHost string `json:",omitempty"`
+	// Code is the workflow code version the run needs (Input.Code, as the
+	// workflow had it): a worker whose code is older refuses the step.
+	Code int `json:",omitempty"`
+	// Chunk, when set, is the board's newest chunk, which follows Prev:
+	// the worker puts it in the store, its name is the step's Head and
+	// goes back in StepOutput.Head (chain.go, ledger.take). Head is then
+	// "", which a worker that knows nothing of Chunk cannot read.
+	Chunk RawJSON `json:",omitempty"`
 }
 
 // StepOutput is one attempt's outcome, everything the workflow records:
@@ -83,6 +95,10 @@ type StepOutput struct {
 	Workspace    string `json:",omitempty"`
 	Copy         string `json:",omitempty"`
 	WorkspaceSeq int64  `json:",omitempty"`
+	// Elsewhere: the worker is not StepInput.OnlyHost and ran nothing.
+	Elsewhere bool `json:",omitempty"`
+	// Head names StepInput.Chunk in the store, once put.
+	Head string `json:",omitempty"`
 }
 
 // Activities runs steps for the workflow.
@@ -160,6 +176,22 @@ func (a *Activities) runStep(ctx context.Context, in StepInput, spread bool) (*S
 		a.Log.Error().Str("run", runID).Str("run_store_id", in.StoreID).Str("store_id", a.StoreID).Msg(err.Error())
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errStoreMismatch, nil)
 	}
+	if in.Code > codeVersion {
+		err := codeTooOld(in.Code, runID, in.Label)
+		a.Log.Error().Str("run", runID).Str("step", in.Label).Int("run_code", in.Code).Int("code", codeVersion).Msg(err.Error())
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), errCodeTooOld, nil)
+	}
+	if in.OnlyHost != "" && (a.SharedWorkspace || a.HostID != in.OnlyHost) {
+		return &StepOutput{Elsewhere: true}, nil
+	}
+	var head string
+	if len(in.Chunk) > 0 {
+		name, err := a.Store.Put(in.Chunk)
+		if err != nil {
+			return nil, fmt.Errorf("host %s: writing the board's chunk to the store: %w", a.hostName(), err)
+		}
+		in.Head, head = name, name
+	}
 	// Heartbeats tell the server the worker is alive (one killed is
 	// noticed after HeartbeatTimeout), bring cancellation to ctx and
 	// checkpoint the step's model calls (activity_checkpoint.go).
@@ -236,7 +268,7 @@ func (a *Activities) runStep(ctx context.Context, in StepInput, spread bool) (*S
 	res, stepErr := r.RunAttempt(sctx, n, in.Visit, in.Attempt)
 	endServers() // before the step's end is reported: none outlives the run
 
-	out := &StepOutput{Goto: res.Goto, Write: res.Write, Inputs: res.Inputs(), Host: a.hostName(), Attempt: info.Attempt}
+	out := &StepOutput{Goto: res.Goto, Write: res.Write, Inputs: res.Inputs(), Host: a.hostName(), Attempt: info.Attempt, Head: head}
 	if stepErr != nil {
 		out.Error = stepErr.Error()
 	}

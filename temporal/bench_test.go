@@ -40,7 +40,8 @@ var (
 	benchServer   = flag.String("bench-server-flags", "", "more `temporal server start-dev` flags for the benchmarks, space-separated")
 	benchWorkers  = flag.Int("bench-workers", 4, "`runner-temporal worker` processes for TestBenchConcurrentRuns")
 	benchInProc   = flag.Bool("bench-inprocess", false, "TestBenchConcurrentRuns: first run the same runs in process, as the baseline")
-	benchRounds   = flag.Int("bench-rounds", 3, "TestBenchQuickSteps: interleaved rounds of the three ways")
+	benchRounds   = flag.Int("bench-rounds", 3, "TestBenchQuickSteps, TestBenchSequentialSteps: interleaved rounds")
+	benchSteps    = flag.String("bench-steps", "10,100", "TestBenchSequentialSteps: plan sizes, comma-separated")
 )
 
 func loopPlan(visits int) string {

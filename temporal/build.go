@@ -24,7 +24,7 @@ import (
 //
 // It is a string only so that a test can build an older worker with
 // -ldflags "-X github.com/planrunner/runner/temporal.workflowCode=N".
-var workflowCode = "2"
+var workflowCode = "3"
 
 var codeVersion = func() int {
 	v, err := strconv.Atoi(workflowCode)
@@ -56,6 +56,20 @@ func (t tooOld) String() string { return string(t) }
 func tooOldMessage(need int) tooOld {
 	return tooOld(fmt.Sprintf("this worker (%s, on %s) has workflow code version %d; the run needs version %d or newer: "+
 		"its tasks wait for a newer worker (start one; see docs/temporal.md, Upgrades)", Build(), hostname(), codeVersion, need))
+}
+
+// errCodeTooOld is the type of a step's error when the worker's workflow
+// code is older than the run's: the step fails at once, not retried.
+const errCodeTooOld = "runner.code-too-old"
+
+// codeTooOld says why a worker refuses a step: a run that a newer build
+// started or served may hand it input this build does not read (a field
+// it would drop, a board chunk it would not put), so it would run the step
+// against another board than the run's. A newer worker serves an older
+// run's steps: inputs only gain fields.
+func codeTooOld(need int, run, step string) error {
+	return fmt.Errorf("this worker (%s, on %s) has workflow code version %d; run %s needs version %d or newer: "+
+		"its step %s is not run here (upgrade this worker; see docs/temporal.md, Upgrades)", Build(), hostname(), codeVersion, run, need, step)
 }
 
 // checkCodeVersion is the workflow's first act: it panics (leaving the

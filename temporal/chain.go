@@ -189,6 +189,55 @@ func (l *ledger) flush(ctx workflow.Context, b *board.Board) (string, error) {
 	return name, err
 }
 
+// take is flush for a step that carries the chunk to its worker
+// (StepInput.Chunk), which puts it and names it in its output: one
+// store round trip and one history event fewer a step. It returns the
+// chunk (nil: nothing changed since head) and the head it follows. Only
+// a step that runs alone may take it: until landed, the chain's head is
+// unknown, and a flush meanwhile would chain onto the one before.
+func (l *ledger) take(ctx workflow.Context, b *board.Board) ([]byte, error) {
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	for l.pending != nil {
+		p := l.pending
+		if err := p.Get(ctx, nil); err != nil {
+			return nil, err
+		}
+		if l.pending == p {
+			l.pending = nil
+		}
+	}
+	all := b.Recordings()
+	c := &chunk{Prev: l.head, Run: l.run, Steps: l.steps}
+	if l.nrec < len(all) {
+		c.Recordings = all[l.nrec:]
+	}
+	c.Entries = b.Query(board.Filter{AfterSeq: l.lastSeq})
+	if c.empty() {
+		return nil, nil
+	}
+	data, err := encodeChunk(c)
+	if err != nil {
+		return nil, err
+	}
+	l.advance(c, len(all))
+	return data, nil
+}
+
+// landed takes the name a step's worker gave the chunk it carried; ""
+// (the worker never put it: the step failed first, or was canceled) puts
+// it here.
+func (l *ledger) landed(ctx workflow.Context, data []byte, name string) error {
+	if name == "" {
+		var err error
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+		if name, err = l.io.put(ctx, data); err != nil {
+			return err
+		}
+	}
+	l.head = name
+	return nil
+}
+
 func (l *ledger) advance(c *chunk, nrec int) {
 	if n := len(c.Entries); n > 0 {
 		l.lastSeq = c.Entries[n-1].Seq

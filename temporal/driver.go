@@ -211,11 +211,38 @@ func (it *interp) beside(label string) bool {
 	return false
 }
 
+// chunkWithStep versions a step that carries the board's newest chunk
+// to its worker (ledger.take): earlier histories put it first.
+const chunkWithStep = "chunk-with-step"
+
+// alone reports whether the step starting now is the only one running,
+// at the top level (no group around it whose other children may flush).
+func (it *interp) alone() bool {
+	if len(it.running) != 1 {
+		return false
+	}
+	for _, r := range it.running {
+		if r.Parent != "" {
+			return false
+		}
+	}
+	return true
+}
+
 // activity runs one attempt on a worker, the board flushed to the store
-// first so that the worker reads what the step may read.
+// first (or handed to the worker with the step) so that the worker reads
+// what the step may read.
 func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	ctx, n := c.ctx, a.Node
-	head, err := it.led.flush(ctx, it.b)
+	var head string
+	var chunk []byte
+	var err error
+	if it.alone() && !it.io.direct && workflow.GetVersion(ctx, chunkWithStep, workflow.DefaultVersion, 1) >= 1 {
+		chunk, err = it.led.take(ctx, it.b) // the step's worker puts it
+		head = it.led.head
+	} else {
+		head, err = it.led.flush(ctx, it.b)
+	}
 	if err != nil {
 		if it.io.direct {
 			panic(err) // the store failed: retry the workflow task (histories from before storeActivities)
@@ -244,6 +271,9 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	var out StepOutput
 	in := StepInput{PlanPath: run.PlanPath, PlanSHA256: run.PlanSHA256,
 		Head: head, Label: n.Label, Visit: a.Visit, Attempt: a.Attempt, Workdir: run.Workdir, Vars: run.Vars}
+	if chunk != nil {
+		in.Head, in.Chunk = "", chunk
+	}
 	if _, item, ok := n.ItemOf(); ok {
 		in.Item = item
 	}
@@ -253,6 +283,7 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	}
 	in.ReuseLive = len(in.Reuse) > 0 && it.live
 	in.StoreID = it.in.StoreID
+	in.Code = it.in.Code
 	lostWithHost := 0
 	fo, err := it.spreadOf(ctx, n)
 	if err != nil {
@@ -266,19 +297,31 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		if ws := fo.Items[idx]; ws != "" {
 			in.Workspace = ws
 		}
-		err = workflow.ExecuteActivity(actx, SpreadName, in).Get(actx, &out)
+		err = it.anyNewer(actx, SpreadName, in, &out)
 	} else if it.pinned(ctx) {
 		if err := it.settle(ctx); err != nil {
 			return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
 		}
-		// The step runs on the run's host, in its copy of the workspace.
+		// The step runs on the run's host, in its copy of the workspace:
+		// in this workflow task when its worker is the host (local.go).
 		for {
-			err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
-				if !shared {
-					in.Workspace, in.Copy, in.WorkspaceSeq = it.ws, it.copy, it.wsSeq
+			if it.asLocalOnHost(ctx, n) {
+				local := in
+				local.OnlyHost, local.Workspace, local.Copy, local.WorkspaceSeq = it.host, it.ws, it.copy, it.wsSeq
+				err = it.runLocal(ctx, n, local, &out)
+				if err == nil && out.Elsewhere {
+					it.notHost = it.host
+					out = StepOutput{}
+					continue
 				}
-				return in
-			}, &out, &lostWithHost)
+			} else {
+				err = it.onHost(ctx, ao, ActivityName, func(shared bool) any {
+					if !shared {
+						in.Workspace, in.Copy, in.WorkspaceSeq = it.ws, it.copy, it.wsSeq
+					}
+					return in
+				}, &out, &lostWithHost)
+			}
 			if err == nil && it.copy != "" && out.Copy != "" && out.Copy != it.copy {
 				// It ran in a copy the run has left since (its host was
 				// taken for lost): what it did to the files is not in the
@@ -293,7 +336,16 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	} else if it.asLocal(ctx, n) {
 		err = it.runLocal(ctx, n, in, &out) // local.go
 	} else {
-		err = workflow.ExecuteActivity(actx, ActivityName, in).Get(actx, &out)
+		err = it.anyNewer(actx, ActivityName, in, &out)
+	}
+	if chunk != nil {
+		name := ""
+		if err == nil {
+			name = out.Head
+		}
+		if lerr := it.led.landed(ctx, chunk, name); lerr != nil {
+			return engine.Result{}, fmt.Errorf("on Temporal: %w", lerr)
+		}
 	}
 	// A step stopped by its context fails with the context's cause, as in
 	// one process; the activity's own context knows only that it was

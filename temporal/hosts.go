@@ -86,6 +86,9 @@ type PinInput struct {
 	// Copy is the copy the run is on ("" before its first pin): the host
 	// that holds it keeps it, any other makes a new one from Workspace.
 	Copy string `json:",omitempty"`
+	// Code is the workflow code version the run needs: an older worker
+	// does not take the run (the pin is tried again, elsewhere).
+	Code int `json:",omitempty"`
 }
 
 // PinOutput is the host that took it; Shared: the worker that answered
@@ -139,6 +142,11 @@ func registerActivities(r worker.ActivityRegistry, acts *Activities) {
 
 // Pin takes a run on this host: its workspace is made here.
 func (a *Activities) Pin(ctx context.Context, in PinInput) (*PinOutput, error) {
+	if in.Code > codeVersion {
+		err := codeTooOld(in.Code, activity.GetInfo(ctx).WorkflowExecution.ID, "pin")
+		a.Log.Error().Int("run_code", in.Code).Int("code", codeVersion).Msg(err.Error())
+		return nil, temporal.NewApplicationError(err.Error(), errCodeTooOld)
+	}
 	if a.SharedWorkspace {
 		return &PinOutput{Shared: true}, nil
 	}
@@ -416,7 +424,7 @@ func (it *interp) pin(ctx workflow.Context, reason string) error {
 	var out PinOutput
 	for {
 		base := it.ws
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), PinName, PinInput{Workspace: base, Copy: it.copy}).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), PinName, PinInput{Workspace: base, Copy: it.copy, Code: it.in.Code}).Get(ctx, &out); err != nil {
 			return err
 		}
 		if out.Copy == "" || out.Kept || it.ws == base {
@@ -462,7 +470,9 @@ func (it *interp) keep(out *StepOutput) {
 func (it *interp) ensurePinned(ctx workflow.Context) error {
 	for it.host == "" && !it.shared {
 		reason := "first step"
-		if len(it.hosts) > 0 {
+		if it.leftWhy != "" {
+			reason, it.leftWhy = it.leftWhy, ""
+		} else if len(it.hosts) > 0 {
 			reason = "host " + it.hosts[len(it.hosts)-1].Host + " stopped taking the run's tasks"
 		}
 		if err := it.pin(ctx, reason); err != nil {
@@ -487,13 +497,24 @@ func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name
 			return err
 		}
 		if it.shared {
-			return workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), name, arg(true)).Get(ctx, out)
+			return it.anyNewer(workflow.WithActivityOptions(ctx, ao), name, arg(true), out)
 		}
 		host := it.host
 		o := ao
 		o.TaskQueue = HostQueue(workflow.GetInfo(ctx).TaskQueueName, host)
 		o.ScheduleToStartTimeout = it.opt.HostTimeout
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), name, arg(false)).Get(ctx, out)
+		var app *temporal.ApplicationError
+		if err != nil && errors.As(err, &app) && app.Type() == errCodeTooOld && ctx.Err() == nil &&
+			workflow.GetVersion(ctx, leaveOlderHost, workflow.DefaultVersion, 1) >= 1 {
+			// The host's worker is an older build than the run needs
+			// (an upgrade under way): the run moves to a host that is not.
+			if it.host == host {
+				it.host = ""
+				it.leftWhy = "host " + host + " runs an older workflow code than the run needs"
+			}
+			continue
+		}
 		var te *temporal.TimeoutError
 		if err != nil && errors.As(err, &te) && te.TimeoutType() == enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START && ctx.Err() == nil {
 			if it.host == host {
@@ -505,6 +526,32 @@ func (it *interp) onHost(ctx workflow.Context, ao workflow.ActivityOptions, name
 			continue
 		}
 		return err
+	}
+}
+
+// leaveOlderHost versions the move of a run off a host whose worker
+// refuses its steps as too old (errCodeTooOld), and a step of the shared
+// queue so refused being sent again (anyNewer).
+const leaveOlderHost = "leave-older-host"
+
+// anyNewer runs an activity of the shared queue; one that a worker older
+// than the run refused (errCodeTooOld: an upgrade under way, old and new
+// workers side by side) is sent again after a backoff, for a newer worker
+// to take, as Temporal retries an attempt; after as many tries as the
+// step's retry policy allows, the refusal is the step's error.
+func (it *interp) anyNewer(ctx workflow.Context, name string, in, out any) error {
+	wait := time.Second
+	for try := 1; ; try++ {
+		err := workflow.ExecuteActivity(ctx, name, in).Get(ctx, out)
+		var app *temporal.ApplicationError
+		if err == nil || !errors.As(err, &app) || app.Type() != errCodeTooOld || try == 20 || ctx.Err() != nil ||
+			workflow.GetVersion(ctx, leaveOlderHost, workflow.DefaultVersion, 1) < 1 {
+			return err
+		}
+		if workflow.Sleep(ctx, wait) != nil {
+			return err
+		}
+		wait = min(2*wait, 30*time.Second)
 	}
 }
 

@@ -17,13 +17,22 @@ import (
 // times out. So only steps with a bounded run qualify: a step whose type
 // stops itself at its timeout (engine.Caps.Bounded: command) and whose
 // own `timeout` is at most --local-steps-under (off by default).
-// A run pinned to a host (its workspace travels with it) keeps normal
-// activities: its steps must run on that host, and the workflow task
-// may be on any worker.
+// A run pinned to a host (its workspace travels with it) must run its
+// steps on that host, and the workflow task may be on any worker: once
+// the run has a host, a quick step is tried as a local activity that
+// runs only on the host (StepInput.OnlyHost). The worker that ran the
+// run's last workflow task usually gets its next (Temporal's sticky
+// queue), and a worker that serves the workflow and pins the run is
+// often both; another worker says so without running anything, and the
+// run's steps go to the host's queue from then on (until it moves).
 
 // localSteps versions the change: runs started before it send every
 // step to the task queue, as recorded.
 const localSteps = "local-activities"
+
+// localOnHost versions local activities on a pinned run's host: runs
+// started before it send a pinned run's every step to its host's queue.
+const localOnHost = "local-activities-on-host"
 
 // localSlack is what a local activity's timeout adds to the step's own:
 // the step stops itself at its timeout; this bounds the rest (reading
@@ -37,6 +46,17 @@ func (it *interp) asLocal(ctx workflow.Context, n *engine.Node) bool {
 		return false
 	}
 	return workflow.GetVersion(ctx, localSteps, workflow.DefaultVersion, 1) >= 1
+}
+
+// asLocalOnHost reports whether step n of a pinned run is tried as a
+// local activity on its host.
+func (it *interp) asLocalOnHost(ctx workflow.Context, n *engine.Node) bool {
+	lim := it.opt.LocalStepsUnder
+	if lim <= 0 || !engine.CapsOf(n.Kind).Bounded || n.Timeout <= 0 || n.Timeout > lim ||
+		it.host == "" || it.shared || it.host == it.notHost {
+		return false
+	}
+	return workflow.GetVersion(ctx, localOnHost, workflow.DefaultVersion, 1) >= 1
 }
 
 // runLocal runs one attempt of a step as a local activity, with the same

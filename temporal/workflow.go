@@ -236,6 +236,12 @@ type interp struct {
 	hosts   []Pin
 	pinning bool
 	shared  bool // a worker with --shared-workspace took the run
+	// notHost is a host whose steps a local activity found the workflow
+	// task's worker is not (local.go): they go to its queue from then on.
+	notHost string
+	// leftWhy is why the run left its host, for the next pin's record
+	// ("": the host stopped taking its tasks).
+	leftWhy string
 
 	// A for_each stopped between items for the next part (fanout.go).
 	topPC        int            // the top-level step under way

@@ -34,7 +34,7 @@ func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 		boot.ConnFlags(fs, &t.Conn)
 		fs.DurationVar(&t.HeartbeatTimeout, "heartbeat-timeout", 0, "with --engine temporal: a step's worker silent this long is taken for dead (default 20s)")
 		fs.IntVar(&t.MaxHistoryEvents, "max-history-events", 0, "with --engine temporal: continue as new past this many history events (default 10000)")
-		fs.DurationVar(&t.LocalStepsUnder, "local-steps-under", 0, "with --engine temporal: a command step whose timeout is at most this runs as a local activity (with --shared-workspace; default 0: none)")
+		fs.DurationVar(&t.LocalStepsUnder, "local-steps-under", 0, "with --engine temporal: a command step whose timeout is at most this runs as a local activity, on the worker that runs the workflow when that is the run's host (default 0: none)")
 		fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
 		fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
 		fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 20s)")
