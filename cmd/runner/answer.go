@@ -62,6 +62,14 @@ func cmdAnswer(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return fail(answerCode(err), "%v", err)
 	}
 	defer q.Close()
+	if u, err := user.Current(); err == nil {
+		q.Identity = u.Username // not $USER: anyone can set that
+	}
+	if q.Waiting {
+		if err := steps.MayAnswer(q.Input, q.Identity); err != nil {
+			return fail(exitFailed, "%v", err)
+		}
+	}
 	answer, code := readAnswer(q.Form, q.Input, *jsonFlag, sets, stdin, stderr)
 	if code != exitOK {
 		return code

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	stepspkg "github.com/planrunner/runner/internal/steps"
 )
 
 // loadRun reads a saved run's header and step records.
@@ -107,6 +108,17 @@ func TestInputWaitsForAnAnswer(t *testing.T) {
 	res := stepResult(t, steps, "review")
 	if res["by"] != "ana" || res["default"] != false {
 		t.Errorf("review's result %v: want by ana, not the default", res)
+	}
+	// What ana was shown is kept with her answer: the rendered question
+	// and the form's fields.
+	saved, err := board.Load(bb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, ok := stepspkg.FindAnswer(saved.Recordings(), "review", 1)
+	if !ok || ans.Asked == nil || !strings.Contains(ans.Asked.Prompt, "+hello, world") || len(ans.Asked.Fields) == 0 ||
+		ans.Asked.Fields[0].Name != "approve" || !ans.Asked.Fields[0].Required {
+		t.Errorf("the recorded answer keeps %+v of what was asked, want the rendered prompt and the form's fields", ans.Asked)
 	}
 	if r := runCLI(t, wd, "replay", bb, "--offline", "-q"); r.code != 0 {
 		t.Errorf("offline replay of the answered run: exit %d\n%s", r.code, r.stderr)

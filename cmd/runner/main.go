@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/sys/boot"
 )
@@ -54,6 +55,10 @@ func main() {
 	// Before anything reads the environment: runner runs steps, which must
 	// reach neither its API keys nor the processes they leave behind.
 	boot.Start("runner", boot.Options{RunsSteps: true})
+	if err := agents.UsePricesFile(agents.PricesFilePath(os.Getenv)); err != nil {
+		fmt.Fprintf(os.Stderr, "runner: %v\n", err)
+		os.Exit(exitUsage)
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 

@@ -33,6 +33,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
+	// No user's prices file: the built-in prices only.
+	os.Setenv("RUNNER_PRICES", filepath.Join(dir, "no-prices.yaml"))
 	binary = filepath.Join(dir, "runner")
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		panic(string(out))

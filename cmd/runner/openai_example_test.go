@@ -55,15 +55,11 @@ func TestFixTestsExampleOpenAIWireAPIs(t *testing.T) {
 				}
 			}},
 		{name: "chat completions, streamed",
-			flags: []string{"--agent", "coder.stream=true", "--show-output"},
+			flags: []string{"--agent", "coder.stream=true"},
 			serve: (*wireModel).chatStream,
-			check: func(t *testing.T, f *wireModel, stderr string) {
+			check: func(t *testing.T, f *wireModel, _ string) {
 				if f.calls != 2 || f.path != "/v1/chat/completions" {
 					t.Errorf("%d calls to %s, want 2 to /v1/chat/completions", f.calls, f.path)
-				}
-				// Shown as it came, line by line: JSON log events here.
-				if !strings.Contains(stderr, `"step":"fix","visit":2,"stream":"answer","line":"+\tfor i := 0; i < len(xs); i++ {"`) {
-					t.Errorf("the streamed answer was not shown:\n%s", stderr)
 				}
 			}},
 	}

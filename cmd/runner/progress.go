@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/plans"
@@ -42,6 +43,9 @@ type progressView struct {
 	// output (unless output streams as it comes: --show-output).
 	gh     *ghactions.Stream
 	output bool
+	// streamTail: the end of each running step's streamed model answer
+	// (by label), shown on its line as it comes.
+	streamTail map[string]string
 }
 
 type runningStep struct {
@@ -97,6 +101,7 @@ func (p *progressView) StepStarted(label string, visit int, parent string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.running[label] = runningStep{label: label, parent: parent, visit: visit, start: time.Now()}
+	delete(p.streamTail, label)
 	if p.live {
 		p.redraw(nil)
 	}
@@ -106,6 +111,7 @@ func (p *progressView) StepFinished(rec board.StepRecord) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.running, rec.Label)
+	delete(p.streamTail, rec.Label)
 	if _, groupRuns := p.running[rec.Parent]; rec.Parent != "" && groupRuns {
 		p.held[rec.Parent] = append(p.held[rec.Parent], rec)
 		if p.live {
@@ -337,6 +343,35 @@ func (p *progressView) redraw(finished []string) {
 	io.WriteString(p.w, b.String())
 }
 
+// streamed takes a piece of a running step's streamed answer: its line
+// in the live block shows the answer's last line so far (the block is
+// redrawn on the next tick).
+func (p *progressView) streamed(c agents.StreamChunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.running[c.Label]; !ok {
+		return
+	}
+	if p.streamTail == nil {
+		p.streamTail = map[string]string{}
+	}
+	tail := p.streamTail[c.Label] + c.Text
+	if i := strings.LastIndexByte(strings.TrimRight(tail, "\n"), '\n'); i >= 0 {
+		tail = tail[i+1:]
+	}
+	if len(tail) > streamTailMax {
+		tail = tail[len(tail)-streamTailMax:]
+		for !utf8.ValidString(tail) && tail != "" { // not from inside a character
+			tail = tail[1:]
+		}
+	}
+	p.streamTail[c.Label] = tail
+}
+
+// streamTailMax bounds what is kept of a streamed line: the live block
+// cuts its rows to the terminal's width anyway.
+const streamTailMax = 400
+
 // maxRows is the live block's height: more rows than that are cut.
 const maxRows = 16
 
@@ -346,6 +381,9 @@ const maxRows = 16
 // block has rows is one line with its progress instead.
 func (p *progressView) runningRows(r runningStep, indent string, frame rune) []string {
 	head := fmt.Sprintf("%s%c %s  %s", indent, frame, name(r.label, r.visit), since(r.start))
+	if tail := strings.TrimRight(p.streamTail[r.label], "\r\n"); tail != "" {
+		head += "  " + tail
+	}
 	running, held := p.sortedRunning(r.label), p.held[r.label]
 	if n := len(running) + len(held); n > maxRows && allItems(held) && allRunningItems(running) {
 		return []string{head + "  " + itemCounts(held, n, len(running))}

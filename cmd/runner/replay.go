@@ -34,7 +34,7 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.workdir, "workdir", "", "run the steps that touch the world (command, test, apply_diff, ...) for real in DIR")
 	fs.BoolVar(&o.offline, "offline", false, "serve the results of steps that touch the world (command, test, apply_diff, ...) from the recording too: no tools, no files")
 	fs.StringVar(&o.opt.From, "from", "", "LABEL[#VISIT]: replay up to this step visit, then go on live with the real providers (a fork)")
-	fs.StringVar(&o.opt.Out, "out", "", "where to write the replay's blackboard.json (default: replay-<id>.json beside the recording)")
+	fs.StringVar(&o.opt.Out, "out", "", "where to write the replay's blackboard.json (default: replay-<id>.json beside the recording; a fork: <id>/blackboard.json, a run of its own beside the recording's run)")
 	fs.BoolVar(&o.json, "json", false, "print the outcome (and the first divergence) as JSON on stdout, for tools")
 	addTraceFlag(fs, g)
 	models := agentModels{}

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"github.com/planrunner/runner/internal/replay"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -226,15 +229,101 @@ func TestReplayLocalStepDiverges(t *testing.T) {
 }
 
 // --from replays up to a step, then goes live, here with another model.
+// A fork is a run of its own: a new id and folder under the same runs,
+// listed by `runner runs`, and the original run's folder is left byte
+// for byte as it was.
 func TestReplayFork(t *testing.T) {
 	srv, calls, models := fakeOpenAI(t)
 	wd, _, recorded := recordOpenAI(t, srv.URL)
+	origDir := filepath.Dir(recorded)
+	before := snapshotDir(t, origDir)
 	r := runCLI(t, wd, "replay", recorded, "--workdir", wd, "--from", "again", "--agent", "coder.model=gpt-other", "-q")
 	if r.code != 0 {
 		t.Fatalf("fork: exit %d %s", r.code, r.stderr)
 	}
 	if calls.Load() != 3 || (*models)[2] != "gpt-other" {
 		t.Errorf("calls %d models %v: want one live call with gpt-other", calls.Load(), *models)
+	}
+	if after := snapshotDir(t, origDir); !reflect.DeepEqual(before, after) {
+		t.Errorf("the fork wrote in the original run's folder:\nbefore %v\nafter  %v", keys(before), keys(after))
+	}
+	forked := blackboardPath(t, r.stdout)
+	if filepath.Dir(filepath.Dir(forked)) != filepath.Dir(origDir) || filepath.Dir(forked) == origDir {
+		t.Errorf("the fork is saved at %s, want a folder of its own beside %s", forked, origDir)
+	}
+	var orig, fork struct {
+		Run struct {
+			ID       string `json:"id"`
+			ReplayOf string `json:"replay_of"`
+		} `json:"run"`
+	}
+	readJSON(t, recorded, &orig)
+	readJSON(t, forked, &fork)
+	if fork.Run.ID == "" || fork.Run.ID == orig.Run.ID || fork.Run.ID != filepath.Base(filepath.Dir(forked)) {
+		t.Errorf("the fork's id is %q in folder %s; the original's is %q: want a new id, its folder's name", fork.Run.ID, filepath.Dir(forked), orig.Run.ID)
+	}
+	if fork.Run.ReplayOf == "" {
+		t.Error("the fork does not say which run it was forked from (replay_of)")
+	}
+	r = runCLI(t, wd, "runs", "--json")
+	var list []struct{ ID, Status string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatalf("runs --json: %v\n%s", err, r.stdout)
+	}
+	got := map[string]string{}
+	for _, s := range list {
+		got[s.ID] = s.Status
+	}
+	if got[orig.Run.ID] != "succeeded" || got[fork.Run.ID] != "succeeded" || len(list) != 2 {
+		t.Errorf("runner runs lists %v, want the original and the fork, both succeeded", list)
+	}
+}
+
+// snapshotDir is every file under dir: its mode, modification time and
+// bytes, by path.
+func snapshotDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		var data []byte
+		if d.Type().IsRegular() {
+			if data, err = os.ReadFile(p); err != nil {
+				return err
+			}
+		}
+		out[p] = fmt.Sprintf("%v %v %x", fi.Mode(), fi.ModTime().UnixNano(), sha256.Sum256(data))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func keys(m map[string]string) []string {
+	var k []string
+	for p := range m {
+		k = append(k, filepath.Base(p))
+	}
+	sort.Strings(k)
+	return k
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
 	}
 }
 
@@ -268,6 +357,12 @@ func TestExamplesRunAndReplay(t *testing.T) {
 	}
 	for _, plan := range plans {
 		t.Run(filepath.Base(filepath.Dir(plan)), func(t *testing.T) {
+			if filepath.Base(filepath.Dir(plan)) == "approve-tool" {
+				// Its run waits for a person, and a replay records the end
+				// of a waiting part as interrupted: TestApproveToolExample
+				// answers it and replays it.
+				t.Skip("waits for a person")
+			}
 			wd := t.TempDir()
 			// No API key in the environment, HOME in scratch; the Go build
 			// cache this go test uses (fix-tests runs go test, which would

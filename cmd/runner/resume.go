@@ -14,7 +14,7 @@ func cmdResume(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var env runs.Env
 	fs.BoolVar(&o.Force, "force", false, "resume even though the plan file changed since the run started")
 	fs.BoolVar(&env.Sync, "sync", false, "fsync the journal after every step")
-	fs.BoolVar(&g.output, "show-output", false, "stream command and test output, and streamed model answers, as they come, each line prefixed by its step's label")
+	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
 	fs.StringVar(&g.junit, "junit", "", "write the run's tests and steps as JUnit XML to `FILE` when it ends (as runner report --format junit)")
 	addTraceFlag(fs, g)

@@ -37,7 +37,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var reuse stringList
 	fs.Var(&reuse, "reuse", "OLD/blackboard.json: take each model answer from this run's recording while the request is byte for byte the recorded one (repeatable)")
 	fs.BoolVar(&o.Offline, "offline", false, "with --reuse: take the results of steps that touch the world (command, test, apply_diff, ...) from the recording too, run nothing")
-	fs.BoolVar(&g.output, "show-output", false, "stream command and test output, and streamed model answers, as they come, each line prefixed by its step's label")
+	fs.BoolVar(&g.output, "show-output", false, "stream command and test output as it comes, each line prefixed by its step's label")
 	fs.BoolVar(&g.report, "report", false, "write the run's HTML report (report.html beside blackboard.json) when it ends")
 	fs.StringVar(&g.junit, "junit", "", "write the run's tests and steps as JUnit XML to `FILE` when it ends (as runner report --format junit)")
 	addTraceFlag(fs, g)
@@ -93,6 +93,9 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 	env.Log, env.Mask, env.Warnings = log, g.mask, stderr
 	if g.view != nil {
 		env.Observer = g.view
+		if g.view.live {
+			env.OnStream = g.view.streamed
+		}
 	}
 	if g.output {
 		env.Output = showOutput(log.With().Str("run", r.Record.ID).Logger(), stderr, g)
@@ -175,7 +178,11 @@ func printSpend(w io.Writer, spend []agents.AgentSpend) {
 		if !sp.PriceKnown {
 			cost += " (price of its model unknown; give the agent a price)"
 		}
-		fmt.Fprintf(w, "  agent %s: %d calls, %d input + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, sp.OutputTokens, cost)
+		cache := ""
+		if sp.CacheReadTokens+sp.CacheWriteTokens > 0 {
+			cache = fmt.Sprintf(" (cache: %d read, %d written, saved %s)", sp.CacheReadTokens, sp.CacheWriteTokens, board.FormatUSD(sp.CacheSavedUSD))
+		}
+		fmt.Fprintf(w, "  agent %s: %d calls, %d input%s + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, cache, sp.OutputTokens, cost)
 	}
 }
 

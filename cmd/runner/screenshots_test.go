@@ -121,12 +121,18 @@ func screenshot(t *testing.T, d *chromiumpkg.Page) []byte {
 // in it than a blank page compresses to.
 func checkPNG(t *testing.T, name string, data []byte) {
 	t.Helper()
+	checkPNGSize(t, name, data, 1100, 820)
+}
+
+// checkPNGSize is checkPNG for a window of width × height pixels.
+func checkPNGSize(t *testing.T, name string, data []byte, width, height int) {
+	t.Helper()
 	cfg, err := png.DecodeConfig(bytes.NewReader(data))
 	switch {
 	case err != nil:
 		t.Errorf("%s is not a PNG: %v", name, err)
-	case cfg.Width != 1100 || cfg.Height != 820:
-		t.Errorf("%s is %dx%d, want 1100x820", name, cfg.Width, cfg.Height)
+	case cfg.Width != width || cfg.Height != height:
+		t.Errorf("%s is %dx%d, want %dx%d", name, cfg.Width, cfg.Height, width, height)
 	case len(data) < 20<<10:
 		t.Errorf("%s is %d bytes: a blank page?", name, len(data))
 	}

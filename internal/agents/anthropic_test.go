@@ -72,6 +72,11 @@ func anthropicValidate(r *http.Request, body map[string]any) (int, string) {
 					return 400, anErr("invalid_request_error", fmt.Sprintf("messages.%d: tool_use.input: Input should be a valid dictionary", i))
 				}
 				uses[b["id"].(string)] = true
+			case "thinking":
+				if i%2 == 0 || b["signature"] == "" {
+					return 400, anErr("invalid_request_error", fmt.Sprintf("messages.%d: thinking blocks go on assistant turns, with their signature", i))
+				}
+			case "redacted_thinking":
 			case "tool_result":
 				if !lastUses[b["tool_use_id"].(string)] {
 					return 400, anErr("invalid_request_error", fmt.Sprintf("messages.%d: unexpected `tool_use_id` found in `tool_result` blocks", i))

@@ -127,6 +127,11 @@ func (f *fakeAPI) requests() []captured {
 	return append([]captured(nil), f.reqs...)
 }
 
+// streamedTo sets o to write every streamed piece of text to b.
+func streamedTo(b *syncBuffer) func(*Options) {
+	return func(o *Options) { o.OnStream = func(c StreamChunk) { b.Write([]byte(c.Text)) } }
+}
+
 // syncBuffer is a log sink safe for concurrent writes.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -228,6 +233,13 @@ func boardEntry(key string, value any) board.Entry {
 func providerCall(t *testing.T, validate func(*http.Request, map[string]any) (int, string), answers []answer,
 	spec func(base string) *plans.Agent, timeout bool, key, label string) (*harness, *Session) {
 	t.Helper()
+	return providerCallWith(t, validate, answers, spec, timeout, key, label, nil)
+}
+
+// providerCallWith is providerCall with more options set by opt.
+func providerCallWith(t *testing.T, validate func(*http.Request, map[string]any) (int, string), answers []answer,
+	spec func(base string) *plans.Agent, timeout bool, key, label string, opt func(*Options)) (*harness, *Session) {
+	t.Helper()
 	f := newFake(t, validate, answers...)
 	a := spec(f.srv.URL)
 	if timeout {
@@ -236,6 +248,9 @@ func providerCall(t *testing.T, validate func(*http.Request, map[string]any) (in
 	h := newHarness(t, onePlan(a), func(o *Options) {
 		if key != "" {
 			o.Getenv = func(string) string { return key }
+		}
+		if opt != nil {
+			opt(o)
 		}
 	})
 	return h, h.session(t, label, a.Name)

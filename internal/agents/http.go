@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/planrunner/runner/internal/sys/mask"
@@ -80,13 +81,12 @@ type exchange struct {
 	mask *mask.Masker
 	// apiError turns a non-2xx answer into an error.
 	apiError func(status int, body []byte) *APIError
-	// stream, when set, reads a 2xx answer as server-sent events as they
-	// come (sse.go), and timeout bounds the silence between two reads
-	// rather than the whole call: a long answer that keeps coming is not
-	// cut, a stalled one is. The answer is left in streamed; a stream
-	// that breaks is retried like any failed call.
-	stream   func(r io.Reader) (*Response, error)
-	streamed *Response
+	// stream, when set, reads a 2xx answer sent as server-sent events and
+	// returns it whole, as the provider's non-streaming answer would be,
+	// or, for an error event, that error's body and the status it stands
+	// for. A stream that ends early is an error (retried): nothing of it
+	// is kept. timeout is then the longest the stream may stay silent.
+	stream func(r io.Reader) (body []byte, status int, err error)
 }
 
 // post sends x and returns the body of its 2xx answer and the number of
@@ -182,6 +182,82 @@ func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.He
 		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
 	}
 	return nil, 0, nil, fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))
+}
+
+// onceStream is once for a streamed answer: the agent's timeout bounds
+// each silence (the wait for headers, then between reads), not the whole
+// answer, which may take long while it keeps coming.
+func (t *transport) onceStream(ctx context.Context, x *exchange) ([]byte, int, http.Header, error) {
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var stalled atomic.Bool
+	idle := time.AfterFunc(x.timeout, func() { stalled.Store(true); cancel() })
+	defer idle.Stop()
+	req, err := http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(x.body))
+	if err != nil {
+		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
+	}
+	req.Header = x.header.Clone()
+	waited := "answer (no response headers)"
+	resp, err := t.client.Do(req)
+	var body []byte
+	status := 0
+	read := &idleReader{r: nil, idle: idle, d: x.timeout}
+	if err == nil {
+		defer resp.Body.Close()
+		read.r = io.LimitReader(resp.Body, int64(maxAnswer)+1)
+		idle.Reset(x.timeout)
+		status = resp.StatusCode
+		waited = fmt.Sprintf("answer's stream (status %d, headers received)", status)
+		if status/100 != 2 {
+			body, err = io.ReadAll(read)
+		} else {
+			var st int
+			if body, st, err = x.stream(read); err == nil {
+				status = st
+			}
+		}
+		if read.n > int64(maxAnswer) {
+			return nil, 0, nil, &fatalError{fmt.Errorf("%s: the answer is larger than %d MiB, the most runner reads (status %d)", x.provider, maxAnswer>>20, resp.StatusCode)}
+		}
+		if err == nil {
+			return body, status, resp.Header, nil
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %w", x.provider, context.Cause(ctx))}
+	case stalled.Load():
+		if read.n > 0 {
+			waited = fmt.Sprintf("answer's stream (status %d, stalled after %d bytes)", status, read.n)
+		}
+		return nil, 0, nil, &fatalError{fmt.Errorf("%s (%s): nothing more of the %s for %s (the agent's timeout, the longest a stream may stay silent: agents.%s.timeout)",
+			x.provider, x.mask.String(peerURL(x.url)), waited, x.timeout, x.agent)}
+	case permanentTransportError(err):
+		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
+	}
+	if read.n > 0 {
+		return nil, 0, nil, fmt.Errorf("%s: the answer's stream broke after %d bytes: %s", x.provider, read.n, x.mask.String(err.Error()))
+	}
+	return nil, 0, nil, fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))
+}
+
+// idleReader pushes the idle deadline back on every read that brings
+// bytes, and counts them.
+type idleReader struct {
+	r    io.Reader
+	idle *time.Timer
+	d    time.Duration
+	n    int64
+}
+
+func (r *idleReader) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if n > 0 {
+		r.n += int64(n)
+		r.idle.Reset(r.d)
+	}
+	return n, err
 }
 
 // peerURL is u without its query, which may hold a key.

@@ -368,6 +368,11 @@ func (ss *Session) mcpExchange(ctx context.Context, req mcpRequest, resp *mcpRes
 		what = "call of tool " + req.Tool + " of MCP server " + req.Server
 	}
 	replayed := ss.set.replay != nil && !ss.live()
+	if ss.own != nil {
+		if rec, ok := ss.ownCall(KindMCP, n, sum); ok && json.Unmarshal(rec.Response, resp) == nil {
+			return nil // made before the visit stopped to ask, and recorded then
+		}
+	}
 	reused := false
 	switch {
 	case replayed:

@@ -88,19 +88,21 @@ type oaResponseFormat struct {
 }
 
 type oaResponse struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			// Content is a string, null, or (at a few servers) a list of
-			// {type: text, text} parts.
-			Content   json.RawMessage `json:"content"`
-			Refusal   *string         `json:"refusal"`
-			ToolCalls []oaToolCall    `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
+	Model   string     `json:"model"`
+	Choices []oaChoice `json:"choices"`
 	// Usage is missing from many local servers' answers.
 	Usage *oaUsage `json:"usage"`
+}
+
+type oaChoice struct {
+	Message struct {
+		// Content is a string, null, or (at a few servers) a list of
+		// {type: text, text} parts.
+		Content   json.RawMessage `json:"content"`
+		Refusal   *string         `json:"refusal"`
+		ToolCalls []oaToolCall    `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
 }
 
 type oaUsage struct {
@@ -157,18 +159,24 @@ func (p *openAI) complete(ctx context.Context, c *callInfo, req *Request) (*Resp
 		url: p.baseURL + "/chat/completions", header: p.header(stream), body: body, timeout: p.agent.Timeout, agent: p.agent.Name,
 		mask: p.mask, apiError: openAIError}
 	if stream {
-		show := c.shower()
-		x.stream = func(r io.Reader) (*Response, error) { return readChatStream(r, p.mask, show()) }
+		delta := p.delta(c)
+		x.stream = func(r io.Reader) ([]byte, int, error) { return readChatStream(r, delta) }
 	}
 	data, retries, err := p.t.post(ctx, x)
 	if err != nil {
 		return nil, retries, err
 	}
-	if stream {
-		return maskResponse(x.streamed, p.mask), retries, nil
-	}
 	resp, err := parseOpenAI(data)
 	return resp, retries, err
+}
+
+// delta is where a streamed answer's text goes as it comes, masked
+// (nil: nowhere).
+func (p *openAI) delta(c *callInfo) func(string) {
+	if c.delta == nil {
+		return nil
+	}
+	return func(text string) { c.delta(p.mask.String(text)) }
 }
 
 // header is the HTTP header of a call; stream: the answer comes as

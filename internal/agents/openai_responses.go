@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
-	"github.com/planrunner/runner/internal/sys/mask"
 )
 
 // The OpenAI Responses API (POST /responses): the API OpenAI's newest
@@ -126,15 +124,12 @@ func (p *openAI) completeResponses(ctx context.Context, c *callInfo, req *Reques
 		url: p.baseURL + "/responses", header: p.header(stream), body: body, timeout: p.agent.Timeout, agent: p.agent.Name,
 		mask: p.mask, apiError: openAIError}
 	if stream {
-		show := c.shower()
-		x.stream = func(r io.Reader) (*Response, error) { return readResponsesStream(r, p.mask, show()) }
+		delta := p.delta(c)
+		x.stream = func(r io.Reader) ([]byte, int, error) { return readResponsesStream(r, delta) }
 	}
 	data, retries, err := p.t.post(ctx, x)
 	if err != nil {
 		return nil, retries, err
-	}
-	if stream {
-		return x.streamed, retries, nil
 	}
 	resp, err := parseResponses(data)
 	return resp, retries, err
@@ -280,30 +275,33 @@ func (r *rsResponse) response(data []byte) (*Response, error) {
 // rsEvent is one event of a streamed response: its type, and the fields
 // runner reads of the types it reads.
 type rsEvent struct {
-	Type     string      `json:"type"`
-	Delta    string      `json:"delta"`
-	Response *rsResponse `json:"response"`
+	Type     string          `json:"type"`
+	Delta    string          `json:"delta"`
+	Response json.RawMessage `json:"response"`
 	// An error event's.
 	Code    any    `json:"code"`
 	Message string `json:"message"`
 }
 
-// readResponsesStream reads a streamed response: output_text deltas go to
-// show as they come; the answer is the response object of the terminal
-// event (response.completed or response.incomplete), read as a
-// non-streamed answer is, so the two cannot differ. response.failed and
-// error events are errors (a server error or rate limit retried); every
-// other event type (output items and content parts added and done,
-// reasoning summaries, function-call argument deltas...) is a step on the
-// way the terminal event sums up. A stream that ends before a terminal
-// event was cut.
-func readResponsesStream(r io.Reader, m *mask.Masker, show io.Writer) (*Response, error) {
-	var out *Response
+// readResponsesStream reads a streamed response and returns the response
+// object of its terminal event (response.completed or
+// response.incomplete), which is what the non-streamed answer is, so the
+// two cannot differ and a recording does not say whether the answer
+// streamed. output_text deltas go to delta (nil: nowhere) as they come.
+// response.failed and error events are returned as an error body with
+// the status the API gives that error otherwise (a server error or rate
+// limit is retried). Every other event type (output items and content
+// parts added and done, reasoning summaries, function-call argument
+// deltas...) is a step on the way the terminal event sums up. A stream
+// that ends before a terminal event was cut, an error.
+func readResponsesStream(r io.Reader, delta func(string)) ([]byte, int, error) {
+	var body []byte
+	status := 0
 	err := readSSE(r, func(ev sseEvent) error {
-		if out != nil {
+		if body != nil {
 			return nil
 		}
-		data := m.Bytes([]byte(ev.Data))
+		data := []byte(ev.Data)
 		var e rsEvent
 		if err := json.Unmarshal(data, &e); err != nil {
 			return fmt.Errorf("a malformed event in the stream (%v): %s", err, errorBody(200, data))
@@ -313,40 +311,51 @@ func readResponsesStream(r io.Reader, m *mask.Masker, show io.Writer) (*Response
 		}
 		switch e.Type {
 		case "response.output_text.delta":
-			if show != nil {
-				io.WriteString(show, e.Delta)
+			if delta != nil && e.Delta != "" {
+				delta(e.Delta)
 			}
 		case "response.completed", "response.incomplete":
-			if e.Response == nil {
+			if len(e.Response) == 0 || string(e.Response) == "null" {
 				return fmt.Errorf("a %s event without its response: %s", e.Type, errorBody(200, data))
 			}
-			resp, err := e.Response.response(data)
-			if err != nil {
-				return err
-			}
-			out = resp
+			body, status = e.Response, 200
 		case "response.failed":
+			var resp rsResponse
 			msg, code := "the response failed", ""
-			if e.Response != nil && e.Response.Error != nil {
-				msg, code = e.Response.Error.Message, e.Response.Error.Code
+			if json.Unmarshal(e.Response, &resp) == nil && resp.Error != nil {
+				msg, code = resp.Error.Message, resp.Error.Code
 			}
-			return &streamError{api: &APIError{Provider: "openai", Status: 200, Type: "response_failed", Code: code, Message: msg},
-				retryable: code == "" || code == "server_error" || code == "rate_limit_exceeded"}
+			body, status = rsErrorBody("response_failed", code, msg), openAIStreamErrorStatus(code)
 		case "error":
-			code := fmt.Sprint(e.Code)
-			if e.Code == nil {
-				code = ""
+			code := ""
+			if e.Code != nil {
+				code = fmt.Sprint(e.Code)
 			}
-			return &streamError{api: &APIError{Provider: "openai", Status: 200, Type: "error", Code: code, Message: e.Message},
-				retryable: code == "" || code == "server_error" || code == "rate_limit_exceeded" || code == "server_is_overloaded"}
+			body, status = rsErrorBody("error", code, e.Message), openAIStreamErrorStatus(code)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	switch {
+	case body != nil:
+		return body, status, nil
+	case err != nil:
+		return nil, 0, err
 	}
-	if out == nil {
-		return nil, errStreamCut
+	return nil, 0, errStreamCut
+}
+
+// rsErrorBody is an error event of a stream as the API's error body, which
+// openAIError reads.
+func rsErrorBody(kind, code, msg string) []byte {
+	var e oaError
+	e.Error = &struct {
+		Message string `json:"message"`
+		Type    string `json:"type"`
+		Code    any    `json:"code"`
+	}{msg, kind, code}
+	if code == "" {
+		e.Error.Code = nil
 	}
-	return out, nil
+	out, _ := json.Marshal(&e)
+	return out
 }

@@ -257,32 +257,31 @@ func TestOpenAIResponsesStream(t *testing.T) {
 	}{
 		{name: "every event type", answers: []answer{{events: whole}}, wantShown: "Hello, world"},
 		{name: "broken mid-way: asked again", answers: []answer{{events: whole[:11], cut: true}, {events: whole}}, retries: 1,
-			wantShown: "Hello\n[the stream broke; the answer starts again]\nHello, world"},
+			wantShown: "HelloHello, world"},
 		{name: "ended before response.completed: asked again", answers: []answer{{events: whole[:15]}, {events: whole}}, retries: 1,
-			wantShown: "Hello, world\n[the stream broke; the answer starts again]\nHello, world"},
+			wantShown: "Hello, worldHello, world"},
 		{name: "an error event is retried", answers: []answer{
 			{events: append(whole[:2:2], ev("error", `{"type":"error","sequence_number":2,"code":"server_error","message":"The server had an error.","param":null}`))},
 			{events: whole}}, retries: 1,
-			wantShown: "\n[the stream broke; the answer starts again]\nHello, world"},
+			wantShown: "Hello, world"},
 		{name: "response.failed is retried", answers: []answer{
 			{events: append(whole[:2:2], ev("response.failed", `{"type":"response.failed","sequence_number":2,"response":{"id":"resp_2","status":"failed","error":{"code":"server_error","message":"The model failed."},"output":[]}}`))},
 			{events: whole}}, retries: 1,
-			wantShown: "\n[the stream broke; the answer starts again]\nHello, world"},
+			wantShown: "Hello, world"},
 		{name: "an invalid request is not", answers: []answer{
 			{events: []string{ev("error", `{"type":"error","sequence_number":0,"code":"invalid_prompt","message":"Invalid prompt.","param":null}`)}}},
-			wantErr: "openai: 200 invalid_prompt: Invalid prompt. (sent in the stream)"},
+			wantErr: "openai: 400 invalid_prompt: Invalid prompt."},
 		{name: "a stalled stream hits the idle limit", answers: []answer{{events: whole[:11], stall: true}},
-			wantErr: "no data in the answer's stream (status 200, stalled after"},
+			wantErr: "nothing more of the answer's stream (status 200, stalled after"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ss := providerCall(t, responsesValidate, tc.answers, func(base string) *plans.Agent {
+			shown := &syncBuffer{}
+			h, ss := providerCallWith(t, responsesValidate, tc.answers, func(base string) *plans.Agent {
 				a := responsesAgent(base)
 				a.Stream = true
 				return a
-			}, strings.Contains(tc.name, "stall"), "", "ask")
-			shown := &syncBuffer{}
-			ss.Show = shown
+			}, strings.Contains(tc.name, "stall"), "", "ask", streamedTo(shown))
 			resp, err := ss.Send(context.Background(), user("Say hello"))
 			checkCall(t, h, ss, err, tc.retries, nil)
 			if tc.wantErr != "" {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-
-	"github.com/planrunner/runner/internal/sys/mask"
 )
 
 // oaChunk is one event of a streamed Chat Completions answer (a
@@ -37,15 +35,20 @@ type oaChunk struct {
 	} `json:"error"`
 }
 
-// readChatStream assembles a streamed Chat Completions answer: text and
-// refusal deltas, tool calls whose arguments come in pieces, the finish
-// reason, and the usage a last chunk of its own brings (stream_options
-// include_usage). The text goes to show as it comes. The answer is whole
-// once a finish reason has come and the stream ended ("data: [DONE]", or
-// the end of the body at servers that omit it); a stream that ends before
-// the finish reason was cut.
-func readChatStream(r io.Reader, m *mask.Masker, show io.Writer) (*Response, error) {
-	out := &Response{}
+// readChatStream reads a streamed Chat Completions answer and returns the
+// chat.completion it amounts to, as the non-streaming API would have sent
+// it, so that one parser reads both and a recording does not say whether
+// the answer streamed: text and refusal deltas, tool calls whose
+// arguments come in pieces, the finish reason, and the usage a last chunk
+// of its own brings (stream_options include_usage). Each piece of text
+// goes to delta (nil: nowhere) as it comes. The answer is whole once a
+// finish reason has come and the stream ended ("data: [DONE]", or the end
+// of the body at servers that omit it); a stream that ends before the
+// finish reason was cut, an error, and nothing of it is kept. An error
+// event is returned as its body with the status the API gives that error
+// otherwise.
+func readChatStream(r io.Reader, delta func(string)) ([]byte, int, error) {
+	var out oaResponse
 	var text, refusal []byte
 	type call struct {
 		id, name string
@@ -54,28 +57,34 @@ func readChatStream(r io.Reader, m *mask.Masker, show io.Writer) (*Response, err
 	calls := map[int]*call{}
 	finish := ""
 	done := false
+	var failed []byte
+	failStatus := 0
 	err := readSSE(r, func(ev sseEvent) error {
-		if done {
+		if done || failed != nil {
 			return nil
 		}
 		if ev.Data == "[DONE]" {
 			done = true
 			return nil
 		}
-		data := m.Bytes([]byte(ev.Data))
+		data := []byte(ev.Data)
 		var c oaChunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			return fmt.Errorf("a malformed event in the stream (%v): %s", err, errorBody(200, data))
 		}
 		if c.Error != nil {
-			e := openAIError(200, data)
-			return &streamError{api: e, retryable: c.Error.Type == "" || c.Error.Type == "server_error" || c.Error.Type == "rate_limit_error" || c.Error.Type == "overloaded_error"}
+			kind := c.Error.Type
+			if code, ok := c.Error.Code.(string); ok && kind == "" {
+				kind = code
+			}
+			failed, failStatus = data, openAIStreamErrorStatus(kind)
+			return nil
 		}
 		if c.Model != "" {
 			out.Model = c.Model
 		}
 		if c.Usage != nil {
-			out.Usage = c.Usage.usage()
+			out.Usage = c.Usage
 		}
 		for _, ch := range c.Choices {
 			if ch.Index != 0 {
@@ -84,8 +93,8 @@ func readChatStream(r io.Reader, m *mask.Masker, show io.Writer) (*Response, err
 			d := ch.Delta
 			if d.Content != nil {
 				text = append(text, *d.Content...)
-				if show != nil {
-					io.WriteString(show, m.String(*d.Content))
+				if delta != nil && *d.Content != "" {
+					delta(*d.Content)
 				}
 			}
 			if d.Refusal != nil {
@@ -111,42 +120,34 @@ func readChatStream(r io.Reader, m *mask.Masker, show io.Writer) (*Response, err
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	switch {
+	case failed != nil:
+		return failed, failStatus, nil
+	case err != nil:
+		return nil, 0, err
+	case finish == "":
+		return nil, 0, errStreamCut
 	}
-	if finish == "" {
-		return nil, errStreamCut
-	}
-	out.Text, out.FinishReason = string(text), normalizeFinish(finish)
-	if out.Text == "" && len(refusal) > 0 {
-		out.Text, out.FinishReason = string(refusal), "content_filter"
+	out.Choices = make([]oaChoice, 1)
+	ch := &out.Choices[0]
+	ch.FinishReason = finish
+	ch.Message.Content, _ = json.Marshal(string(text))
+	if len(refusal) > 0 {
+		s := string(refusal)
+		ch.Message.Refusal = &s
 	}
 	idx := make([]int, 0, len(calls))
 	for i := range calls {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
-	for n, i := range idx {
+	for _, i := range idx {
 		k := calls[i]
-		id := k.id
-		if id == "" {
-			id = fmt.Sprintf("call_%d", n+1)
-		}
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: id, Name: k.name, Args: normalizeArgs(k.args)})
+		tc := oaToolCall{ID: k.id, Type: "function"}
+		tc.Function.Name = k.name
+		tc.Function.Arguments, _ = json.Marshal(string(k.args))
+		ch.Message.ToolCalls = append(ch.Message.ToolCalls, tc)
 	}
-	return out, nil
-}
-
-// maskResponse masks the run's secrets in an answer put together from a
-// stream, whose pieces were masked one by one: a secret split across two
-// pieces is masked here.
-func maskResponse(r *Response, m *mask.Masker) *Response {
-	if r == nil {
-		return nil
-	}
-	r.Text = m.String(r.Text)
-	for i := range r.ToolCalls {
-		r.ToolCalls[i].Args = normalizeArgs(m.Bytes(r.ToolCalls[i].Args))
-	}
-	return r
+	body, err := json.Marshal(&out)
+	return body, 200, err
 }

@@ -87,29 +87,28 @@ func TestOpenAIChatStream(t *testing.T) {
 			wantText: "I can't help with that.", wantFin: "content_filter"},
 		{name: "broken mid-way: asked again, the broken part never kept",
 			answers:  []answer{{events: chatHello[:3], cut: true}, {events: chatHello}},
-			wantText: "Hello, world", wantShown: "Hello\n[the stream broke; the answer starts again]\nHello, world", wantFin: "stop", wantUsage: usage, retries: 1},
+			wantText: "Hello, world", wantShown: "HelloHello, world", wantFin: "stop", wantUsage: usage, retries: 1},
 		{name: "ended before its finish reason: asked again",
 			answers:  []answer{{events: chatHello[:3]}, {events: chatHello}},
 			wantText: "Hello, world", wantFin: "stop", wantUsage: usage, retries: 1,
-			wantShown: "Hello\n[the stream broke; the answer starts again]\nHello, world"},
+			wantShown: "HelloHello, world"},
 		{name: "a server error in the stream is retried", answers: []answer{
 			{events: append(chatHello[1:3:3], chatData(`{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`))},
 			{events: chatHello}},
 			wantText: "Hello, world", wantFin: "stop", wantUsage: usage, retries: 1,
-			wantShown: "Hello\n[the stream broke; the answer starts again]\nHello, world"},
+			wantShown: "HelloHello, world"},
 		{name: "an invalid request in the stream is not", answers: []answer{
 			{events: []string{chatData(`{"error":{"message":"Invalid 'messages[1].content': string too long.","type":"invalid_request_error","param":"messages","code":"string_above_max_length"}}`)}}},
-			wantErr: "openai: 200 string_above_max_length: Invalid 'messages[1].content': string too long. (sent in the stream)"},
+			wantErr: "openai: 400 string_above_max_length: Invalid 'messages[1].content': string too long."},
 		{name: "a stalled stream hits the idle limit", answers: []answer{{events: chatHello[:3], stall: true}},
-			wantErr: "no data in the answer's stream (status 200, stalled after"},
+			wantErr: "nothing more of the answer's stream (status 200, stalled after"},
 		{name: "an error status is read as JSON", answers: []answer{{status: 400, body: oaErr("Invalid value for 'temperature'.", "invalid_request_error", "invalid_value")}},
 			wantErr: "openai: 400 invalid_value: Invalid value for 'temperature'."},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ss := providerCall(t, openAIValidate, tc.answers, streamAgent, strings.Contains(tc.name, "stall"), "", "ask")
 			shown := &syncBuffer{}
-			ss.Show = shown
+			h, ss := providerCallWith(t, openAIValidate, tc.answers, streamAgent, strings.Contains(tc.name, "stall"), "", "ask", streamedTo(shown))
 			resp, err := ss.Send(context.Background(), user("Say hello"))
 			checkCall(t, h, ss, err, tc.retries, nil)
 			if tc.wantErr != "" {
@@ -168,13 +167,13 @@ func TestOpenAIStreamReplaysWithoutServer(t *testing.T) {
 	}
 	f.srv.Close()
 	recs := h.board.Recordings()
+	shown := &syncBuffer{}
 	rh := newHarness(t, onePlan(spec), func(o *Options) {
 		o.Replay = FromRecordings(recs)
 		o.HTTPClient = &http.Client{Transport: noNetwork{t}}
+		streamedTo(shown)(o)
 	})
 	ss := rh.session(t, "ask", "coder")
-	shown := &syncBuffer{}
-	ss.Show = shown
 	got, err := ss.Send(context.Background(), user("hi"))
 	if err != nil {
 		t.Fatal(err)

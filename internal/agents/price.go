@@ -1,11 +1,21 @@
 package agents
 
 import (
+	"bytes"
+	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/plans"
@@ -15,58 +25,146 @@ import (
 // input (a prompt-cache hit) and cache writes have their own prices where
 // the provider bills them differently; zero means the input price.
 type Price struct {
-	Input       float64 `json:"input"`
-	Output      float64 `json:"output"`
-	CachedInput float64 `json:"cached_input,omitempty"`
-	CacheWrite  float64 `json:"cache_write,omitempty"`
+	Input       float64 `json:"input" yaml:"input"`
+	Output      float64 `json:"output" yaml:"output"`
+	CachedInput float64 `json:"cached_input,omitempty" yaml:"cached_input"`
+	CacheWrite  float64 `json:"cache_write,omitempty" yaml:"cache_write"`
 	// MaxOutput is the most tokens the model may answer with (0: not
 	// known); it bounds a call that sets no max_tokens.
-	MaxOutput int `json:"max_output,omitempty"`
+	MaxOutput int `json:"max_output,omitempty" yaml:"max_output"`
+	// A call with more than LongPromptTokens input tokens (0: no such
+	// tier) costs LongPromptFactor times as much, every token of it.
+	LongPromptTokens int     `json:"long_prompt_tokens,omitempty" yaml:"long_prompt_tokens"`
+	LongPromptFactor float64 `json:"long_prompt_factor,omitempty" yaml:"long_prompt_factor"`
 }
 
-// Prices are the built-in prices of well-known models, from the
-// providers' published price lists (standard tier). A plan overrides them
-// per agent with `price: {input, output}`. A model name matches its
-// longest entry that it starts with, so dated snapshots
-// (gpt-4o-mini-2024-07-18, claude-sonnet-4-5-20250929) take their family's
-// price.
-var Prices = map[string]Price{
-	// OpenAI
-	"gpt-5":         {Input: 1.25, Output: 10, CachedInput: 0.125, MaxOutput: 128000},
-	"gpt-5-mini":    {Input: 0.25, Output: 2, CachedInput: 0.025, MaxOutput: 128000},
-	"gpt-5-nano":    {Input: 0.05, Output: 0.40, CachedInput: 0.005, MaxOutput: 128000},
-	"gpt-4.1":       {Input: 2, Output: 8, CachedInput: 0.50, MaxOutput: 32768},
-	"gpt-4.1-mini":  {Input: 0.40, Output: 1.60, CachedInput: 0.10, MaxOutput: 32768},
-	"gpt-4.1-nano":  {Input: 0.10, Output: 0.40, CachedInput: 0.025, MaxOutput: 32768},
-	"gpt-4o":        {Input: 2.50, Output: 10, CachedInput: 1.25, MaxOutput: 16384},
-	"gpt-4o-mini":   {Input: 0.15, Output: 0.60, CachedInput: 0.075, MaxOutput: 16384},
-	"gpt-4-turbo":   {Input: 10, Output: 30, MaxOutput: 4096},
-	"gpt-3.5-turbo": {Input: 0.50, Output: 1.50, MaxOutput: 4096},
-	"o1":            {Input: 15, Output: 60, CachedInput: 7.50, MaxOutput: 100000},
-	"o3":            {Input: 2, Output: 8, CachedInput: 0.50, MaxOutput: 100000},
-	"o3-mini":       {Input: 1.10, Output: 4.40, CachedInput: 0.55, MaxOutput: 100000},
-	"o4-mini":       {Input: 1.10, Output: 4.40, CachedInput: 0.275, MaxOutput: 100000},
-	// Anthropic: cache reads cost a tenth of input, 5-minute cache writes
-	// a quarter more.
-	"claude-opus-4":     {Input: 15, Output: 75, CachedInput: 1.50, CacheWrite: 18.75, MaxOutput: 32000},
-	"claude-opus-4-1":   {Input: 15, Output: 75, CachedInput: 1.50, CacheWrite: 18.75, MaxOutput: 32000},
-	"claude-opus-4-5":   {Input: 5, Output: 25, CachedInput: 0.50, CacheWrite: 6.25, MaxOutput: 64000},
-	"claude-sonnet-4":   {Input: 3, Output: 15, CachedInput: 0.30, CacheWrite: 3.75, MaxOutput: 64000},
-	"claude-sonnet-4-5": {Input: 3, Output: 15, CachedInput: 0.30, CacheWrite: 3.75, MaxOutput: 64000},
-	"claude-3-7-sonnet": {Input: 3, Output: 15, CachedInput: 0.30, CacheWrite: 3.75, MaxOutput: 64000},
-	"claude-3-5-sonnet": {Input: 3, Output: 15, CachedInput: 0.30, CacheWrite: 3.75, MaxOutput: 8192},
-	"claude-haiku-4-5":  {Input: 1, Output: 5, CachedInput: 0.10, CacheWrite: 1.25, MaxOutput: 64000},
-	"claude-3-5-haiku":  {Input: 0.80, Output: 4, CachedInput: 0.08, CacheWrite: 1, MaxOutput: 8192},
-	"claude-3-haiku":    {Input: 0.25, Output: 1.25, CachedInput: 0.03, CacheWrite: 0.30, MaxOutput: 4096},
-	"claude-3-opus":     {Input: 15, Output: 75, CachedInput: 1.50, CacheWrite: 18.75, MaxOutput: 4096},
+// priceList is the shape of prices.yaml and of a user's prices file.
+type priceList struct {
+	Date   string           `yaml:"date"`
+	Models map[string]Price `yaml:"models"`
+}
+
+//go:embed prices.yaml
+var builtinPrices []byte
+
+// Prices are the built-in prices of well-known models (prices.yaml), as
+// of PricesDate. A plan overrides them per agent with `price:`, a user
+// for every plan with a prices file (UsePricesFile).
+var Prices, PricesDate = mustPrices()
+
+func mustPrices() (map[string]Price, string) {
+	l, err := parsePrices(builtinPrices)
+	if err != nil {
+		panic("agents: prices.yaml: " + err.Error())
+	}
+	return l.Models, l.Date
+}
+
+func parsePrices(data []byte) (*priceList, error) {
+	var l priceList
+	d := yaml.NewDecoder(bytes.NewReader(data))
+	d.KnownFields(true)
+	if err := d.Decode(&l); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	for name, p := range l.Models {
+		if p.Input < 0 || p.Output < 0 || p.CachedInput < 0 || p.CacheWrite < 0 || p.LongPromptFactor < 0 {
+			return nil, fmt.Errorf("model %s: a price must not be negative", name)
+		}
+		if p.Input == 0 && p.Output == 0 {
+			return nil, fmt.Errorf("model %s: needs input and output (US dollars per million tokens)", name)
+		}
+	}
+	return &l, nil
+}
+
+// userPrices are the prices file's models (UsePricesFile), and where it is.
+var userPrices struct {
+	sync.RWMutex
+	models map[string]Price
+	path   string
+}
+
+// DefaultPricesFile is where a user's prices file is: runner/prices.yaml
+// in the user's config directory ("" when there is none).
+func DefaultPricesFile() string {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "runner", "prices.yaml")
+}
+
+// PricesFilePath is the prices file a process uses: $RUNNER_PRICES when
+// set, else DefaultPricesFile.
+func PricesFilePath(getenv func(string) string) string {
+	if p := getenv("RUNNER_PRICES"); p != "" {
+		return p
+	}
+	return DefaultPricesFile()
+}
+
+// UsePricesFile reads a prices file (prices.yaml's shape) whose models
+// add to and override the built-in prices for the rest of the process. A
+// file that does not exist is no error: there are then no user prices.
+func UsePricesFile(path string) error {
+	userPrices.Lock()
+	defer userPrices.Unlock()
+	userPrices.models, userPrices.path = nil, path
+	if path == "" {
+		return nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("prices file: %w", err)
+	}
+	l, err := parsePrices(data)
+	if err != nil {
+		return fmt.Errorf("prices file %s: %w", path, err)
+	}
+	models := make(map[string]Price, len(l.Models))
+	for name, p := range l.Models {
+		models[strings.ToLower(name)] = p
+	}
+	userPrices.models = models
+	return nil
+}
+
+// pricesFile is the prices file named in messages: the one in use, else
+// where it would be.
+func pricesFile() string {
+	userPrices.RLock()
+	defer userPrices.RUnlock()
+	if userPrices.path != "" {
+		return userPrices.path
+	}
+	return DefaultPricesFile()
 }
 
 // priceFor is the price of a call by agent a to model: the plan's
-// override, else the built-in table; ok is false when neither knows it.
-// Script agents cost nothing unless the plan gives them a price.
+// override, else the prices file's and the built-in table; ok is false
+// when none knows it. Script agents cost nothing unless the plan gives
+// them a price. An anthropic agent's price without cache prices takes
+// Anthropic's rule: reads a tenth of input, writes 1.25 times.
 func priceFor(a *Agent, model string) (Price, bool) {
 	if p := a.Spec.Price; p != nil {
-		return Price{Input: p.Input, Output: p.Output}, true
+		out := Price{Input: p.Input, Output: p.Output}
+		if a.Provider == "anthropic" {
+			out.CachedInput, out.CacheWrite = p.Input/10, p.Input*1.25
+		}
+		if p.CachedInput != nil {
+			out.CachedInput = *p.CachedInput
+		}
+		if p.CacheWrite != nil {
+			out.CacheWrite = *p.CacheWrite
+		}
+		if known, ok := lookupPrice(model); ok {
+			out.MaxOutput = known.MaxOutput
+		}
+		return out, true
 	}
 	if a.Provider == "script" {
 		return Price{}, true
@@ -74,23 +172,36 @@ func priceFor(a *Agent, model string) (Price, bool) {
 	return lookupPrice(model)
 }
 
-// lookupPrice finds a model in Prices: exactly, or by the longest name it
-// starts with (followed by '-' or the end, so gpt-4o does not take o4's).
+// lookupPrice finds a model in the prices file's models, then in Prices:
+// exactly, or by the longest name it starts with (followed by '-' or the
+// end, so gpt-4o does not take o4's).
 func lookupPrice(model string) (Price, bool) {
 	m := strings.ToLower(model)
 	if i := strings.LastIndexByte(m, '/'); i >= 0 {
 		m = m[i+1:] // openrouter-style "openai/gpt-4o"
 	}
-	if p, ok := Prices[m]; ok {
+	userPrices.RLock()
+	user := userPrices.models
+	userPrices.RUnlock()
+	for _, table := range []map[string]Price{user, Prices} {
+		if p, ok := matchPrice(table, m); ok {
+			return p, true
+		}
+	}
+	return Price{}, false
+}
+
+func matchPrice(table map[string]Price, m string) (Price, bool) {
+	if p, ok := table[m]; ok {
 		return p, true
 	}
 	best := ""
-	for name := range Prices {
+	for name := range table {
 		if len(name) > len(best) && strings.HasPrefix(m, name) && (len(m) == len(name) || m[len(name)] == '-' || m[len(name)] == '@') {
 			best = name
 		}
 	}
-	p, ok := Prices[best]
+	p, ok := table[best]
 	return p, ok && best != ""
 }
 
@@ -106,8 +217,12 @@ func (p Price) Cost(u Usage) float64 {
 		write = p.Input
 	}
 	plain := max(u.InputTokens-u.CacheReadInputTokens-u.CacheCreationInputTokens, 0)
-	return (float64(plain)*p.Input + float64(u.CacheReadInputTokens)*cached +
+	cost := (float64(plain)*p.Input + float64(u.CacheReadInputTokens)*cached +
 		float64(u.CacheCreationInputTokens)*write + float64(u.OutputTokens)*p.Output) / 1e6
+	if p.LongPromptTokens > 0 && u.InputTokens > p.LongPromptTokens && p.LongPromptFactor > 0 {
+		cost *= p.LongPromptFactor
+	}
+	return cost
 }
 
 // callCost is what a finished call cost: at the agent's price for the
@@ -154,7 +269,7 @@ func outputCap(a *Agent, req *Request) (int, bool) {
 	case req.MaxTokens > 0:
 		return req.MaxTokens, true
 	case a.Provider == "anthropic":
-		return DefaultAnthropicMaxTokens, true
+		return DefaultAnthropicMaxTokens + req.Thinking, true
 	case a.Provider == "script":
 		return 0, true // a script's answer is its own; its tokens are counted after
 	}
@@ -184,13 +299,13 @@ func checkLimits(plan *plans.Plan, agents map[string]*Agent) error {
 	var probs []string
 	for _, n := range names {
 		a := agents[n]
-		req := &Request{Model: a.Model, MaxTokens: a.Spec.MaxTokens}
+		req := &Request{Model: a.Model, MaxTokens: a.Spec.MaxTokens, Thinking: a.Spec.Thinking}
 		if _, ok := outputCap(a, req); !ok {
 			probs = append(probs, fmt.Sprintf("agent %s: %s needs max_tokens on this agent: the most model %q may answer is not known, so its calls could not be checked against the limit", n, limit, a.Model))
 		}
 		if plan.Limits.MaxCostUSD > 0 {
 			if _, ok := priceFor(a, a.Model); !ok {
-				probs = append(probs, fmt.Sprintf("agent %s: limits.max_cost_usd needs the price of model %q: give the agent price: {input: USD, output: USD} per million tokens", n, a.Model))
+				probs = append(probs, unknownPrice(n, a.Model))
 			}
 		}
 	}
@@ -198,6 +313,32 @@ func checkLimits(plan *plans.Plan, agents map[string]*Agent) error {
 		return fmt.Errorf("%s", strings.Join(probs, "\n"))
 	}
 	return nil
+}
+
+// unknownPrice says that agent name's model has no known price, with the
+// lines that would give it one.
+func unknownPrice(name, model string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "agent %s: limits.max_cost_usd needs the price of model %q, which runner's prices (of %s) do not have; add it, in US dollars per million tokens, to the agent in the plan:\n", name, model, PricesDate)
+	fmt.Fprintf(&b, "    agents:\n      %s:\n        price: {input: USD, output: USD}\n", name)
+	if f := pricesFile(); f != "" {
+		fmt.Fprintf(&b, "  or, for every plan, to %s:\n", f)
+		fmt.Fprintf(&b, "    models:\n      %s: {input: USD, output: USD}", yamlKey(strings.ToLower(model)))
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// yamlKey is s as a YAML mapping key, quoted when it would not read back
+// as itself.
+func yamlKey(s string) string {
+	var probe map[string]any
+	if yaml.Unmarshal([]byte(s+": 1"), &probe) == nil && len(probe) == 1 {
+		if _, ok := probe[s]; ok {
+			return s
+		}
+	}
+	q, _ := json.Marshal(s)
+	return string(q)
 }
 
 // AgentSpend is what one agent's calls used in a run.
@@ -210,6 +351,21 @@ type AgentSpend struct {
 	// PriceKnown is false when some call's model had no price (its cost
 	// counts as 0).
 	PriceKnown bool `json:"price_known"`
+	// Prompt caching: input tokens read from and written to the
+	// provider's cache (counted in InputTokens too), and what that saved
+	// against paying full input price for them (less than 0: the writes
+	// cost more than the reads saved).
+	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
+	CacheSavedUSD    float64 `json:"cache_saved_usd,omitempty"`
+}
+
+// CacheSaved is what prompt caching saved on usage u at price p: the
+// cached reads and writes at the input price, less what they cost.
+func (p Price) CacheSaved(u Usage) float64 {
+	full := u
+	full.CacheReadInputTokens, full.CacheCreationInputTokens = 0, 0
+	return p.Cost(full) - p.Cost(u)
 }
 
 // Spend sums the run's model calls per agent (the one that answered), in
@@ -233,6 +389,17 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 		sp.Calls++
 		sp.InputTokens += resp.Usage.InputTokens
 		sp.OutputTokens += resp.Usage.OutputTokens
+		sp.CacheReadTokens += resp.Usage.CacheReadInputTokens
+		sp.CacheWriteTokens += resp.Usage.CacheCreationInputTokens
+		if resp.Usage.CacheReadInputTokens+resp.Usage.CacheCreationInputTokens > 0 {
+			model := resp.Model
+			if _, ok := priceFor(a, model); !ok {
+				model = a.Model
+			}
+			if p, ok := priceFor(a, model); ok {
+				sp.CacheSavedUSD += p.CacheSaved(resp.Usage)
+			}
+		}
 		switch cost, ok := recordedCost(a, resp); {
 		case ok:
 			sp.CostUSD += cost
@@ -243,7 +410,7 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 	var out []AgentSpend
 	for _, n := range s.names {
 		if sp := by[n]; sp != nil {
-			sp.CostUSD = roundUSD(sp.CostUSD)
+			sp.CostUSD, sp.CacheSavedUSD = roundUSD(sp.CostUSD), roundUSD(sp.CacheSavedUSD)
 			out = append(out, *sp)
 		}
 	}
@@ -325,6 +492,24 @@ func RecordingCost(r board.Recording) (float64, bool) {
 		return 0, false
 	}
 	return responseCost(&Response{Usage: resp.Usage, Model: resp.Model, CostUSD: resp.CostUSD, Priced: resp.Priced})
+}
+
+// RecordingCacheSaved is what prompt caching saved on one recorded model
+// call, at its model's price (the prices file's or the built-in one);
+// ok is false when that price is not known.
+func RecordingCacheSaved(r board.Recording) (float64, bool) {
+	var resp struct {
+		Usage Usage  `json:"usage"`
+		Model string `json:"model"`
+	}
+	if r.Kind != KindLLM || json.Unmarshal(r.Response, &resp) != nil {
+		return 0, false
+	}
+	p, ok := lookupPrice(resp.Model)
+	if !ok {
+		return 0, false
+	}
+	return p.CacheSaved(resp.Usage), true
 }
 
 // responseCost is RecordedUsage's rule for one answer: the cost recorded

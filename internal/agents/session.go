@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -51,12 +50,6 @@ type Session struct {
 	// recorded reads (engine.StepContext.Read). nil: the board directly.
 	Read func(author, key string) (board.Entry, bool, error)
 
-	// Show, when set, receives the text of a streamed answer (an agent
-	// with `stream: true`) as it comes. What it shows is for a person
-	// watching: the recording holds the whole answer, and a replay
-	// streams nothing.
-	Show io.Writer
-
 	// Dir is where the agent's stdio MCP servers start (the run's
 	// workdir); "": runner's working directory.
 	Dir string
@@ -78,6 +71,9 @@ type Session struct {
 	// memHeld: the agent whose memory the session holds until Close.
 	memory  *MemoryRef
 	memHeld string
+	// own: the visit's recorded calls and exchanges, answered again when
+	// it goes on after a person allowed or refused a tool call (Reenter).
+	own map[callKey]board.Recording
 }
 
 // Stats sum up a session's calls, for the step's result.
@@ -136,7 +132,7 @@ func (ss *Session) request(a *Agent) *Request {
 	}
 	return &Request{Model: a.Model, System: system, Messages: ss.Messages, Tools: ss.Tools,
 		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed, Memory: ss.memory,
-		ReasoningEffort: spec.ReasoningEffort}
+		ReasoningEffort: spec.ReasoningEffort, Thinking: spec.Thinking}
 }
 
 // send makes the next call: to the session's agent, or, when that fails
@@ -255,11 +251,36 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	if err != nil {
 		return nil, err
 	}
-	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log, show: ss.Show}
+	info := &callInfo{label: ss.label, visit: ss.visit, call: call, log: ss.Log}
+	if on := ss.set.onStream; on != nil {
+		info.delta = func(text string) {
+			on(StreamChunk{Agent: a.Name, Label: ss.label, Visit: ss.visit, Call: call, Text: text})
+		}
+	}
 	start := time.Now()
 	var resp *Response
 	var recorded *board.Recording // a replayed answer as its recording holds it
-	reused, resumed := false, false
+	reused, resumed, again := false, false, false
+	if ss.own != nil {
+		if rec, ok := ss.ownCall(KindLLM, call, sum); ok {
+			if r, derr := decodeRecorded(rec); derr == nil {
+				resp, again = r, true
+			}
+		}
+	}
+	if again {
+		// Made and paid before the visit stopped to ask: its tokens and
+		// cost are the run's already.
+		ss.stats.Calls++
+		ss.call = call
+		ss.stats.Usage = ss.stats.Usage.Add(resp.Usage)
+		ss.stats.CostUSD += resp.CostUSD
+		ss.stats.Model, ss.stats.FinishReason, ss.stats.Agent = resp.Model, resp.FinishReason, a.Name
+		ss.set.done(ss.label, ss.visit, call, Usage{}, 0, held)
+		ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		ss.posted = len(ss.Messages)
+		return resp, nil
+	}
 	if !replayed {
 		// Answered already by a lost attempt of this step (its worker
 		// died): the same call, not paid again, recorded as it was.
@@ -434,7 +455,8 @@ func (t *bigText) UnmarshalJSON(lit []byte) error {
 // says what the original said, byte for byte.
 func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded *board.Recording) error {
 	b := ss.board
-	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning})
+	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls,
+		Reasoning: resp.Reasoning, Thinking: resp.Thinking})
 	if b == nil {
 		ss.posted = len(ss.Messages)
 		return nil

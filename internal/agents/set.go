@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -47,10 +46,25 @@ type Options struct {
 	// Reuse, when set, answers calls from earlier runs' recordings while
 	// their requests match (see Reuse); the rest go to the providers.
 	Reuse *Reuse
+	// OnStream, when set, receives the text of streamed answers
+	// (agents with stream: true) as it comes, masked, for a display. A
+	// call retried after its stream broke sends its text again from the
+	// start.
+	OnStream func(StreamChunk)
 	// Mask, when set, learns every agent's API key, and masks the run's
 	// secrets in what providers answer and in the requests recordings
 	// keep; nil: each provider masks its own key.
 	Mask *mask.Masker
+}
+
+// StreamChunk is a piece of a streamed answer: the call it belongs to
+// and its text.
+type StreamChunk struct {
+	Agent string
+	Label string
+	Visit int
+	Call  int
+	Text  string
 }
 
 // ReplaySource serves recorded model exchanges to a replay.
@@ -139,24 +153,9 @@ type callInfo struct {
 	visit int
 	call  int
 	log   zerolog.Logger
-	// show, when set, receives a streamed answer's text as it comes.
-	show io.Writer
-}
-
-// shower returns, for each attempt of a streamed call, the writer its
-// text goes to as it comes (nil: none); an attempt after a broken one
-// first says that the answer starts again.
-func (c *callInfo) shower() func() io.Writer {
-	attempts := 0
-	return func() io.Writer {
-		if c.show == nil {
-			return nil
-		}
-		if attempts++; attempts > 1 {
-			fmt.Fprintf(c.show, "\n[the stream broke; the answer starts again]\n")
-		}
-		return c.show
-	}
+	// delta receives a streamed answer's text as it comes (nil: no one
+	// watches).
+	delta func(text string)
 }
 
 // Set is a plan's agents and the run-wide state of their calls: the token
@@ -170,6 +169,7 @@ type Set struct {
 	replay    ReplaySource
 	reuse     *Reuse
 	mask      *mask.Masker
+	onStream  func(StreamChunk)
 
 	maxCost float64
 
@@ -227,7 +227,8 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 		t.jitter = defaultJitter
 	}
 	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, maxCost: plan.Limits.MaxCostUSD, log: opt.Log,
-		replay: opt.Replay, reuse: opt.Reuse, calls: map[visitKey]int{}, mask: opt.Mask, getenv: getenv}
+		replay: opt.Replay, reuse: opt.Reuse, calls: map[visitKey]int{}, mask: opt.Mask, getenv: getenv,
+		onStream: opt.OnStream}
 	var errs []error
 	for _, spec := range plan.Agents {
 		a := &Agent{Name: spec.Name, Provider: spec.Provider, Model: spec.Model, System: spec.System,

@@ -2,15 +2,9 @@ package agents
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
-	"fmt"
 	"io"
-	"net/http"
 	"strings"
-	"sync/atomic"
-	"time"
 )
 
 // sseEvent is one server-sent event: its type ("" when the server sent no
@@ -70,97 +64,28 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 	}
 }
 
-// errStalled is the cause of a stream cancelled for its silence.
-var errStalled = errors.New("the stream stalled")
-
 // errStreamCut is a stream that ended before the event that says the
 // answer is complete: a broken connection or a proxy's cut, retried.
 var errStreamCut = errors.New("the stream ended before the answer was complete")
 
-// streamError is an error the server sent inside a stream, after its 200
-// status. Retryable says whether asking again may help (a server error,
-// an overload, a rate limit), else the request itself is at fault.
-type streamError struct {
-	api       *APIError
-	retryable bool
-}
-
-func (e *streamError) Error() string { return e.api.Error() + " (sent in the stream)" }
-
-func (e *streamError) Unwrap() error { return e.api }
-
-// idleReader re-arms the call's idle timer on every read that brings data,
-// and counts what it read.
-type idleReader struct {
-	r     io.Reader
-	timer *time.Timer
-	idle  time.Duration
-	n     atomic.Int64
-}
-
-func (r *idleReader) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if n > 0 {
-		r.timer.Reset(r.idle)
-		r.n.Add(int64(n))
+// openAIStreamErrorStatus is the HTTP status OpenAI answers an error of
+// this type or code with outside a stream: an error sent inside a stream
+// is then retried, or not, as that status would be. A server error, or
+// one that names nothing, counts as a 500.
+func openAIStreamErrorStatus(kind string) int {
+	switch kind {
+	case "", "server_error", "api_error":
+		return 500
+	case "rate_limit_error", "rate_limit_exceeded":
+		return 429
+	case "overloaded_error", "server_is_overloaded":
+		return 503
+	case "authentication_error", "invalid_api_key":
+		return 401
+	case "permission_error":
+		return 403
+	case "not_found_error", "model_not_found":
+		return 404
 	}
-	return n, err
-}
-
-// onceStream is once for a streamed answer: the agent's timeout bounds
-// each wait for data (the response headers, then every read of the body),
-// not the whole answer.
-func (t *transport) onceStream(ctx context.Context, x *exchange) ([]byte, int, http.Header, error) {
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	idle := time.AfterFunc(x.timeout, func() { cancel(errStalled) })
-	defer idle.Stop()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(x.body))
-	if err != nil {
-		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
-	}
-	req.Header = x.header.Clone()
-	fail := func(err error, status int, read int64) ([]byte, int, http.Header, error) {
-		switch {
-		case ctx.Err() != nil:
-			return nil, 0, nil, &fatalError{fmt.Errorf("%s: %w", x.provider, context.Cause(ctx))}
-		case errors.Is(context.Cause(actx), errStalled):
-			waited := "answer (no response headers)"
-			if status != 0 {
-				waited = fmt.Sprintf("data in the answer's stream (status %d, stalled after %d bytes)", status, read)
-			}
-			return nil, 0, nil, &fatalError{fmt.Errorf("%s (%s): no %s within %s (the agent's timeout, which bounds each wait of a stream: agents.%s.timeout)",
-				x.provider, x.mask.String(peerURL(x.url)), waited, x.timeout, x.agent)}
-		case permanentTransportError(err):
-			return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
-		}
-		var se *streamError
-		if errors.As(err, &se) && !se.retryable {
-			return nil, 0, nil, &fatalError{se}
-		}
-		return nil, 0, nil, fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))
-	}
-	resp, err := t.client.Do(req)
-	if err != nil {
-		return fail(err, 0, 0)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		// An error answer is JSON, not a stream.
-		body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxAnswer)+1))
-		if err != nil {
-			return fail(err, resp.StatusCode, int64(len(body)))
-		}
-		return body, resp.StatusCode, resp.Header, nil
-	}
-	r := &idleReader{r: io.LimitReader(resp.Body, int64(maxAnswer)+1), timer: idle, idle: x.timeout}
-	out, err := x.stream(r)
-	if r.n.Load() > int64(maxAnswer) {
-		return nil, 0, nil, &fatalError{fmt.Errorf("%s: the answer is larger than %d MiB, the most runner reads (status %d)", x.provider, maxAnswer>>20, resp.StatusCode)}
-	}
-	if err != nil {
-		return fail(err, resp.StatusCode, r.n.Load())
-	}
-	x.streamed = out
-	return nil, resp.StatusCode, resp.Header, nil
+	return 400
 }

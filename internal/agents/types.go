@@ -41,6 +41,8 @@ type Request struct {
 	Seed        *int            `json:"seed,omitempty"`
 	// ReasoningEffort is the agent's reasoning_effort ("": the model's).
 	ReasoningEffort string `json:"reasoning_effort,omitempty"`
+	// Thinking is the token budget of extended thinking (0: off).
+	Thinking int `json:"thinking,omitempty"`
 	// Memory, for an agent with memory: conversation, says which leading
 	// Messages are its earlier turns (memory.go).
 	Memory *MemoryRef `json:"memory,omitempty"`
@@ -60,6 +62,17 @@ type Message struct {
 	// Reasoning is an assistant turn's reasoning as its provider sent it
 	// (Response.Reasoning), sent back as it came.
 	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
+	// Thinking is an assistant turn's thinking, sent back as it came
+	// (signed) where the provider requires it.
+	Thinking []Thinking `json:"thinking,omitempty"`
+}
+
+// Thinking is one block of a model's extended thinking: its text and
+// signature, or, redacted, the opaque data the provider gave.
+type Thinking struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  string `json:"redacted,omitempty"`
 }
 
 // Tool is a function the model may call.
@@ -86,7 +99,10 @@ type Response struct {
 	// Responses API `reasoning` items, encrypted content included): a
 	// later turn of the conversation sends them back, as the API asks.
 	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
-	Usage     Usage             `json:"usage"`
+	// Thinking is the answer's extended thinking (Anthropic's), kept for
+	// the next turn.
+	Thinking []Thinking `json:"thinking,omitempty"`
+	Usage    Usage      `json:"usage"`
 	// FinishReason is normalised across providers: stop, length,
 	// tool_calls, content_filter; anything else is passed on as sent.
 	FinishReason string `json:"finish_reason"`

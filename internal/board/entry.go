@@ -118,6 +118,28 @@ type WaitingInput struct {
 	Since  time.Time       `json:"since"`
 	// Deadline is when the input takes its default (or fails); nil: never.
 	Deadline *time.Time `json:"deadline,omitempty"`
+	// Tool is set when the question is whether an agent may make a tool
+	// call (an agent's approve: patterns); Label is then the step's label
+	// with /approve-N.
+	Tool *WaitingTool `json:"tool,omitempty"`
+	// Answerers, when set, are the only people who may answer: each a
+	// name as `runner answer` (the operating-system user) or serve (a
+	// trusted proxy header, a per-person token) knows them.
+	Answerers []string `json:"answerers,omitempty"`
+	// Link is the sha256 of a single-use token a notification carried
+	// (hex), which answers this input once before LinkExpires without
+	// the serve token; the token itself is never saved.
+	Link        string     `json:"link_sha256,omitempty"`
+	LinkExpires *time.Time `json:"link_expires,omitempty"`
+	// Notified says the waiting notification went out (it is sent once).
+	Notified bool `json:"notified,omitempty"`
+}
+
+// WaitingTool is the tool call a person is asked to allow.
+type WaitingTool struct {
+	Agent string          `json:"agent"`
+	Name  string          `json:"name"` // as the plan names it: a plan tool, or SERVER.TOOL
+	Args  json.RawMessage `json:"args"`
 }
 
 // Answer is a person's answer to an input step visit: what `runner
@@ -128,6 +150,27 @@ type Answer struct {
 	Visit  int            `json:"visit,omitempty"`
 	Answer map[string]any `json:"answer"`
 	By     string         `json:"by,omitempty"`
+	// Asked is what the person was shown, filled in where the answer is
+	// checked against the visit that waits (nil: an answer given before
+	// the step asked).
+	Asked *Asked `json:"asked,omitempty"`
+}
+
+// Asked is the exact text a person saw when asked: the rendered question
+// and each field of its form with its description, kept with the answer
+// so the report and a replay show what was approved, not the plan's
+// template.
+type Asked struct {
+	Prompt string       `json:"prompt"`
+	Fields []AskedField `json:"fields,omitempty"`
+}
+
+// AskedField is one field of the form a person was shown.
+type AskedField struct {
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
 }
 
 // The ways an answer is refused, for errors.Is.
@@ -135,6 +178,7 @@ var (
 	ErrNotWaiting     = errors.New("not waiting for an answer")
 	ErrAnswerConflict = errors.New("already answered")
 	ErrBadAnswer      = errors.New("the answer does not fit the form")
+	ErrNotAnswerer    = errors.New("is not among the input's answerers")
 )
 
 // Reused counts the model calls a run answered from earlier runs'

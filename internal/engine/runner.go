@@ -105,7 +105,6 @@ type Runner struct {
 	mu      sync.Mutex
 	visits  map[string]int
 	frames  map[string]*evaluator // a callee's expressions, by call label (subplan.go)
-	logs    map[string]zerolog.Logger
 	runID   string
 	done    map[string]map[string]board.StepRecord // see Restore
 	startPC int
@@ -177,7 +176,6 @@ func (r *Runner) init() {
 	if r.clockN == nil {
 		r.clockN, r.readN, r.wsN = map[visitKey]int{}, map[visitKey]int{}, map[visitKey]int{}
 	}
-	r.logs = map[string]zerolog.Logger{}
 	if r.Workdir == "" {
 		r.Workdir, _ = os.Getwd()
 	}
@@ -235,16 +233,11 @@ func (r *Runner) wake() {
 	r.waitMu.Unlock()
 }
 
-// logger is the step's logger, made once per label.
+// logger is the step's logger. It is made at each call, not kept per
+// label: one small allocation costs less than a run-wide lock per call,
+// and a plan of 100k steps does not hold 100k loggers to its end.
 func (r *Runner) logger(label string) zerolog.Logger {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	l, ok := r.logs[label]
-	if !ok {
-		l = r.Log.With().Str("step", label).Logger()
-		r.logs[label] = l
-	}
-	return l
+	return r.Log.With().Str("step", label).Logger()
 }
 
 // LogStep writes the "step finished" event of rec to log (a logger with

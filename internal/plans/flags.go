@@ -29,6 +29,9 @@ func (o AgentOverrides) Set(s string) error {
 	if !slices.Contains(overridable, field) {
 		return fmt.Errorf("cannot set agent field %q%s (one of %s)", field, Suggest(field, overridable), strings.Join(overridable, ", "))
 	}
+	if field == "stream" && v != "true" && v != "false" {
+		return fmt.Errorf("%s.stream=%s: want true or false", name, v)
+	}
 	if field == "provider" && !slices.Contains(Providers, v) {
 		return fmt.Errorf("unknown provider %q%s (one of %s)", v, Suggest(v, Providers), strings.Join(Providers, ", "))
 	}
@@ -71,6 +74,9 @@ func (p *Plan) Override(o map[string]map[string]string) error {
 		if v, ok := f["base_url"]; ok {
 			a.BaseURL = v
 		}
+		if v, ok := f["stream"]; ok {
+			a.Stream = v == "true"
+		}
 		if v, ok := f["api_key_env"]; ok {
 			if !ValidIdent(v) {
 				return fmt.Errorf("--agent %s.api_key_env=%s: not an environment variable name", name, v)
@@ -82,12 +88,6 @@ func (p *Plan) Override(o map[string]map[string]string) error {
 				return fmt.Errorf("--agent %s.api=%s: unknown api (responses or chat)", name, v)
 			}
 			a.API = v
-		}
-		if v, ok := f["stream"]; ok {
-			if v != "true" && v != "false" {
-				return fmt.Errorf("--agent %s.stream=%s: want true or false", name, v)
-			}
-			a.Stream = v == "true"
 		}
 		if v, ok := f["reasoning_effort"]; ok {
 			if !slices.Contains(ReasoningEfforts, v) {

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -17,7 +19,7 @@ import (
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
 	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each", "steps", "needs"}
 
-var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs", "tools"}
+var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs", "tools", "notify"}
 
 // Providers are the agent providers runner knows.
 var Providers = []string{"openai", "anthropic", "script"}
@@ -70,7 +72,7 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 	for _, f := range fields {
 		has[f.Key] = true
 		switch f.Key {
-		case "env", "secrets", "limits", "board":
+		case "env", "secrets", "limits", "board", "notify":
 			p.runOnly = append(p.runOnly, f.KeyN)
 		}
 		switch f.Key {
@@ -103,6 +105,8 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 			p.Outputs = parseOutputs(r, f.Value)
 		case "tools":
 			p.Tools = parseTools(r, f.Value)
+		case "notify":
+			p.Notify = parseNotify(r, f.Value)
 		default:
 			Unknown(r, f, "the plan", topFields)
 		}
@@ -480,7 +484,7 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
 	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory",
-	"api", "stream", "reasoning_effort", "prompt_cache_key"}
+	"stream", "thinking", "approve", "api", "reasoning_effort", "prompt_cache_key"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
@@ -543,6 +547,15 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			a.Fallback = StringList(r, f.Value, what+": fallback")
 		case "price":
 			a.Price = parsePrice(r, f.Value, what)
+		case "stream":
+			a.Stream, _ = Bool(r, f.Value, what+": stream")
+		case "thinking":
+			if v, ok := Int(r, f.Value, what+": thinking"); ok {
+				if v < 1024 {
+					r.At(f.Value, "%s: thinking is a token budget of at least 1024", what)
+				}
+				a.Thinking = v
+			}
 		case "mcp":
 			a.MCP = parseMCP(r, f.Value, what)
 		case "memory":
@@ -557,8 +570,6 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 					r.At(f.Value, "%s: unknown api %q (responses or chat)%s", what, v, Suggest(v, []string{APIResponses, APIChat}))
 				}
 			}
-		case "stream":
-			a.Stream, _ = Bool(r, f.Value, what+": stream")
 		case "reasoning_effort":
 			if v, ok := String(r, f.Value, what+": reasoning_effort"); ok {
 				a.ReasoningEffort = v
@@ -568,6 +579,8 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			}
 		case "prompt_cache_key":
 			a.PromptCacheKey, _ = String(r, f.Value, what+": prompt_cache_key")
+		case "approve":
+			a.Approve, a.ApproveAnswerers = parseApprove(r, f.Value, what)
 		default:
 			Unknown(r, f, what, agentFields)
 		}
@@ -594,7 +607,118 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			r.At(f.Value, "%s: %s is for the openai provider only", what, f.Key)
 		}
 	}
+	if a.Thinking > 0 {
+		switch {
+		case a.Provider != "anthropic":
+			r.At(a.Node, "%s: thinking is for the anthropic provider", what)
+		case a.MaxTokens > 0 && a.MaxTokens <= a.Thinking:
+			r.At(a.Node, "%s: max_tokens (%d) must be more than the thinking budget (%d): the answer comes out of what is left", what, a.MaxTokens, a.Thinking)
+		case a.Temperature != nil:
+			r.At(a.Node, "%s: temperature cannot be set with thinking (the API allows only its default then)", what)
+		}
+	}
 	return a
+}
+
+// parseNotify reads the plan's notify: a list of targets.
+func parseNotify(r *Reporter, n *yaml.Node) []*Notify {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.SequenceNode {
+		r.At(n, "notify must be a list of targets (each with url or url_env)")
+		return nil
+	}
+	var out []*Notify
+	for _, item := range n.Content {
+		t := &Notify{Node: Resolve(item), Format: "json"}
+		what := "notify"
+		for _, f := range Fields(r, item, what) {
+			switch f.Key {
+			case "url":
+				if v, ok := String(r, f.Value, what+": url"); ok {
+					if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+						r.At(f.Value, "%s: url %q is not an http(s) URL", what, v)
+					}
+					t.URL = v
+				}
+			case "url_env":
+				if v, ok := String(r, f.Value, what+": url_env"); ok {
+					if !ValidIdent(v) {
+						r.At(f.Value, "%s: url_env %q is not an environment variable name", what, v)
+					}
+					t.URLEnv = v
+				}
+			case "format":
+				if v, ok := String(r, f.Value, what+": format"); ok {
+					if v != "json" && v != "slack" {
+						r.At(f.Value, "%s: format %q is not json or slack", what, v)
+					}
+					t.Format = v
+				}
+			case "on":
+				t.On = StringList(r, f.Value, what+": on")
+				for _, e := range t.On {
+					if !contains(NotifyEvents, e) {
+						r.At(f.Value, "%s: on: unknown event %q (waiting, failed, ended)%s", what, e, Suggest(e, NotifyEvents))
+					}
+				}
+			case "link":
+				for _, lf := range Fields(r, f.Value, what+": link") {
+					switch lf.Key {
+					case "base":
+						if v, ok := String(r, lf.Value, what+": link.base"); ok {
+							if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+								r.At(lf.Value, "%s: link.base %q is not the http(s) URL of runner serve", what, v)
+							}
+							t.LinkBase = v
+						}
+					case "ttl":
+						t.LinkTTL, _ = Duration(r, lf.Value, what+": link.ttl")
+					default:
+						Unknown(r, lf, what+": link", []string{"base", "ttl"})
+					}
+				}
+				if t.LinkBase == "" {
+					r.At(f.Value, "%s: link needs base, the URL runner serve is reached at", what)
+				}
+			default:
+				Unknown(r, f, what, []string{"url", "url_env", "format", "on", "link"})
+			}
+		}
+		if (t.URL == "") == (t.URLEnv == "") && t.Node != nil && t.Node.Kind == yaml.MappingNode {
+			r.At(t.Node, "%s: give url or url_env (one of them)", what)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// parseApprove reads an agent's approve: a list of tool patterns, or a
+// mapping of them (tools) and who may allow the calls (answerers).
+func parseApprove(r *Reporter, n *yaml.Node, what string) (tools, answerers []string) {
+	n = Resolve(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		tools = StringList(r, n, what+": approve")
+	} else {
+		for _, f := range Fields(r, n, what+": approve") {
+			switch f.Key {
+			case "tools":
+				tools = StringList(r, f.Value, what+": approve.tools")
+			case "answerers":
+				answerers = StringList(r, f.Value, what+": approve.answerers")
+			default:
+				Unknown(r, f, what+": approve", []string{"tools", "answerers"})
+			}
+		}
+	}
+	for _, p := range tools {
+		if _, err := path.Match(p, ""); err != nil {
+			r.At(n, "%s: approve: bad pattern %q: %v", what, p, err)
+		}
+	}
+	if len(tools) == 0 && n != nil {
+		r.At(n, "%s: approve names no tool pattern", what)
+	}
+	return tools, answerers
 }
 
 func parsePrice(r *Reporter, n *yaml.Node, what string) *Price {
@@ -605,13 +729,20 @@ func parsePrice(r *Reporter, n *yaml.Node, what string) *Price {
 		switch f.Key {
 		case "input":
 			dst = &p.Input
+			seen++
 		case "output":
 			dst = &p.Output
+			seen++
+		case "cached_input":
+			p.CachedInput = new(float64)
+			dst = p.CachedInput
+		case "cache_write":
+			p.CacheWrite = new(float64)
+			dst = p.CacheWrite
 		default:
-			Unknown(r, f, what+": price", []string{"input", "output"})
+			Unknown(r, f, what+": price", []string{"input", "output", "cached_input", "cache_write"})
 			continue
 		}
-		seen++
 		if v, ok := Float(r, f.Value, what+": price."+f.Key); ok {
 			if v < 0 {
 				r.At(f.Value, "%s: price.%s must not be negative", what, f.Key)

@@ -78,6 +78,26 @@ steps:
 			`p.yaml:8:41: unknown field "untill" in retry (did you mean "until"?)`,
 			`p.yaml:9:46: write.ttl: "1" is not a duration`,
 			`p.yaml:10:26: g.parallel is empty`}},
+		{"approve", `version: 1
+agents:
+  a: {provider: script, responses: [x], approve: {tools: ["[bad"], who: [ann]}}
+  b: {provider: script, responses: [x], approve: []}
+steps: [{label: s, type: x}]
+`, []string{`p.yaml:3:50: agent a: approve: bad pattern "[bad": syntax error in pattern`,
+			`p.yaml:3:68: unknown field "who" in agent a: approve`,
+			`p.yaml:4:50: agent b: approve names no tool pattern`}},
+		{"notify", `version: 1
+notify:
+  - {url: "ftp://x", format: teams, on: [waited]}
+  - {url: "http://x", url_env: HOOK}
+  - {url_env: "bad name", link: {ttl: 1h}}
+steps: [{label: s, type: x}]
+`, []string{`p.yaml:3:11: notify: url "ftp://x" is not an http(s) URL`,
+			`p.yaml:3:30: notify: format "teams" is not json or slack`,
+			`p.yaml:3:41: notify: on: unknown event "waited" (waiting, failed, ended)`,
+			`p.yaml:4:5: notify: give url or url_env (one of them)`,
+			`p.yaml:5:15: notify: url_env "bad name" is not an environment variable name`,
+			`p.yaml:5:33: notify: link needs base, the URL runner serve is reached at`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,13 +216,17 @@ func TestOverrideOpenAIFields(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A flag is refused as it is read (Set) or as it is applied
+			// (Override): either way, before the run starts.
 			o := AgentOverrides{}
 			for _, f := range tc.flags {
-				if err := o.Set(f); err != nil {
-					t.Fatal(err)
+				if err = o.Set(f); err != nil {
+					break
 				}
 			}
-			err = p.Override(o)
+			if err == nil {
+				err = p.Override(o)
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)

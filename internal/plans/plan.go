@@ -26,6 +26,9 @@ type Plan struct {
 	Outputs []Output
 	// Tools are the tools the plan defines for its agents (tools.go).
 	Tools []*Tool
+	// Notify are where the run says that an input waits, that it failed
+	// or that it ended (internal/notify).
+	Notify []*Notify
 
 	labels map[string]*Step
 	load   *loadState
@@ -158,6 +161,12 @@ type Agent struct {
 	Fallback []string
 	// Price overrides the built-in price of the agent's model.
 	Price *Price
+	// Stream: the answer comes as server-sent events, shown as it comes;
+	// the recording holds the whole answer either way.
+	Stream bool
+	// Thinking is the token budget of extended thinking (anthropic; 0:
+	// off).
+	Thinking int
 	// MCP lists the MCP servers whose tools the agent may use.
 	MCP []*MCPServer
 	// Tools are SERVER.TOOL patterns (path.Match): the MCP tools the agent
@@ -166,6 +175,12 @@ type Agent struct {
 	// (Plan.Tools).
 	Tools     []string
 	ToolsNode *yaml.Node
+	// Approve are tool patterns (as Tools: SERVER.TOOL for MCP tools, a
+	// name without a dot for tools the plan defines and board tools)
+	// whose every call waits for a person to allow it;
+	// ApproveAnswerers, when set, are who may.
+	Approve          []string
+	ApproveAnswerers []string
 	// Memory, when on, keeps the agent's earlier turns in the run across
 	// its step visits (memory.go); nil: off.
 	Memory *AgentMemory
@@ -173,8 +188,6 @@ type Agent struct {
 	// picks by base_url (OpenAI's own API: responses, any other server:
 	// chat).
 	API string
-	// Stream: the answer is streamed and shown as it comes.
-	Stream bool
 	// ReasoningEffort is a reasoning model's effort (openai); "": the
 	// model's default.
 	ReasoningEffort string
@@ -193,11 +206,33 @@ const (
 // ReasoningEfforts are the values of an agent's reasoning_effort.
 var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
+// Notify is one place the run's events go: a webhook that takes the
+// documented JSON body, or a Slack-compatible one ({"text": ...}).
+type Notify struct {
+	URL    string // written in the plan
+	URLEnv string // or read from this environment variable (a secret URL)
+	Format string // json (default) or slack
+	// On lists the events sent: waiting, failed, ended (default: all).
+	On []string
+	// LinkBase, when set, is the serve URL a waiting event's single-use
+	// answer link starts with; LinkTTL is how long the link works.
+	LinkBase string
+	LinkTTL  time.Duration
+	Node     *yaml.Node
+}
+
+// NotifyEvents are the events a notify target can ask for.
+var NotifyEvents = []string{"waiting", "failed", "ended"}
+
 // Price is what a model costs, in US dollars per million tokens.
 type Price struct {
 	Input  float64 // per million input tokens
 	Output float64 // per million output tokens
-	Node   *yaml.Node
+	// CachedInput and CacheWrite price prompt-cache reads and writes
+	// (nil: the provider's rule applied to Input).
+	CachedInput *float64
+	CacheWrite  *float64
+	Node        *yaml.Node
 }
 
 // Response is one canned answer of the script provider.

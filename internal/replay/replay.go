@@ -45,6 +45,9 @@ type Options struct {
 	Models map[string]string
 	// Out is where the replay's blackboard.json is written; empty: memory only.
 	Out string
+	// ID is the replay's run id; empty: the recording's for a replay (the
+	// recorded run again), a new one for a fork (a run of its own).
+	ID string
 	// BoardOptions open the replay's board (Redact: the secrets to mask).
 	BoardOptions board.Options
 	// Log receives the engine's logs; Observer sees steps start and finish.
@@ -139,6 +142,12 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	run.PlanPath, run.PlanSHA256, run.PlanSource = prog.Plan.Path, prog.Plan.SHA256, string(prog.Plan.Source)
 	run.Status, run.Error, run.FinishedAt = board.StatusRunning, "", nil
 	run.RunnerVersion, run.ReplayOf = opt.Version, cmp.Or(rec.Path(), opt.Recording)
+	switch {
+	case opt.ID != "":
+		run.ID = opt.ID
+	case fk != nil:
+		run.ID = board.NewID(time.Now())
+	}
 	workdir := saved.Workdir // what run.workdir said when the recording was made
 	if opt.Workdir != "" {
 		workdir = opt.Workdir
@@ -350,6 +359,20 @@ func ParseFrom(s string) (string, int, error) {
 		visit = n
 	}
 	return label, visit, nil
+}
+
+// CheckFrom says whether from ("LABEL" or "LABEL#VISIT") names a step
+// visit the recording ran, where a fork of it can go live: the check a
+// replay with Options.From makes before anything runs.
+func CheckFrom(rec *board.Board, from string) error {
+	label, visit, err := ParseFrom(from)
+	if err != nil {
+		return err
+	}
+	if err := forkExists(rec, label, visit); err != nil {
+		return fmt.Errorf("%w: --from %s: %v", ErrUsage, from, err)
+	}
+	return nil
 }
 
 // forkExists says what the recording holds when it never ran visit

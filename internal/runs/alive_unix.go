@@ -5,6 +5,8 @@ package runs
 import (
 	"errors"
 	"syscall"
+
+	"github.com/planrunner/runner/internal/board/boardlock"
 )
 
 // processAlive reports whether a process with this pid exists.
@@ -15,3 +17,6 @@ func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// lockHeld says whether a process holds the run's lock now.
+func lockHeld(path string) bool { return boardlock.Held(path) }

@@ -32,6 +32,11 @@ type Question struct {
 	Waiting bool
 	Input   board.WaitingInput
 	Form    *steps.Form
+	// Identity is who answers as the caller knows it for sure (the
+	// operating-system user, serve's trusted header or per-person token;
+	// "": not known). An input that names answerers takes an answer only
+	// from one of them, recorded under that name.
+	Identity string
 
 	saved  *board.Board
 	lock   *boardlock.Lock
@@ -136,6 +141,14 @@ func OpenQuestion(path, label string, visit int, m *mask.Masker, stderr io.Write
 // different answer already recorded is board.ErrAnswerConflict; an answer
 // the form refuses is a UsageError.
 func (q *Question) Answer(answer map[string]any, by string) (Answered, error) {
+	if q.Waiting {
+		if err := steps.MayAnswer(q.Input, q.Identity); err != nil {
+			return Answered{}, err
+		}
+		if len(q.Input.Answerers) > 0 {
+			by = q.Identity
+		}
+	}
 	a, already, err := steps.Settle(q.Run, q.saved.Recordings(), board.Answer{Label: q.Label, Visit: q.Visit, Answer: answer, By: by})
 	if err != nil {
 		if errors.Is(err, board.ErrAnswerConflict) {
@@ -171,6 +184,13 @@ func (q *Question) Answer(answer map[string]any, by string) (Answered, error) {
 		}
 	}
 	return Answered{Label: a.Label, Visit: a.Visit, Already: already, Where: OnFile}, nil
+}
+
+// HasAnswer reports whether the visit that waits has an answer recorded
+// already (it waits until the run is resumed).
+func (q *Question) HasAnswer() bool {
+	_, ok := steps.FindAnswer(q.saved.Recordings(), q.Input.Label, q.Input.Visit)
+	return ok
 }
 
 // Close lets go of the run.

@@ -8,12 +8,35 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/liveboard"
 )
 
 // RunsDir is where runs started in dir are saved by default: each in
 // RunsDir(dir)/<run id>/blackboard.json.
 func RunsDir(dir string) string { return filepath.Join(dir, ".runner", "runs") }
+
+// IDOfPath is the run id a board saved at path takes from its place:
+// the name of its folder when path is RUNS/<id>/blackboard.json under a
+// .runner/runs directory and that name is a run id; "" otherwise. A run
+// saved there is listed (and served) under its folder's name, so a run
+// started with that path (by `runner serve`, which chooses it) keeps it
+// as its own id.
+func IDOfPath(path string) string {
+	if filepath.Base(path) != "blackboard.json" {
+		return ""
+	}
+	dir := filepath.Dir(path)
+	runsDir := filepath.Dir(dir)
+	if filepath.Base(runsDir) != "runs" || filepath.Base(filepath.Dir(runsDir)) != ".runner" {
+		return ""
+	}
+	id := filepath.Base(dir)
+	if _, ok := board.IDTime(id); !ok {
+		return ""
+	}
+	return id
+}
 
 // Latest is the name that stands for the newest run (docs/running.md).
 const Latest = "latest"

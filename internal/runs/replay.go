@@ -1,8 +1,10 @@
 package runs
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -28,6 +30,27 @@ type ReplayOptions struct {
 	// Mask learns the plan's secrets, masked in the replay's board; nil:
 	// a mask of the replay's own.
 	Mask *mask.Masker
+	// Dir is the directory under whose runs (RunsDir) a fork is saved
+	// when the recording is not itself a run saved under some RunsDir;
+	// "": the current directory.
+	Dir string
+}
+
+// ForkRunsDir is where a fork of the run saved at recording is saved:
+// the runs directory that holds the recording's run
+// (DIR/.runner/runs/ID/blackboard.json), else RunsDir(dir).
+func ForkRunsDir(recording, dir string) string {
+	runDir := filepath.Dir(recording)
+	if abs, err := filepath.Abs(runDir); err == nil {
+		runDir = abs
+	}
+	if parent := filepath.Dir(runDir); filepath.Base(parent) == "runs" && filepath.Base(filepath.Dir(parent)) == ".runner" {
+		return parent
+	}
+	if dir == "" {
+		dir = "."
+	}
+	return RunsDir(dir)
 }
 
 // Replayed is how a replay went, beside the run it replayed.
@@ -72,11 +95,34 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, 
 			return nil, usage(err)
 		}
 	}
+	if opt.From != "" {
+		// A fork is a run of its own: its own id and, unless told
+		// otherwise, its own folder beside the runs it was forked from,
+		// so `runner runs` lists it and the original's folder is never
+		// written.
+		if opt.ID == "" {
+			opt.ID = cmp.Or(IDOfPath(opt.Out), board.NewID(time.Now()))
+		}
+		if opt.Out == "" {
+			opt.Out = filepath.Join(ForkRunsDir(recording, o.Dir), opt.ID, "blackboard.json")
+		}
+	}
 	if opt.Out == "" {
 		opt.Out = filepath.Join(filepath.Dir(recording), "replay-"+board.NewID(time.Now())+".json")
 	}
 	if opt.Recording, err = filepath.Abs(recording); err != nil {
 		opt.Recording = recording
+	}
+	if opt.From != "" {
+		// Owned as a run is while it runs, so it is listed as live.
+		if err := os.MkdirAll(filepath.Dir(opt.Out), board.DirMode); err != nil {
+			return nil, err
+		}
+		lock, err := own(opt.Out)
+		if err != nil {
+			return nil, usage(err)
+		}
+		defer lock.Unlock()
 	}
 	rep, err := replay.Run(ctx, saved, opt)
 	if err != nil {

@@ -126,7 +126,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	running := trackRunning(r.Board, env.Observer)
 	defer running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: running, Output: running.output(env.Output)}
+		Observer: running, Output: env.Output}
 	done := b.StepsShared() // the board's, not a copy: Restore only reads them
 	if err := er.Restore(done); err != nil {
 		if errors.Is(err, engine.ErrFinished) && b.Run().Status == board.StatusRunning {
@@ -152,6 +152,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	log.Info().Int("steps_done", len(done)).Msg("resuming")
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)
+	notifyEnd(b, r.Prog.Plan, m, log)
 	return res, nil
 }
 

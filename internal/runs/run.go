@@ -74,6 +74,9 @@ type Env struct {
 	Mask *mask.Masker
 	// Observer is told of steps as they start and finish.
 	Observer engine.Observer
+	// OnStream, when set, receives streamed model answers as they come
+	// (agents.Options.OnStream).
+	OnStream func(agents.StreamChunk)
 	// Output, when set, receives each step's process output as it comes
 	// (engine.Runner.Output).
 	Output func(label string, visit int, stream string) io.Writer
@@ -204,6 +207,9 @@ func New(o Options) (*Run, error) {
 	start := now().UTC()
 	id := board.NewID(start)
 	path := o.Board
+	if own := IDOfPath(path); own != "" {
+		id = own
+	}
 	if path == "" {
 		path = filepath.Join(wd, ".runner", "runs", id, "blackboard.json")
 	}
@@ -252,7 +258,18 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	LearnSecrets(m, r.Prog.Plan)
 	log := env.Log.With().Str("run", r.Record.ID).Logger()
-	set, err := agents.New(r.Prog.Plan, agents.Options{Log: log, Mask: m})
+	// Streamed answers go to the caller's display and to the running
+	// file, where runner serve shows them.
+	var running *runningFile
+	onStream := func(c agents.StreamChunk) {
+		if env.OnStream != nil {
+			env.OnStream(c)
+		}
+		if running != nil {
+			running.streamed(c)
+		}
+	}
+	set, err := agents.New(r.Prog.Plan, agents.Options{Log: log, Mask: m, OnStream: onStream})
 	if err != nil {
 		return nil, usage(err) // a missing API key ends here, before the first step
 	}
@@ -289,10 +306,10 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	defer b.Close()
 	stop := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
-	running := trackRunning(r.Board, env.Observer)
+	running = trackRunning(r.Board, env.Observer)
 	defer running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: running, Output: running.output(env.Output)}
+		Observer: running, Output: env.Output}
 	if ru != nil {
 		er.Script = ru.script()
 	}
@@ -303,6 +320,7 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 		st := ru.save(b, env.Warnings)
 		res.Reused = &st
 	}
+	notifyEnd(b, r.Prog.Plan, m, log)
 	return res, nil
 }
 

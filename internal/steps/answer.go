@@ -48,6 +48,7 @@ func Settle(run board.Run, recs []board.Recording, a board.Answer) (board.Answer
 			return a, false, fmt.Errorf("step %s: %w: %v", VisitName(a.Label, a.Visit), board.ErrBadAnswer, err)
 		}
 		a.Answer = ans
+		a.Asked = AskedOf(w, form)
 	}
 	if answered {
 		if !sameJSON(prev.Answer, a.Answer) {
@@ -63,9 +64,48 @@ func Settle(run board.Run, recs []board.Recording, a board.Answer) (board.Answer
 	return a, false, nil
 }
 
+// AskedOf is what the waiting visit w shows a person: its rendered
+// question and form's fields.
+func AskedOf(w board.WaitingInput, form *Form) *board.Asked {
+	a := &board.Asked{Prompt: w.Prompt}
+	if form == nil {
+		return a
+	}
+	req := map[string]bool{}
+	for _, r := range form.Required {
+		req[r] = true
+	}
+	for _, f := range form.Fields {
+		a.Fields = append(a.Fields, board.AskedField{Name: f.Name, Type: f.Type, Description: f.Description, Required: req[f.Name]})
+	}
+	return a
+}
+
+// MayAnswer says whether who, a person known for sure (the
+// operating-system user, serve's trusted proxy header or per-person
+// token), may answer w: anyone may when w names no answerers; otherwise
+// who must be one of them, and an unknown person ("") is refused.
+func MayAnswer(w board.WaitingInput, who string) error {
+	if len(w.Answerers) == 0 {
+		return nil
+	}
+	name := VisitName(w.Label, w.Visit)
+	list := strings.Join(w.Answerers, ", ")
+	for _, a := range w.Answerers {
+		if who != "" && a == who {
+			return nil
+		}
+	}
+	if who == "" {
+		return fmt.Errorf("step %s: whoever answers here %w (%s): who answers is not known for sure here "+
+			"(runner answer knows the operating-system user; serve a per-person token or a trusted proxy header); it keeps waiting", name, board.ErrNotAnswerer, list)
+	}
+	return fmt.Errorf("step %s: %s %w (%s); it keeps waiting", name, who, board.ErrNotAnswerer, list)
+}
+
 // AnswerRecording is the board recording of an answer.
 func AnswerRecording(a board.Answer) board.Recording {
-	resp, _ := json.Marshal(InputAnswer{Answer: a.Answer, By: a.By})
+	resp, _ := json.Marshal(InputAnswer{Answer: a.Answer, By: a.By, Asked: a.Asked})
 	return board.Recording{Label: a.Label, Visit: a.Visit, Kind: KindInput, Agent: a.By, Response: resp}
 }
 

@@ -37,6 +37,9 @@ type InputResult struct {
 type InputAnswer struct {
 	Answer map[string]any `json:"answer"`
 	By     string         `json:"by,omitempty"`
+	// Asked is the text the person answered (nil in answers recorded
+	// without it, or given before the step asked).
+	Asked *board.Asked `json:"asked,omitempty"`
 }
 
 type inputStep struct {
@@ -45,6 +48,8 @@ type inputStep struct {
 	formRaw json.RawMessage
 	timeout time.Duration
 	def     map[string]any // nil: a timeout fails the step
+	// answerers, when set, are the only people who may answer.
+	answerers []string
 }
 
 func (inputType) Name() string           { return "input" }
@@ -65,6 +70,10 @@ var inputSpec = engine.TypeSpec{
 		{Name: "default", Kind: engine.KindMapping,
 			Doc:      "The answer taken when the step's timeout passes unanswered.",
 			Examples: []any{map[string]any{"approve": false}}},
+		{Name: "answerers", Kind: engine.KindList,
+			Doc: "Who may answer (default: anyone who can reach the run): operating-system user names for `runner answer`, " +
+				"names from serve's trusted proxy header or per-person tokens. Anyone else is refused and the input keeps waiting.",
+			Examples: []any{[]any{"alice", "bob"}}},
 	},
 	Example: `- label: approve
   type: input
@@ -128,6 +137,9 @@ func (inputType) Decode(d *engine.Decoder) engine.Step {
 		}
 		s.formRaw = raw
 	}
+	if n := d.Node("answerers"); n != nil {
+		s.answerers = plans.StringList(d.Reporter(), n, "answerers")
+	}
 	if n := d.Node("default"); n != nil {
 		raw, err := nodeJSON(n)
 		var def map[string]any
@@ -177,7 +189,7 @@ func (s *inputStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		return engine.Result{Output: s.def, TimedOut: true, Fields: InputResult{Answer: s.def, Default: true}}, nil
 	}
 	if !found {
-		w = board.WaitingInput{Label: sc.Label, Visit: sc.Visit, Prompt: prompt, Form: s.formRaw, Since: now}
+		w = board.WaitingInput{Label: sc.Label, Visit: sc.Visit, Prompt: prompt, Form: s.formRaw, Since: now, Answerers: s.answerers}
 		if s.timeout > 0 {
 			d := now.Add(s.timeout)
 			w.Deadline = &d

@@ -252,11 +252,6 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		return kr.Entry, kr.Found, err
 	}
 	ss.Log = sc.Log.With().Str("agent", agent).Int("visit", sc.Visit).Logger()
-	// A streamed answer is shown as it comes where process output is
-	// (--show-output), as stream "answer".
-	if w := sc.Output("answer"); w != nil {
-		ss.Show = w
-	}
 	if s.system != nil {
 		if ss.System, err = sc.Eval(s.system); err != nil {
 			return engine.Result{}, fmt.Errorf("system: %w", err)
@@ -269,6 +264,9 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	// or, in a replay, answered from the recording.
 	ss.Dir = sc.Workdir
 	defer ss.Close()
+	if approvalsOf(sc) {
+		ss.Reenter() // it stopped to ask about a tool call: it goes on from there
+	}
 	mcpTools, err := ss.MCPTools(ctx)
 	if err != nil {
 		return engine.Result{}, mcpFatal(sc.Label, err)
@@ -290,13 +288,16 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	if err = ss.Remember(prompt); err != nil { // the agent's earlier turns, if it has memory
 		return engine.Result{}, err
 	}
-	out, err := s.converse(ctx, ss, prompt)
+	out, err := s.converse(ctx, ss, prompt, &approvals{sc: sc, ss: ss})
 	st := ss.Stats()
 	res := engine.Result{Output: out, Fields: LLMResult{
 		Usage: usageOf(st), Agent: st.Agent, Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
 	var budget *agents.BudgetError
 	if errors.As(err, &budget) {
 		err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+	}
+	if err == nil {
+		err = clearApprovals(sc)
 	}
 	return res, mcpFatal(sc.Label, err)
 }
@@ -314,7 +315,7 @@ func mcpFatal(label string, err error) error {
 
 // converse asks, runs tool calls until the model answers, and re-asks once
 // when the answer does not fit the step's output.
-func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt string) (any, error) {
+func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt string, ap *approvals) (any, error) {
 	msgs := []agents.Message{{Role: agents.RoleUser, Content: prompt}}
 	rounds, calls, reasked := 0, 0, false
 	maxRounds, maxCalls := maxToolRounds, defaultMaxToolCalls
@@ -337,6 +338,16 @@ func (s *llmStep) converse(ctx context.Context, ss *agents.Session, prompt strin
 			calls += len(resp.ToolCalls)
 			msgs = msgs[:0]
 			for _, tc := range resp.ToolCalls {
+				if ap != nil && ss.NeedsApproval(tc.Name) {
+					refused, err := ap.ask(tc)
+					if err != nil {
+						return nil, err
+					}
+					if refused != nil {
+						msgs = append(msgs, *refused)
+						continue
+					}
+				}
 				switch {
 				case ss.IsMCPTool(tc.Name):
 					m, err := ss.RunMCPTool(ctx, tc)

@@ -127,3 +127,20 @@ func ReadOwner(path string) (Owner, error) {
 	err = json.Unmarshal(data, &o)
 	return o, err
 }
+
+// Held says whether a process holds the lock of the blackboard file at
+// path now. It writes nothing (a reader that polls it, or watches the
+// run's directory, sees no change of its own); it holds the lock for a
+// moment when it is free.
+func Held(path string) bool {
+	f, err := os.Open(LockPath(path))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := tryFlock(f); err != nil {
+		return errors.Is(err, errWouldBlock)
+	}
+	unFlock(f)
+	return false
+}

@@ -62,3 +62,33 @@ func TestTryLockRefusesWhileHeld(t *testing.T) {
 		})
 	}
 }
+
+// Held tells a lock held now from one let go (whose owner record stays),
+// and writes nothing to the lock file.
+func TestHeld(t *testing.T) {
+	path := t.TempDir() + "/blackboard.json"
+	if Held(path) {
+		t.Error("no lock file: held")
+	}
+	l, err := TryLock(path, Owner{Kind: OwnerRun})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(LockPath(path))
+	for _, step := range []struct {
+		name string
+		do   func()
+		want bool
+	}{
+		{"taken", func() {}, true},
+		{"let go", func() { l.Unlock() }, false},
+	} {
+		step.do()
+		if got := Held(path); got != step.want {
+			t.Errorf("%s: Held = %v, want %v", step.name, got, step.want)
+		}
+		if after, _ := os.ReadFile(LockPath(path)); string(after) != string(before) {
+			t.Errorf("%s: Held changed the lock file: %q, was %q", step.name, after, before)
+		}
+	}
+}

@@ -626,3 +626,27 @@ func TestCheckAddr(t *testing.T) {
 		}
 	}
 }
+
+// The MCP server knows no person: an input that names answerers refuses
+// its answer, saying so, and keeps waiting.
+func TestAnswerersRefuseTheMCPServer(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "ask.yaml", `version: 1
+steps:
+  - {label: review, type: input, prompt: "Ship it?", answerers: [ann], form: {properties: {approve: {type: boolean}}, required: [approve]}}
+`)
+	cs := connect(t, dir, nil)
+	var out mcpserve.StartOutput
+	if msg := call(t, cs, "start_run", map[string]any{"plan": "ask.yaml"}, &out); msg != "" {
+		t.Fatal(msg)
+	}
+	id := out.Started.RunID
+	waitStatus(t, cs, id, "waiting")
+	msg := call(t, cs, "answer_input", map[string]any{"run": id, "step": "review", "by": "ann", "answer": map[string]any{"approve": true}}, nil)
+	if !strings.Contains(msg, "is not among the input's answerers (ann): who answers is not known for sure here") {
+		t.Errorf("answer_input: error %q, want the answerers' refusal", msg)
+	}
+	if st := waitStatus(t, cs, id, "waiting"); len(st.Waiting) != 1 {
+		t.Errorf("after the refusal: %+v", st.Waiting)
+	}
+}

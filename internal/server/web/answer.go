@@ -65,7 +65,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		}
 		visit = n
 	}
+	who := s.identity(r)
 	by := strings.TrimSpace(form.Get("by"))
+	if who != "" {
+		by = who // known for sure: the form's name does not count
+	}
 	if by == "" {
 		s.refuse(w, r, http.StatusBadRequest, "say who answers (answered by)")
 		return
@@ -76,6 +80,7 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer q.Close()
+	q.Identity = who
 	var names []string
 	for k := range form {
 		if strings.HasPrefix(k, "f.") {
@@ -148,6 +153,8 @@ func answerStatus(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, board.ErrNotWaiting):
 		return http.StatusNotFound
+	case errors.Is(err, board.ErrNotAnswerer):
+		return http.StatusForbidden
 	case runs.IsUsage(err):
 		return http.StatusBadRequest
 	}

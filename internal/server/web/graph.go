@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/planrunner/runner/internal/board"
@@ -23,6 +24,8 @@ type graphNode struct {
 	Items    int    // for_each items run
 	Jumps    []plangraph.Edge
 	Children []graphNode
+	// Arrow: the plan goes on to this box from the one drawn above it.
+	Arrow bool
 }
 
 var graphPage = sync.OnceValue(func() *template.Template {
@@ -37,7 +40,7 @@ body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; 
 header, main { padding: 12px 24px; }
 .meta { color: #6e7781; }
 .flow { display: flex; flex-direction: column; align-items: center; gap: 4px; }
-.arrow { color: #6e7781; }
+.arrow { color: #6e7781; } .gap { height: 12px; }
 .node, .group { border: 2px solid #8c959f; border-radius: 6px; padding: 4px 10px; min-width: 12em; }
 .group > .kids { display: flex; gap: 8px; flex-wrap: wrap; justify-content: center; }
 .node pre, .group > pre { margin: 0; font: 12px/1.4 ui-monospace, Menlo, Consolas, monospace; white-space: pre-wrap; }
@@ -54,7 +57,7 @@ header, main { padding: 12px 24px; }
 <main>
 {{with .Error}}<p class="meta" id="graph-error">{{.}}</p>{{end}}
 <div class="flow" id="graph">
-{{range $i, $n := .Nodes}}{{if $i}}<div class="arrow">↓</div>{{end}}
+{{range $i, $n := .Nodes}}{{if $n.Arrow}}<div class="arrow">↓</div>{{else if $i}}<div class="gap"></div>{{end}}
 {{if $n.Children}}<div class="group" data-label="{{$n.ID}}" data-status="{{$n.Status}}"><pre>{{$n.Text}}</pre> {{template "state" $n}}
 <div class="kids">{{range $n.Children}}<div class="node" data-label="{{.ID}}" data-status="{{.Status}}"><pre>{{.Text}}</pre>{{template "state" .}}</div>{{end}}</div></div>
 {{else if eq $n.Status "terminal"}}<div class="node terminal" data-label="{{$n.ID}}"><pre>{{$n.Text}}</pre></div>
@@ -98,38 +101,73 @@ func (s *Server) graphPage(w http.ResponseWriter, r *http.Request) {
 	bw.Flush()
 }
 
-// drawn puts what the run did on the graph's boxes.
+// drawn puts what the run did on the graph's boxes. A record is found
+// by its label as the run writes it: a callee's step CALL/LABEL (drawn
+// as CALL__LABEL), an item's step ITEM/LABEL (drawn once, in its
+// block), an item LABEL[i] (counted on its step).
 func drawn(g *plangraph.Graph, b *board.Board, running []runs.RunningStep) []graphNode {
 	type seen struct {
 		status string
+		visit  int
+		last   map[string]string // the last visit's status by record label
 		visits map[int]bool
 		items  map[string]bool
 	}
-	by := map[string]*seen{}
-	get := func(l string) *seen {
-		if by[l] == nil {
-			by[l] = &seen{visits: map[int]bool{}, items: map[string]bool{}}
+	ids := map[string]bool{}
+	var walk func(ns []plangraph.Node)
+	walk = func(ns []plangraph.Node) {
+		for _, n := range ns {
+			ids[n.ID] = true
+			walk(n.Children)
 		}
-		return by[l]
+	}
+	walk(g.Nodes)
+	by := map[string]*seen{}
+	get := func(id string) *seen {
+		if by[id] == nil {
+			by[id] = &seen{visits: map[int]bool{}, items: map[string]bool{}}
+		}
+		return by[id]
 	}
 	for _, rec := range b.Steps() {
-		base := engine.BaseLabel(rec.Label)
-		s := get(base)
-		if base != rec.Label {
+		id, item := graphID(rec.Label, ids)
+		if id == "" {
+			continue
+		}
+		s := get(id)
+		if item {
 			s.items[fmt.Sprintf("%d/%s", rec.Visit, rec.Label)] = true
 			if s.status == "" {
 				s.status = "running"
 			}
 			continue
 		}
-		s.status = rec.Status
 		s.visits[rec.Visit] = true
+		if rec.Visit > s.visit {
+			s.visit, s.last = rec.Visit, map[string]string{}
+		}
+		if rec.Visit == s.visit {
+			// A later record of the same visit (a resume ran it again)
+			// says how it stands; a block's items are told apart by
+			// their labels.
+			s.last[rec.Label] = rec.Status
+			s.status = rec.Status
+			for _, st := range s.last {
+				if st == board.StatusFailed {
+					s.status = st
+				}
+			}
+		}
 	}
 	for _, wi := range b.Run().Waiting {
-		get(wi.Label).status = board.StatusWaiting
+		if id, _ := graphID(wi.Label, ids); id != "" {
+			get(id).status = board.StatusWaiting
+		}
 	}
 	for _, r := range running {
-		get(engine.BaseLabel(r.Label)).status = "running"
+		if id, _ := graphID(r.Label, ids); id != "" {
+			get(id).status = "running"
+		}
 	}
 	// A jump to a group lands on each of its children: it is shown once,
 	// to the group.
@@ -161,15 +199,75 @@ func drawn(g *plangraph.Graph, b *board.Board, running []runs.RunningStep) []gra
 			gn.Visits, gn.Items = len(s.visits), len(s.items)
 		}
 		for _, c := range n.Children {
-			gn.Children = append(gn.Children, node(c))
+			cn := node(c)
+			gn.Children = append(gn.Children, cn)
+			// A block not ended yet is as far as its steps are.
+			if gn.Status == "pending" || gn.Status == "running" {
+				switch cn.Status {
+				case board.StatusWaiting:
+					gn.Status = board.StatusWaiting
+				case "pending", "terminal":
+				default:
+					if gn.Status == "pending" {
+						gn.Status = "running"
+					}
+				}
+			}
 		}
 		return gn
 	}
 	var out []graphNode
-	for _, n := range g.Nodes {
-		out = append(out, node(n))
+	for i, n := range g.Nodes {
+		gn := node(n)
+		gn.Arrow = i > 0 && linked(g.Edges, g.Nodes[i-1], n)
+		out = append(out, gn)
 	}
 	return out
+}
+
+// graphID is the graph's box of a step record's label, and whether the
+// record is one item of it (LABEL[i]); "" when the plan drawn has no
+// such step (a plan changed since). Items' indices are dropped from
+// every part of the label; a callee's steps are drawn under the call's
+// id (CALL__LABEL), a for_each block's once, under their own label, so
+// the leading parts are dropped until a box is found.
+func graphID(label string, ids map[string]bool) (string, bool) {
+	parts := strings.Split(label, "/")
+	_, _, item := engine.SplitItemLabel(parts[len(parts)-1])
+	for i := range parts {
+		parts[i] = engine.BaseLabel(parts[i])
+	}
+	for i := range parts {
+		if id := strings.Join(parts[i:], "__"); ids[id] {
+			return id, item
+		}
+	}
+	return "", false
+}
+
+// linked says whether the plan goes on from box a to box b: a solid edge
+// from a step in a (or a itself) to one in b. A branch whose cases all
+// jump, and the end of the run, have none.
+func linked(edges []plangraph.Edge, a, b plangraph.Node) bool {
+	in := func(n plangraph.Node) map[string]bool {
+		m := map[string]bool{}
+		var walk func(n plangraph.Node)
+		walk = func(n plangraph.Node) {
+			m[n.ID] = true
+			for _, c := range n.Children {
+				walk(c)
+			}
+		}
+		walk(n)
+		return m
+	}
+	from, to := in(a), in(b)
+	for _, e := range edges {
+		if !e.Dashed && from[e.From] && to[e.To] {
+			return true
+		}
+	}
+	return false
 }
 
 // uniqueJumps lists a branch's cases once each.

@@ -38,7 +38,7 @@ table { border-collapse: collapse; } td, th { border: 1px solid #8884; padding: 
 </style></head>
 <body data-events="/events">
 <h1>Runs <span class="meta" id="live-state">live</span></h1>
-<p class="meta">under <code>{{.Dir}}</code></p>
+<p class="meta">under <code>{{.Dir}}</code> · <a href="/plans" id="start-link">start a run</a></p>
 <div id="list">
 {{if .Runs}}<table id="runs"><tr><th>id</th><th>plan</th><th>status</th><th>started</th><th>duration</th><th>steps</th><th>tokens</th><th>cost</th></tr>
 {{range .Runs}}<tr data-id="{{.ID}}" data-status="{{.Status}}"><td><a href="/runs/{{.ID}}">{{.ID}}</a></td><td><code>{{or .Plan "-"}}</code></td><td class="status">{{.StatusText}}</td><td>{{.StartedAt.Local.Format "2006-01-02 15:04:05"}}</td><td>{{.DurationText $.Now}}</td><td>{{.StepsText}}</td><td>{{.TokensText}}</td><td>{{.CostText}}</td></tr>
@@ -123,7 +123,7 @@ func (s *Server) runPage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	err = report.WriteWith(w, b, report.Options{BoardPath: path, Live: &report.Live{
 		Script: "/assets/live.js", CSRF: s.csrf, By: s.opt.By, Back: "/", Graph: "/runs/" + id + "/graph", Events: "/runs/" + id + "/events",
-		Running: running,
+		Running: running, Actions: s.actions(path, b),
 	}})
 	if err != nil {
 		s.opt.Log.Error().Err(err).Str("run", id).Msg("rendering the run page")

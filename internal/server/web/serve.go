@@ -1,7 +1,10 @@
 // Package web is the live web UI of `runner serve`: the runs saved under
 // a directory, each run's page (the report of package report, kept current
 // while the run goes), and answering the inputs a run waits at, from a
-// browser, through the same code as `runner answer` (runs.OpenQuestion).
+// browser, through the same code as `runner answer` (runs.OpenQuestion);
+// and acting on runs: starting a plan found under the directory, stopping,
+// resuming and forking a run, each as the CLI would in a process of its
+// own (Options.Launch, Options.Resume).
 //
 // It is served by runner itself (its assets embedded), on the loopback
 // address unless told otherwise. Every request for a page, a stream or an
@@ -13,7 +16,7 @@
 // to no one); the page's script keeps it in this origin's localStorage,
 // which no other port can read, and a page opened without the header
 // comes back as a refusal whose script fetches it again with the header.
-// A POST also needs the page's CSRF token (a header) and an Origin of
+// A POST (an answer, a start, a stop, a resume, a fork) also needs the page's CSRF token (a header) and an Origin of
 // this very server, and a Host header of the address served (so a
 // rebinding DNS name cannot reach it). Everything shown is escaped by
 // html/template; pages allow scripts from this origin only (the embedded
@@ -72,6 +75,10 @@ type Options struct {
 	// Resume starts a run again once an answer is recorded on its saved
 	// file (nil: the page says how to resume it instead).
 	Resume func(path string) error
+	// Launch starts `runner ARGS...` in directory dir as a process of
+	// its own, which goes on if the server stops: a run started from
+	// the page, a fork (nil: the page starts and forks nothing).
+	Launch func(dir string, args ...string) error
 	// Log takes what the server does (zerolog; never the token).
 	Log zerolog.Logger
 	// Stderr takes the messages of a bridge to a run on Temporal.
@@ -85,6 +92,15 @@ type Options struct {
 	// ReadTimeout bounds reading a request, its headers and its body
 	// (0: DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// People are per-person tokens (token -> name): each opens the
+	// server as Token does, and says who answers.
+	People map[string]string
+	// UserHeader, when set, is a header a trusted proxy in front of the
+	// server sets to the person's name on every request (and takes from
+	// what clients send); "": none is trusted (the default).
+	UserHeader string
+	// Now reads the clock for single-use links' expiry (nil: time.Now).
+	Now func() time.Time
 }
 
 // The default bounds of the waits on a browser (or anything that
@@ -147,6 +163,13 @@ func New(o Options) (*Server, error) {
 	s.mux.HandleFunc("GET /runs/{id}/events", s.runEvents)
 	s.mux.HandleFunc("GET /runs/{id}/graph", s.graphPage)
 	s.mux.HandleFunc("POST /runs/{id}/answer", s.answer)
+	s.mux.HandleFunc("GET /plans", s.plansList)
+	s.mux.HandleFunc("POST /runs", s.start)
+	s.mux.HandleFunc("POST /runs/{id}/stop", s.stop)
+	s.mux.HandleFunc("POST /runs/{id}/resume", s.resume)
+	s.mux.HandleFunc("POST /runs/{id}/fork", s.fork)
+	s.mux.HandleFunc("GET /once/{id}", s.oncePage)
+	s.mux.HandleFunc("POST /once/{id}", s.onceAnswer)
 	s.mux.Handle("GET /assets/", http.FileServerFS(assets))
 	return s, nil
 }
@@ -186,8 +209,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mux.ServeHTTP(w, r)
 		return
 	}
+	if strings.HasPrefix(r.URL.Path, "/once/") {
+		// A single-use link: its own token, checked against the one
+		// input it answers, is the credential (once.go).
+		s.mux.ServeHTTP(w, r)
+		return
+	}
 	if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
-		if !s.same(t, s.token) {
+		if !s.same(t, s.token) && s.person(t) == "" {
 			s.refuse(w, r, http.StatusUnauthorized, "the token in the URL is not this server's: open the URL `runner serve` printed when it started")
 			return
 		}
@@ -198,7 +227,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q.Del("token")
 		u := *r.URL
 		u.RawQuery = q.Encode()
-		w.Header().Set("Location", u.RequestURI()+"#token="+url.QueryEscape(s.token))
+		w.Header().Set("Location", u.RequestURI()+"#token="+url.QueryEscape(t))
 		w.WriteHeader(http.StatusSeeOther)
 		return
 	}
@@ -223,8 +252,43 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // credential. Nothing else counts (no cookie, no query): a browser sends
 // this header only where the page's own script sends it, to this origin.
 func (s *Server) authorized(r *http.Request) bool {
+	t, ok := bearer(r)
+	return ok && (s.same(t, s.token) || s.person(t) != "")
+}
+
+func bearer(r *http.Request) (string, bool) {
 	a := r.Header.Get("Authorization")
-	return len(a) > len("Bearer ") && strings.EqualFold(a[:len("Bearer ")], "Bearer ") && s.same(a[len("Bearer "):], s.token)
+	if len(a) > len("Bearer ") && strings.EqualFold(a[:len("Bearer ")], "Bearer ") {
+		return a[len("Bearer "):], true
+	}
+	return "", false
+}
+
+// person is the name of the person whose token t is, or "".
+func (s *Server) person(t string) string {
+	name := ""
+	for tok, n := range s.opt.People {
+		if s.same(t, tok) {
+			name = n
+		}
+	}
+	return name
+}
+
+// identity is who asks, as the server knows it for sure: the trusted
+// proxy header, if one is configured, else the person whose token the
+// request carries; "" when it does not know (the serve token is
+// everyone's).
+func (s *Server) identity(r *http.Request) string {
+	if s.opt.UserHeader != "" {
+		if v := strings.TrimSpace(r.Header.Get(s.opt.UserHeader)); v != "" {
+			return v
+		}
+	}
+	if t, ok := bearer(r); ok {
+		return s.person(t)
+	}
+	return ""
 }
 
 func (s *Server) same(a, b string) bool {

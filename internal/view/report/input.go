@@ -39,6 +39,9 @@ type fieldView struct {
 // who gave it and how long the run waited for it.
 type answerView struct {
 	Question string
+	// Fields are the form's fields as the person saw them (recorded
+	// with the answer; none for an answer recorded without them).
+	Fields []fieldView
 	// FromPlan: the question is the plan's prompt as written (the
 	// answered visit's rendered prompt is not recorded).
 	FromPlan bool
@@ -95,6 +98,12 @@ func waiting(run board.Run, boardPath string, now time.Time) []waitView {
 // it began to wait) to the visit's end.
 func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, clocks *clockIndex) *answerView {
 	a := &answerView{Question: strings.TrimSpace(rec.Inputs["prompt"])}
+	if asked := clocks.asked(rec.Label, rec.Visit); asked != nil {
+		a.Question = strings.TrimSpace(asked.Prompt)
+		for _, f := range asked.Fields {
+			a.Fields = append(a.Fields, fieldView{Name: f.Name, Type: f.Type, Description: strings.TrimSpace(f.Description), Required: f.Required})
+		}
+	}
 	if a.Question == "" && plan != nil {
 		if ps := plan.Lookup(rec.Label); ps != nil {
 			a.Question = strings.TrimSpace(field(ps.Node, "prompt"))
@@ -122,6 +131,8 @@ func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, clocks
 type clockIndex struct {
 	recs  []board.Recording
 	clock map[clockAt]int // index in recs
+	// answers: each visit's recorded answer, by the same pass.
+	answers map[clockAt]int
 }
 
 type clockAt struct {
@@ -130,22 +141,48 @@ type clockAt struct {
 }
 
 func (x *clockIndex) first(label string, visit int) (board.Recording, bool) {
-	if x.clock == nil {
-		x.clock = map[clockAt]int{}
-		for i, r := range x.recs {
-			if k := (clockAt{r.Label, r.Visit}); r.Kind == engine.KindClock {
-				if _, dup := x.clock[k]; !dup {
-					x.clock[k] = i
-				}
-			}
-		}
-		clockRecordingsRead.Add(int64(len(x.recs)))
-	}
+	x.index()
 	i, ok := x.clock[clockAt{label, visit}]
 	if !ok {
 		return board.Recording{}, false
 	}
 	return x.recs[i], true
+}
+
+func (x *clockIndex) index() {
+	if x.clock != nil {
+		return
+	}
+	x.clock, x.answers = map[clockAt]int{}, map[clockAt]int{}
+	for i, r := range x.recs {
+		k := clockAt{r.Label, r.Visit}
+		switch r.Kind {
+		case engine.KindClock:
+			if _, dup := x.clock[k]; !dup {
+				x.clock[k] = i
+			}
+		case steps.KindInput:
+			if _, dup := x.answers[k]; !dup {
+				x.answers[k] = i
+			}
+		}
+	}
+	clockRecordingsRead.Add(int64(len(x.recs)))
+}
+
+// asked is what the person answering label's visit was shown, as
+// recorded with the answer (nil: not recorded).
+func (x *clockIndex) asked(label string, visit int) *board.Asked {
+	x.index()
+	i, ok := x.answers[clockAt{label, visit}]
+	if !ok {
+		return nil
+	}
+	var a steps.InputAnswer
+	if json.Unmarshal(x.recs[i].Response, &a) != nil {
+		return nil
+	}
+	return a.Asked
 }
 
 // clockRecordingsRead counts the recordings looked through for clock

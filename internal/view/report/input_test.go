@@ -85,6 +85,13 @@ func TestReportInputs(t *testing.T) {
 			}()}, nil, "",
 			[]string{`<pre class="question">Deploy v2?</pre>`, "answered by bob"},
 			[]string{"as the plan writes it"}},
+		{"asked text recorded with the answer wins over the plan's template", board.Run{ID: "r5", Status: "succeeded"},
+			[]board.StepRecord{input("again", `{"answer":{"go":true},"by":"carol"}`)},
+			[]board.Recording{{Label: "again", Visit: 1, Kind: "input", Agent: "carol",
+				Response: json.RawMessage(`{"answer":{"go":true},"by":"carol","asked":{"prompt":"Deploy <v3>?\n","fields":[{"name":"go","type":"boolean","description":"roll out to prod","required":true}]}}`)}}, "",
+			[]string{`<h3>question</h3><pre class="question">Deploy &lt;v3&gt;?</pre><table class="form asked">`,
+				`<tr><td><code>go</code></td><td>boolean</td><td>yes</td><td>roll out to prod</td></tr>`, "answered by carol"},
+			[]string{"as the plan writes it", `<pre class="question">Deploy ${{`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -39,6 +39,9 @@ type view struct {
 	Agents     []kv
 	Models     []modelUsage
 	TotalUsage modelUsage
+	// Cache: per agent (that answered), the calls that read or wrote the
+	// provider's prompt cache; none when no call did.
+	Cache []agentCache
 	// EditRates: model answers applied on the first try (edits.go).
 	EditRates []editRate
 	AnyCost   bool
@@ -251,7 +254,7 @@ func build(b *board.Board, opt Options) *view {
 
 	calls := map[string][]callView{}
 	recs := b.Recordings()
-	v.Models, v.TotalUsage, v.AnyCost = usage(recs, calls)
+	v.Models, v.TotalUsage, v.AnyCost, v.Cache = usage(recs, calls)
 	v.Waiting = waiting(run, opt.BoardPath, now)
 
 	// Steps, in the order they finished (the saved order).
@@ -709,17 +712,29 @@ type recResponse struct {
 	Text      string            `json:"text"`
 	ToolCalls []json.RawMessage `json:"tool_calls"`
 	Usage     struct {
-		Input  int `json:"input_tokens"`
-		Output int `json:"output_tokens"`
+		Input      int `json:"input_tokens"`
+		Output     int `json:"output_tokens"`
+		CacheWrite int `json:"cache_creation_input_tokens"`
+		CacheRead  int `json:"cache_read_input_tokens"`
 	} `json:"usage"`
 	FinishReason string `json:"finish_reason"`
 	Model        string `json:"model"`
 }
 
+// agentCache is what prompt caching did for one agent's calls.
+type agentCache struct {
+	Agent         string
+	Calls         int
+	Read, Written int
+	Saved         float64
+	HasSaved      bool
+}
+
 // usage sums tokens (and cost, where the answers carry one) per model,
 // and files each exchange under its step visit.
-func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, modelUsage, bool) {
+func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, modelUsage, bool, []agentCache) {
 	per := map[string]*modelUsage{}
+	cache := map[string]*agentCache{}
 	var total modelUsage
 	anyCost := false
 	for _, r := range recs {
@@ -755,9 +770,24 @@ func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, m
 			total.Cost += cost
 			m.HasCost, total.HasCost, anyCost = true, true, true
 		}
+		in := fmt.Sprintf("%d in", resp.Usage.Input)
+		if u := resp.Usage; u.CacheRead+u.CacheWrite > 0 {
+			in = fmt.Sprintf("%d in (%d from the cache, %d written to it)", u.Input, u.CacheRead, u.CacheWrite)
+			ac := cache[r.Agent]
+			if ac == nil {
+				ac = &agentCache{Agent: r.Agent, HasSaved: true}
+				cache[r.Agent] = ac
+			}
+			ac.Calls++
+			ac.Read += u.CacheRead
+			ac.Written += u.CacheWrite
+			saved, ok := agents.RecordingCacheSaved(r)
+			ac.Saved += saved
+			ac.HasSaved = ac.HasSaved && ok
+		}
 		c := callView{Call: r.Call, Agent: r.Agent, Model: model, System: req.System, Answer: resp.Text,
 			FinishReason: resp.FinishReason, ToolCalls: toolCalls(resp.ToolCalls),
-			Usage: fmt.Sprintf("%d in, %d out", resp.Usage.Input, resp.Usage.Output), Cost: cost, HasCost: known}
+			Usage: fmt.Sprintf("%s, %d out", in, resp.Usage.Output), Cost: cost, HasCost: known}
 		for _, msg := range req.Messages {
 			c.Messages = append(c.Messages, messageView{Role: msg.Role, Content: msg.Content, ToolCalls: toolCalls(msg.ToolCalls), IsError: msg.IsError})
 		}
@@ -769,7 +799,12 @@ func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, m
 		out = append(out, *m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Model < out[j].Model })
-	return out, total, anyCost
+	var byAgent []agentCache
+	for _, c := range cache {
+		byAgent = append(byAgent, *c)
+	}
+	sort.Slice(byAgent, func(i, j int) bool { return byAgent[i].Agent < byAgent[j].Agent })
+	return out, total, anyCost, byAgent
 }
 
 func toolCalls(raw []json.RawMessage) []toolCallView {

@@ -63,6 +63,16 @@ type Live struct {
 	Events string // the URL of the run's event stream
 	// Running are the step visits running now (runs.ReadRunning).
 	Running []runs.RunningStep
+	// Actions are what the page can do to the run now; nil: nothing.
+	Actions *Actions
+}
+
+// Actions are the buttons of a live run page, each the URL it posts to
+// ("": not offered).
+type Actions struct {
+	Stop, Resume, Fork string
+	// ForkFrom are the step visits a fork can start from (LABEL#VISIT).
+	ForkFrom []string
 }
 
 // Write renders the run saved in b as one HTML page.

@@ -245,7 +245,7 @@ func TestReportLiveAnswer(t *testing.T) {
 		want    string
 	}{
 		{"streaming", []runs.RunningStep{{Label: "fix", Visit: 2, Since: t0, Answer: "--- a/x.go\n+if a < b {"}},
-			`fix #2, its answer as it comes:</div><pre>--- a/x.go` + "\n" + `&#43;if a &lt; b {</pre>`},
+			`fix #2: the model's answer so far</summary><pre>--- a/x.go` + "\n" + `&#43;if a &lt; b {</pre>`},
 		{"no answer yet", []runs.RunningStep{{Label: "fix", Visit: 1, Since: t0}}, ""},
 	}
 	for _, tc := range tests {
@@ -257,7 +257,7 @@ func TestReportLiveAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			page := unlazy(t, buf.String())
-			if got := strings.Contains(page, `class="answering"`); got != (tc.want != "") || !strings.Contains(page, tc.want) {
+			if got := strings.Contains(page, `class="streaming"`); got != (tc.want != "") || !strings.Contains(page, tc.want) {
 				t.Errorf("page does not show %q:\n%s", tc.want, page)
 			}
 		})

@@ -28,7 +28,7 @@ func TestTokensLargeAnswer(t *testing.T) {
 		{Label: "bad", Kind: agents.KindLLM, Response: json.RawMessage(`{`)},
 		rec("script", "script", "again", 1, 2, 0.5),
 	}
-	models, _, _ := usage(recs, map[string][]callView{})
+	models, _, _, _ := usage(recs, map[string][]callView{})
 	var want []ModelUsage
 	for _, m := range models {
 		want = append(want, ModelUsage{Model: m.Model, Calls: m.Calls, InputTokens: m.Input, OutputTokens: m.Output, CostUSD: m.Cost,

@@ -81,11 +81,49 @@
     refresh();
   }
 
+  // An action (start, stop, resume, fork) posts its form to its URL; one
+  // that made a run (a start, a fork) goes to that run's page.
+  async function act(ev) {
+    ev.preventDefault();
+    const f = ev.currentTarget;
+    const out = f.querySelector(".action-result") || f.parentElement.querySelector(".action-result");
+    const say = (text, bad) => {
+      if (!out) return;
+      out.textContent = text;
+      out.classList.toggle("bad", !!bad);
+    };
+    say("sending…");
+    for (const b of f.querySelectorAll("button")) b.disabled = true;
+    let reply;
+    try {
+      const r = await fetch(f.dataset.action, {
+        method: "POST",
+        headers: { ...auth(), "X-Runner-CSRF": body.dataset.csrf },
+        body: new URLSearchParams(new FormData(f)),
+      });
+      reply = await r.json().catch(() => ({ error: r.status + " " + r.statusText }));
+    } catch (e) {
+      reply = { error: "cannot reach runner serve: " + e };
+    }
+    for (const b of f.querySelectorAll("button")) b.disabled = false;
+    say(reply.error || reply.message, !!reply.error);
+    if (!reply.error && reply.url) {
+      location.href = reply.url;
+      return;
+    }
+    if (body.dataset.events) refresh();
+  }
+
   function bind() {
     for (const f of document.querySelectorAll("form.answer")) {
       if (f.dataset.bound) continue;
       f.dataset.bound = "1";
       f.addEventListener("submit", submit);
+    }
+    for (const f of document.querySelectorAll("form.action")) {
+      if (f.dataset.bound) continue;
+      f.dataset.bound = "1";
+      f.addEventListener("submit", act);
     }
   }
 
