@@ -213,7 +213,7 @@ func agentFields(cmd, arg string) []candidate {
 	}
 	var out []candidate
 	for _, a := range p.AgentNames() {
-		for _, f := range []string{"provider", "model", "base_url", "api_key_env"} {
+		for _, f := range plans.OverridableFields() {
 			out = append(out, candidate{a + "." + f + "=", ""})
 		}
 	}

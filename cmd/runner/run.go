@@ -28,7 +28,7 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	vars, agentsFlag := plans.VarArgs{}, plans.AgentOverrides{}
 	o := runs.Options{Vars: vars, Agents: agentsFlag, Version: version}
 	fs.Var(vars, "var", "set a plan var: name=value (repeatable)")
-	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url or api_key_env for this run (repeatable)")
+	fs.Var(agentsFlag, "agent", "NAME.FIELD=VALUE: change an agent's provider, model, base_url, api_key_env, api, stream or reasoning_effort for this run (repeatable)")
 	fs.StringVar(&o.Workdir, "workdir", "", "directory steps run in (default: the current directory)")
 	fs.StringVar(&o.Board, "out", "", "where to write blackboard.json (default: WORKDIR/.runner/runs/<run-id>/blackboard.json)")
 	dry := fs.Bool("dry-run", false, "print what would run, run nothing")

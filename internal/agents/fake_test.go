@@ -25,6 +25,11 @@ type answer struct {
 	body   string
 	delay  time.Duration // wait before answering (or until the client gives up)
 	hangup bool          // close the connection without an answer
+	// events, when set, are server-sent events written one at a time
+	// (each flushed) as a 200 text/event-stream answer; then cut breaks
+	// the connection, stall waits until the client gives up.
+	events     []string
+	cut, stall bool
 }
 
 // fakeAPI is an httptest server that checks each request the way the real
@@ -93,6 +98,21 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	for k, v := range a.header {
 		w.Header().Set(k, v)
 	}
+	if a.events != nil {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		for _, e := range a.events {
+			io.WriteString(w, e)
+			w.(http.Flusher).Flush()
+		}
+		switch {
+		case a.cut:
+			panic(http.ErrAbortHandler) // the connection breaks mid-answer
+		case a.stall:
+			<-r.Context().Done()
+		}
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if a.status == 0 {
 		a.status = 200
@@ -105,6 +125,11 @@ func (f *fakeAPI) requests() []captured {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]captured(nil), f.reqs...)
+}
+
+// streamedTo sets o to write every streamed piece of text to b.
+func streamedTo(b *syncBuffer) func(*Options) {
+	return func(o *Options) { o.OnStream = func(c StreamChunk) { b.Write([]byte(c.Text)) } }
 }
 
 // syncBuffer is a log sink safe for concurrent writes.
@@ -208,6 +233,13 @@ func boardEntry(key string, value any) board.Entry {
 func providerCall(t *testing.T, validate func(*http.Request, map[string]any) (int, string), answers []answer,
 	spec func(base string) *plans.Agent, timeout bool, key, label string) (*harness, *Session) {
 	t.Helper()
+	return providerCallWith(t, validate, answers, spec, timeout, key, label, nil)
+}
+
+// providerCallWith is providerCall with more options set by opt.
+func providerCallWith(t *testing.T, validate func(*http.Request, map[string]any) (int, string), answers []answer,
+	spec func(base string) *plans.Agent, timeout bool, key, label string, opt func(*Options)) (*harness, *Session) {
+	t.Helper()
 	f := newFake(t, validate, answers...)
 	a := spec(f.srv.URL)
 	if timeout {
@@ -216,6 +248,9 @@ func providerCall(t *testing.T, validate func(*http.Request, map[string]any) (in
 	h := newHarness(t, onePlan(a), func(o *Options) {
 		if key != "" {
 			o.Getenv = func(string) string { return key }
+		}
+		if opt != nil {
+			opt(o)
 		}
 	})
 	return h, h.session(t, label, a.Name)

@@ -242,7 +242,7 @@ func (s *Set) visitMessages(r board.Recording) ([]Message, error) {
 		return nil, fmt.Errorf("the recorded answer of step %s visit %d call %d is unreadable: %w", r.Label, r.Visit, r.Call, err)
 	}
 	own = append([]Message(nil), req.Messages[req.Memory.Messages:]...)
-	own = append(own, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	own = append(own, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Reasoning: resp.Reasoning})
 	for i := range own {
 		own[i] = canonicalMessage(own[i])
 	}

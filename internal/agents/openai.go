@@ -4,17 +4,23 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/planrunner/runner/internal/sys/mask"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/mask"
 )
 
 // DefaultOpenAIBaseURL is where the openai provider goes without base_url.
 const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
 
-// openAI speaks the Chat Completions API, which OpenAI and most local
-// servers (Ollama, vLLM, llama.cpp, LM Studio, OpenRouter) implement.
+// openAI speaks OpenAI's Responses API (openai_responses.go) or the Chat
+// Completions API, which OpenAI and most local servers (Ollama, vLLM,
+// llama.cpp, LM Studio, OpenRouter) implement; the agent's `api` chooses,
+// and by default OpenAI's own API gets the Responses API, any other
+// server Chat Completions.
 type openAI struct {
 	t       *transport
 	agent   *Agent
@@ -34,6 +40,13 @@ type oaRequest struct {
 	Temperature         *float64          `json:"temperature,omitempty"`
 	Seed                *int              `json:"seed,omitempty"`
 	ResponseFormat      *oaResponseFormat `json:"response_format,omitempty"`
+	ReasoningEffort     string            `json:"reasoning_effort,omitempty"`
+	PromptCacheKey      string            `json:"prompt_cache_key,omitempty"`
+	Stream              bool              `json:"stream,omitempty"`
+	// StreamOptions asks for the usage, in a last chunk of its own.
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options,omitempty"`
 }
 
 type oaMessage struct {
@@ -75,25 +88,46 @@ type oaResponseFormat struct {
 }
 
 type oaResponse struct {
-	Model   string `json:"model"`
-	Choices []struct {
-		Message struct {
-			// Content is a string, null, or (at a few servers) a list of
-			// {type: text, text} parts.
-			Content   json.RawMessage `json:"content"`
-			Refusal   *string         `json:"refusal"`
-			ToolCalls []oaToolCall    `json:"tool_calls"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
+	Model   string     `json:"model"`
+	Choices []oaChoice `json:"choices"`
 	// Usage is missing from many local servers' answers.
-	Usage *struct {
-		PromptTokens        int `json:"prompt_tokens"`
-		CompletionTokens    int `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-	} `json:"usage"`
+	Usage *oaUsage `json:"usage"`
+}
+
+type oaChoice struct {
+	Message struct {
+		// Content is a string, null, or (at a few servers) a list of
+		// {type: text, text} parts.
+		Content   json.RawMessage `json:"content"`
+		Refusal   *string         `json:"refusal"`
+		ToolCalls []oaToolCall    `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
+}
+
+type oaUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+func (u *oaUsage) usage() Usage {
+	if u == nil {
+		return Usage{}
+	}
+	out := Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		out.CacheReadInputTokens = u.PromptTokensDetails.CachedTokens
+	}
+	if u.CompletionTokensDetails != nil {
+		out.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+	}
+	return out
 }
 
 type oaError struct {
@@ -106,19 +140,29 @@ type oaError struct {
 }
 
 func (p *openAI) complete(ctx context.Context, c *callInfo, req *Request) (*Response, int, error) {
-	body, err := json.Marshal(p.wire(req))
+	if p.api() == plans.APIResponses {
+		return p.completeResponses(ctx, c, req)
+	}
+	w := p.wire(req)
+	stream := p.spec().Stream
+	if stream {
+		w.Stream = true
+		w.StreamOptions = &struct {
+			IncludeUsage bool `json:"include_usage"`
+		}{true}
+	}
+	body, err := json.Marshal(w)
 	if err != nil {
 		return nil, 0, fmt.Errorf("openai: %w", err)
 	}
-	h := http.Header{}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json")
-	if p.key != "" {
-		h.Set("Authorization", "Bearer "+p.key)
+	x := &exchange{provider: "openai", log: c.log,
+		url: p.baseURL + "/chat/completions", header: p.header(stream), body: body, timeout: p.agent.Timeout, agent: p.agent.Name,
+		mask: p.mask, apiError: openAIError}
+	if stream {
+		delta := p.delta(c)
+		x.stream = func(r io.Reader) ([]byte, int, error) { return readChatStream(r, delta) }
 	}
-	data, retries, err := p.t.post(ctx, &exchange{provider: "openai", log: c.log,
-		url: p.baseURL + "/chat/completions", header: h, body: body, timeout: p.agent.Timeout, agent: p.agent.Name,
-		mask: p.mask, apiError: openAIError})
+	data, retries, err := p.t.post(ctx, x)
 	if err != nil {
 		return nil, retries, err
 	}
@@ -126,8 +170,58 @@ func (p *openAI) complete(ctx context.Context, c *callInfo, req *Request) (*Resp
 	return resp, retries, err
 }
 
+// delta is where a streamed answer's text goes as it comes, masked
+// (nil: nowhere).
+func (p *openAI) delta(c *callInfo) func(string) {
+	if c.delta == nil {
+		return nil
+	}
+	return func(text string) { c.delta(p.mask.String(text)) }
+}
+
+// header is the HTTP header of a call; stream: the answer comes as
+// server-sent events.
+func (p *openAI) header(stream bool) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json")
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	}
+	if p.key != "" {
+		h.Set("Authorization", "Bearer "+p.key)
+	}
+	return h
+}
+
+// spec is the agent's plan entry (an empty one for an agent built
+// without a plan).
+func (p *openAI) spec() *plans.Agent {
+	if p.agent == nil || p.agent.Spec == nil {
+		return &plans.Agent{}
+	}
+	return p.agent.Spec
+}
+
+// api is the wire API the agent speaks: as its `api` says, else the
+// Responses API at OpenAI and Chat Completions at any other server (the
+// compatible servers implement Chat Completions; few have /responses).
+func (p *openAI) api() string {
+	if a := p.spec().API; a != "" {
+		return a
+	}
+	if p.official() {
+		return plans.APIResponses
+	}
+	return plans.APIChat
+}
+
 func (p *openAI) wire(req *Request) *oaRequest {
-	w := &oaRequest{Model: req.Model, Temperature: req.Temperature, Seed: req.Seed}
+	w := &oaRequest{Model: req.Model, Temperature: req.Temperature, Seed: req.Seed,
+		ReasoningEffort: req.ReasoningEffort, PromptCacheKey: p.spec().PromptCacheKey}
+	if req.ReasoningEffort != "" {
+		w.Temperature = nil // reasoning models refuse one (see responsesWire)
+	}
 	if p.official() {
 		w.MaxCompletionTokens = req.MaxTokens
 	} else {
@@ -203,12 +297,7 @@ func parseOpenAI(data []byte) (*Response, error) {
 		}
 		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: id, Name: tc.Function.Name, Args: normalizeArgs(args)})
 	}
-	if u := r.Usage; u != nil {
-		out.Usage = Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-		if u.PromptTokensDetails != nil {
-			out.Usage.CacheReadInputTokens = u.PromptTokensDetails.CachedTokens
-		}
-	}
+	out.Usage = r.Usage.usage()
 	return out, nil
 }
 

@@ -138,7 +138,7 @@ func (ss *Session) request(a *Agent) *Request {
 	}
 	return &Request{Model: a.Model, System: system, Messages: ss.Messages, Tools: ss.Tools,
 		Schema: ss.Schema, Temperature: spec.Temperature, MaxTokens: spec.MaxTokens, Seed: spec.Seed, Memory: ss.memory,
-		Thinking: spec.Thinking}
+		ReasoningEffort: spec.ReasoningEffort, Thinking: spec.Thinking}
 }
 
 // send makes the next call: to the session's agent, or, when that fails
@@ -461,7 +461,8 @@ func (t *bigText) UnmarshalJSON(lit []byte) error {
 // says what the original said, byte for byte.
 func (ss *Session) record(c *callInfo, a *Agent, canon json.RawMessage, sum string, resp *Response, recorded *board.Recording) error {
 	b := ss.board
-	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls, Thinking: resp.Thinking})
+	ss.Messages = append(ss.Messages, Message{Role: RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls,
+		Reasoning: resp.Reasoning, Thinking: resp.Thinking})
 	if b == nil {
 		ss.posted = len(ss.Messages)
 		return nil

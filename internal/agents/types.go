@@ -39,6 +39,8 @@ type Request struct {
 	Temperature *float64        `json:"temperature,omitempty"`
 	MaxTokens   int             `json:"max_tokens,omitempty"`
 	Seed        *int            `json:"seed,omitempty"`
+	// ReasoningEffort is the agent's reasoning_effort ("": the model's).
+	ReasoningEffort string `json:"reasoning_effort,omitempty"`
 	// Thinking is the token budget of extended thinking (0: off).
 	Thinking int `json:"thinking,omitempty"`
 	// Memory, for an agent with memory: conversation, says which leading
@@ -57,6 +59,9 @@ type Message struct {
 	Name       string `json:"name,omitempty"`
 	// IsError marks a tool result that is an error the model should see.
 	IsError bool `json:"is_error,omitempty"`
+	// Reasoning is an assistant turn's reasoning as its provider sent it
+	// (Response.Reasoning), sent back as it came.
+	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
 	// Thinking is an assistant turn's thinking, sent back as it came
 	// (signed) where the provider requires it.
 	Thinking []Thinking `json:"thinking,omitempty"`
@@ -90,7 +95,12 @@ type ToolCall struct {
 type Response struct {
 	Text      string     `json:"text"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	// Thinking is the answer's extended thinking, kept for the next turn.
+	// Reasoning is the provider's reasoning items, opaque (OpenAI's
+	// Responses API `reasoning` items, encrypted content included): a
+	// later turn of the conversation sends them back, as the API asks.
+	Reasoning []json.RawMessage `json:"reasoning,omitempty"`
+	// Thinking is the answer's extended thinking (Anthropic's), kept for
+	// the next turn.
 	Thinking []Thinking `json:"thinking,omitempty"`
 	Usage    Usage      `json:"usage"`
 	// FinishReason is normalised across providers: stop, length,
@@ -127,6 +137,9 @@ type Usage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+	// ReasoningTokens are the output tokens a reasoning model spent
+	// thinking: part of OutputTokens, billed as output.
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 }
 
 // Total is what a call costs against limits.max_tokens.
@@ -139,6 +152,7 @@ func (u Usage) Add(v Usage) Usage {
 		OutputTokens:             u.OutputTokens + v.OutputTokens,
 		CacheCreationInputTokens: u.CacheCreationInputTokens + v.CacheCreationInputTokens,
 		CacheReadInputTokens:     u.CacheReadInputTokens + v.CacheReadInputTokens,
+		ReasoningTokens:          u.ReasoningTokens + v.ReasoningTokens,
 	}
 }
 

@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -34,7 +35,7 @@ const maxTries = 100_000
 // result, and if so, where.
 func ambiguity(t testing.TB, tr trial) (open bool, why string) {
 	t.Helper()
-	fds, _, err := parse(tr.diff, 1<<20)
+	fds, _, err := parseCtx(context.Background(), tr.diff, 1<<20, tr.opt.Ended)
 	if err != nil {
 		return false, "oracle: " + err.Error()
 	}

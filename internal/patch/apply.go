@@ -33,6 +33,13 @@ type Options struct {
 	// Format is the edit format of the text (formats.go): "" or
 	// FormatUnified, or FormatAuto to read every format, mixed.
 	Format string
+	// Ended: whoever wrote the text says it ended there, whole (a model
+	// whose provider reported a normal finish, not its token limit). A
+	// last hunk that runs to the end of an unfenced diff is then read by
+	// its body when its header miscounts it or gives no counts, as a hunk
+	// with another after it is; every other check stays. A file carries
+	// no such word, so `runner apply` leaves it false (truncate.go).
+	Ended bool
 }
 
 // Result describes an apply (or, with Check, what it would do).
@@ -100,7 +107,7 @@ func Apply(ctx context.Context, dir string, patch []byte, opt Options) (*Result,
 	if testHook != nil {
 		testHook("parse", "")
 	}
-	fds, notes, err := parseEdits(ctx, patch, opt.Format, opt.MaxHunks)
+	fds, notes, err := parseEdits(ctx, patch, opt.Format, opt.MaxHunks, opt.Ended)
 	if err != nil {
 		return nil, err
 	}

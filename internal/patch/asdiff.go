@@ -13,7 +13,7 @@ import (
 // /dev/null. ok is false when the text holds no edit of another format
 // than a unified diff (it is shown as it is) or cannot be read.
 func AsDiff(text []byte) (diff string, ok bool) {
-	fds, _, err := parseEdits(context.Background(), text, FormatAuto, DefaultMaxHunks)
+	fds, _, err := parseEdits(context.Background(), text, FormatAuto, DefaultMaxHunks, false)
 	if err != nil {
 		return "", false
 	}

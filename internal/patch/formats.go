@@ -51,9 +51,9 @@ func noEdits(format string) *RefusedError {
 
 // parseEdits reads the edits in text in the given format (auto: every
 // format, mixed). The unified format goes to parseCtx as before.
-func parseEdits(ctx context.Context, text []byte, format string, maxHunks int) ([]*fileDiff, []string, error) {
+func parseEdits(ctx context.Context, text []byte, format string, maxHunks int, ended bool) ([]*fileDiff, []string, error) {
 	if format == "" || format == FormatUnified {
-		return parseCtx(ctx, text, maxHunks)
+		return parseCtx(ctx, text, maxHunks, ended)
 	}
 	if err := CheckFormat(format); err != nil {
 		return nil, nil, refuse(BadDiff, "%v", err)
@@ -98,7 +98,7 @@ func parseEdits(ctx context.Context, text []byte, format string, maxHunks int) (
 			if len(text) > 0 && text[len(text)-1] == '\n' {
 				b = append(b, '\n')
 			}
-			fds, n, err := parseCtx(ctx, b, maxHunks)
+			fds, n, err := parseCtx(ctx, b, maxHunks, ended)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -187,10 +187,20 @@ func changesMissing(f *fileDiff, path string) string {
 // malformed envelope). found lists the formats it holds, in the order
 // they first appear, each once.
 func Check(text []byte, format string) (found []string, err error) {
+	return check(text, format, false)
+}
+
+// CheckEnded is Check for a text whose writer says it ended there, whole
+// (Options.Ended).
+func CheckEnded(text []byte, format string) (found []string, err error) {
+	return check(text, format, true)
+}
+
+func check(text []byte, format string, ended bool) (found []string, err error) {
 	if int64(len(text)) > DefaultMaxBytes {
 		return nil, refuse(BadDiff, "the edits are %d bytes, over the limit of %d", len(text), DefaultMaxBytes)
 	}
-	fds, _, err := parseEdits(context.Background(), text, format, DefaultMaxHunks)
+	fds, _, err := parseEdits(context.Background(), text, format, DefaultMaxHunks, ended)
 	if err != nil {
 		return nil, err
 	}

@@ -128,18 +128,18 @@ const devNull = "/dev/null"
 // written (see directOK), the second reading is built from the scanner's
 // lines directly and checked the same way, which saves most of the time.
 func parse(text []byte, maxHunks int) ([]*fileDiff, []string, error) {
-	return parseCtx(context.Background(), text, maxHunks)
+	return parseCtx(context.Background(), text, maxHunks, false)
 }
 
-// parseCtx is parse, stopping when ctx ends.
-func parseCtx(ctx context.Context, text []byte, maxHunks int) ([]*fileDiff, []string, error) {
+// parseCtx is parse, stopping when ctx ends; ended is Options.Ended.
+func parseCtx(ctx context.Context, text []byte, maxHunks int, ended bool) ([]*fileDiff, []string, error) {
 	all, err := splitDiffLines(text)
 	if err != nil {
 		return nil, nil, err
 	}
 	lines, closed := selectDiff(all)
 	endNL := len(text) > 0 && text[len(text)-1] == '\n'
-	secs, notes, err := scan(ctx, lines, closed, endNL, maxHunks)
+	secs, notes, err := scan(ctx, lines, closed, endNL, ended, maxHunks)
 	if err != nil {
 		return nil, nil, err
 	}

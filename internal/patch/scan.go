@@ -64,13 +64,14 @@ type scanner struct {
 
 	// What the end of the text says (see selectDiff): closed: a closing
 	// fence ends the selection; endNL: the text ends with a newline.
-	closed, endNL bool
+	// ended: its writer says it is whole (Options.Ended).
+	closed, endNL, ended bool
 }
 
 // scan reads every file section. lines come from selectDiff; closed and
 // endNL are what selectDiff and the text say about its end.
-func scan(ctx context.Context, lines *diffLines, closed, endNL bool, maxHunks int) ([]*section, []string, error) {
-	s := &scanner{lines: lines, maxHunks: maxHunks, closed: closed, endNL: endNL}
+func scan(ctx context.Context, lines *diffLines, closed, endNL, ended bool, maxHunks int) ([]*section, []string, error) {
+	s := &scanner{lines: lines, maxHunks: maxHunks, closed: closed, endNL: endNL, ended: ended}
 	var secs []*section
 	var cur *section
 	consumed := 0 // the line after the last header or hunk read

@@ -12,7 +12,9 @@ import (
 // success, so the scanner refuses these with a message saying where the
 // answer stopped. Hunks that are followed by a header, and a last hunk
 // followed by a closing fence, were ended by the writer: only there may
-// the body overrule the header's counts (models miscount).
+// the body overrule the header's counts (models miscount). The writer's
+// own word does the same for the last hunk (Options.Ended: a provider
+// that reported a normal finish); a file read by `runner apply` has none.
 
 // endsAt reports whether the answer ends at line i: nothing but blank
 // lines from there on, and no closing fence after them.
@@ -78,6 +80,11 @@ func (s *scanner) lastHunk(h *scanHunk, sec *section, e int, counts bool, oldCou
 	}
 	if h.bodyLen() == 0 {
 		return s.cutOff("right after the header of hunk %d of %s (line %d, %q)", len(sec.hunks)+1, sec.newName, h.line, h.header)
+	}
+	if s.ended {
+		// The writer's word that the answer is whole does what a closing
+		// fence does: the body is the hunk, whatever its header counts.
+		return nil
 	}
 	if !counts {
 		err := refuse(BadDiff, "hunk %d of %s (line %d, %q) ends the diff, and its header gives no line counts, so a whole hunk cannot be told from an answer cut off: give the header its counts, \"@@ -START,%d +START,%d @@\" with START the line the hunk starts at, or end the diff with a closing ``` line",

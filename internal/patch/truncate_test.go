@@ -25,6 +25,8 @@ func TestTruncated(t *testing.T) {
 		diff string
 		has  string            // the refusal says this ("" : it applies)
 		want map[string]string // when it applies
+		// ended: the writer says the answer ended whole (Options.Ended).
+		ended bool
 	}{
 		// Refused: the answer stopped inside the diff.
 		{name: "last hunk lost its last line", diff: head + strings.TrimSuffix(h1, " h\n"), has: "cut off after line 11"},
@@ -59,6 +61,17 @@ func TestTruncated(t *testing.T) {
 		// line makes up the count as a blank context line, which fuzz
 		// drops.
 		{name: "last hunk one line short, prose after", diff: head + strings.TrimSuffix(h1, " h\n") + "\nThat should do it\n", want: map[string]string{"f": one}},
+
+		// The writer says the answer ended whole: a last hunk is read by
+		// its body, as a closed fence would have it; every other sign of
+		// a cut still refuses.
+		{name: "ended: last hunk without counts", ended: true, diff: head + "@@ ... @@\n d\n-e\n+E\n+E2\n f\n", want: map[string]string{"f": one}},
+		{name: "ended: last hunk longer than its header", ended: true, diff: head + strings.Replace(h1, "-2,7 +2,8", "-2,2 +2,3", 1), want: map[string]string{"f": one}},
+		{name: "ended: last hunk shorter than its header", ended: true, diff: head + strings.Replace(h1, "-2,7 +2,8", "-2,9 +2,11", 1), want: map[string]string{"f": one}},
+		{name: "ended: a bare @@", ended: true, diff: head + "@@\n d\n-e\n+E\n+E2\n f\n", want: map[string]string{"f": one}},
+		{name: "ended, yet cut in the middle of an added line", ended: true, diff: head + "@@ -2,3 +2,4 @@\n b\n c\n-d\n+D\n+tuple(ma", has: `line 8 of your answer ("+tuple(ma") has no newline`},
+		{name: "ended, yet cut inside a diff --git line", ended: true, diff: head + h1 + "diff --gi", has: `header (line 13, "diff --gi")`},
+		{name: "ended, yet cut right after a hunk header", ended: true, diff: head + h1 + "@@ -10,4 +11,4 @@\n", has: "right after the header of hunk 2"},
 		{name: "new empty file last", diff: head + h1 + "diff --git a/g b/g\nnew file mode 100644\nindex 0000000..e69de29\n", want: map[string]string{"f": one, "g": ""}},
 	}
 	for _, tc := range cases {
@@ -69,7 +82,7 @@ func TestTruncated(t *testing.T) {
 				tree[p] = []byte(s)
 			}
 			writeTree(t, dir, tree)
-			_, err := Apply(context.Background(), dir, []byte(tc.diff), Options{Strip: DetectStrip, NoBackup: true})
+			_, err := Apply(context.Background(), dir, []byte(tc.diff), Options{Strip: DetectStrip, NoBackup: true, Ended: tc.ended})
 			got := readTree(t, dir)
 			if tc.has == "" {
 				if err != nil {
@@ -96,6 +109,30 @@ func TestTruncated(t *testing.T) {
 			}
 			if !sameTree(got, tree) {
 				t.Errorf("refused but the tree changed: %s", firstDiff(got, tree))
+			}
+		})
+	}
+}
+
+// CheckEnded reads a text as Apply with Options.Ended does; Check as
+// without.
+func TestCheckEnded(t *testing.T) {
+	const head = "--- a/f\n+++ b/f\n"
+	tests := []struct {
+		name, diff   string
+		plain, ended bool // whether Check and CheckEnded accept it
+	}{
+		{"counts right", head + "@@ -1,2 +1,2 @@\n a\n-b\n+B\n", true, true},
+		{"miscounted last hunk", head + "@@ -1,5 +1,5 @@\n a\n-b\n+B\n", false, true},
+		{"no counts", head + "@@ ... @@\n a\n-b\n+B\n", false, true},
+		{"cut mid-line", head + "@@ -1,2 +1,2 @@\n a\n-b\n+B", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, plain := Check([]byte(tc.diff), FormatUnified)
+			_, ended := CheckEnded([]byte(tc.diff), FormatAuto)
+			if (plain == nil) != tc.plain || (ended == nil) != tc.ended {
+				t.Errorf("Check: %v; CheckEnded: %v", plain, ended)
 			}
 		})
 	}

@@ -73,6 +73,18 @@ var variants = []variant{
 	{"wrong counts, fenced", true, func(rng *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: fenced(wrongCounts(rng, c.diff, true)), opt: detect, want: files(c, edited)}
 	}},
+	// An answer whose provider said it ended whole (Options.Ended): every
+	// hunk's counts wrong, or none given, the last one's too, unfenced.
+	{"wrong counts, ended", true, func(rng *rand.Rand, c *corpusCase) trial {
+		o := detect
+		o.Ended = true
+		return trial{tree: files(c, orig), diff: wrongCounts(rng, c.diff, true), opt: o, want: files(c, edited)}
+	}},
+	{"@@ ... @@ headers, ended", false, func(rng *rand.Rand, c *corpusCase) trial {
+		o := detect
+		o.Ended = true
+		return trial{tree: files(c, orig), diff: noNumbers(rng, c.diff), opt: o, want: files(c, edited)}
+	}},
 	{"@@ ... @@ headers", false, func(rng *rand.Rand, c *corpusCase) trial {
 		return trial{tree: files(c, orig), diff: fenced(noNumbers(rng, c.diff)), opt: detect, want: files(c, edited)}
 	}},

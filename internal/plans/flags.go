@@ -13,7 +13,10 @@ import (
 type AgentOverrides map[string]map[string]string
 
 // overridable are the agent fields --agent may set.
-var overridable = []string{"provider", "model", "base_url", "api_key_env", "stream"}
+var overridable = []string{"provider", "model", "base_url", "api_key_env", "api", "stream", "reasoning_effort"}
+
+// OverridableFields are the agent fields --agent may set.
+func OverridableFields() []string { return slices.Clone(overridable) }
 
 func (o AgentOverrides) String() string { return "" }
 
@@ -79,6 +82,21 @@ func (p *Plan) Override(o map[string]map[string]string) error {
 				return fmt.Errorf("--agent %s.api_key_env=%s: not an environment variable name", name, v)
 			}
 			a.APIKeyEnv = v
+		}
+		if v, ok := f["api"]; ok {
+			if v != APIResponses && v != APIChat {
+				return fmt.Errorf("--agent %s.api=%s: unknown api (responses or chat)", name, v)
+			}
+			a.API = v
+		}
+		if v, ok := f["reasoning_effort"]; ok {
+			if !slices.Contains(ReasoningEfforts, v) {
+				return fmt.Errorf("--agent %s.reasoning_effort=%s: unknown effort%s (one of %s)", name, v, Suggest(v, ReasoningEfforts), strings.Join(ReasoningEfforts, ", "))
+			}
+			a.ReasoningEffort = v
+		}
+		if (a.API != "" || a.ReasoningEffort != "") && a.Provider != "openai" {
+			return fmt.Errorf("--agent %s: api and reasoning_effort are for the openai provider only, and the agent's provider is %s", name, a.Provider)
 		}
 		if a.Provider != "script" && a.Model == "" {
 			return fmt.Errorf("--agent %s: the %s provider needs a model: add --agent %s.model=MODEL", name, a.Provider, name)

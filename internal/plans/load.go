@@ -501,13 +501,18 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
 	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory",
-	"stream", "thinking", "approve", "spawns"}
+	"stream", "thinking", "approve", "spawns", "api", "reasoning_effort", "prompt_cache_key"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
 	what := "agent " + name
 	var responses *yaml.Node
+	var openaiOnly []Field
 	for _, f := range Fields(r, n, what) {
+		switch f.Key {
+		case "api", "reasoning_effort", "prompt_cache_key":
+			openaiOnly = append(openaiOnly, f)
+		}
 		switch f.Key {
 		case "provider":
 			if v, ok := String(r, f.Value, what+": provider"); ok {
@@ -578,6 +583,22 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 		case "tools":
 			a.ToolsNode = Resolve(f.Value)
 			a.Tools = StringList(r, f.Value, what+": tools")
+		case "api":
+			if v, ok := String(r, f.Value, what+": api"); ok {
+				a.API = v
+				if v != APIResponses && v != APIChat {
+					r.At(f.Value, "%s: unknown api %q (responses or chat)%s", what, v, Suggest(v, []string{APIResponses, APIChat}))
+				}
+			}
+		case "reasoning_effort":
+			if v, ok := String(r, f.Value, what+": reasoning_effort"); ok {
+				a.ReasoningEffort = v
+				if !contains(ReasoningEfforts, v) {
+					r.At(f.Value, "%s: unknown reasoning_effort %q (one of %s)%s", what, v, strings.Join(ReasoningEfforts, ", "), Suggest(v, ReasoningEfforts))
+				}
+			}
+		case "prompt_cache_key":
+			a.PromptCacheKey, _ = String(r, f.Value, what+": prompt_cache_key")
 		case "approve":
 			a.Approve, a.ApproveAnswerers = parseApprove(r, f.Value, what)
 		default:
@@ -599,6 +620,11 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 		}
 		if responses != nil {
 			r.At(responses, "%s: responses are for the script provider only", what)
+		}
+	}
+	if a.Provider != "openai" && a.Provider != "" {
+		for _, f := range openaiOnly {
+			r.At(f.Value, "%s: %s is for the openai provider only", what, f.Key)
 		}
 	}
 	if a.Thinking > 0 {

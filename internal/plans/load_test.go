@@ -50,6 +50,16 @@ steps: [{label: s, type: x}]
 			`p.yaml:4:72: agent a: price.input must not be negative`,
 			`p.yaml:4:76: unknown field "outptu" in agent a: price (did you mean "output"?)`,
 			`p.yaml:4:64: agent a: price needs both input and output`}},
+		{"openai fields", `version: 1
+agents:
+  a: {provider: openai, model: m, api: response, reasoning_effort: hihg, stream: yes please}
+  b: {provider: anthropic, model: m, api: chat, prompt_cache_key: k, stream: true}
+steps: [{label: s, type: x}]
+`, []string{`p.yaml:3:40: agent a: unknown api "response" (responses or chat) (did you mean "responses"?)`,
+			`p.yaml:3:68: agent a: unknown reasoning_effort "hihg" (one of none, minimal, low, medium, high, xhigh) (did you mean "high"?)`,
+			`p.yaml:3:82: agent a: stream`,
+			`p.yaml:4:43: agent b: api is for the openai provider only`,
+			`p.yaml:4:67: agent b: prompt_cache_key is for the openai provider only`}},
 		{"steps", `version: 1
 steps:
   - type: command
@@ -155,5 +165,81 @@ func TestSuggest(t *testing.T) {
 		if !strings.Contains(got, tt.want) || (tt.want == "" && got != "") {
 			t.Errorf("Suggest(%q) = %q, want %s", tt.name, got, tt.want)
 		}
+	}
+}
+
+func TestOpenAIAgentFields(t *testing.T) {
+	tests := []struct {
+		name, agent string
+		want        Agent
+	}{
+		{"defaults", "{provider: openai, model: m}", Agent{}},
+		{"all set", "{provider: openai, model: gpt-5, api: responses, stream: true, reasoning_effort: low, prompt_cache_key: coder}",
+			Agent{API: APIResponses, Stream: true, ReasoningEffort: "low", PromptCacheKey: "coder"}},
+		{"chat, streamed", "{provider: openai, model: m, base_url: 'http://localhost:11434/v1', api: chat, stream: true}",
+			Agent{API: APIChat, Stream: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse("p.yaml", []byte("version: 1\nagents:\n  a: "+tc.agent+"\nsteps: [{label: s, type: x}]\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := p.Agent("a")
+			if a.API != tc.want.API || a.Stream != tc.want.Stream || a.ReasoningEffort != tc.want.ReasoningEffort || a.PromptCacheKey != tc.want.PromptCacheKey {
+				t.Errorf("agent = %+v", a)
+			}
+		})
+	}
+}
+
+func TestOverrideOpenAIFields(t *testing.T) {
+	const src = "version: 1\nagents:\n  coder: {provider: script, model: m, responses: [x]}\nsteps: [{label: s, type: x}]\n"
+	tests := []struct {
+		name    string
+		flags   []string
+		want    Agent
+		wantErr string
+	}{
+		{"responses, reasoning", []string{"coder.provider=openai", "coder.api=responses", "coder.reasoning_effort=low"},
+			Agent{Provider: "openai", API: APIResponses, ReasoningEffort: "low"}, ""},
+		{"chat, streamed", []string{"coder.provider=openai", "coder.api=chat", "coder.stream=true"},
+			Agent{Provider: "openai", API: APIChat, Stream: true}, ""},
+		{"unknown api", []string{"coder.provider=openai", "coder.api=completions"}, Agent{}, "unknown api (responses or chat)"},
+		{"stream not a bool", []string{"coder.stream=yes"}, Agent{}, "want true or false"},
+		{"effort misspelt", []string{"coder.provider=openai", "coder.reasoning_effort=hgh"}, Agent{}, `unknown effort (did you mean "high"?)`},
+		{"api on a script agent", []string{"coder.api=chat"}, Agent{}, "for the openai provider only"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Parse("p.yaml", []byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A flag is refused as it is read (Set) or as it is applied
+			// (Override): either way, before the run starts.
+			o := AgentOverrides{}
+			for _, f := range tc.flags {
+				if err = o.Set(f); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				err = p.Override(o)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := p.Agent("coder")
+			if a.Provider != tc.want.Provider || a.API != tc.want.API || a.Stream != tc.want.Stream || a.ReasoningEffort != tc.want.ReasoningEffort {
+				t.Errorf("agent = %+v", a)
+			}
+		})
 	}
 }

@@ -188,8 +188,27 @@ type Agent struct {
 	// Memory, when on, keeps the agent's earlier turns in the run across
 	// its step visits (memory.go); nil: off.
 	Memory *AgentMemory
-	Node   *yaml.Node
+	// API is the openai provider's wire API: APIResponses or APIChat; ""
+	// picks by base_url (OpenAI's own API: responses, any other server:
+	// chat).
+	API string
+	// ReasoningEffort is a reasoning model's effort (openai); "": the
+	// model's default.
+	ReasoningEffort string
+	// PromptCacheKey groups calls that share a prompt prefix for the
+	// provider's prompt cache (openai's prompt_cache_key).
+	PromptCacheKey string
+	Node           *yaml.Node
 }
+
+// The openai provider's wire APIs (Agent.API).
+const (
+	APIResponses = "responses"
+	APIChat      = "chat"
+)
+
+// ReasoningEfforts are the values of an agent's reasoning_effort.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
 // Notify is one place the run's events go: a webhook that takes the
 // documented JSON body, or a Slack-compatible one ({"text": ...}).

@@ -106,6 +106,11 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("%w: the recorded plan: %v", ErrUsage, err)
 		}
 	}
+	// The run's --agent changes (a model, a reasoning effort) are part of
+	// what its requests said: the replay's agents are the run's.
+	if err := prog.Plan.Override(saved.Agents); err != nil {
+		return nil, fmt.Errorf("%w: the recorded run's --agent: %v", ErrUsage, err)
+	}
 	var fk *fork
 	var source agents.ReplaySource = agents.FromRecordings(rec.RecordingsKeyed())
 	if opt.From != "" {

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,5 +78,66 @@ func TestApplyDiffFormatLoadErrors(t *testing.T) {
 		if !strings.Contains(got, tc.want) {
 			t.Errorf("errors:\n%s\nwant %q", got, tc.want)
 		}
+	}
+}
+
+// TestLLMDiffEndedNormally: a model that miscounts its last hunk's header
+// or writes `@@ ... @@`, in an answer its provider says ended normally
+// (finish_reason stop), gets it applied by its body, first time: no
+// re-ask, no refusal at apply_diff. Every other check stays: a hunk whose
+// context is not in the file is still refused.
+func TestLLMDiffEndedNormally(t *testing.T) {
+	const orig = "package calc\n\nfunc Add(a, b int) int {\n\treturn a - b\n}\n"
+	const fixed = "package calc\n\nfunc Add(a, b int) int {\n\treturn a + b\n}\n"
+	const head = "--- a/calc.go\n+++ b/calc.go\n"
+	const body = " func Add(a, b int) int {\n-\treturn a - b\n+\treturn a + b\n }\n"
+	tests := []struct {
+		name, answer, output string
+		want                 string // calc.go after; "" : apply refused
+		wantErr              string
+	}{
+		{name: "right counts", output: "diff", answer: head + "@@ -3,3 +3,3 @@\n" + body, want: fixed},
+		{name: "miscounted last hunk", output: "diff", answer: head + "@@ -3,5 +3,2 @@\n" + body, want: fixed},
+		{name: "no counts", output: "diff", answer: "Here is the fix:\n\n" + head + "@@ ... @@\n" + body, want: fixed},
+		{name: "bare @@, edits", output: "edits", answer: head + "@@\n" + body, want: fixed},
+		{name: "miscounted, edits", output: "edits", answer: head + "@@ -3,9 +3,9 @@\n" + body, want: fixed},
+		{name: "context not in the file", output: "diff", answer: head + "@@ ... @@\n func Sub(a, b int) int {\n-\treturn a * b\n+\treturn a + b\n }\n",
+			wantErr: "does not apply"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := json.Marshal(tc.answer)
+			src := `
+version: 1
+agents:
+  coder: {provider: script, responses: [` + string(a) + `]}
+steps:
+  - {label: fix, type: llm, agent: coder, prompt: "Fix Add", output: ` + tc.output + `}
+  - {label: apply, type: apply_diff, format: auto, diff: "${{ steps.fix.output }}", continue_on_error: true}
+`
+			wd := t.TempDir()
+			if err := os.WriteFile(filepath.Join(wd, "calc.go"), []byte(orig), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			b, err := runPlan(t, wd, src, llmAgents(t, src, agents.Options{}), zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			fix := llmSaved(t, b, "fix")
+			if fix["_status"] != "succeeded" || fix["calls"] != 1.0 {
+				t.Fatalf("fix = %v", fix)
+			}
+			apply := llmSaved(t, b, "apply")
+			got, _ := os.ReadFile(filepath.Join(wd, "calc.go"))
+			if tc.wantErr != "" {
+				if e, _ := apply["_error"].(string); !strings.Contains(e, tc.wantErr) || string(got) != orig {
+					t.Errorf("apply = %v; calc.go = %q", apply, got)
+				}
+				return
+			}
+			if apply["_status"] != "succeeded" || string(got) != tc.want {
+				t.Errorf("apply = %v; calc.go = %q", apply, got)
+			}
+		})
 	}
 }

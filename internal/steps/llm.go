@@ -420,7 +420,9 @@ func (s *llmStep) converse(ctx context.Context, sc *engine.StepContext, ss *agen
 			}
 			continue
 		}
-		out, perr := s.parse(resp.Text)
+		// stop: the provider says the answer ended whole, not at its
+		// token limit or a filter.
+		out, perr := s.parse(resp.Text, resp.FinishReason == "stop")
 		if perr == nil && (s.output == "diff" || s.output == "edits") && resp.FinishReason == "length" {
 			// A diff cut at the token limit may end exactly where a
 			// hunk's counts are met, or in the middle of a second
@@ -443,8 +445,9 @@ func (s *llmStep) converse(ctx context.Context, sc *engine.StepContext, ss *agen
 	}
 }
 
-// parse turns the final answer into the step's output.
-func (s *llmStep) parse(text string) (any, error) {
+// parse turns the final answer into the step's output; ended: the
+// provider said it ended whole.
+func (s *llmStep) parse(text string, ended bool) (any, error) {
 	switch s.output {
 	case "json":
 		v, err := extractJSON(text)
@@ -458,9 +461,13 @@ func (s *llmStep) parse(text string) (any, error) {
 		}
 		return v, nil
 	case "diff":
-		return extractDiff(text)
+		d, err := extractDiff(text)
+		if err == nil && ended {
+			d = sealed(d)
+		}
+		return d, err
 	case "edits":
-		return extractEdits(text)
+		return extractEdits(text, ended)
 	}
 	return strings.TrimSpace(text), nil
 }
@@ -522,11 +529,45 @@ func extractJSON(text string) (any, error) {
 // edit is in, and its line numbers in refusals, stay the model's. A
 // problem is worded in the terms of the format the model used (see
 // package patch), for the corrective re-ask.
-func extractEdits(text string) (string, error) {
-	if _, err := patch.Check([]byte(text), patch.FormatAuto); err != nil {
+//
+// ended: the provider said the answer ended whole, so a last hunk is read
+// by its body whatever its header counts (patch.Options.Ended); an answer
+// that is one unified diff is then handed on sealed, so that apply_diff
+// reads it so too.
+func extractEdits(text string, ended bool) (string, error) {
+	check := patch.Check
+	if ended {
+		check = patch.CheckEnded
+	}
+	found, err := check([]byte(text), patch.FormatAuto)
+	if err != nil {
 		return "", err
 	}
+	if ended && len(found) == 1 && found[0] == patch.FormatUnified {
+		if _, err := patch.Check([]byte(text), patch.FormatAuto); err != nil {
+			if d, err := extractDiff(text); err == nil {
+				return sealed(d), nil
+			}
+		}
+	}
 	return strings.TrimSpace(text) + "\n", nil
+}
+
+// sealed is a diff whose writer ended it whole, as the provider said, in
+// a form that says so itself. A last hunk whose header miscounts its
+// body or gives no counts is refused by apply_diff and `runner apply` as
+// possibly cut off, unless a closing fence follows it; so such a diff is
+// handed on in a closed ``` block, and any other as it is.
+func sealed(d string) string {
+	_, err := patch.Check([]byte(d), patch.FormatUnified)
+	var re *patch.RefusedError
+	if err == nil || !errors.As(err, &re) || !re.Truncated {
+		return d
+	}
+	if _, err := patch.CheckEnded([]byte(d), patch.FormatUnified); err != nil {
+		return d
+	}
+	return "```diff\n" + d + "```\n"
 }
 
 // extractDiff finds the unified diff in an answer and checks that it has

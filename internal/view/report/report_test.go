@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/runs"
 )
 
 var t0 = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -231,5 +232,34 @@ func TestReportEditsAsDiffAndFirstTry(t *testing.T) {
 	}
 	if strings.Contains(html, "&lt;&lt;&lt;&lt;&lt;&lt;&lt; SEARCH") && !strings.Contains(html, "@@ SEARCH/REPLACE") {
 		t.Error("the blocks are shown as they are, not as a diff")
+	}
+}
+
+// serve's live page shows a streamed answer under way beneath the steps
+// running now, escaped; a running step with none shows none.
+func TestReportLiveAnswer(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name    string
+		running []runs.RunningStep
+		want    string
+	}{
+		{"streaming", []runs.RunningStep{{Label: "fix", Visit: 2, Since: t0, Answer: "--- a/x.go\n+if a < b {"}},
+			`fix #2: the model's answer so far</summary><pre>--- a/x.go` + "\n" + `&#43;if a &lt; b {</pre>`},
+		{"no answer yet", []runs.RunningStep{{Label: "fix", Visit: 1, Since: t0}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := board.New(board.Run{ID: "r", Status: board.StatusRunning, StartedAt: t0})
+			var buf bytes.Buffer
+			err := WriteWith(&buf, b, Options{Now: t0.Add(time.Minute), Live: &Live{Script: "/app.js", CSRF: "c", Back: "/", Graph: "/g", Events: "/e", Running: tc.running}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			page := unlazy(t, buf.String())
+			if got := strings.Contains(page, `class="streaming"`); got != (tc.want != "") || !strings.Contains(page, tc.want) {
+				t.Errorf("page does not show %q:\n%s", tc.want, page)
+			}
+		})
 	}
 }
