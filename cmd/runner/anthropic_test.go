@@ -107,7 +107,7 @@ func TestFixTestsExampleAnthropicStreaming(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if r.URL.Path != "/v1/messages" || r.Header.Get("x-api-key") != "sk-ant-test" || r.Header.Get("anthropic-version") == "" {
-			http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, 401)
+			http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`, http.StatusUnauthorized)
 			return
 		}
 		if err := json.Unmarshal(raw, &req); err != nil || !req.Stream || r.Header.Get("Accept") != "text/event-stream" {
