@@ -22,9 +22,9 @@ import (
 // listed by `runner runs`, shows the same question replayed, and leaves
 // the original run's folder byte for byte as it was.
 //
-// It also takes the screenshots of docs/serve.md (the run page, the
-// answer form and the graph, at phone and desktop widths, light and
-// dark): `go test ./cmd/runner -run TestServeActsInChromium -update`
+// It also takes the screenshots of docs/serve.md (the run list, the run
+// page, the answer form and the graph, at phone and desktop widths, light
+// and dark): `go test ./cmd/runner -run TestServeActsInChromium -update`
 // writes them to docs/images/; without -update the committed ones must
 // be PNGs of the right size.
 func TestServeActsInChromium(t *testing.T) {
@@ -140,6 +140,14 @@ steps:
 	if want := map[string]string{id: "succeeded", fork: "succeeded"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("runner runs lists %v, want %v", got, want)
 	}
+	// The run list, the fork and its original both on it.
+	d.Eval(`location.href = "/"`)
+	d.WaitLoaded(base + "/")
+	d.WaitFor(`document.querySelectorAll("#runs tr").length === 3`, "the run list with both runs")
+	if got := d.String(`document.querySelector("#runs").textContent`); !strings.Contains(got, "release") {
+		t.Errorf("the run list does not name the plan release: %q", got)
+	}
+	takeShots(t, d, shots, "serve-runs", `window.scrollTo(0, 0)`)
 	keepShots(t, shots)
 }
 

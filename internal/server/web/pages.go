@@ -35,11 +35,27 @@ var listPage = sync.OnceValue(func() *template.Template {
 <title>runs · runner</title>
 <script src="/assets/list.js" defer></script>
 <style>
-:root { color-scheme: light dark; }
-body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 12px 24px; }
-table { border-collapse: collapse; } td, th { border: 1px solid #8884; padding: 3px 8px; text-align: left; }
-.meta { color: #6e7781; }
-#filter { margin: 8px 0; } #pages a { margin-right: 12px; }
+:root { color-scheme: light dark; --fg: #1f2328; --bg: #fff; --ok: #1a7f37; --bad: #cf222e; --warn: #9a6700; --dim: #6e7781; --line: #d0d7de; --bg2: #f6f8fa; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e6edf3; --bg: #0d1117; --ok: #2ea043; --bad: #f85149; --warn: #d29922; --dim: #8d96a0; --line: #30363d; --bg2: #161b22; }
+}
+body { font: 14px/1.45 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 12px 24px; color: var(--fg); background: var(--bg); }
+a { color: #0969da; } @media (prefers-color-scheme: dark) { a { color: #4493f8; } }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; } td, th { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: left; white-space: nowrap; }
+th { background: var(--bg2); font-weight: 600; } tr:hover td { background: var(--bg2); }
+td.id code, td.id a { font: 12px ui-monospace, Menlo, Consolas, monospace; }
+.meta { color: var(--dim); }
+.badge { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; font-weight: 600; color: #fff; background: var(--dim); }
+.succeeded { background: var(--ok); } .failed { background: var(--bad); } .interrupted, .canceled { background: var(--warn); }
+.running, .waiting { background: #0969da; }
+#filter { margin: 8px 0; display: flex; flex-wrap: wrap; gap: 6px 12px; align-items: center; } #pages a { margin-right: 12px; }
+/* A phone shows what tells runs apart; the rest is on each run's page. */
+@media (max-width: 600px) {
+  body { margin: 8px 10px; } .wide, td.plan .meta { display: none; } td, th { padding: 4px 6px; }
+  /* An id's end tells runs of one minute apart: the ellipsis goes first. */
+  td.id a { display: inline-block; max-width: 9em; overflow: hidden; text-overflow: ellipsis; direction: rtl; vertical-align: bottom; }
+}
 </style></head>
 <body data-events="/events">
 <h1>Runs <span class="meta" id="live-state">live</span></h1>
@@ -50,9 +66,9 @@ table { border-collapse: collapse; } td, th { border: 1px solid #8884; padding: 
 <button type="submit">filter</button>{{if or .Status .Plan}} <a href="/">clear</a>{{end}}
 </form>
 <div id="list">
-{{if .Runs}}<table id="runs"><tr><th>id</th><th>plan</th><th>status</th><th>started</th><th>duration</th><th>steps</th><th>tokens</th><th>cost</th></tr>
-{{range .Runs}}<tr data-id="{{.ID}}" data-status="{{.Status}}"><td><a href="/runs/{{.ID}}">{{.ID}}</a></td><td class="plan">{{if .Name}}{{.Name}} <span class="meta"><code>{{or .Plan "-"}}</code></span>{{else}}<code>{{or .Plan "-"}}</code>{{end}}</td><td class="status">{{.StatusText}}</td><td>{{.StartedAt.Local.Format "2006-01-02 15:04:05"}}</td><td>{{.DurationText $.Now}}</td><td>{{.StepsText}}</td><td>{{.TokensText}}</td><td>{{.CostText}}</td></tr>
-{{end}}</table>{{else if or .Status .Plan .After}}<p id="no-runs">no runs here that match</p>{{else}}<p id="no-runs">no runs under <code>{{.RunsDir}}</code> yet</p>{{end}}
+{{if .Runs}}<div class="scroll"><table id="runs"><tr><th>id</th><th>plan</th><th>status</th><th>started</th><th class="wide">duration</th><th class="wide">steps</th><th class="wide">tokens</th><th class="wide">cost</th></tr>
+{{range .Runs}}<tr data-id="{{.ID}}" data-status="{{.Status}}"><td class="id"><a href="/runs/{{.ID}}">{{.ID}}</a></td><td class="plan">{{if .Name}}{{.Name}} <span class="meta"><code>{{or .Plan "-"}}</code></span>{{else}}<code>{{or .Plan "-"}}</code>{{end}}</td><td class="status"><span class="badge {{.Status}}">{{.StatusText}}</span></td><td>{{.StartedAt.Local.Format "2006-01-02 15:04"}}</td><td class="wide">{{.DurationText $.Now}}</td><td class="wide">{{.StepsText}}</td><td class="wide">{{.TokensText}}</td><td class="wide">{{.CostText}}</td></tr>
+{{end}}</table></div>{{else if or .Status .Plan .After}}<p id="no-runs">no runs here that match</p>{{else}}<p id="no-runs">no runs under <code>{{.RunsDir}}</code> yet</p>{{end}}
 <p id="pages">{{if .After}}<a id="newest" href="{{.First}}">newest</a>{{end}}{{if .Older}} <a id="older" href="{{.Older}}">older</a>{{end}}</p>
 </div>
 </body></html>
