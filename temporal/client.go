@@ -123,12 +123,30 @@ type RunOptions struct {
 	SyncBack string
 }
 
+// unsupported refuses, before anything starts, what a plan asks that a
+// run on Temporal cannot do, and warns of what it leaves out.
+func unsupported(p *plans.Plan, warn func(string)) error {
+	for _, a := range p.Agents {
+		if len(a.Approve) > 0 {
+			return fmt.Errorf("agent %s: approve: (tool calls that wait for a person) is not supported on Temporal: "+
+				"its step runs in an activity, which cannot wait for an answer; run this plan without --engine temporal", a.Name)
+		}
+	}
+	if len(p.Notify) > 0 && warn != nil {
+		warn("notify: is sent by runs on this machine only: a run on Temporal sends no notification")
+	}
+	return nil
+}
+
 // RunPlan runs r, set up by runs.New as for a run in one process, as a
 // workflow on Temporal, waits for its end (a canceled ctx cancels it: the
 // run ends as interrupted) and writes its board to r.Board. A mistake in
 // the options (a ReuseFiles file that is not a saved run) is a
 // runs.UsageError.
 func RunPlan(ctx context.Context, c client.Client, store Store, r *runs.Run, o RunOptions) (*Output, error) {
+	if err := unsupported(r.Prog.Plan, o.Warn); err != nil {
+		return nil, &runs.UsageError{Err: err}
+	}
 	if err := os.MkdirAll(filepath.Dir(r.Board), board.DirMode); err != nil {
 		return nil, err
 	}
