@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,29 +82,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	defer q.Close()
 	q.Identity = who
-	var names []string
-	for k := range form {
-		if strings.HasPrefix(k, "f.") {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	answer := map[string]any{}
-	for _, k := range names {
-		name, text := strings.TrimPrefix(k, "f."), form.Get(k)
-		if text == "" {
-			continue // left empty: not given (a required field is then refused, naming it)
-		}
-		if q.Form == nil {
-			answer[name] = text
-			continue
-		}
-		v, err := q.Form.Parse(name, text)
-		if err != nil {
-			s.refuse(w, r, http.StatusBadRequest, fmt.Sprintf("step %s: %v", label, err))
-			return
-		}
-		answer[name] = v
+	answer, err := formAnswer(form, q.Form)
+	if err != nil {
+		s.refuse(w, r, http.StatusBadRequest, fmt.Sprintf("step %s: %v", label, err))
+		return
 	}
 	a, err := q.Answer(answer, by)
 	if err != nil {
@@ -192,4 +174,35 @@ func (s *Server) resumeWhenStopped(path string) {
 		}
 		return
 	}
+}
+
+// formAnswer is the answer a posted form gives: its f.NAME fields, each
+// read by form's field type (text as it came when the input has no
+// form); a field left empty is not given, so a required one is then
+// refused by name.
+func formAnswer(posted url.Values, form *steps.Form) (map[string]any, error) {
+	var names []string
+	for k := range posted {
+		if strings.HasPrefix(k, "f.") {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	answer := map[string]any{}
+	for _, k := range names {
+		name, text := strings.TrimPrefix(k, "f."), posted.Get(k)
+		if text == "" {
+			continue
+		}
+		if form == nil {
+			answer[name] = text
+			continue
+		}
+		v, err := form.Parse(name, text)
+		if err != nil {
+			return nil, err
+		}
+		answer[name] = v
+	}
+	return answer, nil
 }

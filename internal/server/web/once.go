@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,25 +122,10 @@ func (s *Server) onceAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer q.Close()
-	var names []string
-	for k := range form {
-		if strings.HasPrefix(k, "f.") {
-			names = append(names, k)
-		}
-	}
-	sort.Strings(names)
-	answer := map[string]any{}
-	for _, k := range names {
-		name, text := strings.TrimPrefix(k, "f."), form.Get(k)
-		if text == "" {
-			continue
-		}
-		v, err := q.Form.Parse(name, text)
-		if err != nil {
-			s.refuse(w, r, http.StatusBadRequest, fmt.Sprintf("step %s: %v", q.Input.Label, err))
-			return
-		}
-		answer[name] = v
+	answer, err := formAnswer(form, q.Form)
+	if err != nil {
+		s.refuse(w, r, http.StatusBadRequest, fmt.Sprintf("step %s: %v", q.Input.Label, err))
+		return
 	}
 	a, err := q.Answer(answer, linkAnswerer)
 	if err != nil {
