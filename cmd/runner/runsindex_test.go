@@ -215,6 +215,8 @@ func TestRunsPrune(t *testing.T) {
 	if got := statuses(all); got != "ok.yaml:succeeded wait.yaml:waiting fail.yaml:failed ok.yaml:succeeded slow.yaml:running ok.yaml:succeeded" {
 		t.Fatalf("runs: %s", got)
 	}
+	// The failed run must be older than the --older-than 1s below.
+	time.Sleep(time.Until(all[2].StartedAt.Add(1100 * time.Millisecond)))
 	cfg := filepath.Join(wd, "config.yaml")
 	cases := []struct {
 		name   string

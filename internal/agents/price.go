@@ -47,18 +47,20 @@ type priceList struct {
 //go:embed prices.yaml
 var builtinPrices []byte
 
-// Prices are the built-in prices of well-known models (prices.yaml), as
-// of PricesDate. A plan overrides them per agent with `price:`, a user
-// for every plan with a prices file (UsePricesFile).
-var Prices, PricesDate = mustPrices()
-
-func mustPrices() (map[string]Price, string) {
+// builtin is the built-in prices of well-known models (prices.yaml) and
+// their date. A plan overrides them per agent with `price:`, a user for
+// every plan with a prices file (UsePricesFile). They are read when first
+// asked for, not as every runner command starts.
+var builtin = sync.OnceValue(func() *priceList {
 	l, err := parsePrices(builtinPrices)
 	if err != nil {
 		panic("agents: prices.yaml: " + err.Error())
 	}
-	return l.Models, l.Date
-}
+	return l
+})
+
+// PricesDate is the day the built-in prices were last checked.
+func PricesDate() string { return builtin().Date }
 
 func parsePrices(data []byte) (*priceList, error) {
 	var l priceList
@@ -172,7 +174,7 @@ func priceFor(a *Agent, model string) (Price, bool) {
 	return lookupPrice(model)
 }
 
-// lookupPrice finds a model in the prices file's models, then in Prices:
+// lookupPrice finds a model in the prices file's models, then in builtin:
 // exactly, or by the longest name it starts with (followed by '-' or the
 // end, so gpt-4o does not take o4's).
 func lookupPrice(model string) (Price, bool) {
@@ -183,7 +185,7 @@ func lookupPrice(model string) (Price, bool) {
 	userPrices.RLock()
 	user := userPrices.models
 	userPrices.RUnlock()
-	for _, table := range []map[string]Price{user, Prices} {
+	for _, table := range []map[string]Price{user, builtin().Models} {
 		if p, ok := matchPrice(table, m); ok {
 			return p, true
 		}
@@ -319,7 +321,7 @@ func checkLimits(plan *plans.Plan, agents map[string]*Agent) error {
 // lines that would give it one.
 func unknownPrice(name, model string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "agent %s: limits.max_cost_usd needs the price of model %q, which runner's prices (of %s) do not have; add it, in US dollars per million tokens, to the agent in the plan:\n", name, model, PricesDate)
+	fmt.Fprintf(&b, "agent %s: limits.max_cost_usd needs the price of model %q, which runner's prices (of %s) do not have; add it, in US dollars per million tokens, to the agent in the plan:\n", name, model, builtin().Date)
 	fmt.Fprintf(&b, "    agents:\n      %s:\n        price: {input: USD, output: USD}\n", name)
 	if f := pricesFile(); f != "" {
 		fmt.Fprintf(&b, "  or, for every plan, to %s:\n", f)

@@ -43,8 +43,8 @@ func TestCostWithCache(t *testing.T) {
 }
 
 func TestBuiltinPrices(t *testing.T) {
-	if PricesDate != "2026-11-29" {
-		t.Errorf("PricesDate = %q", PricesDate)
+	if PricesDate() != "2026-11-29" {
+		t.Errorf("PricesDate = %q", PricesDate())
 	}
 	for model, want := range map[string]float64{
 		"claude-opus-5-5": 4, "claude-sonnet-5-5-20260915": 2, "gpt-5.5": 5, "gpt-5.4-mini-2026-03-01": 0.75,

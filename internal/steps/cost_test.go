@@ -70,7 +70,7 @@ steps:
 	t.Setenv("XDG_CONFIG_HOME", "/cfg") // where the message says a prices file goes
 	_, err := agents.New(prog.Plan, agents.Options{Getenv: func(string) string { return "k" }})
 	want := `agent local: limits.max_cost_usd needs max_tokens on this agent: the most model "qwen2.5-coder" may answer is not known, so its calls could not be checked against the limit
-agent local: limits.max_cost_usd needs the price of model "qwen2.5-coder", which runner's prices (of ` + agents.PricesDate + `) do not have; add it, in US dollars per million tokens, to the agent in the plan:
+agent local: limits.max_cost_usd needs the price of model "qwen2.5-coder", which runner's prices (of ` + agents.PricesDate() + `) do not have; add it, in US dollars per million tokens, to the agent in the plan:
     agents:
       local:
         price: {input: USD, output: USD}
