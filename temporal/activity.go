@@ -184,14 +184,6 @@ func (a *Activities) runStep(ctx context.Context, in StepInput, spread bool) (*S
 	if in.OnlyHost != "" && (a.SharedWorkspace || a.HostID != in.OnlyHost) {
 		return &StepOutput{Elsewhere: true}, nil
 	}
-	var head string
-	if len(in.Chunk) > 0 {
-		name, err := a.Store.Put(in.Chunk)
-		if err != nil {
-			return nil, fmt.Errorf("host %s: writing the board's chunk to the store: %w", a.hostName(), err)
-		}
-		in.Head, head = name, name
-	}
 	// Heartbeats tell the server the worker is alive (one killed is
 	// noticed after HeartbeatTimeout), bring cancellation to ctx and
 	// checkpoint the step's model calls (activity_checkpoint.go).
@@ -213,6 +205,16 @@ func (a *Activities) runStep(ctx context.Context, in StepInput, spread bool) (*S
 	}()
 	var endBeats sync.Once
 	defer endBeats.Do(func() { close(stop); <-stopped })
+	// The board's chunk the step carries is written under the beats too:
+	// a far or slow store may take longer than the heartbeat timeout.
+	var head string
+	if len(in.Chunk) > 0 {
+		name, err := a.Store.Put(in.Chunk)
+		if err != nil {
+			return nil, fmt.Errorf("host %s: writing the board's chunk to the store: %w", a.hostName(), err)
+		}
+		in.Head, head = name, name
+	}
 
 	planPath := in.PlanPath
 	var scratch *Manifest
