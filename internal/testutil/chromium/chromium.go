@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -124,7 +125,11 @@ func (d *Page) WaitLoaded(prefix string) {
 func (d *Page) WaitFor(expr, what string) {
 	d.t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for d.Eval(expr) != "true" {
+	for {
+		v, navigated := d.eval(expr)
+		if v == "true" && !navigated {
+			return
+		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("waited a minute for %s (%s)", what, expr)
 		}
@@ -132,8 +137,20 @@ func (d *Page) WaitFor(expr, what string) {
 	}
 }
 
+// navigatedMsg is DevTools' error for an evaluation the page left: it
+// navigated (a click, a redirect) while the expression ran.
+const navigatedMsg = "Inspected target navigated or closed"
+
 // Call sends one command and waits for its answer (events are skipped).
 func (d *Page) Call(method string, params any, out any) {
+	d.t.Helper()
+	if err := d.call(method, params, out); err != nil {
+		d.t.Fatalf("devtools %s: %v", method, err)
+	}
+}
+
+// call is Call, with DevTools' error returned rather than failing the test.
+func (d *Page) call(method string, params any, out any) error {
 	d.t.Helper()
 	d.id++
 	msg := map[string]any{"id": d.id, "method": method, "params": params}
@@ -158,20 +175,31 @@ func (d *Page) Call(method string, params any, out any) {
 			continue
 		}
 		if resp.Error != nil {
-			d.t.Fatalf("devtools %s: %s", method, resp.Error.Message)
+			return errors.New(resp.Error.Message)
 		}
 		if out != nil {
 			if err := json.Unmarshal(resp.Result, out); err != nil {
 				d.t.Fatal(err)
 			}
 		}
-		return
+		return nil
 	}
 }
 
 // Eval is the JSON of what expr evaluates to in the page (a promise is
 // awaited). DevTools evaluation is not subject to the page's CSP.
 func (d *Page) Eval(expr string) string {
+	d.t.Helper()
+	v, navigated := d.eval(expr)
+	if navigated {
+		d.t.Fatalf("devtools Runtime.evaluate of %s: %s", expr, navigatedMsg)
+	}
+	return v
+}
+
+// eval is Eval, saying (navigated) when the page navigated while expr ran
+// instead of failing the test: waiting for a condition then asks again.
+func (d *Page) eval(expr string) (value string, navigated bool) {
 	d.t.Helper()
 	var res struct {
 		Result struct {
@@ -182,7 +210,12 @@ func (d *Page) Eval(expr string) string {
 			Exception *struct{ Description string }
 		}
 	}
-	d.Call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	if err := d.call("Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res); err != nil {
+		if strings.Contains(err.Error(), navigatedMsg) {
+			return "", true
+		}
+		d.t.Fatalf("devtools Runtime.evaluate: %v", err)
+	}
 	if e := res.ExceptionDetails; e != nil {
 		msg := e.Text
 		if e.Exception != nil {
@@ -190,7 +223,7 @@ func (d *Page) Eval(expr string) string {
 		}
 		d.t.Fatalf("%s: %s", expr, strings.TrimSpace(msg))
 	}
-	return string(res.Result.Value)
+	return string(res.Result.Value), false
 }
 
 // String is what expr evaluates to, a string in the page.
