@@ -62,7 +62,7 @@ func (p *anthropic) submit(ctx context.Context, log zerolog.Logger, key string, 
 	}
 	sort.Strings(ids)
 	type item struct {
-		CustomID string    `json:"custom_id"`
+		CustomID string     `json:"custom_id"`
 		Params   *anRequest `json:"params"`
 	}
 	body := struct {
