@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/agents/mcp"
@@ -51,9 +52,20 @@ type elicitations struct {
 	n  int
 }
 
-// ask answers e from the board, or makes it an input that waits and
-// returns engine.ErrWaiting (which stops the tool call).
-func (el *elicitations) ask(_ context.Context, e mcp.Elicitation) (mcp.ElicitAnswer, error) {
+// elicitHold is how long at most a tool call is held open for a
+// person's answer to its server's question (runner answer, serve, the MCP
+// server: they reach the running run) before the run stops to wait for
+// it; half the call's remaining bound when that is shorter.
+var elicitHold = time.Minute
+
+// elicitPoll is how often a held call looks for the answer.
+const elicitPoll = 100 * time.Millisecond
+
+// ask answers e from the board: an answer recorded already, or one
+// given while the call is held open (elicitHold). Otherwise the input
+// keeps waiting, and ask returns engine.ErrWaiting, which stops the tool
+// call: the run ends waiting, to go on when resumed.
+func (el *elicitations) ask(ctx context.Context, e mcp.Elicitation) (mcp.ElicitAnswer, error) {
 	el.mu.Lock()
 	el.n++
 	n := el.n
@@ -61,7 +73,11 @@ func (el *elicitations) ask(_ context.Context, e mcp.Elicitation) (mcp.ElicitAns
 	sc := el.sc
 	label := ElicitationLabel(sc.Label, n)
 	form, action, left := elicitForm(e.Schema)
-	if a, ok := FindAnswer(sc.Board.Recordings(), label, sc.Visit); ok {
+	answered := func() (mcp.ElicitAnswer, bool) {
+		a, ok := FindAnswer(sc.Board.Recordings(), label, sc.Visit)
+		if !ok {
+			return mcp.ElicitAnswer{}, false
+		}
 		out := mcp.ElicitAnswer{Action: "accept", Content: map[string]any{}}
 		for k, v := range a.Answer {
 			if k == action {
@@ -70,10 +86,13 @@ func (el *elicitations) ask(_ context.Context, e mcp.Elicitation) (mcp.ElicitAns
 			}
 			out.Content[k] = v
 		}
-		return out, nil
+		return out, true
+	}
+	if a, ok := answered(); ok {
+		return a, nil
 	}
 	if _, found := waitingFor(sc.Board.Run(), label, sc.Visit); found {
-		return mcp.ElicitAnswer{}, engine.ErrWaiting
+		return el.hold(ctx, answered)
 	}
 	agent := el.ss.Agent()
 	var p strings.Builder
@@ -93,7 +112,36 @@ func (el *elicitations) ask(_ context.Context, e mcp.Elicitation) (mcp.ElicitAns
 		return mcp.ElicitAnswer{}, err
 	}
 	sc.Log.Info().Str("mcp_server", e.Server).Str("tool", e.Tool).Str("input", label).Msg("an MCP server asks a person; the run waits for the answer")
-	return mcp.ElicitAnswer{}, engine.ErrWaiting
+	return el.hold(ctx, answered)
+}
+
+// hold waits for answered while the call may be held open, then stops
+// it (engine.ErrWaiting).
+func (el *elicitations) hold(ctx context.Context, answered func() (mcp.ElicitAnswer, bool)) (mcp.ElicitAnswer, error) {
+	limit := elicitHold
+	if dl, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(dl)/2)
+	}
+	if limit <= 0 {
+		return mcp.ElicitAnswer{}, engine.ErrWaiting
+	}
+	end := time.NewTimer(limit)
+	defer end.Stop()
+	tick := time.NewTicker(elicitPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return mcp.ElicitAnswer{}, engine.ErrWaiting
+		case <-end.C:
+			el.sc.Log.Info().Dur("held", limit).Msg("no answer while the tool call was held open: the run stops to wait for it")
+			return mcp.ElicitAnswer{}, engine.ErrWaiting
+		case <-tick.C:
+			if a, ok := answered(); ok {
+				return a, nil
+			}
+		}
+	}
 }
 
 // elicitForm is the input form of an elicitation's schema: a field that

@@ -54,13 +54,20 @@ func TestElicitationWaitsForAPerson(t *testing.T) {
 	cases := []struct {
 		name     string
 		answer   map[string]any
+		live     bool // answered while the call is held open
 		modelSaw string
 	}{
-		{"accepted", map[string]any{"action": "accept", "seat": "b"}, `booked: accept {\"meal\":true,\"seat\":\"b\"}`},
-		{"declined", map[string]any{"action": "decline"}, "booked: decline null"},
+		{"accepted", map[string]any{"action": "accept", "seat": "b"}, false, `booked: accept {\"meal\":true,\"seat\":\"b\"}`},
+		{"declined", map[string]any{"action": "decline"}, false, "booked: decline null"},
+		{"answered while held", map[string]any{"action": "accept", "seat": "a", "meal": false}, true, `booked: accept {\"meal\":false,\"seat\":\"a\"}`},
 	}
+	defer func(h time.Duration) { elicitHold = h }(elicitHold)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			elicitHold = 0
+			if c.live {
+				elicitHold = time.Minute
+			}
 			url, asked := newSeatServer(t)
 			f := newWireFake(t, "openai", toolTurn{calls: [][2]string{{"edge__echo", `{"text":"ann"}`}}}, toolTurn{text: "done"})
 			src := mcpPlan("openai", f.srv.URL, url, "edge.echo")
@@ -77,42 +84,20 @@ func TestElicitationWaitsForAPerson(t *testing.T) {
 				}
 				return r.Run(context.Background())
 			}
-			err = run(mcpAgents(t, src, agents.Options{}))
-			var re *engine.RunError
-			if !errors.As(err, &re) || re.Status != engine.StatusWaiting {
-				t.Fatalf("first part: %v, want waiting", err)
-			}
-			ws := b.Run().Waiting
-			if len(ws) != 1 || ws[0].Label != "ask/elicit-1" || !strings.Contains(ws[0].Prompt, "MCP server edge asks, during tool call edge.echo of agent coder (step ask):\nWhich seat for ann?") {
-				t.Fatalf("waiting: %+v", ws)
-			}
-			// The SDK hands the schema over as a map: its fields come in
-			// name order.
-			const wantForm = `{"type":"object","properties":{` +
-				`"action":{"type":"string","enum":["accept","decline","cancel"],"description":"accept sends the fields to the server; decline or cancel sends none"},` +
-				`"meal":{"description":"(default true)","type":"boolean"},` +
-				`"seat":{"description":"(required to accept)","enum":["a","b"],"type":"string"}},"required":["action"]}`
-			if form := string(ws[0].Form); form != wantForm {
-				t.Errorf("form:\n%s\nwant\n%s", form, wantForm)
-			}
-			if _, _, err := Settle(b.Run(), b.Recordings(), board.Answer{Label: "ask/elicit-1", Answer: map[string]any{"seat": "c", "action": "accept"}}); err == nil {
-				t.Error("an answer the form refuses was taken")
-			}
-			a, _, err := Settle(b.Run(), b.Recordings(), board.Answer{Label: "ask/elicit-1", Answer: c.answer, By: "ann"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.AddRecording(AnswerRecording(a)); err != nil {
-				t.Fatal(err)
-			}
-			if err := run(mcpAgents(t, src, agents.Options{})); err != nil {
-				t.Fatalf("after the answer: %v", err)
+			if c.live {
+				testElicitationLive(t, b, run, mcpAgents(t, src, agents.Options{}), c.answer)
+			} else {
+				testElicitationStops(t, b, run, src, c.answer)
 			}
 			if out := llmSaved(t, b, "ask")["output"]; out != "done" {
 				t.Errorf("output = %v", out)
 			}
-			if n := asked.Load(); n != 2 { // once to ask, once to answer
-				t.Errorf("the server was called %d times, want 2", n)
+			calls := int32(2) // once to ask, once to answer
+			if c.live {
+				calls = 1
+			}
+			if n := asked.Load(); n != calls {
+				t.Errorf("the server was called %d times, want %d", n, calls)
 			}
 			if f.requestText(2) != "" || !strings.Contains(f.requestText(1), c.modelSaw) {
 				t.Errorf("the model's second request (of two) lacks %q: %s", c.modelSaw, f.requestText(1))
@@ -133,9 +118,78 @@ func TestElicitationWaitsForAPerson(t *testing.T) {
 			if out := llmSaved(t, rb, "ask")["output"]; out != "done" {
 				t.Errorf("replayed output = %v", out)
 			}
-			if n := asked.Load(); n != 2 {
+			if n := asked.Load(); n != calls {
 				t.Errorf("the replay called the server (%d calls)", n)
 			}
 		})
+	}
+}
+
+// testElicitationStops: nobody answers while the call is held, so the
+// run stops waiting, with the server's question and a form of its
+// fields; the answer (runner answer's checks) is recorded and the run
+// resumed.
+func testElicitationStops(t *testing.T, b *board.Board, run func(*agents.Set) error, src string, answer map[string]any) {
+	t.Helper()
+	err := run(mcpAgents(t, src, agents.Options{}))
+	var re *engine.RunError
+	if !errors.As(err, &re) || re.Status != engine.StatusWaiting {
+		t.Fatalf("first part: %v, want waiting", err)
+	}
+	ws := b.Run().Waiting
+	if len(ws) != 1 || ws[0].Label != "ask/elicit-1" || !strings.Contains(ws[0].Prompt, "MCP server edge asks, during tool call edge.echo of agent coder (step ask):\nWhich seat for ann?") {
+		t.Fatalf("waiting: %+v", ws)
+	}
+	// The SDK hands the schema over as a map: its fields come in
+	// name order.
+	const wantForm = `{"type":"object","properties":{` +
+		`"action":{"type":"string","enum":["accept","decline","cancel"],"description":"accept sends the fields to the server; decline or cancel sends none"},` +
+		`"meal":{"description":"(default true)","type":"boolean"},` +
+		`"seat":{"description":"(required to accept)","enum":["a","b"],"type":"string"}},"required":["action"]}`
+	if form := string(ws[0].Form); form != wantForm {
+		t.Errorf("form:\n%s\nwant\n%s", form, wantForm)
+	}
+	if _, _, err := Settle(b.Run(), b.Recordings(), board.Answer{Label: "ask/elicit-1", Answer: map[string]any{"seat": "c", "action": "accept"}}); err == nil {
+		t.Error("an answer the form refuses was taken")
+	}
+	a, _, err := Settle(b.Run(), b.Recordings(), board.Answer{Label: "ask/elicit-1", Answer: answer, By: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddRecording(AnswerRecording(a)); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(mcpAgents(t, src, agents.Options{})); err != nil {
+		t.Fatalf("after the answer: %v", err)
+	}
+}
+
+// testElicitationLive: the answer comes while the call is held open (as
+// runner answer gives it to the running run): the same call goes on.
+func testElicitationLive(t *testing.T, b *board.Board, run func(*agents.Set) error, set *agents.Set, answer map[string]any) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- run(set) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(b.Run().Waiting) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never waited for the answer")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	a, _, err := Settle(b.Run(), b.Recordings(), board.Answer{Label: "ask/elicit-1", Answer: answer, By: "ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.AddRecording(AnswerRecording(a)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not go on after the answer")
 	}
 }

@@ -29,8 +29,9 @@ type ElicitAnswer struct {
 	Content map[string]any `json:"content,omitempty"`
 }
 
-// ElicitFunc answers an elicitation. An error stops the call it came
-// during (see CallElicit).
+// ElicitFunc answers an elicitation. Its ctx is the call's: it ends
+// when the call's bound does. An error stops the call it came during
+// (see CallElicit).
 type ElicitFunc func(ctx context.Context, e Elicitation) (ElicitAnswer, error)
 
 // ErrCallStopped wraps the error of a tool call that its ElicitFunc
@@ -48,7 +49,7 @@ func (e *stoppedError) Unwrap() []error { return []error{ErrCallStopped, e.err} 
 // does not say which one asks), or when the call's caller gave no
 // ElicitFunc, nobody can answer: the server is told cancel, the tool's
 // result says why, and the log too.
-func (c *Conn) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
+func (c *Conn) elicit(_ context.Context, req *sdk.ElicitRequest) (*sdk.ElicitResult, error) {
 	p := req.Params
 	e := Elicitation{Server: c.srv.Name, Mode: p.Mode, Message: p.Message, URL: p.URL}
 	if e.Mode == "" {
@@ -91,7 +92,7 @@ func (c *Conn) elicit(ctx context.Context, req *sdk.ElicitRequest) (*sdk.ElicitR
 		return &sdk.ElicitResult{Action: "cancel"}, nil
 	}
 	e.Tool = cl.tool
-	a, err := cl.elicit(ctx, e)
+	a, err := cl.elicit(cl.ctx, e)
 	if err != nil {
 		c.mu.Lock()
 		cl.stopped = err

@@ -170,6 +170,7 @@ type Conn struct {
 type call struct {
 	tool   string
 	elicit ElicitFunc
+	ctx    context.Context // the call's, with its bound
 	cancel context.CancelFunc
 	// stopped is the error of an elicit that stopped the call; notes
 	// are what runner told the server instead of a person's answer.
@@ -221,16 +222,16 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: killGrace}
 	case srv.URL != "":
 		hc := &http.Client{Transport: headerTransport{headers: srv.Headers, base: http.DefaultTransport}}
-		// No standalone SSE stream: runner needs no message the server
-		// starts outside a call (a tool list that changes mid-step is not
-		// one a replay could follow; an elicitation comes on the call's
-		// own stream), and the stream would hold a connection open.
-		// A call's stream that ends before its answer (a proxy's idle
+		// The standalone SSE stream is open: a server may send what it
+		// asks a person during a call there rather than on the call's
+		// own stream (the TypeScript SDK's servers do). What else comes
+		// on it (a tool list that changed) is ignored: a replay could not
+		// follow it. A call's stream that ends before its answer (a proxy's idle
 		// cut, a server that polls) is resumed as the transport says:
 		// GET with Last-Event-ID after the server's retry delay, a few
 		// times without progress at most; the call's bound (CallTimeout)
 		// bounds every wait in it.
-		t = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: reconnects, DisableStandaloneSSE: true}
+		t = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: reconnects}
 	default:
 		return nil, fmt.Errorf("MCP server %s has neither a command nor a url", srv.Name)
 	}
@@ -320,7 +321,7 @@ func (c *Conn) CallElicit(ctx context.Context, tool string, args json.RawMessage
 	err := c.bounded(ctx, fmt.Sprintf("tools/call %q", tool), "call_timeout", c.srv.callTimeout(), func(ctx context.Context) error {
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		cl.cancel = cancel
+		cl.ctx, cl.cancel = ctx, cancel
 		c.mu.Lock()
 		if c.calls == nil {
 			c.calls = map[*call]bool{}
