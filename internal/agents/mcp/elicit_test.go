@@ -70,7 +70,7 @@ func TestElicitationDuringACall(t *testing.T) {
 		}, "booked decline null", nil, "decline"},
 		{"stopped", func(context.Context, Elicitation) (ElicitAnswer, error) {
 			return ElicitAnswer{}, errStop
-		}, "", errStop, "cancel"},
+		}, "", errStop, ""},
 		{"nobody", nil, `booked cancel null
 [runner: the server asked a person "Which seat?" and nobody can answer here: runner told it cancel]`, nil, "cancel"},
 	}
@@ -92,8 +92,10 @@ func TestElicitationDuringACall(t *testing.T) {
 			} else if err != nil || res.Text != c.want {
 				t.Fatalf("result %q, %v; want %q", res.Text, err, c.want)
 			}
-			// The server hears the answer, even of a stopped call, whose
-			// tool goes on without the client.
+			if c.wantErr != nil {
+				return // the call is cancelled: what its tool hears first is not the client's to say
+			}
+			// The server hears the answer.
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				ss.mu.Lock()
