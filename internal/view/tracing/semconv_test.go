@@ -428,3 +428,56 @@ func TestModelCallError(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsListEveryAttribute: docs/tracing.md's list of attributes is
+// the code's: every attribute a span of the test runs carries is listed
+// there, and every attribute listed is one the code sets.
+func TestDocsListEveryAttribute(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "tracing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	start, end := strings.Index(doc, "## The spans"), strings.Index(doc, "## Runs on Temporal")
+	if start < 0 || end < start {
+		t.Fatal("docs/tracing.md has no section The spans before Runs on Temporal")
+	}
+	section := doc[start:end]
+	listed := map[string]bool{}
+	for _, m := range regexp.MustCompile("`((?:gen_ai|runner|server|error)\\.[a-z_.A-Z]+)`").FindAllStringSubmatch(section, -1) {
+		listed[m[1]] = true
+	}
+	var src strings.Builder
+	for _, f := range []string{"spans.go", "genai.go"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src.Write(b)
+	}
+	for k := range listed {
+		if strings.Contains(k, "FIELD") {
+			continue // a pattern: runner.result.FIELD
+		}
+		if !strings.Contains(src.String(), `"`+k+`"`) && !strings.HasPrefix(k, "runner.result.") {
+			t.Errorf("docs/tracing.md lists %s, which no span carries", k)
+		}
+	}
+	var boards []*board.Board
+	boards = append(boards, sample(t), failedCall(t, "01G", "openai", "agent coder: openai: 500"))
+	for _, b := range boards {
+		for _, content := range []bool{false, true} {
+			for _, s := range export(t, b, Options{Content: content}) {
+				for _, kv := range s.Attributes {
+					k := string(kv.Key)
+					if strings.HasPrefix(k, "runner.result.") {
+						continue // the step's result, listed as runner.result.FIELD
+					}
+					if !listed[k] && !strings.Contains(doc, "`"+k+"`") {
+						t.Errorf("span %s carries %s, which docs/tracing.md does not list", s.Name, k)
+					}
+				}
+			}
+		}
+	}
+}
