@@ -31,8 +31,6 @@ func batchPlan(provider, base string, n int, batch bool, extra string) string {
 	}
 	return fmt.Sprintf(`version: 1
 limits: {max_steps: %d}
-vars:
-  n: %d
 agents:
   a: {provider: %s, model: %s, base_url: "%s", max_tokens: 200}
 steps:
@@ -40,7 +38,7 @@ steps:
     type: command
     run: seq 0 $((%d - 1)) | tr '\n' ' '
   - label: ask
-    %s%s`, 3*n+10, n, provider, model, base, n, step, extra)
+    %s%s`, 3*n+10, provider, model, base, n, step, extra)
 }
 
 // startBatchServer starts the fake of provider and sets its API key.
