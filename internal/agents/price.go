@@ -143,6 +143,14 @@ func PricesFilePath(getenv func(string) string) string {
 	return DefaultPricesFile()
 }
 
+// UseUserPrices reads the user's prices file (PricesFilePath) for the
+// rest of the process: every command that builds agents (runner,
+// runner-temporal's worker and run) starts with it, so a model priced
+// there is priced alike wherever a plan's steps run.
+func UseUserPrices(getenv func(string) string) error {
+	return UsePricesFile(PricesFilePath(getenv))
+}
+
 // UsePricesFile reads a prices file (prices.yaml's shape) whose models
 // add to and override the built-in prices for the rest of the process. A
 // file that does not exist is no error: there are then no user prices.
