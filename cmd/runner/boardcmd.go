@@ -193,7 +193,7 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 		if f.step != "" {
 			if remote != nil {
 				remote.Close()
-				fmt.Fprintf(stderr, "runner board: watch --step: a run on Temporal does not serve its steps' streamed answers; `runner show` has them once recorded\n")
+				fmt.Fprintf(stderr, "runner board: watch --step: a run on Temporal does not serve its steps' streamed answers; `runner report` shows them once recorded\n")
 				return exitFailed
 			}
 			return boardWatchStep(path, f, runs.LiveOptions(bo), stdout, stderr)
@@ -494,7 +494,7 @@ func boardWatch(path string, remote *runs.Bridged, f liveboard.Filter, opts live
 // boardWatchStep prints the answer a live run's step is streaming, as
 // it comes (--json: its pieces as JSON lines, and the visit's end), until
 // the step's visit ends or the run does. A run no one runs has no answer
-// streaming: its recorded answers are in `runner show`.
+// streaming: `runner report` shows its recorded answers.
 func boardWatchStep(path string, f *boardFlags, opts liveboard.Options, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -507,7 +507,7 @@ func boardWatchStep(path string, f *boardFlags, opts liveboard.Options, stdout, 
 	defer a.Close()
 	c, ok := a.(*liveboard.Client)
 	if !ok {
-		fmt.Fprintf(stderr, "runner board: watch --step: %s is not running, so no answer streams; `runner show %s` has the recorded answers\n", path, path)
+		fmt.Fprintf(stderr, "runner board: watch --step: %s is not running, so no answer streams; `runner report %s` shows the recorded answers\n", path, path)
 		return exitFailed
 	}
 	enc := json.NewEncoder(stdout)

@@ -407,6 +407,9 @@ type AgentSpend struct {
 	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
 	CacheSavedUSD    float64 `json:"cache_saved_usd,omitempty"`
+	// ReasoningTokens are the output tokens spent reasoning (counted in
+	// OutputTokens too, and billed as output).
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 }
 
 // CacheSaved is what prompt caching saved on usage u at price p: the
@@ -440,6 +443,7 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 		sp.OutputTokens += resp.Usage.OutputTokens
 		sp.CacheReadTokens += resp.Usage.CacheReadInputTokens
 		sp.CacheWriteTokens += resp.Usage.CacheCreationInputTokens
+		sp.ReasoningTokens += resp.Usage.ReasoningTokens
 		if resp.Usage.CacheReadInputTokens+resp.Usage.CacheCreationInputTokens > 0 {
 			model := resp.Model
 			if _, ok := priceFor(a, model); !ok {
