@@ -48,16 +48,31 @@ type LLMResult struct {
 	Retries      int    `json:"retries"` // HTTP retries across those calls
 }
 
-// LLMUsage is the tokens an llm step used, over all its calls.
+// LLMUsage is the tokens an llm step used, over all its calls. Input
+// counts every input token; of them, those read from and written to the
+// provider's prompt cache, each priced at its own rate. Output counts
+// every output token; of them, the reasoning tokens (billed as output).
 type LLMUsage struct {
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"` // at the model's price (0 when it is not known)
+	InputTokens      int     `json:"input_tokens"`
+	OutputTokens     int     `json:"output_tokens"`
+	CacheReadTokens  int     `json:"cache_read_input_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_creation_input_tokens,omitempty"`
+	ReasoningTokens  int     `json:"reasoning_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"` // at the model's price (0 when it is not known)
 }
 
 // usageOf is a session's usage as a step reports it.
 func usageOf(st agents.Stats) LLMUsage {
-	return LLMUsage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens, CostUSD: roundUSD(st.CostUSD)}
+	return LLMUsage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens,
+		CacheReadTokens: st.Usage.CacheReadInputTokens, CacheWriteTokens: st.Usage.CacheCreationInputTokens,
+		ReasoningTokens: st.Usage.ReasoningTokens, CostUSD: roundUSD(st.CostUSD)}
+}
+
+// Add sums two usages.
+func (u LLMUsage) Add(v LLMUsage) LLMUsage {
+	return LLMUsage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens: u.ReasoningTokens + v.ReasoningTokens, CostUSD: roundUSD(u.CostUSD + v.CostUSD)}
 }
 
 // roundUSD keeps costs to a millionth of a dollar, so sums of float
@@ -172,7 +187,7 @@ var llmSpec = engine.TypeSpec{
     type: object
     required: [haiku]`,
 	Results: []engine.ResultField{
-		{Name: "usage", Doc: "Tokens used over all the step's calls: input_tokens, output_tokens, cost_usd."},
+		{Name: "usage", Doc: "Tokens used over all the step's calls: input_tokens, output_tokens, cache_read_input_tokens and cache_creation_input_tokens (of the input), reasoning_tokens (of the output), cost_usd."},
 		{Name: "agent", Doc: "The agent that answered: the step's own, or a fallback that took over."},
 		{Name: "model", Doc: "The model that answered."},
 		{Name: "finish_reason", Doc: "Why the model stopped (stop, length, ...)."},
