@@ -41,6 +41,7 @@ func init() {
 		{"memory", memoryUsage, "list, show or remove what agents remember across runs", cmdMemory},
 		{"serve", serveUsage, "a live web UI of the runs: steps, board, answering inputs", cmdServe},
 		{"mcp", "mcp [--dir DIR] [--http 127.0.0.1:PORT [--listen-any]]", "serve runner to agents over MCP (stdio, or HTTP with a token)", cmdMCP},
+		{"a2a", a2aUsage, "serve plans as A2A agents: each message starts a run", cmdA2A},
 		{"report", "report BLACKBOARD [--format html|junit] [-o FILE]", "write the run as one HTML page, or its tests as JUnit XML", cmdReport},
 		{"eval", evalUsage, "compare a run with a golden one, or runs per agent and model", cmdEval},
 		{"trace", "trace BLACKBOARD [--otlp-endpoint URL | -o FILE]", "export a saved run's trace (OpenTelemetry) with its recorded times", cmdTrace},

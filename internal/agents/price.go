@@ -278,6 +278,9 @@ func (p Price) Cost(u Usage) float64 {
 // model that answered (or was asked, when the answer names none), nothing
 // for a script agent; ok is false when the price is not known.
 func callCost(a *Agent, req *Request, resp *Response) (cost float64, ok bool) {
+	if a.Provider == "a2a" {
+		return 0, true // a remote agent's own costs are not the run's to price
+	}
 	model := resp.Model
 	if model == "" {
 		model = req.Model

@@ -9,7 +9,8 @@
 //
 // The providers (openai, anthropic, script) speak their wire format over
 // net/http themselves, so the recordings are byte-stable and every retry is
-// ours to log and count. Requests and responses are kept in a
+// ours to log and count; the a2a provider asks a remote agent through
+// internal/a2a (the A2A SDK), and is recorded the same way. Requests and responses are kept in a
 // provider-neutral form; that form is what is hashed and recorded.
 package agents
 

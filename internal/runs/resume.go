@@ -154,6 +154,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	log.Info().Int("steps_done", len(done)).Msg("resuming")
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)
+	res.outputs(er)
 	notifyEnd(b, r.Prog.Plan, m, log)
 	return res, nil
 }

@@ -150,6 +150,11 @@ type Result struct {
 	// Err is nil when the run succeeded, else an *engine.RunError saying
 	// how it ended (failed, interrupted, waiting for an answer).
 	Err error
+	// Outputs are the plan's declared outputs (its outputs: block) of a
+	// run that succeeded; nil otherwise, or when it declares none.
+	// OutputsErr is why they could not be evaluated.
+	Outputs    map[string]any
+	OutputsErr error
 	// Reused counts the model calls taken from Options.Reuse; nil
 	// without it.
 	Reused *agents.ReuseStats
@@ -329,6 +334,7 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)
+	res.outputs(er)
 	stop()
 	if ru != nil {
 		st := ru.save(b, env.Warnings)
@@ -358,4 +364,12 @@ func warn(w io.Writer, format string, a ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format, a...)
 	}
+}
+
+// outputs evaluates the plan's declared outputs of a run that succeeded.
+func (res *Result) outputs(er *engine.Runner) {
+	if res.Err != nil || len(res.Prog.Plan.Outputs) == 0 {
+		return
+	}
+	res.Outputs, res.OutputsErr = er.Outputs()
 }
