@@ -96,6 +96,20 @@ func TestMCPConformance(t *testing.T) {
 	t.Logf("conformance server --suite all (exit %v):\n%s", err, suiteSummary(string(out)))
 
 	got := conformanceResults(t, results)
+	// A scenario that should pass and failed is run once more on its own
+	// before it counts: on a loaded machine the suite's client has been
+	// seen to lose a stream mid-scenario ("terminated").
+	for _, s := range listed {
+		if r, ok := got[s]; want[s] && (!ok || len(r.failures) > 0) && ctx.Err() == nil {
+			t.Logf("%s failed in the whole run (%s); running it again alone", s, strings.Join(r.failures, "; "))
+			again := t.TempDir()
+			out, err := conformance("server", "--scenario", s, "--url", proxy.URL+"/mcp", "-o", again).CombinedOutput()
+			t.Logf("conformance server --scenario %s (exit %v):\n%s", s, err, suiteSummary(string(out)))
+			if r, ok := conformanceResults(t, again)[s]; ok {
+				got[s] = r
+			}
+		}
+	}
 	for _, s := range listed {
 		r, ok := got[s]
 		switch {
@@ -178,12 +192,14 @@ func conformanceResults(t *testing.T, dir string) map[string]scenarioResult {
 	return out
 }
 
-// suiteSummary is the suite's closing summary, the lines worth a log.
+// suiteSummary is the suite's closing summary (a run of one scenario:
+// its last lines), what is worth a log.
 func suiteSummary(out string) string {
 	if _, s, ok := strings.Cut(out, "=== SUMMARY ==="); ok {
 		return strings.TrimSpace(s)
 	}
-	return out
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return strings.Join(lines[max(0, len(lines)-5):], "\n")
 }
 
 // startMCPHTTP starts `runner mcp --http` on dir and returns the URL and
