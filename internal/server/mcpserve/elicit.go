@@ -23,14 +23,21 @@ import (
 // answer`. An input that names answerers is never elicited: the server
 // cannot say who answers (docs/mcp.md, "Who answers").
 
-// elicits says whether the client of ss takes elicitations.
+// elicits says whether the client of ss takes elicitations the server
+// sends of its own accord: from protocol version 2026-07-28 on, a server
+// may ask only within its answer to a request (multi round-trip
+// requests), which a run's input, coming at any time, is not.
 func elicits(ss *mcp.ServerSession) bool {
 	if ss == nil {
 		return false
 	}
 	p := ss.InitializeParams()
-	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil && p.ProtocolVersion < lastFreeElicitation
 }
+
+// lastFreeElicitation is the first protocol version without
+// server-initiated requests.
+const lastFreeElicitation = "2026-07-28"
 
 // follow starts following the run at path for ss, when its client takes
 // elicitations.

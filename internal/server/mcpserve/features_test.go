@@ -190,6 +190,10 @@ func TestPrompts(t *testing.T) {
 	}
 }
 
+// elicitVersion is the newest protocol version in which a server sends
+// an elicitation of its own accord.
+const elicitVersion = "2025-11-25"
+
 // elicitor is a client that takes elicitations, answering each with
 // action (and content), and keeps what it was asked and the log
 // messages it was sent.
@@ -249,7 +253,7 @@ func TestInputElicitedAnsweredAndResumed(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "ask.yaml", askPlan)
 	e := &elicitor{action: "accept", content: map[string]any{"approve": true}}
-	cs := connect(t, dir, e.options())
+	cs := connectAt(t, dir, e.options(), elicitVersion)
 	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
@@ -258,11 +262,12 @@ func TestInputElicitedAnsweredAndResumed(t *testing.T) {
 		t.Fatal(msg)
 	}
 	id := out.Started.RunID
+	// Between the answer and the resume the run waits with no process.
+	e.waitFor(t, "log of the resume", e.saidLog(`"run resumed"`))
 	st := waitStatus(t, cs, id, "succeeded")
 	if n := len(st.Steps); n != 2 || st.Steps[0].Label != "review" || st.Steps[1].Label != "after" {
 		t.Fatalf("steps: %+v", st.Steps)
 	}
-	e.waitFor(t, "log of the resume", e.saidLog(`"run resumed"`))
 	e.mu.Lock()
 	asked := e.asked
 	said := map[string]bool{}
@@ -299,7 +304,7 @@ func TestDeclinedElicitationLeavesTheInputWaiting(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "ask.yaml", askPlan)
 	e := &elicitor{action: "decline"}
-	cs := connect(t, dir, e.options())
+	cs := connectAt(t, dir, e.options(), elicitVersion)
 	var out mcpserve.StartOutput
 	if msg := call(t, cs, "start_run", map[string]any{"plan": "ask.yaml"}, &out); msg != "" {
 		t.Fatal(msg)

@@ -70,6 +70,13 @@ steps:
 // SDK's in-memory transport.
 func connect(t *testing.T, dir string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectAt(t, dir, opts, "")
+}
+
+// connectAt is connect with the client asking for protocol version
+// (""): the newest.
+func connectAt(t *testing.T, dir string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	srv := mcpserve.New(mcpserve.Options{Dir: dir, Runner: runnerBin, Version: "test"})
 	ct, st := mcp.NewInMemoryTransports()
@@ -77,7 +84,7 @@ func connect(t *testing.T, dir string, opts *mcp.ClientOptions) *mcp.ClientSessi
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, st) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := c.Connect(ctx, ct, nil)
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -674,16 +674,26 @@ func (s *Server) onRun(run string, readOnly bool, fn func(liveboard.Access) erro
 // onBoard calls fn with the board at path (a run that ends mid-request
 // is read from the file it saved: runs.OpenBoard).
 func (s *Server) onBoard(path string, readOnly bool, fn func(liveboard.Access) error) error {
+	err, live := s.onBoardOnce(path, readOnly, fn)
+	if err != nil && live && readOnly {
+		// The run's process ended between the open and the read: its
+		// saved file says the same, read once more.
+		err, _ = s.onBoardOnce(path, readOnly, fn)
+	}
+	return err
+}
+
+func (s *Server) onBoardOnce(path string, readOnly bool, fn func(liveboard.Access) error) (err error, live bool) {
 	a, _, err := runs.OpenBoard(path, runs.BoardOptions{ReadOnly: readOnly, Mask: s.o.Mask})
 	if err != nil {
-		return err
+		return err, false
 	}
 	err = fn(a)
-	live := runs.Live(a)
+	live = runs.Live(a)
 	if cerr := a.Close(); err == nil && !live {
 		err = cerr // a file's close writes it
 	}
-	return err
+	return err, live
 }
 
 // ReportOutput is a run's report.
