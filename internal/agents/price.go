@@ -526,3 +526,13 @@ func responseCost(resp *Response) (float64, bool) {
 	}
 	return 0, false
 }
+
+// batchPrice is a model's price through its provider's batch API: half
+// the ordinary price at OpenAI and at Anthropic, every kind of token.
+func batchPrice(a *Agent, model string) (Price, bool) {
+	const discount = 0.5
+	p, ok := priceFor(a, model)
+	p.Input, p.Output = p.Input*discount, p.Output*discount
+	p.CachedInput, p.CacheWrite = p.CachedInput*discount, p.CacheWrite*discount
+	return p, ok
+}
