@@ -284,8 +284,18 @@ func TestStartRunFollowAndReport(t *testing.T) {
 	}
 	if filepath.Dir(out.Started.Log) != filepath.Dir(out.Started.Blackboard) {
 		t.Errorf("the run's log %s is not beside its board", out.Started.Log)
-	} else if data, err := os.ReadFile(out.Started.Log); err != nil || !strings.Contains(string(data), "run finished") {
-		t.Errorf("the run's log: %v %s", err, data)
+	} else {
+		// The board says succeeded a moment before the process logs its end.
+		var data []byte
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if data, err = os.ReadFile(out.Started.Log); err == nil && strings.Contains(string(data), "run finished") {
+				break
+			}
+		}
+		if err != nil || !strings.Contains(string(data), "run finished") {
+			t.Errorf("the run's log: %v %s", err, data)
+		}
 	}
 
 	// list_runs and a prefix of the id, and "latest", name the same run.
