@@ -132,6 +132,9 @@ func unsupported(p *plans.Plan, warn func(string)) error {
 				"its step runs in an activity, which cannot wait for an answer; run this plan without --engine temporal", a.Name)
 		}
 	}
+	if len(p.Budgets.Limits) > 0 {
+		return errors.New(plans.BudgetsOnTemporal)
+	}
 	if len(p.Notify) > 0 && warn != nil {
 		warn("notify: is sent by runs on this machine only: a run on Temporal sends no notification")
 	}

@@ -89,6 +89,10 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 		r.Close()
 		return usageErr(stderr, fs, "%v", err)
 	}
+	if env.Budgets, err = userBudgets(); err != nil {
+		r.Close()
+		return planErrors(stderr, nil, err)
+	}
 	g.view.setPlan(r.Prog.Plan)
 	env.Log, env.Mask, env.Warnings = log, g.mask, stderr
 	if g.view != nil {

@@ -169,9 +169,9 @@ func periodOf(period string, t time.Time) (time.Time, time.Time) {
 
 // Hold is a call's reservation in the ledger.
 type Hold struct {
-	l     *Ledger
-	rec   Record
-	done  bool
+	l    *Ledger
+	rec  Record
+	done bool
 }
 
 // Reserve checks that charge c, the most a call could cost, fits every

@@ -55,6 +55,11 @@ func (b Budget) Scope() string {
 	return "plan " + b.Plan
 }
 
+// BudgetsOnTemporal is why a plan with budgets does not start on
+// Temporal: its calls run on workers on other machines, each with its
+// own ledger, so no one ledger would see them all.
+const BudgetsOnTemporal = "budgets: is not supported on Temporal: the ledger they are checked against is kept on one machine, and a run's calls are made by workers on others; run this plan without --engine temporal"
+
 var budgetFields = []string{"on_exceed", "limits"}
 var budgetLimitFields = []string{"agent", "model", "plan", "period", "max_cost_usd", "max_tokens"}
 
