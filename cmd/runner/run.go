@@ -57,6 +57,14 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *dry {
 		dryRun(stdout, r.Prog, r.Vars)
+		if len(r.Prog.Plan.Agents) > 0 {
+			dir := o.Workdir
+			if dir == "" {
+				dir = "."
+			}
+			worstCost(stdout, r.Prog.Plan, r.Vars, dir)
+		}
+		r.Close()
 		return exitOK
 	}
 	switch *engineFlag {

@@ -122,3 +122,18 @@ func (s *Set) Raised() float64 {
 
 // Budgets are the shared budgets that apply to the run's calls.
 func (s *Set) Budgets() []plans.Budget { return s.budgets }
+
+// CallCeiling is the most one call of agent spec may cost before it is
+// sent, as the budgets reckon it: its input (the system prompt and
+// promptBytes of prompt, estimated as for a real call) and its largest
+// answer at its model's price. priced is false when the price is not
+// known, bounded false when the largest answer is not.
+func CallCeiling(spec *plans.Agent, promptBytes int) (usd float64, tokens int, priced, bounded bool) {
+	a := &Agent{Name: spec.Name, Provider: spec.Provider, Model: spec.Model, Spec: spec}
+	req := &Request{Model: spec.Model, MaxTokens: spec.MaxTokens, Thinking: spec.Thinking, System: spec.System,
+		Messages: []Message{{Role: RoleUser, Content: strings.Repeat(" ", promptBytes)}}}
+	in := inputEstimate(req)
+	out, bounded := outputCap(a, req)
+	p, priced := priceFor(a, spec.Model)
+	return p.Cost(Usage{InputTokens: in, OutputTokens: out}), in + out, priced, bounded
+}
