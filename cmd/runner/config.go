@@ -25,7 +25,7 @@ const configEnv = "RUNNER_CONFIG"
 // (docs/cost.md).
 type userConfig struct {
 	Budgets yaml.Node `yaml:"budgets"`
-	Runs struct {
+	Runs    struct {
 		Prune *struct {
 			Keep      int      `yaml:"keep"`
 			OlderThan string   `yaml:"older_than"`
