@@ -21,7 +21,9 @@ type Budgets struct {
 // What a run does before a call that would cross a budget.
 const (
 	OnExceedFail = "fail" // the call is not sent and the step fails
-	OnExceedAsk  = "ask"  // the run waits for a person: raise the budget for this run, or stop
+	// OnExceedAsk would have the run wait for a person to raise the
+	// budget for it, or stop it; it is refused when a plan loads.
+	OnExceedAsk = "ask"
 )
 
 // Budget is one spending limit. Exactly one of Agent, Model and Plan
@@ -67,7 +69,7 @@ var budgetLimitFields = []string{"agent", "model", "plan", "period", "max_cost_u
 // config):
 //
 //	budgets:
-//	  on_exceed: fail            # or ask
+//	  on_exceed: fail
 //	  limits:
 //	    - {agent: coder, period: day, max_cost_usd: 5}
 //	    - {plan: fix-tests, period: month, max_tokens: 2000000}
@@ -77,8 +79,13 @@ func ParseBudgets(r *Reporter, n *yaml.Node) Budgets {
 		switch f.Key {
 		case "on_exceed":
 			if v, ok := String(r, f.Value, "budgets.on_exceed"); ok {
-				if v != OnExceedFail && v != OnExceedAsk {
-					r.At(f.Value, "budgets.on_exceed: %q is not fail or ask", v)
+				switch v {
+				case OnExceedFail:
+				case OnExceedAsk:
+					// A run cannot wait for a person before a model call.
+					r.At(f.Value, "budgets.on_exceed: ask is not available: a run cannot wait for a person to raise a budget; use fail")
+				default:
+					r.At(f.Value, "budgets.on_exceed: %q is not fail", v)
 				}
 				out.OnExceed = v
 			}
