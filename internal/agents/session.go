@@ -54,6 +54,10 @@ type Session struct {
 	// Dir is where the agent's stdio MCP servers start (the run's
 	// workdir); "": runner's working directory.
 	Dir string
+	// Elicit answers what an MCP server asks a person during one of
+	// the session's tool calls; nil: nobody can, and the server is told
+	// cancel. The llm step makes it an input a person answers.
+	Elicit mcp.ElicitFunc
 	// Scope bounds the board keys of a spawned agent's tools (spawn.go);
 	// nil: the agent's own patterns only.
 	Scope *Scope

@@ -300,8 +300,11 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	// or, in a replay, answered from the recording.
 	ss.Dir = sc.Workdir
 	defer ss.Close()
-	if approvalsOf(sc) {
-		ss.Reenter() // it stopped to ask about a tool call: it goes on from there
+	// What an MCP server asks a person during a tool call waits as an
+	// input does.
+	ss.Elicit = (&elicitations{sc: sc, ss: ss}).ask
+	if approvalsOf(sc) || elicitationsOf(sc) {
+		ss.Reenter() // it stopped to ask a person: it goes on from there
 	}
 	mcpTools, err := ss.MCPTools(ctx)
 	if err != nil {
@@ -338,6 +341,9 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	}
 	if err == nil {
 		err = clearApprovals(sc)
+	}
+	if err == nil {
+		err = clearElicitations(sc)
 	}
 	return res, mcpFatal(sc.Label, err)
 }
