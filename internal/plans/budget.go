@@ -113,7 +113,7 @@ func parseBudget(r *Reporter, n *yaml.Node, what string) (Budget, bool) {
 		b.At = fmt.Sprintf("%s:%d", r.File, n.Line)
 	}
 	before := len(r.List)
-	scopes := 0
+	scopes, maxima := 0, 0
 	for _, f := range Fields(r, n, what) {
 		switch f.Key {
 		case "agent", "model", "plan":
@@ -141,6 +141,7 @@ func parseBudget(r *Reporter, n *yaml.Node, what string) (Budget, bool) {
 				b.Period = v
 			}
 		case "max_cost_usd":
+			maxima++
 			if v, ok := Float(r, f.Value, what+".max_cost_usd"); ok {
 				if v <= 0 {
 					r.At(f.Value, "%s.max_cost_usd must be more than 0", what)
@@ -148,6 +149,7 @@ func parseBudget(r *Reporter, n *yaml.Node, what string) (Budget, bool) {
 				b.MaxCostUSD = v
 			}
 		case "max_tokens":
+			maxima++
 			if v, ok := Int(r, f.Value, what+".max_tokens"); ok {
 				if v < 1 {
 					r.At(f.Value, "%s.max_tokens must be at least 1", what)
@@ -165,7 +167,7 @@ func parseBudget(r *Reporter, n *yaml.Node, what string) (Budget, bool) {
 		if b.Period == "" {
 			r.At(n, "%s needs a period: day or month", what)
 		}
-		if b.MaxCostUSD == 0 && b.MaxTokens == 0 {
+		if maxima == 0 {
 			r.At(n, "%s needs max_cost_usd or max_tokens", what)
 		}
 	}
