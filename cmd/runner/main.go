@@ -56,7 +56,7 @@ func main() {
 	// Before anything reads the environment: runner runs steps, which must
 	// reach neither its API keys nor the processes they leave behind.
 	boot.Start("runner", boot.Options{RunsSteps: true})
-	if err := agents.UsePricesFile(agents.PricesFilePath(os.Getenv)); err != nil {
+	if err := agents.UseUserPrices(os.Getenv); err != nil {
 		fmt.Fprintf(os.Stderr, "runner: %v\n", err)
 		os.Exit(exitUsage)
 	}

@@ -127,6 +127,9 @@ type Response struct {
 	// (--reuse), not asked of the model; a run's reuse counts are read
 	// from its recordings where no one process saw every call (Temporal).
 	Reused bool `json:"reused,omitempty"`
+	// Batch is the id of the provider batch that answered the call (an
+	// llm step with batch: true), priced at the batch price.
+	Batch string `json:"batch,omitempty"`
 }
 
 // Usage counts tokens. InputTokens is every input token, cached or not (for

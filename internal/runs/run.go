@@ -134,6 +134,9 @@ type Run struct {
 	src    []byte          // Reopen: the plan source it goes on with
 	lock   *boardlock.Lock // Reopen: held until Execute ends
 	saved  *board.Board    // Reopen: the run as loaded, continued by Execute
+	// running keeps the running file and the live board's streamed
+	// answers; set (by Execute or its resume) before the first step.
+	running *runningFile
 }
 
 // Result is how a run ended.
@@ -262,14 +265,13 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	LearnSecrets(m, r.Prog.Plan)
 	log := env.Log.With().Str("run", r.Record.ID).Logger()
-	// Streamed answers go to the caller's display and to the running
-	// file, where runner serve shows them.
-	var running *runningFile
+	// Streamed answers go to the caller's display, to the running file,
+	// where runner serve shows them, and to the live board's clients.
 	onStream := func(c agents.StreamChunk) {
 		if env.OnStream != nil {
 			env.OnStream(c)
 		}
-		if running != nil {
+		if running := r.running; running != nil {
 			running.streamed(c)
 		}
 	}
@@ -317,11 +319,11 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	noteRun(b)
 	ended = b
 	defer b.Close()
-	stop := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
-	running = trackRunning(r.Board, env.Observer)
-	defer running.close()
+	stop, srv := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
+	r.running = trackRunning(r.Board, env.Observer, srv)
+	defer r.running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: running, Output: env.Output}
+		Observer: r.running, Output: env.Output}
 	if ru != nil {
 		er.Script = ru.script()
 	}
