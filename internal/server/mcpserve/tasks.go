@@ -54,12 +54,13 @@ const (
 	maxTaskTTL = 24 * time.Hour
 	// taskPoll is the poll interval the client is told.
 	taskPoll = 500 * time.Millisecond
-	// taskPage is how many tasks tasks/list gives at once.
-	taskPage = 50
 	// cancelWait bounds the wait for a run's process to save the run
 	// interrupted after tasks/cancel signalled it.
 	cancelWait = 30 * time.Second
 )
+
+// taskPage is how many tasks tasks/list gives at once.
+var taskPage = 50
 
 // resultWait bounds how long tasks/result waits for a run's end; a
 // client asks again after it.
@@ -336,14 +337,19 @@ func (s *Server) runTaskStatus(path string) (status, msg string) {
 		return taskFailed, sum.Error
 	}
 	switch sum.Status {
+	case board.StatusSucceeded, board.StatusFailed, board.StatusInterrupted:
+		if sum.Live {
+			// Its process saves the end and lets go of the run a moment
+			// after: the task ends once the run is read as it stays.
+			return taskWorking, "the run is ending"
+		}
+	}
+	switch sum.Status {
 	case board.StatusSucceeded:
 		return taskCompleted, "the run succeeded"
 	case board.StatusFailed:
 		return taskFailed, "the run failed"
 	case board.StatusInterrupted:
-		if sum.Live {
-			return taskWorking, "the run is stopping"
-		}
 		return taskCancelled, "the run was interrupted"
 	case board.StatusWaiting:
 		var qs []string
