@@ -92,7 +92,7 @@ func FromRecordings(recs []board.Recording) ReplaySource {
 	m := recordings{}
 	for _, r := range recs {
 		k := callKey{r.Kind, r.Label, r.Visit, r.Call}
-		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP || r.Kind == KindTool) {
+		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP || r.Kind == KindTool || r.Kind == KindCodingAgent) {
 			m[k] = r
 		}
 	}
