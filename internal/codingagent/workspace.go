@@ -222,12 +222,13 @@ func lineOps(x, y []string) []op {
 				ops = append(ops, op{' ', mx[i]})
 				i++
 				j++
-			case j < len(my) && (i == len(mx) || lcs[i][j+1] >= lcs[i+1][j]):
-				ops = append(ops, op{'+', my[j]})
-				j++
-			default:
+			case i < len(mx) && (j == len(my) || lcs[i+1][j] >= lcs[i][j+1]):
+				// Removals first, as diff writes them.
 				ops = append(ops, op{'-', mx[i]})
 				i++
+			default:
+				ops = append(ops, op{'+', my[j]})
+				j++
 			}
 		}
 	}
