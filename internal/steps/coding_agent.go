@@ -31,7 +31,16 @@ type CodingAgentResult struct {
 	CLI   string `json:"cli"`
 	Agent string `json:"agent"`
 	Model string `json:"model"`
-	codingagent.Session
+	// What the CLI's event stream said (codingagent.Session).
+	SessionID       string                 `json:"session_id,omitempty"`
+	Messages        []string               `json:"messages"`
+	ToolCalls       []codingagent.ToolCall `json:"tool_calls"`
+	FinalText       string                 `json:"final_text"`
+	ExitReason      string                 `json:"exit_reason"`
+	IsError         bool                   `json:"is_error,omitempty"`
+	Turns           int                    `json:"turns,omitempty"`
+	ReportedCostUSD float64                `json:"reported_cost_usd,omitempty"`
+	Errors          []string               `json:"errors,omitempty"`
 	// Usage is metered by the proxy from every answer: exact for both CLIs.
 	Usage LLMUsage `json:"usage"`
 	Calls int      `json:"calls"` // model requests the CLI made
@@ -105,7 +114,7 @@ var codingAgentSpec = engine.TypeSpec{
 	Example: `- label: fix
   type: coding_agent
   cli: claude
-  agent: claude
+  agent: coder
   prompt: Make the failing test pass.
   max_cost_usd: 0.5`,
 	Results: []engine.ResultField{
@@ -144,8 +153,11 @@ func (codingAgentType) Decode(d *engine.Decoder) engine.Step {
 		if a := d.Plan.Agent(s.agent); s.agent != "" && a == nil {
 			d.Errorf(n, "unknown agent %q (agents: %s)", s.agent, strings.Join(d.Plan.AgentNames(), ", "))
 		} else if a != nil {
-			want := map[string]string{"claude": "anthropic", "codex": "openai"}[s.cli]
-			if want != "" && a.Provider != want {
+			want, other := "anthropic", "openai"
+			if s.cli == "codex" {
+				want, other = other, want
+			}
+			if a.Provider == other {
 				d.Errorf(n, "cli: %s speaks the %s API: agent %s has provider %s", s.cli, want, s.agent, a.Provider)
 			}
 		}
@@ -307,9 +319,11 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 	}
 	change := codingagent.Diff(before, after)
 	mu.Lock()
-	res.Session = reader.Session()
-	if m := res.Session.Model; m != "" && res.Model == "" {
-		res.Model = m
+	ss := reader.Session()
+	res.SessionID, res.Messages, res.ToolCalls, res.FinalText = ss.SessionID, ss.Messages, ss.ToolCalls, ss.FinalText
+	res.ExitReason, res.IsError, res.Turns, res.ReportedCostUSD, res.Errors = ss.ExitReason, ss.IsError, ss.Turns, ss.ReportedCostUSD, ss.Errors
+	if res.Model == "" {
+		res.Model = ss.Model
 	}
 	res.Usage = LLMUsage{InputTokens: usage.InputTokens, OutputTokens: usage.OutputTokens, CostUSD: roundUSD(cost)}
 	mu.Unlock()
