@@ -2,6 +2,7 @@ package codingagent
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -31,6 +32,17 @@ const keyEnv = "RUNNER_CODEX_KEY"
 // environment the CLI inherits.
 var ownEnv = []string{"HOME=", "XDG_CONFIG_HOME=", "XDG_DATA_HOME=", "XDG_STATE_HOME=", "XDG_CACHE_HOME=",
 	"ANTHROPIC_", "CLAUDE_", "OPENAI_", "CODEX_", "AWS_BEARER_TOKEN_BEDROCK=", keyEnv + "="}
+
+// MakeHome creates the directories of the private home the CLI is given
+// (Codex refuses a CODEX_HOME that does not exist).
+func (l Launch) MakeHome() error {
+	for _, d := range []string{".config", ".cache", ".claude", ".codex", filepath.Join(".local", "share"), filepath.Join(".local", "state")} {
+		if err := os.MkdirAll(filepath.Join(l.Home, d), 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // Command is the CLI's argv and environment.
 func (l Launch) Command() ([]string, []string, error) {

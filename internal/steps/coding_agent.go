@@ -303,6 +303,9 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 	}
 	launch := codingagent.Launch{CLI: s.cli, Bin: bin, Prompt: prompt, Home: home, ProxyURL: px.URL(), Token: px.Token(), Model: model, Args: s.args, Env: env}
 	argv, cenv, err := launch.Command()
+	if err == nil {
+		err = launch.MakeHome()
+	}
 	if err != nil {
 		px.Close()
 		return engine.Result{}, err

@@ -211,3 +211,109 @@ func TestClaudeCodeCostLimit(t *testing.T) {
 		}
 	}
 }
+
+const codexHow = "npm install --prefix DIR @openai/codex@0.171.0 and set RUNNER_TEST_NODE_MODULES=DIR/node_modules; .ci/install and .ci/run do"
+
+// codexBinDir is the directory holding the codex CLI of
+// RUNNER_TEST_NODE_MODULES.
+func codexBinDir(t *testing.T) string {
+	dir := testtool.FromEnv(t, "RUNNER_TEST_NODE_MODULES", "Codex", codexHow)
+	bin := filepath.Join(dir, ".bin")
+	_, err := os.Stat(filepath.Join(bin, "codex"))
+	testtool.Need(t, "codex", err == nil, "not in $RUNNER_TEST_NODE_MODULES/.bin; "+codexHow)
+	testtool.LookPath(t, "node", ".ci/install installs it with apt-get (nodejs)")
+	return bin
+}
+
+// codexSession is a scripted Codex session: look at calc.go, fix it
+// with a shell command, finish.
+func codexSession() []agenttest.Turn {
+	return []agenttest.Turn{
+		{Text: "Reading calc.go.", Calls: []agenttest.Call{{Name: "exec_command", Input: map[string]any{"cmd": "cat calc.go"}}}, InputTokens: 2000, OutputTokens: 40},
+		{Text: "Add subtracts; fixing.", Calls: []agenttest.Call{{Name: "exec_command", Input: map[string]any{"cmd": "sed -i 's/a - b/a + b/' calc.go"}}}, InputTokens: 2200, OutputTokens: 60},
+		{Text: "Fixed Add.", InputTokens: 2300, OutputTokens: 20},
+	}
+}
+
+func codexPlan(url, extra string) string {
+	return `version: 1
+agents:
+  gpt:
+    provider: openai
+    model: gpt-5
+    base_url: ` + url + `/v1
+    api_key_env: TEST_OPENAI_KEY
+    price: {input: 1, output: 10}
+steps:
+  - label: fix
+    type: coding_agent
+    cli: codex
+    agent: gpt
+    prompt: Add is wrong; fix it.
+` + extra
+}
+
+// TestCodex runs the real Codex against a scripted Responses API: it
+// runs a command to read the file, one to fix it, and finishes; usage is
+// metered by the proxy, the key stays out of the CLI and the board, the
+// diff is runner's own and an offline replay restores it without codex.
+func TestCodex(t *testing.T) {
+	bin := codexBinDir(t)
+	wd := t.TempDir()
+	file := filepath.Join(wd, "calc.go")
+	os.WriteFile(file, []byte(buggy), 0o644)
+	srv := agenttest.New(codexSession())
+	srv.Model = "gpt-5"
+	defer srv.Close()
+	t.Setenv("TEST_OPENAI_KEY", "sk-test-real-key")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	b, err := runCoding(t, wd, codexPlan(srv.URL, ""))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if got, _ := os.ReadFile(file); string(got) != fixed {
+		t.Fatalf("calc.go after the session:\n%s", got)
+	}
+	res, rec := result(t, b, "fix")
+	if rec.Output != "Fixed Add." || res.ExitReason != "success" || res.Model != "gpt-5" {
+		t.Errorf("output %q, exit_reason %q, model %q", rec.Output, res.ExitReason, res.Model)
+	}
+	if len(res.ToolCalls) != 2 {
+		t.Errorf("tool calls %+v, want the two commands", res.ToolCalls)
+	}
+	// 3 answers: 6500 tokens in at $1/M, 120 out at $10/M.
+	if res.Usage.InputTokens != 6500 || res.Usage.OutputTokens != 120 || res.Usage.CostUSD != 0.0077 || res.Calls != 3 {
+		t.Errorf("usage %+v, calls %d; want 6500 in, 120 out, $0.0077, 3 calls", res.Usage, res.Calls)
+	}
+	wantDiff := "diff --git a/calc.go b/calc.go\n--- a/calc.go\n+++ b/calc.go\n@@ -1,3 +1,3 @@\n package calc\n \n-func Add(a, b int) int { return a - b }\n+func Add(a, b int) int { return a + b }\n"
+	if res.Diff != wantDiff {
+		t.Errorf("diff:\n%s\nwant:\n%s", res.Diff, wantDiff)
+	}
+	reqs := srv.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the API got no request")
+	}
+	for _, r := range reqs {
+		if r.Auth != "sk-test-real-key" || r.Path != "/v1/responses" {
+			t.Errorf("the API got %s with key %q, want /v1/responses with the agent's", r.Path, r.Auth)
+		}
+	}
+	if saved, _ := b.Encode(); strings.Contains(string(saved), "sk-test-real-key") {
+		t.Error("the board holds the API key")
+	}
+
+	os.WriteFile(file, []byte(buggy), 0o644)
+	srv.Close()
+	t.Setenv("PATH", "/usr/bin:/bin")
+	rep, err := replay.Run(context.Background(), b, replay.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RunErr != nil || rep.Divergence != nil {
+		t.Fatalf("replay: %v, divergence %v", rep.RunErr, rep.Divergence)
+	}
+	if got, _ := os.ReadFile(file); string(got) != fixed {
+		t.Fatalf("calc.go after the offline replay:\n%s", got)
+	}
+}
