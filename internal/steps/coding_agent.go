@@ -218,7 +218,7 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 		if !ok {
 			return engine.Result{}, errors.New("replay: the recording has no coding_agent session for this step visit")
 		}
-		return s.replay(ctx, sc, dir, rec)
+		return s.replay(ctx, sc, set, dir, rec)
 	}
 	agent, ok := set.Agent(name)
 	if !ok {
@@ -402,7 +402,7 @@ func (s *codingAgentStep) findBin(sc *engine.StepContext, env []string) (string,
 // replay gives a recorded session again: the change is restored to the
 // workdir (unless it is there already) and the recorded result returned,
 // with neither the CLI nor the network.
-func (s *codingAgentStep) replay(ctx context.Context, sc *engine.StepContext, dir string, rec board.Recording) (engine.Result, error) {
+func (s *codingAgentStep) replay(ctx context.Context, sc *engine.StepContext, set *agents.Set, dir string, rec board.Recording) (engine.Result, error) {
 	var oc codingOutcome
 	if err := json.Unmarshal(rec.Response, &oc); err != nil {
 		return engine.Result{}, fmt.Errorf("replay: the recorded session: %w", err)
@@ -416,6 +416,17 @@ func (s *codingAgentStep) replay(ctx context.Context, sc *engine.StepContext, di
 			sc.Log.Info().Str("dir", dir).Msg("the recorded change of the coding agent is in the workdir already")
 		default:
 			sc.Log.Info().Str("dir", dir).Int("files", len(pr.Files)).Msg("restored the coding agent's recorded change")
+		}
+	}
+	// The model exchanges are the replayed board's too: its cost and its
+	// report count them, and a resume of it re-counts them.
+	for n := 1; ; n++ {
+		ex, _, ok := set.Replayed(sc.Label, sc.Visit, n)
+		if !ok {
+			break
+		}
+		if err := sc.Board.AddRecording(ex); err != nil {
+			return engine.Result{}, err
 		}
 	}
 	rec.Call = 0

@@ -39,6 +39,10 @@ type Server struct {
 	*httptest.Server
 	Turns []Turn
 	Model string
+	// Sessions, when set, gives the turns of a session by its prompt
+	// (the text of the user's messages) in place of Turns: a plan
+	// that runs the CLI again, with another prompt, gets another script.
+	Sessions func(prompt string) []Turn
 
 	mu       sync.Mutex
 	requests []Request
@@ -87,7 +91,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		t := Turn{Text: "ok", InputTokens: 5, OutputTokens: 1}
 		if req.Tools {
 			req.Turn = countRole(body["messages"], "assistant") + 1
-			t = s.turn(req.Turn)
+			t = s.turn(req.Turn, body["messages"])
 		}
 		s.record(req)
 		if stream, _ := body["stream"].(bool); !stream {
@@ -99,7 +103,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		t := Turn{Text: "ok", InputTokens: 5, OutputTokens: 1}
 		if req.Tools {
 			req.Turn = countType(body["input"], "function_call_output", "custom_tool_call_output") + 1
-			t = s.turn(req.Turn)
+			t = s.turn(req.Turn, body["input"])
 		}
 		s.record(req)
 		writeResponsesSSE(w, s.Model, t, req.Turn)
@@ -115,11 +119,44 @@ func (s *Server) record(r Request) {
 	s.mu.Unlock()
 }
 
-func (s *Server) turn(n int) Turn {
-	if n <= len(s.Turns) {
-		return s.Turns[n-1]
+func (s *Server) turn(n int, msgs any) Turn {
+	turns := s.Turns
+	if s.Sessions != nil {
+		turns = s.Sessions(userText(msgs))
+	}
+	if n <= len(turns) {
+		return turns[n-1]
 	}
 	return Turn{Text: "Done.", InputTokens: 10, OutputTokens: 2}
+}
+
+// userText is the text of the user messages of either API's messages
+// (a string, or blocks of text or input_text; tool results are not
+// text blocks).
+func userText(msgs any) string {
+	var b strings.Builder
+	list, _ := msgs.([]any)
+	for _, m := range list {
+		mm, _ := m.(map[string]any)
+		if mm["role"] != "user" {
+			continue
+		}
+		if s, ok := mm["content"].(string); ok {
+			b.WriteString(s)
+			b.WriteString("\n")
+			continue
+		}
+		blocks, _ := mm["content"].([]any)
+		for _, bl := range blocks {
+			if bm, _ := bl.(map[string]any); bm != nil {
+				if t, ok := bm["text"].(string); ok {
+					b.WriteString(t)
+					b.WriteString("\n")
+				}
+			}
+		}
+	}
+	return b.String()
 }
 
 // countRole counts the messages of a role (Anthropic's messages).
