@@ -96,6 +96,9 @@ func (p *Proxy) Start(token string) error {
 // Token is the key the CLI must send.
 func (p *Proxy) Token() string { return p.token }
 
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
 // URL is the base URL the CLI is given.
 func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/patch"
 	"github.com/planrunner/runner/internal/sys/proc"
+	"github.com/planrunner/runner/internal/sys/sandbox"
 )
 
 func init() { add(codingAgentType{}) }
@@ -55,6 +56,8 @@ type CodingAgentResult struct {
 	// by itself.
 	Stopped string `json:"stopped,omitempty"`
 	Stderr  string `json:"stderr,omitempty"`
+	// Sandbox says how the CLI was confined (a step with sandbox:).
+	Sandbox *sandbox.Report `json:"sandbox,omitempty"`
 }
 
 type codingAgentStep struct {
@@ -68,6 +71,7 @@ type codingAgentStep struct {
 	args      []string
 	maxCost   float64
 	maxTokens int
+	sandbox   *sandboxSpec
 }
 
 func (codingAgentType) Name() string           { return "coding_agent" }
@@ -110,6 +114,7 @@ var codingAgentSpec = engine.TypeSpec{
 			Examples: []any{0.5}},
 		{Name: "max_tokens", Kind: engine.KindInt, Schema: `{"minimum": 1}`,
 			Doc: "Stop the CLI and fail the step once its model calls have used more tokens.", Examples: []any{200000}},
+		codingSandboxField,
 	},
 	Example: `- label: fix
   type: coding_agent
@@ -139,8 +144,18 @@ var codingAgentSpec = engine.TypeSpec{
 		{Name: "signal", Doc: "The signal that ended it, if one did."},
 		{Name: "stopped", Doc: "Why runner stopped it (a limit crossed), if it did."},
 		{Name: "stderr", Doc: "Its standard error (head and tail)."},
+		{Name: "sandbox", Doc: "How the CLI was confined: mode, active, landlock (ABI), network, write, read, missing."},
 	},
 }
+
+// codingSandboxField is the sandbox field of command steps, for the CLI:
+// without network, runner's model proxy is the one address it reaches.
+var codingSandboxField = func() engine.Field {
+	f := sandboxField
+	f.Doc = "Run the CLI confined, as a command step's sandbox does (its private home is writable too); without " +
+		"`network: true` the model proxy's loopback port is the one address it can reach."
+	return f
+}()
 
 func (codingAgentType) Decode(d *engine.Decoder) engine.Step {
 	s := &codingAgentStep{}
@@ -182,6 +197,7 @@ func (codingAgentType) Decode(d *engine.Decoder) engine.Step {
 		}
 	}
 	s.maxTokens = d.Int("max_tokens", 0)
+	s.sandbox = decodeSandbox(d)
 	return s
 }
 
@@ -190,7 +206,7 @@ func (s *codingAgentStep) Describe() string {
 	if s.prompt == nil {
 		return ""
 	}
-	return fmt.Sprintf("%s (agent %s): %s", s.cli, s.agent, strings.TrimSpace(s.prompt.Src))
+	return fmt.Sprintf("%s (agent %s): %s", s.cli, s.agent, strings.TrimSpace(s.prompt.Src)) + s.sandbox.describe()
 }
 
 // codingOutcome is the Call 0 recording of a visit: what a replay gives.
@@ -310,12 +326,23 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 		px.Close()
 		return engine.Result{}, err
 	}
+	policy, err := s.sandbox.policy(sc, dir, cenv)
+	if err != nil {
+		px.Close()
+		return engine.Result{}, err
+	}
+	if policy != nil {
+		policy.Write = append(policy.Write, home)
+		policy.Endpoint = px.Addr()
+	}
 	reader := codingagent.NewReader(s.cli, sc.Output("stdout"))
-	pr, err := proc.Run(runCtx, proc.Spec{Args: argv, Dir: dir, Env: cenv, Stdout: reader, Stderr: sc.Output("stderr"), Log: &sc.Log})
+	pr, err := proc.Run(runCtx, proc.Spec{Args: argv, Dir: dir, Env: cenv, Stdout: reader, Stderr: sc.Output("stderr"), Sandbox: policy, Log: &sc.Log})
 	px.Close()
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("starting %s: %w", bin, err)
 	}
+	warnUnconfined(sc, pr.Sandbox)
+	res.Sandbox = s.sandbox.recorded(pr.Sandbox)
 	after, err := codingagent.Take(dir)
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("reading the workspace: %w", err)

@@ -317,3 +317,59 @@ func TestCodex(t *testing.T) {
 		t.Fatalf("calc.go after the offline replay:\n%s", got)
 	}
 }
+
+// TestClaudeCodeSandbox runs Claude Code under sandbox: strict: the
+// session works through the proxy, the one address it can reach, while
+// the model API's own port on the host's loopback is out of its reach;
+// with network: true (the control) that port answers.
+func TestClaudeCodeSandbox(t *testing.T) {
+	bin := claudeBinDir(t)
+	for _, tc := range []struct {
+		name, sandbox, reach string
+	}{
+		{"strict", "strict", "REACH=no"},
+		{"control: network", "{network: true}", "REACH=yes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd := t.TempDir()
+			file := filepath.Join(wd, "calc.go")
+			os.WriteFile(file, []byte(buggy), 0o644)
+			srv := agenttest.New(nil)
+			defer srv.Close()
+			port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
+			turns := fixSession(file)
+			probe := agenttest.Turn{Text: "Checking the network.", Calls: []agenttest.Call{{Name: "Bash", Input: map[string]any{
+				"command":     `(exec 3<>/dev/tcp/127.0.0.1/` + port + `) 2>/dev/null && echo REACH=y""es || echo REACH=n""o`,
+				"description": "Try the API's port"}}}, InputTokens: 1250, OutputTokens: 30}
+			srv.Turns = append(turns[:2:2], probe, turns[2])
+			t.Setenv("TEST_CLAUDE_KEY", "sk-test-real-key")
+			t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+			b, err := runCoding(t, wd, claudePlan(srv.URL, "    sandbox: "+tc.sandbox+"\n    args: [--allowedTools, Bash]\n"))
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if got, _ := os.ReadFile(file); string(got) != fixed {
+				t.Fatalf("calc.go after the session:\n%s", got)
+			}
+			res, rec := result(t, b, "fix")
+			if rec.Output != "Fixed Add." || res.Calls < 4 {
+				t.Errorf("output %q, calls %d", rec.Output, res.Calls)
+			}
+			if res.Sandbox == nil || !res.Sandbox.Active || res.Sandbox.Network != (tc.reach == "REACH=yes") {
+				t.Errorf("sandbox %+v", res.Sandbox)
+			}
+			var answer string
+			for _, r := range srv.Requests() {
+				if r.Turn == 4 {
+					raw, _ := json.Marshal(r.Body["messages"])
+					answer = string(raw)
+				}
+			}
+			if !strings.Contains(answer, `"content":"`+tc.reach+`\n`) {
+				i := strings.LastIndex(answer, "tool_result")
+				t.Errorf("the probe's answer is not %s: %s", tc.reach, answer[max(i-1500, 0):])
+			}
+		})
+	}
+}
