@@ -1,6 +1,8 @@
 package agents
 
 import (
+	"encoding/json"
+
 	"github.com/planrunner/runner/internal/board"
 )
 
@@ -60,10 +62,46 @@ func (s *Set) Replayed(label string, visit, call int) (rec board.Recording, repl
 	if f, fork := s.replay.(ForkSource); fork && f.Live(label, visit) {
 		return board.Recording{}, false, false
 	}
-	m, isRecs := s.replay.(recordings)
-	if !isRecs {
+	cs, isCoding := s.replay.(CodingReplaySource)
+	if !isCoding {
 		return board.Recording{}, true, false
 	}
-	r, ok := m[callKey{KindCodingAgent, label, visit, call}]
+	r, ok := cs.CodingRecording(label, visit, call)
 	return r.Whole(), true, ok
+}
+
+// CodingReplaySource is a ReplaySource that also serves the recordings
+// of coding_agent steps (FromRecordings' does; a fork's, before its live
+// point, through it).
+type CodingReplaySource interface {
+	CodingRecording(label string, visit, call int) (board.Recording, bool)
+}
+
+func (m recordings) CodingRecording(label string, visit, call int) (board.Recording, bool) {
+	r, ok := m[callKey{KindCodingAgent, label, visit, call}]
+	return r, ok
+}
+
+// codingSpend is what a recorded model exchange of a coding agent (call
+// 1, 2...: its proxy's Exchange) used and cost, at the agent's price.
+func codingSpend(a *Agent, r board.Recording) (Usage, float64, bool) {
+	var ex struct {
+		Model string `json:"model"`
+		Usage Usage  `json:"usage"`
+	}
+	if r.Call == 0 || json.Unmarshal(r.Response, &ex) != nil {
+		return Usage{}, 0, false
+	}
+	if a == nil {
+		return ex.Usage, 0, true
+	}
+	model := ex.Model
+	if model == "" {
+		model = a.Model
+	}
+	var cost float64
+	if p, ok := priceFor(a, model); ok {
+		cost = p.Cost(ex.Usage)
+	}
+	return ex.Usage, cost, true
 }

@@ -356,6 +356,15 @@ func (s *Set) bindLocked(b *board.Board) {
 		return
 	}
 	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
+		if r.Kind == KindCodingAgent {
+			// A coding agent's model exchanges, metered by its proxy,
+			// count toward the run's limits as the set's own calls do.
+			if u, cost, ok := codingSpend(s.agents[r.Agent], r); ok {
+				s.used += u.Total()
+				s.spent += cost
+			}
+			continue
+		}
 		if r.Kind != KindLLM {
 			continue
 		}

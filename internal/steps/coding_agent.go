@@ -248,6 +248,11 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 	if model == "" {
 		model = agent.Model
 	}
+	// A run (a resumed one too) whose limits its earlier calls crossed
+	// does not start the CLI.
+	if err := set.Charge(sc.Board, agents.Usage{}, 0); err != nil {
+		return engine.Result{}, err
+	}
 	bin, err := s.findBin(sc, env)
 	if err != nil {
 		return engine.Result{}, err
@@ -290,6 +295,10 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 		}
 		u, spent := usage, cost
 		mu.Unlock()
+		// Charged before it is recorded: a set that binds to the board
+		// on this charge counts the board's recordings, this one not yet
+		// among them.
+		runLim := set.Charge(sc.Board, ex.Usage, c)
 		req := ex.Request
 		if req == nil {
 			req = json.RawMessage("null")
@@ -307,7 +316,7 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 		case s.maxTokens > 0 && u.Total() > s.maxTokens:
 			lim = fmt.Errorf("max_tokens %d crossed: its model calls used %d tokens after %d calls", s.maxTokens, u.Total(), ex.N)
 		default:
-			lim = set.Charge(sc.Board, ex.Usage, c)
+			lim = runLim
 		}
 		if lim != nil {
 			stop(lim)

@@ -373,3 +373,83 @@ func TestClaudeCodeSandbox(t *testing.T) {
 		})
 	}
 }
+
+// TestClaudeCodeFork: a fork that goes live after a coding_agent step
+// gives that step from its recording (no CLI, no API: the change
+// restored to the workdir) and its live part sees the fixed file.
+func TestClaudeCodeFork(t *testing.T) {
+	bin := claudeBinDir(t)
+	wd := t.TempDir()
+	file := filepath.Join(wd, "calc.go")
+	os.WriteFile(file, []byte(buggy), 0o644)
+	srv := agenttest.New(fixSession(file))
+	defer srv.Close()
+	t.Setenv("TEST_CLAUDE_KEY", "sk-test-real-key")
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	b, err := runCoding(t, wd, claudePlan(srv.URL, "  - label: after\n    type: command\n    run: grep -c 'a + b' calc.go\n"))
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+
+	os.WriteFile(file, []byte(buggy), 0o644)
+	srv.Close()
+	t.Setenv("PATH", "/usr/bin:/bin")
+	rep, err := replay.Run(context.Background(), b, replay.Options{From: "after", Workdir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.RunErr != nil || !rep.Live {
+		t.Fatalf("fork: %v, live %v", rep.RunErr, rep.Live)
+	}
+	if got, _ := os.ReadFile(file); string(got) != fixed {
+		t.Fatalf("calc.go after the fork:\n%s", got)
+	}
+	var exchanges int
+	for _, r := range rep.Board.Recordings() {
+		if r.Kind == "coding_agent" && r.Call > 0 {
+			exchanges++
+		}
+	}
+	if exchanges != 3 {
+		t.Errorf("the fork's board has %d of the session's exchanges, want 3", exchanges)
+	}
+	for _, s := range rep.Board.Steps() {
+		if s.Label == "after" && (s.Status != engine.StatusSucceeded || !strings.Contains(string(s.Result), `"output":"1"`)) {
+			t.Errorf("after: %s %s", s.Status, s.Result)
+		}
+	}
+}
+
+// TestClaudeCodeRunLimit: the run's limits.max_cost_usd counts each of
+// the session's answers once: a limit just above the session's cost lets
+// it finish, a lower one stops it at the answer that crosses it.
+func TestClaudeCodeRunLimit(t *testing.T) {
+	bin := claudeBinDir(t)
+	for _, tc := range []struct {
+		limit   string
+		stopped bool
+		calls   int
+	}{
+		{"0.013", false, 3}, // the session costs $0.01245
+		{"0.005", true, 2},  // $0.00825 after two answers
+	} {
+		t.Run(tc.limit, func(t *testing.T) {
+			wd := t.TempDir()
+			file := filepath.Join(wd, "calc.go")
+			os.WriteFile(file, []byte(buggy), 0o644)
+			srv := agenttest.New(fixSession(file))
+			defer srv.Close()
+			t.Setenv("TEST_CLAUDE_KEY", "sk-test-real-key")
+			t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			src := strings.Replace(claudePlan(srv.URL, ""), "steps:\n", "limits: {max_cost_usd: "+tc.limit+"}\nsteps:\n", 1)
+			b, err := runCoding(t, wd, src)
+			res, rec := result(t, b, "fix")
+			if (err != nil) != tc.stopped || (res.Stopped != "") != tc.stopped || res.Calls != tc.calls {
+				t.Fatalf("run: %v; stopped %q after %d calls", err, res.Stopped, res.Calls)
+			}
+			if tc.stopped && !strings.Contains(rec.Error, "limits.max_cost_usd") {
+				t.Errorf("error %q does not name the run's limit", rec.Error)
+			}
+		})
+	}
+}
