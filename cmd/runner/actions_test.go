@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -173,17 +174,19 @@ func TestReportJUnit(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
+	// A case's file and line are its suite's properties testcase.N.file
+	// and testcase.N.line (the JUnit schema has no attribute for them).
 	var doc struct {
-		Tests    int `xml:"tests,attr"`
-		Failures int `xml:"failures,attr"`
-		Suites   []struct {
-			Name     string `xml:"name,attr"`
-			Tests    int    `xml:"tests,attr"`
-			Failures int    `xml:"failures,attr"`
-			Cases    []struct {
+		Suites []struct {
+			Name       string `xml:"name,attr"`
+			Tests      int    `xml:"tests,attr"`
+			Failures   int    `xml:"failures,attr"`
+			Properties []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
+			Cases []struct {
 				Name    string `xml:"name,attr"`
-				File    string `xml:"file,attr"`
-				Line    int    `xml:"line,attr"`
 				Failure *struct {
 					Message string `xml:"message,attr"`
 				} `xml:"failure"`
@@ -202,8 +205,17 @@ func TestReportJUnit(t *testing.T) {
 		failed            string
 	}
 	var got []row
+	var tests, failures int
 	for _, s := range doc.Suites {
-		for _, c := range s.Cases {
+		tests += s.Tests
+		failures += s.Failures
+		props := map[string]string{}
+		for _, p := range s.Properties {
+			props[p.Name] = p.Value
+		}
+		for i, c := range s.Cases {
+			file := props[fmt.Sprintf("testcase.%d.file", i+1)]
+			line, _ := strconv.Atoi(props[fmt.Sprintf("testcase.%d.line", i+1)])
 			msg := ""
 			if c.Failure != nil {
 				msg = c.Failure.Message
@@ -211,7 +223,7 @@ func TestReportJUnit(t *testing.T) {
 			if c.Skipped != nil {
 				msg = "skipped: " + c.Skipped.Message
 			}
-			got = append(got, row{s.Name, c.Name, c.File, c.Line, msg})
+			got = append(got, row{s.Name, c.Name, file, line, msg})
 		}
 	}
 	want := []row{
@@ -226,8 +238,8 @@ func TestReportJUnit(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("cases:\ngot  %v\nwant %v", got, want)
 	}
-	if doc.Tests != 3+4 || doc.Failures != 1 {
-		t.Errorf("totals: %d tests, %d failures; want 7 and 1 (build)", doc.Tests, doc.Failures)
+	if tests != 3+4 || failures != 1 {
+		t.Errorf("totals: %d tests, %d failures; want 7 and 1 (build)", tests, failures)
 	}
 	// The default file is junit.xml beside the blackboard.
 	r = runCLI(t, work, "report", bb, "--format", "junit")

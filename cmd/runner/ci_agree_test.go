@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/xml"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,15 +73,17 @@ func TestCIOutputsAgree(t *testing.T) {
 	var fromJUnit, fromAnns, fromSummary []failure
 	var doc struct {
 		Suites []struct {
-			Name  string `xml:"name,attr"`
+			Name string `xml:"name,attr"`
+			// A case's file, line and skip type are its suite's
+			// properties (the JUnit schema has no attribute for them).
+			Properties []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
 			Cases []struct {
 				Name    string    `xml:"name,attr"`
-				File    string    `xml:"file,attr"`
-				Line    string    `xml:"line,attr"`
 				Failure *struct{} `xml:"failure"`
-				Skipped *struct {
-					Type string `xml:"type,attr"`
-				} `xml:"skipped"`
+				Skipped *struct{} `xml:"skipped"`
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
@@ -88,13 +91,19 @@ func TestCIOutputsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range doc.Suites {
-		for _, c := range s.Cases {
+		props := map[string]string{}
+		for _, p := range s.Properties {
+			props[p.Name] = p.Value
+		}
+		for i, c := range s.Cases {
+			prop := func(what string) string { return props[fmt.Sprintf("testcase.%d.%s", i+1, what)] }
+			place := prop("file") + ":" + prop("line")
 			switch {
 			case s.Name == "steps":
 			case c.Failure != nil:
-				fromJUnit = append(fromJUnit, failure{s.Name + ": " + c.Name, c.File + ":" + c.Line, false})
-			case c.Skipped != nil && c.Skipped.Type == "tolerated":
-				fromJUnit = append(fromJUnit, failure{s.Name + ": " + c.Name, c.File + ":" + c.Line, true})
+				fromJUnit = append(fromJUnit, failure{s.Name + ": " + c.Name, place, false})
+			case c.Skipped != nil && prop("skipped.type") == "tolerated":
+				fromJUnit = append(fromJUnit, failure{s.Name + ": " + c.Name, place, true})
 			}
 		}
 	}

@@ -283,9 +283,9 @@ func (ss *Session) RunMCPTool(ctx context.Context, tc ToolCall) (Message, error)
 	}
 	var resp mcpResponse
 	err = ss.mcpExchange(ctx, mcpRequest{Server: t.server.Name, Op: "tools/call", Tool: t.name, Args: canonArgs}, &resp, func(c *mcp.Conn) error {
-		r, err := c.Call(ctx, t.name, canonArgs)
+		r, err := c.CallElicit(ctx, t.name, canonArgs, ss.Elicit)
 		if err != nil {
-			if errors.Is(err, mcp.ErrServerGone) || errors.Is(err, mcp.ErrNoAnswer) || ctx.Err() != nil {
+			if errors.Is(err, mcp.ErrServerGone) || errors.Is(err, mcp.ErrNoAnswer) || errors.Is(err, mcp.ErrCallStopped) || ctx.Err() != nil {
 				return err
 			}
 			resp.Error = err.Error() // refused: the model sees it

@@ -6,6 +6,10 @@
 // when the server ignores SIGTERM, its stderr goes to the run's log (never
 // to runner's own stderr), a server that died is an error that says so
 // with the end of its stderr, and results come back as plain text.
+// A streamable HTTP stream that ends before its answer is resumed (GET
+// with Last-Event-ID, after the server's retry delay) within the call's
+// bound, and a server's elicitation during a tool call goes to the
+// caller's ElicitFunc (see Elicitation).
 //
 // Recording and replaying calls is the agents package's business; this
 // one only talks to servers. It imports nothing of runner's.
@@ -147,6 +151,7 @@ type Result struct {
 // Conn is a connection to a started server.
 type Conn struct {
 	srv     Server
+	log     zerolog.Logger
 	session *sdk.ClientSession
 	cmd     *exec.Cmd
 	stderr  *tail
@@ -155,6 +160,22 @@ type Conn struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	mu    sync.Mutex
+	calls map[*call]bool // the tool calls in flight
+}
+
+// call is one tool call in flight, which a server's elicitation during
+// it goes to.
+type call struct {
+	tool   string
+	elicit ElicitFunc
+	ctx    context.Context // the call's, with its bound
+	cancel context.CancelFunc
+	// stopped is the error of an elicit that stopped the call; notes
+	// are what runner told the server instead of a person's answer.
+	stopped error
+	notes   []string
 }
 
 // ErrServerGone wraps the error of a call to a server that is no longer
@@ -169,8 +190,8 @@ const killGrace = 2 * time.Second
 // Start starts (stdio) or connects to (HTTP) a server and initializes the
 // session. ctx bounds the start only, and so does srv's StartTimeout.
 func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
-	c := &Conn{srv: srv}
-	client := sdk.NewClient(&sdk.Implementation{Name: "runner", Version: "1"}, nil)
+	c := &Conn{srv: srv, log: log.With().Str("mcp_server", srv.Name).Logger()}
+	client := c.client()
 	var t sdk.Transport
 	switch {
 	case len(srv.Command) > 0:
@@ -201,10 +222,16 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: killGrace}
 	case srv.URL != "":
 		hc := &http.Client{Transport: headerTransport{headers: srv.Headers, base: http.DefaultTransport}}
-		// No standalone SSE stream: runner needs no message the server
-		// starts (a tool list that changes mid-step is not one a replay
-		// could follow), and the stream would hold a connection open.
-		t = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}
+		// The standalone SSE stream is open: a server may send what it
+		// asks a person during a call there rather than on the call's
+		// own stream (the TypeScript SDK's servers do). What else comes
+		// on it (a tool list that changed) is ignored: a replay could not
+		// follow it. A call's stream that ends before its answer (a proxy's idle
+		// cut, a server that polls) is resumed as the transport says:
+		// GET with Last-Event-ID after the server's retry delay, a few
+		// times without progress at most; the call's bound (CallTimeout)
+		// bounds every wait in it.
+		t = &sdk.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, MaxRetries: reconnects}
 	default:
 		return nil, fmt.Errorf("MCP server %s has neither a command nor a url", srv.Name)
 	}
@@ -225,15 +252,25 @@ func Start(ctx context.Context, srv Server, log zerolog.Logger) (*Conn, error) {
 	return c, nil
 }
 
+// reconnects is how many times in a row a call's stream is resumed
+// without the server sending anything new.
+const reconnects = 5
+
+// client is the SDK client of c: it answers elicitations (see elicit).
+func (c *Conn) client() *sdk.Client {
+	return sdk.NewClient(&sdk.Implementation{Name: "runner", Version: "1"}, &sdk.ClientOptions{ElicitationHandler: c.elicit})
+}
+
 // NewInMemory connects to a server through t, as Start does (for tests
 // with an in-process SDK server).
 func NewInMemory(ctx context.Context, name string, t sdk.Transport) (*Conn, error) {
-	client := sdk.NewClient(&sdk.Implementation{Name: "runner", Version: "1"}, nil)
-	s, err := client.Connect(ctx, t, nil)
+	c := &Conn{srv: Server{Name: name}, log: zerolog.Nop()}
+	s, err := c.client().Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
-	return &Conn{srv: Server{Name: name}, session: s}, nil
+	c.session = s
+	return c, nil
 }
 
 // Tools lists the server's tools, sorted by name so that the list the
@@ -270,19 +307,53 @@ func (c *Conn) Tools(ctx context.Context) ([]Tool, error) {
 // see; a server that is gone is an error wrapping ErrServerGone, and
 // one that does not answer within its CallTimeout, ErrNoAnswer.
 func (c *Conn) Call(ctx context.Context, tool string, args json.RawMessage) (Result, error) {
+	return c.CallElicit(ctx, tool, args, nil)
+}
+
+// CallElicit is Call, with elicit answering what the server asks a
+// person during the call (nil: nobody can answer; the server is told
+// cancel). An elicit that returns an error stops the call: the server is
+// told cancel, the call is cancelled, and the error returned wraps both
+// ErrCallStopped and elicit's error.
+func (c *Conn) CallElicit(ctx context.Context, tool string, args json.RawMessage, elicit ElicitFunc) (Result, error) {
 	var res *sdk.CallToolResult
+	cl := &call{tool: tool, elicit: elicit}
 	err := c.bounded(ctx, fmt.Sprintf("tools/call %q", tool), "call_timeout", c.srv.callTimeout(), func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cl.ctx, cl.cancel = ctx, cancel
+		c.mu.Lock()
+		if c.calls == nil {
+			c.calls = map[*call]bool{}
+		}
+		c.calls[cl] = true
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			delete(c.calls, cl)
+			c.mu.Unlock()
+		}()
 		var err error
 		res, err = c.session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		return err
 	})
+	c.mu.Lock()
+	stopped, notes := cl.stopped, cl.notes
+	c.mu.Unlock()
+	if stopped != nil {
+		return Result{}, &stoppedError{err: stopped}
+	}
 	if errors.Is(err, ErrNoAnswer) {
 		return Result{}, err
 	}
 	if err != nil {
 		return Result{}, c.fail("calling "+tool, err)
 	}
-	return Result{Text: contentText(res), IsError: res.IsError}, nil
+	text := contentText(res)
+	for _, n := range notes {
+		text += "\n[runner: " + n + "]"
+	}
+	return Result{Text: text, IsError: res.IsError}, nil
 }
 
 // fail turns an SDK error into one that says whether the server is gone.

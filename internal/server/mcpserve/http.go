@@ -32,7 +32,12 @@ func (s *Server) Handler(token string) (http.Handler, error) {
 	if len(token) < 16 {
 		return nil, fmt.Errorf("the bearer token is %d characters: want 16 or more (mcpserve.NewToken makes one)", len(token))
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, nil)
+	// Events are kept (up to eventBytes a session) so that a client whose
+	// stream broke resumes it (Last-Event-ID) without losing a message: an
+	// elicitation of a run's input, a subscribed run's update.
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(eventBytes)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{EventStore: events})
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got := []byte(r.Header.Get("Authorization"))
@@ -44,6 +49,9 @@ func (s *Server) Handler(token string) (http.Handler, error) {
 		h.ServeHTTP(w, r)
 	}), nil
 }
+
+// eventBytes bounds the events kept for resumed streams.
+const eventBytes = 4 << 20
 
 // CheckAddr refuses an address to listen on that is not a loopback one
 // (127.0.0.1, ::1, localhost), unless anyHost: the token is all that

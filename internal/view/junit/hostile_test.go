@@ -35,16 +35,20 @@ func TestJUnitHostileValues(t *testing.T) {
 					elems = append(elems, se.Name.Local)
 				}
 			}
-			if got := strings.Join(elems, " "); got != "testsuites testsuite testcase failure system-out" {
+			if got := strings.Join(elems, " "); got != "testsuites testsuite properties property property testcase failure system-out system-err" {
 				t.Errorf("elements %q", got)
 			}
-			var got Suites
+			var got xSuites
 			if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
 				t.Fatal(err)
 			}
 			want := Clean(v.Text)
 			c := got.Suites[0].Cases[0]
-			for what, s := range map[string]string{"name": c.Name, "classname": c.Classname, "file": c.File,
+			props := map[string]string{}
+			for _, p := range got.Suites[0].Properties.Property {
+				props[p.Name] = p.Value
+			}
+			for what, s := range map[string]string{"name": c.Name, "classname": c.Classname, "file": props["testcase.1.file"], "run": props[PropRunID],
 				"message": c.Failure.Message, "type": c.Failure.Type, "text": c.Failure.Text, "system-out": got.Suites[0].SystemOut} {
 				if s != want {
 					t.Errorf("%s = %q, want %q", what, s, want)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/planrunner/runner/internal/board"
@@ -21,48 +22,42 @@ import (
 )
 
 // Suites is the document: one suite per test step visit, and one for the
-// plan's steps themselves.
+// plan's steps themselves. It is written (Write) in the form the common
+// JUnit schema (the Ant/Jenkins JUnit.xsd) allows: the run's ID, and the
+// facts of a case the schema has no attribute for, are the suite's
+// properties; the totals, which testsuites may not carry, are its
+// suites' sums.
 type Suites struct {
-	XMLName  xml.Name `xml:"testsuites"`
-	Name     string   `xml:"name,attr"`
-	Tests    int      `xml:"tests,attr"`
-	Failures int      `xml:"failures,attr"`
-	Errors   int      `xml:"errors,attr"`
-	Skipped  int      `xml:"skipped,attr"`
-	Time     string   `xml:"time,attr"`
-	Suites   []Suite  `xml:"testsuite"`
+	Name                             string // the run's ID
+	Tests, Failures, Errors, Skipped int
+	Time                             string
+	Suites                           []Suite
 }
 
 // Suite is a test step's visit (or the plan's steps).
 type Suite struct {
-	Name      string `xml:"name,attr"`
-	Tests     int    `xml:"tests,attr"`
-	Failures  int    `xml:"failures,attr"`
-	Errors    int    `xml:"errors,attr"`
-	Skipped   int    `xml:"skipped,attr"`
-	Time      string `xml:"time,attr"`
-	Timestamp string `xml:"timestamp,attr,omitempty"`
-	Cases     []Case `xml:"testcase"`
-	SystemOut string `xml:"system-out,omitempty"`
+	Name                             string
+	Tests, Failures, Errors, Skipped int
+	Time                             string
+	Timestamp                        string // when it started, UTC, without a zone
+	Cases                            []Case
+	SystemOut                        string
 }
 
 // Case is one test case.
 type Case struct {
-	Name      string   `xml:"name,attr"`
-	Classname string   `xml:"classname,attr"`
-	File      string   `xml:"file,attr,omitempty"`
-	Line      int      `xml:"line,attr,omitempty"`
-	Time      string   `xml:"time,attr"`
-	Failure   *Message `xml:"failure"`
-	Error     *Message `xml:"error"`
-	Skipped   *Message `xml:"skipped"`
+	Name, Classname string
+	File            string // "" for none
+	Line            int    // 0 for none
+	Time            string
+	Failure         *Message
+	Error           *Message
+	Skipped         *Message
 }
 
 // Message is a failure's, error's or skip's text.
 type Message struct {
-	Message string `xml:"message,attr,omitempty"`
-	Type    string `xml:"type,attr,omitempty"`
-	Text    string `xml:",chardata"`
+	Message, Type, Text string
 }
 
 // FromBoard builds the document of a run: a suite per visit of each step
@@ -90,7 +85,7 @@ func FromBoardAt(b *board.Board, types *engine.Registry, root string) Suites {
 	run := b.Run()
 	doc := Suites{Name: run.ID}
 	var total int64
-	steps := Suite{Name: "steps"}
+	steps := Suite{Name: "steps", Timestamp: stamp(run.StartedAt)}
 	recs := b.Steps()
 	names := NamesOf(recs)
 	tol := Tolerated(b)
@@ -139,7 +134,7 @@ func testSuite(rec board.StepRecord, name string, tolerated bool, file func(stri
 	if len(rec.Result) == 0 || json.Unmarshal(rec.Result, &r) != nil || r.Outcome == "" {
 		return Suite{}, false
 	}
-	s := Suite{Name: name, Time: secs(rec.DurationMS), Timestamp: rec.StartedAt.UTC().Format("2006-01-02T15:04:05"),
+	s := Suite{Name: name, Time: secs(rec.DurationMS), Timestamp: stamp(rec.StartedAt),
 		Tests: r.Counts.Total, Skipped: r.Counts.Skipped}
 	class := name + "." + r.Framework
 	// fail marks c failed (or errored), or skipped when tolerated.
@@ -191,10 +186,144 @@ func testSuite(rec board.StepRecord, name string, tolerated bool, file func(stri
 	return s, true
 }
 
-// Write writes doc as an XML document. Text and attributes are escaped
-// by encoding/xml; characters XML 1.0 cannot hold at all (control
-// characters such as a colour code's ESC, lone surrogates, U+FFFE) are
-// dropped first, so the document always parses.
+// The document as the schema has it: testsuites without attributes;
+// each testsuite with its package, id and hostname, its properties,
+// cases, system-out and system-err, in that order; a testcase with its
+// name, classname and time only; a skip without a type.
+type xSuites struct {
+	XMLName xml.Name `xml:"testsuites"`
+	Suites  []xSuite `xml:"testsuite"`
+}
+
+type xSuite struct {
+	Name       string      `xml:"name,attr"`
+	Package    string      `xml:"package,attr"`
+	ID         int         `xml:"id,attr"`
+	Timestamp  string      `xml:"timestamp,attr"`
+	Hostname   string      `xml:"hostname,attr"`
+	Tests      int         `xml:"tests,attr"`
+	Failures   int         `xml:"failures,attr"`
+	Errors     int         `xml:"errors,attr"`
+	Skipped    int         `xml:"skipped,attr"`
+	Time       string      `xml:"time,attr"`
+	Properties xProperties `xml:"properties"` // required, even empty
+	Cases      []xCase     `xml:"testcase"`
+	SystemOut  string      `xml:"system-out"`
+	SystemErr  string      `xml:"system-err"`
+}
+
+type xProperties struct {
+	Property []xProperty `xml:"property"`
+}
+
+type xProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type xCase struct {
+	Name      string    `xml:"name,attr"`
+	Classname string    `xml:"classname,attr"`
+	Time      string    `xml:"time,attr"`
+	Skipped   *xSkip    `xml:"skipped"`
+	Error     *xProblem `xml:"error"`
+	Failure   *xProblem `xml:"failure"`
+}
+
+type xSkip struct {
+	Message string `xml:"message,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+type xProblem struct {
+	Message string `xml:"message,attr,omitempty"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// Property names of the facts the schema has no attribute for. A case's
+// are named by its place among its suite's cases, from 1.
+const (
+	PropRunID = "runner.run.id"
+	// PropCase is the prefix of a case's facts: testcase.N.file,
+	// testcase.N.line and testcase.N.skipped.type.
+	PropCase = "testcase."
+)
+
+// hostname is every suite's: the schema requires one and says to use
+// localhost when it is not known, and the board does not say where a
+// test ran.
+const hostname = "localhost"
+
+// wire is doc as the schema has it.
+func wire(doc Suites) xSuites {
+	out := xSuites{Suites: []xSuite{}}
+	for i, s := range doc.Suites {
+		name := s.Name
+		if strings.TrimSpace(name) == "" {
+			name = "unnamed" // the schema wants a name of at least one character
+		}
+		ts := s.Timestamp
+		if ts == "" {
+			ts = stamp(time.Time{})
+		}
+		x := xSuite{Name: name, Package: name, ID: i, Timestamp: ts, Hostname: hostname, Tests: s.Tests,
+			Failures: s.Failures, Errors: s.Errors, Skipped: s.Skipped, Time: decimal(s.Time), SystemOut: s.SystemOut}
+		if doc.Name != "" {
+			x.Properties.Property = append(x.Properties.Property, xProperty{PropRunID, doc.Name})
+		}
+		for j, c := range s.Cases {
+			prefix := fmt.Sprintf("%s%d.", PropCase, j+1)
+			if c.File != "" {
+				x.Properties.Property = append(x.Properties.Property, xProperty{prefix + "file", c.File})
+			}
+			if c.Line > 0 {
+				x.Properties.Property = append(x.Properties.Property, xProperty{prefix + "line", fmt.Sprint(c.Line)})
+			}
+			xc := xCase{Name: c.Name, Classname: c.Classname, Time: decimal(c.Time)}
+			if c.Skipped != nil {
+				xc.Skipped = &xSkip{Message: c.Skipped.Message, Text: c.Skipped.Text}
+				if c.Skipped.Type != "" {
+					x.Properties.Property = append(x.Properties.Property, xProperty{prefix + "skipped.type", c.Skipped.Type})
+				}
+			}
+			xc.Failure, xc.Error = problem(c.Failure, "failure"), problem(c.Error, "error")
+			x.Cases = append(x.Cases, xc)
+		}
+		out.Suites = append(out.Suites, x)
+	}
+	return out
+}
+
+// problem is a failure or error; the schema requires its type (def when
+// it has none).
+func problem(m *Message, def string) *xProblem {
+	if m == nil {
+		return nil
+	}
+	p := &xProblem{Message: m.Message, Type: m.Type, Text: m.Text}
+	if p.Type == "" {
+		p.Type = def
+	}
+	return p
+}
+
+// decimal is a time in seconds as the schema's xs:decimal: "0" for none.
+func decimal(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
+}
+
+// stamp is a suite's timestamp as the schema has it: UTC, no zone.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05") }
+
+// Write writes doc as an XML document valid against the common JUnit
+// schema. Text and attributes are escaped by encoding/xml; characters
+// XML 1.0 cannot hold at all (control characters such as a colour code's
+// ESC, lone surrogates, U+FFFE) are dropped first, so the document
+// always parses.
 func Write(w io.Writer, doc Suites) error {
 	doc = clean(doc)
 	if _, err := io.WriteString(w, xml.Header); err != nil {
@@ -202,7 +331,7 @@ func Write(w io.Writer, doc Suites) error {
 	}
 	e := xml.NewEncoder(w)
 	e.Indent("", "  ")
-	if err := e.Encode(doc); err != nil {
+	if err := e.Encode(wire(doc)); err != nil {
 		return err
 	}
 	_, err := io.WriteString(w, "\n")

@@ -23,7 +23,7 @@ func TestWriteParsesBack(t *testing.T) {
 		if err := Write(&b, doc); err != nil {
 			t.Fatal(err)
 		}
-		var got Suites
+		var got xSuites
 		if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
 			t.Fatalf("%q: the document does not parse: %v\n%s", tc.in, err, b.String())
 		}
@@ -34,8 +34,12 @@ func TestWriteParsesBack(t *testing.T) {
 			want = tc.in
 		}
 		c := got.Suites[0].Cases[0]
-		for what, v := range map[string]string{"suites name": got.Name, "suite name": got.Suites[0].Name, "case name": c.Name,
-			"file": c.File, "message": c.Failure.Message, "text": c.Failure.Text} {
+		props := map[string]string{}
+		for _, p := range got.Suites[0].Properties.Property {
+			props[p.Name] = p.Value
+		}
+		for what, v := range map[string]string{"run": props[PropRunID], "suite name": got.Suites[0].Name, "case name": c.Name,
+			"file": props["testcase.1.file"], "message": c.Failure.Message, "text": c.Failure.Text} {
 			if v != want {
 				t.Errorf("%q: %s = %q, want %q", tc.in, what, v, want)
 			}

@@ -149,7 +149,21 @@ func (b *builder) spans(bd *board.Board) []span {
 	run := bd.Run()
 	steps := bd.Steps()
 	recs := bd.Recordings()
-	providers := planProviders(run)
+	pi := readPlan(run)
+	// Each visit's model calls: how many, and their tokens summed for its
+	// invoke_agent span.
+	calls := map[string]int{}
+	usage := map[string]agents.Usage{}
+	for _, r := range recs {
+		if r.Kind != agents.KindLLM {
+			continue
+		}
+		var resp agents.Response
+		_ = json.Unmarshal(r.Response, &resp) // an unreadable answer counts no tokens
+		vk := visitKey(r.Label, r.Visit)
+		calls[vk] = max(calls[vk], r.Call)
+		usage[vk] = usage[vk].Add(resp.Usage)
+	}
 
 	runEnd := run.StartedAt
 	if run.FinishedAt != nil {
@@ -178,6 +192,7 @@ func (b *builder) spans(bd *board.Board) []span {
 		if root.err == "" {
 			root.err = run.Status
 		}
+		root.attrs = append(root.attrs, attribute.String("error.type", run.Status))
 	}
 	out := []span{root}
 
@@ -197,7 +212,8 @@ func (b *builder) spans(bd *board.Board) []span {
 	stepKey := map[string]span{}
 	for _, i := range order {
 		s := steps[i]
-		sp := b.stepSpan(s)
+		vk := visitKey(s.Label, s.Visit)
+		sp := b.stepSpan(s, pi, usage[vk], calls[vk] > 0)
 		sp.parent = "run"
 		if s.Parent != "" {
 			if p, ok := enclosing(steps, s); ok {
@@ -241,25 +257,88 @@ func (b *builder) spans(bd *board.Board) []span {
 			start = end
 		}
 		prevEnd[vk] = end
-		out = append(out, b.callSpans(r, parent.key, start, end, providers, tools)...)
+		out = append(out, b.callSpans(r, parent.key, start, end, pi, tools)...)
+	}
+
+	// A model call that failed left no recording, only its step's error:
+	// it is a chat span of its own, failed, after the visit's answered
+	// calls, so that the failures are where GenAI views look for them.
+	for _, s := range steps {
+		if s.Status != board.StatusFailed || !b.o.Types.Caps(s.Type).Shows.Has(engine.ShowsModel) {
+			continue
+		}
+		agent, _, errType, ok := modelCallError(s.Error)
+		if !ok {
+			continue
+		}
+		vk := visitKey(s.Label, s.Visit)
+		start := s.StartedAt
+		if t, ok := prevEnd[vk]; ok && t.Before(s.FinishedAt) {
+			start = t
+		}
+		out = append(out, b.failedCallSpan(s, vk, calls[vk]+1, agent, pi.agents[agent], errType, start))
 	}
 	return out
+}
+
+// failedCallSpan is the chat span of a visit's model call that failed.
+func (b *builder) failedCallSpan(s board.StepRecord, parent string, call int, agent string, ai agentInfo, errType string, start time.Time) span {
+	sp := span{key: fmt.Sprintf("call %s#%d/%d", s.Label, s.Visit, call), parent: parent,
+		name: strings.TrimSpace("chat " + ai.model), kind: trace.SpanKindClient, start: start, end: s.FinishedAt,
+		err: firstLine(s.Error)}
+	sp.attrs = []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("error.type", errType),
+		attribute.Int("runner.call", call),
+	}
+	if ai.provider != "" {
+		sp.attrs = append(sp.attrs, attribute.String("gen_ai.provider.name", ai.provider))
+	}
+	if agent != "" {
+		sp.attrs = append(sp.attrs, b.str("gen_ai.agent.name", agent))
+	}
+	if ai.model != "" {
+		sp.attrs = append(sp.attrs, b.str("gen_ai.request.model", ai.model))
+	}
+	sp.attrs = append(sp.attrs, ai.serverAttrs()...)
+	return sp
 }
 
 var itemLabel = regexp.MustCompile(`\[(\d+)\]$`)
 
 // stepSpan is a step visit's span: invoke_agent for a step whose output
 // is an agent's answer (engine.ShowsModel: llm; the conventions' agent
-// invocation), the step's label otherwise.
-func (b *builder) stepSpan(s board.StepRecord) span {
+// invocation, with the tokens of its model calls, u, when it made some),
+// the step's label otherwise.
+func (b *builder) stepSpan(s board.StepRecord, pi planInfo, u agents.Usage, called bool) span {
 	sp := span{key: visitKey(s.Label, s.Visit), name: "step " + s.Label, kind: trace.SpanKindInternal,
 		start: s.StartedAt, end: s.FinishedAt}
 	var res map[string]any
 	_ = json.Unmarshal(s.Result, &res) // a step without a result has no result attributes
+	errType := s.Status
 	if b.o.Types.Caps(s.Type).Shows.Has(engine.ShowsModel) {
-		if agent, _ := res["agent"].(string); agent != "" {
+		if agent := pi.agentOf(s, res); agent != "" {
+			ai := pi.agents[agent]
 			sp.name = "invoke_agent " + agent
 			sp.attrs = append(sp.attrs, attribute.String("gen_ai.operation.name", "invoke_agent"), b.str("gen_ai.agent.name", agent))
+			if ai.provider != "" {
+				sp.attrs = append(sp.attrs, attribute.String("gen_ai.provider.name", ai.provider))
+			}
+			if ai.model != "" {
+				sp.attrs = append(sp.attrs, b.str("gen_ai.request.model", ai.model))
+			}
+			if m, _ := res["model"].(string); m != "" {
+				sp.attrs = append(sp.attrs, b.str("gen_ai.response.model", m))
+			}
+			if fr, _ := res["finish_reason"].(string); fr != "" {
+				sp.attrs = append(sp.attrs, attribute.StringSlice("gen_ai.response.finish_reasons", []string{fr}))
+			}
+			if called {
+				sp.attrs = append(sp.attrs, usageAttrs(u)...)
+			}
+		}
+		if _, _, t, ok := modelCallError(s.Error); ok {
+			errType = t
 		}
 	}
 	sp.attrs = append(sp.attrs,
@@ -288,7 +367,7 @@ func (b *builder) stepSpan(s board.StepRecord) span {
 		if sp.err == "" {
 			sp.err = s.Status
 		}
-		sp.attrs = append(sp.attrs, attribute.String("error.type", s.Status))
+		sp.attrs = append(sp.attrs, attribute.String("error.type", errType))
 	}
 	sp.attrs = append(sp.attrs, b.resultAttrs("runner.result", res, 0)...)
 	sp.attrs = append(sp.attrs, diffStats(res)...)
@@ -466,7 +545,7 @@ func llmEntries(bd *board.Board) (map[callKey]time.Time, map[string]toolResult) 
 // the tool calls its answer made. Board tools run in runner's process in
 // microseconds between two calls; their spans start and end when the
 // answer that asked for them came.
-func (b *builder) callSpans(r board.Recording, parent string, start, end time.Time, providers map[string]string, tools map[string]toolResult) []span {
+func (b *builder) callSpans(r board.Recording, parent string, start, end time.Time, pi planInfo, tools map[string]toolResult) []span {
 	var req agents.Request
 	_ = json.Unmarshal(r.Request, &req) // kept without its request: the response still tells the model
 	var resp agents.Response
@@ -478,16 +557,17 @@ func (b *builder) callSpans(r board.Recording, parent string, start, end time.Ti
 	key := fmt.Sprintf("call %s#%d/%d", r.Label, r.Visit, r.Call)
 	sp := span{key: key, parent: parent, name: strings.TrimSpace("chat " + model), kind: trace.SpanKindClient,
 		start: start, end: end}
+	ai := pi.agents[r.Agent]
 	a := []attribute.KeyValue{
 		attribute.String("gen_ai.operation.name", "chat"),
-		attribute.Int("gen_ai.usage.input_tokens", resp.Usage.InputTokens),
-		attribute.Int("gen_ai.usage.output_tokens", resp.Usage.OutputTokens),
 		attribute.Float64("runner.cost_usd", resp.CostUSD),
 		attribute.Int("runner.call", r.Call),
 	}
-	if p := providers[r.Agent]; p != "" {
-		a = append(a, attribute.String("gen_ai.provider.name", p))
+	a = append(a, usageAttrs(resp.Usage)...)
+	if ai.provider != "" {
+		a = append(a, attribute.String("gen_ai.provider.name", ai.provider))
 	}
+	a = append(a, ai.serverAttrs()...)
 	if r.Agent != "" {
 		a = append(a, b.str("gen_ai.agent.name", r.Agent))
 	}
@@ -508,12 +588,6 @@ func (b *builder) callSpans(r board.Recording, parent string, start, end time.Ti
 	}
 	if req.Seed != nil {
 		a = append(a, attribute.Int("gen_ai.request.seed", *req.Seed))
-	}
-	if n := resp.Usage.CacheReadInputTokens; n > 0 {
-		a = append(a, attribute.Int("gen_ai.usage.cache_read.input_tokens", n))
-	}
-	if n := resp.Usage.CacheCreationInputTokens; n > 0 {
-		a = append(a, attribute.Int("gen_ai.usage.cache_creation.input_tokens", n))
 	}
 	if resp.Retries > 0 {
 		a = append(a, attribute.Int("runner.retries", resp.Retries))
@@ -547,7 +621,7 @@ func (b *builder) callSpans(r board.Recording, parent string, start, end time.Ti
 		res, ok := tools[tc.ID]
 		if ok && res.isError {
 			t.err = firstLine(res.content)
-			t.attrs = append(t.attrs, attribute.String("error.type", "tool_error"))
+			t.attrs = append(t.attrs, attribute.String("error.type", errToolError))
 		}
 		if b.o.Content {
 			t.attrs = append(t.attrs, b.str("gen_ai.tool.call.arguments", string(tc.Args)))
@@ -611,23 +685,6 @@ func planName(run board.Run) string {
 		return run.PlanPath
 	}
 	return "plan"
-}
-
-// planProviders maps the plan's agents to their providers, with the
-// run's --agent overrides.
-func planProviders(run board.Run) map[string]string {
-	out := map[string]string{}
-	if p, err := plans.Parse(run.PlanPath, []byte(run.PlanSource)); err == nil {
-		for _, a := range p.Agents {
-			out[a.Name] = a.Provider
-		}
-	}
-	for name, fields := range run.Agents {
-		if v := fields["provider"]; v != "" {
-			out[name] = v
-		}
-	}
-	return out
 }
 
 // emit makes the spans through tracer, with their recorded times. A
