@@ -101,7 +101,7 @@ func FromRecordings(recs []board.Recording) ReplaySource {
 	m := recordings{}
 	for _, r := range recs {
 		k := callKey{r.Kind, r.Label, r.Visit, r.Call}
-		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP || r.Kind == KindTool) {
+		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP || r.Kind == KindTool || r.Kind == KindCodingAgent) {
 			m[k] = r
 		}
 	}
@@ -388,6 +388,15 @@ func (s *Set) bindLocked(b *board.Board) {
 		return
 	}
 	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
+		if r.Kind == KindCodingAgent {
+			// A coding agent's model exchanges, metered by its proxy,
+			// count toward the run's limits as the set's own calls do.
+			if u, cost, ok := codingSpend(s.agents[r.Agent], r); ok {
+				s.used += u.Total()
+				s.spent += cost
+			}
+			continue
+		}
 		if r.Kind != KindLLM {
 			continue
 		}

@@ -459,6 +459,15 @@ func (f *fork) ToolRecording(label string, visit, n int) (board.Recording, bool)
 	return board.Recording{}, false
 }
 
+// CodingRecording serves the recorded coding_agent sessions of the
+// replayed part.
+func (f *fork) CodingRecording(label string, visit, call int) (board.Recording, bool) {
+	if cs, ok := f.ReplaySource.(agents.CodingReplaySource); ok {
+		return cs.CodingRecording(label, visit, call)
+	}
+	return board.Recording{}, false
+}
+
 // both tells two observers, the checker first.
 type both [2]engine.Observer
 
