@@ -355,7 +355,16 @@ func (s *Set) bindLocked(b *board.Board) {
 	if b == nil {
 		return
 	}
+	s.spawnMu.Lock()
+	s.spawned = 0
+	for _, st := range b.StepsShared() {
+		if st.Spawned() {
+			s.spawned = max(s.spawned, spawnNumber(st.Label))
+		}
+	}
+	defer s.spawnMu.Unlock()
 	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
+		s.spawned = max(s.spawned, spawnNumber(r.Label))
 		if r.Kind != KindLLM {
 			continue
 		}

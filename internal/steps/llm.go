@@ -85,7 +85,7 @@ type llmStep struct {
 	memory       int      // the agent's memory bound in tokens (0: no memory), for the dry run
 }
 
-func (llmType) Name() string           { return "llm" }
+func (llmType) Name() string           { return llmTypeName }
 func (llmType) Result() any            { return LLMResult{} }
 func (llmType) Spec() *engine.TypeSpec { return &llmSpec }
 
