@@ -24,6 +24,7 @@ require (
 )
 
 require (
+	github.com/a2aproject/a2a-go v0.3.3 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect

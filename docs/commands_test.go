@@ -198,7 +198,7 @@ func runnable(t *testing.T, c simple, args []string, comment, scratch string) bo
 		}
 	}
 	cmd, rest := splitRunner(args)
-	if cmd == "worker" || cmd == "serve" {
+	if cmd == "worker" || cmd == "serve" || cmd == "a2a" {
 		return false // it serves until stopped
 	}
 	accepted := map[string]bool{}

@@ -116,7 +116,7 @@ func help(t *testing.T, args ...string) string {
 	return h
 }
 
-var commandLine = regexp.MustCompile(`(?m)^  ([a-z][a-z-]*)  `)
+var commandLine = regexp.MustCompile(`(?m)^  ([a-z][a-z0-9-]*)  `)
 
 // commands lists the commands `runner help` names, in its order.
 func commands(t *testing.T) []string {

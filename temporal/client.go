@@ -138,6 +138,12 @@ func unsupported(p *plans.Plan, warn func(string)) error {
 				"its step runs in an activity, which cannot wait for an answer; run this plan without --engine temporal", a.Name)
 		}
 	}
+	for _, st := range p.AllSteps() {
+		if st.Type == "llm" && batchOn(st) {
+			return fmt.Errorf("step %s: batch: true (a for_each's calls as one provider batch) is not supported on Temporal: "+
+				"its items run as separate activities, which cannot wait on one batch; run this plan without --engine temporal, or without batch", st.Label)
+		}
+	}
 	if len(p.Notify) > 0 && warn != nil {
 		warn("notify: is sent by runs on this machine only: a run on Temporal sends no notification")
 	}
@@ -374,4 +380,19 @@ func Save(store Store, head, path string) (*board.Board, error) {
 func transient(err error) bool {
 	var wf *temporal.WorkflowExecutionError
 	return !errors.As(err, &wf)
+}
+
+// batchOn reports whether a step's mapping sets batch: true.
+func batchOn(st *plans.Step) bool {
+	n := plans.Resolve(st.Node)
+	if n == nil {
+		return false
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "batch" {
+			v := plans.Resolve(n.Content[i+1])
+			return v != nil && v.Value == "true"
+		}
+	}
+	return false
 }

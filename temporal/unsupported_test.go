@@ -1,31 +1,39 @@
 package temporal
 
 import (
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/planrunner/runner/internal/runs"
+	"github.com/planrunner/runner/internal/plans"
 )
 
-// A plan asking what a run on Temporal cannot do is refused before any
-// workflow starts, saying what and how to run it instead (no client is
-// even needed to find out).
-func TestRunPlanRefusesWhatTemporalCannotDo(t *testing.T) {
-	for _, c := range []struct{ example, want string }{
-		{"approve-tool", "approve:"},
-		{"swarm", "agent root: spawns: (sub-agents its llm steps start with tools: [spawn]) is not supported on Temporal"},
-	} {
-		t.Run(c.example, func(t *testing.T) {
-			r, err := runs.New(runs.Options{Plan: filepath.Join("..", "examples", c.example, "plan.yaml"), Workdir: t.TempDir()})
+// A plan Temporal cannot run as it says is refused before it starts,
+// naming the step and the way out.
+func TestUnsupportedRefuses(t *testing.T) {
+	const head = "version: 1\nagents:\n  a: {provider: openai, model: gpt-4o}\n"
+	cases := []struct {
+		name, steps, want string
+		agents            string // more agents than a
+	}{
+		{"batch", "  - {label: ask, type: llm, agent: a, prompt: hi, for_each: '${{ [1, 2] }}', batch: true}\n", "step ask: batch: true", ""},
+		{"batch false", "  - {label: ask, type: llm, agent: a, prompt: hi, for_each: '${{ [1, 2] }}', batch: false}\n", "", ""},
+		{"no batch", "  - {label: ask, type: llm, agent: a, prompt: hi}\n", "", ""},
+		{"spawns", "  - {label: ask, type: llm, agent: root, tools: [spawn], prompt: hi}\n",
+			"agent root: spawns: (sub-agents its llm steps start with tools: [spawn]) is not supported on Temporal",
+			"  root: {provider: openai, model: gpt-4o, spawns: [a]}\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := plans.Parse("plan.yaml", []byte(head+c.agents+"steps:\n"+c.steps))
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer r.Close()
-			_, err = RunPlan(context.Background(), nil, nil, r, RunOptions{})
-			if !runs.IsUsage(err) || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "without --engine temporal") {
-				t.Fatalf("err = %v, want a usage error saying %q and what to do", err, c.want)
+			err = unsupported(p, nil)
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "without --engine temporal")):
+				t.Fatalf("got %v, want an error with %q", err, c.want)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/planrunner/runner/internal/board"
 	"io"
 	"math"
 	"net/http"
@@ -166,6 +167,15 @@ func TestFixTestsExampleAnthropicStreaming(t *testing.T) {
 	if math.Abs(cost-want) > 1e-9 {
 		t.Errorf("recorded cost $%v, want $%v", cost, want)
 	}
+	// The step's usage on the board counts the cache's reads and writes
+	// apart from the rest of the input.
+	checkStepUsage(t, b, "fix", []string{
+		`{"input_tokens":1800,"output_tokens":200,"cache_creation_input_tokens":1500,`,
+		`{"input_tokens":1900,"output_tokens":200,"cache_read_input_tokens":1500,`,
+	})
+	if line := "3700 in (1500 cached, 1500 written to the cache), 400 out (2 calls, $0.014)"; !strings.Contains(r.stderr, line) {
+		t.Errorf("the summary lacks %q:\n%s", line, r.stderr)
+	}
 	// Saved: 1,500 read at $2.70 under input, less 1,500 written at $0.75 over.
 	if line := "  agent coder: 2 calls, 3700 input (cache: 1500 read, 1500 written, saved $0.0029) + 400 output tokens, $0.014"; !strings.Contains(r.stderr, line) {
 		t.Errorf("the summary lacks %q:\n%s", line, r.stderr)
@@ -192,5 +202,30 @@ func TestFixTestsExampleAnthropicStreaming(t *testing.T) {
 	}
 	if calls != 2 {
 		t.Errorf("%d model calls, want 2 (the replay called the model?)", calls)
+	}
+}
+
+// checkStepUsage checks the usage each visit of an llm step reports on
+// the board: want[i] is how visit i+1's begins.
+func checkStepUsage(t *testing.T, b *board.Board, label string, want []string) {
+	t.Helper()
+	var got []string
+	for _, st := range b.Steps() {
+		if st.Label != label {
+			continue
+		}
+		var res struct {
+			Usage json.RawMessage `json:"usage"`
+		}
+		json.Unmarshal(st.Result, &res)
+		got = append(got, string(res.Usage))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("step %s: %d visits, want %d: %v", label, len(got), len(want), got)
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("step %s visit %d: usage %s, want it to begin %s", label, i+1, got[i], want[i])
+		}
 	}
 }

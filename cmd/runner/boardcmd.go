@@ -23,7 +23,7 @@ import (
 	"github.com/planrunner/runner/internal/view/boardview"
 )
 
-const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] [--handoff] | put - (JSON lines) | get KEY | delete KEY | lock KEY --ttl D [--owner O] [--wait D] [-- CMD ARGS...] | unlock KEY [--owner O] | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
+const boardUsage = "board FILE put KEY VALUE [--ttl 60|60s] [--agent ID] [--topic T] [--expect-version N] [--handoff] | put - (JSON lines) | get KEY | delete KEY | lock KEY --ttl D [--owner O] [--wait D] [-- CMD ARGS...] | unlock KEY [--owner O] | list [PREFIX] [--json] | snapshot | show [--format md|json] | watch [--prefix P] [--topic T] | watch --step LABEL [--visit N] [--json] | conflicts [KEY] | entries [--section S] [--role R] [--author A] [--label L] [--topic T] [--since SEQ|TIME] [--until TIME] | entry ID (write and read are put and get)"
 
 // boardFlags are the flags of `runner board`, one set for every
 // operation (a flag an operation does not use is ignored, as before).
@@ -47,6 +47,10 @@ type boardFlags struct {
 	// to wait for it
 	owner string
 	wait  time.Duration
+	// watch --step: the step whose streamed answer to follow, and which
+	// of its visits (0: the one running, else the next)
+	step  string
+	visit int
 }
 
 // boardOp is one operation of `runner board FILE OP ARGS...`: how many
@@ -115,6 +119,8 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 	fs.StringVar(&f.format, "format", "md", "show: md or json")
 	fs.StringVar(&f.prefix, "prefix", "", "watch: only keys starting with this")
 	fs.IntVar(&f.count, "count", 0, "watch: stop after this many lines (0: until the run ends or Ctrl-C)")
+	fs.StringVar(&f.step, "step", "", "watch: print the answer this step's model is streaming, as it comes, until the step ends")
+	fs.IntVar(&f.visit, "visit", 0, "watch --step: this visit of the step (default: the one running, else the next)")
 	f.since = -1
 	fs.Var(sinceFlag{&f.since, &f.sinceTime}, "since", "watch, entries: start after the entry numbered `SEQ` (watch default: changes from now on); entries: or at an RFC 3339 time")
 	fs.Var(timeFlag{&f.until}, "until", "entries: only entries written before this RFC 3339 `TIME`")
@@ -184,6 +190,14 @@ func runBoard(args []string, stdin io.Reader, stdout, stderr io.Writer, now func
 			return exitUsage
 		}
 		bo.ReadOnly = false // as before: a watch reads through the writer's path
+		if f.step != "" {
+			if remote != nil {
+				remote.Close()
+				fmt.Fprintf(stderr, "runner board: watch --step: a run on Temporal does not serve its steps' streamed answers; `runner report` shows them once recorded\n")
+				return exitFailed
+			}
+			return boardWatchStep(path, f, runs.LiveOptions(bo), stdout, stderr)
+		}
 		return boardWatch(path, remote, liveboard.Filter{Prefix: f.prefix, Topic: f.topic, After: f.since}, runs.LiveOptions(bo), f.count, stdout, stderr)
 	}
 	if !op.write {
@@ -215,6 +229,14 @@ func checkBoardArgs(name string, rest []string, f *boardFlags) (boardOp, error) 
 		return op, fmt.Errorf("%s takes %s argument(s), got %d", name, argCount(op.min, op.max), len(rest))
 	case name == "show" && f.format != "md" && f.format != "json":
 		return op, fmt.Errorf("--format %q: want md or json", f.format)
+	case f.step == "" && f.visit != 0:
+		return op, errors.New("--visit is for watch --step")
+	case f.step != "" && name != "watch":
+		return op, errors.New("--step is for watch")
+	case f.step != "" && (f.prefix != "" || f.topic != "" || f.since >= 0 || f.count != 0):
+		return op, errors.New("watch --step follows a step's answer: --prefix, --topic, --since and --count are for the board's changes")
+	case f.visit < 0:
+		return op, fmt.Errorf("--visit %d: want 1 or more", f.visit)
 	case name == "watch" && !f.sinceTime.IsZero():
 		return op, errors.New("watch --since takes an entry's seq, not a time")
 	case !f.sinceTime.IsZero() && !f.until.IsZero() && !f.until.After(f.sinceTime):
@@ -467,6 +489,58 @@ func boardWatch(path string, remote *runs.Bridged, f liveboard.Filter, opts live
 		}
 	}
 	return watchEnd(liveboard.Watch(ctx, path, f, opts, 200*time.Millisecond, send), done, stderr)
+}
+
+// boardWatchStep prints the answer a live run's step is streaming, as
+// it comes (--json: its pieces as JSON lines, and the visit's end), until
+// the step's visit ends or the run does. A run no one runs has no answer
+// streaming: `runner report` shows its recorded answers.
+func boardWatchStep(path string, f *boardFlags, opts liveboard.Options, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	opts.ReadOnly = true
+	a, err := liveboard.Open(path, opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "runner board: %v\n", err)
+		return exitUsage
+	}
+	defer a.Close()
+	c, ok := a.(*liveboard.Client)
+	if !ok {
+		fmt.Fprintf(stderr, "runner board: watch --step: %s is not running, so no answer streams; `runner report %s` shows the recorded answers\n", path, path)
+		return exitFailed
+	}
+	enc := json.NewEncoder(stdout)
+	visit, call := f.visit, 0
+	last := byte('\n')
+	errDone := errors.New("done")
+	err = c.StreamAnswer(ctx, f.step, visit, func(ch liveboard.AnswerChunk) error {
+		if f.asJSON {
+			if err := enc.Encode(ch); err != nil {
+				return err
+			}
+		} else if ch.Text != "" {
+			if call != 0 && ch.Call != call && last != '\n' {
+				io.WriteString(stdout, "\n") // the next call's answer on a line of its own
+			}
+			if _, err := io.WriteString(stdout, ch.Text); err != nil {
+				return err
+			}
+			call, last = ch.Call, ch.Text[len(ch.Text)-1]
+		}
+		if ch.End && (visit == 0 || ch.Visit == visit) {
+			return errDone // the visit followed ended
+		}
+		return nil
+	})
+	if !f.asJSON && last != '\n' {
+		io.WriteString(stdout, "\n")
+	}
+	if err != nil && !errors.Is(err, errDone) && ctx.Err() == nil {
+		fmt.Fprintf(stderr, "runner board: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
 }
 
 func watchEnd(err, done error, stderr io.Writer) int {

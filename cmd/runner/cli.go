@@ -35,6 +35,7 @@ var examples = map[string][]string{
 	"serve":      {"runner serve", "runner serve --dir ~/project --addr 127.0.0.1:8080"},
 	"runs":       {"runner runs", "runner runs --status failed --limit 20", "runner report latest", "runner runs prune --keep 100 --older-than 30d"},
 	"mcp":        {"runner mcp", "runner mcp --http 127.0.0.1:8765 --dir ~/project"},
+	"a2a":        {"runner a2a examples/a2a/greet.yaml", "runner a2a plans/*.yaml --http 127.0.0.1:9000 --workdir ~/project"},
 	"answer":     {"runner answer bb.json --step approve --json '{\"ok\": true}'"},
 }
 

@@ -149,7 +149,14 @@ func summary(w io.Writer, r *runs.Result, id, status string, err error, elapsed 
 		if t.CostUSD > 0 || t.PriceKnown {
 			cost = ", " + board.FormatUSD(t.CostUSD)
 		}
-		fmt.Fprintf(w, "tokens: %s %d in, %d out (%d calls%s)\n", t.Model, t.InputTokens, t.OutputTokens, t.Calls, cost)
+		in, out := fmt.Sprintf("%d in", t.InputTokens), fmt.Sprintf("%d out", t.OutputTokens)
+		if t.CacheReadTokens+t.CacheWriteTokens > 0 {
+			in += fmt.Sprintf(" (%d cached, %d written to the cache)", t.CacheReadTokens, t.CacheWriteTokens)
+		}
+		if t.ReasoningTokens > 0 {
+			out += fmt.Sprintf(" (%d reasoning)", t.ReasoningTokens)
+		}
+		fmt.Fprintf(w, "tokens: %s %s, %s (%d calls%s)\n", t.Model, in, out, t.Calls, cost)
 	}
 	if r.Agents != nil {
 		printSpend(w, r.Agents.Spend(r.Board)) // cost per agent

@@ -41,6 +41,7 @@ func init() {
 		{"memory", memoryUsage, "list, show or remove what agents remember across runs", cmdMemory},
 		{"serve", serveUsage, "a live web UI of the runs: steps, board, answering inputs", cmdServe},
 		{"mcp", "mcp [--dir DIR] [--http 127.0.0.1:PORT [--listen-any]]", "serve runner to agents over MCP (stdio, or HTTP with a token)", cmdMCP},
+		{"a2a", a2aUsage, "serve plans as A2A agents: each message starts a run", cmdA2A},
 		{"report", "report BLACKBOARD [--format html|junit] [-o FILE]", "write the run as one HTML page, or its tests as JUnit XML", cmdReport},
 		{"eval", evalUsage, "compare a run with a golden one, or runs per agent and model", cmdEval},
 		{"trace", "trace BLACKBOARD [--otlp-endpoint URL | -o FILE]", "export a saved run's trace (OpenTelemetry) with its recorded times", cmdTrace},
@@ -56,7 +57,7 @@ func main() {
 	// Before anything reads the environment: runner runs steps, which must
 	// reach neither its API keys nor the processes they leave behind.
 	boot.Start("runner", boot.Options{RunsSteps: true})
-	if err := agents.UsePricesFile(agents.PricesFilePath(os.Getenv)); err != nil {
+	if err := agents.UseUserPrices(os.Getenv); err != nil {
 		fmt.Fprintf(os.Stderr, "runner: %v\n", err)
 		os.Exit(exitUsage)
 	}

@@ -104,6 +104,15 @@ func TestFixTestsExampleOpenAIWireAPIs(t *testing.T) {
 			bb := blackboardPath(t, r.stdout)
 			checkFixTestsRun(t, bb)
 			tc.check(t, f, r.stderr)
+			if tc.tools { // the reasoning model: 2 calls a visit, each 1,200 in (1,024 cached), 300 out (256 reasoning)
+				checkStepUsage(t, checkFixTestsRun(t, bb), "fix", []string{
+					`{"input_tokens":2400,"output_tokens":600,"cache_read_input_tokens":2048,"reasoning_tokens":512,`,
+					`{"input_tokens":2400,"output_tokens":600,"cache_read_input_tokens":2048,"reasoning_tokens":512,`,
+				})
+				if line := `"input_tokens":4800,"output_tokens":1200,"cache_read_input_tokens":4096,"reasoning_tokens":1024,"cost_usd":0.013392`; !strings.Contains(r.stderr, line) {
+					t.Errorf("the summary lacks %q:\n%s", line, r.stderr)
+				}
+			}
 			t.Setenv("OPENAI_API_KEY", "")
 			if r := runCLI(t, wd, "replay", bb, "--offline", "-q"); r.code != 0 {
 				t.Fatalf("replay --offline: exit %d\n%s", r.code, r.stderr)

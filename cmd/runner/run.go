@@ -182,7 +182,11 @@ func printSpend(w io.Writer, spend []agents.AgentSpend) {
 		if sp.CacheReadTokens+sp.CacheWriteTokens > 0 {
 			cache = fmt.Sprintf(" (cache: %d read, %d written, saved %s)", sp.CacheReadTokens, sp.CacheWriteTokens, board.FormatUSD(sp.CacheSavedUSD))
 		}
-		fmt.Fprintf(w, "  agent %s: %d calls, %d input%s + %d output tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, cache, sp.OutputTokens, cost)
+		reasoning := ""
+		if sp.ReasoningTokens > 0 {
+			reasoning = fmt.Sprintf(" (%d reasoning)", sp.ReasoningTokens)
+		}
+		fmt.Fprintf(w, "  agent %s: %d calls, %d input%s + %d output%s tokens, %s\n", sp.Agent, sp.Calls, sp.InputTokens, cache, sp.OutputTokens, reasoning, cost)
 	}
 }
 

@@ -65,9 +65,10 @@ type transport struct {
 	jitter func() float64
 }
 
-// exchange is one POST a provider wants made.
+// exchange is one request a provider wants made.
 type exchange struct {
 	provider string // for messages: openai, anthropic
+	method   string // "": POST
 	log      zerolog.Logger
 	url      string
 	header   http.Header
@@ -142,7 +143,11 @@ func (t *transport) once(ctx context.Context, x *exchange) ([]byte, int, http.He
 	}
 	actx, cancel := context.WithTimeout(ctx, x.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, x.url, bytes.NewReader(x.body))
+	method := x.method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(actx, method, x.url, bytes.NewReader(x.body))
 	if err != nil {
 		return nil, 0, nil, &fatalError{fmt.Errorf("%s: %s", x.provider, x.mask.String(err.Error()))}
 	}

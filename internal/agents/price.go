@@ -36,6 +36,33 @@ type Price struct {
 	// tier) costs LongPromptFactor times as much, every token of it.
 	LongPromptTokens int     `json:"long_prompt_tokens,omitempty" yaml:"long_prompt_tokens"`
 	LongPromptFactor float64 `json:"long_prompt_factor,omitempty" yaml:"long_prompt_factor"`
+	// LongContext, when set, prices a call with more input tokens than
+	// its Over at its own rates, every token of it (Gemini's dearer
+	// prompts over 200k tokens).
+	LongContext *LongContext `json:"long_context,omitempty" yaml:"long_context"`
+}
+
+// LongContext is a price tier for long prompts: the rates, in US dollars
+// per million tokens, of a call with more than Over input tokens. A zero
+// cache price means the tier's input price.
+type LongContext struct {
+	Over        int     `json:"over" yaml:"over"`
+	Input       float64 `json:"input" yaml:"input"`
+	Output      float64 `json:"output" yaml:"output"`
+	CachedInput float64 `json:"cached_input,omitempty" yaml:"cached_input"`
+	CacheWrite  float64 `json:"cache_write,omitempty" yaml:"cache_write"`
+}
+
+// tier is the price a call with usage u pays: the long-context tier's
+// rates when its input is over the tier's threshold, else p's.
+func (p Price) tier(u Usage) Price {
+	lc := p.LongContext
+	if lc == nil || u.InputTokens <= lc.Over {
+		return p
+	}
+	t := p
+	t.Input, t.Output, t.CachedInput, t.CacheWrite, t.LongContext = lc.Input, lc.Output, lc.CachedInput, lc.CacheWrite, nil
+	return t
 }
 
 // priceList is the shape of prices.yaml and of a user's prices file.
@@ -76,6 +103,16 @@ func parsePrices(data []byte) (*priceList, error) {
 		if p.Input == 0 && p.Output == 0 {
 			return nil, fmt.Errorf("model %s: needs input and output (US dollars per million tokens)", name)
 		}
+		if lc := p.LongContext; lc != nil {
+			switch {
+			case lc.Over <= 0:
+				return nil, fmt.Errorf("model %s: long_context needs over, the input tokens above which its prices apply", name)
+			case lc.Input < 0 || lc.Output < 0 || lc.CachedInput < 0 || lc.CacheWrite < 0:
+				return nil, fmt.Errorf("model %s: long_context: a price must not be negative", name)
+			case lc.Input == 0 && lc.Output == 0:
+				return nil, fmt.Errorf("model %s: long_context needs input and output (US dollars per million tokens)", name)
+			}
+		}
 	}
 	return &l, nil
 }
@@ -104,6 +141,14 @@ func PricesFilePath(getenv func(string) string) string {
 		return p
 	}
 	return DefaultPricesFile()
+}
+
+// UseUserPrices reads the user's prices file (PricesFilePath) for the
+// rest of the process: every command that builds agents (runner,
+// runner-temporal's worker and run) starts with it, so a model priced
+// there is priced alike wherever a plan's steps run.
+func UseUserPrices(getenv func(string) string) error {
+	return UsePricesFile(PricesFilePath(getenv))
 }
 
 // UsePricesFile reads a prices file (prices.yaml's shape) whose models
@@ -209,8 +254,10 @@ func matchPrice(table map[string]Price, m string) (Price, bool) {
 
 // Cost is what usage costs at price p, in US dollars. Usage.InputTokens
 // counts cached and cache-write tokens too; they are billed at their own
-// prices.
+// prices. Reasoning tokens are part of OutputTokens and billed as output,
+// as every provider bills them. A long prompt pays its tier's rates.
 func (p Price) Cost(u Usage) float64 {
+	p = p.tier(u)
 	cached, write := p.CachedInput, p.CacheWrite
 	if cached == 0 {
 		cached = p.Input
@@ -231,6 +278,9 @@ func (p Price) Cost(u Usage) float64 {
 // model that answered (or was asked, when the answer names none), nothing
 // for a script agent; ok is false when the price is not known.
 func callCost(a *Agent, req *Request, resp *Response) (cost float64, ok bool) {
+	if a.Provider == "a2a" {
+		return 0, true // a remote agent's own costs are not the run's to price
+	}
 	model := resp.Model
 	if model == "" {
 		model = req.Model
@@ -360,6 +410,9 @@ type AgentSpend struct {
 	CacheReadTokens  int     `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
 	CacheSavedUSD    float64 `json:"cache_saved_usd,omitempty"`
+	// ReasoningTokens are the output tokens spent reasoning (counted in
+	// OutputTokens too, and billed as output).
+	ReasoningTokens int `json:"reasoning_tokens,omitempty"`
 }
 
 // CacheSaved is what prompt caching saved on usage u at price p: the
@@ -393,6 +446,7 @@ func (s *Set) Spend(b *board.Board) []AgentSpend {
 		sp.OutputTokens += resp.Usage.OutputTokens
 		sp.CacheReadTokens += resp.Usage.CacheReadInputTokens
 		sp.CacheWriteTokens += resp.Usage.CacheCreationInputTokens
+		sp.ReasoningTokens += resp.Usage.ReasoningTokens
 		if resp.Usage.CacheReadInputTokens+resp.Usage.CacheCreationInputTokens > 0 {
 			model := resp.Model
 			if _, ok := priceFor(a, model); !ok {
@@ -525,4 +579,14 @@ func responseCost(resp *Response) (float64, bool) {
 		return p.Cost(resp.Usage), true
 	}
 	return 0, false
+}
+
+// batchPrice is a model's price through its provider's batch API: half
+// the ordinary price at OpenAI and at Anthropic, every kind of token.
+func batchPrice(a *Agent, model string) (Price, bool) {
+	const discount = 0.5
+	p, ok := priceFor(a, model)
+	p.Input, p.Output = p.Input*discount, p.Output*discount
+	p.CachedInput, p.CacheWrite = p.CachedInput*discount, p.CacheWrite*discount
+	return p, ok
 }

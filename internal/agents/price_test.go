@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -102,5 +103,68 @@ func TestUnknownPriceSaysWhatToAdd(t *testing.T) {
       claude-next-1: {input: USD, output: USD}`
 	if err == nil || err.Error() != want {
 		t.Errorf("err =\n%v\nwant\n%s", err, want)
+	}
+}
+
+// Google prices Gemini 2.5 Pro and 3 Pro higher, every token of the call,
+// once the prompt is over 200,000 tokens
+// (https://ai.google.dev/gemini-api/docs/pricing).
+func TestCostLongContextTier(t *testing.T) {
+	for _, tc := range []struct {
+		model         string
+		input, cached int
+		want          float64
+	}{
+		// 199,999 in at $1.25, 10,000 out at $10
+		{"gemini-2.5-pro", 199_999, 0, (199_999*1.25 + 10_000*10) / 1e6},
+		{"gemini-2.5-pro", 200_000, 0, (200_000*1.25 + 10_000*10) / 1e6},
+		// over: $2.50 in, $15 out
+		{"gemini-2.5-pro", 200_001, 0, (200_001*2.5 + 10_000*15) / 1e6},
+		// cached reads at the tier's cached price: $0.125, then $0.25
+		{"gemini-2.5-pro", 199_999, 100_000, (99_999*1.25 + 100_000*0.125 + 10_000*10) / 1e6},
+		{"gemini-2.5-pro", 200_001, 100_000, (100_001*2.5 + 100_000*0.25 + 10_000*15) / 1e6},
+		{"gemini-3-pro-preview", 199_999, 0, (199_999*2 + 10_000*12) / 1e6},
+		{"gemini-3-pro-preview", 200_001, 0, (200_001*4 + 10_000*18) / 1e6},
+		{"gemini-3.1-pro-preview", 200_001, 100_000, (100_001*4 + 100_000*0.4 + 10_000*18) / 1e6},
+		// no tier: the same rate either side
+		{"gemini-2.5-flash", 200_001, 0, (200_001*0.3 + 10_000*2.5) / 1e6},
+	} {
+		t.Run(tc.model+"/"+strconv.Itoa(tc.input), func(t *testing.T) {
+			p, ok := lookupPrice(tc.model)
+			if !ok {
+				t.Fatal("no price")
+			}
+			u := Usage{InputTokens: tc.input, CacheReadInputTokens: tc.cached, OutputTokens: 10_000, ReasoningTokens: 4_000}
+			if got := p.Cost(u); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("cost = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A prices file may give a model a long-context tier; one without its
+// threshold or prices is refused, naming the model.
+func TestPricesFileLongContext(t *testing.T) {
+	t.Cleanup(func() { UsePricesFile("") })
+	path := filepath.Join(t.TempDir(), "prices.yaml")
+	os.WriteFile(path, []byte("models:\n  big-model: {input: 1, output: 2, long_context: {over: 1000, input: 3, output: 4}}\n"), 0o644)
+	if err := UsePricesFile(path); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := lookupPrice("big-model")
+	for in, want := range map[int]float64{1000: (1000*1 + 100*2) / 1e6, 1001: (1001*3 + 100*4) / 1e6} {
+		if got := p.Cost(Usage{InputTokens: in, OutputTokens: 100}); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%d input tokens: cost %v, want %v", in, got, want)
+		}
+	}
+	for bad, msg := range map[string]string{
+		"models:\n  m: {input: 1, output: 2, long_context: {input: 3, output: 4}}\n":            "long_context needs over",
+		"models:\n  m: {input: 1, output: 2, long_context: {over: 10}}\n":                       "long_context needs input and output",
+		"models:\n  m: {input: 1, output: 2, long_context: {over: 10, input: -3, output: 4}}\n": "long_context: a price must not be negative",
+	} {
+		os.WriteFile(path, []byte(bad), 0o644)
+		if err := UsePricesFile(path); err == nil || !strings.Contains(err.Error(), "model m: "+msg) {
+			t.Errorf("%q: err = %v, want %q", bad, err, msg)
+		}
 	}
 }

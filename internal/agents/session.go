@@ -62,6 +62,13 @@ type Session struct {
 	// nil: the agent's own patterns only.
 	Scope *Scope
 
+	// Batch, when set, takes the session's first model call into a
+	// provider batch (batch.go): it returns the batch's answer, nil to
+	// make the call as usual, or an error that fails the call. Leave is
+	// called instead when that call is answered otherwise (a recording).
+	Batch      func(ctx context.Context, c *BatchCall) (*Response, error)
+	BatchLeave func()
+
 	posted  int // Messages already on the board
 	retries int // HTTP retries of the call under way, fallbacks included
 	// MCP: the tools offered (by the model's name for them), the number
@@ -309,6 +316,13 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 			}
 		}
 	}
+	batch := ss.Batch
+	ss.Batch = nil
+	if batch != nil && (reused || resumed || replayed) {
+		batch = nil
+		ss.BatchLeave()
+	}
+	batched := false
 	switch {
 	case reused, resumed:
 	case replayed:
@@ -317,6 +331,15 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 			ss.stats.Retries += resp.Retries
 		}
 	default:
+		if batch != nil {
+			resp, err = batch(ctx, &BatchCall{agent: a, req: req})
+			if batched = resp != nil; batched && ss.set.reuse != nil {
+				ss.set.reuse.paid(resp.Usage)
+			}
+		}
+		if batched || err != nil {
+			break
+		}
 		var retries int
 		resp, retries, err = a.p.complete(ctx, info, req)
 		ss.stats.Retries += retries
@@ -344,7 +367,11 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 	cost := resp.CostUSD
 	if !reused && !replayed && !resumed {
 		var priced bool
-		cost, priced = callCost(a, req, resp)
+		if batched {
+			cost, priced = batchCost(a, req, resp)
+		} else {
+			cost, priced = callCost(a, req, resp)
+		}
 		cost = roundUSD(cost)
 		resp.CostUSD, resp.Priced = cost, priced
 	}

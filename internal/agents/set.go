@@ -278,9 +278,14 @@ func newProvider(plan *plans.Plan, a *Agent, t *transport, getenv func(string) s
 			}
 		}
 		return newScript(a, load, !replay)
+	case "a2a":
+		if v := a.Spec.APIKeyEnv; v != "" && !replay && strings.TrimSpace(getenv(v)) == "" {
+			return nil, fmt.Errorf("agent %s: %s is not set: the agent's api_key_env names it for the token sent to the A2A agent", a.Name, v)
+		}
+		return newRemoteAgent(a, t, getenv, m)
 	case "openai", "anthropic":
 	default:
-		return nil, fmt.Errorf("agent %s: unknown provider %q (one of openai, anthropic, script)", a.Name, a.Provider)
+		return nil, fmt.Errorf("agent %s: unknown provider %q (one of %s)", a.Name, a.Provider, strings.Join(plans.Providers, ", "))
 	}
 	def, envVar := DefaultOpenAIBaseURL, "OPENAI_API_KEY"
 	if a.Provider == "anthropic" {

@@ -9,7 +9,8 @@
 //
 // The providers (openai, anthropic, script) speak their wire format over
 // net/http themselves, so the recordings are byte-stable and every retry is
-// ours to log and count. Requests and responses are kept in a
+// ours to log and count; the a2a provider asks a remote agent through
+// internal/a2a (the A2A SDK), and is recorded the same way. Requests and responses are kept in a
 // provider-neutral form; that form is what is hashed and recorded.
 package agents
 
@@ -127,6 +128,9 @@ type Response struct {
 	// (--reuse), not asked of the model; a run's reuse counts are read
 	// from its recordings where no one process saw every call (Temporal).
 	Reused bool `json:"reused,omitempty"`
+	// Batch is the id of the provider batch that answered the call (an
+	// llm step with batch: true), priced at the batch price.
+	Batch string `json:"batch,omitempty"`
 }
 
 // Usage counts tokens. InputTokens is every input token, cached or not (for

@@ -116,6 +116,26 @@ type Run struct {
 	// Waiting lists the input steps the run stopped at (status waiting),
 	// so `runner answer` knows what to ask and how to check the answer.
 	Waiting []WaitingInput `json:"waiting,omitempty"`
+	// Batches lists the provider batches the run waits on (an llm step
+	// with batch: true): saved the moment each is known, so a resumed
+	// run picks up the same batch instead of paying for a second.
+	Batches []WaitingBatch `json:"batches,omitempty"`
+}
+
+// WaitingBatch is a provider batch a for_each visit's model calls went
+// into. ID is empty while it is being submitted: the intent, found again
+// by its Key (which the batch carries) if the run stops before the
+// provider's answer is saved.
+type WaitingBatch struct {
+	Label    string    `json:"label"` // the for_each step
+	Visit    int       `json:"visit"`
+	Agent    string    `json:"agent"`
+	Provider string    `json:"provider"`
+	Key      string    `json:"key"`
+	ID       string    `json:"id,omitempty"`
+	Items    int       `json:"items"`
+	Status   string    `json:"status,omitempty"` // the provider's word for it, as last polled
+	Since    time.Time `json:"since"`
 }
 
 // WaitingInput is an input step visit that waits for a person's answer.

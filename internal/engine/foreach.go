@@ -51,6 +51,8 @@ type itemOf struct {
 	index int
 	value any
 	view  map[string]any // the item's state once recorded
+	// gather: the items' gathering, when the step asks for one (gather.go).
+	gather *Gather
 }
 
 // ItemLabel is the label of item index of for_each step label.
@@ -300,6 +302,8 @@ func (it *interp[C]) forEach(c C, n *Node, visit int, vc *visitClock) (Result, e
 			r.blockFrame(kids[i], v, true) // this visit's item, also in a frame a previous visit made
 		}
 	}
+	_, endGather := r.gatherOf(c, n, visit, kids)
+	defer endGather()
 	return eachResult(kids, it.children(c, n, visit, kids))
 }
 

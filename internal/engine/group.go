@@ -35,8 +35,8 @@ func (it *interp[C]) children(c C, n *Node, visit int, kids []*Node) []error {
 	gc, cancel := it.d.WithCancel(c)
 	defer cancel(nil)
 	limit := n.MaxConcurrency
-	if limit <= 0 || limit > len(kids) {
-		limit = len(kids)
+	if limit <= 0 || limit > len(kids) || (kids[0].item != nil && kids[0].item.gather != nil) {
+		limit = len(kids) // gathered items wait on one answer together
 	}
 	if r.doneFailed(n) && n.FailFast {
 		// A child failed in an earlier part of the run (continue.go): the

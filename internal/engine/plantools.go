@@ -280,6 +280,11 @@ func (sc *StepContext) runToolPlan(ctx context.Context, t *PlanTool, args map[st
 	return Result{Output: outputs, Fields: &PlanResult{Outputs: outputs}}, nil
 }
 
+// Outputs evaluates the plan's declared outputs (its outputs: block)
+// once the run has succeeded: what a caller of the plan gets back (an
+// A2A client, as a task's artifact).
+func (r *Runner) Outputs() (map[string]any, error) { return r.outputs() }
+
 // outputs evaluates the run's plan's declared outputs once it has run.
 func (r *Runner) outputs() (map[string]any, error) {
 	out := map[string]any{}

@@ -149,6 +149,52 @@ func (c *Client) Watch(ctx context.Context, f Filter, fn func(Change) error) err
 	}
 }
 
+// StreamAnswer streams the answer label's visit (0: every visit of
+// label from now on) is streaming, piece by piece, to fn, until that
+// visit ends, the run ends (nil either way), ctx ends or fn fails.
+func (c *Client) StreamAnswer(ctx context.Context, label string, visit int, fn func(AnswerChunk) error) error {
+	v := url.Values{"label": {label}}
+	if visit > 0 {
+		v.Set("visit", strconv.Itoa(visit))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://board/v1/stream?"+v.Encode(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := readlimit.All(resp.Body, "the answer of "+c.Socket, readlimit.Small)
+		return replyError(resp.StatusCode, data)
+	}
+	lr := readlimit.NewReader(resp.Body, "a line of the stream from "+c.Socket, readlimit.Answer+(64<<10))
+	r := bufio.NewReaderSize(lr, 64<<10)
+	var off int64
+	for {
+		line, err := r.ReadBytes('\n')
+		off += int64(len(line))
+		lr.Mark(off)
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			var ch AnswerChunk
+			if jerr := json.Unmarshal(line, &ch); jerr != nil {
+				return fmt.Errorf("stream: bad line from the owner: %w", jerr)
+			}
+			if ferr := fn(ch); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil
+		}
+	}
+}
+
 // Answer records a person's answer to an input step the run waits at.
 func (c *Client) Answer(a board.Answer) (AnswerReply, error) {
 	var rep AnswerReply

@@ -74,6 +74,7 @@ type Server struct {
 	private bool
 	done    chan struct{}
 	once    sync.Once
+	answers *answers
 }
 
 // Source is what a Server serves: a run's board in this process
@@ -136,7 +137,7 @@ func ServeSource(src Source, sock string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("liveboard: %w", err)
 	}
-	s := &Server{Socket: sock, src: src, ln: ln, done: make(chan struct{})}
+	s := &Server{Socket: sock, src: src, ln: ln, done: make(chan struct{}), answers: newAnswers()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", s.ping)
 	mux.HandleFunc("POST /v1/write", s.write)
@@ -145,6 +146,7 @@ func ServeSource(src Source, sock string) (*Server, error) {
 	mux.HandleFunc("GET /v1/board", s.whole)
 	mux.HandleFunc("GET /v1/watch", s.watch)
 	mux.HandleFunc("POST /v1/answer", s.answer)
+	mux.HandleFunc("GET /v1/stream", s.stream)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -202,10 +204,21 @@ func (s *Server) OnAnswer(f func(board.Answer) (AnswerReply, error)) {
 	}
 }
 
+// Streamed adds a piece of the answer a running step visit's model is
+// streaming (its call-th call), for the clients of GET /v1/stream. It is
+// held in memory only, until the visit ends (StepEnded).
+func (s *Server) Streamed(label string, visit, call int, text string) {
+	s.answers.add(label, visit, call, text)
+}
+
+// StepEnded says a step visit ended: its streamed answer is dropped (the
+// recording holds it whole), and its watchers are told.
+func (s *Server) StepEnded(label string, visit int) { s.answers.end(label, visit) }
+
 // Close stops serving: watch streams end, the socket is removed.
 func (s *Server) Close() error {
 	first := false
-	s.once.Do(func() { close(s.done); first = true })
+	s.once.Do(func() { close(s.done); first = true; s.answers.close() })
 	err := s.srv.Close()
 	if first {
 		safefs.Remove(s.Socket)
@@ -468,6 +481,50 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 		close(stop)
 	}()
 	s.src.Stream(f, func(c Change) error {
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+		return nil
+	}, stop)
+}
+
+// stream streams a running step's answer as its model sends it: lines
+// of AnswerChunk, until the visit asked for ends, or, for every visit of
+// the label (no visit), until the run ends.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	label, visit := q.Get("label"), 0
+	if label == "" {
+		replyErr(w, errors.New("label=: which step's answer to stream"))
+		return
+	}
+	if v := q.Get("visit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			replyErr(w, fmt.Errorf("visit=%q: want a visit number, 1 or more", v))
+			return
+		}
+		visit = n
+	}
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/jsonl")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	enc := json.NewEncoder(w)
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-r.Context().Done():
+		case <-s.done:
+		}
+		close(stop)
+	}()
+	s.answers.follow(label, visit, func(c AnswerChunk) error {
 		if err := enc.Encode(c); err != nil {
 			return err
 		}

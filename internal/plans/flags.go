@@ -98,7 +98,7 @@ func (p *Plan) Override(o map[string]map[string]string) error {
 		if (a.API != "" || a.ReasoningEffort != "") && a.Provider != "openai" {
 			return fmt.Errorf("--agent %s: api and reasoning_effort are for the openai provider only, and the agent's provider is %s", name, a.Provider)
 		}
-		if a.Provider != "script" && a.Model == "" {
+		if a.Provider != "script" && a.Provider != "a2a" && a.Model == "" {
 			return fmt.Errorf("--agent %s: the %s provider needs a model: add --agent %s.model=MODEL", name, a.Provider, name)
 		}
 	}

@@ -22,7 +22,7 @@ var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "cont
 var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs", "tools", "notify"}
 
 // Providers are the agent providers runner knows.
-var Providers = []string{"openai", "anthropic", "script"}
+var Providers = []string{"openai", "anthropic", "script", "a2a"}
 
 // Load reads and checks the plan at path.
 func Load(path string) (*Plan, error) {
@@ -518,7 +518,7 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			if v, ok := String(r, f.Value, what+": provider"); ok {
 				a.Provider = v
 				if !contains(Providers, v) {
-					r.At(f.Value, "%s: unknown provider %q (one of openai, anthropic, script)%s", what, v, Suggest(v, Providers))
+					r.At(f.Value, "%s: unknown provider %q (one of %s)%s", what, v, strings.Join(Providers, ", "), Suggest(v, Providers))
 				}
 			}
 		case "model":
@@ -607,12 +607,21 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	}
 	switch {
 	case a.Provider == "" && a.Node != nil:
-		r.At(a.Node, "%s is missing required field \"provider\" (openai, anthropic or script)", what)
+		r.At(a.Node, "%s is missing required field \"provider\" (openai, anthropic, script or a2a)", what)
 	case a.Provider == "script":
 		if responses == nil {
 			r.At(a.Node, "%s: the script provider needs responses (a list, a mapping of step label to answers, or a file name)", what)
 		} else {
 			a.Responses, a.ResponsesFile = parseResponses(r, responses, what)
+		}
+	case a.Provider == "a2a":
+		// A remote agent picks its own model: model, when given, only
+		// names it in reports and recordings.
+		if a.BaseURL == "" {
+			r.At(a.Node, "%s: the a2a provider needs base_url, the remote agent's URL (its card is at BASE_URL/.well-known/agent-card.json)", what)
+		}
+		if responses != nil {
+			r.At(responses, "%s: responses are for the script provider only", what)
 		}
 	case a.Provider != "":
 		if a.Model == "" {
@@ -626,6 +635,9 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 		for _, f := range openaiOnly {
 			r.At(f.Value, "%s: %s is for the openai provider only", what, f.Key)
 		}
+	}
+	if a.Provider == "a2a" && (len(a.MCP) > 0 || len(a.Tools) > 0 || a.Stream) {
+		r.At(a.Node, "%s: a remote A2A agent uses its own tools and answers whole: mcp, tools and stream are not for the a2a provider", what)
 	}
 	if a.Thinking > 0 {
 		switch {

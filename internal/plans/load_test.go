@@ -32,7 +32,7 @@ agents:
   c: {provider: script}
   d: {provider: anthropic, model: m, temperature: 3, responses: [x]}
 steps: [{label: s, type: x}]
-`, []string{`p.yaml:3:17: agent a: unknown provider "opnai" (one of openai, anthropic, script) (did you mean "openai"?)`,
+`, []string{`p.yaml:3:17: agent a: unknown provider "opnai" (one of openai, anthropic, script, a2a) (did you mean "openai"?)`,
 			`p.yaml:4:6: agent b is missing required field "model"`,
 			`p.yaml:5:6: agent c: the script provider needs responses`,
 			`p.yaml:6:51: agent d: temperature 3 is outside 0..2`,

@@ -98,6 +98,10 @@ func (c *checker) StepFinished(now board.StepRecord) {
 	if !same {
 		a, b = normalResult(was.Result, was.Text), normalResult(now.Result, now.Text)
 		same = a == b
+		if n, ok := withoutNewUsage(was.Result, now.Result); !same && ok {
+			b = normalResult(n, now.Text)
+			same = a == b
+		}
 	}
 	if was.Status == now.Status && was.Goto == now.Goto && was.Error == now.Error && same {
 		return
@@ -312,6 +316,43 @@ func digestHeld(v any, text func(string) string) any {
 		}
 	}
 	return v
+}
+
+// usageDetail are the keys of a model step's usage that a file saved
+// by an older runner does not have: its replay adds them.
+var usageDetail = []string{"cache_read_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"}
+
+// withoutNewUsage is the replayed result now without the usage keys the
+// recorded result was saved without; ok is false when there are none to
+// take out.
+func withoutNewUsage(was, now json.RawMessage) (json.RawMessage, bool) {
+	var w, n struct {
+		Usage map[string]any `json:"usage"`
+	}
+	if json.Unmarshal(was, &w) != nil || json.Unmarshal(now, &n) != nil || w.Usage == nil || n.Usage == nil {
+		return nil, false
+	}
+	var drop []string
+	for _, k := range usageDetail {
+		if _, had := w.Usage[k]; !had {
+			if _, has := n.Usage[k]; has {
+				drop = append(drop, k)
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return nil, false
+	}
+	var whole map[string]any
+	if json.Unmarshal(now, &whole) != nil {
+		return nil, false
+	}
+	for _, k := range drop {
+		delete(n.Usage, k)
+	}
+	whole["usage"] = n.Usage
+	out, err := json.Marshal(whole)
+	return out, err == nil
 }
 
 var noiseKeys = map[string]bool{

@@ -211,7 +211,7 @@ func (ix *index) summary(dir, id string) (Summary, bool) {
 		return s, true
 	}
 	s := summarizeAbs(path, id, false)
-	if !s.Live && s.Error == "" && stopped(s.Status) {
+	if !s.Live && s.Error == "" && stopped(s.Status) && len(s.Batches) == 0 {
 		ix.mu.Lock()
 		ix.fresh = append(ix.fresh, entryOf(key, s))
 		ix.mu.Unlock()

@@ -36,6 +36,10 @@ type Summary struct {
 	// Hosts are the hosts its steps ran on (their records' `host`), in
 	// the order the run first used each: a run on Temporal's.
 	Hosts []string `json:"hosts,omitempty"`
+	// Batches are the provider batches the run waits on (an llm step
+	// with batch: true): such a run, live or stopped before the batch
+	// ended, is listed waiting; `runner resume` takes the batch up.
+	Batches []board.WaitingBatch `json:"batches,omitempty"`
 	// Error says why the run could not be read (a damaged file); the rest
 	// is then what its directory name says.
 	Error string `json:"error,omitempty"`
@@ -198,6 +202,9 @@ func summarizeAbs(path, id string, ownID bool) Summary {
 		// A resume runs it: its file still says how it last stopped
 		// (waiting, failed, interrupted) until the resume ends.
 		s.Status, s.Live = board.StatusRunning, true
+	}
+	if run := b.Run(); len(run.Batches) > 0 && (s.Status == board.StatusRunning || s.Status == board.StatusInterrupted) {
+		s.Status, s.Batches = board.StatusWaiting, run.Batches
 	}
 	return s
 }

@@ -18,6 +18,12 @@ func (r Summary) StatusText() string {
 	if r.Live {
 		s += " (live)"
 	}
+	for _, b := range r.Batches {
+		s += " on batch " + b.ID
+		if b.ID == "" {
+			s += "being submitted"
+		}
+	}
 	if r.Engine != "" {
 		s += " on " + r.Engine
 	}

@@ -51,8 +51,9 @@ func own(path string) (*boardlock.Lock, error) {
 // serve shares the board of the run this process owns with other
 // processes, and records the socket in the lock file. The returned stop
 // ends the sharing; the lock itself is released by the caller. With the
-// plan's board.markdown, it also keeps that file current.
-func serve(b *board.Board, lock *boardlock.Lock, p *plans.Plan, workdir string, warnings io.Writer) (stop func()) {
+// plan's board.markdown, it also keeps that file current. srv is nil
+// when the board could not be served.
+func serve(b *board.Board, lock *boardlock.Lock, p *plans.Plan, workdir string, warnings io.Writer) (stop func(), srv *liveboard.Server) {
 	stopMD := func() error { return nil }
 	if md := p.Board.Markdown; md != "" {
 		if !filepath.IsAbs(md) {
@@ -62,6 +63,7 @@ func serve(b *board.Board, lock *boardlock.Lock, p *plans.Plan, workdir string, 
 	}
 	srv, err := liveboard.Serve(b)
 	if err != nil {
+		srv = nil
 		// The run goes on; outside processes wait for it to end.
 		warn(warnings, "warning: not serving the board to other processes: %v\n", err)
 	} else {
@@ -85,7 +87,7 @@ func serve(b *board.Board, lock *boardlock.Lock, p *plans.Plan, workdir string, 
 				warn(warnings, "warning: board.markdown %s: %v\n", p.Board.Markdown, err)
 			}
 		})
-	}
+	}, srv
 }
 
 // recordAnswer takes an answer to an input step of the run this process

@@ -84,7 +84,7 @@ func TestRunnerFilesNotFollowed(t *testing.T) {
 		}},
 		{name: "running", file: "blackboard.json.running", replaced: true, quiet: true, prepare: func(t *testing.T, bb string) func() error {
 			return func() error {
-				r := trackRunning(bb, nil)
+				r := trackRunning(bb, nil, nil)
 				r.StepStarted("s", 1, "")
 				return nil
 			}

@@ -122,12 +122,12 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	}
 	defer noteRun(b) // after Close and stop: its files as the resume leaves them
 	defer b.Close()
-	stop := serve(b, r.lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
+	stop, srv := serve(b, r.lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
 	defer stop()
-	running := trackRunning(r.Board, env.Observer)
-	defer running.close()
+	r.running = trackRunning(r.Board, env.Observer, srv)
+	defer r.running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: running, Output: env.Output}
+		Observer: r.running, Output: env.Output}
 	done := b.StepsShared() // the board's, not a copy: Restore only reads them
 	if err := er.Restore(done); err != nil {
 		if errors.Is(err, engine.ErrFinished) && b.Run().Status == board.StatusRunning {
@@ -154,6 +154,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	log.Info().Int("steps_done", len(done)).Msg("resuming")
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)
+	res.outputs(er)
 	notifyEnd(b, r.Prog.Plan, m, log)
 	return res, nil
 }

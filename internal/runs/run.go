@@ -134,6 +134,9 @@ type Run struct {
 	src    []byte          // Reopen: the plan source it goes on with
 	lock   *boardlock.Lock // Reopen: held until Execute ends
 	saved  *board.Board    // Reopen: the run as loaded, continued by Execute
+	// running keeps the running file and the live board's streamed
+	// answers; set (by Execute or its resume) before the first step.
+	running *runningFile
 }
 
 // Result is how a run ended.
@@ -147,6 +150,11 @@ type Result struct {
 	// Err is nil when the run succeeded, else an *engine.RunError saying
 	// how it ended (failed, interrupted, waiting for an answer).
 	Err error
+	// Outputs are the plan's declared outputs (its outputs: block) of a
+	// run that succeeded; nil otherwise, or when it declares none.
+	// OutputsErr is why they could not be evaluated.
+	Outputs    map[string]any
+	OutputsErr error
 	// Reused counts the model calls taken from Options.Reuse; nil
 	// without it.
 	Reused *agents.ReuseStats
@@ -262,14 +270,13 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	}
 	LearnSecrets(m, r.Prog.Plan)
 	log := env.Log.With().Str("run", r.Record.ID).Logger()
-	// Streamed answers go to the caller's display and to the running
-	// file, where runner serve shows them.
-	var running *runningFile
+	// Streamed answers go to the caller's display, to the running file,
+	// where runner serve shows them, and to the live board's clients.
 	onStream := func(c agents.StreamChunk) {
 		if env.OnStream != nil {
 			env.OnStream(c)
 		}
-		if running != nil {
+		if running := r.running; running != nil {
 			running.streamed(c)
 		}
 	}
@@ -317,16 +324,17 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	noteRun(b)
 	ended = b
 	defer b.Close()
-	stop := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
-	running = trackRunning(r.Board, env.Observer)
-	defer running.close()
+	stop, srv := serve(b, lock, r.Prog.Plan, r.Record.Workdir, env.Warnings)
+	r.running = trackRunning(r.Board, env.Observer, srv)
+	defer r.running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
-		Observer: running, Output: env.Output}
+		Observer: r.running, Output: env.Output}
 	if ru != nil {
 		er.Script = ru.script()
 	}
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)
+	res.outputs(er)
 	stop()
 	if ru != nil {
 		st := ru.save(b, env.Warnings)
@@ -356,4 +364,12 @@ func warn(w io.Writer, format string, a ...any) {
 	if w != nil {
 		fmt.Fprintf(w, format, a...)
 	}
+}
+
+// outputs evaluates the plan's declared outputs of a run that succeeded.
+func (res *Result) outputs(er *engine.Runner) {
+	if res.Err != nil || len(res.Prog.Plan.Outputs) == 0 {
+		return
+	}
+	res.Outputs, res.OutputsErr = er.Outputs()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/sys/readlimit"
 	"github.com/planrunner/runner/internal/sys/safefs"
 )
@@ -71,6 +72,9 @@ const answerEvery = 250 * time.Millisecond
 type runningFile struct {
 	next engine.Observer
 	path string
+	// board serves the streamed answers to the live board's clients
+	// (nil: the board is not served); they are never written to a file.
+	board *liveboard.Server
 
 	mu      sync.Mutex
 	f       *os.File          // nil until the first visit starts, or after a failure
@@ -88,6 +92,9 @@ type runningFile struct {
 // streamed adds a piece of a streamed answer to its visit's answer; a
 // line with the answer's end is written at most every answerEvery.
 func (r *runningFile) streamed(c agents.StreamChunk) {
+	if r.board != nil {
+		r.board.Streamed(c.Label, c.Visit, c.Call, c.Text)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := visitKey(c.Label, c.Visit)
@@ -135,8 +142,8 @@ func (r *runningFile) flushAnswers() {
 	}
 }
 
-func trackRunning(boardPath string, next engine.Observer) *runningFile {
-	return &runningFile{next: next, path: RunningPath(boardPath), now: map[string][]byte{},
+func trackRunning(boardPath string, next engine.Observer, live *liveboard.Server) *runningFile {
+	return &runningFile{next: next, path: RunningPath(boardPath), board: live, now: map[string][]byte{},
 		answer: map[string]string{}, said: map[string][]byte{}, dirty: map[string]bool{}}
 }
 
@@ -159,6 +166,9 @@ func (r *runningFile) StepStarted(label string, visit int, parent string) {
 func (r *runningFile) StepFinished(rec board.StepRecord) {
 	if r.next != nil {
 		r.next.StepFinished(rec)
+	}
+	if r.board != nil {
+		r.board.StepEnded(rec.Label, rec.Visit)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -30,7 +30,7 @@ func TestRunningFileAfterACrash(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bb := filepath.Join(t.TempDir(), "blackboard.json")
-			r := trackRunning(bb, nil)
+			r := trackRunning(bb, nil, nil)
 			label := func(i int) string {
 				if tc.name == "label to escape" {
 					return "a \"quoted\" <label> é\n"
@@ -86,7 +86,7 @@ func TestRunningFileAfterACrash(t *testing.T) {
 				t.Errorf("the file holds %d bytes for %d visits running: more than %d", fi.Size(), tc.left, limit)
 			}
 
-			next := trackRunning(bb, nil)
+			next := trackRunning(bb, nil, nil)
 			next.StepStarted("again", 1, "")
 			if got := readRunningFile(RunningPath(bb)); len(got) != 1 || got[0].Label != "again" {
 				t.Fatalf("the next process's file lists %+v, want only its own visit", got)

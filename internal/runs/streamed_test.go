@@ -23,7 +23,7 @@ func TestRunningFileHoldsStreamedAnswer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "blackboard.json")
-			r := trackRunning(path, nil)
+			r := trackRunning(path, nil, nil)
 			defer r.close()
 			r.StepStarted("fix", 1, "")
 			for _, c := range tc.chunks {

@@ -150,7 +150,7 @@ var coordinateSpec = engine.TypeSpec{
 		{Name: "decisions", Doc: "What each round decided: by whom, terminate, next_agent, instruction, bids, error."},
 		{Name: "skipped", Doc: "Rounds skipped for a coordinator's unusable answer."},
 		{Name: "decided_by", Doc: "The decider, or the agent whose contribution is the output."},
-		{Name: "usage", Doc: "Tokens used over all calls: input_tokens, output_tokens, cost_usd."},
+		{Name: "usage", Doc: "Tokens used over all calls: input_tokens, output_tokens, cache_read_input_tokens and cache_creation_input_tokens (of the input), reasoning_tokens (of the output), cost_usd."},
 		{Name: "calls", Doc: "Model calls made."},
 	},
 }
@@ -378,9 +378,8 @@ func (r *rounds) ask(agent, prompt string) (string, error) {
 	st := ss.Stats()
 	r.res.Calls += st.Calls
 	u := usageOf(st)
-	r.res.Usage.InputTokens += u.InputTokens
-	r.res.Usage.OutputTokens += u.OutputTokens
-	r.res.Usage.CostUSD = roundUSD(r.res.Usage.CostUSD + st.CostUSD)
+	u.CostUSD = st.CostUSD // rounded once, in the sum
+	r.res.Usage = r.res.Usage.Add(u)
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
@@ -47,16 +48,31 @@ type LLMResult struct {
 	Retries      int    `json:"retries"` // HTTP retries across those calls
 }
 
-// LLMUsage is the tokens an llm step used, over all its calls.
+// LLMUsage is the tokens an llm step used, over all its calls. Input
+// counts every input token; of them, those read from and written to the
+// provider's prompt cache, each priced at its own rate. Output counts
+// every output token; of them, the reasoning tokens (billed as output).
 type LLMUsage struct {
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd"` // at the model's price (0 when it is not known)
+	InputTokens      int     `json:"input_tokens"`
+	OutputTokens     int     `json:"output_tokens"`
+	CacheReadTokens  int     `json:"cache_read_input_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_creation_input_tokens,omitempty"`
+	ReasoningTokens  int     `json:"reasoning_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"` // at the model's price (0 when it is not known)
 }
 
 // usageOf is a session's usage as a step reports it.
 func usageOf(st agents.Stats) LLMUsage {
-	return LLMUsage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens, CostUSD: roundUSD(st.CostUSD)}
+	return LLMUsage{InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens,
+		CacheReadTokens: st.Usage.CacheReadInputTokens, CacheWriteTokens: st.Usage.CacheCreationInputTokens,
+		ReasoningTokens: st.Usage.ReasoningTokens, CostUSD: roundUSD(st.CostUSD)}
+}
+
+// Add sums two usages.
+func (u LLMUsage) Add(v LLMUsage) LLMUsage {
+	return LLMUsage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		ReasoningTokens: u.ReasoningTokens + v.ReasoningTokens, CostUSD: roundUSD(u.CostUSD + v.CostUSD)}
 }
 
 // roundUSD keeps costs to a millionth of a dollar, so sums of float
@@ -83,6 +99,12 @@ type llmStep struct {
 	mcpTools     []string // the agent's MCP tool patterns, for the dry run
 	planTools    []string // the plan's tools the agent names, for the dry run
 	memory       int      // the agent's memory bound in tokens (0: no memory), for the dry run
+	// batch: a for_each's items send their first call as one provider
+	// batch (llm_batch.go); batchFailed: retry or fail an item the batch
+	// did not answer; batchPoll: the wait between polls.
+	batch       bool
+	batchFailed string
+	batchPoll   time.Duration
 }
 
 func (llmType) Name() string           { return llmTypeName }
@@ -138,6 +160,18 @@ var llmSpec = engine.TypeSpec{
 			Doc: "tools: [spawn]: its limits: per_call (spawn_agent calls started per model turn, default 4), per_run (sub-agents in the whole run, default 16), " +
 				"depth (1: only the step's agent spawns; default 2) and concurrency (sub-agents running at once, default 4).",
 			Examples: []any{map[string]any{"per_call": 2, "per_run": 6, "depth": 1}}},
+		{Name: "batch", Kind: engine.KindBool, Default: false,
+			Doc: "With for_each: the items' first model calls go to the provider's batch API (OpenAI's Batch API, Anthropic's Message Batches) " +
+				"as one batch, at the batch price (half the ordinary one), and the items wait for it; the rest of an item's calls (re-asks, tool rounds) " +
+				"are ordinary. The batch is saved on the board, so `runner resume` takes it up after a kill; cancelling the run cancels it. " +
+				"Without for_each, on a script agent or in a replay, the calls are ordinary ones.",
+			Examples: []any{true}},
+		{Name: "batch_failed", Kind: engine.KindEnum, Enum: []string{"retry", "fail"}, Default: "retry",
+			Doc:      "batch: true: an item the batch reports failed, expired or cancelled is asked again as an ordinary call (retry) or fails (fail).",
+			Examples: []any{"fail"}},
+		{Name: "batch_poll", Kind: engine.KindDuration,
+			Doc:      "batch: true: how often the batch's state is asked for (default 30s).",
+			Examples: []any{"1m"}},
 		{Name: "max_tool_calls", Kind: engine.KindInt,
 			Doc: "Most tool calls (board, MCP and the plan's tools) the model may make in one visit; more fails the step. " +
 				"Default 32 (and at most 8 rounds of calls unless this is set).",
@@ -153,7 +187,7 @@ var llmSpec = engine.TypeSpec{
     type: object
     required: [haiku]`,
 	Results: []engine.ResultField{
-		{Name: "usage", Doc: "Tokens used over all the step's calls: input_tokens, output_tokens, cost_usd."},
+		{Name: "usage", Doc: "Tokens used over all the step's calls: input_tokens, output_tokens, cache_read_input_tokens and cache_creation_input_tokens (of the input), reasoning_tokens (of the output), cost_usd."},
 		{Name: "agent", Doc: "The agent that answered: the step's own, or a fallback that took over."},
 		{Name: "model", Doc: "The model that answered."},
 		{Name: "finish_reason", Doc: "Why the model stopped (stop, length, ...)."},
@@ -226,6 +260,7 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 			d.Errorf(n, "max_tool_calls must be at least 1")
 		}
 	}
+	decodeBatch(d, s)
 	if a := d.Plan.Agent(s.agent); a != nil {
 		s.mcpTools, s.planTools = describeTools(d.Plan, a)
 		s.memory = memoryOf(d, a)
@@ -330,6 +365,10 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	}
 	if err = ss.Remember(prompt); err != nil { // the agent's earlier turns, if it has memory
 		return engine.Result{}, err
+	}
+	if g, index := sc.Gather(); s.batch && g != nil {
+		defer g.Leave(index) // failed before its first call: the others do not wait for it
+		s.joinBatch(sc, set, ss, g, index)
 	}
 	out, err := s.converse(ctx, sc, ss, prompt, &approvals{sc: sc, ss: ss})
 	st := ss.Stats()

@@ -718,6 +718,7 @@ type recResponse struct {
 		Output     int `json:"output_tokens"`
 		CacheWrite int `json:"cache_creation_input_tokens"`
 		CacheRead  int `json:"cache_read_input_tokens"`
+		Reasoning  int `json:"reasoning_tokens"`
 	} `json:"usage"`
 	FinishReason string `json:"finish_reason"`
 	Model        string `json:"model"`
@@ -789,7 +790,7 @@ func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, m
 		}
 		c := callView{Call: r.Call, Agent: r.Agent, Model: model, System: req.System, Answer: resp.Text,
 			FinishReason: resp.FinishReason, ToolCalls: toolCalls(resp.ToolCalls),
-			Usage: fmt.Sprintf("%s, %d out", in, resp.Usage.Output), Cost: cost, HasCost: known}
+			Usage: fmt.Sprintf("%s, %s", in, outTokens(resp.Usage.Output, resp.Usage.Reasoning)), Cost: cost, HasCost: known}
 		for _, msg := range req.Messages {
 			c.Messages = append(c.Messages, messageView{Role: msg.Role, Content: msg.Content, ToolCalls: toolCalls(msg.ToolCalls), IsError: msg.IsError})
 		}
@@ -925,13 +926,27 @@ func dur(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
+// outTokens says how many tokens an answer had, and how many of them
+// were reasoning.
+func outTokens(out, reasoning int) string {
+	if reasoning > 0 {
+		return fmt.Sprintf("%d out (%d reasoning)", out, reasoning)
+	}
+	return fmt.Sprintf("%d out", out)
+}
+
 // ModelUsage is what one model was asked and answered in a run.
 type ModelUsage struct {
-	Model        string  `json:"model"`
-	Calls        int     `json:"calls"`
-	InputTokens  int     `json:"input_tokens"`
-	OutputTokens int     `json:"output_tokens"`
-	CostUSD      float64 `json:"cost_usd,omitempty"`
+	Model        string `json:"model"`
+	Calls        int    `json:"calls"`
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	// Of the input, the tokens read from and written to the prompt
+	// cache; of the output, the reasoning tokens.
+	CacheReadTokens  int     `json:"cache_read_input_tokens,omitempty"`
+	CacheWriteTokens int     `json:"cache_creation_input_tokens,omitempty"`
+	ReasoningTokens  int     `json:"reasoning_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
 	// PriceKnown: every call's cost is known (recorded, or at a known
 	// price), so CostUSD is the whole cost, $0.00 included.
 	PriceKnown bool `json:"-"`
@@ -949,11 +964,8 @@ func Tokens(recs []board.Recording) []ModelUsage {
 			continue
 		}
 		var resp struct {
-			Usage struct {
-				Input  int `json:"input_tokens"`
-				Output int `json:"output_tokens"`
-			} `json:"usage"`
-			Model string `json:"model"`
+			Usage agents.Usage `json:"usage"`
+			Model string       `json:"model"`
 		}
 		if json.Unmarshal(r.Response, &resp) != nil {
 			continue
@@ -972,8 +984,11 @@ func Tokens(recs []board.Recording) []ModelUsage {
 			per[model] = m
 		}
 		m.Calls++
-		m.InputTokens += resp.Usage.Input
-		m.OutputTokens += resp.Usage.Output
+		m.InputTokens += resp.Usage.InputTokens
+		m.OutputTokens += resp.Usage.OutputTokens
+		m.CacheReadTokens += resp.Usage.CacheReadInputTokens
+		m.CacheWriteTokens += resp.Usage.CacheCreationInputTokens
+		m.ReasoningTokens += resp.Usage.ReasoningTokens
 		if cost, known := agents.RecordingCost(r); known {
 			m.CostUSD += cost
 		} else {

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/liveboard"
@@ -56,6 +57,12 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: runner-temporal worker --temporal HOST:PORT [--namespace N] [--task-queue Q] [--blobs DIR] [--workdir DIR] [--max-concurrent-steps N] [--health ADDR] [--tls-ca F --tls-cert F --tls-key F --api-key-file F]\n       runner-temporal gc --temporal HOST:PORT --store S [--grace 1h] [--dry-run]\n       runner-temporal store-id --store S\n       runner-temporal run PLAN --temporal HOST:PORT [--var k=v]... [--workdir DIR] [--out FILE] [--namespace N] [--task-queue Q] [--blobs DIR] [--otlp-endpoint URL]\n       runner-temporal codec-server --store S [--addr 127.0.0.1:8089] [--cors-origin http://localhost:8233]")
+		return exitUsage
+	}
+	// Prices as runner reads them: the worker's agents check a plan's
+	// cost limit against them, and a run's starter shows its cost.
+	if err := agents.UseUserPrices(os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "runner-temporal: %v\n", err)
 		return exitUsage
 	}
 	switch args[0] {
