@@ -55,9 +55,9 @@ func (sc *StepContext) StartChild(label, parent, typ, agent string) (*Child, err
 // Label is the child's label.
 func (c *Child) Label() string { return c.rec.Label }
 
-// Finish records the child's visit: its result, saved as a step's is,
-// and err (failed, or canceled when the step was stopped). The record is
-// saved on the board and told to the Observer.
+// Finish ends the child's visit: its result, saved as a step's is, and
+// err (failed, or canceled when the step was stopped), at the time it
+// ended. Save records it.
 func (c *Child) Finish(res Result, err error, stopped bool) error {
 	rec := c.rec
 	rec.Status = StatusSucceeded
@@ -79,11 +79,20 @@ func (c *Child) Finish(res Result, err error, stopped bool) error {
 		}
 	}
 	rec.DurationMS = rec.FinishedAt.Sub(rec.StartedAt).Milliseconds()
-	if err := c.sc.Board.AddStep(rec); err != nil {
+	c.rec = rec
+	return nil
+}
+
+// Save records the finished visit on the board and tells the Observer.
+// Children running at once are saved by their caller in an order of its
+// choosing (the order it started them), so the board's records are in
+// the same order in a replay.
+func (c *Child) Save() error {
+	if err := c.sc.Board.AddStep(c.rec); err != nil {
 		return err
 	}
 	if r := c.sc.runner; r != nil && r.Observer != nil {
-		r.Observer.StepFinished(rec)
+		r.Observer.StepFinished(c.rec)
 	}
 	return nil
 }

@@ -99,6 +99,7 @@ func (s *llmStep) spawnAll(ctx context.Context, sc *engine.StepContext, ss *agen
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	stats := make([]agents.Stats, len(reqs))
+	children := make([]*engine.Child, len(reqs))
 	for j, r := range reqs {
 		var child *engine.Child
 		if r.Refusal == "" {
@@ -114,6 +115,7 @@ func (s *llmStep) spawnAll(ctx context.Context, sc *engine.StepContext, ss *agen
 			out[idx[j]] = &m
 			continue
 		}
+		children[j] = child
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -124,6 +126,17 @@ func (s *llmStep) spawnAll(ctx context.Context, sc *engine.StepContext, ss *agen
 		}()
 	}
 	wg.Wait()
+	for _, c := range children {
+		// Saved in the calls' order, not as they ended: a replay's board
+		// holds them in the same order. One that cannot be saved is
+		// logged: the step's own record is where a board that cannot save
+		// ends the run.
+		if c != nil {
+			if err := c.Save(); err != nil {
+				sc.Log.Error().Err(err).Str("spawn", c.Label()).Msg("recording the sub-agent's visit")
+			}
+		}
+	}
 	for _, st := range stats {
 		ss.AddStats(st)
 	}
@@ -159,9 +172,7 @@ func (s *llmStep) runSpawn(ctx context.Context, sc *engine.StepContext, ss *agen
 	return agents.SpawnAnswer(r, cs, out, err), st
 }
 
-// finishSpawn records a sub-agent's visit. A record that cannot be saved
-// is logged, not answered: the sub-agent's work is done, and the step's
-// own record is where a board that cannot save ends the run.
+// finishSpawn ends a sub-agent's visit (spawnAll saves it).
 func (s *llmStep) finishSpawn(ctx context.Context, sc *engine.StepContext, v *engine.Child, res engine.Result, err error) {
 	if ferr := v.Finish(res, err, ctx.Err() != nil); ferr != nil {
 		sc.Log.Error().Err(ferr).Str("spawn", v.Label()).Msg("recording the sub-agent's visit")
