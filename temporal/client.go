@@ -138,6 +138,9 @@ func unsupported(p *plans.Plan, warn func(string)) error {
 				"its step runs in an activity, which cannot wait for an answer; run this plan without --engine temporal", a.Name)
 		}
 	}
+	if len(p.Budgets.Limits) > 0 {
+		return errors.New(plans.BudgetsOnTemporal)
+	}
 	for _, st := range p.AllSteps() {
 		if st.Type == "llm" && batchOn(st) {
 			return fmt.Errorf("step %s: batch: true (a for_each's calls as one provider batch) is not supported on Temporal: "+

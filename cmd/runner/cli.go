@@ -33,6 +33,7 @@ var examples = map[string][]string{
 	"completion": {"runner completion fish > ~/.config/fish/completions/runner.fish", "source <(runner completion bash)"},
 	"worker":     {"runner worker --temporal localhost:7233"},
 	"serve":      {"runner serve", "runner serve --dir ~/project --addr 127.0.0.1:8080"},
+	"cost":       {"runner cost", "runner cost --since 30d --json", "runner validate --cost plan.yaml"},
 	"runs":       {"runner runs", "runner runs --status failed --limit 20", "runner report latest", "runner runs prune --keep 100 --older-than 30d"},
 	"mcp":        {"runner mcp", "runner mcp --http 127.0.0.1:8765 --dir ~/project"},
 	"a2a":        {"runner a2a examples/a2a/greet.yaml", "runner a2a plans/*.yaml --http 127.0.0.1:9000 --workdir ~/project"},

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/sys/readlimit"
 )
@@ -19,10 +20,12 @@ import (
 // configEnv names the user's config file in place of the default one.
 const configEnv = "RUNNER_CONFIG"
 
-// userConfig is the user's runner config (docs/running.md): for now the
-// retention policy of saved runs.
+// userConfig is the user's runner config (docs/running.md): the
+// retention policy of saved runs, and budgets for every plan
+// (docs/cost.md).
 type userConfig struct {
-	Runs struct {
+	Budgets yaml.Node `yaml:"budgets"`
+	Runs    struct {
 		Prune *struct {
 			Keep      int      `yaml:"keep"`
 			OlderThan string   `yaml:"older_than"`
@@ -96,4 +99,40 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q: want a number of days (30d) or a duration (36h)", s)
 	}
 	return d, nil
+}
+
+// userBudgets are the budgets of the user's config, for every plan; none
+// when there is no config.
+func userBudgets() ([]plans.Budget, error) {
+	path, err := configPath()
+	if err != nil {
+		return nil, nil
+	}
+	data, err := readlimit.File(path, readlimit.Plan)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var c userConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && len(bytes.TrimSpace(data)) > 0 {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if c.Budgets.Kind == 0 {
+		return nil, nil
+	}
+	r := &plans.Reporter{File: path}
+	for _, f := range plans.Fields(r, &c.Budgets, "budgets") {
+		if f.Key == "on_exceed" {
+			r.At(f.KeyN, "budgets.on_exceed is the plan's choice: give it in the plan, not in the config")
+		}
+	}
+	bs := plans.ParseBudgets(r, &c.Budgets)
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return bs.Limits, nil
 }

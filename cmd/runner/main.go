@@ -35,6 +35,7 @@ func init() {
 		{"replay", "replay BLACKBOARD [--plan PLAN] [--workdir DIR | --offline] [--from LABEL[#VISIT]] [--agent NAME.model=M]", "re-run a saved run with model answers from its recording", cmdReplay},
 		{"resume", "resume BLACKBOARD [--force] [--report]", "continue an interrupted or failed run from where it stopped", cmdResume},
 		{"runs", "runs [--dir DIR] [--json] [--status S] [--plan P] [--limit N] | runs prune [--dir DIR] [--keep N] [--older-than AGE] [--status S] [--dry-run]", "list the runs saved under a directory, or remove old ones", cmdRuns},
+		{"cost", "cost [--dir DIR] [--since DAY|AGE] [--json]", "what model calls cost, by day, plan, agent and model", cmdCost},
 		{"answer", answerUsage, "answer an input step a run waits at (then resume)", cmdAnswer},
 		{"apply", "apply [--dir DIR] [-p N] [--check] [--reverse] PATCH|-", "apply a unified diff, all or nothing", cmdApply},
 		{"board", boardUsage, "read or change the blackboard of a saved run", cmdBoard},

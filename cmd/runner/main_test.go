@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "runner")
 	// Not the config of the user who runs the tests (a retention policy).
 	os.Setenv("RUNNER_CONFIG", filepath.Join(dir, "no-config.yaml"))
+	// Nor the user's budget ledger.
+	os.Setenv("RUNNER_BUDGET_DIR", filepath.Join(dir, "budget"))
 	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
 		panic(string(out))
 	}

@@ -57,6 +57,14 @@ func cmdRun(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if *dry {
 		dryRun(stdout, r.Prog, r.Vars)
+		if len(r.Prog.Plan.Agents) > 0 {
+			dir := o.Workdir
+			if dir == "" {
+				dir = "."
+			}
+			worstCost(stdout, r.Prog.Plan, r.Vars, dir)
+		}
+		r.Close()
 		return exitOK
 	}
 	switch *engineFlag {
@@ -88,6 +96,10 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 	if err != nil {
 		r.Close()
 		return usageErr(stderr, fs, "%v", err)
+	}
+	if env.Budgets, err = userBudgets(); err != nil {
+		r.Close()
+		return planErrors(stderr, nil, err)
 	}
 	g.view.setPlan(r.Prog.Plan)
 	env.Log, env.Mask, env.Warnings = log, g.mask, stderr

@@ -13,6 +13,7 @@ import (
 
 func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs, _ := newFlags("validate", stdout, stderr)
+	cost := fs.Bool("cost", false, "also print each plan's worst-case cost, and what its runs saved here cost")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return flagErr(err)
@@ -34,6 +35,13 @@ func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			continue
 		}
 		fmt.Fprintf(stdout, "%s: ok (%d steps)\n", path, len(prog.Plan.AllSteps()))
+		if *cost {
+			vars := map[string]any{}
+			for _, v := range prog.Plan.Vars {
+				vars[v.Name] = v.Default
+			}
+			worstCost(stdout, prog.Plan, vars, ".")
+		}
 	}
 	return code
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/budget"
 )
 
 // APIError is an error answer from a provider's API.
@@ -86,9 +87,16 @@ type BudgetError struct {
 	// (Agent is "" when the limit is reached already).
 	Agent, Model  string
 	Input, Output int // its estimated input and largest answer, in tokens
+
+	// Shared, when set, is the budget shared by every run on the machine
+	// (budgets:) that the call would cross; it says why.
+	Shared *budget.ExceededError
 }
 
 func (e *BudgetError) Error() string {
+	if e.Shared != nil {
+		return e.Shared.Error()
+	}
 	next := fmt.Sprintf("the next call (agent %s, model %s) could use up to %d tokens (about %d of input and an answer of up to %d)",
 		e.Agent, e.Model, e.Input+e.Output, e.Input, e.Output)
 	switch {

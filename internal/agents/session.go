@@ -352,6 +352,12 @@ func (ss *Session) callAgent(ctx context.Context, a *Agent, failed []Failure) (*
 			}
 		}
 	}
+	if err == nil && (reused || resumed || replayed) {
+		// Paid before, or not at all: nothing for the shared budgets.
+		if lerr := held.led.Settle(0, 0); lerr != nil {
+			ss.Log.Warn().Err(lerr).Msg("budget ledger: a call's real cost was not written; its hold counts until it expires")
+		}
+	}
 	if err != nil {
 		ss.set.release(held)
 		var div *Divergence

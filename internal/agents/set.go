@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/budget"
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/sys/mask"
 	"github.com/rs/zerolog"
@@ -55,6 +56,14 @@ type Options struct {
 	// secrets in what providers answer and in the requests recordings
 	// keep; nil: each provider masks its own key.
 	Mask *mask.Masker
+	// Budgets are spending limits shared by every run on the machine
+	// beside the plan's own (the user's config); they are checked against
+	// Ledger, or, when it is nil and some budget applies, the ledger in
+	// budget.Dir. A replay spends nothing and checks none.
+	Budgets []plans.Budget
+	Ledger  *budget.Ledger
+	// RunID is the run the ledger's records name.
+	RunID string
 }
 
 // StreamChunk is a piece of a streamed answer: the call it belongs to
@@ -177,6 +186,15 @@ type Set struct {
 
 	maxCost float64
 
+	// The budgets shared with other runs (budgets:), the ledger they are
+	// kept in (nil: none apply), and the names the run's calls count
+	// under.
+	budgets  []plans.Budget
+	ledger   *budget.Ledger
+	runID    string
+	planName string
+	raised   float64 // Raise: beyond the budgets, for this run
+
 	getenv  func(string) string // reads the secrets MCP servers get
 	servers servers             // MCP servers of scope run
 
@@ -204,6 +222,7 @@ type Set struct {
 type hold struct {
 	tokens int
 	usd    float64
+	led    *budget.Hold // in the shared ledger; nil: no budget applies
 }
 
 type visitKey struct {
@@ -256,6 +275,14 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 	if len(errs) == 0 {
 		if err := checkLimits(plan, s.agents); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	if _, fork := opt.Replay.(ForkSource); opt.Replay == nil || fork {
+		s.useBudgets(plan, opt, getenv)
+		if len(errs) == 0 {
+			if err := checkBudgets(s.budgets, s.planName, s.agents); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	if len(errs) > 0 {
@@ -398,6 +425,26 @@ func (s *Set) bindLocked(b *board.Board) {
 // recording, so its successor must take its number for a replay to line
 // up.
 func (s *Set) begin(b *board.Board, label string, visit int, a *Agent, req *Request) (int, hold, error) {
+	call, h, err := s.beginRun(b, label, visit, a, req)
+	if err != nil || s.ledger == nil {
+		return call, h, err
+	}
+	c := budget.Charge{Run: s.runID, Plan: s.planName, Agent: a.Name, Model: req.Model, USD: h.usd, Tokens: h.tokens}
+	led, err := s.ledger.Reserve(s.budgets, c, holdTTL(a), s.Raised())
+	if err != nil {
+		s.release(h)
+		var ex *budget.ExceededError
+		if errors.As(err, &ex) {
+			return 0, hold{}, &BudgetError{Shared: ex, Agent: a.Name, Model: req.Model}
+		}
+		return 0, hold{}, err
+	}
+	h.led = led
+	return call, h, nil
+}
+
+// beginRun is begin against the run's own limits.
+func (s *Set) beginRun(b *board.Board, label string, visit int, a *Agent, req *Request) (int, hold, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.bindLocked(b)
@@ -443,6 +490,9 @@ func (s *Set) CheckBudget(b *board.Board) error {
 
 // release ends a call's hold without counting anything (the call failed).
 func (s *Set) release(h hold) {
+	if err := h.led.Release(); err != nil {
+		s.log.Warn().Err(err).Msg("budget ledger: a failed call's hold stays until it expires")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.heldTokens -= h.tokens
@@ -452,6 +502,9 @@ func (s *Set) release(h hold) {
 // done counts a successful call: its number, its tokens and its cost, in
 // place of its hold.
 func (s *Set) done(label string, visit, call int, u Usage, cost float64, h hold) {
+	if err := h.led.Settle(cost, u.Total()); err != nil {
+		s.log.Warn().Err(err).Msg("budget ledger: a call's real cost was not written; its hold counts until it expires")
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := visitKey{label, visit}

@@ -19,7 +19,7 @@ import (
 var CommonStepFields = []string{"label", "type", "if", "timeout", "retry", "continue_on_error",
 	"max_visits", "write", "parallel", "max_concurrency", "fail_fast", "for_each", "steps", "needs"}
 
-var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs", "tools", "notify"}
+var topFields = []string{"version", "name", "description", "vars", "env", "secrets", "agents", "limits", "board", "steps", "outputs", "tools", "notify", "budgets"}
 
 // Providers are the agent providers runner knows.
 var Providers = []string{"openai", "anthropic", "script", "a2a"}
@@ -72,7 +72,7 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 	for _, f := range fields {
 		has[f.Key] = true
 		switch f.Key {
-		case "env", "secrets", "limits", "board", "notify":
+		case "env", "secrets", "limits", "board", "notify", "budgets":
 			p.runOnly = append(p.runOnly, f.KeyN)
 		}
 		switch f.Key {
@@ -107,6 +107,8 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 			p.Tools = parseTools(r, f.Value)
 		case "notify":
 			p.Notify = parseNotify(r, f.Value)
+		case "budgets":
+			p.Budgets = ParseBudgets(r, f.Value)
 		default:
 			Unknown(r, f, "the plan", topFields)
 		}

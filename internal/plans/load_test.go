@@ -50,6 +50,19 @@ steps: [{label: s, type: x}]
 			`p.yaml:4:72: agent a: price.input must not be negative`,
 			`p.yaml:4:76: unknown field "outptu" in agent a: price (did you mean "output"?)`,
 			`p.yaml:4:64: agent a: price needs both input and output`}},
+		{"budgets", `version: 1
+budgets:
+  on_exceed: ask
+  limits:
+    - {agent: a, model: m, period: week, max_cost_usd: 0}
+    - {plan: p, max_tokens: 10, maxx: 1}
+steps: [{label: s, type: x}]
+`, []string{"p.yaml:3:14: budgets.on_exceed: ask is not available: a run cannot wait for a person to raise a budget; use fail",
+			`p.yaml:5:36: budgets.limits[0].period: "week" is not day or month (calendar days and months in UTC)`,
+			"p.yaml:5:56: budgets.limits[0].max_cost_usd must be more than 0",
+			"p.yaml:5:7: budgets.limits[0] needs exactly one of agent, model or plan: what it limits",
+			`p.yaml:6:33: unknown field "maxx" in budgets.limits[1]`,
+			"p.yaml:6:7: budgets.limits[1] needs a period: day or month"}},
 		{"openai fields", `version: 1
 agents:
   a: {provider: openai, model: m, api: response, reasoning_effort: hihg, stream: yes please}

@@ -29,6 +29,8 @@ type Plan struct {
 	// Notify are where the run says that an input waits, that it failed
 	// or that it ended (internal/notify).
 	Notify []*Notify
+	// Budgets limit what runs on this machine spend together (budget.go).
+	Budgets Budgets
 
 	labels map[string]*Step
 	load   *loadState

@@ -87,6 +87,9 @@ type Env struct {
 	// Warnings receives what goes wrong beside the run without stopping
 	// it (the board not shared with other processes...); nil: dropped.
 	Warnings io.Writer
+	// Budgets are the user's budgets (their config file), checked beside
+	// the plan's against the ledger every run on the machine shares.
+	Budgets []plans.Budget
 }
 
 // A UsageError is a mistake in what the run was asked to do (a bad plan,
@@ -280,7 +283,7 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 			running.streamed(c)
 		}
 	}
-	set, err := agents.New(r.Prog.Plan, agents.Options{Log: log, Mask: m, OnStream: onStream})
+	set, err := agents.New(r.Prog.Plan, agents.Options{Log: log, Mask: m, OnStream: onStream, Budgets: env.Budgets, RunID: r.Record.ID})
 	if err != nil {
 		return nil, usage(err) // a missing API key ends here, before the first step
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/liveboard"
+	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/sys/boot"
 )
 
@@ -120,6 +121,9 @@ type Temporal struct {
 func (r *Run) ExecuteOnTemporal(t Temporal, stderr io.Writer, on func(Event)) (*EventEnd, error) {
 	if r.resume {
 		return nil, usage(errors.New("a run on Temporal is durable: it is not resumed"))
+	}
+	if len(r.Prog.Plan.Budgets.Limits) > 0 {
+		return nil, usage(errors.New(plans.BudgetsOnTemporal))
 	}
 	if r.opts.Offline {
 		return nil, usage(errors.New("--offline is not available with --engine temporal (a replay runs nothing: use it without --engine)"))

@@ -17,8 +17,7 @@ var (
 	testifyKey  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\t([A-Z][A-Za-z ]*):\s*\t(.*)$`) })
 	testifyMore = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*\t\s+\t\s*(.*)$`) })
 	// quicktest: "error:" alone on its line, the value indented below
-	qtKey   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+([a-z][a-z ]*):$`) })
-	goPlace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+\.go):(\d+)$`) })
+	qtKey = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+([a-z][a-z ]*):$`) })
 )
 
 // continuation adds l to the lines under a log line indented ind, and says
@@ -88,8 +87,14 @@ func assertMessage(msg string, cont []string) (string, string, int) {
 		}
 		file, line := "", 0
 		if tr := get("Error Trace"); len(tr) > 0 {
-			if m := goPlace().FindStringSubmatch(tr[0]); m != nil {
-				file, line = m[1], atoi(m[2])
+			var cands []place
+			for _, c := range places(tr[0], ".go") {
+				if c.rest == "" {
+					cands = append(cands, c)
+				}
+			}
+			if at, ok := pickPlace(cands, existsIn("")); ok {
+				file, line = at.file, at.line
 			}
 		}
 		return out, file, line

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -45,19 +46,37 @@ func modulePath(gomod string) string {
 	return ""
 }
 
+// pkgDir is the directory of package pkg of the module, or "".
+func (r *goResolver) pkgDir(pkg string) string {
+	if r.modPath == "" {
+		return ""
+	}
+	sub, ok := strings.CutPrefix(pkg, r.modPath)
+	if !ok || sub != "" && sub[0] != '/' {
+		return ""
+	}
+	return filepath.Join(r.modRoot, filepath.FromSlash(sub))
+}
+
+// pkgExists says whether a base name is a file of package pkg; nil when
+// the package's directory is unknown.
+func (r *goResolver) pkgExists(pkg string) func(string) bool {
+	if d := r.pkgDir(pkg); d != "" {
+		return existsIn(d)
+	}
+	return nil
+}
+
 // file places a base name printed by a test of package pkg.
 func (r *goResolver) file(pkg, name string) string {
 	if name == "" || filepath.IsAbs(name) {
 		return r.rel(name)
 	}
-	if r.modPath == "" || strings.Contains(name, "/") {
+	d := r.pkgDir(pkg)
+	if d == "" || strings.Contains(name, "/") {
 		return name
 	}
-	sub, ok := strings.CutPrefix(pkg, r.modPath)
-	if !ok || sub != "" && sub[0] != '/' {
-		return name
-	}
-	p := filepath.Join(r.modRoot, filepath.FromSlash(sub), name)
+	p := filepath.Join(d, name)
 	if _, err := os.Stat(p); err != nil {
 		return name
 	}
@@ -110,9 +129,9 @@ func (r *goResolver) trimStack(in []string) []string {
 			continue
 		}
 		if i+1 < len(in) && !strings.HasPrefix(l, "\t") {
-			if m := goFrame().FindStringSubmatch(in[i+1]); m != nil {
-				if r.inside(m[1]) {
-					out = append(out, l, "\t"+r.rel(m[1])+":"+m[2])
+			if file, line, ok := goFrameAt(in[i+1]); ok {
+				if r.inside(file) {
+					out = append(out, l, "\t"+r.rel(file)+":"+strconv.Itoa(line))
 				}
 				i++
 				continue
@@ -130,7 +149,7 @@ func (r *goResolver) traceHasProject(in []string) bool {
 		if strings.TrimSpace(l) == "" {
 			return false
 		}
-		if m := goFrame().FindStringSubmatch(l); m != nil && r.inside(m[1]) {
+		if file, _, ok := goFrameAt(l); ok && r.inside(file) {
 			return true
 		}
 	}

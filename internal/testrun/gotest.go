@@ -48,12 +48,11 @@ type goEvent struct {
 }
 
 var (
-	// "    calc_test.go:12: got 3" from t.Error and friends
-	goLogLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s+([^\s:]+\.go):(\d+): ?(.*)$`) })
-	// "\t/home/u/p/calc_test.go:25 +0x28" in a goroutine trace
-	goFrame = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\t(\S+\.go):(\d+)(?: \+0x[0-9a-f]+)?$`) })
-	// "calc.go:3:9: undefined: x", also without the column (vet, older go)
-	goCompileErr = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+\.go):(\d+)(?::(\d+))?: (.+)$`) })
+	// what follows "calc.go:3" in a compiler's "calc.go:3:9: undefined: x",
+	// also without the column (vet, older go)
+	goCompileRest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?::(\d+))?: (.+)$`) })
+	// what follows "calc_test.go:25" in a goroutine trace's frame
+	goFrameRest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?: \+0x[0-9a-f]+)?$`) })
 	// "\t\tTestHang (1s)" under "running tests:" after a -timeout panic
 	goRunningTest = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\t\t(\S+) \(`) })
 	goResultLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\s*)--- (FAIL|PASS|SKIP): (\S+)`) })
@@ -247,15 +246,15 @@ func (p *goParser) testOutput(pkg *goPkg, t *goTest, l string) {
 	p.scanPanic(pkg, t, l)
 	switch {
 	case t.logFile == "" && t.panicMsg == "":
-		if m := goLogLine().FindStringSubmatch(l); m != nil {
-			t.logFile, t.logLine, t.logMsg, t.logInd = m[1], atoi(m[2]), m[3], indentOf(l)
+		if file, line, msg, ok := goLog(l, p.dir.pkgExists(pkg.path)); ok {
+			t.logFile, t.logLine, t.logMsg, t.logInd = file, line, msg, indentOf(l)
 		}
 	case t.logFile != "" && !t.logDone:
 		t.logCont, t.logDone = continuation(t.logCont, l, t.logInd)
 	}
 	if t.frame == "" && (t.panicMsg != "" || pkg.timedOut) {
-		if m := goFrame().FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
-			t.frame, t.frameLn = m[1], atoi(m[2])
+		if file, line, ok := goFrameAt(l); ok && p.dir.inside(file) {
+			t.frame, t.frameLn = file, line
 		}
 	}
 }
@@ -400,12 +399,19 @@ func (p *goParser) finish(exitCode int, killed bool) *report {
 func (p *goParser) compileErrors(importPath string, out []string) {
 	found := false
 	for _, l := range out {
-		m := goCompileErr().FindStringSubmatch(strings.TrimSpace(l))
-		if m == nil {
+		var cands []place
+		for _, c := range places(strings.TrimSpace(l), ".go") {
+			if goCompileRest().MatchString(c.rest) {
+				cands = append(cands, c)
+			}
+		}
+		at, ok := pickPlace(cands, existsIn(p.dir.dir))
+		if !ok {
 			continue
 		}
+		m := goCompileRest().FindStringSubmatch(at.rest)
 		found = true
-		p.rep.buildError(BuildError{File: p.dir.rel(m[1]), Line: atoi(m[2]), Col: atoi(m[3]), Message: clip(m[4], maxLineLen)})
+		p.rep.buildError(BuildError{File: p.dir.rel(at.file), Line: at.line, Col: atoi(m[1]), Message: clip(m[2], maxLineLen)})
 	}
 	if found || importPath == "" {
 		return
@@ -427,6 +433,43 @@ func goFraming(l string) bool {
 		}
 	}
 	return false
+}
+
+// goLog reads t.Error's line, "    calc_test.go:12: got 3": indented, the
+// file's base name, its line, the message. Which colon ends the name is
+// settled as place.go says; exists, when not nil, looks in the package.
+func goLog(l string, exists func(string) bool) (file string, line int, msg string, ok bool) {
+	t := strings.TrimLeft(l, " \t")
+	if len(t) == len(l) {
+		return "", 0, "", false
+	}
+	var cands []place
+	for _, c := range places(t, ".go") {
+		if strings.HasPrefix(c.rest, ":") {
+			c.rest = strings.TrimPrefix(c.rest[1:], " ")
+			cands = append(cands, c)
+		}
+	}
+	at, ok := pickPlace(cands, exists)
+	return at.file, at.line, at.rest, ok
+}
+
+// goFrameAt reads a goroutine trace's frame, "\t/home/u/p/calc_test.go:25
+// +0x28": a path (absolute unless built with -trimpath), its line, maybe
+// an offset.
+func goFrameAt(l string) (string, int, bool) {
+	t, ok := strings.CutPrefix(l, "\t")
+	if !ok {
+		return "", 0, false
+	}
+	var cands []place
+	for _, c := range places(t, ".go") {
+		if goFrameRest().MatchString(c.rest) {
+			cands = append(cands, c)
+		}
+	}
+	at, ok := pickPlace(cands, existsIn(""))
+	return at.file, at.line, ok
 }
 
 func atoi(s string) int {
@@ -469,16 +512,17 @@ func (g *goPlain) line(p *goParser, l string) {
 		case g.panic && pkgLine == nil:
 			g.buf.add(l)
 			if g.cur.File == "" {
-				if m := goFrame().FindStringSubmatch(l); m != nil && p.dir.inside(m[1]) {
-					g.cur.File, g.cur.Line = p.dir.rel(m[1]), atoi(m[2])
+				if file, line, ok := goFrameAt(l); ok && p.dir.inside(file) {
+					g.cur.File, g.cur.Line = p.dir.rel(file), line
 				}
 			}
 			return
 		case !g.panic && ind > g.indent && strings.TrimSpace(l) != "":
 			g.buf.add(l)
 			if g.cur.File == "" {
-				if m := goLogLine().FindStringSubmatch(l); m != nil {
-					g.cur.File, g.cur.Line, g.cur.Message = m[1], atoi(m[2]), m[3]
+				// the package, and so the directory, is named only later
+				if file, line, msg, ok := goLog(l, nil); ok {
+					g.cur.File, g.cur.Line, g.cur.Message = file, line, msg
 					g.logInd = indentOf(l)
 				}
 			} else if !g.logDone {

@@ -134,18 +134,64 @@ func (p *jsParser) stdout(l string) { p.noTests = p.noTests || jsNoTests().Match
 func (p *jsParser) stderr(l string) { p.stdout(l) }
 
 var (
-	// "at Object.toBe (/abs/sum.test.js:4:23)", "at /abs/sum.test.js:5:23",
-	// "at file:///abs/x.mjs:3:1", "❯ sum.test.js:5:23"
-	jsFrame = sync.OnceValue(func() *regexp.Regexp {
-		return regexp.MustCompile(`(?:at |❯ |\()(?:file://)?([^\s()]+?):(\d+):(\d+)\)?\s*$`)
-	})
-	jsTimeout = sync.OnceValue(func() *regexp.Regexp {
+	// what ends a stack frame: ":4:23)" or ":4:23"; a TAP location's
+	// column may be missing
+	jsFrameEnd      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`:(\d+):(\d+)\)?\s*$`) })
+	jsFrameEndLoose = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`:(\d+)(?::\d+)?\)?\s*$`) })
+	jsTimeout       = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`Exceeded timeout of \d+ ?ms|Test timed out in \d+ ?ms`)
 	})
 	jsThrown = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^(?:Uncaught )?(TypeError|ReferenceError|RangeError|SyntaxError|EvalError|URIError)\b`)
 	})
 )
+
+// jsFrame reads a stack frame's place: "at Object.toBe (/abs/sum.test.js:4:23)",
+// "at /abs/sum.test.js:5:23", "at file:///abs/x.mjs:3:1", "❯ sum.test.js:5:23".
+// The name may hold spaces and parentheses, so where it starts is
+// settled as place.go says: the longest reading that names an existing
+// file (exists, when not nil), else the shortest with neither. A file://
+// URL is returned as a path. loose reads a TAP location too: a place
+// alone ("/p/x.js:10:5"), its column optional.
+func jsFrame(t string, exists func(string) bool, loose bool) (file string, line int, ok bool) {
+	end := jsFrameEnd()
+	if loose {
+		end = jsFrameEndLoose()
+	}
+	loc := end.FindStringSubmatchIndex(t)
+	if loc == nil {
+		return "", 0, false
+	}
+	head := t[:loc[0]]
+	line = atoi(t[loc[2]:loc[3]])
+	var starts []int
+	if loose {
+		starts = append(starts, 0)
+	}
+	for i := 0; i < len(head); i++ {
+		switch {
+		case head[i] == '(':
+			starts = append(starts, i+1)
+		case strings.HasPrefix(head[i:], "at ") && (i == 0 || head[i-1] == ' '):
+			starts = append(starts, i+len("at "))
+		case strings.HasPrefix(head[i:], "❯ ") && (i == 0 || head[i-1] == ' '):
+			starts = append(starts, i+len("❯ "))
+		}
+	}
+	if exists != nil {
+		for _, st := range starts {
+			if f := head[st:]; f != "" && exists(f) {
+				return fileURLPath(f), line, true
+			}
+		}
+	}
+	for i := len(starts) - 1; i >= 0; i-- {
+		if f := head[starts[i]:]; f != "" && !strings.ContainsAny(f, " \t()") {
+			return fileURLPath(f), line, true
+		}
+	}
+	return "", 0, false
+}
 
 func (p *jsParser) finish(int, bool) *report {
 	rep := &report{structured: p.noTests}
@@ -198,9 +244,9 @@ func (p *jsParser) failure(rel, abs, msg, kind string) Failure {
 	f := Failure{File: rel, Kind: kind}
 	if f.Line == 0 && kind == KindError {
 		// vitest names the place of a load error only in its message
-		for _, m := range jsFrame().FindAllStringSubmatch(msg, -1) {
-			if filepath.Clean(m[1]) == filepath.Clean(abs) {
-				f.Line = atoi(m[2])
+		for _, l := range strings.Split(msg, "\n") {
+			if file, line, ok := jsFrame(strings.TrimSpace(l), existsIn(p.abs), false); ok && filepath.Clean(file) == filepath.Clean(abs) {
+				f.Line = line
 				break
 			}
 		}
@@ -212,15 +258,15 @@ func (p *jsParser) failure(rel, abs, msg, kind string) Failure {
 		if t == "● Test suite failed to run" {
 			continue
 		}
-		if m := jsFrame().FindStringSubmatch(t); m != nil && (strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "❯ ")) {
-			file := m[1]
+		if name, line, ok := jsFrame(t, existsIn(p.abs), false); ok && (strings.HasPrefix(t, "at ") || strings.HasPrefix(t, "❯ ")) {
+			file := name
 			if !filepath.IsAbs(file) {
 				file = filepath.Join(p.abs, file)
 			}
 			if f.Line == 0 && (file == abs || filepath.Clean(file) == filepath.Clean(abs)) {
-				f.Line = atoi(m[2])
+				f.Line = line
 			}
-			if strings.Contains(file, "node_modules") || strings.HasPrefix(m[1], "node:") || !strings.HasPrefix(file, p.abs) {
+			if strings.Contains(file, "node_modules") || strings.HasPrefix(name, "node:") || !strings.HasPrefix(file, p.abs) {
 				continue // the runner's own frames
 			}
 		} else if strings.HasPrefix(t, "at ") {

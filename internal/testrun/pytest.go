@@ -106,11 +106,28 @@ func (p *pytestParser) lastError() string {
 }
 
 var (
-	// "tests/test_calc.py:5: AssertionError" ends a failure's text;
-	// "tests/test_bad.py:1: in <module>" is a traceback entry.
-	pyLocation = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+?\.py):(\d+):(?: (.*))?$`) })
-	pyExcLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^E\s+(.+)$`) })
+	pyExcLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^E\s+(.+)$`) })
 )
+
+// pyLocation reads "tests/test_calc.py:5: AssertionError", which ends a
+// failure's text, or "tests/test_bad.py:1: in <module>", a traceback
+// entry: the file, its line, what follows. Which colon ends the name is
+// settled as place.go says; exists looks in the run's directory.
+func pyLocation(l string, exists func(string) bool) (file string, line int, what string, ok bool) {
+	l = strings.TrimRight(l, " \t\r")
+	if l == "" || l[0] == ' ' || l[0] == '\t' || l[0] == '>' || strings.HasPrefix(l, "E ") {
+		return "", 0, "", false // pytest prints them at the margin, unlike source and exception lines
+	}
+	var cands []place
+	for _, c := range places(l, ".py") {
+		if c.rest == ":" || strings.HasPrefix(c.rest, ": ") {
+			c.rest = strings.TrimPrefix(strings.TrimPrefix(c.rest, ":"), " ")
+			cands = append(cands, c)
+		}
+	}
+	at, ok := pickPlace(cands, exists)
+	return at.file, at.line, at.rest, ok
+}
 
 func pytestCase(rep *report, c junitCase, dir string) {
 	c.File = filepath.ToSlash(c.File)
@@ -172,22 +189,23 @@ func pytestFailure(dir, id string, c junitCase, m junitMessage, kind string) Fai
 	// failed test; the innermost entry in the project is where a module
 	// that did not load went wrong (an import of a module with a syntax
 	// error fails at the test file's import line, which is no help).
-	var ownLine, lastFile, innerFile, exc string
-	var lastLine, innerLine int
+	var lastFile, innerFile, exc string
+	var ownLine, lastLine, innerLine int
+	exists := existsIn(abs)
 	for _, l := range text {
-		lm := pyLocation().FindStringSubmatch(strings.TrimSpace(l))
-		if lm == nil {
+		file, line, what, ok := pyLocation(l, exists)
+		if !ok {
 			continue
 		}
-		lastFile, lastLine = lm[1], atoi(lm[2])
-		if inside(lm[1]) {
-			innerFile, innerLine = rel(lm[1]), atoi(lm[2])
+		lastFile, lastLine = file, line
+		if inside(file) {
+			innerFile, innerLine = rel(file), line
 		}
-		if lm[1] == c.File {
-			ownLine = lm[2]
+		if file == c.File {
+			ownLine = line
 		}
-		if !strings.HasPrefix(lm[3], "in ") {
-			exc = lm[3]
+		if !strings.HasPrefix(what, "in ") {
+			exc = what
 		}
 	}
 	// The exception: the last block of "E" lines, at its outermost
@@ -231,8 +249,8 @@ func pytestFailure(dir, id string, c junitCase, m junitMessage, kind string) Fai
 	switch {
 	case kind == KindError && innerFile != "":
 		f.File, f.Line = innerFile, innerLine
-	case ownLine != "":
-		f.Line = atoi(ownLine)
+	case ownLine != 0:
+		f.Line = ownLine
 	case lastFile != "":
 		f.File, f.Line = lastFile, lastLine
 	case c.Line != "":
@@ -248,8 +266,8 @@ func pytestFailure(dir, id string, c junitCase, m junitMessage, kind string) Fai
 	skip := false
 	f.Excerpt = excerpt(text, func(l string) bool {
 		if l != "" && l[0] != ' ' && l[0] != 'E' {
-			lm := pyLocation().FindStringSubmatch(strings.TrimSpace(l))
-			skip = lm != nil && !inside(lm[1]) || strings.HasPrefix(l, "<frozen ")
+			file, _, _, ok := pyLocation(l, exists)
+			skip = ok && !inside(file) || strings.HasPrefix(l, "<frozen ")
 			return skip
 		}
 		return skip && strings.HasPrefix(l, " ")

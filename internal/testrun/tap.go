@@ -37,8 +37,6 @@ var (
 	tapBail    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*Bail out!\s*(.*)$`) })
 	// a directive: "# SKIP reason", "# TODO", case as the spec allows
 	tapDirective = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:^|\s)#\s*(skip\S*|todo)\b\s*(.*)$`) })
-	// at: "Test.<anonymous> (/p/test.js:10:5)" or location: '/p/test.js:10:5'
-	tapAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:file://)?([^\s()]+?):(\d+)(?::\d+)?\)?$`) })
 )
 
 type tapParser struct {
@@ -221,16 +219,17 @@ func (p *tapParser) failure(r *tapResult, block []string) (f Failure) {
 func (p *tapParser) where(doc map[string]any) (string, int) {
 	if s, ok := doc["stack"].(string); ok {
 		for _, l := range strings.Split(s, "\n") {
-			if m := jsFrame().FindStringSubmatch(strings.TrimSpace(l)); m != nil && p.inside(m[1]) {
-				return p.rel(m[1]), atoi(m[2])
+			if file, line, ok := jsFrame(strings.TrimSpace(l), existsIn(p.dir), false); ok && p.inside(file) {
+				return p.rel(file), line
 			}
 		}
 	}
 	for _, key := range []string{"at", "location"} {
 		switch v := doc[key].(type) {
 		case string:
-			if m := tapAt().FindStringSubmatch(v); m != nil {
-				return p.rel(m[1]), atoi(m[2])
+			// at: "Test.<anonymous> (/p/test.js:10:5)"; location: '/p/test.js:10:5'
+			if file, line, ok := jsFrame(strings.TrimSpace(v), existsIn(p.dir), true); ok {
+				return p.rel(file), line
 			}
 		case map[string]any:
 			if file, ok := v["file"].(string); ok {

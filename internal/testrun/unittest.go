@@ -41,10 +41,7 @@ var (
 	utHeader = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^(FAIL|ERROR|UNEXPECTED SUCCESS): (.+)$`)
 	})
-	// "test_add (test_calc.TestCalc.test_add)" (Python ≥ 3.11) or
-	// "test_add (test_calc.TestCalc)", then a subtest's "[msg] (i=1)".
-	utTestName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+) \(([\w.]+)\)(.*)$`) })
-	utRan      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Ran (\d+) tests? in `) })
+	utRan = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Ran (\d+) tests? in `) })
 	// "OK", "OK (skipped=1)", "FAILED (failures=1, errors=2)", "NO TESTS RAN"
 	utVerdict = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`^(OK|FAILED|NO TESTS RAN)(?: \((.*)\))?\s*$`)
@@ -52,8 +49,6 @@ var (
 	// `  File "/p/test_calc.py", line 11, in test_add`; a SyntaxError's
 	// frame has no function.
 	pyFrame = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*File "(.+?)", line (\d+)(?:, in (.+))?$`) })
-	// "test_hang (test_h.T.test_hang) ... " of -v, still waiting for its verdict
-	utStarted = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\S+ \([\w.]+\)).* \.\.\. ?$`) })
 )
 
 const (
@@ -148,12 +143,44 @@ func (p *unittestParser) line(l string) {
 	if strings.Contains(l, ": error: ") && p.usage == "" {
 		p.usage = clip(strings.TrimSpace(l), maxLineLen)
 	}
-	if m := utStarted().FindStringSubmatch(l); m != nil {
-		p.last = m[1]
+	if name, qual, ok := utStarted(l); ok {
+		p.last = name + " (" + qual + ")"
 	} else if strings.HasSuffix(l, " ok") || strings.HasSuffix(l, " FAIL") || strings.HasSuffix(l, " ERROR") ||
 		strings.Contains(l, " ... ") {
 		p.last = ""
 	}
+}
+
+// utTestName splits "test_add (test_calc.TestCalc.test_add)" (Python ≥
+// 3.11) or "test_add (test_calc.TestCalc)", then a subtest's "[msg]
+// (i=1)". The module is named after its file, which may hold any
+// character ("a:b (x)_test.py" run by path), so in the first form the
+// name's own repetition ends it.
+func utTestName(desc string) (name, qual, rest string, ok bool) {
+	name, after, found := strings.Cut(desc, " (")
+	if !found || name == "" {
+		return "", "", "", false
+	}
+	if i := strings.Index(after, "."+name+")"); i > 0 {
+		end := i + 1 + len(name)
+		return name, after[:end], after[end+1:], true
+	}
+	i := strings.IndexByte(after, ')')
+	if strings.ContainsAny(name, " \t") || i <= 0 || strings.ContainsAny(after[:i], " \t(") {
+		return "", "", "", false
+	}
+	return name, after[:i], after[i+1:], true
+}
+
+// utStarted reads "test_hang (test_h.T.test_hang) ... " of -v, a test
+// still waiting for its verdict.
+func utStarted(l string) (name, qual string, ok bool) {
+	i := strings.LastIndex(l, " ...")
+	if i < 0 || strings.TrimSpace(l[i+len(" ..."):]) != "" {
+		return "", "", false
+	}
+	name, qual, _, ok = utTestName(l[:i])
+	return name, qual, ok
 }
 
 // endBlock reads the failure block gathered since the last separator.
@@ -187,8 +214,8 @@ func (p *unittestParser) readBlock(what, desc string, body []string) utBlock {
 	b := utBlock{f: Failure{ID: desc, Kind: KindFail}}
 	test := desc
 	module := ""
-	if nm := utTestName().FindStringSubmatch(desc); nm != nil {
-		name, qual, rest := nm[1], nm[2], strings.TrimSpace(nm[3])
+	if name, qual, rest, ok := utTestName(desc); ok {
+		rest = strings.TrimSpace(rest)
 		id := qual
 		if !strings.HasSuffix(qual, "."+name) {
 			id = qual + "." + name

@@ -70,6 +70,13 @@ steps:
 // SDK's in-memory transport.
 func connect(t *testing.T, dir string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return connectAt(t, dir, opts, "")
+}
+
+// connectAt is connect with the client asking for protocol version
+// (""): the newest.
+func connectAt(t *testing.T, dir string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
 	t.Setenv("HOME", t.TempDir())
 	srv := mcpserve.New(mcpserve.Options{Dir: dir, Runner: runnerBin, Version: "test"})
 	ct, st := mcp.NewInMemoryTransports()
@@ -77,7 +84,7 @@ func connect(t *testing.T, dir string, opts *mcp.ClientOptions) *mcp.ClientSessi
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx, st) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
-	cs, err := c.Connect(ctx, ct, nil)
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,8 +284,18 @@ func TestStartRunFollowAndReport(t *testing.T) {
 	}
 	if filepath.Dir(out.Started.Log) != filepath.Dir(out.Started.Blackboard) {
 		t.Errorf("the run's log %s is not beside its board", out.Started.Log)
-	} else if data, err := os.ReadFile(out.Started.Log); err != nil || !strings.Contains(string(data), "run finished") {
-		t.Errorf("the run's log: %v %s", err, data)
+	} else {
+		// The board says succeeded a moment before the process logs its end.
+		var data []byte
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			if data, err = os.ReadFile(out.Started.Log); err == nil && strings.Contains(string(data), "run finished") {
+				break
+			}
+		}
+		if err != nil || !strings.Contains(string(data), "run finished") {
+			t.Errorf("the run's log: %v %s", err, data)
+		}
 	}
 
 	// list_runs and a prefix of the id, and "latest", name the same run.

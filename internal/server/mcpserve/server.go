@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
@@ -60,6 +61,13 @@ type Server struct {
 	mu      sync.Mutex
 	watches map[string]*watch // resource URI -> its watcher
 	closed  bool
+	// stopFollows ends the followers of runs whose inputs are elicited
+	// (elicit.go); follows counts them, for Close to wait on.
+	stopFollows chan struct{}
+	follows     sync.WaitGroup
+	following   map[followKey]bool
+	// tasks are the runs started as MCP tasks (tasks.go).
+	tasks *tasks
 }
 
 // New makes the server. Nothing is read until a client asks.
@@ -78,16 +86,62 @@ func New(o Options) *Server {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{o: o, watches: map[string]*watch{}}
+	s := &Server{o: o, watches: map[string]*watch{}, stopFollows: make(chan struct{})}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "runner", Title: "runner: declarative workflow plans", Version: o.Version}, &mcp.ServerOptions{
 		Instructions:       instructions,
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
-		Capabilities:       &mcp.ServerCapabilities{},
+		CompletionHandler:  s.complete,
+		// Exactly what runner does: its tools, resources and prompts are
+		// fixed at start (no list_changed), a run or board can be
+		// subscribed to, prompt and resource-template arguments complete,
+		// and what a tool does is told as log messages at the client's
+		// level.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{},
+			Resources:   &mcp.ResourceCapabilities{Subscribe: true},
+			Prompts:     &mcp.PromptCapabilities{},
+			Completions: &mcp.CompletionCapabilities{},
+			Logging:     &mcp.LoggingCapabilities{},
+		},
 	})
+	s.mcp.AddReceivingMiddleware(codedErrors)
 	s.addTools()
 	s.addResources()
+	s.addPrompts()
+	s.addTaskMethods()
 	return s
+}
+
+// codedErrors gives every error answered to a client a JSON-RPC code: an
+// error of the SDK's or runner's that has one keeps it, any other is an
+// internal error (-32603) with its message, never the code 0 a bare Go
+// error would go out with.
+func codedErrors(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		var coded *jsonrpc.Error
+		if err != nil && !errors.As(err, &coded) {
+			err = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		return res, err
+	}
+}
+
+// tell sends a log message to the client of ss, when it has asked for
+// messages of that level (logging/setLevel); what a tool did, never a
+// board's values.
+func (s *Server) tell(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel, msg string, fields map[string]any) {
+	if ss == nil {
+		return
+	}
+	data := map[string]any{"message": msg}
+	for k, v := range fields {
+		data[k] = v
+	}
+	if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: level, Logger: "runner", Data: data}); err != nil {
+		s.o.Log.Debug().Err(err).Msg("a log message to the client")
+	}
 }
 
 const instructions = `runner runs declarative YAML workflow plans (steps, parallel groups, branches, loops) against a blackboard.
@@ -97,25 +151,30 @@ A run's blackboard is read with board_read and board_list and written with board
 Resources runner://runs/{id} and runner://runs/{id}/board can be subscribed to; they change as the run goes.`
 
 // MCP is the underlying SDK server, to serve over a transport of the
-// caller's choice.
+// caller's choice; a start_run over it cannot be a task (Run and Handler
+// move a tools/call's task params where the server finds them).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Run serves one client over t (mcp.StdioTransport for `runner mcp`)
 // until it disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	defer s.Close()
-	return s.mcp.Run(ctx, t)
+	return s.mcp.Run(ctx, taskTransport{t})
 }
 
 // Close stops the watchers of subscribed resources.
 func (s *Server) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if !s.closed {
+		close(s.stopFollows)
+	}
 	s.closed = true
 	for uri, w := range s.watches {
 		w.stop()
 		delete(s.watches, uri)
 	}
+	s.mu.Unlock()
+	s.follows.Wait()
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -435,7 +494,7 @@ type AnswerOutput struct {
 	Next    string   `json:"next,omitempty" jsonschema:"what to do next"`
 }
 
-func (s *Server) answer(ctx context.Context, _ *mcp.CallToolRequest, in AnswerInput) (*mcp.CallToolResult, AnswerOutput, error) {
+func (s *Server) answer(ctx context.Context, req *mcp.CallToolRequest, in AnswerInput) (*mcp.CallToolResult, AnswerOutput, error) {
 	if in.Step == "" {
 		return nil, AnswerOutput{}, errors.New("step: give the input step's label")
 	}
@@ -465,6 +524,8 @@ func (s *Server) answer(ctx context.Context, _ *mcp.CallToolRequest, in AnswerIn
 		return nil, AnswerOutput{}, err
 	}
 	out := AnswerOutput{Step: a.Label, Visit: a.Visit, Already: a.Already, Where: [...]string{"file", "live_run", "temporal"}[a.Where]}
+	ss := sessionOf(req)
+	s.tell(ctx, ss, "info", "input answered", map[string]any{"step": a.Label, "visit": a.Visit, "where": out.Where})
 	switch {
 	case a.Where == runs.OnLiveRun:
 		out.Next = "the run still runs its other steps; once it stops, resume it (answer_input with resume, or `runner resume " + engine.ShellQuote(path) + "`)"
@@ -474,6 +535,8 @@ func (s *Server) answer(ctx context.Context, _ *mcp.CallToolRequest, in AnswerIn
 			return nil, out, fmt.Errorf("the answer was recorded, but resuming the run failed: %w", err)
 		}
 		out.Resumed = &st
+		s.tell(ctx, ss, "info", "run resumed", map[string]any{"run": st.RunID, "pid": st.PID})
+		s.follow(ss, st.Blackboard)
 	case a.Where == runs.OnFile && waiting:
 		out.Next = "resume the run: answer_input again with resume, or `runner resume " + engine.ShellQuote(path) + "`"
 	}
@@ -615,16 +678,26 @@ func (s *Server) onRun(run string, readOnly bool, fn func(liveboard.Access) erro
 // onBoard calls fn with the board at path (a run that ends mid-request
 // is read from the file it saved: runs.OpenBoard).
 func (s *Server) onBoard(path string, readOnly bool, fn func(liveboard.Access) error) error {
+	err, live := s.onBoardOnce(path, readOnly, fn)
+	if err != nil && live && readOnly {
+		// The run's process ended between the open and the read: its
+		// saved file says the same, read once more.
+		err, _ = s.onBoardOnce(path, readOnly, fn)
+	}
+	return err
+}
+
+func (s *Server) onBoardOnce(path string, readOnly bool, fn func(liveboard.Access) error) (err error, live bool) {
 	a, _, err := runs.OpenBoard(path, runs.BoardOptions{ReadOnly: readOnly, Mask: s.o.Mask})
 	if err != nil {
-		return err
+		return err, false
 	}
 	err = fn(a)
-	live := runs.Live(a)
+	live = runs.Live(a)
 	if cerr := a.Close(); err == nil && !live {
 		err = cerr // a file's close writes it
 	}
-	return err
+	return err, live
 }
 
 // ReportOutput is a run's report.

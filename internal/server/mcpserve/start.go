@@ -50,7 +50,7 @@ type StartOutput struct {
 	Problems []Problem `json:"problems,omitempty" jsonschema:"what is wrong with the plan; nothing started"`
 }
 
-func (s *Server) startRun(ctx context.Context, _ *mcp.CallToolRequest, in StartInput) (*mcp.CallToolResult, StartOutput, error) {
+func (s *Server) startRun(ctx context.Context, req *mcp.CallToolRequest, in StartInput) (*mcp.CallToolResult, StartOutput, error) {
 	if in.Plan == "" {
 		return nil, StartOutput{}, errors.New("plan: give the plan file to run")
 	}
@@ -90,7 +90,19 @@ func (s *Server) startRun(ctx context.Context, _ *mcp.CallToolRequest, in StartI
 	if err != nil {
 		return nil, StartOutput{}, err
 	}
+	ss := sessionOf(req)
+	s.tell(ctx, ss, "info", "run started", map[string]any{"run": st.RunID, "blackboard": st.Blackboard, "pid": st.PID})
+	s.follow(ss, st.Blackboard)
 	return nil, StartOutput{Started: &st}, nil
+}
+
+// sessionOf is the session a tool call came on; nil when a tool is
+// called directly (a resource read reuses them).
+func sessionOf(req *mcp.CallToolRequest) *mcp.ServerSession {
+	if req == nil {
+		return nil
+	}
+	return req.Session
 }
 
 // startWait is how long a run's process may take to say it started.
