@@ -127,6 +127,12 @@ type RunOptions struct {
 // run on Temporal cannot do, and warns of what it leaves out.
 func unsupported(p *plans.Plan, warn func(string)) error {
 	for _, a := range p.Agents {
+		if len(a.Spawns) > 0 {
+			// Checked by agent: a step's tools are its type's to read.
+			return fmt.Errorf("agent %s: spawns: (sub-agents its llm steps start with tools: [spawn]) is not supported on Temporal: "+
+				"a step runs in an activity, which hands back only the step's own conversation and recordings, not its sub-agents'; "+
+				"run this plan without --engine temporal", a.Name)
+		}
 		if len(a.Approve) > 0 {
 			return fmt.Errorf("agent %s: approve: (tool calls that wait for a person) is not supported on Temporal: "+
 				"its step runs in an activity, which cannot wait for an answer; run this plan without --engine temporal", a.Name)

@@ -387,7 +387,16 @@ func (s *Set) bindLocked(b *board.Board) {
 	if b == nil {
 		return
 	}
+	s.spawnMu.Lock()
+	s.spawned = 0
+	for _, st := range b.StepsShared() {
+		if st.Spawned() {
+			s.spawned = max(s.spawned, spawnNumber(st.Label))
+		}
+	}
+	defer s.spawnMu.Unlock()
 	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
+		s.spawned = max(s.spawned, spawnNumber(r.Label))
 		if r.Kind == KindCodingAgent {
 			// A coding agent's model exchanges, metered by its proxy,
 			// count toward the run's limits as the set's own calls do.

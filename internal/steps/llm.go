@@ -107,7 +107,7 @@ type llmStep struct {
 	batchPoll   time.Duration
 }
 
-func (llmType) Name() string           { return "llm" }
+func (llmType) Name() string           { return llmTypeName }
 func (llmType) Result() any            { return LLMResult{} }
 func (llmType) Spec() *engine.TypeSpec { return &llmSpec }
 
