@@ -117,3 +117,18 @@ func TestBudgetsRefusedOnTemporal(t *testing.T) {
 		t.Errorf("exit %d:\n%s", r.code, r.stderr)
 	}
 }
+
+// Budgets in the user's config do not start a run on Temporal either:
+// the run is refused, naming the config, rather than run without them.
+func TestConfigBudgetsRefusedOnTemporal(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("budgets:\n  limits:\n    - {agent: coder, period: day, max_cost_usd: 5}\n"), 0o644)
+	t.Setenv("RUNNER_CONFIG", cfg)
+	os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte("version: 1\nsteps:\n  - {label: a, type: command, run: 'true'}\n"), 0o644)
+	r := runCLI(t, dir, "run", "plan.yaml", "--engine", "temporal", "--temporal", "127.0.0.1:1")
+	want := "the budgets: of your config " + cfg + " are not supported on Temporal"
+	if r.code != exitUsage || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit %d, want %d and %q:\n%s", r.code, exitUsage, want, r.stderr)
+	}
+}

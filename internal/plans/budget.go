@@ -62,6 +62,13 @@ func (b Budget) Scope() string {
 // own ledger, so no one ledger would see them all.
 const BudgetsOnTemporal = "budgets: is not supported on Temporal: the ledger they are checked against is kept on one machine, and a run's calls are made by workers on others; run this plan without --engine temporal"
 
+// ConfigBudgetsOnTemporal is why a run does not start on Temporal while
+// the user's config at path gives budgets: for the reason of
+// BudgetsOnTemporal, they could not be checked there.
+func ConfigBudgetsOnTemporal(path string) string {
+	return "the budgets: of your config " + path + " are not supported on Temporal: the ledger they are checked against is kept on one machine, and a run's calls are made by workers on others; run without --engine temporal, or without those budgets (RUNNER_CONFIG names another config)"
+}
+
 var budgetFields = []string{"on_exceed", "limits"}
 var budgetLimitFields = []string{"agent", "model", "plan", "period", "max_cost_usd", "max_tokens"}
 
