@@ -338,7 +338,8 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	// What an MCP server asks a person during a tool call waits as an
 	// input does.
 	ss.Elicit = (&elicitations{sc: sc, ss: ss}).ask
-	if approvalsOf(sc) || elicitationsOf(sc) {
+	set.RaiseTo(budgetRaise(sc.Board.Recordings()))
+	if approvalsOf(sc) || elicitationsOf(sc) || budgetAsksOf(sc) {
 		ss.Reenter() // it stopped to ask a person: it goes on from there
 	}
 	mcpTools, err := ss.MCPTools(ctx)
@@ -376,10 +377,15 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		Usage: usageOf(st), Agent: st.Agent, Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
 	var budget *agents.BudgetError
 	if errors.As(err, &budget) {
-		err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+		if err = askBudget(sc, set, budget); !errors.Is(err, engine.ErrWaiting) {
+			err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+		}
 	}
 	if err == nil {
 		err = clearApprovals(sc)
+	}
+	if err == nil {
+		err = clearBudgetAsks(sc)
 	}
 	if err == nil {
 		err = clearElicitations(sc)
