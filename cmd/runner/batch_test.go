@@ -366,3 +366,31 @@ func TestBatchKilledBeforeIDSaved(t *testing.T) {
 		})
 	}
 }
+
+// An agent's batch: true is the default of every llm step with for_each
+// that asks it: such a step batches its items unless it says batch: false.
+func TestBatchAgentDefault(t *testing.T) {
+	const n = 5
+	cases := []struct {
+		name, provider, step string
+		batches, ordinary    int
+	}{
+		{"openai, agent's default", "openai", "    batch_poll: 5ms\n", 1, 0},
+		{"openai, step says false", "openai", "    batch: false\n", 0, n},
+		{"anthropic, agent's default", "anthropic", "    batch_poll: 5ms\n", 1, 0},
+		{"anthropic, step says false", "anthropic", "    batch: false\n", 0, n},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, base := startBatchServer(t, c.provider)
+			plan := strings.Replace(batchPlan(c.provider, base, n, false, c.step), "max_tokens: 200", "max_tokens: 200, batch: true", 1)
+			wd := writeBatchPlan(t, plan)
+			r := runCLI(t, wd, "run", "plan.yaml", "-q")
+			if r.code != 0 || srv.Submitted() != c.batches || srv.Ordinary() != c.ordinary {
+				t.Fatalf("exit %d, %d batches, %d ordinary calls; want exit 0, %d and %d\n%s",
+					r.code, srv.Submitted(), srv.Ordinary(), c.batches, c.ordinary, r.stderr)
+			}
+			checkAnswers(t, loadBoard(t, blackboardPath(t, r.stdout)), n)
+		})
+	}
+}
