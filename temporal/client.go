@@ -142,8 +142,8 @@ func unsupported(p *plans.Plan, warn func(string)) error {
 		return errors.New(plans.BudgetsOnTemporal)
 	}
 	for _, st := range p.AllSteps() {
-		if st.Type == "llm" && batchOn(st) {
-			return fmt.Errorf("step %s: batch: true (a for_each's calls as one provider batch) is not supported on Temporal: "+
+		if st.Type == "llm" && batchOn(p, st) {
+			return fmt.Errorf("step %s: batch: true (a for_each's calls as one provider batch, set on the step or its agent) is not supported on Temporal: "+
 				"its items run as separate activities, which cannot wait on one batch; run this plan without --engine temporal, or without batch", st.Label)
 		}
 	}
@@ -385,17 +385,25 @@ func transient(err error) bool {
 	return !errors.As(err, &wf)
 }
 
-// batchOn reports whether a step's mapping sets batch: true.
-func batchOn(st *plans.Step) bool {
+// batchOn reports whether a step's mapping sets batch: true, or, with
+// for_each and no batch of its own, its agent's batch: true does.
+func batchOn(p *plans.Plan, st *plans.Step) bool {
 	n := plans.Resolve(st.Node)
 	if n == nil {
 		return false
 	}
+	agent := ""
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "batch" {
-			v := plans.Resolve(n.Content[i+1])
+		v := plans.Resolve(n.Content[i+1])
+		switch n.Content[i].Value {
+		case "batch":
 			return v != nil && v.Value == "true"
+		case "agent":
+			if v != nil {
+				agent = v.Value
+			}
 		}
 	}
-	return false
+	a := p.Agent(agent)
+	return st.ForEach != nil && a != nil && a.Batch
 }

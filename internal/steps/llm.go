@@ -164,7 +164,8 @@ var llmSpec = engine.TypeSpec{
 			Doc: "With for_each: the items' first model calls go to the provider's batch API (OpenAI's Batch API, Anthropic's Message Batches) " +
 				"as one batch, at the batch price (half the ordinary one), and the items wait for it; the rest of an item's calls (re-asks, tool rounds) " +
 				"are ordinary. The batch is saved on the board, so `runner resume` takes it up after a kill; cancelling the run cancels it. " +
-				"Without for_each, on a script agent or in a replay, the calls are ordinary ones.",
+				"Without for_each, on a script agent or in a replay, the calls are ordinary ones. " +
+				"Absent, a step with for_each takes its agent's batch (false unless the agent says batch: true).",
 			Examples: []any{true}},
 		{Name: "batch_failed", Kind: engine.KindEnum, Enum: []string{"retry", "fail"}, Default: "retry",
 			Doc:      "batch: true: an item the batch reports failed, expired or cancelled is asked again as an ordinary call (retry) or fails (fail).",
