@@ -7,6 +7,8 @@
 // processes (start.go). docs/mcp.md is the user's page.
 package mcpserve
 
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28, but clients of earlier revisions (and the conformance suite) still set a level and read log messages.
+
 import (
 	"bytes"
 	"context"
