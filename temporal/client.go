@@ -127,6 +127,12 @@ type RunOptions struct {
 // run on Temporal cannot do, and warns of what it leaves out.
 func unsupported(p *plans.Plan, warn func(string)) error {
 	for _, a := range p.Agents {
+		if len(a.Spawns) > 0 {
+			// Checked by agent: a step's tools are its type's to read.
+			return fmt.Errorf("agent %s: spawns: (sub-agents its llm steps start with tools: [spawn]) is not supported on Temporal: "+
+				"a step runs in an activity, which hands back only the step's own conversation and recordings, not its sub-agents'; "+
+				"run this plan without --engine temporal", a.Name)
+		}
 		if len(a.Approve) > 0 {
 			return fmt.Errorf("agent %s: approve: (tool calls that wait for a person) is not supported on Temporal: "+
 				"its step runs in an activity, which cannot wait for an answer; run this plan without --engine temporal", a.Name)
@@ -136,8 +142,8 @@ func unsupported(p *plans.Plan, warn func(string)) error {
 		return errors.New(plans.BudgetsOnTemporal)
 	}
 	for _, st := range p.AllSteps() {
-		if st.Type == "llm" && batchOn(st) {
-			return fmt.Errorf("step %s: batch: true (a for_each's calls as one provider batch) is not supported on Temporal: "+
+		if st.Type == "llm" && batchOn(p, st) {
+			return fmt.Errorf("step %s: batch: true (a for_each's calls as one provider batch, set on the step or its agent) is not supported on Temporal: "+
 				"its items run as separate activities, which cannot wait on one batch; run this plan without --engine temporal, or without batch", st.Label)
 		}
 	}
@@ -379,17 +385,25 @@ func transient(err error) bool {
 	return !errors.As(err, &wf)
 }
 
-// batchOn reports whether a step's mapping sets batch: true.
-func batchOn(st *plans.Step) bool {
+// batchOn reports whether a step's mapping sets batch: true, or, with
+// for_each and no batch of its own, its agent's batch: true does.
+func batchOn(p *plans.Plan, st *plans.Step) bool {
 	n := plans.Resolve(st.Node)
 	if n == nil {
 		return false
 	}
+	agent := ""
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "batch" {
-			v := plans.Resolve(n.Content[i+1])
+		v := plans.Resolve(n.Content[i+1])
+		switch n.Content[i].Value {
+		case "batch":
 			return v != nil && v.Value == "true"
+		case "agent":
+			if v != nil {
+				agent = v.Value
+			}
 		}
 	}
-	return false
+	a := p.Agent(agent)
+	return st.ForEach != nil && a != nil && a.Batch
 }

@@ -278,3 +278,119 @@ func TestBatchInterruptCancels(t *testing.T) {
 		})
 	}
 }
+
+// A batch create whose answer is lost after the provider made the batch
+// (a 500, a connection closed unanswered, an answer past the agent's
+// timeout) is not sent again blind: the run finds the batch it made and
+// takes it up, so the provider sees exactly one batch.
+func TestBatchCreateAnswerLost(t *testing.T) {
+	const n = 4
+	cases := []struct {
+		name, provider string
+		fail           func(*fakebatch.Server)
+		extra          string
+	}{
+		{"openai 500", "openai", func(s *fakebatch.Server) { s.FailCreates = 2 }, ""},
+		{"openai dropped", "openai", func(s *fakebatch.Server) { s.FailCreates, s.DropCreate = 1, true }, ""},
+		{"openai timeout", "openai", func(s *fakebatch.Server) { s.HoldCreates() }, "timeout: 1s, "},
+		{"anthropic 500", "anthropic", func(s *fakebatch.Server) { s.FailCreates = 2 }, ""},
+		{"anthropic dropped", "anthropic", func(s *fakebatch.Server) { s.FailCreates, s.DropCreate = 1, true }, ""},
+		{"anthropic timeout", "anthropic", func(s *fakebatch.Server) { s.HoldCreates() }, "timeout: 1s, "},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, base := startBatchServer(t, c.provider)
+			c.fail(srv)
+			plan := strings.Replace(batchPlan(c.provider, base, n, true, ""), "max_tokens: 200", c.extra+"max_tokens: 200", 1)
+			wd := writeBatchPlan(t, plan)
+			r := runCLI(t, wd, "run", "plan.yaml", "-q")
+			if r.code != 0 || srv.Submitted() != 1 || srv.Ordinary() != 0 {
+				t.Fatalf("exit %d, %d batches, %d ordinary calls; want exit 0, 1 batch, none\n%s", r.code, srv.Submitted(), srv.Ordinary(), r.stderr)
+			}
+			b := loadBoard(t, blackboardPath(t, r.stdout))
+			checkAnswers(t, b, n)
+			if len(b.Run().Batches) != 0 {
+				t.Errorf("the ended batch is still on the board: %+v", b.Run().Batches)
+			}
+		})
+	}
+}
+
+// A run killed after it submitted its batch but before the provider's
+// answer (the batch's id) reached the board: the board keeps the intent,
+// and `runner resume` finds the batch by its key instead of sending a
+// second, then records every answer.
+func TestBatchKilledBeforeIDSaved(t *testing.T) {
+	const n = 8
+	for _, provider := range []string{"openai", "anthropic"} {
+		t.Run(provider, func(t *testing.T) {
+			srv, base := startBatchServer(t, provider)
+			srv.HoldCreates()
+			wd := writeBatchPlan(t, batchPlan(provider, base, n, true, ""))
+			cmd := exec.Command(binary, "run", "plan.yaml", "-q")
+			cmd.Dir = wd
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			bb := ""
+			for deadline := time.Now().Add(60 * time.Second); bb == ""; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the batch was never created with its intent on the board")
+				}
+				found, _ := filepath.Glob(filepath.Join(wd, ".runner", "runs", "*", "blackboard.json"))
+				if len(found) == 0 || srv.Submitted() != 1 {
+					continue
+				}
+				if b, err := board.Load(found[0]); err == nil && len(b.Run().Batches) == 1 {
+					bb = found[0]
+				}
+			}
+			cmd.Process.Signal(syscall.SIGKILL)
+			cmd.Wait()
+			if w := loadBoard(t, bb).Run().Batches; len(w) != 1 || w[0].ID != "" {
+				t.Fatalf("the killed run's board has batches %+v, want the intent alone", w)
+			}
+			srv.ReleaseCreates()
+			if r := runCLI(t, wd, "resume", "latest", "-q"); r.code != 0 {
+				t.Fatalf("resume: exit %d\n%s", r.code, r.stderr)
+			}
+			if srv.Submitted() != 1 || srv.Ordinary() != 0 {
+				t.Fatalf("the server saw %d batches and %d ordinary calls, want 1 and none", srv.Submitted(), srv.Ordinary())
+			}
+			b := loadBoard(t, bb)
+			if b.Run().Status != board.StatusSucceeded || len(b.Run().Batches) != 0 {
+				t.Fatalf("after the resume: %s, batches %+v", b.Run().Status, b.Run().Batches)
+			}
+			checkAnswers(t, b, n)
+		})
+	}
+}
+
+// An agent's batch: true is the default of every llm step with for_each
+// that asks it: such a step batches its items unless it says batch: false.
+func TestBatchAgentDefault(t *testing.T) {
+	const n = 5
+	cases := []struct {
+		name, provider, step string
+		batches, ordinary    int
+	}{
+		{"openai, agent's default", "openai", "    batch_poll: 5ms\n", 1, 0},
+		{"openai, step says false", "openai", "    batch: false\n", 0, n},
+		{"anthropic, agent's default", "anthropic", "    batch_poll: 5ms\n", 1, 0},
+		{"anthropic, step says false", "anthropic", "    batch: false\n", 0, n},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			srv, base := startBatchServer(t, c.provider)
+			plan := strings.Replace(batchPlan(c.provider, base, n, false, c.step), "max_tokens: 200", "max_tokens: 200, batch: true", 1)
+			wd := writeBatchPlan(t, plan)
+			r := runCLI(t, wd, "run", "plan.yaml", "-q")
+			if r.code != 0 || srv.Submitted() != c.batches || srv.Ordinary() != c.ordinary {
+				t.Fatalf("exit %d, %d batches, %d ordinary calls; want exit 0, %d and %d\n%s",
+					r.code, srv.Submitted(), srv.Ordinary(), c.batches, c.ordinary, r.stderr)
+			}
+			checkAnswers(t, loadBoard(t, blackboardPath(t, r.stdout)), n)
+		})
+	}
+}

@@ -97,7 +97,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 func spending(dir string, l *budget.Ledger, since, now time.Time) (*costReport, error) {
 	rep := &costReport{Since: since}
 	var calls []costCall
-	list, err := runs.List(dir)
+	// The run index says which runs started too early, so they are not
+	// read.
+	list, _, err := runs.Find(dir, runs.Query{Since: since})
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
+	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/planrunner/runner/internal/sys/boot"
@@ -80,6 +81,17 @@ func cmdWorker(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // terminal, the same JSON events otherwise).
 func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.Writer) int {
 	prog := r.Prog
+	// The config's budgets are refused as the plan's are (the ledger is
+	// on this machine, the calls on workers), not silently left out.
+	if bs, err := userBudgets(); err != nil {
+		r.Close()
+		return planErrors(stderr, nil, err)
+	} else if len(bs) > 0 {
+		r.Close()
+		path, _ := configPath()
+		fmt.Fprintf(stderr, "runner run: %s\n", plans.ConfigBudgetsOnTemporal(path))
+		return exitUsage
+	}
 	g.learnSecrets(prog.Plan) // what runner-temporal prints is masked here too
 	log, err := g.logger(stderr, g.progress(stderr))
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -60,7 +61,9 @@ type BatchOptions struct {
 // batcher is a provider with a batch API.
 type batcher interface {
 	// submit sends the calls (by custom_id) as one batch carrying key.
-	submit(ctx context.Context, log zerolog.Logger, key string, calls map[string]*Request) (string, error)
+	// Before it retries the create, it asks adopt for the batch an
+	// attempt whose answer was lost may have made, and takes it if found.
+	submit(ctx context.Context, log zerolog.Logger, key string, calls map[string]*Request, adopt func(context.Context) (string, error)) (string, error)
 	// find is the id of the batch carrying key, made since since with n
 	// calls ("" when there is none).
 	find(ctx context.Context, log zerolog.Logger, key string, since time.Time, n int) (string, error)
@@ -179,13 +182,40 @@ func (s *Set) RunBatch(ctx context.Context, b *board.Board, opt BatchOptions, ca
 		for _, i := range idx {
 			reqs[customID(opt.Key, i)] = calls[i].req
 		}
+		// A create whose answer is lost (a 5xx, a reset, a timeout) may
+		// have made the batch: it is looked for before any new attempt,
+		// and once more when the create gives up, so that one batch is
+		// ever paid for.
+		since := w.Since.Add(-time.Minute) // the provider's clock may lag ours
+		adopt := func(ctx context.Context) (string, error) {
+			found, err := p.find(ctx, log, opt.Key, since, len(calls))
+			if found != "" {
+				log.Info().Str("batch", found).Msg("the create's answer was lost; taking up the batch it made")
+			}
+			return found, err
+		}
 		var err error
-		if id, err = p.submit(ctx, log, opt.Key, reqs); err != nil {
-			if ctx.Err() == nil {
+		if id, err = p.submit(ctx, log, opt.Key, reqs, adopt); err != nil {
+			if ctx.Err() != nil {
+				// Cancelled: the intent stays for a resume to look for.
+				return nil, fmt.Errorf("agent %s: submitting the batch: %w", a.Name, err)
+			}
+			var apiErr *APIError
+			if errors.As(err, &apiErr) && !retryableStatus(apiErr.Status) {
 				// Refused (not lost): a resume need not look for it.
 				_ = dropBatch(b, opt.Key)
+				return nil, fmt.Errorf("agent %s: submitting the batch: %w", a.Name, err)
 			}
-			return nil, fmt.Errorf("agent %s: submitting the batch: %w", a.Name, err)
+			found, ferr := adopt(ctx)
+			switch {
+			case ferr != nil:
+				// Unknown: the intent stays for a resume to look again.
+				return nil, fmt.Errorf("agent %s: submitting the batch: %w (and looking for it: %v)", a.Name, err, ferr)
+			case found == "":
+				_ = dropBatch(b, opt.Key)
+				return nil, fmt.Errorf("agent %s: submitting the batch: %w", a.Name, err)
+			}
+			id = found
 		}
 		w.ID = id
 		if err := setBatch(b, w); err != nil {
@@ -262,6 +292,18 @@ func (s *Set) waitBatch(ctx context.Context, b *board.Board, log zerolog.Logger,
 			}
 			return batchState{}, context.Cause(ctx)
 		}
+	}
+}
+
+// adoptBody is a create's beforeRetry: the batch adopt finds, as the
+// create's answer would name it.
+func adoptBody(adopt func(context.Context) (string, error)) func(context.Context) ([]byte, error) {
+	return func(ctx context.Context) ([]byte, error) {
+		id, err := adopt(ctx)
+		if err != nil || id == "" {
+			return nil, err
+		}
+		return json.Marshal(map[string]string{"id": id})
 	}
 }
 

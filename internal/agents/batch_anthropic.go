@@ -55,7 +55,7 @@ func (p *anthropic) batchExchange(log zerolog.Logger, method, u string, body []b
 
 func (p *anthropic) batchesURL() string { return p.baseURL + "/v1/messages/batches" }
 
-func (p *anthropic) submit(ctx context.Context, log zerolog.Logger, key string, calls map[string]*Request) (string, error) {
+func (p *anthropic) submit(ctx context.Context, log zerolog.Logger, key string, calls map[string]*Request, adopt func(context.Context) (string, error)) (string, error) {
 	ids := make([]string, 0, len(calls))
 	for id := range calls {
 		ids = append(ids, id)
@@ -75,7 +75,9 @@ func (p *anthropic) submit(ctx context.Context, log zerolog.Logger, key string, 
 	if err != nil {
 		return "", fmt.Errorf("anthropic: %w", err)
 	}
-	data, _, err := p.t.post(ctx, p.batchExchange(log, http.MethodPost, p.batchesURL(), raw))
+	x := p.batchExchange(log, http.MethodPost, p.batchesURL(), raw)
+	x.beforeRetry = adoptBody(adopt)
+	data, _, err := p.t.post(ctx, x)
 	if err != nil {
 		return "", err
 	}

@@ -50,7 +50,7 @@ func (p *openAI) batchExchange(log zerolog.Logger, method, path string, body []b
 		body: body, timeout: p.agent.Timeout, agent: p.agent.Name, mask: p.mask, apiError: openAIError}
 }
 
-func (p *openAI) submit(ctx context.Context, log zerolog.Logger, key string, calls map[string]*Request) (string, error) {
+func (p *openAI) submit(ctx context.Context, log zerolog.Logger, key string, calls map[string]*Request, adopt func(context.Context) (string, error)) (string, error) {
 	ids := make([]string, 0, len(calls))
 	for id := range calls {
 		ids = append(ids, id)
@@ -96,7 +96,9 @@ func (p *openAI) submit(ctx context.Context, log zerolog.Logger, key string, cal
 	}
 	body, _ := json.Marshal(map[string]any{"input_file_id": file.ID, "endpoint": p.endpoint(),
 		"completion_window": "24h", "metadata": map[string]string{batchKeyMeta: key}})
-	data, _, err = p.t.post(ctx, p.batchExchange(log, http.MethodPost, "/batches", body))
+	x = p.batchExchange(log, http.MethodPost, "/batches", body)
+	x.beforeRetry = adoptBody(adopt)
+	data, _, err = p.t.post(ctx, x)
 	if err != nil {
 		return "", err
 	}

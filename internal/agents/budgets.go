@@ -1,11 +1,14 @@
 package agents
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/budget"
 	"github.com/planrunner/runner/internal/plans"
 )
@@ -136,4 +139,89 @@ func CallCeiling(spec *plans.Agent, promptBytes int) (usd float64, tokens int, p
 	out, bounded := outputCap(a, req)
 	p, priced := priceFor(a, spec.Model)
 	return p.Cost(Usage{InputTokens: in, OutputTokens: out}), in + out, priced, bounded
+}
+
+// RaiseTo makes what the shared budgets allow this run beyond them at
+// least usd: the answers on the board say how much, and a resumed run
+// reads them again.
+func (s *Set) RaiseTo(usd float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raised = max(s.raised, usd)
+}
+
+// OnExceed is the plan's budgets.on_exceed: what a step does when a
+// shared budget refuses one of its calls.
+func (s *Set) OnExceed() string { return s.onExceed }
+
+// KindBudget is the recording of a call a shared budget refused, made
+// when the step asks a person about it (on_exceed: ask): Label and Visit
+// are the step visit's, Call the number of its question, Response a
+// BudgetRefusal. A replay refuses the same call from it, without the
+// ledger, so it asks at the same place and reads the same answer.
+const KindBudget = "budget"
+
+// BudgetRefusal is what a KindBudget recording holds.
+type BudgetRefusal struct {
+	Input string `json:"input"` // the question's input label
+	Call  int    `json:"call"`  // the model call refused, numbered in its visit
+	// RaisedUSD is what answers had added to the budgets for the run
+	// when the call was refused.
+	RaisedUSD float64               `json:"raised_usd"`
+	Exceeded  *budget.ExceededError `json:"exceeded"`
+}
+
+// BudgetRefusalRecording is the recording of question n of a step visit
+// about refusal r.
+func BudgetRefusalRecording(label string, visit, n int, r BudgetRefusal) (board.Recording, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return board.Recording{}, err
+	}
+	return board.Recording{Label: label, Visit: visit, Call: n, Kind: KindBudget, Response: raw}, nil
+}
+
+// DecodeBudgetRefusal reads a KindBudget recording.
+func DecodeBudgetRefusal(rec board.Recording) (BudgetRefusal, bool) {
+	var r BudgetRefusal
+	if rec.Kind != KindBudget || json.Unmarshal(rec.Whole().Response, &r) != nil || r.Exceeded == nil {
+		return BudgetRefusal{}, false
+	}
+	return r, true
+}
+
+// RefusalSource is a ReplaySource that knows the calls shared budgets
+// refused in the recorded run.
+type RefusalSource interface {
+	// Refusal is the refusal of call of a step visit, made while raised
+	// had been added to the budgets, if the recording has one.
+	Refusal(label string, visit, call int, raised float64) (*budget.ExceededError, bool)
+}
+
+func (m recordings) Refusal(label string, visit, call int, raised float64) (*budget.ExceededError, bool) {
+	for n := 1; ; n++ {
+		rec, ok := m[callKey{KindBudget, label, visit, n}]
+		if !ok {
+			return nil, false
+		}
+		if r, ok := DecodeBudgetRefusal(rec); ok && r.Call == call && math.Abs(r.RaisedUSD-raised) < 1e-9 {
+			return r.Exceeded, true
+		}
+	}
+}
+
+// replayedRefusal is the recorded refusal of a replayed call, if the
+// recorded run's budget refused it.
+func (s *Set) replayedRefusal(label string, visit, call int) (*budget.ExceededError, bool) {
+	if s.replay == nil {
+		return nil, false
+	}
+	if f, ok := s.replay.(ForkSource); ok && f.Live(label, visit) {
+		return nil, false
+	}
+	rs, ok := s.replay.(RefusalSource)
+	if !ok {
+		return nil, false
+	}
+	return rs.Refusal(label, visit, call, s.Raised())
 }

@@ -87,6 +87,9 @@ type BudgetError struct {
 	// (Agent is "" when the limit is reached already).
 	Agent, Model  string
 	Input, Output int // its estimated input and largest answer, in tokens
+	// Call is the number the refused call would have had in its step
+	// visit (set when Shared is).
+	Call int
 
 	// Shared, when set, is the budget shared by every run on the machine
 	// (budgets:) that the call would cross; it says why.

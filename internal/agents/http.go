@@ -88,6 +88,11 @@ type exchange struct {
 	// for. A stream that ends early is an error (retried): nothing of it
 	// is kept. timeout is then the longest the stream may stay silent.
 	stream func(r io.Reader) (body []byte, status int, err error)
+	// beforeRetry, when set, runs before each retry of a call that may
+	// have done its work without the answer arriving (a batch's create):
+	// a body it returns is taken as the answer, and an error stops the
+	// retries, since retrying blind could do the work twice.
+	beforeRetry func(ctx context.Context) ([]byte, error)
 }
 
 // post sends x and returns the body of its 2xx answer and the number of
@@ -126,6 +131,15 @@ func (t *transport) post(ctx context.Context, x *exchange) ([]byte, int, error) 
 			Int64("wait_ms", wait.Milliseconds()).Msg("model call failed, retrying")
 		if err := t.sleep(ctx, wait); err != nil {
 			return nil, attempt, fmt.Errorf("%s: %w", x.provider, err)
+		}
+		if x.beforeRetry != nil {
+			found, ferr := x.beforeRetry(ctx)
+			if ferr != nil {
+				return nil, attempt, fmt.Errorf("%w; not retried, since looking for what it may have made failed: %w", err, ferr)
+			}
+			if found != nil {
+				return found, attempt, nil
+			}
 		}
 	}
 }

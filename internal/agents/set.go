@@ -101,7 +101,7 @@ func FromRecordings(recs []board.Recording) ReplaySource {
 	m := recordings{}
 	for _, r := range recs {
 		k := callKey{r.Kind, r.Label, r.Visit, r.Call}
-		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP || r.Kind == KindTool) {
+		if _, dup := m[k]; !dup && (r.Kind == KindLLM || r.Kind == KindMCP || r.Kind == KindTool || r.Kind == KindCodingAgent || r.Kind == KindBudget) {
 			m[k] = r
 		}
 	}
@@ -194,6 +194,7 @@ type Set struct {
 	runID    string
 	planName string
 	raised   float64 // Raise: beyond the budgets, for this run
+	onExceed string  // the plan's budgets.on_exceed
 
 	getenv  func(string) string // reads the secrets MCP servers get
 	servers servers             // MCP servers of scope run
@@ -251,7 +252,7 @@ func New(plan *plans.Plan, opt Options) (*Set, error) {
 	}
 	s := &Set{agents: map[string]*Agent{}, maxTokens: plan.Limits.MaxTokens, maxCost: plan.Limits.MaxCostUSD, log: opt.Log,
 		replay: opt.Replay, reuse: opt.Reuse, calls: map[visitKey]int{}, mask: opt.Mask, getenv: getenv,
-		onStream: opt.OnStream}
+		onStream: opt.OnStream, onExceed: plan.Budgets.OnExceed}
 	var errs []error
 	for _, spec := range plan.Agents {
 		a := &Agent{Name: spec.Name, Provider: spec.Provider, Model: spec.Model, System: spec.System,
@@ -387,7 +388,25 @@ func (s *Set) bindLocked(b *board.Board) {
 	if b == nil {
 		return
 	}
+	s.spawnMu.Lock()
+	s.spawned = 0
+	for _, st := range b.StepsShared() {
+		if st.Spawned() {
+			s.spawned = max(s.spawned, spawnNumber(st.Label))
+		}
+	}
+	defer s.spawnMu.Unlock()
 	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
+		s.spawned = max(s.spawned, spawnNumber(r.Label))
+		if r.Kind == KindCodingAgent {
+			// A coding agent's model exchanges, metered by its proxy,
+			// count toward the run's limits as the set's own calls do.
+			if u, cost, ok := codingSpend(s.agents[r.Agent], r); ok {
+				s.used += u.Total()
+				s.spent += cost
+			}
+			continue
+		}
 		if r.Kind != KindLLM {
 			continue
 		}
@@ -417,8 +436,15 @@ func (s *Set) bindLocked(b *board.Board) {
 // up.
 func (s *Set) begin(b *board.Board, label string, visit int, a *Agent, req *Request) (int, hold, error) {
 	call, h, err := s.beginRun(b, label, visit, a, req)
-	if err != nil || s.ledger == nil {
+	if err != nil {
 		return call, h, err
+	}
+	if ex, ok := s.replayedRefusal(label, visit, call); ok {
+		s.release(h)
+		return 0, hold{}, &BudgetError{Shared: ex, Agent: a.Name, Model: req.Model, Call: call}
+	}
+	if s.ledger == nil {
+		return call, h, nil
 	}
 	c := budget.Charge{Run: s.runID, Plan: s.planName, Agent: a.Name, Model: req.Model, USD: h.usd, Tokens: h.tokens}
 	led, err := s.ledger.Reserve(s.budgets, c, holdTTL(a), s.Raised())
@@ -426,7 +452,7 @@ func (s *Set) begin(b *board.Board, label string, visit int, a *Agent, req *Requ
 		s.release(h)
 		var ex *budget.ExceededError
 		if errors.As(err, &ex) {
-			return 0, hold{}, &BudgetError{Shared: ex, Agent: a.Name, Model: req.Model}
+			return 0, hold{}, &BudgetError{Shared: ex, Agent: a.Name, Model: req.Model, Call: call}
 		}
 		return 0, hold{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -50,6 +51,7 @@ type SpawnRequest struct {
 	Read       []string
 	Write      []string
 	Label      string // the sub-agent's label: STEP/spawn-N-AGENT
+	Parent     string // the spawning session's label: its visit's parent
 	Refusal    string // why it is not started ("": it is)
 	ParentName string
 }
@@ -62,7 +64,7 @@ func (ss *Session) PlanSpawns(calls []ToolCall, lim SpawnLimits, depth int) []Sp
 	out := make([]SpawnRequest, 0, len(calls))
 	started := 0
 	for _, tc := range calls {
-		r := SpawnRequest{Call: tc, ParentName: ss.agent.Name}
+		r := SpawnRequest{Call: tc, ParentName: ss.agent.Name, Parent: ss.label}
 		args, ok := argsObject(tc.Args)
 		if !ok {
 			r.Refusal = "the arguments of spawn_agent must be a JSON object"
@@ -89,7 +91,7 @@ func (ss *Session) PlanSpawns(calls []ToolCall, lim SpawnLimits, depth int) []Sp
 				break
 			}
 			started++
-			r.Label = fmt.Sprintf("%s/spawn-%d-%s", ss.label, n, r.Agent)
+			r.Label = fmt.Sprintf("%s%s%d-%s", ss.label, spawnMark, n, r.Agent)
 		}
 		out = append(out, r)
 	}
@@ -119,6 +121,25 @@ func (s *Set) takeSpawn(perRun int) (int, bool) {
 	s.spawned++
 	return s.spawned, true
 }
+
+// spawnNumber is N of a sub-agent's label (STEP/spawn-N-AGENT, its own
+// sub-agents' labels below it), 0 for another label: a resumed run goes
+// on numbering after the sub-agents its earlier part started, so no
+// label is taken twice and spawn.per_run counts them all.
+func spawnNumber(label string) int {
+	i := strings.LastIndex(label, spawnMark)
+	if i < 0 {
+		return 0
+	}
+	digits, _, ok := strings.Cut(label[i+len(spawnMark):], "-")
+	n, err := strconv.Atoi(digits)
+	if !ok || err != nil {
+		return 0
+	}
+	return n
+}
+
+const spawnMark = "/spawn-"
 
 // SpawnSession starts the session of a sub-agent r asks for, bounded by
 // its keys. It reads the board directly, not through the visit's

@@ -61,12 +61,21 @@ type StepRecord struct {
 	// engine with many hosts (Temporal); "" for a run in one process and
 	// for a step the run decides itself (board, branch, input).
 	Host string `json:"host,omitempty"`
+	// Agent is set on the visit of a sub-agent an llm step's agent
+	// started (spawn_agent) and only there: the agent it ran. Parent is
+	// then the visit that started it (the step, or another sub-agent), not
+	// a group, and Label (STEP/spawn-N-AGENT) is no plan label.
+	Agent string `json:"agent,omitempty"`
 	// held: the texts of the large strings Result holds as keys, while
 	// the board keeps the record (held.go); nil in the records it hands
 	// out.
 	held  held
 	built *built
 }
+
+// Spawned reports whether s is the visit of a sub-agent (see Agent):
+// not a step of the plan, so what walks the plan's steps passes it by.
+func (s *StepRecord) Spawned() bool { return s.Agent != "" }
 
 // Recording is one non-deterministic exchange (a model call), kept so a
 // replay can serve it without the network.

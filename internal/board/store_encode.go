@@ -208,6 +208,9 @@ func appendStep(b []byte, s *StepRecord, x *blobSink) ([]byte, error) {
 	if s.Host != "" {
 		b = appendField(b, "host", s.Host)
 	}
+	if s.Agent != "" {
+		b = appendField(b, "agent", s.Agent)
+	}
 	return append(b, '}'), nil
 }
 

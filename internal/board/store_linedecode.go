@@ -645,7 +645,7 @@ func (d *lineDec) anyValue(depth int) (any, bool) {
 
 // The fields of a step record's line, in the order runner writes them.
 var stepFields = []string{"label", "visit", "type", "parent", "status", "started_at", "finished_at",
-	"duration_ms", "attempts", "goto", "result", "error", "retry_delays_ms", "inputs", "host", "blob_refs"}
+	"duration_ms", "attempts", "goto", "result", "error", "retry_delays_ms", "inputs", "host", "agent", "blob_refs"}
 
 // step decodes a step record's line into s; its result is the line's
 // bytes (shared when d.alias, else copied).
@@ -694,6 +694,8 @@ func (d *lineDec) step(line []byte, s *StepRecord) (refs []string, ok bool) {
 		case 14:
 			s.Host, ok = d.str(true)
 		case 15:
+			s.Agent, ok = d.str(true)
+		case 16:
 			refs, ok = d.strings()
 		}
 		return ok

@@ -31,6 +31,9 @@ func (r *Runner) RunAttempt(ctx context.Context, n *Node, visit, attempt int) (R
 // Apply makes a step record from elsewhere (another process that ran the
 // step) visible to expressions, without touching the board.
 func (r *Runner) Apply(rec board.StepRecord) error {
+	if rec.Spawned() {
+		return nil // no step of the plan: expressions never name it
+	}
 	n := r.Prog.Node(rec.Label)
 	if n == nil {
 		return errors.New("step " + rec.Label + " is not in the plan")

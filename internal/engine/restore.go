@@ -31,6 +31,10 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 	var last *board.StepRecord
 	for i := range records {
 		rec := &records[i]
+		if rec.Spawned() {
+			r.total.Add(1) // a sub-agent's visit counted for limits.max_steps; its step runs it again
+			continue
+		}
 		n := r.Prog.Node(rec.Label)
 		if n == nil {
 			return fmt.Errorf("saved step %q is not in the plan", rec.Label)

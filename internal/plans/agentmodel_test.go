@@ -32,6 +32,10 @@ func TestAgentStreamThinkingAndCachePrices(t *testing.T) {
 			errs: []string{"agent a: thinking is for the anthropic provider"}},
 		{name: "stream not a bool", agent: `{provider: openai, model: m, stream: yes please}`,
 			errs: []string{"agent a: stream"}},
+		{name: "batch", agent: `{provider: anthropic, model: m, batch: true}`,
+			check: func(a *Agent) bool { return a.Batch }},
+		{name: "batch on a provider without a batch API", agent: `{provider: script, responses: [hi], batch: true}`,
+			errs: []string{"agent a: batch is for the openai and anthropic providers"}},
 		{name: "a negative cache price", agent: `{provider: openai, model: m, price: {input: 1, output: 1, cache_write: -1}}`,
 			errs: []string{"agent a: price.cache_write must not be negative"}},
 	} {

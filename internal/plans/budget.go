@@ -21,8 +21,8 @@ type Budgets struct {
 // What a run does before a call that would cross a budget.
 const (
 	OnExceedFail = "fail" // the call is not sent and the step fails
-	// OnExceedAsk would have the run wait for a person to raise the
-	// budget for it, or stop it; it is refused when a plan loads.
+	// OnExceedAsk: the run waits for a person to raise the budget for
+	// it, or stop the step (internal/steps/budget.go).
 	OnExceedAsk = "ask"
 )
 
@@ -36,7 +36,7 @@ type Budget struct {
 	MaxTokens          int
 	// Where it was given, for messages: file:line.
 	At   string
-	Node *yaml.Node
+	Node *yaml.Node `json:"-"`
 }
 
 // Budget periods: calendar days and months in UTC.
@@ -62,6 +62,13 @@ func (b Budget) Scope() string {
 // own ledger, so no one ledger would see them all.
 const BudgetsOnTemporal = "budgets: is not supported on Temporal: the ledger they are checked against is kept on one machine, and a run's calls are made by workers on others; run this plan without --engine temporal"
 
+// ConfigBudgetsOnTemporal is why a run does not start on Temporal while
+// the user's config at path gives budgets: for the reason of
+// BudgetsOnTemporal, they could not be checked there.
+func ConfigBudgetsOnTemporal(path string) string {
+	return "the budgets: of your config " + path + " are not supported on Temporal: the ledger they are checked against is kept on one machine, and a run's calls are made by workers on others; run without --engine temporal, or without those budgets (RUNNER_CONFIG names another config)"
+}
+
 var budgetFields = []string{"on_exceed", "limits"}
 var budgetLimitFields = []string{"agent", "model", "plan", "period", "max_cost_usd", "max_tokens"}
 
@@ -80,12 +87,9 @@ func ParseBudgets(r *Reporter, n *yaml.Node) Budgets {
 		case "on_exceed":
 			if v, ok := String(r, f.Value, "budgets.on_exceed"); ok {
 				switch v {
-				case OnExceedFail:
-				case OnExceedAsk:
-					// A run cannot wait for a person before a model call.
-					r.At(f.Value, "budgets.on_exceed: ask is not available: a run cannot wait for a person to raise a budget; use fail")
+				case OnExceedFail, OnExceedAsk:
 				default:
-					r.At(f.Value, "budgets.on_exceed: %q is not fail", v)
+					r.At(f.Value, "budgets.on_exceed: %q is not fail or ask", v)
 				}
 				out.OnExceed = v
 			}

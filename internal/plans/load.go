@@ -503,13 +503,14 @@ func checkFallbacks(r *Reporter, all []*Agent) {
 
 var agentFields = []string{"provider", "model", "system", "temperature", "max_tokens", "seed",
 	"base_url", "api_key_env", "timeout", "responses", "board", "subscribe", "fallback", "price", "mcp", "tools", "memory",
-	"stream", "thinking", "approve", "spawns", "api", "reasoning_effort", "prompt_cache_key"}
+	"stream", "thinking", "approve", "spawns", "api", "reasoning_effort", "prompt_cache_key", "batch"}
 
 func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 	a := &Agent{Name: name, Node: Resolve(n)}
 	what := "agent " + name
 	var responses *yaml.Node
 	var openaiOnly []Field
+	var batchNode *yaml.Node
 	for _, f := range Fields(r, n, what) {
 		switch f.Key {
 		case "api", "reasoning_effort", "prompt_cache_key":
@@ -571,6 +572,10 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 			a.Price = parsePrice(r, f.Value, what)
 		case "stream":
 			a.Stream, _ = Bool(r, f.Value, what+": stream")
+		case "batch":
+			if a.Batch, _ = Bool(r, f.Value, what+": batch"); a.Batch {
+				batchNode = f.Value
+			}
 		case "thinking":
 			if v, ok := Int(r, f.Value, what+": thinking"); ok {
 				if v < 1024 {
@@ -637,6 +642,9 @@ func parseAgent(r *Reporter, name string, n *yaml.Node) *Agent {
 		for _, f := range openaiOnly {
 			r.At(f.Value, "%s: %s is for the openai provider only", what, f.Key)
 		}
+	}
+	if batchNode != nil && a.Provider != "openai" && a.Provider != "anthropic" && a.Provider != "" {
+		r.At(batchNode, "%s: batch is for the openai and anthropic providers, which have a batch API", what)
 	}
 	if a.Provider == "a2a" && (len(a.MCP) > 0 || len(a.Tools) > 0 || a.Stream) {
 		r.At(a.Node, "%s: a remote A2A agent uses its own tools and answers whole: mcp, tools and stream are not for the a2a provider", what)

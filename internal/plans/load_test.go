@@ -52,12 +52,12 @@ steps: [{label: s, type: x}]
 			`p.yaml:4:64: agent a: price needs both input and output`}},
 		{"budgets", `version: 1
 budgets:
-  on_exceed: ask
+  on_exceed: maybe
   limits:
     - {agent: a, model: m, period: week, max_cost_usd: 0}
     - {plan: p, max_tokens: 10, maxx: 1}
 steps: [{label: s, type: x}]
-`, []string{"p.yaml:3:14: budgets.on_exceed: ask is not available: a run cannot wait for a person to raise a budget; use fail",
+`, []string{`p.yaml:3:14: budgets.on_exceed: "maybe" is not fail or ask`,
 			`p.yaml:5:36: budgets.limits[0].period: "week" is not day or month (calendar days and months in UTC)`,
 			"p.yaml:5:56: budgets.limits[0].max_cost_usd must be more than 0",
 			"p.yaml:5:7: budgets.limits[0] needs exactly one of agent, model or plan: what it limits",

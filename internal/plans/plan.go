@@ -200,7 +200,11 @@ type Agent struct {
 	// PromptCacheKey groups calls that share a prompt prefix for the
 	// provider's prompt cache (openai's prompt_cache_key).
 	PromptCacheKey string
-	Node           *yaml.Node
+	// Batch is the plan's default for the llm steps with for_each that
+	// ask this agent: their items' first calls go as one provider batch
+	// unless the step says batch: false.
+	Batch bool
+	Node  *yaml.Node
 }
 
 // The openai provider's wire APIs (Agent.API).

@@ -22,6 +22,7 @@ import (
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/budget"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/steps"
 	"github.com/rs/zerolog"
@@ -457,6 +458,24 @@ func (f *fork) ToolRecording(label string, visit, n int) (board.Recording, bool)
 		return ts.ToolRecording(label, visit, n)
 	}
 	return board.Recording{}, false
+}
+
+// CodingRecording serves the recorded coding_agent sessions of the
+// replayed part.
+func (f *fork) CodingRecording(label string, visit, call int) (board.Recording, bool) {
+	if cs, ok := f.ReplaySource.(agents.CodingReplaySource); ok {
+		return cs.CodingRecording(label, visit, call)
+	}
+	return board.Recording{}, false
+}
+
+// Refusal serves the recorded refusals of shared budgets (the part that
+// is replayed: a live visit is checked against the ledger).
+func (f *fork) Refusal(label string, visit, call int, raised float64) (*budget.ExceededError, bool) {
+	if rs, ok := f.ReplaySource.(agents.RefusalSource); ok {
+		return rs.Refusal(label, visit, call, raised)
+	}
+	return nil, false
 }
 
 // both tells two observers, the checker first.

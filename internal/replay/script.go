@@ -123,7 +123,7 @@ func newSegment(records []board.StepRecord, status, errText string, m *engine.Re
 		groups: map[visitKey]bool{}, status: status, err: errText, mark: m}
 	for _, r := range records {
 		g.last[visitKey{r.Label, r.Visit}] = r
-		if r.Parent != "" { // a child's visit is its group's
+		if r.Parent != "" && !r.Spawned() { // a child's visit is its group's (a sub-agent's is its step's, no group)
 			k := visitKey{r.Parent, r.Visit}
 			g.children[k] = append(g.children[k], r.Label)
 			g.groups[k] = true

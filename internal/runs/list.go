@@ -65,10 +65,15 @@ type Query struct {
 	After string
 	// Limit is the most runs listed (0: all).
 	Limit int
+	// Since keeps the runs started at or after it (zero: all). A run
+	// the index says started before it is not read at all: its start
+	// never changes, whatever else about it has.
+	Since time.Time
 }
 
 func (q Query) match(s Summary) bool {
-	return (q.Status == "" || s.Status == q.Status) &&
+	return (q.Since.IsZero() || !s.StartedAt.Before(q.Since)) &&
+		(q.Status == "" || s.Status == q.Status) &&
 		(q.Plan == "" || strings.Contains(s.Plan, q.Plan) || strings.Contains(s.Name, q.Plan))
 }
 
@@ -103,6 +108,16 @@ func Find(dir string, q Query) (list []Summary, more bool, err error) {
 		default:
 			todo = ids[i:]
 		}
+	}
+	if !q.Since.IsZero() {
+		keep := make([]string, 0, len(todo))
+		for _, id := range todo {
+			if e, ok := ix.entry(id); ok && e.Start != 0 && e.Start < q.Since.UnixNano() {
+				continue
+			}
+			keep = append(keep, id)
+		}
+		todo = keep
 	}
 	if q.NewestFirst {
 		todo = slices.Clone(todo)

@@ -107,7 +107,7 @@ type llmStep struct {
 	batchPoll   time.Duration
 }
 
-func (llmType) Name() string           { return "llm" }
+func (llmType) Name() string           { return llmTypeName }
 func (llmType) Result() any            { return LLMResult{} }
 func (llmType) Spec() *engine.TypeSpec { return &llmSpec }
 
@@ -164,7 +164,8 @@ var llmSpec = engine.TypeSpec{
 			Doc: "With for_each: the items' first model calls go to the provider's batch API (OpenAI's Batch API, Anthropic's Message Batches) " +
 				"as one batch, at the batch price (half the ordinary one), and the items wait for it; the rest of an item's calls (re-asks, tool rounds) " +
 				"are ordinary. The batch is saved on the board, so `runner resume` takes it up after a kill; cancelling the run cancels it. " +
-				"Without for_each, on a script agent or in a replay, the calls are ordinary ones.",
+				"Without for_each, on a script agent or in a replay, the calls are ordinary ones. " +
+				"Absent, a step with for_each takes its agent's batch (false unless the agent says batch: true).",
 			Examples: []any{true}},
 		{Name: "batch_failed", Kind: engine.KindEnum, Enum: []string{"retry", "fail"}, Default: "retry",
 			Doc:      "batch: true: an item the batch reports failed, expired or cancelled is asked again as an ordinary call (retry) or fails (fail).",
@@ -338,7 +339,8 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	// What an MCP server asks a person during a tool call waits as an
 	// input does.
 	ss.Elicit = (&elicitations{sc: sc, ss: ss}).ask
-	if approvalsOf(sc) || elicitationsOf(sc) {
+	set.RaiseTo(budgetRaise(sc.Board.Recordings()))
+	if approvalsOf(sc) || elicitationsOf(sc) || budgetAsksOf(sc) {
 		ss.Reenter() // it stopped to ask a person: it goes on from there
 	}
 	mcpTools, err := ss.MCPTools(ctx)
@@ -376,10 +378,15 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		Usage: usageOf(st), Agent: st.Agent, Model: st.Model, FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
 	var budget *agents.BudgetError
 	if errors.As(err, &budget) {
-		err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+		if err = askBudget(sc, set, budget); !errors.Is(err, engine.ErrWaiting) {
+			err = &engine.RunError{Status: engine.StatusFailed, Label: sc.Label, Fatal: true, Err: err}
+		}
 	}
 	if err == nil {
 		err = clearApprovals(sc)
+	}
+	if err == nil {
+		err = clearBudgetAsks(sc)
 	}
 	if err == nil {
 		err = clearElicitations(sc)

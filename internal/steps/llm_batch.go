@@ -11,7 +11,14 @@ import (
 
 // decodeBatch reads batch, batch_failed and batch_poll.
 func decodeBatch(d *engine.Decoder, s *llmStep) {
-	s.batch = d.Bool("batch", false)
+	// The agent's batch: true is the default of a step with for_each.
+	def := false
+	if a := d.Plan.Agent(s.agent); a != nil && a.Batch && d.Step != nil && d.Step.ForEach != nil {
+		def = true
+	}
+	if s.batch = d.Bool("batch", false); !d.Has("batch") {
+		s.batch = def
+	}
 	s.batchFailed = d.Enum("batch_failed", "retry")
 	for _, k := range []string{"batch_failed", "batch_poll"} {
 		if n := d.Node(k); n != nil && !s.batch {

@@ -1,6 +1,7 @@
 package steps
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -15,6 +16,10 @@ import (
 
 // defaultSpawnLimits bound tools: [spawn] when the step says nothing.
 var defaultSpawnLimits = agents.SpawnLimits{PerCall: 4, PerRun: 16, Depth: 2}
+
+// llmTypeName is the llm type's name, which a sub-agent's visit carries
+// too: its record is an agent's answer, shown as an llm step's is.
+const llmTypeName = "llm"
 
 // defaultSpawnConcurrency is how many sub-agents of one turn run at once.
 const defaultSpawnConcurrency = 4
@@ -94,32 +99,57 @@ func (s *llmStep) spawnAll(ctx context.Context, sc *engine.StepContext, ss *agen
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
 	stats := make([]agents.Stats, len(reqs))
+	children := make([]*engine.Child, len(reqs))
 	for j, r := range reqs {
+		var child *engine.Child
+		if r.Refusal == "" {
+			// Started in the calls' order, so a refusal past
+			// limits.max_steps falls on the same calls in a replay.
+			var err error
+			if child, err = sc.StartChild(r.Label, r.Parent, llmTypeName, r.Agent); err != nil {
+				r.Refusal = err.Error()
+			}
+		}
 		if r.Refusal != "" {
 			m := agents.SpawnAnswer(r, nil, nil, nil)
 			out[idx[j]] = &m
 			continue
 		}
+		children[j] = child
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			m, st := s.runSpawn(ctx, sc, ss, r)
+			m, st := s.runSpawn(ctx, sc, ss, r, child)
 			out[idx[j]], stats[j] = &m, st
 		}()
 	}
 	wg.Wait()
+	for _, c := range children {
+		// Saved in the calls' order, not as they ended: a replay's board
+		// holds them in the same order. One that cannot be saved is
+		// logged: the step's own record is where a board that cannot save
+		// ends the run.
+		if c != nil {
+			if err := c.Save(); err != nil {
+				sc.Log.Error().Err(err).Str("spawn", c.Label()).Msg("recording the sub-agent's visit")
+			}
+		}
+	}
 	for _, st := range stats {
 		ss.AddStats(st)
 	}
 	return out
 }
 
-// runSpawn runs one sub-agent to its final answer.
-func (s *llmStep) runSpawn(ctx context.Context, sc *engine.StepContext, ss *agents.Session, r agents.SpawnRequest) (agents.Message, agents.Stats) {
+// runSpawn runs one sub-agent to its final answer, as child visit v of
+// the step: its record holds its answer, calls and usage (its own
+// sub-agents' included, as the step's holds its).
+func (s *llmStep) runSpawn(ctx context.Context, sc *engine.StepContext, ss *agents.Session, r agents.SpawnRequest, v *engine.Child) (agents.Message, agents.Stats) {
 	cs, err := ss.SpawnSession(r)
 	if err != nil {
+		s.finishSpawn(ctx, sc, v, engine.Result{}, err)
 		return agents.SpawnAnswer(r, nil, nil, err), agents.Stats{}
 	}
 	defer cs.Close()
@@ -134,8 +164,19 @@ func (s *llmStep) runSpawn(ctx context.Context, sc *engine.StepContext, ss *agen
 	}
 	prompt := r.Task + "\n\n" + scopeText(r)
 	out, err := child.converse(ctx, sc, cs, prompt, nil)
+	st := cs.Stats()
 	sc.Log.Info().Str("spawn", r.Label).Str("agent", r.Agent).Bool("ok", err == nil).Msg("sub-agent answered")
-	return agents.SpawnAnswer(r, cs, out, err), cs.Stats()
+	res := engine.Result{Output: out, Fields: LLMResult{Usage: usageOf(st), Agent: cmp.Or(st.Agent, r.Agent), Model: st.Model,
+		FinishReason: st.FinishReason, Calls: st.Calls, Retries: st.Retries}}
+	s.finishSpawn(ctx, sc, v, res, err)
+	return agents.SpawnAnswer(r, cs, out, err), st
+}
+
+// finishSpawn ends a sub-agent's visit (spawnAll saves it).
+func (s *llmStep) finishSpawn(ctx context.Context, sc *engine.StepContext, v *engine.Child, res engine.Result, err error) {
+	if ferr := v.Finish(res, err, ctx.Err() != nil); ferr != nil {
+		sc.Log.Error().Err(ferr).Str("spawn", v.Label()).Msg("recording the sub-agent's visit")
+	}
 }
 
 // scopeText tells a sub-agent which keys it was given.

@@ -21,3 +21,7 @@ func inode(fi os.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// stopProcess asks a run's process to stop as Ctrl-C does: it cancels
+// its steps and saves the run interrupted.
+func stopProcess(pid int) error { return syscall.Kill(pid, syscall.SIGTERM) }

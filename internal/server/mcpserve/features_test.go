@@ -1,5 +1,7 @@
 package mcpserve_test
 
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28, but clients of earlier revisions (and the conformance suite) still set a level and read log messages.
+
 import (
 	"context"
 	"encoding/json"

@@ -1,15 +1,18 @@
 package mcpserve
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -46,9 +49,47 @@ func (s *Server) Handler(token string) (http.Handler, error) {
 			http.Error(w, "runner mcp: give the token runner mcp printed at its start as the header Authorization: Bearer TOKEN", http.StatusUnauthorized)
 			return
 		}
+		if r.Method == http.MethodPost && r.Body != nil {
+			moveHTTPTaskParams(r)
+		}
 		h.ServeHTTP(w, r)
 	}), nil
 }
+
+// moveHTTPTaskParams moves a posted tools/call's task params into its
+// _meta, as taskTransport does over stdio: the SDK's streamable handler
+// makes its transports itself.
+func moveHTTPTaskParams(r *http.Request) {
+	orig := r.Body
+	body, err := io.ReadAll(io.LimitReader(orig, maxTaskBody+1))
+	if err != nil || len(body) > maxTaskBody {
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.MultiReader(bytes.NewReader(body), orig), orig}
+		return
+	}
+	orig.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || req.Method != "tools/call" {
+		return
+	}
+	params, moved := moveTaskParams(req.Params)
+	if !moved {
+		return
+	}
+	req.Params = params
+	if data, err := jsonrpc.EncodeMessage(req); err == nil {
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.ContentLength = int64(len(data))
+	}
+}
+
+// maxTaskBody bounds the request bodies looked into for task params;
+// a larger one goes to the SDK as it came.
+const maxTaskBody = 4 << 20
 
 // eventBytes bounds the events kept for resumed streams.
 const eventBytes = 4 << 20

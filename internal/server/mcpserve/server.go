@@ -7,6 +7,8 @@
 // processes (start.go). docs/mcp.md is the user's page.
 package mcpserve
 
+//lint:file-ignore SA1019 MCP logging is deprecated from protocol 2026-07-28, but clients of earlier revisions (and the conformance suite) still set a level and read log messages.
+
 import (
 	"bytes"
 	"context"
@@ -66,6 +68,8 @@ type Server struct {
 	stopFollows chan struct{}
 	follows     sync.WaitGroup
 	following   map[followKey]bool
+	// tasks are the runs started as MCP tasks (tasks.go).
+	tasks *tasks
 }
 
 // New makes the server. Nothing is read until a client asks.
@@ -107,6 +111,7 @@ func New(o Options) *Server {
 	s.addTools()
 	s.addResources()
 	s.addPrompts()
+	s.addTaskMethods()
 	return s
 }
 
@@ -148,14 +153,15 @@ A run's blackboard is read with board_read and board_list and written with board
 Resources runner://runs/{id} and runner://runs/{id}/board can be subscribed to; they change as the run goes.`
 
 // MCP is the underlying SDK server, to serve over a transport of the
-// caller's choice.
+// caller's choice; a start_run over it cannot be a task (Run and Handler
+// move a tools/call's task params where the server finds them).
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Run serves one client over t (mcp.StdioTransport for `runner mcp`)
 // until it disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	defer s.Close()
-	return s.mcp.Run(ctx, t)
+	return s.mcp.Run(ctx, taskTransport{t})
 }
 
 // Close stops the watchers of subscribed resources.

@@ -199,6 +199,11 @@ func setUp(cfg *config) error {
 		if err := loopbackUp(); err != nil {
 			return err
 		}
+		if cfg.Endpoint != "" {
+			if err := listenEndpoint(cfg); err != nil {
+				return err
+			}
+		}
 	}
 	unix.Sethostname([]byte("sandbox"))
 	// The command's directory, as seen through the new mounts (the

@@ -4,7 +4,8 @@
 //
 //   - user, mount, PID, network, IPC and UTS namespaces: the process sees
 //     its own processes only (a fresh /proc), no network but its own
-//     loopback (unless Policy.Network), and a file system mounted
+//     loopback (unless Policy.Network) and the one host address of
+//     Policy.Endpoint, and a file system mounted
 //     read-only except the paths it may write;
 //   - a minimal /dev (null, zero, full, random, urandom, a private
 //     /dev/shm and /dev/pts); /proc's host-wide files (sys, sysrq-trigger,
@@ -45,6 +46,12 @@ type Policy struct {
 	// Network keeps the host's network; without it the process has only
 	// a loopback interface of its own.
 	Network bool
+	// Endpoint, without Network, is the one TCP address of the host
+	// (host:port) the process may still reach, at the same address in
+	// its own network namespace: the helper listens there and has runner
+	// connect each connection it accepts on the host. A coding agent's
+	// model proxy is one.
+	Endpoint string
 	// Write are the paths (absolute) the process may write besides the
 	// private temporary directory: its workdir, the run's directory, the
 	// build caches.

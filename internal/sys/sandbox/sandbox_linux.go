@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,9 +43,14 @@ type config struct {
 	Trees []string `json:"trees,omitempty"`
 	// NoSeccomp: the kernel has no seccomp filter for this architecture
 	// (an optional sandbox runs without).
-	NoSeccomp bool     `json:"no_seccomp,omitempty"`
-	Path      string   `json:"path,omitempty"`
-	Args      []string `json:"args,omitempty"`
+	NoSeccomp bool `json:"no_seccomp,omitempty"`
+	// Endpoint is the host's address the helper forwards from the same
+	// address inside (Policy.Endpoint); it asks runner for each
+	// connection on the socket at fd EndpointFD.
+	Endpoint   string   `json:"endpoint,omitempty"`
+	EndpointFD int      `json:"endpoint_fd,omitempty"`
+	Path       string   `json:"path,omitempty"`
+	Args       []string `json:"args,omitempty"`
 }
 
 // Sandbox is one sandboxed process: Wrap it, start the command, call
@@ -54,6 +60,10 @@ type Sandbox struct {
 	tmp             string
 	status, statusW *os.File
 	trees           []*os.File // idmapped write paths, for the helper
+	// The endpoint's socket pair: runner's end, and the helper's until
+	// it has started.
+	fwd       *net.UnixConn
+	fwdHelper *os.File
 }
 
 // Wrap turns cmd (Path, Args, Dir, Env, SysProcAttr already set) into the
@@ -139,6 +149,13 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 	}
 	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, NoSeccomp: k.seccomp != nil, Path: cmd.Path, Args: cmd.Args,
 		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide), Mapped: m.mapped, Trees: trees}
+	if p.Endpoint != "" && !p.Network {
+		if err := s.forward(p.Endpoint); err != nil {
+			s.Close()
+			return nil, err
+		}
+		cfg.Endpoint, cfg.EndpointFD = p.Endpoint, 4+len(s.trees)
+	}
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		s.Close()
@@ -159,6 +176,9 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 	cmd.Path = "/proc/self/exe"
 	cmd.Args = []string{helperArg0, helperArg1, string(js)}
 	cmd.ExtraFiles = append([]*os.File{s.statusW}, s.trees...) // fds 3, 4, ...
+	if s.fwdHelper != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.fwdHelper)
+	}
 	if m.mapped {
 		// Go enters cmd.Dir before the helper runs, as the mapped root,
 		// which may not reach it yet; the helper enters it once it can.
@@ -211,6 +231,10 @@ func (s *Sandbox) Started() {
 	}
 	closeAll(s.trees)
 	s.trees = nil
+	if s.fwdHelper != nil {
+		s.fwdHelper.Close()
+		s.fwdHelper = nil
+	}
 }
 
 // Finish reads what the helper said once the process is gone: the
@@ -251,6 +275,9 @@ func (s *Sandbox) Close() {
 	s.Started()
 	if s.status != nil {
 		s.status.Close()
+	}
+	if s.fwd != nil {
+		s.fwd.Close()
 	}
 	if s.tmp != "" {
 		os.RemoveAll(s.tmp)

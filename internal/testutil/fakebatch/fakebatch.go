@@ -38,12 +38,18 @@ type Server struct {
 	Expire []string
 	// Polls is how many polls see the batch in progress (default 2).
 	Polls int
+	// FailCreates is how many batch creates make their batch and then
+	// fail: answered 500 or, with DropCreate, their connection closed
+	// unanswered.
+	FailCreates int
+	DropCreate  bool
 
-	mu      sync.Mutex
-	hold    bool
-	files   map[string][]byte
-	batches map[string]*batch
-	order   []string
+	mu         sync.Mutex
+	hold       bool
+	holdCreate chan struct{} // non-nil: creates wait for it to close
+	files      map[string][]byte
+	batches    map[string]*batch
+	order      []string
 	// Submitted counts batches created; Ordinary counts ordinary calls;
 	// Cancels counts cancel requests.
 	submitted, ordinary, cancels int
@@ -86,6 +92,54 @@ func (s *Server) Hold() { s.mu.Lock(); s.hold = true; s.mu.Unlock() }
 
 // Release lets held batches end.
 func (s *Server) Release() { s.mu.Lock(); s.hold = false; s.mu.Unlock() }
+
+// HoldCreates keeps every batch create's answer, the batch made, until
+// ReleaseCreates or until the client goes away.
+func (s *Server) HoldCreates() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holdCreate == nil {
+		s.holdCreate = make(chan struct{})
+	}
+}
+
+// ReleaseCreates answers the held creates, and later ones at once.
+func (s *Server) ReleaseCreates() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holdCreate != nil {
+		close(s.holdCreate)
+		s.holdCreate = nil
+	}
+}
+
+// created answers a create whose batch is made (s.mu held): held, failed
+// or dropped as the fields say, else obj.
+func (s *Server) created(w http.ResponseWriter, r *http.Request, obj map[string]any) {
+	if ch := s.holdCreate; ch != nil {
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+		}
+		s.mu.Lock()
+		if r.Context().Err() != nil {
+			return
+		}
+	}
+	if s.FailCreates > 0 {
+		s.FailCreates--
+		if s.DropCreate {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+				return
+			}
+		}
+		writeJSON(w, 500, map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": "internal error"}})
+		return
+	}
+	writeJSON(w, 200, obj)
+}
 
 // Submitted is the number of batches created.
 func (s *Server) Submitted() int { s.mu.Lock(); defer s.mu.Unlock(); return s.submitted }
@@ -263,7 +317,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request) {
 		s.batches[b.id] = b
 		s.order = append(s.order, b.id)
 		s.submitted++
-		writeJSON(w, 200, s.oaObject(b))
+		s.created(w, r, s.oaObject(b))
 	case r.Method == "GET" && path == "/batches":
 		var data []any
 		for i := len(s.order) - 1; i >= 0; i-- { // newest first
@@ -402,7 +456,7 @@ func (s *Server) anthropic(w http.ResponseWriter, r *http.Request) {
 		s.batches[b.id] = b
 		s.order = append(s.order, b.id)
 		s.submitted++
-		writeJSON(w, 200, s.anObject(b))
+		s.created(w, r, s.anObject(b))
 	case r.Method == "GET" && path == root:
 		var data []any
 		for i := len(s.order) - 1; i >= 0; i-- {

@@ -88,8 +88,11 @@ func tree(steps []*stepView) []*stepView {
 // they started), counts them, and sums their cost into the group's.
 func summarize(s *stepView) *groupView {
 	g := &groupView{Kind: "child", N: len(s.Kids)}
-	items, calls := true, true
+	items, calls, spawned := true, true, true
 	for _, k := range s.Kids {
+		if !k.Rec.Spawned() {
+			spawned = false
+		}
 		if _, _, ok := engine.SplitItemLabel(k.Rec.Label); !ok {
 			items = false
 		}
@@ -98,6 +101,9 @@ func summarize(s *stepView) *groupView {
 		}
 	}
 	switch {
+	case spawned:
+		g.Kind = "sub-agent"
+		sort.SliceStable(s.Kids, func(i, j int) bool { return s.Kids[i].Rec.StartedAt.Before(s.Kids[j].Rec.StartedAt) })
 	case items:
 		g.Kind = "item"
 		sort.SliceStable(s.Kids, func(i, j int) bool { return itemIndex(s.Kids[i]) < itemIndex(s.Kids[j]) })
@@ -117,7 +123,7 @@ func summarize(s *stepView) *groupView {
 		if st == "failed" || (k.Group != nil && k.Group.Failed && !k.Tolerate) {
 			g.Failed = true
 		}
-		if k.HasCost {
+		if k.HasCost && !k.Rec.Spawned() { // a sub-agent's cost is in its caller's already
 			s.Cost += k.Cost
 			s.HasCost = true
 		}
@@ -139,7 +145,7 @@ func summarize(s *stepView) *groupView {
 	return g
 }
 
-var plural = map[string]string{"item": "items", "step": "steps", "child": "children"}
+var plural = map[string]string{"item": "items", "step": "steps", "child": "children", "sub-agent": "sub-agents"}
 
 func itemIndex(s *stepView) int {
 	_, i, _ := engine.SplitItemLabel(s.Rec.Label)

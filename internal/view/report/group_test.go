@@ -97,6 +97,11 @@ func TestReportGroupsStepsUnderTheirGroup(t *testing.T) {
 	one := func(label, parent, status string, start int) []board.StepRecord {
 		return []board.StepRecord{step(label, 1, parent, status, start, 50, ok)}
 	}
+	spawn := func(label, parent, status string, start int) []board.StepRecord {
+		s := step(label, 1, parent, status, start, 50, ok)
+		s.Type, s.Agent = "llm", label[strings.LastIndex(label, "-")+1:]
+		return []board.StepRecord{s}
+	}
 	for _, c := range []struct {
 		name    string
 		steps   []board.StepRecord
@@ -114,6 +119,10 @@ func TestReportGroupsStepsUnderTheirGroup(t *testing.T) {
 			"fix+(fix[0]+(fix[0]/review fix[0]/check) fix[1]+(fix[1]/review))", []string{"2 items: 2 succeeded", "2 steps: 2 succeeded", "1 step: 1 succeeded"}},
 		{"a parallel group", cat(one("lint", "checks", "succeeded", 20), one("vet", "checks", "succeeded", 10), one("checks", "", "succeeded", 5)),
 			"checks+(vet lint)", []string{"2 children: 2 succeeded"}},
+		{"an llm step's sub-agents, a sub-agent's own under it", cat(
+			spawn("ask/spawn-1-critic", "ask", "succeeded", 12), spawn("ask/spawn-2-coder/spawn-3-critic", "ask/spawn-2-coder", "succeeded", 20),
+			spawn("ask/spawn-2-coder", "ask", "failed", 11), one("ask", "", "succeeded", 5)),
+			"ask+(ask/spawn-2-coder+(ask/spawn-2-coder/spawn-3-critic) ask/spawn-1-critic)", []string{"2 sub-agents: 1 succeeded, 1 failed", "1 sub-agent: 1 succeeded"}},
 		{"a large for_each starts closed", cat(items("many", 30, seq), one("many", "", "failed", 5)),
 			"many(" + strings.TrimSuffix(strings.Repeat("many[%d] ", 30), " ") + ")", []string{"30 items: 29 succeeded, 1 failed"}},
 		{"a live run's items before their group's record", cat(one("a", "", "succeeded", 0), items("each", 2, seq)),

@@ -447,3 +447,54 @@ func TestItemOutsideItsGroupStaysUnderIt(t *testing.T) {
 		})
 	}
 }
+
+// A sub-agent an llm step's agent spawned is an invoke_agent span of its
+// own under the visit that spawned it (the step, or another sub-agent),
+// with its model calls under it.
+func TestSpawnedAgentUnderItsCaller(t *testing.T) {
+	const swarm = `version: 1
+name: swarm
+agents:
+  root: {provider: openai, model: gpt-4o, spawns: [researcher]}
+  researcher: {provider: openai, model: gpt-4o-mini, spawns: [critic]}
+  critic: {provider: anthropic, model: claude-x}
+steps:
+  - {label: ask, type: llm, agent: root, tools: [spawn], prompt: hi}
+`
+	fin := at(1000)
+	b := board.New(board.Run{ID: "01RUN", PlanPath: "plan.yaml", PlanSource: swarm, Status: board.StatusSucceeded, StartedAt: at(0), FinishedAt: &fin})
+	addRec(t, b, "ask/spawn-1-researcher", 1, 1, agents.Request{Model: "gpt-4o-mini"},
+		agents.Response{Text: "facts", Usage: agents.Usage{InputTokens: 5, OutputTokens: 2}, Model: "gpt-4o-mini"})
+	llm := func(agent string, calls int) map[string]any {
+		return map[string]any{"output": "ok", "agent": agent, "calls": calls, "usage": map[string]any{"input_tokens": 5, "output_tokens": 2}}
+	}
+	rec(t, b, board.StepRecord{Label: "ask/spawn-1-researcher/spawn-2-critic", Visit: 1, Type: "llm", Parent: "ask/spawn-1-researcher",
+		Agent: "critic", Status: "succeeded", StartedAt: at(100), FinishedAt: at(200)}, llm("critic", 0))
+	rec(t, b, board.StepRecord{Label: "ask/spawn-1-researcher", Visit: 1, Type: "llm", Parent: "ask",
+		Agent: "researcher", Status: "succeeded", StartedAt: at(50), FinishedAt: at(300)}, llm("researcher", 1))
+	rec(t, b, board.StepRecord{Label: "ask", Visit: 1, Type: "llm", Status: "succeeded", StartedAt: at(10), FinishedAt: at(400)}, llm("root", 1))
+
+	spans := export(t, b, Options{})
+	m := byName(t, spans)
+	byID := map[string]tracetest.SpanStub{}
+	for _, s := range spans {
+		byID[s.SpanContext.SpanID().String()] = s
+	}
+	for _, c := range []struct{ span, parent, label string }{
+		{"invoke_agent root", "invoke_workflow swarm", "ask"},
+		{"invoke_agent researcher", "invoke_agent root", "ask/spawn-1-researcher"},
+		{"invoke_agent critic", "invoke_agent researcher", "ask/spawn-1-researcher/spawn-2-critic"},
+		{"chat gpt-4o-mini", "invoke_agent researcher", ""},
+	} {
+		s := one(t, m, c.span)
+		if p := byID[s.Parent.SpanID().String()]; p.Name != c.parent {
+			t.Errorf("%s: parent %q, want %q", c.span, p.Name, c.parent)
+		}
+		if c.label != "" && attrs(s)["runner.step.label"] != c.label {
+			t.Errorf("%s: runner.step.label %v, want %s", c.span, attrs(s)["runner.step.label"], c.label)
+		}
+	}
+	if a := attrs(one(t, m, "invoke_agent researcher")); a["gen_ai.request.model"] != "gpt-4o-mini" || a["gen_ai.usage.input_tokens"] != int64(5) {
+		t.Errorf("the sub-agent's span: %v", a)
+	}
+}
