@@ -16,7 +16,7 @@ import (
 // The worst case a dry run gives: loops by max_visits, for_each by a
 // var's list, a for_each over a step's output unbounded.
 func TestDryRunWorstCost(t *testing.T) {
-	r := runCLI(t, "testdata", "run", "cost.yaml", "--dry-run")
+	r := runCLI(t, filepath.Join("testdata", "cost"), "run", "plan.yaml", "--dry-run")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -25,7 +25,7 @@ func TestDryRunWorstCost(t *testing.T) {
 		t.Fatalf("no worst-case cost:\n%s", r.stdout)
 	}
 	golden(t, "cost.dry-run.golden", "worst-case cost"+cost)
-	v := runCLI(t, "testdata", "validate", "--cost", "cost.yaml")
+	v := runCLI(t, filepath.Join("testdata", "cost"), "validate", "--cost", "plan.yaml")
 	if v.code != 0 || !strings.HasSuffix(v.stdout, cost) {
 		t.Errorf("validate --cost: exit %d, not the dry run's cost:\n%s", v.code, v.stdout)
 	}
@@ -113,7 +113,7 @@ func TestConfigBudgetErrors(t *testing.T) {
 
 // A plan with budgets does not start on Temporal.
 func TestBudgetsRefusedOnTemporal(t *testing.T) {
-	r := runCLI(t, "testdata", "run", "cost.yaml", "--engine", "temporal", "--temporal", "127.0.0.1:1")
+	r := runCLI(t, filepath.Join("testdata", "cost"), "run", "plan.yaml", "--engine", "temporal", "--temporal", "127.0.0.1:1")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "budgets: is not supported on Temporal") {
 		t.Errorf("exit %d:\n%s", r.code, r.stderr)
 	}
