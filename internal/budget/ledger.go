@@ -11,7 +11,8 @@
 // never settled (its process died) expires, so it does not count for
 // ever.
 //
-// It may import the standard library and internal/plans only.
+// It may import the standard library, internal/plans and
+// internal/sys/safefs (its OS lock) only.
 package budget
 
 import (
@@ -32,6 +33,7 @@ import (
 	"time"
 
 	"github.com/planrunner/runner/internal/plans"
+	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
 // DirEnv names the ledger's directory in place of the default one.
@@ -391,10 +393,12 @@ func (l *Ledger) locked(fn func(*os.File) error) error {
 		return fmt.Errorf("budget ledger: %w", err)
 	}
 	defer f.Close()
-	if err := flock(f); err != nil {
+	// Where the OS has no flock, runs started at the same moment may
+	// together cross a budget (docs/cost.md says so).
+	if err := safefs.Flock(f); err != nil {
 		return fmt.Errorf("budget ledger: lock: %w", err)
 	}
-	defer unflock(f)
+	defer safefs.Unflock(f)
 	return fn(f)
 }
 

@@ -318,11 +318,14 @@ func lockIndex(path string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := flock(f); err != nil {
+	// Where the OS has no flock this returns at once: appends to the
+	// index are single writes, and the index is checked against the runs
+	// whenever it is read.
+	if err := safefs.Flock(f); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return func() { unflock(f); f.Close() }, nil
+	return func() { safefs.Unflock(f); f.Close() }, nil
 }
 
 // indexOf is the index a run whose blackboard.json is at path belongs to,
