@@ -123,21 +123,6 @@ type index struct {
 	count int // lines read, superseded ones included
 	mu    sync.Mutex
 	fresh []indexEntry // runs read from their files, to be indexed
-
-	// What a listing of the runs under one directory looks them up by:
-	// its runs directory (by name and open), and the directory itself
-	// made absolute once (plans are shown relative to it).
-	runsDir string
-	runsFD  runsDirFD
-	absDir  string
-}
-
-// listing readies ix to look up the runs saved under dir; done ends it.
-func (ix *index) listing(dir string) (done func()) {
-	ix.runsDir = RunsDir(dir)
-	ix.runsFD = openRunsDir(ix.runsDir)
-	ix.absDir, _ = filepath.Abs(dir)
-	return ix.runsFD.Close
 }
 
 var entryPrefix = []byte(`{"v":1,"id":"`)
@@ -175,8 +160,8 @@ func (ix *index) entry(id string) (indexEntry, bool) {
 	if !ok {
 		return indexEntry{}, false
 	}
-	e, ok := decodeEntry(line)
-	if !ok || e.V != indexVersion || e.ID != id {
+	var e indexEntry
+	if json.Unmarshal(line, &e) != nil || e.V != indexVersion || e.ID != id {
 		return indexEntry{}, false
 	}
 	return e, true
@@ -211,10 +196,8 @@ func (ix *index) summaries(dir string, ids []string) []Summary {
 // entry holds, else read from the run (and noted to be indexed). False:
 // id names no run.
 func (ix *index) summary(dir, id string) (Summary, bool) {
-	// runDirs's names hold no separator and are not "." or "..": this is
-	// filepath.Join's path.
-	path := ix.runsDir + string(filepath.Separator) + id + string(filepath.Separator) + "blackboard.json"
-	key, ok := ix.runsFD.key(ix.runsDir, id)
+	path := filepath.Join(RunsDir(dir), id, "blackboard.json")
+	key, ok := keyOf(path)
 	if !ok {
 		if !exists(liveboard.RemotePath(path)) {
 			return Summary{}, false
@@ -224,7 +207,7 @@ func (ix *index) summary(dir, id string) (Summary, bool) {
 	if e, ok := ix.entry(id); ok && e.Key == key && stopped(e.Status) {
 		s := e.summary()
 		s.Path = path
-		s.Plan = relPlanAbs(ix.absDir, s.Plan)
+		s.Plan = relPlan(dir, s.Plan)
 		return s, true
 	}
 	s := summarizeAbs(path, id, false)
