@@ -224,3 +224,67 @@ func TestDevServerSpreadKilledHosts(t *testing.T) {
 func jsonString(s string) string {
 	return strings.ReplaceAll(s, "\n", `\n`)
 }
+
+// spreadGroupPlan seeds the workspace, then runs a parallel group whose
+// six single-step children each write a file of their own from the seed
+// (c3 also removes one), beside a for_each of four two-step items, each
+// step of an item reading what the one before it wrote; the step after
+// the group reads the result.
+const spreadGroupPlan = `
+version: 1
+name: spread-group-hosts
+steps:
+  - {label: seed, type: command, run: "mkdir -p out; echo base > out/base.txt; echo old > gone.txt"}
+  - label: grp
+    parallel:
+      - {label: c0, type: command, run: "sleep 2; echo c0-$(cat out/base.txt) > out/c0.txt"}
+      - {label: c1, type: command, run: "sleep 2; echo c1-$(cat out/base.txt) > out/c1.txt"}
+      - {label: c2, type: command, run: "sleep 2; echo c2-$(cat out/base.txt) > out/c2.txt"}
+      - {label: c3, type: command, run: "sleep 2; echo c3-$(cat out/base.txt) > out/c3.txt; rm gone.txt"}
+      - {label: c4, type: command, run: "sleep 2; echo c4-$(cat out/base.txt) > out/c4.txt"}
+      - {label: c5, type: command, run: "sleep 2; echo c5-$(cat out/base.txt) > out/c5.txt"}
+      - label: each
+        for_each: '0..3'
+        steps:
+          - {label: w, type: command, run: "sleep 1; echo i${{ item }} > out/i${{ item }}.txt"}
+          - {label: r, type: command, run: "echo again-$(cat out/i${{ item }}.txt) >> out/i${{ item }}.txt"}
+  - {label: read, type: command, run: "ls out | wc -l | tr -d ' '; cat out/*.txt | LC_ALL=C sort | tr '\n' ' '; test -e gone.txt && echo gone-kept || echo gone-removed"}
+`
+
+// A pinned run's parallel group spreads its children over the pool (and
+// the for_each inside it its items, each item's two steps one unit):
+// the children's records name more than one host, the step after the
+// group sees every child's and item's files and the removal, and the
+// board is the one the same plan leaves in process, field for field.
+func TestDevServerSpreadGroupAcrossHosts(t *testing.T) {
+	c := newCluster(t)
+	workers, _ := spreadWorkers(t, c, 3, 3)
+	checkout := t.TempDir()
+	plan := writePlan(t, checkout, spreadGroupPlan)
+	out := filepath.Join(t.TempDir(), "blackboard.json")
+	p := c.run(t, plan, out, "--workdir", checkout)
+	if code := p.wait(t, 5*time.Minute); code != 0 {
+		t.Fatalf("exit %d\n%s\nworkers:\n%s", code, p.out, workerLogs(workers))
+	}
+	got := loadBoard(t, out)
+	hosts := map[string]bool{}
+	for _, s := range got.Steps() {
+		if len(s.Label) == 2 && s.Label[0] == 'c' && s.Host != "" {
+			hosts[s.Host] = true
+		}
+	}
+	if len(hosts) < 2 {
+		t.Errorf("the group's children ran on hosts %v; want more than one", hosts)
+	}
+	want := "11\nagain-i0 again-i1 again-i2 again-i3 base c0-base c1-base c2-base c3-base c4-base c5-base i0 i1 i2 i3 gone-removed\n"
+	if read := stepOf(t, got, "read"); !strings.Contains(string(read.Result), jsonString(want)) {
+		t.Errorf("read after the group: %s; want %q", read.Result, want)
+	}
+	inProc, err := inProcess(t, spreadGroupPlan)
+	if err != nil {
+		t.Fatalf("in process: %v", err)
+	}
+	if d := sameCross(inProc, got); d != "" {
+		t.Errorf("spread over three hosts vs in process: %s", d)
+	}
+}
