@@ -35,7 +35,11 @@ const (
 
 // Spec says what to run and how.
 type Spec struct {
-	Script string   // run as `sh -c Script` (when Args is empty)
+	Script string // run as `sh -c Script` (when Args is empty)
+	// Direct is Script's words when Script is one simple command (Argv):
+	// its program is then started without a shell, as sh would start it,
+	// unless it is not found or Sandbox is set.
+	Direct []string
 	Args   []string // or an argv, run directly
 	Dir    string
 	Env    []string  // full environment (caller builds it); nil: this process's
@@ -93,13 +97,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var cmd *exec.Cmd
-	switch {
-	case len(s.Args) > 0:
-		cmd = exec.Command(s.Args[0], s.Args[1:]...)
-	case s.Script != "":
-		cmd = exec.Command("/bin/sh", "-c", s.Script)
-	default:
+	if len(s.Args) == 0 && s.Script == "" {
 		return nil, errors.New("proc: nothing to run: neither Script nor Args is set")
 	}
 	// Every process of the step inherits a token in its environment, so
@@ -111,11 +109,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		env = os.Environ()
 	}
 	env = append(env[:len(env):len(env)], TokenEnv+"="+token)
-	cmd.Dir, cmd.Env, cmd.Stdin = s.Dir, env, s.Stdin
-	// Only the copy of Stdin is exec's; a reader that never ends must not
-	// keep Wait from returning after the process is gone.
-	cmd.WaitDelay = s.Grace
-	setGroup(cmd)
 	// The step's own cgroup, where the kernel lets runner make one: the
 	// process is cloned into it, and all it starts stays there.
 	cg, why := newStepCgroup(token)
@@ -127,7 +120,38 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if cg != nil {
 		defer func() { cg.close() }()
 	}
-	intoCgroup(cmd, cg)
+	// newCmd makes the command; direct: Spec.Direct without a shell, nil
+	// when its program is not where sh would find it.
+	newCmd := func(direct bool) *exec.Cmd {
+		var cmd *exec.Cmd
+		switch {
+		case len(s.Args) > 0:
+			cmd = exec.Command(s.Args[0], s.Args[1:]...)
+			cmd.Env = env
+		case direct:
+			if cmd = directCmd(s.Direct, env, s.Dir); cmd == nil {
+				return nil
+			}
+		default:
+			cmd = exec.Command("/bin/sh", "-c", s.Script)
+			cmd.Env = env
+		}
+		cmd.Dir, cmd.Stdin = s.Dir, s.Stdin
+		// Only the copy of Stdin is exec's; a reader that never ends must not
+		// keep Wait from returning after the process is gone.
+		cmd.WaitDelay = s.Grace
+		setGroup(cmd)
+		intoCgroup(cmd, cg)
+		return cmd
+	}
+	direct := len(s.Args) == 0 && len(s.Direct) > 0 && s.Sandbox == nil
+	var cmd *exec.Cmd
+	if direct {
+		cmd = newCmd(true)
+	}
+	if cmd == nil {
+		direct, cmd = false, newCmd(false)
+	}
 	var sb *sandbox.Sandbox
 	if s.Sandbox != nil {
 		var err error
@@ -156,6 +180,13 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	startMu.Lock()
 	wd := startWatchdog(cg) // before the step, so no moment of it is unwatched
 	err = cmd.Start()
+	if err != nil && direct {
+		// Found but not startable (not a binary, no permission): sh
+		// says why, with its status, as it would have anyway.
+		direct, cmd = false, newCmd(false)
+		cmd.Stdout, cmd.Stderr = outW, errW
+		err = cmd.Start()
+	}
 	if err == nil {
 		started.Store(cmd.Process.Pid, true)
 		wd.arm(cmd.Process.Pid)
@@ -232,6 +263,12 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	errR.Close()
 
 	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState)
+	if direct && res.Signal != "" && !timedOut.Load() && !canceled.Load() {
+		// sh would have outlived its command and said how it ended.
+		var msg string
+		res.ExitCode, res.Signal, msg = shSignaled(cmd.ProcessState)
+		stderr.Write([]byte(msg))
+	}
 	if res.ExitCode == -1 && res.Signal == "" && waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		return nil, waitErr
 	}
