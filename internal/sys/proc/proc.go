@@ -220,7 +220,10 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 
 	g := newGroup(cmd, s.Grace, token, cg)
-	g.since = startTime(cmd.Process.Pid)
+	if cg == nil {
+		// Only the fallback looks for the step's processes by start time.
+		g.since = startTime(cmd.Process.Pid)
+	}
 	var timedOut, canceled atomic.Bool
 	exited := make(chan struct{})
 	go func() {
