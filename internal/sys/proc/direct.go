@@ -36,12 +36,21 @@ var shBuiltins = map[string]bool{
 // words need no expansion and whose program is not a shell builtin: what
 // Spec.Direct takes. ok is false for anything else.
 func Argv(script string) (argv []string, ok bool) {
+	if plainScript(script) {
+		// Words of plain characters only: nothing to parse (a plan of
+		// many steps pays the parser's allocations once a step).
+		argv = strings.Fields(script)
+		if len(argv) == 0 || shBuiltins[argv[0]] || strings.Contains(argv[0], "=") {
+			return nil, false
+		}
+		return argv, true
+	}
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangPOSIX)).Parse(strings.NewReader(script), "")
-	if err != nil || len(f.Stmts) != 1 || len(f.Last) > 0 {
+	if err != nil || len(f.Stmts) != 1 {
 		return nil, false
 	}
 	st := f.Stmts[0]
-	if st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 || len(st.Comments) > 0 {
+	if st.Negated || st.Background || st.Coprocess || len(st.Redirs) > 0 {
 		return nil, false
 	}
 	call, ok := st.Cmd.(*syntax.CallExpr)
@@ -94,4 +103,15 @@ func plainChar(c rune) bool {
 		return true
 	}
 	return strings.ContainsRune("_-./,:+%@=^", c)
+}
+
+// plainScript: script is plain characters and blanks (no quote, comment,
+// operator or expansion).
+func plainScript(script string) bool {
+	for _, c := range script {
+		if c != ' ' && c != '\t' && c != '\n' && !plainChar(c) {
+			return false
+		}
+	}
+	return true
 }
