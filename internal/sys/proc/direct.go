@@ -36,9 +36,9 @@ var shBuiltins = map[string]bool{
 // words need no expansion and whose program is not a shell builtin: what
 // Spec.Direct takes. ok is false for anything else.
 func Argv(script string) (argv []string, ok bool) {
-	if plainScript(script) {
-		// Words of plain characters only: nothing to parse (a plan of
-		// many steps pays the parser's allocations once a step).
+	if plainScript(script) && !strings.Contains(strings.TrimSpace(script), "\n") {
+		// Words of plain characters on one line: nothing to parse (the
+		// parser allocates tens of kilobytes a call, once a step).
 		argv = strings.Fields(script)
 		if len(argv) == 0 || shBuiltins[argv[0]] || strings.Contains(argv[0], "=") {
 			return nil, false
