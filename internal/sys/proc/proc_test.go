@@ -231,22 +231,28 @@ func TestBackgroundAfterExit(t *testing.T) {
 	})
 }
 
-// What one command step's process costs, start to end: `sh -c true` run,
-// waited for, its cgroup (or group) checked empty and its orphans reaped.
+// What one command step's process costs, start to end: `true` run (under
+// `sh -c`, or directly as a command step starts a simple command), waited
+// for, its cgroup (or group) checked empty and its orphans reaped.
 // Compare with BenchmarkShTrue, the same process started by os/exec alone.
 //
 //	go test -run XXX -bench 'CommandStep|ShTrue' -benchtime 2000x ./internal/sys/proc/
 func BenchmarkCommandStep(b *testing.B) {
-	for _, fallback := range []bool{false, true} {
-		name := "cgroup"
-		if fallback {
-			name = "fallback"
-		}
-		b.Run(name, func(b *testing.B) {
-			noCgroup.Store(fallback)
+	for _, bc := range []struct {
+		name     string
+		fallback bool
+		direct   []string
+	}{
+		{"cgroup", false, nil},
+		{"cgroup-direct", false, []string{"true"}},
+		{"fallback", true, nil},
+		{"fallback-direct", true, []string{"true"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			noCgroup.Store(bc.fallback)
 			defer noCgroup.Store(false)
 			for b.Loop() {
-				if _, err := Run(context.Background(), Spec{Script: "true"}); err != nil {
+				if _, err := Run(context.Background(), Spec{Script: "true", Direct: bc.direct}); err != nil {
 					b.Fatal(err)
 				}
 			}
