@@ -137,6 +137,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			cmd.Env = env
 		}
 		cmd.Dir, cmd.Stdin = s.Dir, s.Stdin
+		if s.Stdin == nil {
+			if null := devNull(); null != nil {
+				cmd.Stdin = null
+			}
+		}
 		// Only the copy of Stdin is exec's; a reader that never ends must not
 		// keep Wait from returning after the process is gone.
 		cmd.WaitDelay = s.Grace
@@ -215,7 +220,11 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
-			io.Copy(c.w, c.r) // ends at EOF, or when the read end is closed below
+			buf := copyBufs.Get().(*[]byte)
+			defer copyBufs.Put(buf)
+			// Through our buffer: *os.File's WriteTo would allocate one
+			// for every stream of every step.
+			io.CopyBuffer(c.w, struct{ io.Reader }{c.r}, *buf) // ends at EOF, or when the read end is closed below
 		}()
 	}
 
@@ -292,6 +301,19 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	res.Stdout, res.Stderr = stdout.output(), stderr.output()
 	return res, nil
 }
+
+// copyBufs are the buffers that copy steps' output into their captures.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// devNull is /dev/null, opened once for every step without stdin (exec
+// would open and close it for each); nil if it cannot be opened.
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})
 
 // TokenEnv is the environment variable that marks a step's processes.
 const TokenEnv = "RUNNER_PROC_TOKEN"
