@@ -38,6 +38,10 @@ type commandStep struct {
 	maxOutput      int
 	keepBackground bool
 	sandbox        *sandboxSpec
+	// argv: run is one simple command with nothing for sh to expand,
+	// started without a shell (proc.Argv).
+	argv []string
+	lit  string // the script argv was read from
 }
 
 func (commandType) Name() string { return "command" }
@@ -96,6 +100,12 @@ func (commandType) Decode(d *engine.Decoder) engine.Step {
 	if d.Required("run") {
 		s.run = d.ShellTemplate("run")
 	}
+	if s.run != nil {
+		if lit, ok := s.run.Literal(); ok {
+			s.lit = lit
+			s.argv, _ = proc.Argv(lit)
+		}
+	}
 	s.dir = d.Template("dir")
 	s.env = d.Env("env")
 	s.keepBackground = d.Bool("keep_background", false)
@@ -127,7 +137,11 @@ func (s *commandStep) Run(ctx context.Context, sc *engine.StepContext) (engine.R
 	}
 	// Processes the script leaves behind are ended with it, unless
 	// keep_background says they are services for later steps.
-	pr, err := proc.Run(ctx, proc.Spec{Script: script.Script, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground,
+	var argv []string
+	if len(script.Env) == 0 && script.Script == s.lit {
+		argv = s.argv
+	}
+	pr, err := proc.Run(ctx, proc.Spec{Script: script.Script, Direct: argv, Dir: dir, Env: env, MaxOutput: s.maxOutput, KeepBackground: s.keepBackground,
 		Stdout: sc.Output("stdout"), Stderr: sc.Output("stderr"), Sandbox: policy, Log: &sc.Log})
 	if err != nil {
 		return engine.Result{}, err

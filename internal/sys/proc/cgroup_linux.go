@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -146,17 +147,49 @@ func probeCgroup(dir string) error {
 
 // stepCgroup is one step's cgroup.
 type stepCgroup struct {
-	parent, dir string
-	fd          int // the directory, for CLONE_INTO_CGROUP and openat
+	parent, dir string      // runner's own cgroup, and the step's
+	fd          int         // the directory, for CLONE_INTO_CGROUP and openat
+	killed      atomic.Bool // cgroup.kill was written (by the group's stop)
 }
 
-// newStepCgroup makes a step's cgroup; nil and the reason when it cannot.
+// Steps' cgroups live under one cgroup of runner's (made at the first
+// step, holding no process itself), so the watchdog has one entry to end
+// them all by, and are used again by later steps once empty: making and
+// removing a cgroup for every step cost more than the rest of a step's
+// bookkeeping. A cgroup is taken back only when no process is in it.
+var stepsCgroup struct {
+	mu   sync.Mutex
+	dir  string        // the cgroup of runner's steps; "" not made yet
+	free []*stepCgroup // empty step cgroups to use again
+}
+
+// maxFreeCgroups bounds the cgroups kept for later steps (those of a
+// wide parallel group beyond it are removed).
+const maxFreeCgroups = 256
+
+// newStepCgroup gives a step an empty cgroup; nil and the reason when it
+// cannot.
 func newStepCgroup(token string) (*stepCgroup, string) {
 	parent, why := stepsCgroupDir()
 	if parent == "" {
 		return nil, why
 	}
-	dir := filepath.Join(parent, "runner-"+token)
+	sc := &stepsCgroup
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if n := len(sc.free); n > 0 {
+		c := sc.free[n-1]
+		sc.free = sc.free[:n-1]
+		return c, ""
+	}
+	if sc.dir == "" {
+		dir := filepath.Join(parent, fmt.Sprintf("runner-%d-%s", os.Getpid(), token))
+		if err := unix.Mkdir(dir, 0o755); err != nil {
+			return nil, err.Error()
+		}
+		sc.dir = dir
+	}
+	dir := filepath.Join(sc.dir, "runner-"+token)
 	if err := unix.Mkdir(dir, 0o755); err != nil {
 		return nil, err.Error()
 	}
@@ -166,6 +199,14 @@ func newStepCgroup(token string) (*stepCgroup, string) {
 		return nil, err.Error()
 	}
 	return &stepCgroup{parent: parent, dir: dir, fd: fd}, ""
+}
+
+// runCgroupPath is the cgroup under which steps' cgroups are made ("" for
+// none yet): the one the watchdog ends.
+func runCgroupPath() string {
+	stepsCgroup.mu.Lock()
+	defer stepsCgroup.mu.Unlock()
+	return stepsCgroup.dir
 }
 
 // path is the cgroup's directory ("" for none).
@@ -230,6 +271,7 @@ func (c *stepCgroup) procs() []int {
 // kill ends every process in the cgroup with SIGKILL (cgroup.kill), those
 // it forks meanwhile included.
 func (c *stepCgroup) kill() error {
+	c.killed.Store(true)
 	fd, err := unix.Openat(c.fd, "cgroup.kill", unix.O_WRONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -239,10 +281,21 @@ func (c *stepCgroup) kill() error {
 	return err
 }
 
-// close removes the cgroup. Processes kept on purpose (keep_background)
-// go back to runner's own cgroup first, so no empty directory is left
-// behind them.
+// close gives the cgroup back for a later step once it is empty, unless
+// it was killed: a kernel may kill what is later cloned into a cgroup
+// once killed (Linux 6.18 does). Processes kept on purpose (keep_background) go back to runner's own
+// cgroup first, out of the watchdog's reach, and the cgroup is removed.
 func (c *stepCgroup) close() {
+	if !c.killed.Load() && !c.populated() {
+		sc := &stepsCgroup
+		sc.mu.Lock()
+		if len(sc.free) < maxFreeCgroups {
+			sc.free = append(sc.free, c)
+			sc.mu.Unlock()
+			return
+		}
+		sc.mu.Unlock()
+	}
 	unix.Close(c.fd)
 	for range 3 {
 		if err := unix.Rmdir(c.dir); err == nil || !errors.Is(err, unix.EBUSY) {

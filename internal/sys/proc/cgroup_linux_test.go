@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +13,9 @@ import (
 )
 
 // TestStepRunsInItsOwnCgroup: a step's processes are in a cgroup of their
-// own, made under runner's and removed when the step ends, also when it
-// keeps a background process (which goes back to runner's cgroup, alive).
+// own, made under runner's, left with no process when the step ends, also
+// when it keeps a background process (which goes back to runner's own
+// cgroup, alive, out of the watchdog's reach).
 func TestStepRunsInItsOwnCgroup(t *testing.T) {
 	parent, why := stepsCgroupDir()
 	if parent == "" {
@@ -23,6 +25,7 @@ func TestStepRunsInItsOwnCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ownPath := filepath.Clean(strings.TrimPrefix(ownLine(string(own)), "0::"))
 	for _, keep := range []bool{false, true} {
 		r := run(t, Spec{Script: "cat /proc/self/cgroup; sleep 300 >/dev/null 2>&1 & echo $!", KeepBackground: keep, Grace: time.Second})
 		var line string
@@ -31,12 +34,13 @@ func TestStepRunsInItsOwnCgroup(t *testing.T) {
 				line = l
 			}
 		}
-		step := filepath.Base(line)
-		if !strings.HasPrefix(step, "runner-") || filepath.Dir(strings.TrimPrefix(line, "0::")) != filepath.Clean(strings.TrimPrefix(ownLine(string(own)), "0::")) {
-			t.Errorf("keep %v: the step ran in %q, not a child of runner's cgroup %q", keep, line, ownLine(string(own)))
+		stepPath := strings.TrimPrefix(line, "0::")
+		rel, err := filepath.Rel(ownPath, stepPath)
+		if !strings.HasPrefix(filepath.Base(stepPath), "runner-") || err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			t.Errorf("keep %v: the step ran in %q, not below runner's cgroup %q", keep, line, ownLine(string(own)))
 		}
-		if _, err := os.Stat(filepath.Join(parent, step)); step != "" && !os.IsNotExist(err) {
-			t.Errorf("keep %v: the step's cgroup %s is left behind (%v)", keep, step, err)
+		if procs, err := os.ReadFile(filepath.Join(parent, rel, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(procs))) > 0 {
+			t.Errorf("keep %v: processes are left in the step's cgroup: %s", keep, procs)
 		}
 		pids := readPids(t, r.Stdout.Text)
 		pid := pids[len(pids)-1]
@@ -44,6 +48,9 @@ func TestStepRunsInItsOwnCgroup(t *testing.T) {
 			t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 			if !running(pid) {
 				t.Errorf("the kept process %d was ended", pid)
+			}
+			if cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); filepath.Clean(strings.TrimPrefix(ownLine(string(cg)), "0::")) != ownPath {
+				t.Errorf("the kept process is in %q, not runner's own cgroup %q", ownLine(string(cg)), ownPath)
 			}
 		} else {
 			assertGone(t, []int{pid})

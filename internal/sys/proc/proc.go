@@ -35,7 +35,11 @@ const (
 
 // Spec says what to run and how.
 type Spec struct {
-	Script string   // run as `sh -c Script` (when Args is empty)
+	Script string // run as `sh -c Script` (when Args is empty)
+	// Direct is Script's words when Script is one simple command (Argv):
+	// its program is then started without a shell, as sh would start it,
+	// unless it is not found or Sandbox is set.
+	Direct []string
 	Args   []string // or an argv, run directly
 	Dir    string
 	Env    []string  // full environment (caller builds it); nil: this process's
@@ -93,13 +97,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var cmd *exec.Cmd
-	switch {
-	case len(s.Args) > 0:
-		cmd = exec.Command(s.Args[0], s.Args[1:]...)
-	case s.Script != "":
-		cmd = exec.Command("/bin/sh", "-c", s.Script)
-	default:
+	if len(s.Args) == 0 && s.Script == "" {
 		return nil, errors.New("proc: nothing to run: neither Script nor Args is set")
 	}
 	// Every process of the step inherits a token in its environment, so
@@ -111,11 +109,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		env = os.Environ()
 	}
 	env = append(env[:len(env):len(env)], TokenEnv+"="+token)
-	cmd.Dir, cmd.Env, cmd.Stdin = s.Dir, env, s.Stdin
-	// Only the copy of Stdin is exec's; a reader that never ends must not
-	// keep Wait from returning after the process is gone.
-	cmd.WaitDelay = s.Grace
-	setGroup(cmd)
 	// The step's own cgroup, where the kernel lets runner make one: the
 	// process is cloned into it, and all it starts stays there.
 	cg, why := newStepCgroup(token)
@@ -127,7 +120,43 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	if cg != nil {
 		defer func() { cg.close() }()
 	}
-	intoCgroup(cmd, cg)
+	// newCmd makes the command; direct: Spec.Direct without a shell, nil
+	// when its program is not where sh would find it.
+	newCmd := func(direct bool) *exec.Cmd {
+		var cmd *exec.Cmd
+		switch {
+		case len(s.Args) > 0:
+			cmd = exec.Command(s.Args[0], s.Args[1:]...)
+			cmd.Env = env
+		case direct:
+			if cmd = directCmd(s.Direct, env, s.Dir); cmd == nil {
+				return nil
+			}
+		default:
+			cmd = exec.Command("/bin/sh", "-c", s.Script)
+			cmd.Env = env
+		}
+		cmd.Dir, cmd.Stdin = s.Dir, s.Stdin
+		if s.Stdin == nil {
+			if null := devNull(); null != nil {
+				cmd.Stdin = null
+			}
+		}
+		// Only the copy of Stdin is exec's; a reader that never ends must not
+		// keep Wait from returning after the process is gone.
+		cmd.WaitDelay = s.Grace
+		setGroup(cmd)
+		intoCgroup(cmd, cg)
+		return cmd
+	}
+	direct := len(s.Args) == 0 && len(s.Direct) > 0 && s.Sandbox == nil
+	var cmd *exec.Cmd
+	if direct {
+		cmd = newCmd(true)
+	}
+	if cmd == nil {
+		direct, cmd = false, newCmd(false)
+	}
 	var sb *sandbox.Sandbox
 	if s.Sandbox != nil {
 		var err error
@@ -156,6 +185,13 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	startMu.Lock()
 	wd := startWatchdog(cg) // before the step, so no moment of it is unwatched
 	err = cmd.Start()
+	if err != nil && direct {
+		// Found but not startable (not a binary, no permission): sh
+		// says why, with its status, as it would have anyway.
+		direct, cmd = false, newCmd(false)
+		cmd.Stdout, cmd.Stderr = outW, errW
+		err = cmd.Start()
+	}
 	if err == nil {
 		started.Store(cmd.Process.Pid, true)
 		wd.arm(cmd.Process.Pid)
@@ -184,12 +220,19 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		copies.Add(1)
 		go func() {
 			defer copies.Done()
-			io.Copy(c.w, c.r) // ends at EOF, or when the read end is closed below
+			buf := copyBufs.Get().(*[]byte)
+			defer copyBufs.Put(buf)
+			// Through our buffer: *os.File's WriteTo would allocate one
+			// for every stream of every step.
+			io.CopyBuffer(c.w, struct{ io.Reader }{c.r}, *buf) // ends at EOF, or when the read end is closed below
 		}()
 	}
 
 	g := newGroup(cmd, s.Grace, token, cg)
-	g.since = startTime(cmd.Process.Pid)
+	if cg == nil {
+		// Only the fallback looks for the step's processes by start time.
+		g.since = startTime(cmd.Process.Pid)
+	}
 	var timedOut, canceled atomic.Bool
 	exited := make(chan struct{})
 	go func() {
@@ -232,6 +275,12 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	errR.Close()
 
 	res.ExitCode, res.Signal = exitStatus(cmd.ProcessState)
+	if direct && res.Signal != "" && !timedOut.Load() && !canceled.Load() {
+		// sh would have outlived its command and said how it ended.
+		var msg string
+		res.ExitCode, res.Signal, msg = shSignaled(cmd.ProcessState)
+		stderr.Write([]byte(msg))
+	}
 	if res.ExitCode == -1 && res.Signal == "" && waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		return nil, waitErr
 	}
@@ -252,6 +301,19 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	res.Stdout, res.Stderr = stdout.output(), stderr.output()
 	return res, nil
 }
+
+// copyBufs are the buffers that copy steps' output into their captures.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// devNull is /dev/null, opened once for every step without stdin (exec
+// would open and close it for each); nil if it cannot be opened.
+var devNull = sync.OnceValue(func() *os.File {
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil
+	}
+	return f
+})
 
 // TokenEnv is the environment variable that marks a step's processes.
 const TokenEnv = "RUNNER_PROC_TOKEN"

@@ -231,33 +231,52 @@ func TestBackgroundAfterExit(t *testing.T) {
 	})
 }
 
-// What one command step's process costs, start to end: `sh -c true` run,
-// waited for, its cgroup (or group) checked empty and its orphans reaped.
+// What one command step's process costs, start to end: `true` run (under
+// `sh -c`, or directly as a command step starts a simple command), waited
+// for, its cgroup (or group) checked empty and its orphans reaped.
 // Compare with BenchmarkShTrue, the same process started by os/exec alone.
 //
 //	go test -run XXX -bench 'CommandStep|ShTrue' -benchtime 2000x ./internal/sys/proc/
 func BenchmarkCommandStep(b *testing.B) {
-	for _, fallback := range []bool{false, true} {
-		name := "cgroup"
-		if fallback {
-			name = "fallback"
-		}
-		b.Run(name, func(b *testing.B) {
-			noCgroup.Store(fallback)
+	for _, bc := range []struct {
+		name     string
+		fallback bool
+		direct   []string
+	}{
+		{"cgroup", false, nil},
+		{"cgroup-direct", false, []string{"true"}},
+		{"fallback", true, nil},
+		{"fallback-direct", true, []string{"true"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			noCgroup.Store(bc.fallback)
 			defer noCgroup.Store(false)
+			before := cpuWithChildren()
 			for b.Loop() {
-				if _, err := Run(context.Background(), Spec{Script: "true"}); err != nil {
+				if _, err := Run(context.Background(), Spec{Script: "true", Direct: bc.direct}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(cpuWithChildren()-before)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
 
 func BenchmarkShTrue(b *testing.B) {
+	before := cpuWithChildren()
 	for b.Loop() {
 		if err := exec.Command("/bin/sh", "-c", "true").Run(); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(cpuWithChildren()-before)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuWithChildren is the CPU this process and its waited-for children
+// have used (user + system), in nanoseconds.
+func cpuWithChildren() int64 {
+	var self, kids syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+	return self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano()
 }

@@ -5,6 +5,7 @@ package proc
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -20,12 +21,14 @@ import (
 // process's file descriptors: runner starts one watchdog, a tiny `sh`
 // outside every step (its own process group, runner's cgroup), that reads
 // a pipe whose write end only runner holds. At EOF, which runner's death
-// gives however it dies, it ends every step still registered: its cgroup
-// (cgroup.kill: all of it, what left the process group included), else
-// its process group. The register is a directory of one small file per
-// running step (its cgroup, then its process group), written by runner
-// as the step starts and removed once its processes are gone, so a step
-// costs the watchdog nothing while runner lives.
+// gives however it dies, it ends what its register names: the cgroup
+// every step's cgroup is made under (cgroup.kill: all of them, what left
+// a process group included), and, without cgroups, each running step's
+// process group. The register is a directory of small files (a cgroup,
+// then a process group): the steps' cgroup is written once; without
+// cgroups a step writes its own file as it starts and removes it once its
+// processes are gone. The cgroups, empty by then, are removed too, so a
+// runner that exits normally leaves none behind.
 const watchdogScript = `cat >/dev/null
 for f in "$1"/*; do
 	[ -f "$f" ] || continue
@@ -39,7 +42,11 @@ for f in "$1"/*; do
 	cg=
 	read cg < "$f"
 	i=0
-	while [ -n "$cg" ] && [ $i -lt 100 ] && ! rmdir "$cg" 2>/dev/null; do sleep 0.1; i=$((i+1)); done
+	while [ -n "$cg" ] && [ $i -lt 100 ]; do
+		for d in "$cg"/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+		rmdir "$cg" 2>/dev/null && break
+		sleep 0.1; i=$((i+1))
+	done
 done
 rm -rf "$1"
 `
@@ -51,10 +58,12 @@ var theWatchdog struct {
 	dir  string   // the register
 	w    *os.File // the pipe; never written, closed only by our death
 	dead chan struct{}
+	cg   string // the steps' cgroup the register names ("" none yet)
 }
 
-// watchdog is one step's entry in the register; nil when there is no
-// watchdog (no /bin/sh): the step runs as it did before watchdogs.
+// watchdog is one step's entry in the register; nil when the step needs
+// none (the steps' cgroup is registered) or there is no watchdog (no
+// /bin/sh): the step runs as it did before watchdogs.
 type watchdog struct {
 	path string
 	f    *os.File
@@ -68,12 +77,32 @@ func startWatchdog(cg *stepCgroup) *watchdog {
 	if dir == "" {
 		return nil
 	}
+	if cg != nil {
+		if steps := runCgroupPath(); steps != "" {
+			registerCgroup(dir, steps)
+			return nil
+		}
+	}
 	f, err := os.CreateTemp(dir, "step-")
 	if err != nil {
 		return nil
 	}
 	f.WriteString(cg.path() + "\n")
 	return &watchdog{path: f.Name(), f: f}
+}
+
+// registerCgroup names the steps' cgroup in the register dir once (again
+// in a new register, if the watchdog was restarted).
+func registerCgroup(dir, cg string) {
+	w := &theWatchdog
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.cg == cg || w.dir != dir {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(dir, "steps"), []byte(cg+"\n"), 0o600); err == nil {
+		w.cg = cg
+	}
 }
 
 func ensureWatchdog() string {
@@ -116,7 +145,7 @@ func ensureWatchdog() string {
 		pw.Close()
 		close(dead)
 	}()
-	w.dir, w.w, w.dead = dir, pw, dead
+	w.dir, w.w, w.dead, w.cg = dir, pw, dead, ""
 	return dir
 }
 
