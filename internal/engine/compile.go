@@ -172,7 +172,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	prog.scope = newScope(scopeType(plan, reg, calls))
 	prog.scope.deferred = deferred
 	if !deferred {
-		prog.scope.compiled = map[exprKey]*Expr{}
+		prog.scope.compiled = map[exprKey]checked{}
 	}
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
