@@ -300,7 +300,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 	if err := r.Board.FinishStep(*rec, entry, kvs...); err != nil {
 		return err
 	}
-	r.setView(n, r.viewOf(n, *rec, res))
+	r.setView(n, *rec, res)
 	if r.Observer != nil {
 		r.Observer.StepFinished(*rec)
 	}
