@@ -50,7 +50,7 @@ func (b *Board) redactStep(s *StepRecord) {
 		*s = s.whole() // masked as JSON below, as any other result
 	}
 	s.Result = redactRaw(s.Result, f)
-	if len(s.Inputs) > 0 {
+	if inputsSecret(s.Inputs, f) {
 		in := make(map[string]string, len(s.Inputs))
 		for k, v := range s.Inputs {
 			in[k] = f(v)
@@ -209,4 +209,14 @@ func holdsSecret(v any, f Redact) bool {
 func masks(s string, f Redact) bool {
 	m := f(s)
 	return len(m) != len(s) || unsafe.StringData(m) != unsafe.StringData(s) && m != s
+}
+
+// inputsSecret reports whether f masks any of a step's inputs.
+func inputsSecret(in map[string]string, f Redact) bool {
+	for _, v := range in {
+		if masks(v, f) {
+			return true
+		}
+	}
+	return false
 }
