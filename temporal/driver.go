@@ -285,18 +285,17 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 	in.StoreID = it.in.StoreID
 	in.Code = it.in.Code
 	lostWithHost := 0
-	fo, err := it.spreadOf(ctx, n)
+	fo, idx, err := it.spreadOf(ctx, n)
 	if err != nil {
 		return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
 	}
-	idx, _, _ := n.ItemOf()
+	var start string
 	if fo != nil {
-		// Any worker runs the item, from the workspace the fan-out
-		// started with or the one its previous attempt left (spread.go).
-		in.Workspace = fo.Base
-		if ws := fo.Items[idx]; ws != "" {
-			in.Workspace = ws
-		}
+		// Any worker runs the step, from its unit's workspace: the one
+		// the fan-out started with or the one the unit's last step (or
+		// the step's previous attempt) left (spread.go).
+		start = fo.latest(idx)
+		in.Workspace = start
 		err = it.anyNewer(actx, SpreadName, in, &out)
 	} else if it.pinned(ctx) {
 		if err := it.settle(ctx); err != nil {
@@ -366,7 +365,9 @@ func (it *interp) activity(c wctx, a engine.Attempt) (engine.Result, error) {
 		out.Error = cause.Error()
 	}
 	if fo != nil && out.Workspace != "" {
-		fo.Items[idx] = out.Workspace
+		if err := it.intoUnit(ctx, fo, idx, start, out.Workspace); err != nil {
+			return engine.Result{}, fmt.Errorf("on Temporal: %w", err)
+		}
 	}
 	for _, e := range out.Entries {
 		if _, err := it.b.Append(e); err != nil {

@@ -91,6 +91,26 @@ steps:
     default: {approve: false}
   - {label: deploy, type: command, run: "echo ${{ board('jobs:next') }} ${{ steps.review.output.approve }}"}
 `,
+	// A group's children and a block for_each's items spread over the
+	// pool, each merged back in order, beside a group that stays.
+	"spread-groups": `
+version: 1
+steps:
+  - label: grp
+    parallel:
+      - {label: a, type: command, run: "echo a > a.txt; echo a > same.txt"}
+      - {label: b, type: command, run: "echo b > b.txt; echo b > same.txt"}
+      - label: each
+        for_each: '0..1'
+        steps:
+          - {label: w, type: command, run: "echo ${{ item }} > w${{ item }}.txt"}
+          - {label: r, type: command, run: "cat w${{ item }}.txt"}
+  - label: needing
+    parallel:
+      - {label: c, type: command, run: "echo c > c.txt"}
+      - {label: d, type: command, needs: [c], run: "cat c.txt"}
+  - {label: read, type: command, run: "cat a.txt b.txt same.txt w0.txt w1.txt"}
+`,
 	// A for_each longer than the history bound (historyOptions).
 	"fan-out": `
 version: 1

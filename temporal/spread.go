@@ -14,23 +14,27 @@ import (
 )
 
 // A fan-out spread over the pool. A run whose workspace travels is pinned
-// to one host, but the items of a for_each (each a single step that goes
-// to a worker) need not run there: items of a fan-out run concurrently
-// and must not depend on each other's files, so each can start from the
-// workspace as it was when the fan-out started. Each item is then an
-// activity on the shared task queue (SpreadName, any worker), handed the
-// fan-out's base manifest (or, for a later attempt of the item, the
-// manifest its previous attempt left); the worker makes it in a scratch
+// to one host, but the items of a for_each and the children of a parallel
+// group need not run there: they run concurrently and must not depend on
+// each other's files, so each can start from the workspace as it was when
+// the fan-out started. Each of their steps is then an activity on the
+// shared task queue (SpreadName, any worker), handed its unit's manifest
+// (the fan-out's base, or the one the unit's previous step or attempt
+// left: spreadUnit says what a unit is); the worker makes it in a scratch
 // directory, runs the step there, and puts the result back as a manifest.
-// When the fan-out's visit ends, the workflow merges the items' changes
-// (each item's final manifest against the base) onto the run's workspace
-// in item order, whatever order they finished in: the file changes of
-// item i are applied after those of item i-1, so where two items wrote
-// the same path, the later item in item order wins (mergeFanOut). The
-// run's host then makes its copy of the merged workspace before the
-// run's next step there (a new copy name: hostCopy makes it again).
+// When the fan-out's visit ends, the workflow merges the units' changes
+// (each unit's final manifest against the base) onto the run's workspace
+// in unit order (item order, or the group's plan order), whatever order
+// they finished in: the file changes of unit i are applied after those of
+// unit i-1, so where two units wrote the same path, the later one wins
+// (mergeFanOut). The run's host then makes its copy of the merged
+// workspace before the run's next step there (a new copy name: hostCopy
+// makes it again).
 //
-// Options.KeepFanOuts keeps a run's items on its host; a run whose
+// What sees its siblings' files in one process stays on the run's host:
+// a for_each or group whose max_concurrency is 1 (each sees the files the
+// ones before it left), a group whose children have needs.
+// Options.KeepFanOuts keeps a run's fan-outs on its host; a run whose
 // workspace is shared (--shared-workspace) never spreads: every worker
 // already sees the same files.
 
@@ -40,6 +44,15 @@ const SpreadName = "runner.spread-step"
 // spreadFanOuts versions the change: histories recorded before it ran
 // every item on the run's host.
 const spreadFanOuts = "spread-fan-outs"
+
+// inTurnFanOutsStay versions keeping a for_each whose max_concurrency is
+// 1 on the run's host: histories recorded before it spread its items.
+const inTurnFanOutsStay = "in-turn-fan-outs-stay"
+
+// spreadGroupsAndBlocks versions spreading a parallel group's children
+// and a block for_each's items: histories recorded before it ran them on
+// the run's host.
+const spreadGroupsAndBlocks = "spread-groups-and-blocks"
 
 // FanOut is a spread fan-out under way (or ended, its changes not yet
 // merged): the for_each's label, the workspace its items start from and
@@ -53,43 +66,146 @@ type FanOut struct {
 }
 
 // spreadOf is the open fan-out a step's activity belongs to when it is
-// spread: a leaf item of a for_each of a pinned run that does not share
-// its workspace. nil: the step runs on the run's host.
-func (it *interp) spreadOf(ctx workflow.Context, n *engine.Node) (*FanOut, error) {
-	if _, _, ok := n.ItemOf(); !ok || it.opt.KeepFanOuts || !it.pinned(ctx) {
-		return nil, nil
+// spread, and the index of the step's unit in it (spreadUnit). nil: the
+// step runs on the run's host.
+func (it *interp) spreadOf(ctx workflow.Context, n *engine.Node) (*FanOut, int, error) {
+	if it.opt.KeepFanOuts || !it.pinned(ctx) {
+		return nil, 0, nil
 	}
-	if workflow.GetVersion(ctx, spreadFanOuts, workflow.DefaultVersion, 1) < 1 {
-		return nil, nil
+	label, idx, ok := it.spreadUnit(ctx, n)
+	if !ok {
+		return nil, 0, nil
 	}
 	// Pinned first, as any step of the run would be: a worker that shares
 	// the workspace says so here.
 	if err := it.ensurePinned(ctx); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if it.shared {
-		return nil, nil
+		return nil, 0, nil
 	}
-	each := engine.BaseLabel(n.Label)
-	fo := it.fanouts[each]
+	fo := it.fanouts[label]
 	if fo == nil {
-		fo = &FanOut{Label: each, Items: map[int]string{}}
+		fo = &FanOut{Label: label, Items: map[int]string{}}
 		if it.fanouts == nil {
 			it.fanouts = map[string]*FanOut{}
 		}
-		it.fanouts[each] = fo
+		it.fanouts[label] = fo
 		// Fan-outs that ended before this one started are in its base.
 		if err := it.settle(ctx); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		fo.Base, fo.ready = it.ws, true
 	}
 	if !fo.ready {
 		if err := workflow.Await(ctx, func() bool { return fo.ready }); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
-	return fo, nil
+	return fo, idx, nil
+}
+
+// spreadUnit says which fan-out a leaf step's activity is spread in
+// (its label) and which unit of it the step is (idx): the steps of one
+// unit run one after another on its own workspace, which starts from
+// the fan-out's base and is merged back as a whole. A unit is, from the
+// outermost in:
+//   - an item of a block for_each (a group or sequence per item), every
+//     step inside it at any depth: a sequence's step sees the files of
+//     the steps before it in the same item;
+//   - an item of a for_each of a single step;
+//   - a single-step child of a parallel group, by its place in the plan.
+//
+// Not spread: anything whose siblings see each other's files in one
+// process (a for_each or group whose max_concurrency is 1, a group whose
+// children have needs), and what is in no fan-out.
+func (it *interp) spreadUnit(ctx workflow.Context, n *engine.Node) (label string, idx int, ok bool) {
+	parent := make(map[string]string, len(it.running))
+	for _, r := range it.running {
+		parent[r.Label] = r.Parent
+	}
+	var block string
+	var bi int
+	for l, depth := parent[n.Label], 0; l != "" && depth < 1000; l, depth = parent[l], depth+1 {
+		each, i, isItem := engine.SplitItemLabel(l)
+		if !isItem {
+			continue
+		}
+		if fe := it.prog.Node(each); fe != nil && fe.Each != nil && (fe.Children != nil || fe.Seq != nil) && fe.MaxConcurrency != 1 {
+			block, bi = each, i
+		}
+	}
+	if block != "" && workflow.GetVersion(ctx, spreadGroupsAndBlocks, workflow.DefaultVersion, 1) >= 1 {
+		return block, bi, true
+	}
+	if i, _, isItem := n.ItemOf(); isItem {
+		if workflow.GetVersion(ctx, spreadFanOuts, workflow.DefaultVersion, 1) < 1 {
+			return "", 0, false
+		}
+		if n.Step.MaxConcurrency == 1 &&
+			workflow.GetVersion(ctx, inTurnFanOutsStay, workflow.DefaultVersion, 1) >= 1 {
+			// Items one at a time: in one process each sees the files the
+			// items before it left, which a spread item, started from the
+			// fan-out's base, would not.
+			return "", 0, false
+		}
+		return engine.BaseLabel(n.Label), i, true
+	}
+	p := parent[n.Label]
+	g := it.prog.Node(p)
+	if p == "" || g == nil || g.Kind != nil || g.Children == nil || g.Each != nil || g.MaxConcurrency == 1 {
+		return "", 0, false
+	}
+	idx = -1
+	for k, ch := range g.Children {
+		if len(ch.Needs) > 0 {
+			return "", 0, false // a child that needs another sees its files
+		}
+		if ch.Label == n.Label {
+			idx = k
+		}
+	}
+	if idx < 0 || workflow.GetVersion(ctx, spreadGroupsAndBlocks, workflow.DefaultVersion, 1) < 1 {
+		return "", 0, false
+	}
+	return p, idx, true
+}
+
+// latest is the workspace unit idx of the fan-out is at: the one its
+// last step left, or the base.
+func (fo *FanOut) latest(idx int) string {
+	if ws := fo.Items[idx]; ws != "" {
+		return ws
+	}
+	return fo.Base
+}
+
+// intoUnit makes ws, what a step of unit idx left having started from
+// start, the unit's workspace. Where another step of the unit finished
+// meanwhile (steps of a group inside a block item run at once), the
+// step's changes are merged onto the unit's workspace instead, the last
+// to finish winning a path both wrote, as in one process.
+func (it *interp) intoUnit(ctx workflow.Context, fo *FanOut, idx int, start, ws string) error {
+	ctx, _ = workflow.NewDisconnectedContext(ctx) // a canceled step's files stay in its unit
+	lctx := workflow.WithLocalActivityOptions(ctx, storeOptions)
+	for {
+		cur := fo.latest(idx)
+		if cur == start {
+			fo.Items[idx] = ws
+			return nil
+		}
+		var merged string
+		in := MergeInput{Run: cur, Base: start, Items: []string{ws}}
+		if err := workflow.ExecuteLocalActivity(lctx, it.io.acts.MergeFanOut, in).Get(lctx, &merged); err != nil {
+			return fmt.Errorf("merging a step's files into its unit of %s: %w", fo.Label, err)
+		}
+		if fo.latest(idx) == cur {
+			fo.Items[idx] = merged
+			return nil
+		}
+		// Yet another step of the unit finished during the merge: merge
+		// onto what it left.
+	}
 }
 
 // fanOutEnded moves a spread fan-out whose visit was recorded to those

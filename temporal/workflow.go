@@ -78,8 +78,9 @@ type Options struct {
 	// LocalStepsUnder: a command step whose own timeout is at most this
 	// runs as a local activity (local.go); 0: none does.
 	LocalStepsUnder time.Duration `json:",omitempty"`
-	// KeepFanOuts keeps a for_each's items on the run's host instead of
-	// spreading them over the pool (spread.go).
+	// KeepFanOuts keeps a for_each's items and a parallel group's
+	// children on the run's host instead of spreading them over the pool
+	// (spread.go).
 	KeepFanOuts bool `json:",omitempty"`
 }
 
@@ -249,7 +250,7 @@ type interp struct {
 	inflight     map[string]int // items under way: the events each will add
 	itemsStarted int            // items started in this part
 
-	// Spread fan-outs (spread.go): open ones by for_each label, ended ones
+	// Spread fan-outs (spread.go): open ones by for_each or group label, ended ones
 	// whose changes are not yet in ws, a merge under way, merges so far.
 	fanouts  map[string]*FanOut
 	toMerge  []*FanOut

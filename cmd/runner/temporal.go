@@ -39,7 +39,7 @@ func addTemporalFlags(fs *flag.FlagSet, t *runs.Temporal) *string {
 		fs.BoolVar(&t.SharedWorkspace, "shared-workspace", false, "with --engine temporal: every worker sees the workdir and plan at these paths (one host, a shared disk); else the plan's directory travels with the run and its steps stay on one host")
 		fs.StringVar(&t.SyncBack, "sync-back", "", "with --engine temporal: write the files of the run's final workdir into `DIR` when it ends")
 		fs.DurationVar(&t.HostTimeout, "host-timeout", 0, "with --engine temporal: a step that waits this long for its run's host pins the run to another host (default 20s)")
-		fs.Var(negBool{&t.KeepFanOuts}, "spread-fanouts", "with --engine temporal: a for_each's items run on any worker, each from the workspace as the for_each started, their files merged back in item order (false: on the run's host)")
+		fs.Var(negBool{&t.KeepFanOuts}, "spread-fanouts", "with --engine temporal: a for_each's items and a parallel group's children run on any worker, each from the workspace as the fan-out started, their files merged back in item or plan order (false: on the run's host)")
 	})
 	return engine
 }

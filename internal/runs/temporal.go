@@ -105,8 +105,9 @@ type Temporal struct {
 	SharedWorkspace bool
 	SyncBack        string
 	HostTimeout     time.Duration
-	// KeepFanOuts keeps a for_each's items on the run's host instead of
-	// spreading them over the pool (--spread-fanouts=false).
+	// KeepFanOuts keeps a for_each's items and a parallel group's
+	// children on the run's host instead of spreading them over the pool
+	// (--spread-fanouts=false).
 	KeepFanOuts bool
 	// OTLPEndpoint is --otlp-endpoint: runner-temporal exports the run's
 	// trace there when it ends (the OTEL_* variables reach it through

@@ -325,7 +325,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&opt.HeartbeatTimeout, "heartbeat-timeout", 0, "a step's worker silent this long is taken for dead; the step runs again on another (default 20s)")
 	fs.DurationVar(&opt.HostTimeout, "host-timeout", 0, "a step that waits this long for the host its run is pinned to pins the run to another host (default 20s; more where steps queue longer on a busy host)")
 	fs.IntVar(&opt.MaxHistoryEvents, "max-history-events", 0, "continue as new past this many history events (default 10000)")
-	spread := fs.Bool("spread-fanouts", true, "a for_each's items run on any worker, each from the workspace as the for_each started, their files merged back in item order (false: on the run's host; see docs/temporal.md)")
+	spread := fs.Bool("spread-fanouts", true, "a for_each's items and a parallel group's children run on any worker, each from the workspace as the fan-out started, their files merged back in item or plan order (false: on the run's host; see docs/temporal.md)")
 	fs.DurationVar(&opt.LocalStepsUnder, "local-steps-under", 0, "a command step whose timeout is at most this runs as a local activity, on the worker that runs the workflow when that is the run's host (default 0: none)")
 	otlp := fs.String("otlp-endpoint", "", "export the run's trace over OTLP/HTTP to this URL when it ends (default: OTEL_EXPORTER_OTLP_ENDPOINT; see docs/tracing.md)")
 	fs.String("engine", "temporal", "the engine (only temporal here)")
