@@ -50,7 +50,7 @@ func (b *Board) redactStep(s *StepRecord) {
 		*s = s.whole() // masked as JSON below, as any other result
 	}
 	s.Result = redactRaw(s.Result, f)
-	if len(s.Inputs) > 0 {
+	if inputsSecret(s.Inputs, f) {
 		in := make(map[string]string, len(s.Inputs))
 		for k, v := range s.Inputs {
 			in[k] = f(v)
@@ -123,12 +123,20 @@ func redactValue(v any, f Redact) any {
 	case string:
 		return f(x)
 	case map[string]any:
+		// Copied only when something in it is masked: the board keeps
+		// what enters it, and a copy of every step's meta doubled it.
+		if !holdsSecret(x, f) {
+			return x
+		}
 		out := make(map[string]any, len(x))
 		for k, val := range x {
 			out[f(k)] = redactValue(val, f)
 		}
 		return out
 	case []any:
+		if !holdsSecret(x, f) {
+			return x
+		}
 		out := make([]any, len(x))
 		for i, val := range x {
 			out[i] = redactValue(val, f)
@@ -163,6 +171,50 @@ func (b *Board) maskLocked(s string) string {
 func heldSecret(h held, f Redact) bool {
 	for _, s := range h {
 		if m := f(s); len(m) != len(s) || unsafe.StringData(m) != unsafe.StringData(s) && m != s {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsSecret reports whether f masks anything in a value built of maps,
+// slices and scalars (other values: see redactValue).
+func holdsSecret(v any, f Redact) bool {
+	switch x := v.(type) {
+	case nil, bool, int, int64, float64:
+		return false
+	case string:
+		return masks(x, f)
+	case map[string]any:
+		for k, val := range x {
+			if masks(k, f) || holdsSecret(val, f) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, val := range x {
+			if holdsSecret(val, f) {
+				return true
+			}
+		}
+		return false
+	}
+	// Anything else: masked if its masked form is another value.
+	masked := redactValue(v, f)
+	return !reflect.DeepEqual(masked, v)
+}
+
+// masks reports whether f changes s.
+func masks(s string, f Redact) bool {
+	m := f(s)
+	return len(m) != len(s) || unsafe.StringData(m) != unsafe.StringData(s) && m != s
+}
+
+// inputsSecret reports whether f masks any of a step's inputs.
+func inputsSecret(in map[string]string, f Redact) bool {
+	for _, v := range in {
+		if masks(v, f) {
 			return true
 		}
 	}

@@ -35,6 +35,7 @@ type Program struct {
 	// (CompileChecked; lazyimpl.go).
 	deferDecode bool
 	undecoded   []*plans.Step // theirs, until compile keeps their YAML
+	progs       *progCache    // its expressions' compiled programs (Expr.program)
 }
 
 // Node is one compiled step.
@@ -171,8 +172,9 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	}
 	prog.scope = newScope(scopeType(plan, reg, calls))
 	prog.scope.deferred = deferred
+	prog.progs = prog.scope.progs
 	if !deferred {
-		prog.scope.compiled = map[exprKey]*Expr{}
+		prog.scope.compiled = map[exprKey]checked{}
 	}
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)

@@ -42,7 +42,7 @@ func (r *Runner) Apply(rec board.StepRecord) error {
 	if err != nil {
 		return err
 	}
-	r.setView(n, r.viewOf(n, rec, res))
+	r.setView(n, rec, res)
 	return nil
 }
 

@@ -7,3 +7,9 @@ func SavedViews(r *Runner) int {
 	defer r.eval.mu.RUnlock()
 	return len(r.eval.saved)
 }
+
+// ProgCacheSize is how many compiled programs a plan keeps (progCache).
+const ProgCacheSize = progCacheSize
+
+// CachedPrograms is how many compiled programs p's cache holds.
+func CachedPrograms(p *Program) int { return p.progs.len() }

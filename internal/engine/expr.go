@@ -23,13 +23,16 @@ import (
 // Expr is a compiled expression.
 type Expr struct {
 	Src string
-	// deferred is set on an expression of a plan compiled by
-	// CompileChecked: it is type-checked and compiled on first use
-	// (load), under once, so parallel steps may be the first together.
+	// deferred is set on an expression whose program is not kept with
+	// it: the scope's cache holds it while it is in use (progCache), and
+	// it is compiled again if it was dropped. A plan compiled by
+	// CompileChecked also has it type-checked on first use (load), under
+	// once, so parallel steps may be the first together; a plan compiled
+	// by Compile was checked at load.
 	deferred *deferredExpr
 	once     sync.Once
-	err      error // the deferred compile's error
-	prog     *vm.Program
+	err      error       // the deferred compile's error
+	prog     *vm.Program // nil when deferred
 	// secret: it reads a secret (secrets.NAME, or a plan env value made
 	// from one), so Runner.SecretEval decides it (see Eval).
 	secret bool
@@ -53,11 +56,13 @@ type stepRefs struct {
 // stepRefs are the steps e names; all when it cannot be compiled (its
 // evaluation fails anyway).
 func (e *Expr) stepRefs() stepRefs {
-	if e.load() != nil || e.prog == nil {
-		return stepRefs{all: true}
-	}
 	e.refsOnce.Do(func() {
-		root := e.prog.Node()
+		prog, err := e.program()
+		if err != nil || prog == nil {
+			e.refs = stepRefs{all: true}
+			return
+		}
+		root := prog.Node()
 		e.refs = namedSteps(&root)
 	})
 	return e.refs
@@ -104,36 +109,92 @@ func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if scope.deferred {
 		return &Expr{Src: src, deferred: &deferredExpr{scope, asBool}}, nil
 	}
-	return compileNow(src, scope, asBool)
+	if scope.progs == nil {
+		return compileNow(src, scope, asBool)
+	}
+	// Checked now, its program left to the scope's cache: a plan's
+	// compiled expressions held to the end of its run were the largest
+	// part of a 100k-step run's memory, and most are run once.
+	key := exprKey{src, asBool}
+	c, ok := scope.compiled[key]
+	if !ok {
+		full, err := compileNow(src, scope, asBool)
+		if err != nil {
+			return nil, err
+		}
+		c = checked{full.secret, full.typ}
+		if scope.compiled != nil {
+			scope.compiled[key] = c
+		}
+		scope.progs.seed(progKey{scope, key}, full.prog)
+	}
+	e := &Expr{Src: src, deferred: &deferredExpr{scope, asBool}, secret: c.secret, typ: c.typ}
+	e.once.Do(func() {}) // checked
+	return e, nil
 }
 
-// load compiles a deferred expression, once. A plan that was checked
-// whole when its run started has no error here unless the expression
-// language changed under it; then the step using it fails, saying so.
+// load type-checks a deferred expression of a CompileChecked plan, once.
+// A plan that was checked whole when its run started has no error here
+// unless the expression language changed under it; then the step using
+// it fails, saying so.
 func (e *Expr) load() error {
 	if e.deferred == nil {
 		return nil
 	}
 	e.once.Do(func() {
-		d := e.deferred
-		// The scope's configuration holds expr's type cache, which
-		// checking fills: one compile at a time per scope.
-		d.scope.mu.Lock()
-		defer d.scope.mu.Unlock()
-		c, err := compileNow(e.Src, d.scope, d.asBool)
+		c, err := e.compile()
 		if err != nil {
-			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(e.Src, err, d.scope))
+			e.err = fmt.Errorf("%s: %s", e.Src, exprMessage(e.Src, err, e.deferred.scope))
 			return
 		}
-		e.prog, e.secret, e.typ = c.prog, c.secret, c.typ
+		e.secret, e.typ = c.secret, c.typ
 	})
 	return e.err
 }
 
-func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
-	if c := scope.compiled[exprKey{src, asBool}]; c != nil {
-		return &Expr{Src: src, prog: c.prog, secret: c.secret, typ: c.typ}, nil
+// program is the expression's compiled program: its own, or the one its
+// scope's cache holds, compiled again when the cache has dropped it.
+func (e *Expr) program() (*vm.Program, error) {
+	if e.deferred == nil {
+		return e.prog, nil
 	}
+	if err := e.load(); err != nil {
+		return nil, err
+	}
+	d := e.deferred
+	if p := d.scope.progs.get(progKey{d.scope, exprKey{e.Src, d.asBool}}); p != nil {
+		return p, nil
+	}
+	c, err := e.compile()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", e.Src, exprMessage(e.Src, err, d.scope))
+	}
+	return c.prog, nil
+}
+
+// compile compiles a deferred expression and hands its program to the
+// scope's cache.
+func (e *Expr) compile() (*Expr, error) {
+	d := e.deferred
+	// The scope's configuration holds expr's type cache, which checking
+	// fills: one compile at a time per scope.
+	d.scope.mu.Lock()
+	defer d.scope.mu.Unlock()
+	c, err := compileNow(e.Src, d.scope, d.asBool)
+	if err != nil {
+		return nil, err
+	}
+	d.scope.progs.put(progKey{d.scope, exprKey{e.Src, d.asBool}}, c.prog)
+	return c, nil
+}
+
+// checked is what compiling an expression tells beside its program.
+type checked struct {
+	secret bool
+	typ    reflect.Type
+}
+
+func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	cfg := scope.config(asBool)
 	tree, err := checker.ParseCheck(src, cfg)
 	if err != nil {
@@ -153,11 +214,7 @@ func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}
-	if scope.compiled != nil {
-		scope.compiled[exprKey{src, asBool}] = e
-	}
-	return e, nil
+	return &Expr{Src: src, prog: prog, secret: secret, typ: tree.Node.Type()}, nil
 }
 
 // Eval runs the expression. One that reads a secret is handed to the
@@ -175,7 +232,11 @@ func (e *Expr) Eval(env map[string]any) (any, error) {
 }
 
 func (e *Expr) run(env map[string]any) (any, error) {
-	v, err := expr.Run(e.prog, env)
+	prog, err := e.program()
+	if err != nil {
+		return nil, err
+	}
+	v, err := expr.Run(prog, env)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.Src, err)
 	}

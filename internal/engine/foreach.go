@@ -174,7 +174,7 @@ func (r *Runner) items(n *Node, visit int, vc *visitClock) ([]any, error) {
 	}
 	if raw == nil {
 		var v any
-		err := r.evalOf(n).with(nil, vc, func(env map[string]any) (err error) {
+		err := r.evalOf(n).withRefs(n.Each.stepRefs(), nil, vc, func(env map[string]any) (err error) {
 			v, err = n.Each.Eval(env)
 			return err
 		})
@@ -394,12 +394,13 @@ func (r *Runner) viewOf(n *Node, rec board.StepRecord, res Result) map[string]an
 	return m
 }
 
-// setView makes a step's state visible: steps.<label>, or, for an item,
-// its place in its for_each step's results.
-func (r *Runner) setView(n *Node, view map[string]any) {
+// setView makes a finished visit's state visible: steps.<label>, built
+// when an evaluation reads it, or, for an item, its place in its
+// for_each step's results.
+func (r *Runner) setView(n *Node, rec board.StepRecord, res Result) {
 	if n.item != nil {
-		n.item.view = view
+		n.item.view = r.viewOf(n, rec, res)
 		return
 	}
-	r.evalOf(n).set(n.localLabel(), view)
+	r.evalOf(n).set(n.localLabel(), newStepState(n, rec, res))
 }

@@ -290,7 +290,7 @@ func (r *Runner) outputs() (map[string]any, error) {
 	out := map[string]any{}
 	for _, o := range r.Prog.outputs {
 		var v any
-		err := r.eval.with(nil, nil, func(env map[string]any) (e error) {
+		err := r.eval.withRefs(o.expr.stepRefs(), nil, nil, func(env map[string]any) (e error) {
 			v, e = o.expr.Eval(env)
 			return e
 		})

@@ -55,7 +55,7 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 			if err != nil {
 				return err
 			}
-			r.setView(n, r.viewOf(n, *rec, res))
+			r.setView(n, *rec, res)
 		}
 		if n.Children != nil || n.Seq != nil || n.Each != nil || n.Sub != nil {
 			delete(pending, n.Label) // the group finished: its children are history

@@ -113,6 +113,9 @@ type Runner struct {
 	readN   map[visitKey]int // recorded key reads per step visit
 	wsN     map[visitKey]int // workspace calls per step visit
 
+	metaMu sync.Mutex
+	metas  map[metaKey]map[string]any // see stepMeta
+
 	waitMu   sync.Mutex // with waitCond: children waiting for their needs (local.Await)
 	waitCond *sync.Cond
 
@@ -276,10 +279,7 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 	rec.Hold(h)
 	// The audit entry holds the step's output; its full result is in the
 	// step record, so it is not encoded twice.
-	meta := map[string]any{"visit": rec.Visit, "type": n.Type, "status": rec.Status}
-	if rec.Error != "" {
-		meta["error"] = rec.Error
-	}
+	meta := r.stepMeta(rec.Visit, n.Type, rec.Status, rec.Error)
 	section := "steps"
 	if n.Write != nil && n.Write.Section != "" {
 		section = n.Write.Section
@@ -300,11 +300,39 @@ func (r *Runner) record(n *Node, rec *board.StepRecord, res Result, vc *visitClo
 	if err := r.Board.FinishStep(*rec, entry, kvs...); err != nil {
 		return err
 	}
-	r.setView(n, r.viewOf(n, *rec, res))
+	r.setView(n, *rec, res)
 	if r.Observer != nil {
 		r.Observer.StepFinished(*rec)
 	}
 	return nil
+}
+
+// metaKey tells apart the metas of step entries without an error.
+type metaKey struct {
+	visit       int
+	typ, status string
+}
+
+// stepMeta is the meta of a step visit's audit entry. One without an
+// error is shared by every entry alike: the board never changes a meta
+// it keeps (it copies one it adds to), and a map per step was a tenth
+// of a 100k-step run's memory.
+func (r *Runner) stepMeta(visit int, typ, status, errText string) map[string]any {
+	if errText != "" {
+		return map[string]any{"visit": visit, "type": typ, "status": status, "error": errText}
+	}
+	k := metaKey{visit, typ, status}
+	r.metaMu.Lock()
+	defer r.metaMu.Unlock()
+	m, ok := r.metas[k]
+	if !ok {
+		m = map[string]any{"visit": visit, "type": typ, "status": status}
+		if r.metas == nil {
+			r.metas = map[metaKey]map[string]any{}
+		}
+		r.metas[k] = m
+	}
+	return m
 }
 
 func orZero(fields any, n *Node) any {

@@ -63,12 +63,15 @@ type Scope struct {
 	// time under mu: conf and expr's type cache in it are filled then.
 	deferred bool
 	mu       sync.Mutex
-	// compiled are the expressions compiled in this scope by source,
+	// compiled are the expressions checked in this scope by source,
 	// while the plan compiles (nil otherwise): the same expression
 	// written in many steps (vars.who, steps.build.ok) is type-checked
 	// and compiled once, its program shared (a vm.Program is read-only
 	// when run). Only the plan's own scope has one.
-	compiled map[exprKey]*Expr
+	compiled map[exprKey]checked
+	// progs holds the compiled programs of the expressions of the plan
+	// this scope belongs to (shared with the scopes made from it).
+	progs *progCache
 }
 
 // exprKey names a compiled expression within its scope.
@@ -101,7 +104,7 @@ func (s *Scope) config(asBool bool) *conf.Config {
 }
 
 func newScope(m types.Map) *Scope {
-	return &Scope{types: m, nature: natureOf(m, map[uintptr]nature.Nature{})}
+	return &Scope{types: m, nature: natureOf(m, map[uintptr]nature.Nature{}), progs: newProgCache(progCacheSize)}
 }
 
 // natureOf is t.Nature(), with the description of each distinct map built
@@ -155,7 +158,7 @@ func (s *Scope) with(name string, t types.Type) *Scope {
 	}
 	td.Fields[name] = t.Nature()
 	nt.TypeData = &td
-	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv, deferred: s.deferred}
+	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv, deferred: s.deferred, progs: s.progs}
 }
 
 // stepType is the type of steps.<label>, or Any when there is none.

@@ -29,8 +29,17 @@ const (
 // an update nor an evaluation copies it: the cost of a step stays flat
 // however many steps the plan has and however large the board grows.
 type evaluator struct {
-	mu    sync.RWMutex
-	steps map[string]any // label -> map[string]any (each value replaced, never mutated)
+	mu sync.RWMutex
+	// steps: label -> its view (map[string]any, each value replaced,
+	// never mutated), or the *stepState of a finished step, whose view
+	// an evaluation that names the step builds for itself: a map per
+	// finished step, held to the run's end, was a tenth of a 100k-step
+	// run's memory, and an expression names a handful of steps.
+	steps map[string]any
+	// whole: every finished step's view is built and kept in steps, once
+	// an evaluation used `steps` as a whole (not naming its steps), so
+	// such evaluations share one map rather than each building one.
+	whole bool
 	base  map[string]any // vars, env, run, board, entries
 	// parent, when set, is the evaluator this one is layered over (a
 	// for_each block's item, eachgroup.go): its base and steps show
@@ -42,6 +51,44 @@ type evaluator struct {
 	// names a handful. A step's view is built when an evaluation that may
 	// name it starts (need), under mu, and replaces its entry in steps.
 	saved map[string]savedStep
+}
+
+// stepState is a finished visit's state, from which steps.<label> is
+// built (view).
+type stepState struct {
+	n        *Node
+	status   string
+	errText  string
+	visit    int
+	durMS    int64
+	output   any
+	fields   any // the result's fields; nil: the type's zero values
+	timedOut bool
+}
+
+func newStepState(n *Node, rec board.StepRecord, res Result) *stepState {
+	return &stepState{n: n, status: rec.Status, errText: rec.Error, visit: rec.Visit, durMS: rec.DurationMS,
+		output: res.Output, fields: res.Fields, timedOut: res.TimedOut}
+}
+
+// view is steps.<label> of the state (Runner.viewOf without an item).
+func (s *stepState) view() map[string]any {
+	m := stateView(s.status, s.output, s.errText, s.visit, s.durMS, orZero(s.fields, s.n))
+	if s.timedOut {
+		m["timed_out"] = true
+	}
+	if s.n.Each != nil {
+		m["outputs"] = s.output
+	}
+	return m
+}
+
+// built is a steps entry as expressions see it.
+func built(v any) any {
+	if s, ok := v.(*stepState); ok {
+		return s.view()
+	}
+	return v
 }
 
 // savedStep is a completed step's saved record whose view is built on
@@ -125,12 +172,23 @@ func (e *evaluator) baseEnv() map[string]any {
 	return env
 }
 
-// stepsView is a copy of steps, the parents' overlaid by this one's.
-func (e *evaluator) stepsView() map[string]any {
+// stepsView is a copy of steps, the parents' overlaid by this one's: of
+// the steps refs names, or of all of them (then built in every layer
+// first: materialize).
+func (e *evaluator) stepsView(refs stepRefs) map[string]any {
 	// with has built every saved view (need) before it copies them.
+	if !refs.all {
+		m := make(map[string]any, len(refs.labels))
+		for _, label := range refs.labels {
+			if v, ok := e.lookup(label); ok {
+				m[label] = v
+			}
+		}
+		return m
+	}
 	var m map[string]any
 	if e.parent != nil {
-		m = e.parent.stepsView()
+		m = e.parent.stepsView(refs)
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -139,6 +197,52 @@ func (e *evaluator) stepsView() map[string]any {
 	}
 	maps.Copy(m, e.steps)
 	return m
+}
+
+// lookup is the view of label, this layer's or a parent's.
+func (e *evaluator) lookup(label string) (any, bool) {
+	for ; e != nil; e = e.parent {
+		e.mu.RLock()
+		v, ok := e.steps[label]
+		e.mu.RUnlock()
+		if ok {
+			return built(v), true
+		}
+	}
+	return nil, false
+}
+
+// named is the steps map of an evaluation naming labels only: their
+// views, under e.mu held for reading.
+func (e *evaluator) named(labels []string) map[string]any {
+	m := make(map[string]any, len(labels))
+	for _, label := range labels {
+		if v, ok := e.steps[label]; ok {
+			m[label] = built(v)
+		}
+	}
+	return m
+}
+
+// materialize builds and keeps every finished step's view, here and in
+// the layers under this one, for an evaluation that uses `steps` whole.
+func (e *evaluator) materialize() {
+	for ; e != nil; e = e.parent {
+		e.mu.RLock()
+		done := e.whole
+		e.mu.RUnlock()
+		if done {
+			continue
+		}
+		e.mu.Lock()
+		for label, v := range e.steps {
+			if s, ok := v.(*stepState); ok {
+				e.steps[label] = s.view()
+			}
+		}
+		e.whole = true
+		e.mu.Unlock()
+	}
 }
 
 func newEvaluator(prog *Program, base map[string]any) *evaluator {
@@ -189,6 +293,9 @@ func (e *evaluator) withRefs(refs stepRefs, extra map[string]any, vc *visitClock
 	if err := e.need(refs); err != nil {
 		return err
 	}
+	if refs.all {
+		e.materialize()
+	}
 	env := e.baseEnv()
 	for k, v := range extra {
 		env[k] = v
@@ -205,12 +312,16 @@ func (e *evaluator) withRefs(refs stepRefs, extra map[string]any, vc *visitClock
 	}
 	if e.parent != nil {
 		// A copy: the layers' maps change under their own locks.
-		env["steps"] = e.stepsView()
+		env["steps"] = e.stepsView(refs)
 		return f(env)
 	}
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	env["steps"] = e.steps
+	if refs.all {
+		env["steps"] = e.steps
+	} else {
+		env["steps"] = e.named(refs.labels)
+	}
 	return f(env)
 }
 
@@ -246,8 +357,11 @@ func (e *evaluator) bool(x *Expr, extra map[string]any, vc *visitClock) (ok bool
 	return ok, err
 }
 
-func (e *evaluator) set(label string, view map[string]any) {
+func (e *evaluator) set(label string, view any) {
 	e.mu.Lock()
+	if s, ok := view.(*stepState); ok && e.whole {
+		view = s.view()
+	}
 	e.steps[label] = view
 	delete(e.saved, label)
 	e.mu.Unlock()
@@ -258,8 +372,8 @@ func (e *evaluator) get(label string) map[string]any {
 		return nil
 	}
 	e.mu.RLock()
-	defer e.mu.RUnlock()
-	v, _ := e.steps[label].(map[string]any)
+	v, _ := built(e.steps[label]).(map[string]any)
+	e.mu.RUnlock()
 	if v == nil && e.parent != nil {
 		return e.parent.get(label)
 	}

@@ -528,7 +528,7 @@ func (it *interp[C]) call(c C, n *Node, visit int, vc *visitClock) (Result, erro
 	outputs := map[string]any{}
 	for _, o := range n.Sub.outputs {
 		var v any
-		oerr := fr.with(nil, vc, func(env map[string]any) (e error) {
+		oerr := fr.withRefs(o.expr.stepRefs(), nil, vc, func(env map[string]any) (e error) {
 			v, e = o.expr.Eval(env)
 			return e
 		})
