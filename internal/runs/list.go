@@ -96,6 +96,7 @@ func Find(dir string, q Query) (list []Summary, more bool, err error) {
 		return nil, false, err
 	}
 	defer ix.save(ids)
+	defer ix.listing(dir)()
 	todo := ids
 	if q.After != "" {
 		i := sort.SearchStrings(ids, q.After)
@@ -171,6 +172,14 @@ func relPlan(dir, plan string) string {
 		return plan
 	}
 	abs, _ := filepath.Abs(dir)
+	return relPlanAbs(abs, plan)
+}
+
+// relPlanAbs is relPlan for a directory already made absolute.
+func relPlanAbs(abs, plan string) string {
+	if plan == "" {
+		return plan
+	}
 	if rel, err := filepath.Rel(abs, plan); err == nil && filepath.IsLocal(rel) {
 		return rel
 	}
