@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
@@ -159,18 +160,22 @@ func readIndex(path string) *index {
 		if j <= 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
 			continue // an id that needs escaping is read from its run every time
 		}
-		ix.lines[string(rest[:j])] = line
+		// The key is the id's bytes in data, which nothing changes: a
+		// hundred thousand ids are not copied again.
+		ix.lines[unsafe.String(&rest[0], j)] = line
 	}
 	return ix
 }
 
 // entry is the index's entry for run id, if it has a whole one.
-func (ix *index) entry(id string) (indexEntry, bool) {
+func (ix *index) entry(id string) (indexEntry, bool) { return ix.entryWith(id, nil) }
+
+func (ix *index) entryWith(id string, in interner) (indexEntry, bool) {
 	line, ok := ix.lines[id]
 	if !ok {
 		return indexEntry{}, false
 	}
-	e, ok := decodeEntry(line)
+	e, ok := decodeEntryWith(line, in)
 	if !ok || e.V != indexVersion || e.ID != id {
 		return indexEntry{}, false
 	}
@@ -184,17 +189,19 @@ func (ix *index) summaries(dir string, ids []string) []Summary {
 	out := make([]Summary, len(ids))
 	workers := min(runtime.GOMAXPROCS(0), (len(ids)+255)/256)
 	if workers <= 1 {
+		w := newWorker()
 		for i, id := range ids {
-			out[i], _ = ix.summary(dir, id)
+			out[i], _ = ix.summary(dir, id, w)
 		}
 		return out
 	}
 	var wg sync.WaitGroup
 	per := (len(ids) + workers - 1) / workers
-	for w := 0; w < len(ids); w += per {
+	for at := 0; at < len(ids); at += per {
 		wg.Go(func() {
-			for i := w; i < min(w+per, len(ids)); i++ {
-				out[i], _ = ix.summary(dir, ids[i])
+			w := newWorker()
+			for i := at; i < min(at+per, len(ids)); i++ {
+				out[i], _ = ix.summary(dir, ids[i], w)
 			}
 		})
 	}
@@ -202,19 +209,37 @@ func (ix *index) summaries(dir string, ids []string) []Summary {
 	return out
 }
 
+// worker is what one goroutine of a listing keeps from run to run: the
+// strings it decoded, and the plans it showed relative to the directory.
+type worker struct {
+	in   interner
+	plan map[string]string
+}
+
+func newWorker() *worker { return &worker{in: interner{}, plan: map[string]string{}} }
+
+func (w *worker) relPlan(absDir, plan string) string {
+	rel, ok := w.plan[plan]
+	if !ok {
+		rel = relPlanAbs(absDir, plan)
+		w.plan[plan] = rel
+	}
+	return rel
+}
+
 // summary is the summary of run id under dir: from the index while its
 // entry holds, else read from the run (and noted to be indexed). False:
 // id names no run.
-func (ix *index) summary(dir, id string) (Summary, bool) {
+func (ix *index) summary(dir, id string, w *worker) (Summary, bool) {
 	// runDirs's names hold no separator and are not "." or "..": this is
 	// filepath.Join's path.
 	path := ix.runsDir.path + string(filepath.Separator) + id + string(filepath.Separator) + "blackboard.json"
 	key, isDir := ix.runsDir.key(id)
 	if isDir {
-		if e, ok := ix.entry(id); ok && e.Key == key && stopped(e.Status) {
+		if e, ok := ix.entryWith(id, w.in); ok && e.Key == key && stopped(e.Status) {
 			s := e.summary()
-			s.Path = path
-			s.Plan = relPlanAbs(ix.absDir, s.Plan)
+			s.ID, s.Path = id, path
+			s.Plan = w.relPlan(ix.absDir, s.Plan)
 			return s, true
 		}
 	}
@@ -231,7 +256,7 @@ func (ix *index) summary(dir, id string) (Summary, bool) {
 		ix.fresh = append(ix.fresh, entryOf(stableKey(key, ix.now, ix.dev, ix.nowOK), s))
 		ix.mu.Unlock()
 	}
-	s.Plan = relPlanAbs(ix.absDir, s.Plan)
+	s.Plan = w.relPlan(ix.absDir, s.Plan)
 	return s, true
 }
 

@@ -10,8 +10,11 @@ import (
 // per run it shows, so the lines json.Marshal writes (no spaces, no
 // escapes, no usage) are read field by field here; any other line, or
 // anything unexpected in one, goes to encoding/json, which decides.
-func decodeEntry(line []byte) (indexEntry, bool) {
-	if e, ok := fastEntry(line); ok {
+func decodeEntry(line []byte) (indexEntry, bool) { return decodeEntryWith(line, nil) }
+
+// decodeEntryWith is decodeEntry taking the line's strings from in.
+func decodeEntryWith(line []byte, in interner) (indexEntry, bool) {
+	if e, ok := fastEntry(line, in); ok {
 		return e, true
 	}
 	var e indexEntry
@@ -21,22 +24,39 @@ func decodeEntry(line []byte) (indexEntry, bool) {
 	return e, true
 }
 
+// interner holds the strings a listing has decoded: a hundred thousand
+// runs of a few plans hold a few plan paths, names and statuses, kept
+// once rather than once per run. nil: none kept.
+type interner map[string]string
+
+func (in interner) str(b []byte) string {
+	if in == nil {
+		return string(b)
+	}
+	if s, ok := in[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
 // fastEntry reads the lines json.Marshal writes of an indexEntry without
 // usage; false for any other, whole or not.
-func fastEntry(p []byte) (e indexEntry, ok bool) {
+func fastEntry(p []byte, in interner) (e indexEntry, ok bool) {
 	if len(p) < 2 || p[0] != '{' {
 		return e, false
 	}
 	p = p[1:]
 	var seen uint16
 	for {
-		var key string
+		var key, str []byte
 		if key, p, ok = jsonString(p); !ok || len(p) == 0 || p[0] != ':' {
 			return e, false
 		}
 		p = p[1:]
 		var bit uint16
-		switch key {
+		switch string(key) {
 		case "v":
 			bit = 1 << 0
 			var n int64
@@ -44,19 +64,23 @@ func fastEntry(p []byte) (e indexEntry, ok bool) {
 			e.V = int(n)
 		case "id":
 			bit = 1 << 1
-			e.ID, p, ok = jsonString(p)
+			str, p, ok = jsonString(p)
+			e.ID = string(str) // one per run: nothing to share
 		case "k":
 			bit = 1 << 2
 			p, ok = jsonKey(p, &e.Key)
 		case "plan":
 			bit = 1 << 3
-			e.Plan, p, ok = jsonString(p)
+			str, p, ok = jsonString(p)
+			e.Plan = in.str(str)
 		case "name":
 			bit = 1 << 4
-			e.Name, p, ok = jsonString(p)
+			str, p, ok = jsonString(p)
+			e.Name = in.str(str)
 		case "status":
 			bit = 1 << 5
-			e.Status, p, ok = jsonString(p)
+			str, p, ok = jsonString(p)
+			e.Status = in.str(str)
 		case "start":
 			bit = 1 << 6
 			e.Start, p, ok = jsonInt(p)
@@ -75,7 +99,7 @@ func fastEntry(p []byte) (e indexEntry, ok bool) {
 			e.Failed = int(n)
 		case "hosts":
 			bit = 1 << 10
-			e.Hosts, p, ok = jsonStrings(p)
+			e.Hosts, p, ok = jsonStrings(p, in)
 		default: // usage, or a field this version does not know
 			return e, false
 		}
@@ -95,9 +119,9 @@ func fastEntry(p []byte) (e indexEntry, ok bool) {
 }
 
 // jsonString reads a string without escapes, of valid UTF-8.
-func jsonString(p []byte) (string, []byte, bool) {
+func jsonString(p []byte) ([]byte, []byte, bool) {
 	if len(p) == 0 || p[0] != '"' {
-		return "", p, false
+		return nil, p, false
 	}
 	ascii := true
 	for i := 1; i < len(p); i++ {
@@ -105,16 +129,16 @@ func jsonString(p []byte) (string, []byte, bool) {
 		case c == '"':
 			s := p[1:i]
 			if !ascii && !utf8.Valid(s) {
-				return "", p, false
+				return nil, p, false
 			}
-			return string(s), p[i+1:], true
+			return s, p[i+1:], true
 		case c == '\\' || c < 0x20:
-			return "", p, false
+			return nil, p, false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
-	return "", p, false
+	return nil, p, false
 }
 
 // jsonInt reads an integer as json.Marshal writes one (no sign but '-',
@@ -168,7 +192,7 @@ func jsonKey(p []byte, k *fileKey) ([]byte, bool) {
 }
 
 // jsonStrings reads a non-empty array of strings.
-func jsonStrings(p []byte) ([]string, []byte, bool) {
+func jsonStrings(p []byte, in interner) ([]string, []byte, bool) {
 	if len(p) == 0 || p[0] != '[' {
 		return nil, p, false
 	}
@@ -179,7 +203,7 @@ func jsonStrings(p []byte) ([]string, []byte, bool) {
 		if !ok || len(rest) == 0 {
 			return nil, p, false
 		}
-		out = append(out, s)
+		out = append(out, in.str(s))
 		p = rest[1:]
 		switch rest[0] {
 		case ',':

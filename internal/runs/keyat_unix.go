@@ -78,8 +78,8 @@ func fsNow(indexPath string) (now, dev int64, ok bool) {
 		if os.MkdirAll(filepath.Dir(lp), board.DirMode) != nil {
 			return 0, 0, false
 		}
-		f, err := safefs.OpenFile(lp, os.O_RDWR|os.O_CREATE, board.FileMode)
-		if err != nil {
+		f, ferr := safefs.OpenFile(lp, os.O_RDWR|os.O_CREATE, board.FileMode)
+		if ferr != nil {
 			return 0, 0, false
 		}
 		f.Close()
