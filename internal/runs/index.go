@@ -100,6 +100,10 @@ func (e indexEntry) summary() Summary {
 // the zero key matches no run.
 type fileKey [6]int64
 
+// fsNow is the file system's time now, as a run's folder's change time
+// would read it, and the device it is of (a variable: tests stop it).
+var fsNow = fsNowOS
+
 // stableKey is key as an entry records it: the zero key unless the file
 // system's clock (now, on device dev) had passed the key's stamp before
 // the run was read.

@@ -44,8 +44,8 @@ func (d runsDirFD) key(id string) (fileKey, bool) {
 	return keyOf(filepath.Join(d.path, id, "blackboard.json"))
 }
 
-// fsNow is the time now, as the folder's times read it.
-func fsNow(indexPath string) (now, dev int64, ok bool) {
+// fsNowOS is the time now, as the folder's times read it.
+func fsNowOS(indexPath string) (now, dev int64, ok bool) {
 	lp := indexPath + ".lock"
 	t := time.Now()
 	if os.Chtimes(lp, t, t) != nil {

@@ -67,10 +67,10 @@ func keyOf(path string) (fileKey, bool) {
 	return keyOfStat(&st), true
 }
 
-// fsNow is the file system's time now, as a run's folder's change time
+// fsNowOS is the file system's time now, as a run's folder's change time
 // would read it, and the device it is of: the change time of the index's
 // lock file once touched (made if missing).
-func fsNow(indexPath string) (now, dev int64, ok bool) {
+func fsNowOS(indexPath string) (now, dev int64, ok bool) {
 	lp := indexPath + ".lock"
 	ts := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
 	err := unix.UtimesNanoAt(unix.AT_FDCWD, lp, ts, unix.AT_SYMLINK_NOFOLLOW)
