@@ -24,7 +24,7 @@ import (
 //
 // It is a string only so that a test can build an older worker with
 // -ldflags "-X github.com/planrunner/runner/temporal.workflowCode=N".
-var workflowCode = "3"
+var workflowCode = "4"
 
 var codeVersion = func() int {
 	v, err := strconv.Atoi(workflowCode)

@@ -30,6 +30,8 @@ import (
 // run's host then makes its copy of the merged workspace before the
 // run's next step there (a new copy name: hostCopy makes it again).
 //
+// A for_each whose max_concurrency is 1 stays on the run's host: its
+// items run in turn, each on the files the one before it left.
 // Options.KeepFanOuts keeps a run's items on its host; a run whose
 // workspace is shared (--shared-workspace) never spreads: every worker
 // already sees the same files.
@@ -40,6 +42,10 @@ const SpreadName = "runner.spread-step"
 // spreadFanOuts versions the change: histories recorded before it ran
 // every item on the run's host.
 const spreadFanOuts = "spread-fan-outs"
+
+// inTurnFanOutsStay versions keeping a for_each whose max_concurrency is
+// 1 on the run's host: histories recorded before it spread its items.
+const inTurnFanOutsStay = "in-turn-fan-outs-stay"
 
 // FanOut is a spread fan-out under way (or ended, its changes not yet
 // merged): the for_each's label, the workspace its items start from and
@@ -60,6 +66,13 @@ func (it *interp) spreadOf(ctx workflow.Context, n *engine.Node) (*FanOut, error
 		return nil, nil
 	}
 	if workflow.GetVersion(ctx, spreadFanOuts, workflow.DefaultVersion, 1) < 1 {
+		return nil, nil
+	}
+	if n.Step.MaxConcurrency == 1 &&
+		workflow.GetVersion(ctx, inTurnFanOutsStay, workflow.DefaultVersion, 1) >= 1 {
+		// Items one at a time: in one process each sees the files the
+		// items before it left, which a spread item, started from the
+		// fan-out's base, would not.
 		return nil, nil
 	}
 	// Pinned first, as any step of the run would be: a worker that shares

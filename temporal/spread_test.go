@@ -116,10 +116,10 @@ steps:
 // gone.txt; the records are those of a run whose items ran one after
 // another on its host.
 func TestSpreadFanOut(t *testing.T) {
-	run := func(t *testing.T, opt Options, conc int, order []int) (*Output, string, DirStore, []string) {
+	run := func(t *testing.T, opt Options, src string, order []int) (*Output, string, DirStore, []string) {
 		store := DirStore{Dir: t.TempDir()}
 		checkout := t.TempDir()
-		plan := writePlan(t, checkout, fmt.Sprintf(spreadPlan, conc))
+		plan := writePlan(t, checkout, src)
 		if err := os.WriteFile(filepath.Join(checkout, "gone.txt"), []byte("x\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -168,7 +168,7 @@ func TestSpreadFanOut(t *testing.T) {
 			defer close(done[i])
 			return pool[i%len(pool)].SpreadStep(ctx, in)
 		}, activity.RegisterOptions{Name: SpreadName})
-		r := newRun(t, fmt.Sprintf(spreadPlan, conc), checkout)
+		r := newRun(t, src, checkout)
 		r.PlanPath = plan
 		env.ExecuteWorkflow(WorkflowName, Input{Run: r, Workspace: ws, Options: opt})
 		var out Output
@@ -186,7 +186,7 @@ func TestSpreadFanOut(t *testing.T) {
 		sort.Strings(views)
 		return &out, strings.Join(onHost, " "), store, views
 	}
-	_, _, _, want := run(t, Options{KeepFanOuts: true}, 1, []int{0, 1, 2})
+	_, _, _, want := run(t, Options{KeepFanOuts: true}, fmt.Sprintf(spreadPlan, 1), []int{0, 1, 2})
 	for _, tc := range []struct {
 		name  string
 		order []int
@@ -196,7 +196,7 @@ func TestSpreadFanOut(t *testing.T) {
 		{"the first last", []int{1, 2, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, onHost, store, got := run(t, Options{}, 3, tc.order)
+			out, onHost, store, got := run(t, Options{}, fmt.Sprintf(spreadPlan, 3), tc.order)
 			if out.Status != "succeeded" {
 				t.Fatalf("status %s: %s", out.Status, out.Error)
 			}
@@ -219,6 +219,62 @@ func TestSpreadFanOut(t *testing.T) {
 				t.Errorf("--sync-back wrote gone.txt, which the items removed")
 			}
 		})
+	}
+}
+
+// inTurnPlan's items run one at a time, each appending to a file the
+// one before it appended to.
+const inTurnPlan = `
+version: 1
+name: in-turn
+steps:
+  - {label: each, type: command, for_each: '0..2', max_concurrency: 1, run: "echo ${{ item }} >> log.txt; tr '\\n' ' ' < log.txt"}
+`
+
+// A for_each whose items run one at a time stays on the run's host: each
+// item sees the files of the items before it, as in one process.
+func TestInTurnFanOutStaysOnHost(t *testing.T) {
+	store := DirStore{Dir: t.TempDir()}
+	checkout := t.TempDir()
+	plan := writePlan(t, checkout, inTurnPlan)
+	ws, err := PackWorkspace(store, plan, checkout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &Activities{Store: store, HostID: "h1", WorkRoot: t.TempDir()}
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quietLogger())
+	env := s.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(workerOptions)
+	env.SetTestTimeout(2 * time.Minute)
+	Register(env, &Workflow{Store: store}, nil)
+	var onHost, spread []string
+	env.RegisterActivityWithOptions(func(ctx context.Context, in StepInput) (*StepOutput, error) {
+		onHost = append(onHost, in.Label)
+		return host.RunStep(ctx, in)
+	}, activity.RegisterOptions{Name: ActivityName})
+	env.RegisterActivityWithOptions(host.Pin, activity.RegisterOptions{Name: PinName})
+	env.RegisterActivityWithOptions(host.ReadWorkspace, activity.RegisterOptions{Name: WorkspaceReadName})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in StepInput) (*StepOutput, error) {
+		spread = append(spread, in.Label)
+		return host.SpreadStep(ctx, in)
+	}, activity.RegisterOptions{Name: SpreadName})
+	r := newRun(t, inTurnPlan, checkout)
+	r.PlanPath = plan
+	env.ExecuteWorkflow(WorkflowName, Input{Run: r, Workspace: ws})
+	var out Output
+	if err := envOutput(env, &out); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	if len(spread) != 0 || strings.Join(onHost, " ") != "each[0] each[1] each[2]" {
+		t.Errorf("items on the host %v, spread %v; want every item on the host", onHost, spread)
+	}
+	b, err := LoadBoard(store, out.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(stepOf(t, b, "each[2]").Result); !strings.Contains(got, `"stdout":"0 1 2 "`) {
+		t.Errorf("each[2]: %s; want the log of all three items", got)
 	}
 }
 

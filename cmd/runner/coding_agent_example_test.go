@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -92,6 +94,55 @@ func TestFixTestsClaudeCodeExample(t *testing.T) {
 		if req.Auth != "sk-test-example-key" {
 			t.Errorf("the API got key %q, want the agent's", req.Auth)
 		}
+	}
+
+	// What the CLI's model calls cost is the run's spend wherever it is
+	// read back: the run list and `runner cost`, as the steps metered it.
+	var calls, tokens int
+	var spent float64
+	for _, s := range b.Steps() {
+		var res struct {
+			Calls int `json:"calls"`
+			Usage struct {
+				In      int     `json:"input_tokens"`
+				Out     int     `json:"output_tokens"`
+				CostUSD float64 `json:"cost_usd"`
+			} `json:"usage"`
+		}
+		if s.Label == "fix" && json.Unmarshal(s.Result, &res) == nil {
+			calls, tokens, spent = calls+res.Calls, tokens+res.Usage.In+res.Usage.Out, spent+res.Usage.CostUSD
+		}
+	}
+	if calls < 6 || spent <= 0 {
+		t.Fatalf("the fix steps metered %d calls costing $%g", calls, spent)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-5 }
+	r = runEnv(t, wd, env, "runs", "--json")
+	var listed []struct {
+		Usage struct {
+			Calls   int     `json:"calls"`
+			CostUSD float64 `json:"cost_usd"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &listed); err != nil || len(listed) != 1 {
+		t.Fatalf("runner runs --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	if u := listed[0].Usage; u.Calls != calls || !near(u.CostUSD, spent) {
+		t.Errorf("runner runs: %d calls, $%g; the steps metered %d, $%g", u.Calls, u.CostUSD, calls, spent)
+	}
+	r = runEnv(t, wd, env, "cost", "--json")
+	var cost struct {
+		Total struct {
+			Calls   int     `json:"calls"`
+			Tokens  int     `json:"tokens"`
+			CostUSD float64 `json:"cost_usd"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &cost); err != nil {
+		t.Fatalf("runner cost --json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	if c := cost.Total; c.Calls != calls || c.Tokens != tokens || !near(c.CostUSD, spent) {
+		t.Errorf("runner cost: %+v; the steps metered %d calls, %d tokens, $%g", c, calls, tokens, spent)
 	}
 
 	// Offline, with the project back as it was and no claude on PATH.

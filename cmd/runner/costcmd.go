@@ -119,7 +119,7 @@ func spending(dir string, l *budget.Ledger, since, now time.Time) (*costReport, 
 			plan = s.Plan
 		}
 		for _, r := range b.RecordingsKeyed() {
-			if r.Kind != agents.KindLLM {
+			if !agents.IsModelCall(r) {
 				continue
 			}
 			var resp struct {

@@ -12,6 +12,13 @@ import (
 // gives again without the CLI.
 const KindCodingAgent = "coding_agent"
 
+// IsModelCall reports whether r records one model call: an llm step's
+// (or an agent's), or one exchange a coding agent's proxy forwarded.
+// Costs, tokens, reports and traces count these.
+func IsModelCall(r board.Recording) bool {
+	return r.Kind == KindLLM || r.Kind == KindCodingAgent && r.Call > 0
+}
+
 // PriceOf is the price of model for the agent named name: the plan's
 // price, the prices file's or the built-in one.
 func (s *Set) PriceOf(name, model string) (Price, bool) {
@@ -86,11 +93,16 @@ func (m recordings) CodingRecording(label string, visit, call int) (board.Record
 // 1, 2...: its proxy's Exchange) used and cost, at the agent's price.
 func codingSpend(a *Agent, r board.Recording) (Usage, float64, bool) {
 	var ex struct {
-		Model string `json:"model"`
-		Usage Usage  `json:"usage"`
+		Model   string  `json:"model"`
+		Usage   Usage   `json:"usage"`
+		CostUSD float64 `json:"cost_usd"`
+		Priced  bool    `json:"priced"`
 	}
 	if r.Call == 0 || json.Unmarshal(r.Response, &ex) != nil {
 		return Usage{}, 0, false
+	}
+	if ex.Priced {
+		return ex.Usage, ex.CostUSD, true
 	}
 	if a == nil {
 		return ex.Usage, 0, true

@@ -428,7 +428,7 @@ func (p Price) CacheSaved(u Usage) float64 {
 func (s *Set) Spend(b *board.Board) []AgentSpend {
 	by := map[string]*AgentSpend{}
 	for _, r := range b.RecordingsKeyed() { // usage only: the text stays a key
-		if r.Kind != KindLLM {
+		if !IsModelCall(r) {
 			continue
 		}
 		a := s.agents[r.Agent]
@@ -507,7 +507,7 @@ type RunUsage struct {
 func RecordedUsage(recs []board.Recording) RunUsage {
 	u := RunUsage{PriceKnown: true}
 	for _, r := range recs {
-		if r.Kind != KindLLM {
+		if !IsModelCall(r) {
 			continue
 		}
 		resp, err := decodeUsage(r.Response)
@@ -532,7 +532,7 @@ func RecordedUsage(recs []board.Recording) RunUsage {
 // recorded, else at its model's built-in price; ok is false when neither
 // is known or r is not a model call. The report shows it per call.
 func RecordingCost(r board.Recording) (float64, bool) {
-	if r.Kind != KindLLM {
+	if !IsModelCall(r) {
 		return 0, false
 	}
 	// Only what the cost needs: decoding the whole response would copy
@@ -558,7 +558,7 @@ func RecordingCacheSaved(r board.Recording) (float64, bool) {
 		Usage Usage  `json:"usage"`
 		Model string `json:"model"`
 	}
-	if r.Kind != KindLLM || json.Unmarshal(r.Response, &resp) != nil {
+	if !IsModelCall(r) || json.Unmarshal(r.Response, &resp) != nil {
 		return 0, false
 	}
 	p, ok := lookupPrice(resp.Model)

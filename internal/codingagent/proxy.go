@@ -34,7 +34,12 @@ type Exchange struct {
 	Response string          `json:"response"` // the body as the CLI got it (SSE text or JSON)
 	Model    string          `json:"model,omitempty"`
 	Usage    agents.Usage    `json:"usage"`
-	Error    string          `json:"error,omitempty"` // the upstream could not be reached
+	// CostUSD is what the answer cost at the agent's price, Priced that
+	// the price was known (set by the step as it meters the answer), so
+	// a reader of the saved run needs no plan to count it.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	Priced  bool    `json:"priced,omitempty"`
+	Error   string  `json:"error,omitempty"` // the upstream could not be reached
 }
 
 // Auth is how the API wants its key.

@@ -151,7 +151,7 @@ func askBudget(sc *engine.StepContext, set *agents.Set, be *agents.BudgetError) 
 // no raise: the step fails with the budget's error, saying who stopped
 // it.
 func budgetStopped(sc *engine.StepContext, be *agents.BudgetError, input string, a InputAnswer) error {
-	if err := clearBudgetAsks(sc); err != nil {
+	if err := clearAsked(sc, IsBudgetQuestion); err != nil {
 		return err
 	}
 	who := "a person"
@@ -159,26 +159,4 @@ func budgetStopped(sc *engine.StepContext, be *agents.BudgetError, input string,
 		who = a.By
 	}
 	return fmt.Errorf("%w (%s stopped it at %s)", be, who, input)
-}
-
-// clearBudgetAsks takes the visit's answered budget questions off the
-// run's waiting list once the visit is done.
-func clearBudgetAsks(sc *engine.StepContext) error {
-	mine := func(w board.WaitingInput) bool { return w.Visit == sc.Visit && IsBudgetQuestion(sc.Label, w.Label) }
-	found := false
-	for _, w := range sc.Board.Run().Waiting {
-		found = found || mine(w)
-	}
-	if !found {
-		return nil
-	}
-	return sc.Board.UpdateRun(func(r *board.Run) {
-		var keep []board.WaitingInput
-		for _, w := range r.Waiting {
-			if !mine(w) {
-				keep = append(keep, w)
-			}
-		}
-		r.Waiting = keep
-	})
 }

@@ -285,6 +285,7 @@ func (s *codingAgentStep) Run(ctx context.Context, sc *engine.StepContext) (engi
 		var c float64
 		if p, ok := set.PriceOf(name, m); ok {
 			c = p.Cost(ex.Usage)
+			ex.CostUSD, ex.Priced = c, true
 		}
 		mu.Lock()
 		usage = usage.Add(ex.Usage)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
@@ -314,4 +315,46 @@ func (s *inputStep) Describe() string {
 // durably, and a replay takes the answer from the recording.
 func (inputType) Caps() engine.Caps {
 	return engine.Caps{Sched: engine.SchedWaits, Replay: engine.ReplayRecorded, Shows: engine.ShowsAsk}
+}
+
+// askedBefore reports whether the step visit has asked a person a
+// question of the kind is tells (an approval, an elicitation): one waits,
+// or was answered.
+func askedBefore(sc *engine.StepContext, is func(label, input string) bool) bool {
+	for _, w := range sc.Board.Run().Waiting {
+		if w.Visit == sc.Visit && is(sc.Label, w.Label) {
+			return true
+		}
+	}
+	for _, r := range sc.Board.Recordings() {
+		if r.Kind == KindInput && r.Visit == sc.Visit && is(sc.Label, r.Label) {
+			return true
+		}
+	}
+	return false
+}
+
+// clearAsked takes the visit's answered questions of the kinds given off
+// the run's waiting list once the visit is done.
+func clearAsked(sc *engine.StepContext, kinds ...func(label, input string) bool) error {
+	mine := func(w board.WaitingInput) bool {
+		if w.Visit != sc.Visit {
+			return false
+		}
+		for _, is := range kinds {
+			if is(sc.Label, w.Label) {
+				return true
+			}
+		}
+		return false
+	}
+	if !slices.ContainsFunc(sc.Board.Run().Waiting, mine) {
+		return nil
+	}
+	return sc.Board.UpdateRun(func(r *board.Run) {
+		r.Waiting = slices.DeleteFunc(slices.Clone(r.Waiting), mine)
+		if len(r.Waiting) == 0 {
+			r.Waiting = nil // as a run that never waited
+		}
+	})
 }

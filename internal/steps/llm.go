@@ -340,7 +340,7 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 	// input does.
 	ss.Elicit = (&elicitations{sc: sc, ss: ss}).ask
 	set.RaiseTo(budgetRaise(sc.Board.Recordings()))
-	if approvalsOf(sc) || elicitationsOf(sc) || budgetAsksOf(sc) {
+	if askedBefore(sc, IsApproval) || askedBefore(sc, IsElicitation) || budgetAsksOf(sc) {
 		ss.Reenter() // it stopped to ask a person: it goes on from there
 	}
 	mcpTools, err := ss.MCPTools(ctx)
@@ -383,13 +383,7 @@ func (s *llmStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Resul
 		}
 	}
 	if err == nil {
-		err = clearApprovals(sc)
-	}
-	if err == nil {
-		err = clearBudgetAsks(sc)
-	}
-	if err == nil {
-		err = clearElicitations(sc)
+		err = clearAsked(sc, IsApproval, IsBudgetQuestion, IsElicitation)
 	}
 	return res, mcpFatal(sc.Label, err)
 }

@@ -127,11 +127,25 @@ func setUp(cfg *config) error {
 	for i, t := range cfg.Trees {
 		trees[t] = 4 + i
 	}
+	for i, r := range cfg.Reach {
+		trees[r] = 4 + len(cfg.Trees) + i
+	}
 	var covers []string
 	if cfg.Mapped {
 		var err error
 		if covers, err = coverBlocked(cfg, trees); err != nil {
 			return err
+		}
+	}
+	// The program's install and read paths the mapped root could not
+	// reach, read-only copies, in place before the write paths (one of
+	// which may lie inside them).
+	for _, r := range cfg.Reach {
+		fd := trees[r]
+		err := unix.MoveMount(fd, "", unix.AT_FDCWD, r, unix.MOVE_MOUNT_F_EMPTY_PATH)
+		unix.Close(fd)
+		if err != nil {
+			return &errHelper{"mounting " + r + " read-only (reached)", err}
 		}
 	}
 	// Bound before the rest turns read-only, the writable paths keep the
@@ -221,7 +235,8 @@ func setUp(cfg *config) error {
 // them and sees nothing else there, as it could not before.
 func coverBlocked(cfg *config, trees map[string]int) ([]string, error) {
 	var blocked []string
-	for _, w := range cfg.Write {
+	paths := append(append([]string(nil), cfg.Write...), cfg.Reach...)
+	for _, w := range paths {
 		if b := blockedAncestor(w, cfg.Trees); b != "" {
 			blocked = append(blocked, b)
 		}
@@ -237,7 +252,7 @@ func coverBlocked(cfg *config, trees map[string]int) ([]string, error) {
 		if err := unix.Mount("tmpfs", c, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
 			return nil, &errHelper{"covering " + c + " (only root may search it)", err}
 		}
-		for _, w := range cfg.Write {
+		for _, w := range paths {
 			if !under(w, []string{c}) {
 				continue
 			}

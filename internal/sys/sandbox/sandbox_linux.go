@@ -41,6 +41,10 @@ type config struct {
 	// Trees are the write paths whose idmapped trees runner passes as
 	// fds 4, 5, ... in this order, to be moved in place of a bind mount.
 	Trees []string `json:"trees,omitempty"`
+	// Reach are paths the mapped root could not reach (the program's
+	// install, read paths under root's home), whose read-only trees
+	// follow the Trees' fds, in this order, to be moved in place.
+	Reach []string `json:"reach,omitempty"`
 	// NoSeccomp: the kernel has no seccomp filter for this architecture
 	// (an optional sandbox runs without).
 	NoSeccomp bool `json:"no_seccomp,omitempty"`
@@ -145,10 +149,22 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 			s.Close()
 			return nil, err
 		}
-		read = append(read, dir)
 	}
-	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, NoSeccomp: k.seccomp != nil, Path: cmd.Path, Args: cmd.Args,
-		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide), Mapped: m.mapped, Trees: trees}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	path, reach, err := s.reach(cmd.Path, env, m, read, write)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if read != nil {
+		// The step's program runs, wherever it is installed.
+		read = append(append(read, dir), programPaths(cmd.Path, env)...)
+	}
+	cfg := config{Dir: dir, Write: write, Read: read, Network: p.Network, Landlock: abi, NoSeccomp: k.seccomp != nil, Path: path, Args: cmd.Args,
+		ReadOnly: existing(p.ReadOnly), Hide: existing(p.Hide), Mapped: m.mapped, Trees: trees, Reach: reach}
 	if p.Endpoint != "" && !p.Network {
 		if err := s.forward(p.Endpoint); err != nil {
 			s.Close()
@@ -164,10 +180,6 @@ func Wrap(cmd *exec.Cmd, p Policy) (*Sandbox, error) {
 	if s.status, s.statusW, err = os.Pipe(); err != nil {
 		s.Close()
 		return nil, err
-	}
-	env := cmd.Env
-	if env == nil {
-		env = os.Environ()
 	}
 	env = setEnv(env, "TMPDIR", tmp)
 	env = setEnv(env, "TMP", tmp)

@@ -741,12 +741,17 @@ func usage(recs []board.Recording, calls map[string][]callView) ([]modelUsage, m
 	var total modelUsage
 	anyCost := false
 	for _, r := range recs {
-		if r.Kind != agents.KindLLM {
+		if !agents.IsModelCall(r) {
 			continue // clock readings, resume marks and people's answers are not model calls
 		}
 		var req recRequest
 		var resp recResponse
 		json.Unmarshal(r.Request, &req)
+		if r.Kind == agents.KindCodingAgent {
+			// The CLI's own request to the provider, in the provider's
+			// shape: its model counts, its messages are not runner's.
+			req = recRequest{Model: req.Model}
+		}
 		if json.Unmarshal(r.Response, &resp) != nil {
 			continue
 		}
@@ -960,7 +965,7 @@ type ModelUsage struct {
 func Tokens(recs []board.Recording) []ModelUsage {
 	per := map[string]*ModelUsage{}
 	for _, r := range recs {
-		if r.Kind != agents.KindLLM {
+		if !agents.IsModelCall(r) {
 			continue
 		}
 		var resp struct {

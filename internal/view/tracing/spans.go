@@ -155,7 +155,7 @@ func (b *builder) spans(bd *board.Board) []span {
 	calls := map[string]int{}
 	usage := map[string]agents.Usage{}
 	for _, r := range recs {
-		if r.Kind != agents.KindLLM {
+		if !agents.IsModelCall(r) {
 			continue
 		}
 		var resp agents.Response
@@ -237,7 +237,7 @@ func (b *builder) spans(bd *board.Board) []span {
 	})
 	prevEnd := map[string]time.Time{}
 	for _, r := range recs {
-		if r.Kind != agents.KindLLM {
+		if !agents.IsModelCall(r) {
 			continue
 		}
 		vk := visitKey(r.Label, r.Visit)
@@ -548,6 +548,13 @@ func llmEntries(bd *board.Board) (map[callKey]time.Time, map[string]toolResult) 
 func (b *builder) callSpans(r board.Recording, parent string, start, end time.Time, pi planInfo, tools map[string]toolResult) []span {
 	var req agents.Request
 	_ = json.Unmarshal(r.Request, &req) // kept without its request: the response still tells the model
+	own := r.Kind == agents.KindLLM
+	if !own {
+		// A coding agent's exchange: the CLI's request in the provider's
+		// shape, its answer as the CLI got it; the model, tokens and cost
+		// are what the span can say.
+		req = agents.Request{Model: req.Model}
+	}
 	var resp agents.Response
 	_ = json.Unmarshal(r.Response, &resp)
 	model := req.Model
@@ -598,7 +605,7 @@ func (b *builder) callSpans(r board.Recording, parent string, start, end time.Ti
 	if len(resp.FailedOver) > 0 {
 		a = append(a, b.str("runner.fallback_for", resp.FailedOver[0].Agent))
 	}
-	if b.o.Content {
+	if b.o.Content && own {
 		if req.System != "" {
 			a = append(a, b.str("gen_ai.system_instructions", jsonString([]any{textPart(req.System)})))
 		}
