@@ -5,6 +5,7 @@ package runs
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -72,8 +73,9 @@ func keyOf(path string) (fileKey, bool) {
 // lock file once touched (made if missing).
 func fsNowOS(indexPath string) (now, dev int64, ok bool) {
 	lp := indexPath + ".lock"
-	ts := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
-	err := unix.UtimesNanoAt(unix.AT_FDCWD, lp, ts, unix.AT_SYMLINK_NOFOLLOW)
+	// Whatever times are set, the change time is the file system's now.
+	t := time.Now()
+	err := os.Chtimes(lp, t, t)
 	if os.IsNotExist(err) {
 		if os.MkdirAll(filepath.Dir(lp), board.DirMode) != nil {
 			return 0, 0, false
@@ -83,7 +85,7 @@ func fsNowOS(indexPath string) (now, dev int64, ok bool) {
 			return 0, 0, false
 		}
 		f.Close()
-		err = unix.UtimesNanoAt(unix.AT_FDCWD, lp, ts, unix.AT_SYMLINK_NOFOLLOW)
+		err = os.Chtimes(lp, t, t)
 	}
 	var st unix.Stat_t
 	if err != nil || unix.Lstat(lp, &st) != nil {
