@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/planrunner/runner/internal/runs"
@@ -54,15 +53,18 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "no runs under %s\n", runs.RunsDir(*dir))
 		return exitOK
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tPLAN\tSTATUS\tSTARTED\tDURATION\tSTEPS\tTOKENS\tCOST")
+	rows := make([][]string, 0, len(kept)+1)
+	rows = append(rows, []string{"ID", "PLAN", "STATUS", "STARTED", "DURATION", "STEPS", "TOKENS", "COST"})
 	now := time.Now()
-	for _, r := range kept {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Plan), r.StatusText(),
-			r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.DurationText(now), r.StepsText(),
-			r.TokensText(), r.CostText())
+	cells := make([]string, 8*len(kept)) // one allocation for every row's cells
+	for i, r := range kept {
+		row := cells[8*i : 8*i+8 : 8*i+8]
+		row[0], row[1], row[2] = r.ID, orDash(r.Plan), r.StatusText()
+		row[3], row[4], row[5] = r.StartedAt.Local().Format("2006-01-02 15:04:05"), r.DurationText(now), r.StepsText()
+		row[6], row[7] = r.TokensText(), r.CostText()
+		rows = append(rows, row)
 	}
-	tw.Flush()
+	writeTable(stdout, rows)
 	return exitOK
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/sys/safefs"
 )
 
@@ -97,6 +98,9 @@ func (j *journal) append(rec *record, known map[string]bool) error {
 		}
 		j.noteRecent(x.table)
 	}
+	// An append changes only the journal's own times: the run's folder
+	// is touched so that one stat of it sees every change to the run.
+	boardlock.Touch(j.file)
 	if j.sync {
 		return j.f.Sync()
 	}

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
-	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/liveboard"
 	"github.com/planrunner/runner/internal/sys/safefs"
 )
@@ -27,14 +27,18 @@ import (
 // newline and is skipped (and the next append starts a new line).
 //
 // The index is a cache, never trusted over the runs: an entry is used
-// only while its run's blackboard.json, journal and lock file have the
-// size and modification time the entry recorded (every change to a saved
-// run, and every process taking it, changes one of them), and only for a
-// run that had stopped. Anything else is read from the run's folder and noted again.
-// A lost index is rebuilt that way; entries of deleted runs are dropped
-// when the file is compacted.
+// only for a run that had stopped, and only while one stat of the run's
+// folder reads as the entry recorded it (fileKey: its change time moves
+// with every change to the run). A key is recorded only when the
+// file system's clock had passed the folder's change time before the run
+// was read (fsNow): a change in the same tick as the one before it leaves
+// the time as it was, so an entry whose key is not strictly older than
+// its reading is recorded with no key, and read again next time (the
+// "racy git" problem). Anything else is read from the run's folder and
+// noted again. A lost or torn index is rebuilt that way; entries of
+// deleted runs are dropped when the file is compacted.
 
-const indexVersion = 1
+const indexVersion = 2
 
 // IndexPath is the run index of the runs saved under dir.
 func IndexPath(dir string) string { return filepath.Join(dir, ".runner", "runs.index") }
@@ -92,27 +96,22 @@ func (e indexEntry) summary() Summary {
 	return s
 }
 
-// fileKey is what says that a run's files are as they were: the size and
-// modification time (ns) of its blackboard.json, of its journal (where
-// every change to a saved run goes) and of its lock file (rewritten by
-// every process that takes the run, a resume before it writes anything).
+// fileKey is what says that a run's files are as they were (keyOf);
+// the zero key matches no run.
 type fileKey [6]int64
 
-// keyOf is the key of the run whose blackboard.json is at path; false
-// when there is no such regular file.
-func keyOf(path string) (fileKey, bool) {
-	fi, err := os.Stat(path)
-	if err != nil || !fi.Mode().IsRegular() {
-		return fileKey{}, false
+// fsNow is the file system's time now, as a run's folder's change time
+// would read it, and the device it is of (a variable: tests stop it).
+var fsNow = fsNowOS
+
+// stableKey is key as an entry records it: the zero key unless the file
+// system's clock (now, on device dev) had passed the key's stamp before
+// the run was read.
+func stableKey(key fileKey, now, dev int64, ok bool) fileKey {
+	if !ok || key.stamp() >= now || key.dev() != dev {
+		return fileKey{}
 	}
-	k := fileKey{fi.Size(), fi.ModTime().UnixNano()}
-	if ji, err := os.Stat(board.JournalPath(path)); err == nil {
-		k[2], k[3] = ji.Size(), ji.ModTime().UnixNano()
-	}
-	if li, err := os.Stat(boardlock.LockPath(path)); err == nil {
-		k[4], k[5] = li.Size(), li.ModTime().UnixNano()
-	}
-	return k, true
+	return key
 }
 
 // index is the run index as read, each run's latest line kept undecoded
@@ -123,9 +122,25 @@ type index struct {
 	count int // lines read, superseded ones included
 	mu    sync.Mutex
 	fresh []indexEntry // runs read from their files, to be indexed
+
+	// A listing's: the runs directory, open; the listed directory made
+	// absolute; and the file system's time taken before the first run
+	// was read (fsNow).
+	runsDir  runsDirFD
+	absDir   string
+	nowOnce  sync.Once
+	now, dev int64
+	nowOK    bool
 }
 
-var entryPrefix = []byte(`{"v":1,"id":"`)
+// listing readies ix to look up the runs saved under dir; done ends it.
+func (ix *index) listing(dir string) (done func()) {
+	ix.runsDir = openRunsDir(RunsDir(dir))
+	ix.absDir, _ = filepath.Abs(dir)
+	return ix.runsDir.close
+}
+
+var entryPrefix = []byte(`{"v":2,"id":"`)
 
 func readIndex(path string) *index {
 	data, err := os.ReadFile(path)
@@ -149,19 +164,23 @@ func readIndex(path string) *index {
 		if j <= 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
 			continue // an id that needs escaping is read from its run every time
 		}
-		ix.lines[string(rest[:j])] = line
+		// The key is the id's bytes in data, which nothing changes: a
+		// hundred thousand ids are not copied again.
+		ix.lines[unsafe.String(&rest[0], j)] = line
 	}
 	return ix
 }
 
 // entry is the index's entry for run id, if it has a whole one.
-func (ix *index) entry(id string) (indexEntry, bool) {
+func (ix *index) entry(id string) (indexEntry, bool) { return ix.entryWith(id, nil) }
+
+func (ix *index) entryWith(id string, in interner) (indexEntry, bool) {
 	line, ok := ix.lines[id]
 	if !ok {
 		return indexEntry{}, false
 	}
-	var e indexEntry
-	if json.Unmarshal(line, &e) != nil || e.V != indexVersion || e.ID != id {
+	e, ok := decodeEntryWith(line, in)
+	if !ok || e.V != indexVersion || e.ID != id {
 		return indexEntry{}, false
 	}
 	return e, true
@@ -174,17 +193,19 @@ func (ix *index) summaries(dir string, ids []string) []Summary {
 	out := make([]Summary, len(ids))
 	workers := min(runtime.GOMAXPROCS(0), (len(ids)+255)/256)
 	if workers <= 1 {
+		w := newWorker()
 		for i, id := range ids {
-			out[i], _ = ix.summary(dir, id)
+			out[i], _ = ix.summary(dir, id, w)
 		}
 		return out
 	}
 	var wg sync.WaitGroup
 	per := (len(ids) + workers - 1) / workers
-	for w := 0; w < len(ids); w += per {
+	for at := 0; at < len(ids); at += per {
 		wg.Go(func() {
-			for i := w; i < min(w+per, len(ids)); i++ {
-				out[i], _ = ix.summary(dir, ids[i])
+			w := newWorker()
+			for i := at; i < min(at+per, len(ids)); i++ {
+				out[i], _ = ix.summary(dir, ids[i], w)
 			}
 		})
 	}
@@ -192,31 +213,54 @@ func (ix *index) summaries(dir string, ids []string) []Summary {
 	return out
 }
 
+// worker is what one goroutine of a listing keeps from run to run: the
+// strings it decoded, and the plans it showed relative to the directory.
+type worker struct {
+	in   interner
+	plan map[string]string
+}
+
+func newWorker() *worker { return &worker{in: interner{}, plan: map[string]string{}} }
+
+func (w *worker) relPlan(absDir, plan string) string {
+	rel, ok := w.plan[plan]
+	if !ok {
+		rel = relPlanAbs(absDir, plan)
+		w.plan[plan] = rel
+	}
+	return rel
+}
+
 // summary is the summary of run id under dir: from the index while its
 // entry holds, else read from the run (and noted to be indexed). False:
 // id names no run.
-func (ix *index) summary(dir, id string) (Summary, bool) {
-	path := filepath.Join(RunsDir(dir), id, "blackboard.json")
-	key, ok := keyOf(path)
-	if !ok {
-		if !exists(liveboard.RemotePath(path)) {
+func (ix *index) summary(dir, id string, w *worker) (Summary, bool) {
+	// runDirs's names hold no separator and are not "." or "..": this is
+	// filepath.Join's path.
+	path := ix.runsDir.path + string(filepath.Separator) + id + string(filepath.Separator) + "blackboard.json"
+	key, isDir := ix.runsDir.key(id)
+	if isDir {
+		if e, ok := ix.entryWith(id, w.in); ok && e.Key == key && stopped(e.Status) {
+			s := e.summary()
+			s.ID, s.Path = id, path
+			s.Plan = w.relPlan(ix.absDir, s.Plan)
+			return s, true
+		}
+	}
+	if fi, err := os.Stat(path); !isDir || err != nil || !fi.Mode().IsRegular() {
+		if !isDir || !exists(liveboard.RemotePath(path)) {
 			return Summary{}, false
 		}
 		return summarize(dir, id), true // on Temporal: no file of its own yet
 	}
-	if e, ok := ix.entry(id); ok && e.Key == key && stopped(e.Status) {
-		s := e.summary()
-		s.Path = path
-		s.Plan = relPlan(dir, s.Plan)
-		return s, true
-	}
+	ix.nowOnce.Do(func() { ix.now, ix.dev, ix.nowOK = fsNow(ix.path) })
 	s := summarizeAbs(path, id, false)
 	if !s.Live && s.Error == "" && stopped(s.Status) && len(s.Batches) == 0 {
 		ix.mu.Lock()
-		ix.fresh = append(ix.fresh, entryOf(key, s))
+		ix.fresh = append(ix.fresh, entryOf(stableKey(key, ix.now, ix.dev, ix.nowOK), s))
 		ix.mu.Unlock()
 	}
-	s.Plan = relPlan(dir, s.Plan)
+	s.Plan = w.relPlan(ix.absDir, s.Plan)
 	return s, true
 }
 
@@ -321,9 +365,10 @@ func indexOf(path string) string {
 	return IndexPath(filepath.Dir(filepath.Dir(runsDir)))
 }
 
-// noteRun records in its index the run whose board b this process owns,
-// as it starts or ends. Best effort: a run never fails for the index,
-// which is checked against the run whenever it is read.
+// noteRun records in its index the run whose board b this process owns
+// (and holds the lock of), as it starts or ends. Best effort: a run never
+// fails for the index, which is checked against the run whenever it is
+// read.
 func noteRun(b *board.Board) {
 	path := b.Path()
 	ip := indexOf(path)
@@ -334,10 +379,14 @@ func noteRun(b *board.Board) {
 	if !ok {
 		return
 	}
+	// b is the run as this process last wrote it, and no other process
+	// writes while it holds the lock: a change after now has a later
+	// time than the key's.
+	now, dev, nowOK := fsNow(ip)
 	id := filepath.Base(filepath.Dir(path))
 	s := Summary{ID: id}
 	summarizeBoard(&s, b)
-	appendIndex(ip, []indexEntry{entryOf(key, s)})
+	appendIndex(ip, []indexEntry{entryOf(stableKey(key, now, dev, nowOK), s)})
 }
 
 // runDirs lists the names under dir's runs directory that may be runs'

@@ -96,6 +96,7 @@ func Find(dir string, q Query) (list []Summary, more bool, err error) {
 		return nil, false, err
 	}
 	defer ix.save(ids)
+	defer ix.listing(dir)()
 	todo := ids
 	if q.After != "" {
 		i := sort.SearchStrings(ids, q.After)
@@ -124,12 +125,21 @@ func Find(dir string, q Query) (list []Summary, more bool, err error) {
 	}
 	// The runs are summarized a chunk at a time, the chunk's stats and
 	// reads spread over the CPUs; a page stops at its last chunk.
-	chunk := len(todo)
-	if q.Limit > 0 {
-		list = make([]Summary, 0, q.Limit)
-		chunk = max(64, 2*q.Limit)
-	} else {
-		list = make([]Summary, 0, len(todo))
+	chunk := max(64, 2*q.Limit)
+	list = make([]Summary, 0, q.Limit)
+	if q.Limit == 0 {
+		// All at once: the summaries are the list, those left out taken
+		// away in place.
+		list = ix.summaries(dir, todo)
+		n := 0
+		for i := range list {
+			if list[i].ID != "" && q.match(list[i]) {
+				list[n] = list[i]
+				n++
+			}
+		}
+		clear(list[n:])
+		return list[:n], false, nil
 	}
 	for len(todo) > 0 {
 		n := min(chunk, len(todo))
@@ -139,7 +149,7 @@ func Find(dir string, q Query) (list []Summary, more bool, err error) {
 			if s.ID == "" || !q.match(s) {
 				continue
 			}
-			if q.Limit > 0 && len(list) == q.Limit {
+			if len(list) == q.Limit {
 				return list, true, nil
 			}
 			list = append(list, s)
@@ -171,6 +181,14 @@ func relPlan(dir, plan string) string {
 		return plan
 	}
 	abs, _ := filepath.Abs(dir)
+	return relPlanAbs(abs, plan)
+}
+
+// relPlanAbs is relPlan for a directory already made absolute.
+func relPlanAbs(abs, plan string) string {
+	if plan == "" {
+		return plan
+	}
 	if rel, err := filepath.Rel(abs, plan); err == nil && filepath.IsLocal(rel) {
 		return rel
 	}

@@ -9,11 +9,16 @@ import (
 )
 
 // The run list over many saved runs, its index built: all of them, the
-// newest page, and a page of a status one run in ten has.
+// newest page, and a page of a status one run in ten has. 100,000 runs
+// take minutes to write and index: -short leaves them out.
 //
-//	go test ./internal/runs -run '^$' -bench List -benchtime 5x -timeout 30m
+//	go test ./internal/runs -run '^$' -bench List -benchtime 5x -timeout 60m
 func BenchmarkList(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
+	sizes := []int{1000, 10000, 100000}
+	if testing.Short() {
+		sizes = sizes[:2]
+	}
+	for _, n := range sizes {
 		dir := b.TempDir()
 		if err := manyruns.Write(dir, n); err != nil {
 			b.Fatal(err)

@@ -313,13 +313,15 @@ func (r *Run) Execute(ctx context.Context, env Env) (*Result, error) {
 	if err != nil {
 		return nil, usage(err)
 	}
+	defer lock.Unlock()
 	var ended *board.Board
-	defer func() { // after Close and Unlock: its files as the run leaves them
+	defer func() {
+		// After Close, its files as the run leaves them; before Unlock, so
+		// nothing else changes the run between the stat and the entry.
 		if ended != nil {
 			noteRun(ended)
 		}
 	}()
-	defer lock.Unlock()
 	b, err := board.Create(r.Board, r.Record, board.Options{Sync: env.Sync, Redact: m.String})
 	if err != nil {
 		return nil, err

@@ -8,7 +8,8 @@
 // It is apart from package board because it guards the files without
 // reading them: board uses it (CreateStandalone), and so do the run, the
 // CLI and the servers before they open a board. It may import the
-// standard library and internal/sys only; not board, which imports it.
+// standard library, golang.org/x/sys and internal/sys only; not board,
+// which imports it.
 package boardlock
 
 import (
@@ -57,6 +58,9 @@ func (e *OwnedError) Error() string {
 type Lock struct {
 	f    *os.File
 	path string
+	// since is when this process took the lock: a rewritten owner record
+	// keeps it, since a run's readers take a later one for a resume.
+	since time.Time
 }
 
 // LockPath is the lock file of a blackboard file.
@@ -88,20 +92,31 @@ func TryLock(path string, o Owner) (*Lock, error) {
 }
 
 // SetOwner rewrites the owner record (a run adds its socket once it
-// listens).
+// listens). A zero Since is when the lock was taken.
 func (l *Lock) SetOwner(o Owner) error {
 	if o.PID == 0 {
 		o.PID = os.Getpid()
 	}
-	if o.Since.IsZero() {
+	switch {
+	case !o.Since.IsZero():
+	case !l.since.IsZero():
+		o.Since = l.since
+	default:
 		o.Since = time.Now().UTC()
 	}
+	l.since = o.Since
 	data, _ := json.Marshal(o)
 	data = append(data, '\n')
 	if _, err := l.f.WriteAt(data, 0); err != nil {
 		return err
 	}
-	return l.f.Truncate(int64(len(data)))
+	if err := l.f.Truncate(int64(len(data))); err != nil {
+		return err
+	}
+	// Written in place: the run's folder says that it changed (a folder
+	// this process may write in can be touched).
+	Touch(l.path)
+	return nil
 }
 
 // Unlock releases the lock. The lock file stays: removing it would let two

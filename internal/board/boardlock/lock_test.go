@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 )
 
 // A second taker of a held lock is refused with the holder named (as the
@@ -90,5 +91,35 @@ func TestHeld(t *testing.T) {
 		if after, _ := os.ReadFile(LockPath(path)); string(after) != string(before) {
 			t.Errorf("%s: Held changed the lock file: %q, was %q", step.name, after, before)
 		}
+	}
+}
+
+// A rewritten owner record keeps when the lock was taken (readers take a
+// later one for a resume that took a stopped run), unless it says.
+func TestSetOwnerKeepsSince(t *testing.T) {
+	taken := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	for _, tc := range []struct {
+		name  string
+		since time.Time // given to SetOwner
+		want  time.Time
+	}{
+		{"none given: when it was taken", time.Time{}, taken},
+		{"given", taken.Add(time.Hour), taken.Add(time.Hour)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := t.TempDir() + "/blackboard.json"
+			l, err := TryLock(path, Owner{Kind: OwnerRun, Since: taken})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Unlock()
+			if err := l.SetOwner(Owner{Kind: OwnerRun, Socket: "/tmp/s", Since: tc.since}); err != nil {
+				t.Fatal(err)
+			}
+			o, err := ReadOwner(path)
+			if err != nil || !o.Since.Equal(tc.want) || o.Socket != "/tmp/s" {
+				t.Fatalf("owner %+v, %v; want since %v", o, err, tc.want)
+			}
+		})
 	}
 }
