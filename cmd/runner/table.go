@@ -26,7 +26,7 @@ func writeTable(w io.Writer, rows [][]string) error {
 			return tabwrite(w, rows)
 		}
 		for c, cell := range row {
-			if strings.ContainsAny(cell, "\t\n\f\v\xff") {
+			if strings.ContainsAny(cell, "\t\n\f\v") || strings.IndexByte(cell, tabwriter.Escape) >= 0 {
 				return tabwrite(w, rows)
 			}
 			if c < cols-1 {

@@ -281,14 +281,9 @@ func zeroResult(n *Node) any {
 	return nil
 }
 
-// with runs f with the environment for one evaluation; extra names (such
-// as `step` for retry.until) are added to it.
-func (e *evaluator) with(extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
-	return e.withRefs(stepRefs{all: true}, extra, vc, f)
-}
-
-// withRefs is with for an evaluation that names at most the steps refs
-// says (whose views it builds first).
+// withRefs runs f with the environment for one evaluation that names at
+// most the steps refs says (whose views it builds first); extra names
+// (such as `step` for retry.until) are added to it.
 func (e *evaluator) withRefs(refs stepRefs, extra map[string]any, vc *visitClock, f func(env map[string]any) error) error {
 	if err := e.need(refs); err != nil {
 		return err
