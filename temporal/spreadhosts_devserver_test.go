@@ -3,6 +3,7 @@ package temporal
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -137,7 +138,60 @@ func TestDevServerSpreadAcrossHosts(t *testing.T) {
 // moves twice, and the last host's step sees every item's effects: the
 // board is the in-process one but for the attempts the kills cost.
 func TestDevServerSpreadKilledHosts(t *testing.T) {
-	c := newCluster(t)
+	spreadKilledHosts(t, newCluster(t))
+}
+
+// TestDevServerSpreadKilledHostsS3 is TestDevServerSpreadKilledHosts on
+// an S3 bucket (a real S3 server, versitygw) as the store: the units'
+// workspaces travel through the bucket, which ends up holding each
+// item's own manifest, and the local store directory is never written.
+func TestDevServerSpreadKilledHostsS3(t *testing.T) {
+	c := newCluster(t) // builds the binaries before useCredentials sets a HOME of its own
+	srv := startS3Server(t)
+	srv.useCredentials(t)
+	local := c.blobs
+	c.blobs = srv.storeURL("spread-killed")
+	spreadKilledHosts(t, c)
+	if fi, _ := os.ReadDir(local); len(fi) != 0 {
+		t.Errorf("the local store directory was written: %v", fi)
+	}
+	store, _, err := OpenStore(StoreOptions{Store: c.blobs}, os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A unit's manifest is the fan-out's base and its item's file: no
+	// other manifest names exactly one item's file.
+	units := map[string]bool{}
+	for _, k := range srv.objects(t, "spread-killed/") {
+		name := filepath.Base(k)
+		if validName(name) != nil {
+			continue
+		}
+		m, err := LoadManifest(store, name)
+		if err != nil || m.Workdir == "" {
+			continue // not a manifest: a file's bytes or a board chunk
+		}
+		items := map[string]bool{} // a set: a manifest may list a file twice
+		for _, f := range m.Files {
+			if dir, file := path.Split(f.Path); dir == m.Workdir+"/out/" && file != "base.txt" {
+				items[file] = true
+			}
+		}
+		if len(items) == 1 {
+			for file := range items {
+				units[file] = true
+			}
+		}
+	}
+	for i := range 12 {
+		if !units[fmt.Sprintf("%d.txt", i)] {
+			t.Errorf("the bucket holds no manifest of item %d's unit; items with one: %v", i, units)
+		}
+	}
+}
+
+// spreadKilledHosts runs TestDevServerSpreadKilledHosts on c's store.
+func spreadKilledHosts(t *testing.T, c *cluster) {
 	workers, roots := spreadWorkers(t, c, 3, 4)
 	marks := t.TempDir()
 	src := fmt.Sprintf(spreadHostsPlan, marks, 8, 6)
