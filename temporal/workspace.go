@@ -349,7 +349,9 @@ func snapshot(store Store, base *Manifest, root, runID string, cache hashCache) 
 	if err != nil {
 		return "", err
 	}
-	if !strings.HasPrefix(m.PlanDir, m.Workdir+"/") {
+	// The plan's directory, when it is not the workdir or inside it
+	// (packed above already).
+	if m.PlanDir != m.Workdir && !strings.HasPrefix(m.PlanDir, m.Workdir+"/") {
 		more, err := packTree(store, filepath.Join(root, filepath.FromSlash(m.PlanDir)), m.PlanDir,
 			func(rel string, _ bool) bool { return path.Base(rel) == ".git" }, cache)
 		if err != nil {

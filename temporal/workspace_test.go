@@ -221,6 +221,32 @@ func TestWorkspaceSnapshotAndSyncBack(t *testing.T) {
 	}
 }
 
+// A plan at the root of its workdir: the snapshot holds each file once,
+// and other runs' folders not at all.
+func TestSnapshotOfAPlanAtTheWorkdirsRoot(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, map[string]string{"plan.yaml": "x", "a.go": "old"})
+	store := DirStore{Dir: t.TempDir()}
+	name, err := PackWorkspace(store, filepath.Join(dir, "plan.yaml"), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Store: store, HostID: "h1", WorkRoot: t.TempDir()}
+	root, _, err := a.workspace("runner-R", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, filepath.Join(root, "work"), map[string]string{"a.go": "new", ".runner/runs/OTHER/x": "not ours"})
+	snap, _, _, err := a.snapshot("runner-R", "R")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := manifestPaths(t, store, snap)
+	if want := []string{"work/a.go", "work/plan.yaml"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("snapshot %v; want %v", got, want)
+	}
+}
+
 // A manifest whose path climbs out of the workspace is refused.
 func TestManifestPathsStayInside(t *testing.T) {
 	store := DirStore{Dir: t.TempDir()}
