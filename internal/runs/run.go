@@ -12,6 +12,11 @@
 // Temporal (the runner-temporal binary, which this module never links).
 // List and Find list the saved runs through the run index (index.go),
 // which runs keep as they start and end; Prune removes old runs.
+//
+// It sits above the engine, its step types, the board, the agents and
+// replay, and may import any of them and package sys; the commands, the
+// root package, the servers, the report and the temporal module import
+// it, never the packages below it.
 package runs
 
 import (
