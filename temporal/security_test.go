@@ -237,14 +237,18 @@ func httpGet(t *testing.T, u string) string {
 // default limit has the two steps overlap (so the check can fail).
 func TestDevServerWorkerStepLimit(t *testing.T) {
 	c := newCluster(t)
-	plan := writePlan(t, c.work, `
+	// The children hold one directory of the host's, outside the
+	// workspace: spread over the pool, each child has a workspace of its
+	// own, so only a path they both see tells whether they overlapped.
+	held := filepath.Join(t.TempDir(), "held")
+	plan := writePlan(t, c.work, fmt.Sprintf(`
 version: 1
 steps:
   - label: both
     parallel:
-      - {label: a, type: command, run: "mkdir held && sleep 2 && rmdir held"}
-      - {label: b, type: command, run: "mkdir held && sleep 2 && rmdir held"}
-`)
+      - {label: a, type: command, run: "mkdir %[1]s && sleep 2 && rmdir %[1]s"}
+      - {label: b, type: command, run: "mkdir %[1]s && sleep 2 && rmdir %[1]s"}
+`, held))
 	for _, tc := range []struct {
 		limit string
 		ok    bool
