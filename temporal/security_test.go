@@ -59,7 +59,12 @@ func startSecuredFrontend(t *testing.T, backend string) *securedFrontend {
 	h2c := &http.Transport{Protocols: new(http.Protocols)} // gRPC to the dev server: HTTP/2 without TLS
 	h2c.Protocols.SetUnencryptedHTTP2(true)
 	proxy.Transport = h2c
-	proxy.FlushInterval = -1 // stream: long polls and heartbeats pass at once
+	// FlushInterval stays 0: a streamed answer (no Content-Length: long
+	// polls, heartbeats) is flushed at once anyway, and a gRPC error comes
+	// as headers alone that must reach the client in one frame ending the
+	// stream. Flushing at once would race the handler's end and could send
+	// the headers first and the stream's end apart, which a gRPC client
+	// reads as a stream closed without trailers (codes.Internal).
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+testAPIKey {
 			f.refused.Add(1)
