@@ -62,7 +62,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "runner: %v\n", err)
 		os.Exit(exitUsage)
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	boot.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -50,3 +50,12 @@ func Start(name string, o Options) {
 	}
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 }
+
+// Exit ends the binary with code. A binary that ran steps first removes
+// the steps' cgroups and stops its watchdog (proc.Shutdown), so that
+// nothing it made outlives a normal exit; a second Ctrl-C, a crash or a
+// kill leaves that to the watchdog.
+func Exit(code int) {
+	proc.Shutdown()
+	os.Exit(code)
+}

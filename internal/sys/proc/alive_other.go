@@ -27,6 +27,7 @@ func (*stepCgroup) kill() error                  { return nil }
 func (*stepCgroup) close()                       {}
 func (*stepCgroup) path() string                 { return "" }
 func runCgroupPath() string                      { return "" }
+func removeStepsCgroups() bool                   { return true }
 
 func intoCgroup(cmd *exec.Cmd, cg *stepCgroup) {}
 

@@ -201,6 +201,28 @@ func newStepCgroup(token string) (*stepCgroup, string) {
 	return &stepCgroup{parent: parent, dir: dir, fd: fd}, ""
 }
 
+// removeStepsCgroups removes the steps' cgroups kept for later steps and
+// the cgroup they are made under; false when a step's cgroup is still in
+// use (the cgroup then stays for the watchdog).
+func removeStepsCgroups() bool {
+	sc := &stepsCgroup
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	for _, c := range sc.free {
+		unix.Close(c.fd)
+		unix.Rmdir(c.dir)
+	}
+	sc.free = nil
+	if sc.dir == "" {
+		return true
+	}
+	if unix.Rmdir(sc.dir) != nil {
+		return false
+	}
+	sc.dir = ""
+	return true
+}
+
 // runCgroupPath is the cgroup under which steps' cgroups are made ("" for
 // none yet): the one the watchdog ends.
 func runCgroupPath() string {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // A step's processes must not outlive runner when runner is killed
@@ -27,9 +28,12 @@ import (
 // process group. The register is a directory of small files (a cgroup,
 // then a process group): the steps' cgroup is written once; without
 // cgroups a step writes its own file as it starts and removes it once its
-// processes are gone. The cgroups, empty by then, are removed too, so a
-// runner that exits normally leaves none behind.
-const watchdogScript = `cat >/dev/null
+// processes are gone. The cgroups, empty by then, are removed too. A
+// runner that exits normally has removed them and the register itself
+// (Shutdown), so the watchdog, reading with sh's own read, finds nothing
+// and starts no process.
+const watchdogScript = `read -r _
+[ -d "$1" ] || exit 0
 for f in "$1"/*; do
 	[ -f "$f" ] || continue
 	cg= pgid=
@@ -59,6 +63,7 @@ var theWatchdog struct {
 	w    *os.File // the pipe; never written, closed only by our death
 	dead chan struct{}
 	cg   string // the steps' cgroup the register names ("" none yet)
+	pid  int
 }
 
 // watchdog is one step's entry in the register; nil when the step needs
@@ -145,7 +150,7 @@ func ensureWatchdog() string {
 		pw.Close()
 		close(dead)
 	}()
-	w.dir, w.w, w.dead, w.cg = dir, pw, dead, ""
+	w.dir, w.w, w.dead, w.cg, w.pid = dir, pw, dead, "", cmd.Process.Pid
 	return dir
 }
 
@@ -164,4 +169,49 @@ func (wd *watchdog) disarm() {
 		wd.f.Close()
 		os.Remove(wd.path)
 	}
+}
+
+// Shutdown is what a binary that ran steps does as it exits normally:
+// what the watchdog would do at runner's death is done here, with system
+// calls rather than a process each (rmdir of up to maxFreeCgroups kept
+// cgroups, then the register), and the watchdog, with nothing left to
+// end, is stopped and waited for. So nothing runner made outlives its
+// exit, and what its cleaning costs is counted as runner's. While a step
+// still runs (its cgroup or its entry remains), everything is left to
+// the watchdog, as at a crash.
+func Shutdown() {
+	startMu.Lock() // no step starts meanwhile
+	defer startMu.Unlock()
+	if !removeStepsCgroups() {
+		return
+	}
+	w := &theWatchdog
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.dead == nil {
+		return
+	}
+	select {
+	case <-w.dead:
+		return // killed by someone: its register stays for no one to read
+	default:
+	}
+	entries, err := os.ReadDir(w.dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.Name() != "steps" {
+			return // a running step's entry (no cgroups)
+		}
+	}
+	if os.RemoveAll(w.dir) != nil {
+		return
+	}
+	w.w.Close()
+	select {
+	case <-w.dead:
+	case <-time.After(2 * time.Second):
+	}
+	w.dead, w.cg = nil, ""
 }

@@ -4,6 +4,7 @@ package proc
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,81 @@ func TestStepEndsWhenRunnerIsKilled(t *testing.T) {
 			time.Sleep(500 * time.Millisecond) // five ticks' time
 			if after := len(tickLines(ticks)); after != before {
 				t.Errorf("the step went on ticking after runner died: %d ticks, then %d", before, after)
+			}
+		})
+	}
+}
+
+// TestShutdownHelper is a runner that runs three steps at once, says
+// where its steps' cgroup, its watchdog's register and its watchdog are,
+// and exits as a binary does (Shutdown).
+func TestShutdownHelper(t *testing.T) {
+	out := os.Getenv("RUNNER_PROC_SHUTDOWN_OUT")
+	if out == "" {
+		t.Skip("a helper of TestNormalExitLeavesNothing")
+	}
+	noCgroup.Store(os.Getenv("RUNNER_PROC_WATCHDOG_FALLBACK") == "1")
+	done := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := Run(context.Background(), Spec{Script: "sleep 0.3"})
+			done <- err
+		}()
+	}
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	cg := runCgroupPath()
+	w := &theWatchdog
+	os.WriteFile(out, []byte(fmt.Sprintf("%s\n%s\n%d\n", cg, w.dir, w.pid)), 0o600)
+	Shutdown()
+	os.Exit(0)
+}
+
+// TestNormalExitLeavesNothing: once a runner that ran steps has exited
+// normally, its steps' cgroups, its watchdog's register and the watchdog
+// itself are gone already, not some time later.
+func TestNormalExitLeavesNothing(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		name := "cgroup"
+		if fallback {
+			name = "group"
+		}
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "where")
+			helper := exec.Command(os.Args[0], "-test.run=^TestShutdownHelper$", "-test.count=1")
+			helper.Env = append(os.Environ(), "RUNNER_PROC_SHUTDOWN_OUT="+out)
+			if fallback {
+				helper.Env = append(helper.Env, "RUNNER_PROC_WATCHDOG_FALLBACK=1")
+			}
+			if b, err := helper.CombinedOutput(); err != nil {
+				t.Fatalf("helper: %v\n%s", err, b)
+			}
+			data, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := strings.Split(string(data), "\n")
+			cg, register := f[0], f[1]
+			pid, _ := strconv.Atoi(f[2])
+			if dir, _ := stepsCgroupDir(); !fallback && dir != "" && cg == "" {
+				t.Error("the steps ran without a cgroup where cgroups can be made")
+			}
+			if cg != "" {
+				if _, err := os.Stat(cg); !os.IsNotExist(err) {
+					t.Errorf("the steps' cgroup %s is still there (%v)", cg, err)
+				}
+			}
+			if register == "" || pid == 0 {
+				t.Fatalf("no watchdog: %q", data)
+			}
+			if _, err := os.Stat(register); !os.IsNotExist(err) {
+				t.Errorf("the watchdog's register %s is still there (%v)", register, err)
+			}
+			if running(pid) {
+				t.Errorf("the watchdog (pid %d) still runs", pid)
 			}
 		})
 	}

@@ -51,7 +51,7 @@ func main() {
 	// A worker runs steps: they must not read its secrets, and it adopts
 	// what they leave behind.
 	boot.Start("runner-temporal", boot.Options{RunsSteps: true})
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	boot.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
