@@ -3,7 +3,8 @@
 // pbench runs each command N times, interleaved, and prints the median
 // (min–max) of its CPU time (user + system, from wait4's rusage, in
 // microseconds where /usr/bin/time gives hundredths) and of its peak
-// memory: the start-up figures of docs/benchmarks.md.
+// memory: the start-up figures of docs/benchmarks.md. A command that
+// exits other than 0 stops it: what it measured is not what was asked.
 //
 //	go run internal/runs/testdata/pbench.go N 'CMD ARGS' 'CMD ARGS'...
 package main
@@ -32,7 +33,11 @@ func main() {
 			if os.Getenv("PBENCH_SHOW") != "" {
 				cmd.Stderr = os.Stderr
 			}
-			_ = cmd.Run()
+			// A figure of a command that failed is no figure of it.
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintf(os.Stderr, "pbench: %s: %v\n", c, err)
+				os.Exit(1)
+			}
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 			u := time.Duration(ru.Utime.Nano()) + time.Duration(ru.Stime.Nano())
 			cpu[j] = append(cpu[j], float64(u)/1e6)
