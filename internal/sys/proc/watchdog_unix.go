@@ -180,7 +180,14 @@ func (wd *watchdog) disarm() {
 // still runs (its cgroup or its entry remains), everything is left to
 // the watchdog, as at a crash.
 func Shutdown() {
-	startMu.Lock() // no step starts meanwhile
+	// No step starts meanwhile. A start that stays in the kernel (an
+	// executable on a hung network mount) must not hang the exit: past a
+	// second the cleaning is left to the watchdog.
+	for deadline := time.Now().Add(time.Second); !startMu.TryLock(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return
+		}
+	}
 	defer startMu.Unlock()
 	if !removeStepsCgroups() {
 		return

@@ -156,6 +156,21 @@ func TestNormalExitLeavesNothing(t *testing.T) {
 	}
 }
 
+// TestShutdownDoesNotWaitOnAStuckStart: an exit whose cleaning cannot
+// begin (a step's start holds on in the kernel) still ends, leaving the
+// cleaning to the watchdog.
+func TestShutdownDoesNotWaitOnAStuckStart(t *testing.T) {
+	startMu.Lock()
+	defer startMu.Unlock()
+	done := make(chan struct{})
+	go func() { Shutdown(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Shutdown still waits for a start that does not end")
+	}
+}
+
 func tickLines(path string) []string {
 	data, _ := os.ReadFile(path)
 	return strings.Fields(string(data))
