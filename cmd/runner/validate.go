@@ -58,7 +58,7 @@ func planErrors(w io.Writer, prog *engine.Program, err error) int {
 	files := map[string][]string{}
 	if prog != nil && prog.Plan != nil {
 		for path, src := range prog.Sources() {
-			files[path] = strings.Split(string(src), "\n")
+			files[path] = strings.Split(src, "\n")
 		}
 	}
 	for _, e := range list {

@@ -66,7 +66,7 @@ func worstCost(w io.Writer, plan *plans.Plan, vars map[string]any, dir string) {
 	// steps' own fields are read again from its source. The agents are
 	// the loaded plan's, with this run's --agent changes.
 	steps := plan.Steps
-	if fresh, _ := plans.Parse(plan.Path, plan.Source); fresh != nil {
+	if fresh, _ := plans.Parse(plan.Path, []byte(plan.Source)); fresh != nil {
 		steps = fresh.Steps
 	}
 	walk(steps, 1, "")

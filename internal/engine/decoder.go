@@ -360,7 +360,7 @@ func (d *Decoder) finish() {
 
 // compileTemplateAt compiles a template and reports each bad ${{ }} at its
 // own line and column.
-func compileTemplateAt(r *plans.Reporter, src []byte, n *yaml.Node, s string, scope *Scope) *Template {
+func compileTemplateAt(r *plans.Reporter, src string, n *yaml.Node, s string, scope *Scope) *Template {
 	t, errs := compileTemplate(s, scope)
 	for _, e := range errs {
 		line, col := scalarPos(src, n, e.offset)
@@ -374,7 +374,7 @@ func compileTemplateAt(r *plans.Reporter, src []byte, n *yaml.Node, s string, sc
 
 // compileBoolAt compiles a bare boolean expression (if, when, until). A
 // ${{ }} wrapper is accepted too, as GitHub Actions users write it.
-func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, scope *Scope) *Expr {
+func compileBoolAt(r *plans.Reporter, src string, x *plans.Expr, what string, scope *Scope) *Expr {
 	code, off := x.Src, 0
 	if t := trimWrapper(code); t != code {
 		off = len(code) - len(trimLeftWrapper(code))
@@ -391,7 +391,7 @@ func compileBoolAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, sc
 
 // compileValueAt compiles a bare expression giving any value (for_each).
 // A ${{ }} wrapper is accepted too.
-func compileValueAt(r *plans.Reporter, src []byte, x *plans.Expr, what string, scope *Scope) *Expr {
+func compileValueAt(r *plans.Reporter, src string, x *plans.Expr, what string, scope *Scope) *Expr {
 	code, off := x.Src, 0
 	if t := trimWrapper(code); t != code {
 		off = len(code) - len(trimLeftWrapper(code))

@@ -141,8 +141,8 @@ func (p *Program) compileCallee(r *plans.Reporter, reg *Registry, s *plans.Step)
 
 // Sources are the plan files the program was compiled from, the run's
 // and every callee's (of call steps and sub-plan tools), by path.
-func (p *Program) Sources() map[string][]byte {
-	out := map[string][]byte{p.Plan.Path: p.Plan.Source}
+func (p *Program) Sources() map[string]string {
+	out := map[string]string{p.Plan.Path: p.Plan.Source}
 	for _, n := range p.nodes {
 		if n.Sub != nil {
 			for k, v := range n.Sub.Sources() {

@@ -191,7 +191,7 @@ func ShellQuote(s string) string {
 // scalarPos finds where byte offset off of a scalar's value stands in the
 // file. Plain and quoted one-line scalars map exactly; for block scalars the
 // line is exact and the column is found from the source text.
-func scalarPos(src []byte, n *yaml.Node, off int) (line, col int) {
+func scalarPos(src string, n *yaml.Node, off int) (line, col int) {
 	v := n.Value
 	if off > len(v) {
 		off = len(v)
@@ -225,8 +225,8 @@ func scalarPos(src []byte, n *yaml.Node, off int) (line, col int) {
 	return n.Line, n.Column
 }
 
-func sourceLine(src []byte, line int) string {
-	lines := strings.Split(string(src), "\n")
+func sourceLine(src string, line int) string {
+	lines := strings.Split(src, "\n")
 	if line < 1 || line > len(lines) {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -255,3 +256,11 @@ type remoteError struct {
 
 func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.is }
+
+// Unreachable reports whether err is a call that did not reach the board's
+// owner, or lost it before its reply: the owner stopped serving (it is
+// ending), not an answer of its own.
+func Unreachable(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue)
+}

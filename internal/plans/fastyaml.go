@@ -26,12 +26,11 @@ import (
 // one collection's scalars share an allocation, but each collection node
 // is allocated alone, so a step's tree can be freed once it is compiled
 // while the rest of the plan is still being read.
-func fastYAML(src []byte) (doc *yaml.Node, ok bool) {
+func fastYAML(src string) (doc *yaml.Node, ok bool) {
 	if !fastYAMLChars(src) {
 		return nil, false
 	}
-	s := string(src)
-	s = strings.TrimPrefix(s, "\ufeff")
+	s := strings.TrimPrefix(src, "\ufeff")
 	p := &fyParser{s: s}
 	defer func() {
 		if r := recover(); r != nil {
@@ -55,7 +54,7 @@ func notMine() { panic(fyNotMine{}) }
 // fastYAMLChars is whether src holds only characters yaml.v3 reads as it
 // reads text, with lines ending in "\n" or "\r\n" (a BOM only first, no
 // NEL or Unicode line separators, which YAML takes for line breaks).
-func fastYAMLChars(src []byte) bool {
+func fastYAMLChars(src string) bool {
 	if len(src) == 0 || src[len(src)-1] != '\n' {
 		return false
 	}
@@ -73,7 +72,7 @@ func fastYAMLChars(src []byte) bool {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRune(src[i:])
+		r, size := utf8.DecodeRuneInString(src[i:])
 		switch {
 		case r == utf8.RuneError && size <= 1:
 			return false

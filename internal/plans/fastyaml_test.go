@@ -70,7 +70,7 @@ func sameTree(got, want *yaml.Node) string {
 // one document. It reports whether the fast reader accepted src.
 func checkFast(t testing.TB, name string, src []byte) bool {
 	t.Helper()
-	got, ok := fastYAML(src)
+	got, ok := fastYAML(string(src))
 	if !ok {
 		return false
 	}
@@ -302,7 +302,7 @@ func BenchmarkYAMLRead(b *testing.B) {
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := fastYAML(src); !ok {
+			if _, ok := fastYAML(string(src)); !ok {
 				b.Fatal("not read")
 			}
 		}

@@ -45,9 +45,12 @@ func Parse(path string, src []byte) (*Plan, error) {
 // that is run).
 func parse(path string, src []byte, st *loadState) (*Plan, error) {
 	sum := sha256.Sum256(src)
-	p := &Plan{Path: path, Source: src, SHA256: hex.EncodeToString(sum[:]), labels: map[string]*Step{}, load: st}
+	// One copy of the text, kept for the run: what the fast reader gives
+	// a step (its scalars) is slices of it, and the board records it.
+	text := string(src)
+	p := &Plan{Path: path, Source: text, SHA256: hex.EncodeToString(sum[:]), labels: map[string]*Step{}, load: st}
 	r := &Reporter{File: path}
-	doc, dec, yerr := parseYAMLStream(path, src)
+	doc, dec, yerr := parseYAMLStream(path, src, text)
 	if yerr != nil {
 		r.List = append(r.List, yerr)
 		return p, r.Err()

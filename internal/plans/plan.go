@@ -10,7 +10,7 @@ import (
 // in each Step's Node, for the engine's type decoders.
 type Plan struct {
 	Path        string
-	Source      []byte
+	Source      string // the file as read; a step's strings are parts of it
 	SHA256      string
 	Version     int
 	Name        string

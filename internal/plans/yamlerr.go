@@ -26,7 +26,7 @@ var (
 
 // parseYAML parses src into a node tree, or returns the positioned error.
 func parseYAML(path string, src []byte) (*yaml.Node, *Error) {
-	doc, _, err := parseYAMLStream(path, src)
+	doc, _, err := parseYAMLStream(path, src, string(src))
 	return doc, err
 }
 
@@ -35,11 +35,11 @@ func parseYAML(path string, src []byte) (*yaml.Node, *Error) {
 // without parsing the first one again (a second parse of the whole plan
 // was a tenth of a profiled run). The decoder is nil when the source was
 // read by fastYAML, which reads only sources of one document.
-func parseYAMLStream(path string, src []byte) (*yaml.Node, *yaml.Decoder, *Error) {
+func parseYAMLStream(path string, src []byte, text string) (*yaml.Node, *yaml.Decoder, *Error) {
 	if !utf8.Valid(src) {
 		return nil, nil, invalidUTF8(path, src)
 	}
-	if doc, ok := fastYAML(src); ok {
+	if doc, ok := fastYAML(text); ok {
 		return doc, nil, nil
 	}
 	var doc yaml.Node

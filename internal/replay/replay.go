@@ -140,7 +140,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 	chk := newChecker(sc)
 
 	run := saved
-	run.PlanPath, run.PlanSHA256, run.PlanSource = prog.Plan.Path, prog.Plan.SHA256, string(prog.Plan.Source)
+	run.PlanPath, run.PlanSHA256, run.PlanSource = prog.Plan.Path, prog.Plan.SHA256, prog.Plan.Source
 	run.Status, run.Error, run.FinishedAt = board.StatusRunning, "", nil
 	run.RunnerVersion, run.ReplayOf = opt.Version, cmp.Or(rec.Path(), opt.Recording)
 	switch {

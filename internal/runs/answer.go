@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/board/boardlock"
@@ -83,6 +84,35 @@ func OpenQuestion(path, label string, visit int, m *mask.Masker, stderr io.Write
 	if m == nil {
 		m = mask.New()
 	}
+	// A run on its way out has stopped serving its board but still holds
+	// its file while it saves it; another process may hold the file for
+	// one write. Either lets go within moments: the answer waits for
+	// that, bounded, rather than being refused.
+	deadline := time.Now().Add(releaseWait)
+	for {
+		q, err := openQuestion(path, label, visit, m, stderr)
+		var busy *busyError
+		if !errors.As(err, &busy) {
+			return q, err
+		}
+		if time.Now().After(deadline) {
+			return nil, usage(fmt.Errorf("%v (try again once it has stopped)", busy.err))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// releaseWait bounds how long an answer waits for a run's file held by a
+// process it cannot answer through.
+const releaseWait = 10 * time.Second
+
+// busyError: the run's file is held by a process that does not take the
+// answer now (no socket, or one that no longer answers).
+type busyError struct{ err error }
+
+func (e *busyError) Error() string { return e.err.Error() }
+
+func openQuestion(path, label string, visit int, m *mask.Masker, stderr io.Writer) (*Question, error) {
 	q := &Question{Label: label, Visit: visit, mask: m}
 	remote, path, err := OpenRemote(path, stderr)
 	if err != nil {
@@ -99,12 +129,15 @@ func OpenQuestion(path, label string, visit int, m *mask.Masker, stderr io.Write
 			// A run still running (its other steps) takes the answer
 			// through its socket, for its next resume.
 			var owned *boardlock.OwnedError
-			if !errors.As(err, &owned) || owned.Owner.Socket == "" {
+			if !errors.As(err, &owned) {
 				return nil, usage(fmt.Errorf("%v (try again once it has stopped)", err))
+			}
+			if owned.Owner.Socket == "" {
+				return nil, &busyError{err}
 			}
 			c, derr := liveboard.Dial(owned.Owner.Socket, path)
 			if derr != nil {
-				return nil, usage(fmt.Errorf("%v (try again once it has stopped)", err))
+				return nil, &busyError{err}
 			}
 			q.live = c
 		} else if q.saved, err = board.Load(path); err != nil {
@@ -115,6 +148,9 @@ func OpenQuestion(path, label string, visit int, m *mask.Masker, stderr io.Write
 	if q.live != nil {
 		if q.saved, err = q.live.Board(); err != nil {
 			q.Close()
+			if !q.remote && liveboard.Unreachable(err) {
+				return nil, &busyError{err} // the run stopped serving since it answered the dial
+			}
 			return nil, err
 		}
 	}
@@ -141,6 +177,12 @@ func OpenQuestion(path, label string, visit int, m *mask.Masker, stderr io.Write
 // different answer already recorded is board.ErrAnswerConflict; an answer
 // the form refuses is a UsageError.
 func (q *Question) Answer(answer map[string]any, by string) (Answered, error) {
+	return q.answer(answer, by, true)
+}
+
+// answer is Answer; retry: once more, on the question opened afresh, when
+// the run that was to take the answer stopped serving meanwhile.
+func (q *Question) answer(answer map[string]any, by string, retry bool) (Answered, error) {
 	if q.Waiting {
 		if err := steps.MayAnswer(q.Input, q.Identity); err != nil {
 			return Answered{}, err
@@ -158,6 +200,12 @@ func (q *Question) Answer(answer map[string]any, by string) (Answered, error) {
 	}
 	if q.live != nil {
 		rep, err := q.live.Answer(a)
+		if err != nil && retry && !q.remote && liveboard.Unreachable(err) {
+			// The run stopped serving since the question was opened: the
+			// answer goes to its saved file once it lets go of it. Safe if
+			// the run took it after all: the same answer again is Already.
+			return q.answerAgain(answer, by)
+		}
 		switch {
 		case errors.Is(err, board.ErrAnswerConflict):
 			return Answered{}, err
@@ -191,6 +239,18 @@ func (q *Question) Answer(answer map[string]any, by string) (Answered, error) {
 func (q *Question) HasAnswer() bool {
 	_, ok := steps.FindAnswer(q.saved.Recordings(), q.Input.Label, q.Input.Visit)
 	return ok
+}
+
+// answerAgain gives answer to the question opened afresh, once.
+func (q *Question) answerAgain(answer map[string]any, by string) (Answered, error) {
+	q.Close()
+	again, err := OpenQuestion(q.Path, q.Label, q.Visit, q.mask, nil)
+	if err != nil {
+		return Answered{}, err
+	}
+	defer again.Close()
+	again.Identity = q.Identity
+	return again.answer(answer, by, false)
 }
 
 // Close lets go of the run.

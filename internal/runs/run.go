@@ -234,7 +234,7 @@ func New(o Options) (*Run, error) {
 		return nil, usage(fmt.Errorf("--out %w", err))
 	}
 	planPath, _ := filepath.Abs(o.Plan)
-	rec := board.Run{ID: id, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256, PlanSource: string(prog.Plan.Source),
+	rec := board.Run{ID: id, PlanPath: planPath, PlanSHA256: prog.Plan.SHA256, PlanSource: prog.Plan.Source,
 		Vars: vars, Workdir: wd, Status: board.StatusRunning, StartedAt: start, RunnerVersion: o.Version, Agents: o.Agents.Saved()}
 	return &Run{Prog: prog, Vars: vars, Record: rec, Board: path, opts: o}, nil
 }
