@@ -148,7 +148,7 @@ func openQuestion(path, label string, visit int, m *mask.Masker, stderr io.Write
 	if q.live != nil {
 		if q.saved, err = q.live.Board(); err != nil {
 			q.Close()
-			if !q.remote && liveboard.Unreachable(err) {
+			if !q.remote && unreached(err) {
 				return nil, &busyError{err} // the run stopped serving since it answered the dial
 			}
 			return nil, err
@@ -200,7 +200,7 @@ func (q *Question) answer(answer map[string]any, by string, retry bool) (Answere
 	}
 	if q.live != nil {
 		rep, err := q.live.Answer(a)
-		if err != nil && retry && !q.remote && liveboard.Unreachable(err) {
+		if err != nil && retry && !q.remote && unreached(err) {
 			// The run stopped serving since the question was opened: the
 			// answer goes to its saved file once it lets go of it. Safe if
 			// the run took it after all: the same answer again is Already.
