@@ -201,9 +201,9 @@ func (q *Question) answer(answer map[string]any, by string, retry bool) (Answere
 	if q.live != nil {
 		rep, err := q.live.Answer(a)
 		if err != nil && retry && !q.remote && unreached(err) {
-			// The run stopped serving since the question was opened: the
-			// answer goes to its saved file once it lets go of it. Safe if
-			// the run took it after all: the same answer again is Already.
+			// The run stopped serving since the question was opened, and
+			// the answer never reached it: it goes to the saved file once
+			// the run lets go of it.
 			return q.answerAgain(answer, by)
 		}
 		switch {
