@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/planrunner/runner/internal/release"
 	"github.com/planrunner/runner/internal/testutil/testtool"
 )
 
@@ -202,14 +202,11 @@ func TestGoInstallReportsTaggedVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	proxy := moduleProxy(t, root, mod, ver, nil)
-	// The Temporal module, served as a release would be: requiring the
-	// root module at the version served beside it.
-	tmod, err := os.ReadFile(filepath.Join(root, "temporal", "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmod = regexp.MustCompile(`(?m)^(\s*(?:require\s+)?`+regexp.QuoteMeta(mod)+`) \S+`).ReplaceAll(tmod, []byte("${1} "+ver))
-	moduleProxyAt(t, proxy, filepath.Join(root, "temporal"), mod+"/temporal", ver, tmod)
+	// The Temporal module as it is, requiring the root module at the
+	// commit it names, which the proxy serves as a module proxy makes it
+	// from the repository: its hashes are checked against temporal/go.sum.
+	moduleProxyAt(t, proxy, filepath.Join(root, "temporal"), mod+"/temporal", ver, nil)
+	serveRequiredRoot(t, proxy, root)
 
 	goproxy, gosumdb, gocache := goEnv(t, "GOPROXY"), goEnv(t, "GOSUMDB"), goEnv(t, "GOCACHE")
 	if goproxy == "off" || goproxy == "" {
@@ -321,6 +318,35 @@ func moduleProxy(t *testing.T, root, mod, ver string, gomod []byte) string {
 	proxy := t.TempDir()
 	moduleProxyAt(t, proxy, root, mod, ver, gomod)
 	return proxy
+}
+
+// serveRequiredRoot adds to the proxy directory the root module at the
+// version temporal/go.mod requires, made from the commit checked out
+// (internal/release checks that this is the version's content).
+func serveRequiredRoot(t *testing.T, proxy, root string) {
+	t.Helper()
+	testtool.LookPath(t, "git", "apt-get install git")
+	v, err := release.Required(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(proxy, filepath.FromSlash(release.Root), "@v")
+	zf, err := os.Create(filepath.Join(dir, v+".zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gomod, err := release.Zip(zf, root, v, "HEAD")
+	if cerr := zf.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{v + ".info": []byte(`{"Version":"` + v + `"}`), v + ".mod": gomod} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // moduleProxyAt adds the module at root to the proxy directory as
