@@ -1,9 +1,12 @@
 package runs_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -149,4 +152,49 @@ func TestAnswerRefusedWhileTheFileStaysHeld(t *testing.T) {
 	if waited := time.Since(start); waited < 5*time.Second {
 		t.Errorf("refused after %s; want the answer to wait for the run to let go first", waited)
 	}
+}
+
+// The same with the run's owner another process, as it is: it holds the
+// file (its socket already gone) and exits, and the kernel lets go of its
+// lock. The answer given meanwhile lands on the file.
+func TestAnswerWhileAnotherProcessLetsGo(t *testing.T) {
+	bb := waitingRun(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldRunLockHelper$")
+	cmd.Env = append(os.Environ(), "RUNS_TEST_HOLD="+bb)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "held\n" {
+		cmd.Process.Kill()
+		t.Fatalf("the helper did not take the lock: %q %v", line, err)
+	}
+	q, err := runs.OpenQuestion(bb, "review", 0, nil, nil)
+	if err != nil {
+		t.Fatalf("open while another process ends: %v", err)
+	}
+	defer q.Close()
+	if got, err := q.Answer(map[string]any{"ok": true}, "ana"); err != nil || got.Where != runs.OnFile {
+		t.Fatalf("answer: %+v %v", got, err)
+	}
+}
+
+// TestHoldRunLockHelper is the process of TestAnswerWhileAnotherProcessLetsGo
+// that holds a run's file as a run on its way out does, then exits.
+func TestHoldRunLockHelper(t *testing.T) {
+	path := os.Getenv("RUNS_TEST_HOLD")
+	if path == "" {
+		t.Skip("a helper process of TestAnswerWhileAnotherProcessLetsGo")
+	}
+	if _, err := boardlock.TryLock(path, boardlock.Owner{Kind: boardlock.OwnerRun, Socket: filepath.Join(t.TempDir(), "gone.sock")}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("held")
+	time.Sleep(400 * time.Millisecond)
+	os.Exit(0) // the lock goes with the process
 }
