@@ -326,6 +326,9 @@ func moduleProxy(t *testing.T, root, mod, ver string, gomod []byte) string {
 func serveRequiredRoot(t *testing.T, proxy, root string) {
 	t.Helper()
 	testtool.LookPath(t, "git", "apt-get install git")
+	// git as a module proxy runs it, without the user's configuration.
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
 	v, err := release.Required(root)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 // That version must be this tree's root module, or the worker is built
 // with another (and, as the code moves, does not build at all).
 func TestTemporalRequiresThisRoot(t *testing.T) {
+	noGitConfig(t)
 	testtool.LookPath(t, "git", "apt-get install git")
 	dir, err := filepath.Abs("../..")
 	if err != nil {
@@ -38,10 +39,19 @@ func TestTemporalRequiresThisRoot(t *testing.T) {
 	}
 }
 
+// noGitConfig keeps the user's and the system's git configuration out of
+// the git commands the test starts (and x/mod starts): a module proxy
+// makes the zip with its own.
+func noGitConfig(t *testing.T) {
+	t.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+}
+
 // gitRepo makes a repository holding a module example.com/m, committed at
 // a known time, and returns its directory.
 func gitRepo(t *testing.T) string {
 	t.Helper()
+	noGitConfig(t)
 	testtool.LookPath(t, "git", "apt-get install git")
 	dir := t.TempDir()
 	files := map[string]string{
@@ -62,8 +72,7 @@ func gitRepo(t *testing.T) string {
 	for _, args := range [][]string{{"init", "-q"}, {"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "m"}} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=2026-01-02T03:04:05+02:00", "GIT_AUTHOR_DATE=2026-01-02T03:04:05+02:00",
-			"GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+		cmd.Env = append(os.Environ(), "GIT_COMMITTER_DATE=2026-01-02T03:04:05+02:00", "GIT_AUTHOR_DATE=2026-01-02T03:04:05+02:00", "HOME="+dir)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
