@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/planrunner/runner/internal/runs"
@@ -50,7 +51,7 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if len(kept) == 0 {
-		fmt.Fprintf(stderr, "no runs under %s\n", runs.RunsDir(*dir))
+		fmt.Fprintf(stderr, "no runs under %s%s\n", runs.RunsDir(*dir), filterText(*status, *plan))
 		return exitOK
 	}
 	rows := make([][]string, 0, len(kept)+1)
@@ -66,6 +67,22 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	writeTable(stdout, rows)
 	return exitOK
+}
+
+// filterText says which filters a listing that found nothing had, so an
+// empty answer to a filter is not read as an empty directory.
+func filterText(status, plan string) string {
+	var parts []string
+	if status != "" {
+		parts = append(parts, "--status "+status)
+	}
+	if plan != "" {
+		parts = append(parts, fmt.Sprintf("--plan %q", plan))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " match " + strings.Join(parts, " and ")
 }
 
 func cmdRunsPrune(args []string, stdout, stderr io.Writer) int {

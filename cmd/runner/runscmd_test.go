@@ -104,6 +104,11 @@ func TestRunsListsAndNamesRuns(t *testing.T) {
 	if r := runCLI(t, wd, "runs", "--plan", "slow", "--status", "interrupted"); strings.Count(r.stdout, "\n") != 2 {
 		t.Errorf("runs --plan slow --status interrupted:\n%s", r.stdout)
 	}
+	// A filter that matches nothing says so, not that there are no runs.
+	if r := runCLI(t, wd, "runs", "--plan", "ok", "--status", "failed"); r.code != 0 || r.stdout != "" ||
+		!strings.Contains(r.stderr, `match --status failed and --plan "ok"`) {
+		t.Errorf("runs --plan ok --status failed: exit %d %q %q", r.code, r.stdout, r.stderr)
+	}
 	if r := runCLI(t, wd, "runs", "--status", "done"); r.code != 2 {
 		t.Errorf("runs --status done: exit %d, want 2", r.code)
 	}

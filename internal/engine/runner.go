@@ -335,6 +335,25 @@ func (r *Runner) stepMeta(visit int, typ, status, errText string) map[string]any
 	return m
 }
 
+// visitMetas are the metas {"visit": N} of a step's first visits, made
+// once and shared by every entry a step writes on such a visit (see
+// stepMeta: the board never changes a meta it keeps).
+var visitMetas = sync.OnceValue(func() (m [16]map[string]any) {
+	for i := range m {
+		m[i] = map[string]any{"visit": i}
+	}
+	return m
+})
+
+// VisitMeta is the meta {"visit": visit} of an entry a step's visit
+// writes, shared with the others alike: do not change it.
+func VisitMeta(visit int) map[string]any {
+	if ms := visitMetas(); visit >= 0 && visit < len(ms) {
+		return ms[visit]
+	}
+	return map[string]any{"visit": visit}
+}
+
 func orZero(fields any, n *Node) any {
 	if fields != nil {
 		return fields

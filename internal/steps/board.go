@@ -208,7 +208,7 @@ func (s *boardStep) Run(ctx context.Context, sc *engine.StepContext) (engine.Res
 		return s.lease(ctx, sc, key)
 	}
 	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: s.author, Label: sc.Label,
-		Role: "step", Meta: map[string]any{"visit": sc.Visit}, ExpectVersion: s.expect, Topic: s.topic, Handoff: s.handoff}
+		Role: "step", Meta: engine.VisitMeta(sc.Visit), ExpectVersion: s.expect, Topic: s.topic, Handoff: s.handoff}
 	switch s.op {
 	case "read":
 		kr, err := sc.Read(s.author, key)
@@ -267,7 +267,7 @@ func (s *boardStep) lease(ctx context.Context, sc *engine.StepContext, key strin
 		owner = o
 	}
 	op := board.WriteOp{Key: key, TTL: s.ttl, Section: s.section, Author: s.author, Label: sc.Label, Role: "step",
-		Meta: map[string]any{"visit": sc.Visit}, Topic: s.topic, Lease: s.op, Owner: owner}
+		Meta: engine.VisitMeta(sc.Visit), Topic: s.topic, Lease: s.op, Owner: owner}
 	if err := sc.Board.Allowed(s.author, "write", key); err != nil {
 		return engine.Result{Fields: res}, err
 	}
