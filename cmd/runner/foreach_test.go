@@ -328,9 +328,24 @@ steps:
 				}
 				return
 			}
-			if r.code != 2 || !strings.Contains(r.stderr, tc.want) {
-				t.Errorf("exit %d, want 2 and %q:\n%s", r.code, tc.want, r.stderr)
+			// Refused the same way offline (the step before the missing
+			// workdir), and with no folder of its own left behind.
+			for _, r := range []result{r,
+				runCLI(t, wd, "replay", out, "--workdir", wd, "--from", tc.from),
+				runCLI(t, wd, "replay", out, "--offline", "--from", tc.from)} {
+				if r.code != 2 || !strings.Contains(r.stderr, "runner replay: --from "+tc.from+": "+tc.want) {
+					t.Errorf("exit %d, want 2 and %q:\n%s", r.code, tc.want, r.stderr)
+				}
 			}
 		})
+	}
+	// A fork refused once its folder is made (an agent the plan lacks)
+	// takes the folder away again.
+	if r := runCLI(t, wd, "replay", out, "--workdir", wd, "--from", "fan[2]", "--agent", "nobody.model=m"); r.code != 2 ||
+		!strings.Contains(r.stderr, `the plan has no agent "nobody"`) {
+		t.Errorf("--agent nobody: exit %d: %s", r.code, r.stderr)
+	}
+	if left, _ := os.ReadDir(filepath.Join(wd, ".runner", "runs")); len(left) > 0 {
+		t.Errorf("refused forks left %d folders under .runner/runs", len(left))
 	}
 }

@@ -53,8 +53,6 @@ func cmdReplay(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case o.workdir == "" && !o.offline:
 		return usageErr(stderr, fs, "steps that touch the world (command, test, apply_diff, ...) need a place to run: give --workdir DIR to run them for real there, or --offline to take their results from the recording")
-	case o.opt.From != "" && o.workdir == "":
-		return usageErr(stderr, fs, "--from goes live after %s: give --workdir DIR for the steps that run from there on", o.opt.From)
 	case len(models) > 0 && o.opt.From == "":
 		return usageErr(stderr, fs, "--agent changes the model of the live part of a fork: it needs --from")
 	}

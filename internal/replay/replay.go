@@ -90,8 +90,20 @@ type Report struct {
 // Matched reports whether the replay matched its recording.
 func (r *Report) Matched() bool { return r.Divergence == nil }
 
-// ErrUsage wraps the errors in Options (an unknown --from step...).
-var ErrUsage = errors.New("replay")
+// ErrUsage is what errors.Is finds in the errors of a mistake in
+// Options (an unknown --from step...).
+var ErrUsage = errors.New("replay: a mistake in its options")
+
+// usageError is a mistake in Options. Its text is the mistake alone:
+// the command that reports it names itself.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string        { return e.msg }
+func (e *usageError) Is(target error) bool { return target == ErrUsage }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
 
 // Run replays the recording saved as rec (see board.Load).
 func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
@@ -104,36 +116,27 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		}
 		var err error
 		if prog, err = engine.Compile(saved.PlanPath, []byte(saved.PlanSource), reg); err != nil {
-			return nil, fmt.Errorf("%w: the recorded plan: %v", ErrUsage, err)
+			return nil, usagef("the recorded plan: %v", err)
 		}
 	}
 	// The run's --agent changes (a model, a reasoning effort) are part of
 	// what its requests said: the replay's agents are the run's.
 	if err := prog.Plan.Override(saved.Agents); err != nil {
-		return nil, fmt.Errorf("%w: the recorded run's --agent: %v", ErrUsage, err)
+		return nil, usagef("the recorded run's --agent: %v", err)
 	}
 	var fk *fork
 	var source agents.ReplaySource = agents.FromRecordings(rec.RecordingsKeyed())
 	if opt.From != "" {
-		label, visit, err := ParseFrom(opt.From)
+		label, visit, err := checkFork(prog, rec, opt)
 		if err != nil {
 			return nil, err
-		}
-		if prog.Node(label) == nil {
-			return nil, fmt.Errorf("%w: --from %s: the plan has no step %q", ErrUsage, opt.From, label)
-		}
-		if err := forkExists(rec, label, visit); err != nil {
-			return nil, fmt.Errorf("%w: --from %s: %v", ErrUsage, opt.From, err)
-		}
-		if opt.Workdir == "" {
-			return nil, fmt.Errorf("%w: --from goes live after %s: it needs a workdir for the steps from there on", ErrUsage, opt.From)
 		}
 		fk = &fork{label: label, visit: visit, ReplaySource: source}
 		source = fk
 	}
 	for name := range opt.Models {
 		if prog.Plan.Agent(name) == nil {
-			return nil, fmt.Errorf("%w: --agent %s: the plan has no agent %q", ErrUsage, name, name)
+			return nil, usagef("--agent %s: the plan has no agent %q", name, name)
 		}
 	}
 	sc := newScript(rec, StepCaps(prog), prog.Plan.Limits.Timeout, opt.Workdir == "", fk, prog.ParentLabel)
@@ -187,7 +190,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 		// did: its call numbers and token count go on from the recordings.
 		set, err := agents.New(prog.Plan, aopt)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUsage, err)
+			return nil, usagef("%v", err)
 		}
 		for name, model := range opt.Models {
 			if a, ok := set.Agent(name); ok {
@@ -358,9 +361,35 @@ func ParseFrom(s string) (string, int, error) {
 	if hasVisit {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return "", 0, fmt.Errorf("%w: --from %s: the visit after # must be a number from 1", ErrUsage, s)
+			return "", 0, usagef("--from %s: the visit after # must be a number from 1", s)
 		}
 		visit = n
+	}
+	return label, visit, nil
+}
+
+// CheckFork is the check Run makes of a fork (Options.From) before
+// anything runs: prog has the step, the recording ran the visit, and the
+// fork has a workdir to go live in. A caller that makes the fork's folder
+// checks first, so a refused fork leaves nothing behind.
+func CheckFork(prog *engine.Program, rec *board.Board, opt Options) error {
+	_, _, err := checkFork(prog, rec, opt)
+	return err
+}
+
+func checkFork(prog *engine.Program, rec *board.Board, opt Options) (string, int, error) {
+	label, visit, err := ParseFrom(opt.From)
+	if err != nil {
+		return "", 0, err
+	}
+	if prog.Node(label) == nil {
+		return "", 0, usagef("--from %s: the plan has no step %q", opt.From, label)
+	}
+	if err := forkExists(rec, label, visit); err != nil {
+		return "", 0, usagef("--from %s: %v", opt.From, err)
+	}
+	if opt.Workdir == "" {
+		return "", 0, usagef("--from goes live after %s: give --workdir DIR for the steps that run from there on", opt.From)
 	}
 	return label, visit, nil
 }
@@ -374,7 +403,7 @@ func CheckFrom(rec *board.Board, from string) error {
 		return err
 	}
 	if err := forkExists(rec, label, visit); err != nil {
-		return fmt.Errorf("%w: --from %s: %v", ErrUsage, from, err)
+		return usagef("--from %s: %v", from, err)
 	}
 	return nil
 }

@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/board/boardlock"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/replay"
 	"github.com/planrunner/runner/internal/steps"
@@ -63,7 +65,7 @@ type Replayed struct {
 // `runner replay` does: against the recorded plan or o.PlanFile, with
 // the replay's board written to o.Out, by default replay-<id>.json beside
 // the recording. Cancel ctx (cause engine.ErrInterrupted) to stop it.
-func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, error) {
+func Replay(ctx context.Context, recording string, o ReplayOptions) (out *Replayed, err error) {
 	saved, err := board.Load(recording)
 	if err != nil {
 		return nil, usage(err)
@@ -114,9 +116,23 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, 
 		opt.Recording = recording
 	}
 	if opt.From != "" {
+		// Checked before its folder is made: a fork refused for a
+		// mistake leaves no folder holding only a lock.
+		if err := replay.CheckFork(prog, saved, opt); err != nil {
+			return nil, usage(err)
+		}
 		// Owned as a run is while it runs, so it is listed as live.
-		if err := os.MkdirAll(filepath.Dir(opt.Out), board.DirMode); err != nil {
+		dir := filepath.Dir(opt.Out)
+		_, statErr := os.Stat(dir)
+		if err := os.MkdirAll(dir, board.DirMode); err != nil {
 			return nil, err
+		}
+		if errors.Is(statErr, fs.ErrNotExist) {
+			defer func() {
+				if out == nil { // its folder holds nothing of a run
+					removeLockOnly(dir, opt.Out)
+				}
+			}()
 		}
 		lock, err := own(opt.Out)
 		if err != nil {
@@ -132,4 +148,16 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (*Replayed, 
 		return nil, err
 	}
 	return &Replayed{Report: rep, Recorded: saved.Run()}, nil
+}
+
+// removeLockOnly removes the folder dir a fork made when it holds nothing
+// but the lock of the fork's board out, if that: the fork failed before
+// its board was written.
+func removeLockOnly(dir, out string) {
+	names, err := os.ReadDir(dir)
+	if err != nil || len(names) > 1 || len(names) == 1 && names[0].Name() != filepath.Base(boardlock.LockPath(out)) {
+		return
+	}
+	os.Remove(boardlock.LockPath(out))
+	os.Remove(dir)
 }
