@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/planrunner/runner/internal/bigjson"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/runs"
@@ -126,7 +127,7 @@ func readAnswer(form *steps.Form, w board.WaitingInput, jsonText string, sets []
 		dec := json.NewDecoder(strings.NewReader(jsonText))
 		dec.UseNumber()
 		if err := dec.Decode(&answer); err != nil || answer == nil {
-			return fail("--json: want a JSON object of the form's fields: %v", orNull(err))
+			return fail("--json: want a JSON object of the form's fields: %v", orNull(bigjson.Explain([]byte(jsonText), err)))
 		}
 		return answer, exitOK
 	case len(sets) > 0:

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/planrunner/runner/internal/bigjson"
 	"github.com/planrunner/runner/internal/server/web"
 )
 
@@ -137,7 +138,7 @@ func readPeople(path string) (map[string]string, error) {
 	}
 	var byName map[string]string
 	if err := json.Unmarshal(b, &byName); err != nil {
-		return nil, fmt.Errorf("%s: want a JSON object of name to token: %v", path, err)
+		return nil, fmt.Errorf("%s: want a JSON object of name to token: %v", path, bigjson.Explain(b, err))
 	}
 	people := map[string]string{}
 	for name, tok := range byName {

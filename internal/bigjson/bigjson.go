@@ -5,6 +5,8 @@
 // encoder's buffer (which doubles as it fills) and copies that out: about
 // four times the string allocated, and the encoder's buffer kept in its
 // pool until the next collections.
+//
+// It also tells the errors of decoding JSON to a person (Explain).
 package bigjson
 
 import (

@@ -332,15 +332,7 @@ func lineError(data, line []byte, what string, err error) error {
 	if len(line) > 0 {
 		off = int(uintptr(unsafe.Pointer(&line[0])) - uintptr(unsafe.Pointer(&data[0])))
 	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		off += min(int(se.Offset), len(line))
-		n := 1 + bytes.Count(data[:off], []byte("\n"))
-		col := off - bytes.LastIndexByte(data[:off], '\n')
-		return fmt.Errorf("line %d, column %d: %s: %v", n, col, what, err)
-	}
-	n := 1 + bytes.Count(data[:off], []byte("\n"))
-	return fmt.Errorf("line %d: %s: %v", n, what, err)
+	return bigjson.ExplainAt(data, off, what, err)
 }
 
 // blobLine splits a line of the blobs table as runner writes it:
@@ -398,18 +390,6 @@ func (f *File) check() error {
 		}
 	}
 	return nil
-}
-
-// syntaxPos turns a JSON syntax error's byte offset into line:col.
-func syntaxPos(data []byte, err error) error {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) {
-		return err
-	}
-	off := min(int(se.Offset), len(data))
-	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	col := off - bytes.LastIndexByte(data[:off], '\n')
-	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 
 // unmarshalFile decodes a file's top-level object into f, noting in

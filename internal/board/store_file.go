@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/planrunner/runner/internal/bigjson"
 	"github.com/planrunner/runner/internal/sys/readlimit"
 	"github.com/planrunner/runner/internal/sys/safefs"
 )
@@ -197,7 +198,7 @@ func parse(data []byte) (*Board, error) { return parseFile(data, false) }
 func parseFile(data []byte, lazy bool) (*Board, error) {
 	f, err := decodeFile(data, lazy)
 	if err != nil {
-		return nil, fmt.Errorf("not a blackboard file: %w", syntaxPos(data, err))
+		return nil, fmt.Errorf("not a blackboard file: %w", bigjson.Explain(data, err))
 	}
 	if f.Format != Format {
 		return nil, fmt.Errorf("format %q, want %q", f.Format, Format)

@@ -432,13 +432,13 @@ func TestDamagedRecordLineNamed(t *testing.T) {
 	}{
 		{"truncated entry", find(`  {"id":`, 2), func(l string) string { return l[:30] }, "column 31: entry 2: unexpected end"},
 		{"garbage in an entry", find(`  {"id":`, 3), func(l string) string { return strings.Replace(l, `"seq":`, `"seq":x`, 1) }, "entry 3: invalid character 'x'"},
-		{"entry of the wrong type", find(`  {"id":`, 1), func(l string) string { return strings.Replace(l, `"seq":1`, `"seq":"1"`, 1) }, ": entry 1: json: cannot unmarshal string"},
-		{"run of the wrong type", find(` "run": `, 1), func(l string) string { return strings.Replace(l, `"id":"r"`, `"id":5`, 1) }, ": run: json: cannot unmarshal number"},
+		{"entry of the wrong type", find(`  {"id":`, 1), func(l string) string { return strings.Replace(l, `"seq":1`, `"seq":"1"`, 1) }, `: entry 1: "seq" holds text, want a whole number`},
+		{"run of the wrong type", find(` "run": `, 1), func(l string) string { return strings.Replace(l, `"id":"r"`, `"id":5`, 1) }, `: run: "id" holds a number, want text`},
 		{"garbage in the run", find(` "run": `, 1), func(l string) string { return strings.Replace(l, `"id":"r"`, `"id":"r"x`, 1) }, "invalid character 'x'"},
 		{"truncated step record", find(`  {"label":`, 2), func(l string) string { return l[:20] }, "step record 2: "},
 		{"truncated recording", find(`  {"label":"rec"`, 2), func(l string) string { return l[:25] }, "recording 2: "},
 		{"garbage in a recording", find(`  {"label":"rec"`, 1), func(l string) string { return strings.Replace(l, `"visit":`, `"visit":}`, 1) }, "recording 1: invalid character '}'"},
-		{"recording of the wrong type", find(`  {"label":"rec"`, 1), func(l string) string { return strings.Replace(l, `"visit":1`, `"visit":"1"`, 1) }, "recording 1: json: cannot unmarshal string"},
+		{"recording of the wrong type", find(`  {"label":"rec"`, 1), func(l string) string { return strings.Replace(l, `"visit":1`, `"visit":"1"`, 1) }, `recording 1: "visit" holds text, want a whole number`},
 		{"garbage in a step record", find(`  {"label":`, 1), func(l string) string { return strings.Replace(l, `"visit":`, `"visit":]`, 1) }, "step record 1: invalid character ']'"},
 	}
 	for _, tc := range tests {
