@@ -37,8 +37,8 @@ func cmdA2A(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) == 0 {
 		return usageErr(stderr, fs, "give the plans to serve")
 	}
-	if fi, err := os.Stat(*workdir); err != nil || !fi.IsDir() {
-		return usageErr(stderr, fs, "--workdir %s: not a directory", *workdir)
+	if code, ok := dirFlag(stderr, fs, "workdir", *workdir); !ok {
+		return code
 	}
 	listen := *addr
 	if !strings.Contains(listen, ":") {

@@ -54,6 +54,9 @@ func cmdCost(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return usageErr(stderr, fs, "takes no arguments")
 	}
+	if code, ok := dirFlag(stderr, fs, "dir", *dir); !ok {
+		return code
+	}
 	now := time.Now().UTC()
 	from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
 	if *since != "" {

@@ -99,7 +99,7 @@ func quietParse(fs *flag.FlagSet, args []string) error {
 			msg = "unknown flag " + dashed(name) + strings.Replace(plans.Suggest(name, names), `"`, `"`+dashed(""), 1)
 		}
 		if m := invalidValue.FindStringSubmatch(msg); m != nil {
-			msg = dashed(m[2]) + " " + m[1] + ": " + m[3]
+			msg = dashed(m[2]) + " " + m[1] + ": " + wantOf(fs.Lookup(m[2]), m[3])
 		}
 		fmt.Fprintf(out, "%s: %s\n", fs.Name(), msg)
 		fmt.Fprintf(out, "`%s --help` shows its usage and flags\n", fs.Name())
@@ -109,7 +109,43 @@ func quietParse(fs *flag.FlagSet, args []string) error {
 
 // invalidValue is the flag package's message for a value its flag
 // refused, said again as `--name "value": why`.
-var invalidValue = regexp.MustCompile(`^invalid value (".*") for flag -(\S+): (.*)$`)
+var invalidValue = regexp.MustCompile(`^invalid (?:boolean )?value (".*") for (?:flag )?-(\S+): (.*)$`)
+
+// wantOf says what a flag of the flag package's own kinds takes, in
+// place of its "parse error".
+func wantOf(f *flag.Flag, why string) string {
+	if f == nil || why != "parse error" && why != "value out of range" {
+		return why
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return why
+	}
+	switch g.Get().(type) {
+	case int, int64, uint, uint64:
+		if why == "value out of range" {
+			return "too large"
+		}
+		return "want a whole number"
+	case float64:
+		return "want a number"
+	case time.Duration:
+		return "want a duration (90s, 5m, 1h)"
+	case bool:
+		return "want true or false"
+	}
+	return why
+}
+
+// dirFlag refuses a directory flag (--dir, --workdir) that names no
+// directory: a mistyped one would otherwise read as an empty directory
+// (no runs, nothing spent, nothing remembered).
+func dirFlag(stderr io.Writer, fs *flag.FlagSet, name, dir string) (int, bool) {
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return usageErr(stderr, fs, "--%s %s: not a directory", name, dir), false
+	}
+	return 0, true
+}
 
 // dashed is a flag's name as users type it: -q, --log-format.
 func dashed(name string) string {

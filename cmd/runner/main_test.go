@@ -148,6 +148,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"rnu"}, `unknown command "rnu" (did you mean "run"?)`},
 		{[]string{"run", "loops.yaml", "--agent", "coder.modle=x"}, `--agent "coder.modle=x": cannot set agent field "modle" (did you mean "model"?)`},
 		{[]string{"run", "loops.yaml", "--agent", "coder.provider=opnai"}, `unknown provider "opnai" (did you mean "openai"?)`},
+		// A value the flag package refuses says what the flag takes.
+		{[]string{"runs", "prune", "--keep", "x"}, `--keep "x": want a whole number`},
+		{[]string{"runs", "--limit", "99999999999999999999999"}, `--limit "99999999999999999999999": too large`},
+		{[]string{"run", "loops.yaml", "--sync=maybe"}, `--sync "maybe": want true or false`},
+		// A directory flag that names none is refused, not read as empty.
+		{[]string{"runs", "--dir", "nosuch"}, "--dir nosuch: not a directory"},
+		{[]string{"runs", "prune", "--keep", "1", "--dir", "nosuch"}, "--dir nosuch: not a directory"},
+		{[]string{"cost", "--dir", "nosuch"}, "--dir nosuch: not a directory"},
+		{[]string{"memory", "--dir", "loops.yaml", "list"}, "--dir loops.yaml: not a directory"},
 	}
 	for _, tt := range tests {
 		r := runCLI(t, "testdata", tt.args...)

@@ -38,8 +38,8 @@ func cmdMCP(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *anyHost && *addr == "" {
 		return usageErr(stderr, fs, "--listen-any goes with --http ADDR")
 	}
-	if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
-		return usageErr(stderr, fs, "--dir %s: not a directory", *dir)
+	if code, ok := dirFlag(stderr, fs, "dir", *dir); !ok {
+		return code
 	}
 	// Logs go to stderr only, as JSON lines unless asked otherwise: over
 	// stdio, stdout is the protocol, and an MCP host keeps stderr as the

@@ -37,6 +37,9 @@ func cmdMemory(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case len(rest) < n[0] || len(rest) > n[1]:
 		return usageErr(stderr, fs, "%s takes %s argument(s), got %d", op, argCount(n[0], n[1]), len(rest))
 	}
+	if code, ok := dirFlag(stderr, fs, "dir", *dir); !ok {
+		return code
+	}
 	path, err := memstore.Path(*dir, *store)
 	if err != nil {
 		return usageErr(stderr, fs, "%v", err)

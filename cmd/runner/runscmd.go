@@ -28,6 +28,9 @@ func cmdRuns(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return usageErr(stderr, fs, "runs takes no arguments but prune (got %q): use --dir for another directory", pos[0])
 	}
+	if code, ok := dirFlag(stderr, fs, "dir", *dir); !ok {
+		return code
+	}
 	switch *status {
 	case "", "running", "waiting", "succeeded", "failed", "interrupted":
 	default:
@@ -100,6 +103,9 @@ func cmdRunsPrune(args []string, stdout, stderr io.Writer) int {
 	}
 	if len(pos) != 0 {
 		return usageErr(stderr, fs, "runs prune takes no arguments (got %q): use --dir for another directory", pos[0])
+	}
+	if code, ok := dirFlag(stderr, fs, "dir", *dir); !ok {
+		return code
 	}
 	o := runs.PruneOptions{Keep: *keep, Status: status, DryRun: *dry}
 	if *older != "" {

@@ -40,8 +40,8 @@ func cmdServe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(pos) != 0 {
 		return usageErr(stderr, fs, "serve takes no arguments (got %q): use --dir for another directory", pos[0])
 	}
-	if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
-		return usageErr(stderr, fs, "--dir %s: not a directory", *dir)
+	if code, ok := dirFlag(stderr, fs, "dir", *dir); !ok {
+		return code
 	}
 	host, _, err := net.SplitHostPort(*addr)
 	if err != nil {
