@@ -543,10 +543,7 @@ func (s *Set) Spent() float64 {
 func (s *Set) unknownAgent(name string) error {
 	names := append([]string(nil), s.names...)
 	sort.Strings(names)
-	if len(names) == 0 {
-		return fmt.Errorf("unknown agent %q: the plan has no agents", name)
-	}
-	return fmt.Errorf("unknown agent %q (agents: %s)%s", name, strings.Join(names, ", "), plans.Suggest(name, names))
+	return errors.New(plans.UnknownAgent(name, names))
 }
 
 // masked is a canonical request with the run's secrets masked, and its

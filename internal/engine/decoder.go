@@ -267,6 +267,11 @@ func (d *Decoder) ShellTemplate(key string) *Template {
 	if !ok {
 		return nil
 	}
+	if strings.TrimSpace(s) == "" {
+		// sh would run nothing and succeed: never what a step means.
+		d.r.At(n, "%s is empty: give the command to run", key)
+		return nil
+	}
 	t := compileTemplateAt(d.r, d.Plan.Source, n, s, d.scope)
 	if t == nil {
 		return nil

@@ -119,3 +119,13 @@ func distance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// UnknownAgent says that name is not one of agents (a plan's, in its
+// order), and which it could have been: the one wording of the problem
+// wherever a step or a flag names an agent.
+func UnknownAgent(name string, agents []string) string {
+	if len(agents) == 0 {
+		return fmt.Sprintf("unknown agent %q: the plan has no agents", name)
+	}
+	return fmt.Sprintf("unknown agent %q (agents: %s)%s", name, strings.Join(agents, ", "), Suggest(name, agents))
+}

@@ -266,6 +266,8 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 	if ln, ok := has.get("label"); ok {
 		if l, ok := String(r, ln, "label"); ok {
 			switch {
+			case l == "":
+				r.At(ln, "label is empty: name the step (a-z, 0-9 and _, starting with a letter)")
 			case !ValidLabel(l):
 				r.At(ln, "label %q must match [a-z][a-z0-9_]* (so steps.%s works in expressions)", l, l)
 			case reservedLabels[l]:
@@ -398,6 +400,7 @@ func parseRetry(r *Reporter, n *yaml.Node) *Retry {
 	}
 	known := []string{"max", "backoff", "max_backoff", "until"}
 	hasMax := false
+	var backoff, maxBackoff *yaml.Node
 	for _, f := range Fields(r, n, "retry") {
 		switch f.Key {
 		case "max":
@@ -410,8 +413,10 @@ func parseRetry(r *Reporter, n *yaml.Node) *Retry {
 			}
 		case "backoff":
 			rt.Backoff, _ = Duration(r, f.Value, "retry.backoff")
+			backoff = f.Value
 		case "max_backoff":
 			rt.MaxBackoff, _ = Duration(r, f.Value, "retry.max_backoff")
+			maxBackoff = f.Value
 		case "until":
 			rt.Until = expr(r, f.Value, "retry.until")
 		default:
@@ -420,6 +425,10 @@ func parseRetry(r *Reporter, n *yaml.Node) *Retry {
 	}
 	if !hasMax {
 		r.At(n, "retry is missing required field \"max\"")
+	}
+	if backoff != nil && maxBackoff != nil && rt.MaxBackoff > 0 && rt.MaxBackoff < rt.Backoff {
+		// Every wait would be max_backoff: backoff would mean nothing.
+		r.At(maxBackoff, "retry.max_backoff %s is shorter than retry.backoff %s, the first wait", rt.MaxBackoff, rt.Backoff)
 	}
 	return rt
 }

@@ -268,8 +268,7 @@ func decodeJudge(d *engine.Decoder, n *yaml.Node, c *check) bool {
 		case "agent":
 			c.agent, _ = plans.String(r, f.Value, "agent")
 			if c.agent != "" && d.Plan.Agent(c.agent) == nil {
-				names := d.Plan.AgentNames()
-				d.Errorf(f.Value, "unknown agent %q (agents: %s)%s", c.agent, strings.Join(names, ", "), plans.Suggest(c.agent, names))
+				d.Errorf(f.Value, "%s", plans.UnknownAgent(c.agent, d.Plan.AgentNames()))
 				ok = false
 			}
 		case "rubric":

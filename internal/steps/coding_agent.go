@@ -16,6 +16,7 @@ import (
 	"github.com/planrunner/runner/internal/codingagent"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/patch"
+	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/sys/proc"
 	"github.com/planrunner/runner/internal/sys/sandbox"
 )
@@ -166,7 +167,7 @@ func (codingAgentType) Decode(d *engine.Decoder) engine.Step {
 		n := d.Node("agent")
 		s.agent = d.String("agent")
 		if a := d.Plan.Agent(s.agent); s.agent != "" && a == nil {
-			d.Errorf(n, "unknown agent %q (agents: %s)", s.agent, strings.Join(d.Plan.AgentNames(), ", "))
+			d.Errorf(n, "%s", plans.UnknownAgent(s.agent, d.Plan.AgentNames()))
 		} else if a != nil {
 			want, other := "anthropic", "openai"
 			if s.cli == "codex" {

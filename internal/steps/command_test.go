@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
 	"github.com/rs/zerolog"
 )
 
@@ -105,4 +106,14 @@ func llmRunPlanIn(t *testing.T, src string, prepare func(dir string)) (*board.Bo
 	dir := t.TempDir()
 	prepare(dir)
 	return runPlan(t, dir, src, nil, zerolog.Nop())
+}
+
+// A command that is blank would run nothing and succeed: refused at load.
+func TestCommandEmptyRunRefused(t *testing.T) {
+	for _, run := range []string{`""`, `"  "`, "|\n      \n"} {
+		_, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - label: a\n    type: command\n    run: "+run+"\n"), Registry())
+		if err == nil || !strings.Contains(err.Error(), "plan.yaml:5:10: run is empty: give the command to run") {
+			t.Errorf("run: %s: error %v", run, err)
+		}
+	}
 }

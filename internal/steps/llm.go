@@ -203,12 +203,7 @@ func (llmType) Decode(d *engine.Decoder) engine.Step {
 		n := d.Node("agent")
 		s.agent = d.String("agent")
 		if s.agent != "" && d.Plan.Agent(s.agent) == nil {
-			names := d.Plan.AgentNames()
-			if len(names) == 0 {
-				d.Errorf(n, "unknown agent %q: the plan has no agents block", s.agent)
-			} else {
-				d.Errorf(n, "unknown agent %q (agents: %s)%s", s.agent, strings.Join(names, ", "), plans.Suggest(s.agent, names))
-			}
+			d.Errorf(n, "%s", plans.UnknownAgent(s.agent, d.Plan.AgentNames()))
 		}
 	}
 	if d.Required("prompt") {

@@ -237,6 +237,9 @@ func TestLLMLoadErrors(t *testing.T) {
 		{"bad output", `{label: a, type: llm, agent: coder, prompt: hi, output: yaml}`, `output: "yaml" is not one of [text json diff edits]`},
 		{"bad template", `{label: a, type: llm, agent: coder, prompt: "${{ vars.nope }}"}`, `nope`},
 	}
+	if got := llmCompileErr(t, "version: 1\nsteps:\n  - {label: a, type: llm, agent: coder, prompt: hi}\n"); !strings.Contains(got, `plan.yaml:3:34: unknown agent "coder": the plan has no agents`) {
+		t.Errorf("an agent in a plan without agents:\n%s", got)
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := llmCompileErr(t, "version: 1\nagents:\n  coder: {provider: script, responses: [x]}\nsteps:\n  - "+tc.steps+"\n")

@@ -184,6 +184,7 @@ func TestTestStepLoadErrors(t *testing.T) {
 		{"generic without a command", "framework: generic", "framework generic needs a command"},
 		{"unknown field", "comand: go test", `unknown field "comand"`},
 		{"bad expression", "command: go test ${{ steps.nope.output }}", "nope"},
+		{"empty command", "command: '  '", "plan.yaml:5:14: command is empty: give the command to run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
