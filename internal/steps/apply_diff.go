@@ -118,6 +118,15 @@ func (applyDiffType) Decode(d *engine.Decoder) engine.Step {
 			d.Errorf(d.Node("strip"), "strip must be 0 or more (leading path components to remove)")
 		}
 	}
+	if s.diff != nil {
+		// A diff written into the plan is read now: one that cannot apply
+		// anywhere is the plan's mistake, not the run's.
+		if text, ok := s.diff.Literal(); ok {
+			if _, err := patch.Check([]byte(text), s.format); err != nil {
+				d.Errorf(d.Node("diff"), "diff: %v", err)
+			}
+		}
+	}
 	return s
 }
 

@@ -251,11 +251,18 @@ func TestApplyDiffStepDecode(t *testing.T) {
 		{"\n    diff: x\n    keep_backups: -1", "keep_backups must be 0 (keep every backup) or more"},
 		{"\n    diff: x\n    keep_backups: many", "keep_backups"},
 		{"\n    diff: x\n    reverse_it: true", `unknown field "reverse_it"`},
+		// A diff written into the plan is read at load.
+		{"\n    diff: not a diff", `plan.yaml:5:11: diff: no diff found`},
+		{"\n    diff: |\n      --- a/x\n      +++ b/x\n      @@ -1,2 +1,2 @@\n      -a", `plan.yaml:5:11: diff: `},
 	} {
 		_, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - label: a\n    type: apply_diff"+tc.body+"\n"), Registry())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.body, err, tc.want)
 		}
+	}
+	// One made when the plan runs is read then.
+	if _, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - label: a\n    type: apply_diff\n    diff: ${{ 'x' }}\n"), Registry()); err != nil {
+		t.Errorf("a templated diff: %v", err)
 	}
 }
 
