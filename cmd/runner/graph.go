@@ -26,7 +26,7 @@ func cmdGraph(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	prog, err := engine.Load(pos[0], steps.Registry())
 	if err != nil {
-		return planErrors(stderr, prog, err)
+		return planErrors(stderr, "runner graph", prog, err)
 	}
 	g := plangraph.Build(prog)
 	if *format == "dot" {

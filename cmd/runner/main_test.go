@@ -140,7 +140,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "loops.yaml", "--var", "rounds=many"}, "--var rounds=many: want a whole number"},
 		{[]string{"run", "loops.yaml", "--var", "rouns=1"}, `the plan has no var "rouns" (did you mean "rounds"?)`},
 		{[]string{"run", "loops.yaml", "--log-format", "xml"}, "--log-format \"xml\""},
-		{[]string{"run", "nothere.yaml"}, "no such file"},
+		{[]string{"run", "nothere.yaml"}, "runner run: open nothere.yaml: no such file"},
+		{[]string{"graph", "nothere.yaml"}, "runner graph: open nothere.yaml: no such file"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 		// --force did nothing for years; it is refused like any unknown flag.
 		{[]string{"board", "bb.json", "show", "--force"}, "unknown flag --force"},

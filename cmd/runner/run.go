@@ -99,7 +99,7 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 	}
 	if env.Budgets, err = userBudgets(); err != nil {
 		r.Close()
-		return planErrors(stderr, nil, err)
+		return planErrors(stderr, "runner run", nil, err)
 	}
 	g.view.setPlan(r.Prog.Plan)
 	env.Log, env.Mask, env.Warnings = log, g.mask, stderr
@@ -148,7 +148,7 @@ func execute(r *runs.Run, env runs.Env, fs *flag.FlagSet, stdout, stderr io.Writ
 func runErr(stderr io.Writer, cmd string, err error) int {
 	var pe *runs.PlanError
 	if errors.As(err, &pe) {
-		return planErrors(stderr, pe.Prog, pe.Err)
+		return planErrors(stderr, "runner run", pe.Prog, pe.Err)
 	}
 	fmt.Fprintf(stderr, "%s: %v\n", cmd, err)
 	if runs.IsUsage(err) {

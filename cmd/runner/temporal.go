@@ -85,7 +85,7 @@ func runOnTemporal(r *runs.Run, t runs.Temporal, g *globals, stdout, stderr io.W
 	// on this machine, the calls on workers), not silently left out.
 	if bs, err := userBudgets(); err != nil {
 		r.Close()
-		return planErrors(stderr, nil, err)
+		return planErrors(stderr, "runner run", nil, err)
 	} else if len(bs) > 0 {
 		r.Close()
 		path, _ := configPath()

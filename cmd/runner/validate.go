@@ -31,7 +31,7 @@ func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, path := range pos {
 		prog, err := engine.Load(path, reg)
 		if err != nil {
-			code = planErrors(stderr, prog, err)
+			code = planErrors(stderr, "runner validate", prog, err)
 			continue
 		}
 		fmt.Fprintf(stdout, "%s: ok (%d steps)\n", path, len(prog.Plan.AllSteps()))
@@ -47,11 +47,12 @@ func cmdValidate(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // planErrors prints a plan's problems, each as file:line:col: message with
-// the line quoted beneath it, and returns exit code 2.
-func planErrors(w io.Writer, prog *engine.Program, err error) int {
+// the line quoted beneath it, and returns exit code 2. cmd ("runner run")
+// names the command for an error that is not a plan's problem.
+func planErrors(w io.Writer, cmd string, prog *engine.Program, err error) int {
 	var list plans.Errors
 	if !errors.As(err, &list) {
-		fmt.Fprintf(w, "runner: %v\n", err)
+		fmt.Fprintf(w, "%s: %v\n", cmd, err)
 		return exitUsage
 	}
 	// A problem in a called plan quotes that file's line.

@@ -40,6 +40,10 @@ type applyDiffStep struct {
 	strip    int
 	reverse  bool
 	format   string
+	// whole: the diff is written into the plan, which its author wrote
+	// whole: it is read as a model's answer that finished normally is
+	// (patch.Options.Ended), never as one cut short.
+	whole bool
 }
 
 func (applyDiffType) Name() string { return "apply_diff" }
@@ -122,7 +126,8 @@ func (applyDiffType) Decode(d *engine.Decoder) engine.Step {
 		// A diff written into the plan is read now: one that cannot apply
 		// anywhere is the plan's mistake, not the run's.
 		if text, ok := s.diff.Literal(); ok {
-			if _, err := patch.Check([]byte(text), s.format); err != nil {
+			s.whole = true
+			if _, err := patch.CheckEnded([]byte(text), s.format); err != nil {
 				d.Errorf(d.Node("diff"), "diff: %v", err)
 			}
 		}
@@ -162,6 +167,7 @@ func (s *applyDiffStep) Run(ctx context.Context, sc *engine.StepContext) (engine
 		BackupID:    fmt.Sprintf("%s/%s-%d", sc.RunID, sc.Label, sc.Visit),
 		KeepBackups: s.keep,
 		Format:      s.format,
+		Ended:       s.whole,
 	}
 	if s.keep == 0 {
 		opt.KeepBackups = patch.KeepAllBackups

@@ -253,7 +253,6 @@ func TestApplyDiffStepDecode(t *testing.T) {
 		{"\n    diff: x\n    reverse_it: true", `unknown field "reverse_it"`},
 		// A diff written into the plan is read at load.
 		{"\n    diff: not a diff", `plan.yaml:5:11: diff: no diff found`},
-		{"\n    diff: |\n      --- a/x\n      +++ b/x\n      @@ -1,2 +1,2 @@\n      -a", `plan.yaml:5:11: diff: `},
 	} {
 		_, err := engine.Compile("plan.yaml", []byte("version: 1\nsteps:\n  - label: a\n    type: apply_diff"+tc.body+"\n"), Registry())
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -340,4 +339,33 @@ func listTree(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A diff written into the plan is whole, as its author wrote it: a last
+// hunk whose header miscounts its lines is read by its body, as for a
+// model's answer that finished normally, not refused as cut short.
+func TestApplyDiffStepPlanDiffIsWhole(t *testing.T) {
+	dir := applyWorkdir(t)
+	b, err := applyPlan(t, dir, `
+version: 1
+steps:
+  - label: apply
+    type: apply_diff
+    diff: |
+      --- a/pkg/add.go
+      +++ b/pkg/add.go
+      @@ -3,9 +3,9 @@
+       func Add(a, b int) int {
+      -	return a - b
+      +	return a + b
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, errs := applyVisits(t, b, "apply"); errs[0] != "" {
+		t.Fatalf("refused: %s", errs[0])
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "pkg", "add.go")); !strings.Contains(string(got), "return a + b") {
+		t.Errorf("not applied:\n%s", got)
+	}
 }
