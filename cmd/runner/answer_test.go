@@ -74,7 +74,7 @@ func TestInputWaitsForAnAnswer(t *testing.T) {
 		{`{"approve":true,"colour":"red"}`, `field "colour" is not in the form`},
 		{`{"approve":true,"reviewer":7}`, `field "reviewer": want a string`},
 		{`[true]`, `--json: want a JSON object of the form's fields: line 1, column 1: a list, want an object`},
-		{`{"approve": tru}`, `--json: want a JSON object of the form's fields: line 1, column 15: invalid character`},
+		{`{"approve": tru}`, `--json: want a JSON object of the form's fields: line 1, column 16: invalid character '}'`},
 	}
 	for _, c := range refused {
 		r := runCLI(t, wd, "answer", bb, "--step", "review", "--json", c.answer)

@@ -35,7 +35,13 @@ func Dial(sock, path string) (*Client, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		},
-		MaxIdleConnsPerHost: 4,
+		// A connection per request: a run that stops serving closes the
+		// connections it holds, and a request written to one kept idle
+		// here fails without saying whether the run read it. A request
+		// that must dial again fails to dial when the run is gone, which
+		// says it never reached the run (the request is then made on the
+		// file: internal/runs). A dial on a unix socket costs tens of µs.
+		DisableKeepAlives: true,
 	}
 	c := &Client{Socket: sock, http: &http.Client{Transport: tr}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
