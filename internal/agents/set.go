@@ -390,7 +390,7 @@ func (s *Set) bindLocked(b *board.Board) {
 	}
 	s.spawnMu.Lock()
 	s.spawned = 0
-	for _, st := range b.StepsShared() {
+	for st := range b.StepsBrief() {
 		if st.Spawned() {
 			s.spawned = max(s.spawned, spawnNumber(st.Label))
 		}

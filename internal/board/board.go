@@ -3,6 +3,7 @@ package board
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 	"sync"
@@ -28,7 +29,7 @@ type Board struct {
 	byRole     map[string][]int
 	byKey      map[string][]int
 	keys       map[string]*keyState
-	steps      []StepRecord
+	steps      stepRows
 	recordings []Recording
 	journal    *journal // nil: in memory only
 	pending    []*Entry // entries numbered but not yet indexed (FinishStep)
@@ -43,12 +44,14 @@ type Board struct {
 	// blobsKnown are the keys of the large strings the file and journal
 	// hold (store_blob.go): a journal line refers to these without repeating them.
 	blobsKnown map[string]bool
-	loadBlobs  *blobTable // while loading: the values of the file and journal
-	texts      texts      // the large strings held, once each (held.go)
-	readOnly   bool       // LoadForRead: writes refused
-	planSrc    []byte     // LoadLive: run.PlanSource, still quoted (Run unquotes it)
-	planAt     planAt     // LoadLive: where run.PlanSource is in the file (Run reads it)
-	spare      spare      // room for the indexes' small lists (index.go)
+	loadBlobs  *blobTable        // while loading: the values of the file and journal
+	texts      texts             // the large strings held, once each (held.go)
+	readOnly   bool              // LoadForRead: writes refused
+	planSrc    []byte            // LoadLive: run.PlanSource, still quoted (Run unquotes it)
+	planAt     planAt            // LoadLive: where run.PlanSource is in the file (Run reads it)
+	spare      spare             // room for the indexes' small lists (index.go)
+	packBuf    []byte            // scratch for packing (pack.go)
+	interned   map[string]string // packed texts shared (pack.go)
 }
 
 type keyState struct {
@@ -207,12 +210,13 @@ func (b *Board) writeLocked(e Entry, expect int64, handoff bool) (Entry, error) 
 	if err := b.logLocked(rec); err != nil {
 		return Entry{}, err
 	}
+	out := e // before indexLocked packs its meta
 	b.indexLocked(&e)
 	if c != nil {
 		b.indexLocked(c)
 	}
 	b.notifyLocked()
-	return e, nil
+	return out, nil
 }
 
 // prepareLocked checks a compare-and-set and numbers e, without changing
@@ -294,6 +298,7 @@ func (b *Board) indexLocked(e *Entry) {
 	if e.Section == ConflictSection {
 		b.indexConflictLocked(e, i)
 	}
+	b.packMeta(e)
 	if e.Key != "" {
 		b.byKey[e.Key] = b.spare.add(b.byKey[e.Key], i)
 		ks := b.keys[e.Key]
@@ -577,7 +582,7 @@ func (b *Board) AddStep(s StepRecord) error {
 	if err := b.logLocked(record{Step: &s}); err != nil {
 		return err
 	}
-	b.steps = append(b.steps, s)
+	b.steps.add(b.rowOf(&s))
 	b.notifyLocked()
 	return nil
 }
@@ -642,7 +647,7 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 	for _, e := range batch {
 		b.indexLocked(e)
 	}
-	b.steps = append(b.steps, s)
+	b.steps.add(b.rowOf(&s))
 	b.notifyLocked()
 	return nil
 }
@@ -651,9 +656,9 @@ func (b *Board) FinishStep(s StepRecord, e Entry, kvs ...*WriteOp) error {
 func (b *Board) Steps() []StepRecord {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	out := append([]StepRecord(nil), b.steps...)
+	out := make([]StepRecord, b.steps.len())
 	for i := range out {
-		out[i] = out[i].whole()
+		out[i] = b.steps.at(i).record().whole()
 	}
 	return out
 }
@@ -674,15 +679,44 @@ func (b *Board) AddRecording(r Recording) error {
 }
 
 // Recordings returns the recordings in the order they were made.
+// NumSteps is the number of step records.
+func (b *Board) NumSteps() int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.steps.len()
+}
+
+// StepsBrief yields the step records, oldest first, as Steps gives them
+// but without their inputs (Inputs nil) and one at a time: for readers
+// of a run's progress (a resume restoring its steps), to whom a copy of
+// every record, inputs built, was tens of megabytes at 100k steps. It
+// yields the records there were when it started.
+func (b *Board) StepsBrief() iter.Seq[StepRecord] {
+	return func(yield func(StepRecord) bool) {
+		b.mu.RLock()
+		n := b.steps.len()
+		b.mu.RUnlock()
+		for i := range n {
+			b.mu.RLock()
+			s := b.steps.at(i).record()
+			b.mu.RUnlock()
+			s.Inputs, s.packedInputs = nil, ""
+			if !yield(s.whole()) {
+				return
+			}
+		}
+	}
+}
+
 // LastStep is the step record added last, as the board keeps it (masked),
 // without copying the others.
 func (b *Board) LastStep() (StepRecord, bool) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if len(b.steps) == 0 {
+	if b.steps.len() == 0 {
 		return StepRecord{}, false
 	}
-	return b.steps[len(b.steps)-1].whole(), true
+	return b.steps.at(b.steps.len() - 1).record().whole(), true
 }
 
 // LastRecording is the recording added last, as the board keeps it.
@@ -711,7 +745,14 @@ func (b *Board) Recordings() []Recording {
 func (b *Board) StepsKeyed() []StepRecord {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return append([]StepRecord(nil), b.steps...)
+	out := make([]StepRecord, b.steps.len())
+	for i := range out {
+		out[i] = b.steps.at(i).record()
+		if out[i].packedInputs != "" {
+			out[i].Inputs, out[i].packedInputs = out[i].inputs(), ""
+		}
+	}
+	return out
 }
 
 // RecordingsKeyed returns the recordings as the board keeps them: each

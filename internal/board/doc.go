@@ -13,8 +13,10 @@
 //     (board.go, entry.go, index.go, id.go, value.go), keys and their
 //     checks (key.go), permissions, conflicts and change notices
 //     (shared.go), leases (lease.go) and agents' heartbeats
-//     (heartbeat.go), secret masking (redact.go), and the large strings held
-//     once in memory (held.go, stepsview.go).
+//     (heartbeat.go), secret masking (redact.go), the large strings held
+//     once in memory (held.go), and what the board keeps of each step
+//     small: step records as rows (steprow.go), small metas and inputs as
+//     their JSON (pack.go).
 //   - Storage, in the store_*.go files: blackboard.json and its journal
 //     (store_file.go, store_journal.go), their encoder and decoders
 //     (store_encode.go, store_decode.go, store_linedecode.go), large
@@ -25,8 +27,9 @@
 //
 // Storage is not a package of its own because it works on the board's
 // private representation, not on a copy of it: entries decoded lazily
-// (Entry.lazy), step records and recordings whose large strings are held
-// by key (StepRecord.held), the journal's watermark and the blobs it has
+// (Entry.lazy), metas kept packed (Entry.packedMeta), step records kept
+// as rows and recordings whose large strings are held by key
+// (StepRecord.held), the journal's watermark and the blobs it has
 // written (Board.journalN, Board.blobsKnown). An interface between the two would
 // either export all of that or copy it on every load and save, and the
 // loads and saves are tuned (bench_test.go, docs/benchmarks.md). What

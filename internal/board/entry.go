@@ -26,7 +26,8 @@ type Entry struct {
 	// Deleted marks a key's tombstone: the key reads as absent after it.
 	Deleted bool `json:"deleted,omitempty"`
 
-	lazy *lazyEntry // content and meta not decoded yet (LoadForRead)
+	lazy       *lazyEntry // content and meta not decoded yet (LoadForRead)
+	packedMeta string     // Meta as JSON, while the board keeps the entry (pack.go)
 }
 
 // Expired reports whether a keyed entry's TTL has run out at now.
@@ -71,6 +72,9 @@ type StepRecord struct {
 	// out.
 	held  held
 	built *built
+	// packedInputs: Inputs as JSON, while the board keeps the record
+	// (pack.go).
+	packedInputs string
 }
 
 // Spawned reports whether s is the visit of a sub-agent (see Agent):

@@ -335,6 +335,9 @@ func (s StepRecord) Whole() StepRecord { return s.whole() }
 
 // whole is s as it was given: its result built whole.
 func (s StepRecord) whole() StepRecord {
+	if s.packedInputs != "" {
+		s.Inputs, s.packedInputs = s.inputs(), ""
+	}
 	if s.held != nil {
 		s.Result = s.built.get(0, s.held, s.Result)
 		s.held, s.built = nil, nil

@@ -140,7 +140,9 @@ func appendEntry(b []byte, e *Entry, x *blobSink) ([]byte, error) {
 		return b, err
 	}
 	b = append(b, `,"meta":`...)
-	if b, err = appendJSON(b, e.Meta, x); err != nil {
+	if e.packedMeta != "" {
+		b = append(b, e.packedMeta...)
+	} else if b, err = appendJSON(b, e.Meta, x); err != nil {
 		return b, err
 	}
 	b = append(b, `,"ts":`...)
@@ -199,7 +201,10 @@ func appendStep(b []byte, s *StepRecord, x *blobSink) ([]byte, error) {
 		}
 		b = append(b, ']')
 	}
-	if len(s.Inputs) > 0 {
+	if s.packedInputs != "" {
+		b = append(b, `,"inputs":`...)
+		b = append(b, s.packedInputs...)
+	} else if len(s.Inputs) > 0 {
 		b = append(b, `,"inputs":`...)
 		if b, err = appendJSON(b, s.Inputs, x); err != nil {
 			return b, err

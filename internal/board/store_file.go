@@ -224,18 +224,20 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 		}
 		b.indexLocked(e.Entry)
 	}
-	b.steps = f.recs // read line by line: taken as they are, not copied
-	if b.steps == nil {
-		b.steps = make([]StepRecord, len(f.Steps))
+	recs := f.recs // read line by line
+	if recs == nil {
+		recs = make([]StepRecord, len(f.Steps))
 	}
 	for i, s := range f.Steps {
 		if err := f.table.resolveStep(s.StepRecord, s.Refs); err != nil {
 			return nil, err
 		}
 		if f.recs == nil {
-			b.steps[i] = *s.StepRecord
+			recs[i] = *s.StepRecord
 		}
 	}
+	b.steps = b.rowsOf(recs)
+	f.recs, f.Steps = nil, nil
 	b.recordings = make([]Recording, len(f.Recordings))
 	for i, r := range f.Recordings {
 		if err := f.table.resolveRec(r.get(), r.Refs); err != nil {
@@ -328,7 +330,7 @@ func (b *Board) foldJournal(path string) error {
 				b.indexLocked(e)
 			}
 			if rec.Step != nil {
-				b.steps = append(b.steps, *rec.Step)
+				b.steps.add(b.rowOf(rec.Step))
 			}
 		case rec.Rec != nil:
 			b.recordings = append(b.recordings, *rec.Rec)
@@ -416,7 +418,10 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 		w.WriteByte(']')
 	}
 	none := func(*blobSink, int) []byte { return nil }
-	list("steps", len(b.steps), none, func(s []byte, x *blobSink, i int) ([]byte, error) { return appendStep(s, &b.steps[i], x) })
+	list("steps", b.steps.len(), none, func(s []byte, x *blobSink, i int) ([]byte, error) {
+		r := b.steps.at(i).record()
+		return appendStep(s, &r, x)
+	})
 	list("entries", len(b.entries), func(x *blobSink, i int) []byte { return b.entries[i].rawLine(x) },
 		func(s []byte, x *blobSink, i int) ([]byte, error) {
 			e := b.entries[i]

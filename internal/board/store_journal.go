@@ -186,8 +186,9 @@ func (b *Board) holds(rec *record) bool {
 	}
 	if s := rec.Step; s != nil {
 		found := false
-		for i := len(b.steps) - 1; i >= 0 && !found; i-- {
-			found = b.steps[i].Label == s.Label && b.steps[i].Visit == s.Visit && b.steps[i].FinishedAt.Equal(s.FinishedAt)
+		for i := b.steps.len() - 1; i >= 0 && !found; i-- {
+			r := b.steps.at(i)
+			found = r.label == s.Label && r.visit == s.Visit && r.finished.Equal(s.FinishedAt)
 		}
 		if !found {
 			return false

@@ -55,7 +55,7 @@ func (h *entryHead) entry(line []byte, t *blobTable, e *Entry, lz *lazyEntry) er
 // loaded is the entry with its content and meta decoded.
 func (e *Entry) loaded() Entry {
 	if e.lazy == nil {
-		return *e
+		return e.unpacked()
 	}
 	in := entryIn{Entry: new(Entry)}
 	err := json.Unmarshal(e.lazy.line, &in)

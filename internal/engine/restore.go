@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"iter"
 
 	"github.com/planrunner/runner/internal/board"
 )
@@ -18,7 +19,7 @@ var ErrFinished = fmt.Errorf("the run has no step left to run")
 // failed under continue_on_error; an interrupted or failed step runs again
 // under the same visit number. Children that completed inside a group that
 // did not finish are not run again when the group is.
-func (r *Runner) Restore(records []board.StepRecord) (err error) {
+func (r *Runner) Restore(records iter.Seq[board.StepRecord]) (err error) {
 	if r.visits == nil { // sized once, as index below
 		r.visits = make(map[string]int, len(r.Prog.Steps))
 	}
@@ -28,9 +29,11 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		index[n.Label] = i
 	}
 	pending := map[string]map[string]board.StepRecord{}
+	var lastRec board.StepRecord // the last completed top-level step's
 	var last *board.StepRecord
-	for i := range records {
-		rec := &records[i]
+	steps := 0
+	for rec := range records {
+		steps++
 		if rec.Spawned() {
 			r.total.Add(1) // a sub-agent's visit counted for limits.max_steps; its step runs it again
 			continue
@@ -39,7 +42,7 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		if n == nil {
 			return fmt.Errorf("saved step %q is not in the plan", rec.Label)
 		}
-		if !completed(n, rec) {
+		if !completed(n, &rec) {
 			continue
 		}
 		if rec.Visit > r.visits[rec.Label] {
@@ -49,13 +52,13 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 		if n.item == nil && n.Each == nil && n.Sub == nil {
 			// Its view is built when an expression first names it
 			// (evaluator.need): most are never named again.
-			r.evalOf(n).deferView(n.localLabel(), n, rec)
+			r.evalOf(n).deferView(n.localLabel(), n, &rec)
 		} else {
 			res, err := decodeResult(n, rec.Result)
 			if err != nil {
 				return err
 			}
-			r.setView(n, *rec, res)
+			r.setView(n, rec, res)
 		}
 		if n.Children != nil || n.Seq != nil || n.Each != nil || n.Sub != nil {
 			delete(pending, n.Label) // the group finished: its children are history
@@ -64,9 +67,9 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 			if pending[rec.Parent] == nil {
 				pending[rec.Parent] = map[string]board.StepRecord{}
 			}
-			pending[rec.Parent][rec.Label] = *rec
+			pending[rec.Parent][rec.Label] = rec
 		} else {
-			last = rec
+			lastRec, last = rec, &lastRec
 		}
 	}
 	r.done = pending
@@ -90,7 +93,7 @@ func (r *Runner) Restore(records []board.StepRecord) (err error) {
 	}
 	defer func() {
 		if err == nil {
-			err = r.markResume(records, resumes+1)
+			err = r.markResume(steps, resumes+1)
 		}
 	}()
 	switch {
@@ -147,9 +150,9 @@ func (r *Runner) alreadyDone(group, child string) (board.StepRecord, bool) {
 
 // markResume records where the run was taken over, so that a replay ends
 // the first part there and goes on as the resumed run did.
-func (r *Runner) markResume(records []board.StepRecord, n int) error {
+func (r *Runner) markResume(steps, n int) error {
 	run := r.Board.Run()
-	mark, err := json.Marshal(ResumeMark{Steps: len(records), Entries: r.Board.Len(),
+	mark, err := json.Marshal(ResumeMark{Steps: steps, Entries: r.Board.Len(),
 		Recordings: len(r.Board.Recordings()), Status: run.Status, Error: run.Error})
 	if err != nil {
 		return err

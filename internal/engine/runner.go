@@ -314,12 +314,17 @@ type metaKey struct {
 }
 
 // stepMeta is the meta of a step visit's audit entry. One without an
-// error is shared by every entry alike: the board never changes a meta
-// it keeps (it copies one it adds to), and a map per step was a tenth
-// of a 100k-step run's memory.
+// error, on one of a step's first visits, is shared by every entry
+// alike: the board never changes a meta it keeps (it copies one it adds
+// to). Later visits of a loop get their own: kept, they would grow the
+// cache by one per visit, and the board keeps a meta as its JSON anyway.
 func (r *Runner) stepMeta(visit int, typ, status, errText string) map[string]any {
-	if errText != "" {
-		return map[string]any{"visit": visit, "type": typ, "status": status, "error": errText}
+	if errText != "" || visit >= len(visitMetas()) {
+		m := map[string]any{"visit": visit, "type": typ, "status": status}
+		if errText != "" {
+			m["error"] = errText
+		}
+		return m
 	}
 	k := metaKey{visit, typ, status}
 	r.metaMu.Lock()

@@ -92,19 +92,24 @@ func built(v any) any {
 }
 
 // savedStep is a completed step's saved record whose view is built on
-// first use.
+// first use. It holds what the view needs, not the record: the records a resume
+// restores from are the caller's, and a pointer into them kept them all
+// (their inputs too) for the whole run.
 type savedStep struct {
-	n   *Node
-	rec *board.StepRecord
+	n              *Node
+	status, errTxt string
+	visit          int
+	durMS          int64
+	result         json.RawMessage
 }
 
-// defer_ notes label's saved record, its view built on first use.
+// deferView notes label's saved record, its view built on first use.
 func (e *evaluator) deferView(label string, n *Node, rec *board.StepRecord) {
 	e.mu.Lock()
 	if e.saved == nil {
 		e.saved = map[string]savedStep{}
 	}
-	e.saved[label] = savedStep{n, rec}
+	e.saved[label] = savedStep{n: n, status: rec.Status, errTxt: rec.Error, visit: rec.Visit, durMS: rec.DurationMS, result: rec.Result}
 	e.mu.Unlock()
 }
 
@@ -133,11 +138,11 @@ func (e *evaluator) build(refs stepRefs) error {
 		if !ok {
 			return nil
 		}
-		res, err := decodeResult(s.n, s.rec.Result)
+		res, err := decodeResult(s.n, s.result)
 		if err != nil {
 			return err
 		}
-		e.steps[label] = withTimedOut(stateView(s.rec.Status, res.Output, s.rec.Error, s.rec.Visit, s.rec.DurationMS, orZero(res.Fields, s.n)), res)
+		e.steps[label] = withTimedOut(stateView(s.status, res.Output, s.errTxt, s.visit, s.durMS, orZero(res.Fields, s.n)), res)
 		delete(e.saved, label)
 		return nil
 	}

@@ -128,12 +128,12 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	defer r.running.close()
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
 		Observer: r.running, Output: env.Output}
-	done := b.StepsShared() // the board's, not a copy: Restore only reads them
-	if err := er.Restore(done); err != nil {
+	done := b.NumSteps()
+	if err := er.Restore(b.StepsBrief()); err != nil {
 		if errors.Is(err, engine.ErrFinished) && b.Run().Status == board.StatusRunning {
 			// Killed after its last step was saved, before its end was:
 			// the resume ends it, as the run would have.
-			log.Info().Int("steps_done", len(done)).Msg("ending the run: every step had run")
+			log.Info().Int("steps_done", done).Msg("ending the run: every step had run")
 			return &Result{Board: b, Prog: r.Prog, Agents: set, Log: log, Err: er.End()}, nil
 		}
 		if errors.Is(err, engine.ErrFinished) {
@@ -151,7 +151,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 		return nil, err
 	}
 	noteRun(b)
-	log.Info().Int("steps_done", len(done)).Msg("resuming")
+	log.Info().Int("steps_done", done).Msg("resuming")
 	res := &Result{Board: b, Prog: r.Prog, Agents: set, Log: log}
 	res.Err = er.Run(ctx)
 	res.outputs(er)

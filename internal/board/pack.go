@@ -1,0 +1,142 @@
+package board
+
+import (
+	"encoding/json"
+	"fmt"
+	"unsafe"
+)
+
+// The board keeps every entry and step record for the whole run, and
+// the small maps it is given were most of what a long run held: a meta
+// such as {"visit": 7, "type": "board", "status": "succeeded"} costs
+// about 350 bytes as a Go map and 50 as its JSON, and an entry and a
+// record are written per step. So a map of plain values (text shorter
+// than BlobMin, whole numbers of type int, booleans, null) is kept as
+// its JSON once the entry or record is the board's, and built again,
+// with the same Go types, when it is handed out. The JSON is the bytes
+// the file holds for it: saving writes them as they are.
+
+// packMeta keeps e's meta as its JSON when it holds plain values only.
+// Metas alike share their text (a run's step entries differ by visit
+// at most).
+func (b *Board) packMeta(e *Entry) {
+	if e.Meta == nil || e.lazy != nil || !plainValues(e.Meta) {
+		return
+	}
+	data, err := appendMap(b.packBuf[:0], e.Meta, nil)
+	if err != nil {
+		return
+	}
+	b.packBuf = data
+	e.packedMeta, e.Meta = b.intern(data), nil
+}
+
+// packInputs is packMeta for a step record's inputs.
+func (b *Board) packInputs(s *StepRecord) {
+	if len(s.Inputs) == 0 {
+		return
+	}
+	for _, v := range s.Inputs {
+		if len(v) >= BlobMin {
+			return
+		}
+	}
+	data, err := appendMap(b.packBuf[:0], s.Inputs, nil)
+	if err != nil {
+		return
+	}
+	b.packBuf = data
+	s.packedInputs, s.Inputs = string(data), nil
+}
+
+// internMax bounds the texts intern shares: enough for every distinct
+// meta of the steps of a plan, not one per visit of a long loop.
+const internMax = 4096
+
+func (b *Board) intern(data []byte) string {
+	if s, ok := b.interned[string(data)]; ok {
+		return s
+	}
+	s := string(data)
+	if len(b.interned) < internMax {
+		if b.interned == nil {
+			b.interned = map[string]string{}
+		}
+		b.interned[s] = s
+	}
+	return s
+}
+
+// plainValues reports whether every value of m is one a packed map
+// gives back as it was.
+func plainValues(m map[string]any) bool {
+	for _, v := range m {
+		switch v := v.(type) {
+		case nil, bool:
+		case string:
+			if len(v) >= BlobMin {
+				return false
+			}
+		case int:
+			if int64(v) > 1<<53 || int64(v) < -(1<<53) { // beyond, a float64 would not hold it exactly
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// meta is e's meta, built from its JSON if the board packed it.
+func (e *Entry) meta() map[string]any {
+	if e.packedMeta == "" {
+		return e.Meta
+	}
+	d := packedDec(e.packedMeta)
+	v, ok := d.anyValue(0)
+	m, isMap := v.(map[string]any)
+	if !ok || !isMap {
+		// A text with escapes: the fast reader leaves it to encoding/json.
+		m = nil
+		if err := json.Unmarshal([]byte(e.packedMeta), &m); err != nil || m == nil {
+			panic(fmt.Sprintf("board: a meta the board packed does not decode: %v: %s", err, e.packedMeta))
+		}
+	}
+	for k, v := range m {
+		if f, ok := v.(float64); ok {
+			m[k] = int(f) // every number packed was an int (plainValues)
+		}
+	}
+	return m
+}
+
+// unpacked is e with its meta a map again.
+func (e Entry) unpacked() Entry {
+	if e.packedMeta != "" {
+		e.Meta, e.packedMeta = e.meta(), ""
+	}
+	return e
+}
+
+// inputs is s's inputs, built from their JSON if the board packed them.
+func (s *StepRecord) inputs() map[string]string {
+	if s.packedInputs == "" {
+		return s.Inputs
+	}
+	d := packedDec(s.packedInputs)
+	m, ok := d.stringMap()
+	if !ok {
+		m = nil
+		if err := json.Unmarshal([]byte(s.packedInputs), &m); err != nil {
+			panic(fmt.Sprintf("board: inputs the board packed do not decode: %v: %s", err, s.packedInputs))
+		}
+	}
+	return m
+}
+
+// packedDec reads a packed text in place: the strings it gives share
+// its bytes, which nothing ever changes.
+func packedDec(s string) lineDec {
+	return lineDec{b: unsafe.Slice(unsafe.StringData(s), len(s)), alias: true}
+}

@@ -1,0 +1,232 @@
+package board
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The board keeps small metas and inputs as their JSON and step records
+// as rows (pack.go, steprow.go): what it hands out, and what it saves,
+// must be what it was given, with the same Go types.
+func TestPackedGivesBackWhatWasGiven(t *testing.T) {
+	big := strings.Repeat("x", BlobMin)
+	metas := []map[string]any{
+		{"visit": 7, "type": "board", "status": "succeeded"},
+		{"visit": -3, "ok": true, "none": nil, "text": "é \"quoted\" \n\u2028"},
+		{},
+		{"cost": 0.25},                     // a float: kept as given
+		{"usage": map[string]any{"in": 1}}, // nested: kept as given
+		{"big": big},                       // a large text: kept as given
+		{"n": int64(5)},                    // not an int: kept as given
+		nil,
+	}
+	inputs := []map[string]string{
+		{"key": "k1", "value": "hi \"me\" ✓"},
+		{"prompt": big},
+		{},
+		nil,
+	}
+	for _, reload := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reloaded %v", reload), func(t *testing.T) {
+			path := t.TempDir() + "/blackboard.json"
+			b, err := Create(path, Run{ID: "r", Status: StatusRunning}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []StepRecord
+			t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+			for i, m := range metas {
+				s := StepRecord{Label: fmt.Sprintf("s%d", i), Visit: i + 1, Type: "board", Status: "succeeded",
+					StartedAt: t0, FinishedAt: t0.Add(time.Second), DurationMS: 1000, Attempts: 1,
+					Result: json.RawMessage(`{"output":"x"}`), Inputs: inputs[i%len(inputs)]}
+				if i == 2 {
+					s.Parent, s.Goto, s.Error, s.Host, s.Delays = "g", "s0", "boom", "h1", []int64{10, 20}
+				}
+				if err := b.FinishStep(s, Entry{Section: "steps", Role: "step", Author: "runner", Label: s.Label, Meta: m},
+					&WriteOp{Key: fmt.Sprintf("k%d", i), Value: "v", Author: "runner", Meta: m, ExpectVersion: -1}); err != nil {
+					t.Fatal(err)
+				}
+				if len(s.Inputs) == 0 {
+					s.Inputs = nil // the file does not keep an empty map
+				}
+				want = append(want, s)
+			}
+			if reload {
+				if err := b.Save(); err != nil {
+					t.Fatal(err)
+				}
+				b.Close()
+				if b, err = Load(path); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := b.Steps()
+			if len(got) != len(want) {
+				t.Fatalf("%d steps, want %d", len(got), len(want))
+			}
+			for i := range want {
+				g := got[i]
+				if !g.StartedAt.Equal(want[i].StartedAt) || !g.FinishedAt.Equal(want[i].FinishedAt) {
+					t.Errorf("step %d: times %v %v, want %v %v", i, g.StartedAt, g.FinishedAt, want[i].StartedAt, want[i].FinishedAt)
+				}
+				g.StartedAt, g.FinishedAt = want[i].StartedAt, want[i].FinishedAt
+				if !reflect.DeepEqual(g, want[i]) {
+					t.Errorf("step %d:\n got %#v\nwant %#v", i, g, want[i])
+				}
+			}
+			i := 0
+			for s := range b.StepsBrief() {
+				w := want[i]
+				w.Inputs = nil // StepsBrief builds no inputs
+				s.StartedAt, s.FinishedAt = w.StartedAt, w.FinishedAt
+				if !reflect.DeepEqual(s, w) {
+					t.Errorf("StepsBrief %d:\n got %#v\nwant %#v", i, s, w)
+				}
+				i++
+			}
+			if i != len(want) || b.NumSteps() != len(want) {
+				t.Errorf("StepsBrief gave %d records, NumSteps %d; want %d", i, b.NumSteps(), len(want))
+			}
+			if last, _ := b.LastStep(); !reflect.DeepEqual(last.Inputs, want[len(want)-1].Inputs) {
+				t.Errorf("LastStep inputs %v, want %v", last.Inputs, want[len(want)-1].Inputs)
+			}
+			for i, s := range b.StepsKeyed() {
+				if !reflect.DeepEqual(s.Inputs, want[i].Inputs) {
+					t.Errorf("StepsKeyed %d: inputs %v, want %v", i, s.Inputs, want[i].Inputs)
+				}
+			}
+			for i, m := range metas {
+				if reload {
+					m = decoded(t, m) // a file gives JSON's types back
+				}
+				e, ok := b.Get(fmt.Sprintf("k%d", i))
+				if !ok || !reflect.DeepEqual(e.Meta, m) {
+					t.Errorf("Get k%d: meta %#v, want %#v", i, e.Meta, m)
+				}
+				steps := b.Query(Filter{Section: "steps", Label: fmt.Sprintf("s%d", i)})
+				if len(steps) != 1 || !reflect.DeepEqual(steps[0].Meta, m) {
+					t.Errorf("Query s%d: %+v, want meta %#v", i, steps, m)
+				}
+				if byID, _ := b.EntryByID(e.ID); !reflect.DeepEqual(byID.Meta, m) {
+					t.Errorf("EntryByID k%d: meta %#v, want %#v", i, byID.Meta, m)
+				}
+			}
+		})
+	}
+}
+
+// decoded is v as a JSON round trip gives it back.
+func decoded(t *testing.T, v map[string]any) map[string]any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A packed meta or input is saved as the bytes encoding it whole gives:
+// a run's file does not change with how the board kept its records.
+func TestPackedSavesTheSameBytes(t *testing.T) {
+	save := func(pack bool) []byte {
+		path := t.TempDir() + "/blackboard.json"
+		b, err := Create(path, Run{ID: "r"}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.SetClock(func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
+		for i := range 3 {
+			s := StepRecord{Label: "s", Visit: i + 1, Status: "succeeded", Inputs: map[string]string{"z": "1", "a": "\u00e9\t"}}
+			e := Entry{ID: fmt.Sprintf("id%d", i), Section: "steps", Role: "step", Author: "runner", Label: "s",
+				Meta: map[string]any{"visit": i + 1, "status": "succeeded", "x": nil, "ok": false}}
+			if err := b.FinishStep(s, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !pack {
+			for _, e := range b.entries {
+				*e = e.unpacked()
+			}
+			for i := range b.steps.len() {
+				r := b.steps.at(i).record().whole()
+				row := b.steps.at(i)
+				*row = b.rowOf(&r)
+				row.inputs = ""
+				row.rare = &stepRare{inputs: r.inputs()}
+			}
+		}
+		if err := b.Save(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return data
+	}
+	packed, whole := save(true), save(false)
+	if string(packed) != string(whole) {
+		t.Fatalf("the file differs:\npacked:\n%s\nwhole:\n%s", packed, whole)
+	}
+	if !strings.Contains(string(packed), `"meta":{"ok":false,"status":"succeeded","visit":2,"x":null}`) ||
+		!strings.Contains(string(packed), `"inputs":{"a":"é\t","z":"1"}`) {
+		t.Fatalf("the metas and inputs are not in the file as JSON encodes them:\n%s", packed)
+	}
+}
+
+// TestBoardKeepsLittlePerStep fails when what the board keeps for a
+// finished step (its record, its audit entry, a key's write) grows back
+// toward what it was before records were kept packed: 2.1 KB a step
+// here, 1.1 KB packed. With the collector's headroom, what is kept per
+// step sets a long run's peak.
+func TestBoardKeepsLittlePerStep(t *testing.T) {
+	const n = 20000
+	b, err := Create(t.TempDir()+"/blackboard.json", Run{ID: "r", Status: StatusRunning}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	step := func(i int) {
+		s := StepRecord{Label: "write", Visit: i, Type: "board", Status: "succeeded", StartedAt: t0, FinishedAt: t0,
+			Attempts: 1, Result: json.RawMessage(fmt.Sprintf(`{"output":"hi %d","key":"k%d","version":1,"found":true}`, i, i%1000)),
+			Inputs: map[string]string{"key": fmt.Sprintf("k%d", i%1000), "value": fmt.Sprintf("hi %d", i)}}
+		e := Entry{Section: "steps", Role: "step", Author: "runner", Label: "write", Content: fmt.Sprintf("hi %d", i),
+			Meta: map[string]any{"visit": i, "type": "board", "status": "succeeded"}}
+		kv := &WriteOp{Key: fmt.Sprintf("k%d", i%1000), Value: fmt.Sprintf("hi %d", i), Author: "runner", Label: "write",
+			Role: "step", Meta: map[string]any{"visit": i}, ExpectVersion: -1}
+		if err := b.FinishStep(s, e, kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 1000; i++ { // the keys exist: what follows adds versions
+		step(i)
+	}
+	before := heapNow()
+	for i := 1001; i <= 1000+n; i++ {
+		step(i)
+	}
+	per := (heapNow() - before) / n
+	runtime.KeepAlive(b)
+	t.Logf("%d bytes kept per step", per)
+	if per > 1400 {
+		t.Fatalf("the board keeps %d bytes per finished step, want at most 1400", per)
+	}
+}
+
+func heapNow() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
