@@ -3,6 +3,7 @@ package board
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -10,11 +11,11 @@ import (
 // the small maps it is given were most of what a long run held: a meta
 // such as {"visit": 7, "type": "board", "status": "succeeded"} costs
 // about 350 bytes as a Go map and 50 as its JSON, and an entry and a
-// record are written per step. So a map of plain values (text shorter
-// than BlobMin, whole numbers of type int, booleans, null) is kept as
-// its JSON once the entry or record is the board's, and built again,
-// with the same Go types, when it is handed out. The JSON is the bytes
-// the file holds for it: saving writes them as they are.
+// record are written per step. So a map of plain values (valid UTF-8
+// text shorter than BlobMin, whole numbers of type int, booleans, null)
+// is kept as its JSON once the entry or record is the board's, and
+// built again, with the same Go types, when it is handed out. The JSON
+// is the bytes the file holds for it: saving writes them as they are.
 
 // packMeta keeps e's meta as its JSON when it holds plain values only.
 // Metas alike share their text (a run's step entries differ by visit
@@ -36,8 +37,8 @@ func (b *Board) packInputs(s *StepRecord) {
 	if len(s.Inputs) == 0 {
 		return
 	}
-	for _, v := range s.Inputs {
-		if len(v) >= BlobMin {
+	for k, v := range s.Inputs {
+		if len(v) >= BlobMin || !utf8.ValidString(k) || !utf8.ValidString(v) {
 			return
 		}
 	}
@@ -70,11 +71,14 @@ func (b *Board) intern(data []byte) string {
 // plainValues reports whether every value of m is one a packed map
 // gives back as it was.
 func plainValues(m map[string]any) bool {
-	for _, v := range m {
+	for k, v := range m {
+		if !utf8.ValidString(k) {
+			return false
+		}
 		switch v := v.(type) {
 		case nil, bool:
 		case string:
-			if len(v) >= BlobMin {
+			if len(v) >= BlobMin || !utf8.ValidString(v) { // JSON would mend it
 				return false
 			}
 		case int:
