@@ -133,7 +133,16 @@ func CompileChecked(path string, src []byte, reg *Registry) (*Program, error) {
 }
 
 func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, error) {
-	plan, err := plans.Parse(path, src)
+	// A plan checked before has its steps' YAML read one step at a time
+	// (plans.ParseLean): most of its steps are never decoded again, and
+	// the whole tree was most of a resume's peak. A plan compiled whole
+	// reads the tree once: reading each step twice cost a run a tenth
+	// more CPU, and its peak is set by its records, at the end.
+	parse := plans.Parse
+	if deferred {
+		parse = plans.ParseLean
+	}
+	plan, err := parse(path, src)
 	var list plans.Errors
 	if err != nil {
 		if !errors.As(err, &list) {
@@ -197,6 +206,18 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.Step, scope *Scope) []*Node {
 	out := make([]*Node, 0, len(steps))
 	for _, s := range steps {
+		// A step whose YAML the parse let go of (plans.ParseLean) is read
+		// again from the text here, one step's tree at a time, and lets
+		// go of it once compiled. A plan compiled by CompileChecked reads
+		// a step's YAML only for the fields compiled now; its type
+		// decodes it when it first runs (decodeLater).
+		letGo := s.LetGo() && s.Node == nil
+		if letGo && (!p.deferDecode || needsNodes(s)) {
+			if err := p.Plan.RestoreNodes(s); err != nil {
+				r.AtPos(s.Line, 1, "%v", err)
+				continue
+			}
+		}
 		n := &Node{Step: s, agents: p.agents, tools: p.tools, inEach: scope != p.scope}
 		if s.Label != "" {
 			p.nodes[s.Label] = n
@@ -247,7 +268,9 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			n.Kind = t
 			if p.deferDecode && s.Type != plans.CallType {
 				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, own, t)}
-				p.undecoded = append(p.undecoded, s)
+				if !s.LetGo() {
+					p.undecoded = append(p.undecoded, s)
+				}
 				break
 			}
 			d := newDecoder(p.Plan, s, r, own)
@@ -262,9 +285,20 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			// tree and the compiled steps are not both whole at once.
 			s.Node, s.TypeNode = nil, nil
 		}
+		// A group's steps in a CompileChecked plan keep their YAML for
+		// decodeLater (Program.undecoded) until the plan is compiled.
+		if letGo && (!p.deferDecode || (s.Parallel == nil && s.Steps == nil)) {
+			s.DropNodes()
+		}
 		out = append(out, n)
 	}
 	return out
+}
+
+// needsNodes is whether compiling s reads its YAML beyond what its type
+// decodes: fields every step may have, and the steps inside it.
+func needsNodes(s *plans.Step) bool {
+	return s.If != nil || s.ForEach != nil || s.Retry != nil || s.Write != nil || s.Parallel != nil || s.Steps != nil
 }
 
 // trimWrapper removes a ${{ }} around a whole bare expression.

@@ -158,3 +158,38 @@ func TestSameExpressionErrorsAtEachStep(t *testing.T) {
 		t.Errorf("problems at %v, want %v; all:\n%v", lines, want, err)
 	}
 }
+
+// TestCompileCheckedKeepsNoTree fails when a plan compiled for a resume
+// (CompileChecked) holds its steps' YAML: each step is decoded when it
+// first runs, from its lines read again, so what stays per step is the
+// step as parsed and its node, not its tree: 2,300 bytes a step here,
+// 4,250 when it kept the tree, which then made most of a resume's peak.
+func TestCompileCheckedKeepsNoTree(t *testing.T) {
+	const n = 3000
+	src := bigPlan(n)
+	reg := registry()
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	if _, err := engine.CompileChecked("big.yaml", src, reg); err != nil { // warm the caches
+		t.Fatal(err)
+	}
+	before := live()
+	prog, err := engine.CompileChecked("big.yaml", src, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perStep := float64(live()-before) / n
+	runtime.KeepAlive(prog)
+	t.Logf("%.0f bytes live per step", perStep)
+	if perStep > 3000 {
+		t.Errorf("a compiled plan keeps %.0f bytes per step, want at most 3000 (its steps' YAML let go)", perStep)
+	}
+	// And each step still decodes, from its lines, when it runs.
+	if _, err := prog.Node("s1").DecodeForTest(); err != nil {
+		t.Error(err)
+	}
+}

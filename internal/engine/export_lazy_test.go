@@ -13,3 +13,7 @@ const ProgCacheSize = progCacheSize
 
 // CachedPrograms is how many compiled programs p's cache holds.
 func CachedPrograms(p *Program) int { return p.progs.len() }
+
+// DecodeForTest is n's decoded step, decoding it now if it was left to
+// its first run (CompileChecked).
+func (n *Node) DecodeForTest() (Step, error) { return n.impl() }

@@ -39,8 +39,18 @@ func (n *Node) impl() (Step, error) {
 // are the step's error.
 func decodeLater(plan *plans.Plan, s *plans.Step, file string, scope *Scope, t Type) func() (Step, error) {
 	return func() (Step, error) {
+		at := s
+		if s.LetGo() {
+			// Read again from the plan's text (plans.ParseLean), into a
+			// copy: steps first run together read theirs together.
+			f, err := plan.Reparse(s)
+			if err != nil {
+				return nil, err
+			}
+			at = f
+		}
 		r := &plans.Reporter{File: file}
-		d := newDecoder(plan, s, r, scope)
+		d := newDecoder(plan, at, r, scope)
 		d.spec = SpecOf(t)
 		impl := t.Decode(d)
 		d.finish()

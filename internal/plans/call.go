@@ -184,7 +184,7 @@ func loadCallee(r *Reporter, p *Plan, pn *yaml.Node, path string) (string, *Plan
 		r.At(pn, "plan %s: %v (the path is relative to %s)", path, err, filepath.Dir(absPath(p.Path)))
 		return file, nil
 	}
-	callee, err := parse(file, src, &loadState{chain: append(append([]string(nil), st.chain...), abs)})
+	callee, err := parse(file, src, &loadState{chain: append(append([]string(nil), st.chain...), abs)}, false)
 	if err != nil {
 		var list Errors
 		if !asErrors(err, &list) {

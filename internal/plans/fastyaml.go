@@ -26,12 +26,18 @@ import (
 // one collection's scalars share an allocation, but each collection node
 // is allocated alone, so a step's tree can be freed once it is compiled
 // while the rest of the plan is still being read.
-func fastYAML(src string) (doc *yaml.Node, ok bool) {
+func fastYAML(src string) (doc *yaml.Node, ok bool) { return fastYAMLWith(src, 0, nil) }
+
+// fastYAMLWith is fastYAML for a source whose first line is line0+1 of
+// its file (a step read again from its plan's text), handing the items
+// of the root mapping's "steps" block list to steps as they are read
+// when steps is not nil.
+func fastYAMLWith(src string, line0 int, steps *fySteps) (doc *yaml.Node, ok bool) {
 	if !fastYAMLChars(src) {
 		return nil, false
 	}
 	s := strings.TrimPrefix(src, "\ufeff")
-	p := &fyParser{s: s}
+	p := &fyParser{s: s, line0: line0, steps: steps, bom: len(src) - len(s)}
 	defer func() {
 		if r := recover(); r != nil {
 			if _, mine := r.(fyNotMine); !mine {
@@ -100,6 +106,23 @@ type fyParser struct {
 	vals  []yaml.Node
 	depth int
 	endAt int // where a "..." line ends the document, if one does
+	line0 int // the line before the source's first in its file
+	bom   int // the bytes of a byte order mark before s in the source
+	// steps, when set, takes the root mapping's "steps" list item by item
+	// (stepsNext: the block being read is that list).
+	steps     *fySteps
+	stepsNext bool
+}
+
+// fySteps takes a plan's steps as they are read, so that a large plan's
+// whole tree is never in memory at once: item gets each item of the root
+// mapping's "steps" block list, with where its lines are in the source
+// (from the start of its dash's line to the start of the next item's,
+// or the list's end), and the item is left out of the tree; list is then
+// that list's node, its content empty.
+type fySteps struct {
+	item func(n *yaml.Node, off, end, line int)
+	list *yaml.Node
 }
 
 // nest counts a level of collections: yaml.v3 refuses deep nesting
@@ -212,7 +235,7 @@ func (p *fyParser) col(i int) int {
 }
 
 func (p *fyParser) document() *yaml.Node {
-	p.line = 0
+	p.line = p.line0
 	p.setLine(0)
 	doc := &yaml.Node{Kind: yaml.DocumentNode}
 	for p.ls < len(p.s) {
@@ -294,9 +317,11 @@ func (p *fyParser) rest(i int) {
 func (p *fyParser) block(parent int, indentless bool) *yaml.Node {
 	p.nest()
 	defer p.unnest()
+	steps := p.stepsNext
+	p.stepsNext = false
 	i := p.ls + p.ind
 	if p.dash(i) {
-		return p.sequence(p.ind, indentless && p.ind == parent)
+		return p.sequence(p.ind, indentless && p.ind == parent, steps)
 	}
 	if p.ind <= parent {
 		notMine()
@@ -309,16 +334,20 @@ func (p *fyParser) dash(i int) bool {
 	return p.s[i] == '-' && (i+1 == p.le || p.s[i+1] == ' ')
 }
 
-// sequence reads a block sequence whose dashes are at column c.
-func (p *fyParser) sequence(c int, indentless bool) *yaml.Node {
+// sequence reads a block sequence whose dashes are at column c; steps:
+// it is the plan's steps list, handed to p.steps item by item.
+func (p *fyParser) sequence(c int, indentless, steps bool) *yaml.Node {
 	n := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: p.line, Column: c + 1}
+	if steps {
+		p.steps.list = n
+	}
 	base := p.mark()
 	for {
 		i := p.ls + c
 		if p.ind != c || !p.dash(i) {
 			break
 		}
-		dashLine, dashCol := p.line, p.col(i)
+		dashLine, dashCol, start := p.line, p.col(i), p.ls
 		j := i + 1
 		for j < p.le && p.s[j] == ' ' {
 			j++
@@ -331,6 +360,9 @@ func (p *fyParser) sequence(c int, indentless bool) *yaml.Node {
 			}
 		} else {
 			p.inline(j, c, true)
+		}
+		if steps {
+			p.handOn(start, dashLine)
 		}
 		if p.ls >= len(p.s) {
 			break
@@ -350,6 +382,26 @@ func (p *fyParser) sequence(c int, indentless bool) *yaml.Node {
 	}
 	n.Content = p.collect(base)
 	return n
+}
+
+// handOn gives the steps list's item just read, which started on line
+// at start, to p.steps, leaving it out of the tree.
+func (p *fyParser) handOn(start, line int) {
+	end := p.ls
+	if end >= len(p.s) && p.endAt > 0 {
+		end = p.endAt
+	}
+	last := len(p.ptrs) - 1
+	item := p.ptrs[last]
+	p.ptrs[last] = nil
+	p.ptrs = p.ptrs[:last]
+	if item == nil { // a scalar: not a step, which the caller says
+		v := p.vals[len(p.vals)-1]
+		p.vals[len(p.vals)-1] = yaml.Node{}
+		p.vals = p.vals[:len(p.vals)-1]
+		item = &v
+	}
+	p.steps.item(item, p.bom+start, p.bom+end, line)
 }
 
 // mapping reads a block mapping whose first key starts at i.
@@ -372,6 +424,8 @@ func (p *fyParser) mapping(i int) *yaml.Node {
 			if !p.advance() || !p.content() || p.ind < c || (p.ind == c && !p.dash(p.ls+c)) {
 				p.scalar(yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: colonLine, Column: colonCol})
 			} else {
+				// The root mapping's steps: handed on item by item.
+				p.stepsNext = p.steps != nil && p.depth == 1 && k.Value == "steps" && p.steps.list == nil
 				p.coll(p.block(c, true))
 			}
 		} else {

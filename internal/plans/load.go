@@ -38,19 +38,58 @@ func Load(path string) (*Plan, error) {
 // callers may go on checking it (the engine decodes step types) and report
 // all problems together.
 func Parse(path string, src []byte) (*Plan, error) {
-	return parse(path, src, nil)
+	return parse(path, src, nil, false)
+}
+
+// ParseLean is Parse for a caller that compiles the plan step by step: a
+// top-level step written in the plan's block list of steps lets go of its
+// YAML as soon as it is read, so that a large plan's whole tree is never
+// in memory at once. Such a step (LetGo) has its nodes read again from
+// the plan's text by RestoreNodes or Reparse. A step that calls a plan
+// keeps its own, as does every step of a plan written in YAML only
+// yaml.v3 reads (anchors, tags, flow style at the top).
+func ParseLean(path string, src []byte) (*Plan, error) {
+	return parse(path, src, nil, true)
 }
 
 // parse is Parse of a file called from the chain st holds (nil: the plan
 // that is run).
-func parse(path string, src []byte, st *loadState) (*Plan, error) {
+func parse(path string, src []byte, st *loadState, lean bool) (*Plan, error) {
 	sum := sha256.Sum256(src)
 	// One copy of the text, kept for the run: what the fast reader gives
 	// a step (its scalars) is slices of it, and the board records it.
 	text := string(src)
 	p := &Plan{Path: path, Source: text, SHA256: hex.EncodeToString(sum[:]), labels: map[string]*Step{}, load: st}
 	r := &Reporter{File: path}
-	doc, dec, yerr := parseYAMLStream(path, src, text)
+	var fs *fySteps
+	var streamed []*Step
+	read := 0 // items of the list handed on
+	if lean {
+		fs = &fySteps{item: func(n *yaml.Node, off, end, line int) {
+			i := read
+			read++
+			if !checkNodes(r, n) {
+				return
+			}
+			s := parseStep(r, p, n, nil)
+			if s == nil {
+				return
+			}
+			s.Index = i
+			if !s.hasCall() {
+				s.text = textSpan{off: off, end: end, line: line}
+				s.DropNodes()
+			}
+			streamed = append(streamed, s)
+		}}
+	}
+	doc, dec, yerr := parseYAMLStream(path, src, text, fs)
+	if fs != nil && fs.list == nil && read > 0 {
+		// fastYAML gave up after some steps: yaml.v3 reads them all
+		// again, into the tree.
+		streamed, r.List = nil, nil
+		p.labels, p.calls = map[string]*Step{}, nil
+	}
 	if yerr != nil {
 		r.List = append(r.List, yerr)
 		return p, r.Err()
@@ -103,6 +142,10 @@ func parse(path string, src []byte, st *loadState) (*Plan, error) {
 		case "board":
 			p.Board = parseBoardOptions(r, f.Value)
 		case "steps":
+			if fs != nil && fs.list != nil && f.Value == fs.list {
+				p.Steps = streamed
+				break
+			}
 			p.Steps = parseSteps(r, p, f.Value, nil)
 		case "outputs":
 			p.Outputs = parseOutputs(r, f.Value)
@@ -262,6 +305,7 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 	if fields == nil {
 		return nil
 	}
+	s.Line = n.Line
 	has := fieldMap(fields)
 	if ln, ok := has.get("label"); ok {
 		if l, ok := String(r, ln, "label"); ok {
@@ -273,8 +317,7 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			case reservedLabels[l]:
 				r.At(ln, "label %q is reserved for goto", l)
 			case p.labels[l] != nil:
-				prev := p.labels[l].Node
-				r.At(ln, "label %q is already used by the step at line %d", l, prev.Line)
+				r.At(ln, "label %q is already used by the step at line %d", l, p.labels[l].Line)
 			default:
 				p.labels[l] = s
 			}

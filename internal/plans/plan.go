@@ -120,7 +120,15 @@ type Step struct {
 	Call   *Call
 	Parent *Step
 	Index  int // position among its siblings
+	Line   int // the line its mapping starts on
+	// text is where a top-level step is in the plan's text when
+	// ParseLean let go of its YAML (LetGo).
+	text textSpan
 }
+
+// textSpan is a run of whole lines of a plan's text: from off to end
+// (bytes), the first being line.
+type textSpan struct{ off, end, line int }
 
 // Retry re-runs a failing step.
 type Retry struct {
@@ -345,36 +353,55 @@ func (p *Plan) DropNodes() {
 		}
 	}
 	for _, s := range p.AllSteps() {
-		s.Node, s.TypeNode = nil, nil
-		if s.If != nil {
-			s.If.Node = nil
-		}
-		if s.Retry != nil {
-			s.Retry.Node = nil
-			if s.Retry.Until != nil {
-				s.Retry.Until.Node = nil
-			}
-		}
-		if s.Write != nil {
-			s.Write.KeyNode = nil
-		}
-		if s.ForEach != nil {
-			s.ForEach.Node = nil
-		}
-		s.NeedsNode = nil
-		if s.Call != nil {
-			s.Call.Node = nil
-			for i := range s.Call.Vars {
-				s.Call.Vars[i].Node = nil
-			}
-			if s.Call.Plan != nil {
-				s.Call.Plan.DropNodes()
-			}
-		}
+		s.dropOwnNodes()
 	}
 	for i := range p.Outputs {
 		p.Outputs[i].Expr.Node = nil
 	}
+	p.dropToolNodes()
+}
+
+// DropNodes lets go of the YAML nodes of s and the steps inside it.
+func (s *Step) DropNodes() {
+	s.dropOwnNodes()
+	for _, c := range s.Parallel {
+		c.DropNodes()
+	}
+	for _, c := range s.Steps {
+		c.DropNodes()
+	}
+}
+
+func (s *Step) dropOwnNodes() {
+	s.Node, s.TypeNode = nil, nil
+	if s.If != nil {
+		s.If.Node = nil
+	}
+	if s.Retry != nil {
+		s.Retry.Node = nil
+		if s.Retry.Until != nil {
+			s.Retry.Until.Node = nil
+		}
+	}
+	if s.Write != nil {
+		s.Write.KeyNode = nil
+	}
+	if s.ForEach != nil {
+		s.ForEach.Node = nil
+	}
+	s.NeedsNode = nil
+	if s.Call != nil {
+		s.Call.Node = nil
+		for i := range s.Call.Vars {
+			s.Call.Vars[i].Node = nil
+		}
+		if s.Call.Plan != nil {
+			s.Call.Plan.DropNodes()
+		}
+	}
+}
+
+func (p *Plan) dropToolNodes() {
 	for _, t := range p.Tools {
 		t.Node, t.KeyNode, t.Parameters, t.Command = nil, nil, nil, nil
 		if t.Call != nil {

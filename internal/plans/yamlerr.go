@@ -26,7 +26,7 @@ var (
 
 // parseYAML parses src into a node tree, or returns the positioned error.
 func parseYAML(path string, src []byte) (*yaml.Node, *Error) {
-	doc, _, err := parseYAMLStream(path, src, string(src))
+	doc, _, err := parseYAMLStream(path, src, string(src), nil)
 	return doc, err
 }
 
@@ -35,12 +35,19 @@ func parseYAML(path string, src []byte) (*yaml.Node, *Error) {
 // without parsing the first one again (a second parse of the whole plan
 // was a tenth of a profiled run). The decoder is nil when the source was
 // read by fastYAML, which reads only sources of one document.
-func parseYAMLStream(path string, src []byte, text string) (*yaml.Node, *yaml.Decoder, *Error) {
+//
+// steps, when not nil, takes the plan's steps as fastYAML reads them
+// (fySteps); when fastYAML does not read the source, its list stays nil
+// and the tree holds every step.
+func parseYAMLStream(path string, src []byte, text string, steps *fySteps) (*yaml.Node, *yaml.Decoder, *Error) {
 	if !utf8.Valid(src) {
 		return nil, nil, invalidUTF8(path, src)
 	}
-	if doc, ok := fastYAML(text); ok {
+	if doc, ok := fastYAMLWith(text, 0, steps); ok {
 		return doc, nil, nil
+	}
+	if steps != nil {
+		steps.list = nil
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
