@@ -741,18 +741,25 @@ func (b *Board) Recordings() []Recording {
 
 // StepsKeyed returns the step records as the board keeps them: each
 // string of BlobMin bytes or more in a result left as its key, as
-// RecordingsKeyed does; Whole gives one whole.
+// RecordingsKeyed does, and small inputs left as their JSON (Inputs nil);
+// Whole gives one whole.
 func (b *Board) StepsKeyed() []StepRecord {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	out := make([]StepRecord, b.steps.len())
 	for i := range out {
 		out[i] = b.steps.at(i).record()
-		if out[i].packedInputs != "" {
-			out[i].Inputs, out[i].packedInputs = out[i].inputs(), ""
-		}
 	}
 	return out
+}
+
+// StepKeyed is step record i (from 0, oldest first; see NumSteps) as
+// StepsKeyed gives it: for a reader that keeps where the records are
+// rather than a copy of them all (a replay's script of a 100k-step run).
+func (b *Board) StepKeyed(i int) StepRecord {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.steps.at(i).record()
 }
 
 // RecordingsKeyed returns the recordings as the board keeps them: each

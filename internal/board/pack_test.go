@@ -104,8 +104,11 @@ func TestPackedGivesBackWhatWasGiven(t *testing.T) {
 				t.Errorf("LastStep inputs %v, want %v", last.Inputs, want[len(want)-1].Inputs)
 			}
 			for i, s := range b.StepsKeyed() {
-				if !reflect.DeepEqual(s.Inputs, want[i].Inputs) {
-					t.Errorf("StepsKeyed %d: inputs %v, want %v", i, s.Inputs, want[i].Inputs)
+				if !reflect.DeepEqual(s.Whole().Inputs, want[i].Inputs) {
+					t.Errorf("StepsKeyed %d, whole: inputs %v, want %v", i, s.Whole().Inputs, want[i].Inputs)
+				}
+				if !reflect.DeepEqual(b.StepKeyed(i).Whole().Inputs, want[i].Inputs) {
+					t.Errorf("StepKeyed(%d), whole: inputs %v, want %v", i, b.StepKeyed(i).Whole().Inputs, want[i].Inputs)
 				}
 			}
 			for i, m := range metas {

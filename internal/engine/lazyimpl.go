@@ -12,9 +12,10 @@ import (
 // checked whole when the run started) has each step decoded by its type
 // when the step first runs, not when the plan loads: resuming a
 // 100k-step run to re-run one step would spend a fifth of its CPU
-// decoding steps that had all run already. The step keeps its part of
-// the YAML tree until then. Calls are decoded at once: compiling a call
-// reads its callee.
+// decoding steps that had all run already. A top-level step's YAML is
+// read again from the plan's text then (plans.ParseLean, Plan.Reparse);
+// a step inside a group keeps its part of the YAML tree until then.
+// Calls are decoded at once: compiling a call reads its callee.
 
 // lazyImpl is a step's Impl, decoded once, on first use.
 type lazyImpl struct {

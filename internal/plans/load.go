@@ -77,7 +77,7 @@ func parse(path string, src []byte, st *loadState, lean bool) (*Plan, error) {
 			}
 			s.Index = i
 			if !s.hasCall() {
-				s.text = textSpan{off: off, end: end, line: line}
+				s.text = textSpan{off: int32(off), end: int32(end), line: int32(line)}
 				s.DropNodes()
 			}
 			streamed = append(streamed, s)

@@ -127,8 +127,9 @@ type Step struct {
 }
 
 // textSpan is a run of whole lines of a plan's text: from off to end
-// (bytes), the first being line.
-type textSpan struct{ off, end, line int }
+// (bytes), the first being line. A plan's text is read whole, far under
+// 2 GiB (readlimit.Plan).
+type textSpan struct{ off, end, line int32 }
 
 // Retry re-runs a failing step.
 type Retry struct {

@@ -43,10 +43,10 @@ func (p *Plan) Reparse(s *Step) (*Step, error) {
 	if t.end == 0 {
 		return nil, fmt.Errorf("step %s: its YAML was not let go of, so it is not read again", s.Label)
 	}
-	if t.end > len(p.Source) {
+	if int(t.end) > len(p.Source) {
 		return nil, fmt.Errorf("step %s: its lines (from line %d) are not in the plan's text", s.Label, t.line)
 	}
-	doc, ok := fastYAMLWith(p.Source[t.off:t.end], t.line-1, nil)
+	doc, ok := fastYAMLWith(p.Source[t.off:t.end], int(t.line)-1, nil)
 	if !ok || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.SequenceNode || len(doc.Content[0].Content) != 1 {
 		return nil, fmt.Errorf("step %s: its lines (from line %d) no longer read as one step", s.Label, t.line)
 	}

@@ -42,7 +42,7 @@ var errDiverged = errors.New("replay diverged")
 func newChecker(s *script) *checker {
 	n := 0
 	for _, g := range s.segs {
-		n += len(g.records)
+		n += g.len()
 	}
 	// Sized for the recording: grown step by step, its rehashing was the
 	// part of a replay's per-step check that grew with the run.
@@ -68,7 +68,7 @@ func (c *checker) StepFinished(now board.StepRecord) {
 	}
 	k := visitKey{now.Label, now.Visit}
 	g := c.s.cur()
-	was, ok := g.last[k]
+	was, ok := g.record(k)
 	c.mu.Lock()
 	c.seen[segKey{c.s.seg, k}] = true
 	c.path = append(c.path, k)
@@ -177,8 +177,8 @@ func (c *checker) verdict(runErr error, replayed *board.Board) *Divergence {
 		return nil
 	}
 	for i, g := range c.s.segs[:c.s.seg+1] {
-		for _, s := range g.records {
-			if finished(s) && !c.seen[segKey{i, visitKey{s.Label, s.Visit}}] {
+		for j := range g.len() {
+			if s := g.at(j); finished(s) && !c.seen[segKey{i, visitKey{s.Label, s.Visit}}] {
 				return &Divergence{Kind: KindPath, Label: s.Label, Visit: s.Visit, Path: c.pathLocked("", 0),
 					Message: "the replay ended, but the recording goes on with this step visit"}
 			}

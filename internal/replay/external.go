@@ -89,9 +89,8 @@ type external struct {
 
 func newExternals(rec *board.Board) *externals {
 	x := &externals{}
-	// Keyed (board.StepsKeyed): the steps' labels and statuses only, and
-	// the outside writes built whole, not every large answer.
-	steps := rec.StepsKeyed()
+	// The outside writes built whole, not every large answer.
+	steps := rec.NumSteps()
 	for _, r := range rec.RecordingsKeyed() {
 		if r.Kind != KindExternal {
 			continue
@@ -104,18 +103,18 @@ func newExternals(rec *board.Board) *externals {
 		w := external{after: r.Call, e: e}
 		var at externalWhere
 		if len(r.Request) > 0 && json.Unmarshal(r.Request, &at) == nil && at.AfterRun != "" {
-			w.last = r.Call >= len(steps)
+			w.last = r.Call >= steps
 			if w.last {
 				w.where = fmt.Sprintf("after the run ended (%s)", at.AfterRun)
 			} else {
 				w.where = fmt.Sprintf("after the run stopped (%s), before it was resumed", at.AfterRun)
 			}
 		} else {
-			w.where = between(steps, r.Call)
+			w.where = between(rec, steps, r.Call)
 		}
 		x.writes = append(x.writes, w)
 	}
-	x.writes = append(x.writes, unrecorded(rec, x.writes, len(steps))...)
+	x.writes = append(x.writes, unrecorded(rec, x.writes, steps)...)
 	// In the order they came: their place among the steps, then their
 	// place on the board.
 	sort.SliceStable(x.writes, func(i, j int) bool {
@@ -153,16 +152,16 @@ func unrecorded(rec *board.Board, known []external, steps int) []external {
 }
 
 // between says where a write that came after the first n step records
-// stands among them.
-func between(steps []board.StepRecord, n int) string {
-	name := func(s board.StepRecord) string { return fmt.Sprintf("%s#%d", s.Label, s.Visit) }
+// stands among the recording's steps step records.
+func between(rec *board.Board, steps, n int) string {
+	name := func(i int) string { s := rec.StepKeyed(i); return fmt.Sprintf("%s#%d", s.Label, s.Visit) }
 	switch {
-	case n <= 0 || len(steps) == 0:
+	case n <= 0 || steps == 0:
 		return "before the first step"
-	case n >= len(steps):
-		return "after step " + name(steps[len(steps)-1])
+	case n >= steps:
+		return "after step " + name(steps-1)
 	}
-	return fmt.Sprintf("between steps %s and %s", name(steps[n-1]), name(steps[n]))
+	return fmt.Sprintf("between steps %s and %s", name(n-1), name(n))
 }
 
 // apply makes the outside writes that came before the board held more

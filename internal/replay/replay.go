@@ -215,7 +215,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			}
 		}
 		chk.mu.Lock()
-		chk.steps = len(b.StepsKeyed())
+		chk.steps = b.NumSteps()
 		chk.mu.Unlock()
 		runErr = r.Run(ctx)
 		if err := set.Close(); err != nil { // a fork's live part may have started MCP servers
@@ -259,18 +259,28 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 // their commands for real. A group, or a label the program does not
 // have, is the interpreter's: ReplayRerun, its steps replayed each as its
 // own type says.
+//
+// The Caps of labels that are not the plan's own are remembered: finding
+// their node builds it. A plan label's node is one lookup, not worth a
+// copy of every label of a 100k-step plan.
 func StepCaps(prog *engine.Program) func(label string) engine.Caps {
 	var mu sync.Mutex // the live part of a fork asks from parallel children
 	known := map[string]engine.Caps{}
+	of := func(label string) engine.Caps {
+		if n := prog.Node(label); n != nil && n.Kind != nil {
+			return engine.CapsOf(n.Kind)
+		}
+		return engine.Caps{Replay: engine.ReplayRerun}
+	}
 	return func(label string) engine.Caps {
+		if !strings.ContainsAny(label, "[/") {
+			return of(label)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		c, ok := known[label]
 		if !ok {
-			c = engine.Caps{Replay: engine.ReplayRerun}
-			if n := prog.Node(label); n != nil && n.Kind != nil {
-				c = engine.CapsOf(n.Kind)
-			}
+			c = of(label)
 			known[label] = c
 		}
 		return c
@@ -280,7 +290,7 @@ func StepCaps(prog *engine.Program) func(label string) engine.Caps {
 // nextVisitOf is the visit of label the replay stopped at.
 func (s *script) nextVisitOf(b *board.Board, label string) int {
 	n := 0
-	for _, r := range b.StepsKeyed() {
+	for r := range b.StepsBrief() {
 		if r.Label == label && r.Visit > n && finished(r) {
 			n = r.Visit
 		}
@@ -418,7 +428,7 @@ func forkExists(rec *board.Board, label string, visit int) error {
 	base, _, isItem := engine.SplitItemLabel(label)
 	head, _, inItem := strings.Cut(label, "/")
 	ihead, _, headIsItem := engine.SplitItemLabel(head)
-	for _, s := range rec.StepsKeyed() {
+	for s := range rec.StepsBrief() {
 		if s.Label == label {
 			if s.Visit == visit {
 				return nil

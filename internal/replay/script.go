@@ -16,18 +16,38 @@ type visitKey struct {
 
 // segment is the part of a recording between two resumes: a run, then
 // each `runner resume` of it.
+//
+// A segment holds where its records are in the recording, not copies of
+// them: replaying a 100k-step run held each record twice (in order, and
+// by visit), a third of the replay's memory.
 type segment struct {
-	records  []board.StepRecord
-	last     map[visitKey]board.StepRecord // the last record of each visit
-	children map[visitKey][]string         // a group visit's children, in the order they finished
-	groups   map[visitKey]bool             // group visits with a child in this segment
-	status   string                        // how the segment ended: succeeded, failed, interrupted, running (killed)
+	rec      *board.Board
+	from, to int                   // its records: rec's from to to-1
+	last     map[visitKey]int      // the last record of each visit
+	children map[visitKey][]string // a group visit's children, in the order they finished
+	groups   map[visitKey]bool     // group visits with a child in this segment
+	status   string                // how the segment ended: succeeded, failed, interrupted, running (killed)
 	err      string
 	mark     *engine.ResumeMark // what the resume after it found (nil for the last segment)
 }
 
 // complete reports whether the segment ran to its own end, so that a visit
 // it does not have is a different path rather than the recording running out.
+// record is the segment's last record of visit k.
+func (s *segment) record(k visitKey) (board.StepRecord, bool) {
+	i, ok := s.last[k]
+	if !ok {
+		return board.StepRecord{}, false
+	}
+	return s.rec.StepKeyed(i), true
+}
+
+// len is how many records the segment holds.
+func (s *segment) len() int { return s.to - s.from }
+
+// at is the segment's record i, from 0.
+func (s *segment) at(i int) board.StepRecord { return s.rec.StepKeyed(s.from + i) }
+
 func (s *segment) complete() bool {
 	return s.status == board.StatusSucceeded || s.status == board.StatusFailed
 }
@@ -68,7 +88,7 @@ func newScript(rec *board.Board, caps func(string) engine.Caps, timeout time.Dur
 	run := rec.Run()
 	// Keyed: a large result stays its key (compared by it, check.go) and
 	// is built whole only when a step is served from it (Result).
-	steps := rec.StepsKeyed()
+	steps := rec.NumSteps()
 	start := 0
 	for _, r := range rec.RecordingsKeyed() {
 		switch r.Kind {
@@ -101,14 +121,14 @@ func newScript(rec *board.Board, caps func(string) engine.Caps, timeout time.Dur
 			}
 		case engine.KindResume:
 			var m engine.ResumeMark
-			if json.Unmarshal(r.Response, &m) != nil || m.Steps < start || m.Steps > len(steps) {
+			if json.Unmarshal(r.Response, &m) != nil || m.Steps < start || m.Steps > steps {
 				continue
 			}
-			s.segs = append(s.segs, newSegment(steps[start:m.Steps], m.Status, m.Error, &m, parent))
+			s.segs = append(s.segs, newSegment(rec, start, m.Steps, m.Status, m.Error, &m, parent))
 			start = m.Steps
 		}
 	}
-	s.segs = append(s.segs, newSegment(steps[start:], run.Status, run.Error, nil, parent))
+	s.segs = append(s.segs, newSegment(rec, start, steps, run.Status, run.Error, nil, parent))
 	s.virtual.Store(run.StartedAt.UnixNano())
 	return s
 }
@@ -118,11 +138,12 @@ func newScript(rec *board.Board, caps func(string) engine.Caps, timeout time.Dur
 // marked entered too, since a part cut short may hold only the
 // grandchildren of a group (an item's steps in a for_each sequence inside
 // a parallel group).
-func newSegment(records []board.StepRecord, status, errText string, m *engine.ResumeMark, parent func(string) string) *segment {
-	g := &segment{records: records, last: make(map[visitKey]board.StepRecord, len(records)), children: map[visitKey][]string{},
+func newSegment(rec *board.Board, from, to int, status, errText string, m *engine.ResumeMark, parent func(string) string) *segment {
+	g := &segment{rec: rec, from: from, to: to, last: make(map[visitKey]int, to-from), children: map[visitKey][]string{},
 		groups: map[visitKey]bool{}, status: status, err: errText, mark: m}
-	for _, r := range records {
-		g.last[visitKey{r.Label, r.Visit}] = r
+	for i := from; i < to; i++ {
+		r := rec.StepKeyed(i)
+		g.last[visitKey{r.Label, r.Visit}] = i
 		if r.Parent != "" && !r.Spawned() { // a child's visit is its group's (a sub-agent's is its step's, no group)
 			k := visitKey{r.Parent, r.Visit}
 			g.children[k] = append(g.children[k], r.Label)
@@ -157,8 +178,7 @@ func (s *script) now() time.Time {
 }
 
 func (s *script) record(label string, visit int) (board.StepRecord, bool) {
-	r, ok := s.cur().last[visitKey{label, visit}]
-	return r, ok
+	return s.cur().record(visitKey{label, visit})
 }
 
 // Items is the item list a for_each visit had (engine.ItemsScript).
@@ -262,7 +282,7 @@ func (s *script) Cut(label string, visit int) error {
 	}
 	g := s.cur()
 	k := visitKey{label, visit}
-	r, ok := g.last[k]
+	r, ok := g.record(k)
 	switch {
 	case g.groups[k]:
 		return nil // a group is cut through its children
@@ -284,7 +304,7 @@ func (s *script) CutAfter(label string, visit int) error {
 	}
 	g := s.cur()
 	k := visitKey{label, visit}
-	if r, ok := g.last[k]; !ok || !g.groups[k] || !engine.Interrupted(r) {
+	if r, ok := g.record(k); !ok || !g.groups[k] || !engine.Interrupted(r) {
 		return nil
 	}
 	if engine.IsTimeout(g.err) && s.timeout > 0 {
