@@ -25,6 +25,8 @@ type Entry struct {
 	TTL     *float64       `json:"ttl_s"`
 	// Deleted marks a key's tombstone: the key reads as absent after it.
 	Deleted bool `json:"deleted,omitempty"`
+	// metaFloats: packedMeta's numbers are float64s, not ints (pack.go).
+	metaFloats bool
 
 	lazy       *lazyEntry // content and meta not decoded yet (LoadForRead)
 	packedMeta string     // Meta as JSON, while the board keeps the entry (pack.go)

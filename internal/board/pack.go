@@ -3,6 +3,7 @@ package board
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -16,12 +17,19 @@ import (
 // is kept as its JSON once the entry or record is the board's, and
 // built again, with the same Go types, when it is handed out. The JSON
 // is the bytes the file holds for it: saving writes them as they are.
+// A meta's numbers are all ints or all float64s (what a saved run's
+// metas hold once read): its JSON does not say which, the entry does
+// (metaFloats).
 
 // packMeta keeps e's meta as its JSON when it holds plain values only.
 // Metas alike share their text (a run's step entries differ by visit
 // at most).
 func (b *Board) packMeta(e *Entry) {
-	if e.Meta == nil || e.lazy != nil || !plainValues(e.Meta) {
+	if e.Meta == nil || e.lazy != nil {
+		return
+	}
+	ok, floats := plainValues(e.Meta)
+	if !ok {
 		return
 	}
 	data, err := appendMap(b.packBuf[:0], e.Meta, nil)
@@ -29,7 +37,7 @@ func (b *Board) packMeta(e *Entry) {
 		return
 	}
 	b.packBuf = data
-	e.packedMeta, e.Meta = b.intern(data), nil
+	e.packedMeta, e.Meta, e.metaFloats = b.intern(data), nil, floats
 }
 
 // packInputs is packMeta for a step record's inputs.
@@ -69,27 +77,37 @@ func (b *Board) intern(data []byte) string {
 }
 
 // plainValues reports whether every value of m is one a packed map
-// gives back as it was.
-func plainValues(m map[string]any) bool {
+// gives back as it was, and whether its numbers are float64s (false:
+// none, or ints). A map with both is not packed.
+func plainValues(m map[string]any) (ok, floats bool) {
+	ints := false
 	for k, v := range m {
 		if !utf8.ValidString(k) {
-			return false
+			return false, false
 		}
 		switch v := v.(type) {
 		case nil, bool:
 		case string:
 			if len(v) >= BlobMin || !utf8.ValidString(v) { // JSON would mend it
-				return false
+				return false, false
 			}
 		case int:
 			if int64(v) > 1<<53 || int64(v) < -(1<<53) { // beyond, a float64 would not hold it exactly
-				return false
+				return false, false
 			}
+			ints = true
+		case float64:
+			// JSON gives a finite float64 back exactly (the shortest
+			// text that reads as it); NaN and infinities it cannot hold.
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return false, false
+			}
+			floats = true
 		default:
-			return false
+			return false, false
 		}
 	}
-	return true
+	return !(ints && floats), floats
 }
 
 // meta is e's meta, built from its JSON if the board packed it.
@@ -107,6 +125,9 @@ func (e *Entry) meta() map[string]any {
 			panic(fmt.Sprintf("board: a meta the board packed does not decode: %v: %s", err, e.packedMeta))
 		}
 	}
+	if e.metaFloats {
+		return m
+	}
 	for k, v := range m {
 		if f, ok := v.(float64); ok {
 			m[k] = int(f) // every number packed was an int (plainValues)
@@ -118,7 +139,7 @@ func (e *Entry) meta() map[string]any {
 // unpacked is e with its meta a map again.
 func (e Entry) unpacked() Entry {
 	if e.packedMeta != "" {
-		e.Meta, e.packedMeta = e.meta(), ""
+		e.Meta, e.packedMeta, e.metaFloats = e.meta(), "", false
 	}
 	return e
 }

@@ -20,7 +20,9 @@ func TestPackedGivesBackWhatWasGiven(t *testing.T) {
 		{"visit": 7, "type": "board", "status": "succeeded"},
 		{"visit": -3, "ok": true, "none": nil, "text": "é \"quoted\" \n\u2028"},
 		{},
-		{"cost": 0.25},                     // a float: kept as given
+		{"cost": 0.25}, // a float
+		{"x": 1.0, "y": 1e21, "z": 5e-324, "w": -2.5, "s": "t", "b": false}, // floats, as a saved run's metas are read
+		{"n": 1, "f": 0.5},                 // an int and a float: kept as given
 		{"usage": map[string]any{"in": 1}}, // nested: kept as given
 		{"big": big},                       // a large text: kept as given
 		{"n": int64(5)},                    // not an int: kept as given
@@ -256,4 +258,51 @@ func heapNow() int64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
+}
+
+// TestLoadedBoardKeepsLittlePerStep is TestBoardKeepsLittlePerStep for a
+// saved run read whole (a replay's recording, a report, board get): its
+// metas come back from the file with float64 numbers, kept as their JSON
+// too: 1,400 bytes a step here, 2,140 when they were maps.
+func TestLoadedBoardKeepsLittlePerStep(t *testing.T) {
+	const n = 20000
+	path := t.TempDir() + "/blackboard.json"
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for i := 1; i <= n; i++ {
+		s := StepRecord{Label: fmt.Sprintf("s%d", i), Visit: 1, Type: "board", Status: "succeeded", StartedAt: t0, FinishedAt: t0,
+			Attempts: 1, Result: json.RawMessage(fmt.Sprintf(`{"output":"hi %d","key":"k%d","version":1,"found":true}`, i, i)),
+			Inputs: map[string]string{"key": fmt.Sprintf("k%d", i), "value": fmt.Sprintf("hi %d", i)}}
+		e := Entry{Section: "steps", Role: "step", Author: "runner", Label: s.Label, Content: fmt.Sprintf("hi %d", i),
+			Meta: map[string]any{"visit": 1, "type": "board", "status": "succeeded", "cost_usd": 0.001}}
+		kv := &WriteOp{Key: fmt.Sprintf("k%d", i), Value: fmt.Sprintf("hi %d", i), Author: "runner", Label: s.Label,
+			Role: "step", Meta: map[string]any{"visit": i}, ExpectVersion: -1}
+		if err := b.FinishStep(s, e, kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b = nil
+	before := heapNow()
+	lb, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := (heapNow() - before) / n
+	if lb.NumSteps() != n {
+		t.Fatalf("loaded %d steps, want %d", lb.NumSteps(), n)
+	}
+	t.Logf("%d bytes kept per step", per)
+	if e, ok := lb.Get("k7"); !ok || e.Meta["visit"] != 7.0 {
+		t.Errorf("k7's meta %v, want visit 7 as a float64, as read from the file", e.Meta)
+	}
+	runtime.KeepAlive(lb)
+	if per > 1700 {
+		t.Fatalf("a loaded board keeps %d bytes per step, want at most 1700", per)
+	}
 }
