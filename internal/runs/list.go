@@ -195,6 +195,10 @@ func relPlanAbs(abs, plan string) string {
 	return plan
 }
 
+// afterSummaryRead, set by tests, runs once summarizeAbs has read a
+// run's file: where a run that ends in the meantime is seen.
+var afterSummaryRead func(path string)
+
 // summarizeAbs summarizes the run at path, its plan's path as saved;
 // ownID takes its id from the file rather than its directory's name (a
 // run saved elsewhere, --out).
@@ -220,6 +224,9 @@ func summarizeAbs(path, id string, ownID bool) Summary {
 		s.Status, s.Error = "unknown", err.Error()
 		return s
 	}
+	if afterSummaryRead != nil {
+		afterSummaryRead(path)
+	}
 	if run := b.Run(); ownID && run.ID != "" {
 		s.ID = run.ID
 	}
@@ -228,9 +235,17 @@ func summarizeAbs(path, id string, ownID bool) Summary {
 	case s.Status == board.StatusRunning:
 		if liveOwner(path) {
 			s.Live = true
-		} else {
-			s.Status = board.StatusInterrupted
+			break
 		}
+		// Its owner was gone when asked. It may have ended after the file
+		// was read: read it again, which says how it ended if it did. A
+		// file that still says running has no owner left to change it.
+		if again, err := board.Load(path); err == nil && again.Run().Status != board.StatusRunning {
+			b = again
+			summarizeBoard(&s, b)
+			break
+		}
+		s.Status = board.StatusInterrupted
 	case run.FinishedAt != nil && resumedNow(path, *run.FinishedAt):
 		// A resume runs it: its file still says how it last stopped
 		// (waiting, failed, interrupted) until the resume ends.
