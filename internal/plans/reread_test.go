@@ -39,37 +39,26 @@ var leanCases = []struct {
 // its steps' YAML read again from its text, differs from the plan Parse
 // reads: a step, a field, a node's position or value, or a problem.
 func TestParseLeanReadsWhatParseReads(t *testing.T) {
-	srcs := map[string]struct {
+	type source struct {
 		src   string
 		letGo int // -1: the first step must keep its YAML, 1: let go, 0: either
-	}{}
+	}
+	srcs := map[string]source{}
 	for _, c := range leanCases {
 		w := -1
 		if c.letGo {
 			w = 1
 		}
-		srcs[c.name] = struct {
-			src   string
-			letGo int
-		}{c.src, w}
+		srcs[c.name] = source{c.src, w}
 	}
 	for path, src := range repoYAML(t) {
-		srcs[path] = struct {
-			src   string
-			letGo int
-		}{string(src), 0}
+		srcs[path] = source{string(src), 0}
 	}
 	for i := range 40 {
 		src := planfuzz.Plan(rand.New(rand.NewPCG(uint64(i), 11)), 5+i%20, planfuzz.Options{Cross: i%2 == 0})
-		srcs[fmt.Sprintf("planfuzz %d", i)] = struct {
-			src   string
-			letGo int
-		}{src, 0}
+		srcs[fmt.Sprintf("planfuzz %d", i)] = source{src, 0}
 	}
-	srcs["genresume"] = struct {
-		src   string
-		letGo int
-	}{string(genresume(t, 60)), 1}
+	srcs["genresume"] = source{string(genresume(t, 60)), 1}
 	lean := 0
 	for name, c := range srcs {
 		want, werr := Parse("p.yaml", []byte(c.src))
