@@ -35,10 +35,38 @@ func (s *Step) hasCall() bool {
 	return false
 }
 
-// Reparse reads step s of p (LetGo) again from p's text: a new Step equal
-// to s, with its YAML nodes and those of the steps inside it. s is left
-// as it is, so steps may be read again concurrently.
+// Reparse reads step s of p again from p's text: a new Step equal to s,
+// with its YAML nodes and those of the steps inside it. s is a step that
+// let go of its YAML (LetGo) or one inside it. s is left as it is, so
+// steps may be read again concurrently.
 func (p *Plan) Reparse(s *Step) (*Step, error) {
+	var path []*Step // from s up to the top-level step, which has the text
+	top := s
+	for top.Parent != nil {
+		path = append(path, top)
+		top = top.Parent
+	}
+	f, err := p.reparseTop(top)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(path) - 1; i >= 0; i-- {
+		var in *Step
+		for _, c := range append(f.Parallel[:len(f.Parallel):len(f.Parallel)], f.Steps...) {
+			if c.Index == path[i].Index && c.Label == path[i].Label {
+				in = c
+			}
+		}
+		if in == nil {
+			return nil, fmt.Errorf("step %s: read again, %s no longer holds it", s.Label, f.Label)
+		}
+		f = in
+	}
+	return f, nil
+}
+
+// reparseTop is Reparse of a top-level step.
+func (p *Plan) reparseTop(s *Step) (*Step, error) {
 	t := s.text
 	if t.end == 0 {
 		return nil, fmt.Errorf("step %s: its YAML was not let go of, so it is not read again", s.Label)
@@ -63,7 +91,7 @@ func (p *Plan) Reparse(s *Step) (*Step, error) {
 // RestoreNodes gives step s of p (LetGo) and the steps inside it their
 // YAML nodes again, read from p's text, until DropNodes.
 func (p *Plan) RestoreNodes(s *Step) error {
-	f, err := p.Reparse(s)
+	f, err := p.reparseTop(s)
 	if err != nil {
 		return err
 	}

@@ -73,6 +73,26 @@ func TestParseLeanReadsWhatParseReads(t *testing.T) {
 		if first := got.Steps[0].LetGo(); c.letGo == 1 && !first || c.letGo == -1 && first {
 			t.Errorf("%s: first step lets go of its YAML: %v, want %v", name, first, c.letGo == 1)
 		}
+		// Any step, at any depth, read again alone is the step as Parse
+		// reads it (a report reads one input step's prompt so).
+		wantAll := want.AllSteps()
+		for i, s := range got.AllSteps() {
+			top := s
+			for top.Parent != nil {
+				top = top.Parent
+			}
+			if !top.LetGo() || i >= len(wantAll) {
+				continue
+			}
+			f, err := got.Reparse(s)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				continue
+			}
+			if d := sameStep(f, wantAll[i]); d != "" {
+				t.Errorf("%s: step %s read again alone: %s", name, s.Label, d)
+			}
+		}
 		for _, s := range got.Steps {
 			if s.LetGo() {
 				lean++

@@ -106,6 +106,11 @@ func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, clocks
 	}
 	if a.Question == "" && plan != nil {
 		if ps := plan.Lookup(rec.Label); ps != nil {
+			if ps.Node == nil { // let go of (plans.ParseLean)
+				if f, err := plan.Reparse(ps); err == nil {
+					ps = f
+				}
+			}
 			a.Question = strings.TrimSpace(field(ps.Node, "prompt"))
 			a.FromPlan = strings.Contains(a.Question, "${{") // else it is the question asked
 		}

@@ -226,7 +226,9 @@ func build(b *board.Board, opt Options) *view {
 		types = steps.Registry()
 	}
 	shows := func(typ string) engine.Shows { return types.Caps(typ).Shows }
-	plan, _ := plans.Parse(run.PlanPath, []byte(run.PlanSource))
+	// Lean: the page needs the plan's steps, and the YAML of the few
+	// that ask a person (their prompt), read again for those.
+	plan, _ := plans.ParseLean(run.PlanPath, []byte(run.PlanSource))
 	if plan != nil {
 		v.PlanName, v.PlanDesc = plan.Name, strings.TrimSpace(plan.Description)
 	}
