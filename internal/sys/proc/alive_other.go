@@ -25,6 +25,7 @@ func (*stepCgroup) populated() bool              { return false }
 func (*stepCgroup) procs() []int                 { return nil }
 func (*stepCgroup) kill() error                  { return nil }
 func (*stepCgroup) close()                       {}
+func (*stepCgroup) started()                     {}
 func (*stepCgroup) path() string                 { return "" }
 func runCgroupPath() string                      { return "" }
 func removeStepsCgroups() bool                   { return true }

@@ -1,10 +1,13 @@
 package proc
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -88,5 +91,63 @@ func TestFindCgroup(t *testing.T) {
 		if got != tt.want || (tt.want == "") != (err != nil) {
 			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
 		}
+	}
+}
+
+// TestRunningStepsHoldNoCgroupDirectory: while steps run, runner holds no
+// descriptor of their cgroups' directories. Each process runner starts
+// gets a copy of its descriptors, which its exec closes one by one: with
+// one held per running step, what a step's start costs grew with the
+// steps running beside it.
+func TestRunningStepsHoldNoCgroupDirectory(t *testing.T) {
+	parent, why := stepsCgroupDir()
+	if parent == "" {
+		testtool.Missing(t, "a writable cgroup v2", "run the tests as root, or in a delegated cgroup: "+why)
+	}
+	const n = 8
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Run(ctx, Spec{Script: "echo up; exec sleep 300", Stdout: io.Discard, Grace: time.Second})
+		}()
+	}
+	defer func() { cancel(); wg.Wait() }()
+	inSteps := func() (procs int, fds []string) {
+		filepath.WalkDir(parent, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.Name() == "cgroup.procs" && strings.Contains(p, "/runner-") {
+				if b, err := os.ReadFile(p); err == nil {
+					procs += len(strings.Fields(string(b)))
+				}
+			}
+			return nil
+		})
+		ents, _ := os.ReadDir("/proc/self/fd")
+		for _, e := range ents {
+			if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, parent+"/runner-") {
+				fds = append(fds, l)
+			}
+		}
+		return procs, fds
+	}
+	// A step holds its cgroup's directory until its process has started:
+	// once all are running, none may be held for long.
+	deadline := time.Now().Add(30 * time.Second)
+	var runningSince time.Time
+	for {
+		procs, fds := inSteps()
+		switch {
+		case procs >= n && len(fds) == 0:
+			return
+		case procs >= n && runningSince.IsZero():
+			runningSince = time.Now()
+		case procs >= n && time.Since(runningSince) > 5*time.Second:
+			t.Fatalf("with %d steps running, runner holds %d descriptors of their cgroups: %v", n, len(fds), fds)
+		case time.Now().After(deadline):
+			t.Fatalf("%d of %d steps' processes running after 30 s", procs, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

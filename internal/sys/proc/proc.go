@@ -196,6 +196,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		started.Store(cmd.Process.Pid, true)
 		wd.arm(cmd.Process.Pid)
 	}
+	// Under startMu: no other step's process is started while the
+	// cgroup's directory is open, so none gets a copy of it.
+	cg.started()
 	startMu.Unlock()
 	// Deferred before the cgroup's close runs (defers run last first):
 	// the watchdog goes once the step's processes are gone or kept.
