@@ -156,6 +156,11 @@ type stepCgroup struct {
 	// closed a thousand of them.
 	fd     int
 	killed atomic.Bool // cgroup.kill was written (by the group's stop)
+	// emptied: populated found no process. Nothing enters a cgroup but
+	// what runner clones into it or what a process in it starts, so it
+	// stays empty until the next step's start: asked again (the step's
+	// stop, then its close), the answer needs no read of the kernel's.
+	emptied atomic.Bool
 }
 
 // Steps' cgroups live under one cgroup of runner's (made at the first
@@ -192,6 +197,7 @@ func newStepCgroup(token string) (*stepCgroup, string) {
 			return nil, err.Error()
 		}
 		c.fd = fd
+		c.emptied.Store(false)
 		return c, ""
 	}
 	if sc.dir == "" {
@@ -286,12 +292,19 @@ func (c *stepCgroup) read(name string, buf []byte) ([]byte, error) {
 // leaves it while it exits (before it is a zombie); the caller waits for
 // those by pidfd.
 func (c *stepCgroup) populated() bool {
+	if c.emptied.Load() {
+		return false
+	}
 	var buf [128]byte
 	b, err := c.read("cgroup.events", buf[:])
 	if err != nil {
 		return false
 	}
-	return bytes.Contains(b, []byte("populated 1"))
+	if bytes.Contains(b, []byte("populated 1")) {
+		return true
+	}
+	c.emptied.Store(true)
+	return false
 }
 
 // procs are the pids in the cgroup.
