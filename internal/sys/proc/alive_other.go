@@ -26,6 +26,7 @@ func (*stepCgroup) procs() []int                 { return nil }
 func (*stepCgroup) kill() error                  { return nil }
 func (*stepCgroup) close()                       {}
 func (*stepCgroup) started()                     {}
+func (*stepCgroup) open() bool                   { return false }
 func (*stepCgroup) path() string                 { return "" }
 func runCgroupPath() string                      { return "" }
 func removeStepsCgroups() bool                   { return true }

@@ -149,11 +149,9 @@ func probeCgroup(dir string) error {
 type stepCgroup struct {
 	parent, dir string // runner's own cgroup, and the step's
 	// fd is the directory, open only while the step's first process is
-	// cloned into it (CLONE_INTO_CGROUP; -1 after). Every process runner
-	// starts gets a copy of runner's descriptors that its exec then
-	// closes, and closing a directory's costs more than a pipe's: with a
-	// directory held per running step, each child of a group of 1,000
-	// closed a thousand of them.
+	// cloned into it (CLONE_INTO_CGROUP; -1 before and after): every
+	// process runner starts gets a copy of runner's descriptors that its
+	// exec then closes (see Run).
 	fd     int
 	killed atomic.Bool // cgroup.kill was written (by the group's stop)
 	// emptied: populated found no process. Nothing enters a cgroup but
@@ -191,12 +189,6 @@ func newStepCgroup(token string) (*stepCgroup, string) {
 	if n := len(sc.free); n > 0 {
 		c := sc.free[n-1]
 		sc.free = sc.free[:n-1]
-		fd, err := unix.Open(c.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			unix.Rmdir(c.dir)
-			return nil, err.Error()
-		}
-		c.fd = fd
 		c.emptied.Store(false)
 		return c, ""
 	}
@@ -211,12 +203,7 @@ func newStepCgroup(token string) (*stepCgroup, string) {
 	if err := unix.Mkdir(dir, 0o755); err != nil {
 		return nil, err.Error()
 	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		unix.Rmdir(dir)
-		return nil, err.Error()
-	}
-	return &stepCgroup{parent: parent, dir: dir, fd: fd}, ""
+	return &stepCgroup{parent: parent, dir: dir, fd: -1}, ""
 }
 
 // removeStepsCgroups removes the steps' cgroups kept for later steps and
@@ -254,6 +241,17 @@ func (c *stepCgroup) path() string {
 		return ""
 	}
 	return c.dir
+}
+
+// open opens the directory for the step's start (see fd); false when it
+// cannot be opened.
+func (c *stepCgroup) open() bool {
+	fd, err := unix.Open(c.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	c.fd = fd
+	return true
 }
 
 // started lets go of the directory once the step's first process is in
@@ -341,6 +339,9 @@ func (c *stepCgroup) kill() error {
 // once killed (Linux 6.18 does). Processes kept on purpose (keep_background) go back to runner's own
 // cgroup first, out of the watchdog's reach, and the cgroup is removed.
 func (c *stepCgroup) close() {
+	if c == nil {
+		return
+	}
 	c.started()
 	if !c.killed.Load() && !c.populated() {
 		sc := &stepsCgroup

@@ -146,7 +146,6 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		// keep Wait from returning after the process is gone.
 		cmd.WaitDelay = s.Grace
 		setGroup(cmd)
-		intoCgroup(cmd, cg)
 		return cmd
 	}
 	direct := len(s.Args) == 0 && len(s.Direct) > 0 && s.Sandbox == nil
@@ -167,22 +166,29 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 
 	stdout, stderr := newCapture(s.MaxOutput, s.Stdout), newCapture(s.MaxOutput, s.Stderr)
+
+	// Every process runner starts gets a copy of all of runner's
+	// descriptors, which its exec then closes one by one. The pipes and
+	// the cgroup's directory are opened only when it is this step's turn
+	// to start (startMu), and the child's ends closed before the next
+	// step's turn: steps waiting to start hold none, or each child of a
+	// wide group would close those of all its waiting siblings.
+	start := time.Now()
+	awaitTurn()
+	startMu.Lock()
 	// Our own pipes rather than exec's: cmd.Wait then returns as soon as the
 	// main process exits, and we decide how long to drain after that.
-	outR, outW, err := os.Pipe()
+	outR, outW, errR, errW, err := outputPipes()
 	if err != nil {
+		startMu.Unlock()
 		return nil, err
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
+	if cg != nil && !cg.open() {
+		cg.close()
+		cg = nil
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-
-	start := time.Now()
-	startMu.Lock()
+	intoCgroup(cmd, cg)
 	wd := startWatchdog(cg) // before the step, so no moment of it is unwatched
 	err = cmd.Start()
 	if err != nil && direct {
@@ -190,21 +196,20 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		// says why, with its status, as it would have anyway.
 		direct, cmd = false, newCmd(false)
 		cmd.Stdout, cmd.Stderr = outW, errW
+		intoCgroup(cmd, cg)
 		err = cmd.Start()
 	}
 	if err == nil {
 		started.Store(cmd.Process.Pid, true)
 		wd.arm(cmd.Process.Pid)
 	}
-	// Under startMu: no other step's process is started while the
-	// cgroup's directory is open, so none gets a copy of it.
 	cg.started()
+	outW.Close()
+	errW.Close()
 	startMu.Unlock()
 	// Deferred before the cgroup's close runs (defers run last first):
 	// the watchdog goes once the step's processes are gone or kept.
 	defer wd.disarm()
-	outW.Close()
-	errW.Close()
 	if sb != nil {
 		sb.Started()
 	}
@@ -303,6 +308,23 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	res.TimedOut, res.Canceled = timedOut.Load(), canceled.Load()
 	res.Stdout, res.Stderr = stdout.output(), stderr.output()
 	return res, nil
+}
+
+// awaitTurn is called as a step begins to wait for its turn to start
+// (tests count the steps waiting).
+var awaitTurn = func() {}
+
+// outputPipes are the pipes of a step's stdout and stderr.
+func outputPipes() (outR, outW, errR, errW *os.File, err error) {
+	if outR, outW, err = os.Pipe(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if errR, errW, err = os.Pipe(); err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, nil, nil, nil, err
+	}
+	return outR, outW, errR, errW, nil
 }
 
 // copyBufs are the buffers that copy steps' output into their captures.
