@@ -27,6 +27,7 @@ func (*stepCgroup) kill() error                  { return nil }
 func (*stepCgroup) close()                       {}
 func (*stepCgroup) started()                     {}
 func (*stepCgroup) open() bool                   { return false }
+func (*stepCgroup) discard()                     {}
 func (*stepCgroup) path() string                 { return "" }
 func runCgroupPath() string                      { return "" }
 func removeStepsCgroups() bool                   { return true }

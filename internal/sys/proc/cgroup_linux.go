@@ -254,6 +254,12 @@ func (c *stepCgroup) open() bool {
 	return true
 }
 
+// discard removes a cgroup that could not be opened: not one to use
+// again.
+func (c *stepCgroup) discard() {
+	unix.Rmdir(c.dir)
+}
+
 // started lets go of the directory once the step's first process is in
 // it (see fd); its files are opened by path after.
 func (c *stepCgroup) started() {

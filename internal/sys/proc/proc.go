@@ -184,7 +184,7 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		return nil, err
 	}
 	if cg != nil && !cg.open() {
-		cg.close()
+		cg.discard()
 		cg = nil
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
