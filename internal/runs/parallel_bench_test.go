@@ -22,13 +22,26 @@ import (
 // process's user and system time, steadier than the wall time on a shared
 // machine) must stay flat as the group grows.
 func BenchmarkRunParallel(b *testing.B) {
-	for _, n := range []int{100, 1000, 10_000} {
+	benchParallel(b, []int{100, 1000, 10_000}, "{label: c%[1]d, type: board, op: write, key: k%[1]d, value: v}", cpuTime)
+}
+
+// BenchmarkRunParallelCommands is BenchmarkRunParallel with children that
+// are processes (`run: 'true'`), 100 and 1,000 of them: cpu-ns/child is
+// runner's CPU and its children's, and grows with the group where
+// starting a child costs more for each sibling (every child's exec
+// closes its copy of each descriptor runner holds).
+func BenchmarkRunParallelCommands(b *testing.B) {
+	benchParallel(b, []int{100, 1000}, "{label: c%d, type: command, run: 'true'}", cpuTimeWithChildren)
+}
+
+func benchParallel(b *testing.B, sizes []int, child string, cpuTime func() time.Duration) {
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("children=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
 			var sb strings.Builder
 			fmt.Fprintf(&sb, "version: 1\nlimits: {max_steps: %d}\nsteps:\n  - label: group\n    parallel:\n", 2*n)
 			for i := range n {
-				fmt.Fprintf(&sb, "      - {label: c%d, type: board, op: write, key: k%d, value: v}\n", i, i)
+				sb.WriteString("      - " + fmt.Sprintf(child, i) + "\n")
 			}
 			plan := filepath.Join(dir, "plan.yaml")
 			if err := os.WriteFile(plan, []byte(sb.String()), 0o644); err != nil {
@@ -63,6 +76,13 @@ func cpuTime() time.Duration {
 	var u syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &u)
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}
+
+// cpuTimeWithChildren is cpuTime with that of the children it waited for.
+func cpuTimeWithChildren() time.Duration {
+	var u syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &u)
+	return cpuTime() + time.Duration(u.Utime.Nano()+u.Stime.Nano())
 }
 
 // BenchmarkRunCommands runs, as `runner run` does, a plan of 200
