@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -151,45 +150,4 @@ func TestRunningStepsHoldNoCgroupDirectory(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// TestStepsWaitingToStartHoldNothing: steps wait their turn to start
-// holding no descriptor (pipes, their cgroup's directory): each process
-// started closes a copy of every one runner holds, so with 1,000 steps
-// waiting, each start paid for 5,000.
-func TestStepsWaitingToStartHoldNothing(t *testing.T) {
-	const n = 20
-	var waiting atomic.Int32
-	awaitTurn = func() { waiting.Add(1) }
-	defer func() { awaitTurn = func() {} }()
-	before := countFDs(t)
-	startMu.Lock()
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if _, err := Run(context.Background(), Spec{Script: "true"}); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	for waiting.Load() < n {
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // what a step would open after it says it waits
-	held := countFDs(t) - before
-	startMu.Unlock()
-	wg.Wait()
-	if held > 2 {
-		t.Errorf("%d steps waiting to start hold %d descriptors", n, held)
-	}
-}
-
-func countFDs(t *testing.T) int {
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }

@@ -174,6 +174,15 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	// step's turn: steps waiting to start hold none, or each child of a
 	// wide group would close those of all its waiting siblings.
 	start := time.Now()
+	// A slot first: a group wider than the descriptors runner may open
+	// runs as many steps at once as fit, the others as those end, instead
+	// of failing with "too many open files".
+	select {
+	case slots <- struct{}{}:
+		defer func() { <-slots }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	awaitTurn()
 	startMu.Lock()
 	// Our own pipes rather than exec's: cmd.Wait then returns as soon as the
@@ -309,6 +318,9 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	res.Stdout, res.Stderr = stdout.output(), stderr.output()
 	return res, nil
 }
+
+// slots holds one for each step whose process runs (see Run).
+var slots = make(chan struct{}, maxRunning())
 
 // awaitTurn is called as a step begins to wait for its turn to start
 // (tests count the steps waiting).

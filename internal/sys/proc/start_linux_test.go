@@ -1,0 +1,104 @@
+package proc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestStepsWaitingToStartHoldNothing: steps wait their turn to start
+// holding no descriptor (pipes, their cgroup's directory): each process
+// started closes a copy of every one runner holds, so with 1,000 steps
+// waiting, each start paid for 5,000.
+func TestStepsWaitingToStartHoldNothing(t *testing.T) {
+	const n = 20
+	var waiting atomic.Int32
+	awaitTurn = func() { waiting.Add(1) }
+	defer func() { awaitTurn = func() {} }()
+	before := countFDs(t)
+	startMu.Lock()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := Run(context.Background(), Spec{Script: "true"}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	for waiting.Load() < n {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // what a step would open after it says it waits
+	held := countFDs(t) - before
+	startMu.Unlock()
+	wg.Wait()
+	if held > 2 {
+		t.Errorf("%d steps waiting to start hold %d descriptors", n, held)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestMoreStepsThanSlots: steps beyond the processes runner has
+// descriptors for wait for one to end, and all run; a step canceled while
+// it waits returns at once. A group of 10,000 commands failed with
+// "too many open files".
+func TestMoreStepsThanSlots(t *testing.T) {
+	old := slots
+	slots = make(chan struct{}, 3)
+	defer func() { slots = old }()
+	const n = 10
+	dir := t.TempDir()
+	var wg sync.WaitGroup
+	var most atomic.Int32
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+			ents, _ := os.ReadDir(dir)
+			if k := len(ents); int32(k) > most.Load() {
+				most.Store(int32(k))
+			}
+		}
+	}()
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := Run(context.Background(), Spec{Script: `touch "$D/$$"; sleep 0.2; rm "$D/$$"`, Env: append(os.Environ(), "D="+dir)})
+			if err != nil || r.ExitCode != 0 {
+				t.Errorf("a step: %v, %+v", err, r)
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	if m := most.Load(); m > 3 || m == 0 {
+		t.Errorf("%d steps ran at once with 3 slots", m)
+	}
+	// All slots taken: a canceled step does not wait for one.
+	for range 3 {
+		slots <- struct{}{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := Run(ctx, Spec{Script: "true"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a step canceled while it waits for a slot: %v", err)
+	}
+}
