@@ -35,15 +35,35 @@ type Program struct {
 	// (CompileChecked; lazyimpl.go).
 	deferDecode bool
 	undecoded   []*plans.Step // theirs, until compile keeps their YAML
-	progs       *progCache    // its expressions' compiled programs (Expr.program)
+	// runScope is the scope a CompileToRun plan's top-level steps are
+	// decoded again in when they run; nil in other plans.
+	runScope *Scope
+	impls    *implCache // the decoded steps it keeps (lazyImpl)
+	progs    *progCache // its expressions' compiled programs (Expr.program)
 }
 
 // Node is one compiled step.
 type Node struct {
 	*plans.Step
-	Kind     Type // nil for a parallel group
-	Impl     Step // nil until the step first runs in a CompileChecked program: read impl()
-	If       *Expr
+	Kind Type // nil for a parallel group
+	Impl Step // nil until the step first runs in a CompileChecked program: read impl()
+	If   *Expr
+	// lazy decodes Impl when the step runs (CompileChecked, CompileToRun;
+	// see lazyImpl): Impl is then nil, and impl() is what runs it.
+	lazy *lazyImpl
+	// inEach: n is inside a for_each group or sequence (eachgroup.go),
+	// so its fields see item and index.
+	inEach bool
+	// nodeMore holds what few steps have: most are one step of one type
+	// with an if at most, and a plan of 100k steps held a quarter of a
+	// kilobyte each for the rest. Never nil: noMore when it holds nothing.
+	*nodeMore
+}
+
+// nodeMore is the part of a Node few steps have. A node shares noMore
+// until it sets one of these (more); a copy of a node gets its own before
+// it sets any (copyMore).
+type nodeMore struct {
 	Until    *Expr
 	WriteKey *Template
 	Children []*Node
@@ -53,9 +73,6 @@ type Node struct {
 	// the nodes of its items.
 	Each *Expr
 	item *itemOf
-	// inEach: n is inside a for_each group or sequence (eachgroup.go),
-	// so its fields see item and index.
-	inEach bool
 	// Sub is a call's callee (subplan.go) and callVars the vars it passes.
 	Sub      *Program
 	callVars []callVar
@@ -65,9 +82,25 @@ type Node struct {
 	local, frame string
 	agents       map[string]string
 	tools        map[string]*PlanTool // its plan's tools, for its llm step
-	// lazy decodes Impl when the step first runs (CompileChecked; see
-	// lazyImpl): Impl is then nil, and impl() is what runs it.
-	lazy *lazyImpl
+}
+
+// noMore is the nodeMore of every node that has none of its fields: read,
+// never written.
+var noMore = &nodeMore{}
+
+// more is n's own nodeMore, to set a field of.
+func (n *Node) more() *nodeMore {
+	if n.nodeMore == noMore || n.nodeMore == nil {
+		n.nodeMore = &nodeMore{}
+	}
+	return n.nodeMore
+}
+
+// copyMore gives a copy of a node its own nodeMore, which it may set
+// without changing the node it was copied from.
+func (n *Node) copyMore() {
+	m := *n.nodeMore
+	n.nodeMore = &m
 }
 
 // Node returns the compiled step with label; for LABEL[i], item i of
@@ -117,7 +150,7 @@ func Load(path string, reg *Registry) (*Program, error) {
 // YAML structure to a misspelt name deep in an expression, comes back at
 // once as plans.Errors.
 func Compile(path string, src []byte, reg *Registry) (*Program, error) {
-	return compile(path, src, reg, false)
+	return compile(path, src, reg, whole)
 }
 
 // CompileChecked compiles a plan this runner has checked whole before
@@ -129,17 +162,46 @@ func Compile(path string, src []byte, reg *Registry) (*Program, error) {
 // that has not been through Compile: an expression's mistake would show
 // only when a step reaches it.
 func CompileChecked(path string, src []byte, reg *Registry) (*Program, error) {
-	return compile(path, src, reg, true)
+	return compile(path, src, reg, checkedBefore)
 }
 
-func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, error) {
-	// A plan checked before has its steps' YAML read one step at a time
-	// (plans.ParseLean): most of its steps are never decoded again, and
-	// the whole tree was most of a resume's peak. A plan compiled whole
-	// reads the tree once: reading each step twice cost a run a tenth
-	// more CPU, and its peak is set by its records, at the end.
+// CompileToRun is Compile for a plan about to run: checked whole, with
+// every problem reported as Compile does, but read one step at a time and
+// with each top-level step's decoded fields let go of once checked, to be
+// decoded again from the plan's text when the step runs (lazyimpl.go).
+// A large plan's run then holds neither its whole YAML tree nor every
+// step's decoded fields. What reads a step's Impl directly (a graph of
+// the plan) wants Compile.
+func CompileToRun(path string, src []byte, reg *Registry) (*Program, error) {
+	return compile(path, src, reg, toRun)
+}
+
+// LoadToRun reads a plan file and compiles it with CompileToRun.
+func LoadToRun(path string, reg *Registry) (*Program, error) {
+	src, err := readlimit.File(path, readlimit.Plan)
+	if err != nil {
+		return nil, err
+	}
+	return CompileToRun(path, src, reg)
+}
+
+// compileMode is how a plan is compiled: Compile, CompileChecked or
+// CompileToRun.
+type compileMode int
+
+const (
+	whole compileMode = iota
+	checkedBefore
+	toRun
+)
+
+func compile(path string, src []byte, reg *Registry, mode compileMode) (*Program, error) {
+	// A plan checked before, or about to run, has its steps' YAML read
+	// one step at a time (plans.ParseLean): the whole tree was most of a
+	// large plan's peak. Compile, whose callers read the plan whole
+	// (validate, graph), reads the tree once.
 	parse := plans.Parse
-	if deferred {
+	if mode != whole {
 		parse = plans.ParseLean
 	}
 	plan, err := parse(path, src)
@@ -150,7 +212,7 @@ func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, e
 		}
 	}
 	r := &plans.Reporter{File: path, List: list}
-	prog := compilePlan(r, plan, reg, nil, deferred)
+	prog := compilePlan(r, plan, reg, nil, mode)
 	// A run needs neither the YAML tree nor the expression types: every
 	// position is in the problems already reported. Keeping them cost
 	// most of the memory a loaded plan held. A step whose type decodes
@@ -166,9 +228,10 @@ func compile(path string, src []byte, reg *Registry, deferred bool) (*Program, e
 
 // compilePlan compiles a parsed plan: the run's, or a callee (agents
 // then maps its agent names to the run's).
-// deferred: its expressions are compiled on first use (CompileChecked).
-func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string, deferred bool) *Program {
-	prog := &Program{Plan: plan, Types: reg, nodes: map[string]*Node{}, agents: agents, deferDecode: deferred}
+// mode is how (a callee is compiled whole).
+func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[string]string, mode compileMode) *Program {
+	deferred := mode == checkedBefore
+	prog := &Program{Plan: plan, Types: reg, nodes: map[string]*Node{}, agents: agents, deferDecode: deferred, impls: newLRU[*lazyImpl, Step](implCacheSize)}
 	// Callees first: a call's steps.X.outputs has the types of the
 	// callee's outputs.
 	subs := map[string]*Program{}
@@ -187,11 +250,16 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	}
 	prog.env = compilePlanEnv(r, plan, prog.scope)
 	prog.scope.secretEnv = secretEnvNames(plan, prog.env)
+	if mode == toRun {
+		// A step decoded again when it runs was checked here: its
+		// expressions are compiled on first use, as CompileChecked's.
+		prog.runScope = &Scope{types: prog.scope.types, nature: prog.scope.nature, secretEnv: prog.scope.secretEnv, deferred: true, progs: prog.progs}
+	}
 	prog.tools = prog.compileTools(r, reg)
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps, prog.scope)
 	for _, n := range prog.nodes {
 		if sub := subs[n.Label]; sub != nil && n.Kind != nil {
-			n.Sub = sub
+			n.more().Sub = sub
 			prog.compileCallVars(r, n)
 		}
 	}
@@ -218,7 +286,10 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 				continue
 			}
 		}
-		n := &Node{Step: s, agents: p.agents, tools: p.tools, inEach: scope != p.scope}
+		n := &Node{Step: s, inEach: scope != p.scope, nodeMore: noMore}
+		if p.agents != nil || p.tools != nil {
+			n.more().agents, n.more().tools = p.agents, p.tools
+		}
 		if s.Label != "" {
 			p.nodes[s.Label] = n
 		}
@@ -231,13 +302,13 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		own := scope
 		if s.ForEach != nil {
 			if s.ForEach.Src != "" {
-				n.Each = compileValueAt(r, p.Plan.Source, s.ForEach, "for_each", scope)
+				n.more().Each = compileValueAt(r, p.Plan.Source, s.ForEach, "for_each", scope)
 				if n.Each != nil {
 					checkEachType(r, s.ForEach, n.Each)
 				}
 			}
 			if n.Each == nil {
-				n.Each = &Expr{} // reported; still a for_each for what follows
+				n.more().Each = &Expr{} // reported; still a for_each for what follows
 			}
 			own = p.eachScope()
 		}
@@ -246,19 +317,19 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			if s.ForEach != nil {
 				stepT = stepStateType(reg.lookupType(s.Type))
 			}
-			scope := own.with("step", stepT)
-			n.Until = compileBoolAt(r, p.Plan.Source, s.Retry.Until, "retry.until", scope)
+			scope := own.withStep(stepT)
+			n.more().Until = compileBoolAt(r, p.Plan.Source, s.Retry.Until, "retry.until", scope)
 		}
 		if s.Write != nil && s.Write.KeyNode != nil {
-			n.WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, own)
+			n.more().WriteKey = compileTemplateAt(r, p.Plan.Source, s.Write.KeyNode, s.Write.Key, own)
 			CheckKeyTemplate(r, s.Write.KeyNode, n.WriteKey, "write.key")
 		}
 		switch {
 		case s.Parallel != nil:
-			n.Children = p.compileSteps(r, reg, s.Parallel, own)
-			n.dag = compileNeeds(n.Children)
+			n.more().Children = p.compileSteps(r, reg, s.Parallel, own)
+			n.more().dag = compileNeeds(n.Children)
 		case s.Sequence:
-			n.Seq = p.compileSteps(r, reg, s.Steps, own)
+			n.more().Seq = p.compileSteps(r, reg, s.Steps, own)
 		case s.Type != "":
 			t, ok := reg.Lookup(s.Type)
 			if !ok {
@@ -267,7 +338,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			}
 			n.Kind = t
 			if p.deferDecode && s.Type != plans.CallType {
-				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, own, t)}
+				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, own, t), again: s.LetGo(), cache: p.impls}
 				if !s.LetGo() {
 					p.undecoded = append(p.undecoded, s)
 				}
@@ -277,6 +348,16 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			d.spec = SpecOf(t)
 			n.Impl = t.Decode(d)
 			d.finish()
+			if p.runScope != nil && letGo && own == p.scope && s.Type != plans.CallType {
+				// Checked: decoded again from the text when it runs. The
+				// first steps keep theirs, as their expressions' programs
+				// are kept (Scope.progs).
+				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, p.runScope, t), again: true, cache: p.impls}
+				if n.Impl != nil {
+					p.impls.seed(n.lazy, n.Impl)
+				}
+				n.Impl = nil
+			}
 		}
 		if n.lazy == nil && s.Type != plans.CallType {
 			// The step is decoded and its problems reported with their

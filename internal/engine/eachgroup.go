@@ -23,6 +23,7 @@ func (n *Node) isBlock() bool { return n.Children != nil || n.Seq != nil }
 // (a group or sequence inside the block) come along.
 func (k *Node) inItem(item string) *Node {
 	c := *k
+	c.copyMore()
 	s := *k.Step
 	c.local = k.localLabel()
 	s.Label = item + "/" + c.local

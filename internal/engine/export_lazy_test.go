@@ -17,3 +17,7 @@ func CachedPrograms(p *Program) int { return p.progs.len() }
 // DecodeForTest is n's decoded step, decoding it now if it was left to
 // its first run (CompileChecked).
 func (n *Node) DecodeForTest() (Step, error) { return n.impl() }
+
+// ImplCacheSize is how many decoded steps a program keeps that it can
+// decode again (implCache).
+const ImplCacheSize = implCacheSize

@@ -162,7 +162,7 @@ func (e *Expr) program() (*vm.Program, error) {
 		return nil, err
 	}
 	d := e.deferred
-	if p := d.scope.progs.get(progKey{d.scope, exprKey{e.Src, d.asBool}}); p != nil {
+	if p, ok := d.scope.progs.get(progKey{d.scope, exprKey{e.Src, d.asBool}}); ok {
 		return p, nil
 	}
 	c, err := e.compile()

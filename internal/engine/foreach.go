@@ -94,6 +94,7 @@ func (n *Node) itemNode(index int, v any) *Node {
 	// whether the run goes on.
 	s.ContinueOnError = false
 	c := *n
+	c.copyMore()
 	c.Step, c.If, c.Each = &s, nil, nil
 	c.item = &itemOf{each: n, index: index, value: v}
 	if n.isBlock() {

@@ -16,23 +16,54 @@ import (
 // read again from the plan's text then (plans.ParseLean, Plan.Reparse);
 // a step inside a group keeps its part of the YAML tree until then.
 // Calls are decoded at once: compiling a call reads its callee.
+//
+// A plan compiled by CompileToRun is checked whole, step by step, and a
+// top-level step's decoded fields are let go of once checked: held for
+// every step to the end of a run, they were a fifth of a 100k-step run's
+// memory. Such a step, and any top-level step of a CompileChecked plan,
+// is decoded from the plan's text whenever it runs and its decode is not
+// among the program's last implCacheSize (a loop's body stays there).
 
-// lazyImpl is a step's Impl, decoded once, on first use.
+// implCacheSize bounds the decoded steps a program keeps that it can
+// decode again.
+const implCacheSize = 256
+
+// implCache holds the most recently used decoded steps of a program.
+type implCache = lru[*lazyImpl, Step]
+
+// lazyImpl is a step's Impl, decoded when the step runs.
 type lazyImpl struct {
-	once   sync.Once
 	decode func() (Step, error)
-	impl   Step
-	err    error
+	// again: decode reads the step from the plan's text, so its result
+	// may be let go of and made again; cache holds the recent ones.
+	// Otherwise it is decoded once and kept.
+	again bool
+	cache *implCache
+	once  sync.Once
+	impl  Step
+	err   error
 }
 
-// impl is the step's decoded Impl, decoding it on first use. Use it, not
-// Impl, wherever a Program may come from CompileChecked.
+// impl is the step's decoded Impl, decoding it when needed. Use it, not
+// Impl, wherever a Program may come from CompileChecked or CompileToRun.
 func (n *Node) impl() (Step, error) {
-	if n.lazy == nil {
+	l := n.lazy
+	if l == nil {
 		return n.Impl, nil
 	}
-	n.lazy.once.Do(func() { n.lazy.impl, n.lazy.err = n.lazy.decode() })
-	return n.lazy.impl, n.lazy.err
+	if !l.again {
+		l.once.Do(func() { l.impl, l.err = l.decode() })
+		return l.impl, l.err
+	}
+	if impl, ok := l.cache.get(l); ok {
+		return impl, nil
+	}
+	impl, err := l.decode()
+	if err != nil {
+		return nil, err
+	}
+	l.cache.put(l, impl)
+	return impl, nil
 }
 
 // decodeLater is the decode of step s by type t in scope, run when the

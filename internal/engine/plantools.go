@@ -95,7 +95,7 @@ func (p *Program) compileToolPlan(r *plans.Reporter, reg *Registry, t *plans.Too
 		amap[a.Name] = p.globalAgent(t.AgentName(a.Name))
 	}
 	cr := &plans.Reporter{File: callee.Path}
-	sub := compilePlan(cr, callee, reg, amap, false)
+	sub := compilePlan(cr, callee, reg, amap, whole)
 	r.List = append(r.List, cr.List...)
 	n := 0
 	for _, e := range r.List {

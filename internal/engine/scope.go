@@ -72,6 +72,9 @@ type Scope struct {
 	// progs holds the compiled programs of the expressions of the plan
 	// this scope belongs to (shared with the scopes made from it).
 	progs *progCache
+	// stepScopes are the scopes of retry.until made from this one, by the
+	// description of the step they name (withStep).
+	stepScopes map[uintptr]*Scope
 }
 
 // exprKey names a compiled expression within its scope.
@@ -159,6 +162,27 @@ func (s *Scope) with(name string, t types.Type) *Scope {
 	td.Fields[name] = t.Nature()
 	nt.TypeData = &td
 	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv, deferred: s.deferred, progs: s.progs}
+}
+
+// withStep is the scope of a retry.until: this one with its step as
+// `step`, shared by the steps of one type. A scope holds the compiler's
+// configuration once it compiles, a few kilobytes: one per step with a
+// retry.until was most of what a plan of them kept per step.
+func (s *Scope) withStep(t types.Type) *Scope {
+	m, ok := t.(types.Map)
+	if !ok {
+		return s.with("step", t)
+	}
+	key := reflect.ValueOf(m).Pointer()
+	if w, ok := s.stepScopes[key]; ok {
+		return w
+	}
+	w := s.with("step", t)
+	if s.stepScopes == nil {
+		s.stepScopes = map[uintptr]*Scope{}
+	}
+	s.stepScopes[key] = w
+	return w
 }
 
 // stepType is the type of steps.<label>, or Any when there is none.

@@ -123,7 +123,7 @@ func (p *Program) compileCallee(r *plans.Reporter, reg *Registry, s *plans.Step)
 		amap[a.Name] = p.globalAgent(call.AgentName(s.Label, a.Name))
 	}
 	cr := &plans.Reporter{File: call.Plan.Path}
-	sub := compilePlan(cr, call.Plan, reg, amap, false)
+	sub := compilePlan(cr, call.Plan, reg, amap, whole)
 	r.List = append(r.List, cr.List...)
 	// Said at the call too, so reading the caller's problems alone shows
 	// that its callee has some.
@@ -225,7 +225,7 @@ func (p *Program) compileCallVars(r *plans.Reporter, n *Node) {
 			}
 			cv.lit = lit
 		}
-		n.callVars = append(n.callVars, cv)
+		n.more().callVars = append(n.callVars, cv)
 	}
 }
 
@@ -291,6 +291,7 @@ func describeDefault(v any) string {
 // children, sequence and for_each step come along.
 func (n *Node) under(prefix string) *Node {
 	c := *n
+	c.copyMore()
 	s := *n.Step
 	if c.local == "" {
 		c.local = n.Label

@@ -197,7 +197,7 @@ func New(o Options) (*Run, error) {
 	if reg == nil {
 		reg = steps.Registry()
 	}
-	prog, err := engine.Load(o.Plan, reg)
+	prog, err := engine.LoadToRun(o.Plan, reg)
 	if err != nil {
 		return nil, &PlanError{prog, err}
 	}

@@ -1,0 +1,19 @@
+package engine
+
+import (
+	"os"
+	"reflect"
+	"testing"
+)
+
+// TestMain fails the package when any test left a field set in noMore,
+// the nodeMore every plain node shares: a node must take its own (more,
+// copyMore) before setting one, or the field shows on every step.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if !reflect.DeepEqual(*noMore, nodeMore{}) {
+		os.Stderr.WriteString("noMore, shared by every plain node, was written to\n")
+		code = 1
+	}
+	os.Exit(code)
+}

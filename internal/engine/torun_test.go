@@ -1,0 +1,216 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"weak"
+
+	"github.com/planrunner/runner/internal/board"
+	"github.com/planrunner/runner/internal/engine"
+	"github.com/rs/zerolog"
+)
+
+// heldType is echo, remembering weakly every step it decodes.
+type heldType struct {
+	mu   *sync.Mutex
+	seen *[]weak.Pointer[echoStep]
+}
+
+func (heldType) Name() string { return "held" }
+func (heldType) Result() any  { return EchoResult{} }
+func (h heldType) Decode(d *engine.Decoder) engine.Step {
+	s := echoType{}.Decode(d).(*echoStep)
+	h.mu.Lock()
+	*h.seen = append(*h.seen, weak.Make(s))
+	h.mu.Unlock()
+	return s
+}
+
+// alive counts the decoded steps still reachable.
+func (h heldType) alive() int {
+	runtime.GC()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, w := range *h.seen {
+		if w.Value() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// heldPlan is n held steps, each reading the one before, and a jump back
+// to the first while it has run fewer than visits times.
+func heldPlan(n, visits int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version: 1\nvars: {who: me}\nlimits: {max_steps: %d}\nsteps:\n", 2*n*visits+10)
+	b.WriteString("  - {label: s0, type: held, text: 'first ${{ vars.who }} ${{ steps.s0.visits }}'}\n")
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, "  - {label: s%d, type: held, text: '%d ${{ steps.s%d.output }}'}\n", i, i, i-1)
+	}
+	fmt.Fprintf(&b, "  - {label: back, type: jump, when: 'steps.s0.visits < %d', to: s0}\n", visits)
+	return []byte(b.String())
+}
+
+func heldRegistry() (*engine.Registry, heldType) {
+	h := heldType{mu: new(sync.Mutex), seen: new([]weak.Pointer[echoStep])}
+	r := registry()
+	r.Register(h)
+	return r, h
+}
+
+// TestCompileToRunLetsGoOfDecodedSteps fails when a plan compiled for its
+// run keeps every step's decoded fields: each top-level step is decoded
+// to be checked, then let go of, but for the program's last few hundred.
+// Compile keeps them all (what a graph of the plan reads).
+func TestCompileToRunLetsGoOfDecodedSteps(t *testing.T) {
+	const n = 1000
+	src := heldPlan(n, 1)
+	for _, c := range []struct {
+		name    string
+		compile func(string, []byte, *engine.Registry) (*engine.Program, error)
+		max     int
+	}{
+		{"Compile", engine.Compile, n},
+		{"CompileToRun", engine.CompileToRun, engine.ImplCacheSize},
+	} {
+		reg, h := heldRegistry()
+		prog, err := c.compile("p.yaml", src, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := h.alive()
+		runtime.KeepAlive(prog)
+		t.Logf("%s: %d of %d decoded steps kept", c.name, got, n)
+		if got > c.max {
+			t.Errorf("%s keeps %d decoded steps, want at most %d", c.name, got, c.max)
+		}
+		if c.max == n && got != n {
+			t.Errorf("%s keeps %d decoded steps, want all %d", c.name, got, n)
+		}
+	}
+}
+
+// TestCompileToRunRunsAsCompile: a run of a plan compiled for its run
+// gives what one of the plan compiled whole gives, its steps decoded
+// again when they run, in a loop that visits each step more than once
+// after the program has let go of its decode. It holds no more decoded
+// steps than its cache at the end.
+func TestCompileToRunRunsAsCompile(t *testing.T) {
+	const n, visits = 600, 3
+	src := heldPlan(n, visits)
+	run := func(compile func(string, []byte, *engine.Registry) (*engine.Program, error)) (records []string, alive, decodes int) {
+		reg, h := heldRegistry()
+		prog, err := compile("p.yaml", src, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := board.New(board.Run{ID: "test"})
+		if err := (&engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop()}).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range b.Steps() {
+			records = append(records, fmt.Sprintf("%s#%d %s %s", s.Label, s.Visit, s.Status, s.Result))
+		}
+		alive = h.alive()
+		runtime.KeepAlive(prog)
+		return records, alive, len(*h.seen)
+	}
+	want, _, _ := run(engine.Compile)
+	got, alive, decodes := run(engine.CompileToRun)
+	if len(want) != visits*(n+1) {
+		t.Fatalf("Compile's run recorded %d steps, want %d", len(want), visits*(n+1))
+	}
+	if len(got) != len(want) {
+		t.Fatalf("CompileToRun's run recorded %d steps, Compile's %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("record %d: CompileToRun's run gave\n%s\nCompile's\n%s", i, got[i], want[i])
+		}
+	}
+	// Checked once, then decoded at each visit but the first steps' first.
+	if min := n + visits*n - engine.ImplCacheSize; decodes < min {
+		t.Errorf("%d decodes of %d steps visited %d times each; want at least %d (each decoded again when it runs)", decodes, n, visits, min)
+	}
+	if alive > engine.ImplCacheSize {
+		t.Errorf("after the run, %d decoded steps are kept, want at most %d", alive, engine.ImplCacheSize)
+	}
+}
+
+// TestCompileToRunReportsWhatCompileDoes: checking a plan step by step
+// finds every problem Compile finds, at the same places, in a step far
+// past the ones whose decode is kept as in the first.
+func TestCompileToRunReportsWhatCompileDoes(t *testing.T) {
+	many := string(heldPlan(400, 1))
+	for _, c := range []struct{ name, src string }{
+		{"misspelt name", many + "  - {label: bad, type: held, text: '${{ vars.whom }}'}\n"},
+		{"misspelt step", many + "  - {label: bad, type: held, text: '${{ steps.s9999.output }}'}\n"},
+		{"unknown field", many + "  - {label: bad, type: held, text: 'x', txet: 'y'}\n"},
+		{"unknown type", many + "  - {label: bad, type: hled, text: 'x'}\n"},
+		{"label twice", many + "  - {label: s7, type: held, text: 'x'}\n"},
+		{"bad if", many + "  - {label: bad, type: held, text: 'x', if: 'vars.who +'}\n"},
+		{"first step", strings.Replace(many, "'first ${{ vars.who }}", "'first ${{ vars.wh }}", 1)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			reg, _ := heldRegistry()
+			_, want := engine.Compile("p.yaml", []byte(c.src), reg)
+			if want == nil {
+				t.Fatal("Compile found no problem")
+			}
+			reg, _ = heldRegistry()
+			_, got := engine.CompileToRun("p.yaml", []byte(c.src), reg)
+			if got == nil || got.Error() != want.Error() {
+				t.Errorf("CompileToRun: %v\nCompile: %v", got, want)
+			}
+		})
+	}
+}
+
+// TestCompileToRunLiveBytesPerStep fails when a plan compiled for its run
+// keeps more for each step than a budget: what stays for each of a
+// 100k-step plan's steps to the end of its run is the step as parsed, its
+// node and its expressions, not its decoded fields nor its YAML. The cost
+// is the difference between two plans' sizes, so the bounded caches
+// (compiled expressions, decoded steps) count once.
+func TestCompileToRunLiveBytesPerStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles plans of 6000 steps")
+	}
+	reg := registry()
+	live := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	held := func(compile func(string, []byte, *engine.Registry) (*engine.Program, error), n int) uint64 {
+		src := bigPlan(n)
+		if _, err := compile("big.yaml", src, reg); err != nil { // warm the caches
+			t.Fatal(err)
+		}
+		before := live()
+		prog, err := compile("big.yaml", src, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := live()
+		runtime.KeepAlive(prog)
+		return after - before
+	}
+	const small, large = 2000, 6000
+	perStep := func(compile func(string, []byte, *engine.Registry) (*engine.Program, error)) float64 {
+		return (float64(held(compile, large)) - float64(held(compile, small))) / (large - small)
+	}
+	whole, toRun := perStep(engine.Compile), perStep(engine.CompileToRun)
+	t.Logf("bytes live per step: %.0f compiled whole, %.0f compiled to run", whole, toRun)
+	const budget = 1400 // 1,040 measured; 3,560 when each retry.until held a scope of its own
+	if toRun > budget {
+		t.Errorf("a plan compiled to run keeps %.0f bytes per step, want at most %d", toRun, budget)
+	}
+}
