@@ -278,7 +278,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		// again from the text here, one step's tree at a time, and lets
 		// go of it once compiled. A plan compiled by CompileChecked reads
 		// a step's YAML only for the fields compiled now; its type
-		// decodes it when it first runs (decodeLater).
+		// decodes it when it first runs (lazyImpl).
 		letGo := s.LetGo() && s.Node == nil
 		if letGo && (!p.deferDecode || needsNodes(s)) {
 			if err := p.Plan.RestoreNodes(s); err != nil {
@@ -338,7 +338,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			}
 			n.Kind = t
 			if p.deferDecode && s.Type != plans.CallType {
-				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, own, t), again: s.LetGo(), cache: p.impls}
+				n.lazy = p.lazily(s, own, t)
 				if !s.LetGo() {
 					p.undecoded = append(p.undecoded, s)
 				}
@@ -352,7 +352,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 				// Checked: decoded again from the text when it runs. The
 				// first steps keep theirs, as their expressions' programs
 				// are kept (Scope.progs).
-				n.lazy = &lazyImpl{decode: decodeLater(p.Plan, s, r.File, p.runScope, t), again: true, cache: p.impls}
+				n.lazy = p.lazily(s, p.runScope, t)
 				if n.Impl != nil {
 					p.impls.seed(n.lazy, n.Impl)
 				}
@@ -367,7 +367,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			s.Node, s.TypeNode = nil, nil
 		}
 		// A group's steps in a CompileChecked plan keep their YAML for
-		// decodeLater (Program.undecoded) until the plan is compiled.
+		// lazyImpl (Program.undecoded) until the plan is compiled.
 		if letGo && (!p.deferDecode || (s.Parallel == nil && s.Steps == nil)) {
 			s.DropNodes()
 		}

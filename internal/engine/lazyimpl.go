@@ -31,17 +31,35 @@ const implCacheSize = 256
 // implCache holds the most recently used decoded steps of a program.
 type implCache = lru[*lazyImpl, Step]
 
-// lazyImpl is a step's Impl, decoded when the step runs.
+// lazyImpl is a step's Impl, decoded when the step runs: step s of prog
+// by type t in scope. One per step of a large plan: it holds what the
+// decode needs and no more.
 type lazyImpl struct {
-	decode func() (Step, error)
-	// again: decode reads the step from the plan's text, so its result
-	// may be let go of and made again; cache holds the recent ones.
-	// Otherwise it is decoded once and kept.
-	again bool
-	cache *implCache
-	once  sync.Once
-	impl  Step
-	err   error
+	prog  *Program
+	s     *plans.Step
+	scope *Scope
+	t     Type
+	// kept is set on a step not read from the plan's text when decoded
+	// (its YAML kept in the tree): decoded once and kept. Otherwise its
+	// decode may be let go of and made again; prog.impls holds the
+	// recent ones.
+	kept *keptImpl
+}
+
+type keptImpl struct {
+	once sync.Once
+	impl Step
+	err  error
+}
+
+// lazily is the lazyImpl of step s of p by type t in scope: decoded again
+// whenever it runs if s is read from the plan's text, else once.
+func (p *Program) lazily(s *plans.Step, scope *Scope, t Type) *lazyImpl {
+	l := &lazyImpl{prog: p, s: s, scope: scope, t: t}
+	if !s.LetGo() {
+		l.kept = &keptImpl{}
+	}
+	return l
 }
 
 // impl is the step's decoded Impl, decoding it when needed. Use it, not
@@ -51,50 +69,48 @@ func (n *Node) impl() (Step, error) {
 	if l == nil {
 		return n.Impl, nil
 	}
-	if !l.again {
-		l.once.Do(func() { l.impl, l.err = l.decode() })
-		return l.impl, l.err
+	if k := l.kept; k != nil {
+		k.once.Do(func() { k.impl, k.err = l.decode() })
+		return k.impl, k.err
 	}
-	if impl, ok := l.cache.get(l); ok {
+	if impl, ok := l.prog.impls.get(l); ok {
 		return impl, nil
 	}
 	impl, err := l.decode()
 	if err != nil {
 		return nil, err
 	}
-	l.cache.put(l, impl)
+	l.prog.impls.put(l, impl)
 	return impl, nil
 }
 
-// decodeLater is the decode of step s by type t in scope, run when the
-// step first runs. Its problems (none, for a plan checked whole before)
-// are the step's error.
-func decodeLater(plan *plans.Plan, s *plans.Step, file string, scope *Scope, t Type) func() (Step, error) {
-	return func() (Step, error) {
-		at := s
-		if s.LetGo() {
-			// Read again from the plan's text (plans.ParseLean), into a
-			// copy: steps first run together read theirs together.
-			f, err := plan.Reparse(s)
-			if err != nil {
-				return nil, err
-			}
-			at = f
+// decode decodes the step. Its problems (none, for a plan checked whole
+// before) are the step's error.
+func (l *lazyImpl) decode() (Step, error) {
+	s, plan := l.s, l.prog.Plan
+	at := s
+	if s.LetGo() {
+		// Read again from the plan's text (plans.ParseLean), into a
+		// copy: steps first run together read theirs together.
+		f, err := plan.Reparse(s)
+		if err != nil {
+			return nil, err
 		}
-		r := &plans.Reporter{File: file}
-		d := newDecoder(plan, at, r, scope)
-		d.spec = SpecOf(t)
-		impl := t.Decode(d)
-		d.finish()
-		s.Node, s.TypeNode = nil, nil // see compile: a run needs no YAML
-		if err := r.Err(); err != nil {
-			return nil, fmt.Errorf("step %s: %w", s.Label, err)
-		}
-		if impl == nil {
-			return nil, fmt.Errorf("step %s: type %s decoded no step", s.Label, s.Type)
-		}
-		return impl, nil
+		at = f
 	}
+	r := &plans.Reporter{File: plan.Path}
+	d := newDecoder(plan, at, r, l.scope)
+	d.spec = SpecOf(l.t)
+	impl := l.t.Decode(d)
+	d.finish()
+	s.Node, s.TypeNode = nil, nil // see compile: a run needs no YAML
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("step %s: %w", s.Label, err)
+	}
+	if impl == nil {
+		return nil, fmt.Errorf("step %s: type %s decoded no step", s.Label, s.Type)
+	}
+	return impl, nil
 }
 
 // keptNodes are the YAML of the steps still to be decoded, kept over
