@@ -5,7 +5,6 @@ import (
 	"github.com/expr-lang/expr/types"
 	"reflect"
 	"strings"
-	"sync"
 
 	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/sys/readlimit"
@@ -23,9 +22,7 @@ type Program struct {
 	scope *Scope
 	env   []*Template // the plan's env values with ${{ }} (nil where plain)
 
-	indexOnce sync.Once
-	topIndex  map[string]int // top-level label -> position, for Next
-	itemScope *Scope         // see eachScope
+	itemScope *Scope // see eachScope
 
 	outputs     []output             // the plan's declared outputs (a callee's)
 	outputTypes types.Map            // their types

@@ -18,15 +18,16 @@ func (p *Program) Next(pc int, jump string) (int, error) {
 	case "fail":
 		return 0, &RunError{Status: StatusFailed, Label: p.Steps[pc].Label, Err: errors.New("the branch chose fail")}
 	}
-	p.indexOnce.Do(func() {
-		p.topIndex = make(map[string]int, len(p.Steps))
-		for i, n := range p.Steps {
-			p.topIndex[n.Label] = i
-		}
-	})
-	i, ok := p.topIndex[jump]
-	if !ok { // the plan was checked; this is a step type's bug
-		return 0, &RunError{Status: StatusFailed, Label: p.Steps[pc].Label, Err: fmt.Errorf("goto %q: no such top-level step", jump)}
+	// A top-level step's Index is its place among the plan's steps: no
+	// index of the labels is kept beside p.nodes (one entry a step).
+	if n := p.nodes[jump]; n != nil && n.Parent == nil && n.Index < len(p.Steps) && p.Steps[n.Index] == n {
+		return n.Index, nil
 	}
-	return i, nil
+	for i, n := range p.Steps { // not reached for a plan compiled whole
+		if n.Label == jump {
+			return i, nil
+		}
+	}
+	// The plan was checked; this is a step type's bug.
+	return 0, &RunError{Status: StatusFailed, Label: p.Steps[pc].Label, Err: fmt.Errorf("goto %q: no such top-level step", jump)}
 }
