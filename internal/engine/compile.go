@@ -346,12 +346,11 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			n.Impl = t.Decode(d)
 			d.finish()
 			if p.runScope != nil && letGo && own == p.scope && s.Type != plans.CallType {
-				// Checked: decoded again from the text when it runs. The
-				// first steps keep theirs, as their expressions' programs
-				// are kept (Scope.progs).
+				// Checked: its first run takes this decode, and later
+				// ones decode it again from the text if it was let go of.
 				n.lazy = p.lazily(s, p.runScope, t)
 				if n.Impl != nil {
-					p.impls.seed(n.lazy, n.Impl)
+					n.lazy.first.Store(&decoded{n.Impl})
 				}
 				n.Impl = nil
 			}
