@@ -31,7 +31,7 @@ func (h heldType) Decode(d *engine.Decoder) engine.Step {
 }
 
 // alive counts the decoded steps still reachable.
-func (h heldType) alive() int {
+func (h heldType) aliveHeap() int {
 	runtime.GC()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -95,11 +95,11 @@ func TestCompileToRunLetsGoOfDecodedSteps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := h.alive(); got != n {
+		if got := h.aliveHeap(); got != n {
 			t.Errorf("%s: %d of %d steps' decodes kept before the run, want all (checked once)", c.name, got, n)
 		}
 		runProgram(t, prog)
-		got := h.alive()
+		got := h.aliveHeap()
 		runtime.KeepAlive(prog)
 		t.Logf("%s: %d of %d decoded steps kept after the run; %d decodes", c.name, got, n, len(*h.seen))
 		if got > c.max {
@@ -131,7 +131,7 @@ func TestCompileToRunRunsAsCompile(t *testing.T) {
 		for _, s := range runProgram(t, prog).Steps() {
 			records = append(records, fmt.Sprintf("%s#%d %s %s", s.Label, s.Visit, s.Status, s.Result))
 		}
-		alive = h.alive()
+		alive = h.aliveHeap()
 		runtime.KeepAlive(prog)
 		return records, alive, len(*h.seen)
 	}
@@ -198,24 +198,18 @@ func TestCompileToRunLiveBytesPerStep(t *testing.T) {
 		t.Skip("compiles plans of 6000 steps")
 	}
 	reg := registry()
-	live := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
 	held := func(compile func(string, []byte, *engine.Registry) (*engine.Program, error), n int) uint64 {
 		src := bigPlan(n)
 		if _, err := compile("big.yaml", src, reg); err != nil { // warm the caches
 			t.Fatal(err)
 		}
-		before := live()
+		before := liveHeap()
 		prog, err := compile("big.yaml", src, reg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		runProgram(t, prog)
-		after := live()
+		after := liveHeap()
 		runtime.KeepAlive(prog)
 		return after - before
 	}
