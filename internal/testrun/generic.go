@@ -27,8 +27,14 @@ type genericParser struct {
 	seen       bool // a summary with counts
 	zero, some bool
 	counts     Counts
-	utRan      int // after unittest's "Ran N tests", waiting for its verdict
-	utOpen     bool
+	// after unittest's "Ran N tests", waiting for its verdict on the
+	// same stream: a line the other stream printed meanwhile is not it
+	out, err utWait
+}
+
+type utWait struct {
+	ran  int
+	open bool
 }
 
 var (
@@ -63,18 +69,18 @@ var (
 		"No tests were found!!!", "No test is available in", "[no test files]", "[no tests to run]", "collected 0 items"}
 )
 
-func (g *genericParser) stdout(l string) { g.line(l) }
-func (g *genericParser) stderr(l string) { g.line(l) }
+func (g *genericParser) stdout(l string) { g.line(&g.out, l) }
+func (g *genericParser) stderr(l string) { g.line(&g.err, l) }
 
 // line is called for every line of output, 200 MB of it perhaps: the
 // regexps run only on lines that can match them.
-func (g *genericParser) line(l string) {
+func (g *genericParser) line(w *utWait, l string) {
 	if len(l) > 300 {
 		return
 	}
-	if g.utOpen {
+	if w.open {
 		if t := strings.TrimSpace(l); t != "" {
-			g.unittestVerdict(t)
+			g.unittestVerdict(w, t)
 		}
 		return
 	}
@@ -88,10 +94,10 @@ func (g *genericParser) line(l string) {
 	switch {
 	case strings.HasPrefix(t, "Ran "):
 		if m := genUnittestRan().FindStringSubmatch(t); m != nil {
-			g.utRan, g.utOpen = atoi(m[1]), true
+			w.ran, w.open = atoi(m[1]), true
 			if strings.Contains(t, " across ") { // bun: no verdict line follows
-				g.add(Counts{Total: g.utRan, Passed: g.utRan})
-				g.utOpen = false
+				g.add(Counts{Total: w.ran, Passed: w.ran})
+				w.open = false
 			}
 		}
 	case strings.HasPrefix(t, "test result: "):
@@ -176,11 +182,11 @@ func (g *genericParser) line(l string) {
 
 // unittestVerdict reads the line after "Ran N tests": OK, FAILED (…) or
 // NO TESTS RAN, with its counts.
-func (g *genericParser) unittestVerdict(t string) {
-	g.utOpen = false
+func (g *genericParser) unittestVerdict(w *utWait, t string) {
+	w.open = false
 	m := utVerdict().FindStringSubmatch(t)
 	if m == nil {
-		g.add(Counts{Passed: g.utRan})
+		g.add(Counts{Passed: w.ran})
 		return
 	}
 	var c Counts
@@ -193,7 +199,7 @@ func (g *genericParser) unittestVerdict(t string) {
 			c.Skipped += atoi(v)
 		}
 	}
-	c.Passed = max(0, g.utRan-c.Failed-c.Skipped)
+	c.Passed = max(0, w.ran-c.Failed-c.Skipped)
 	g.add(c)
 }
 
@@ -227,8 +233,10 @@ func (g *genericParser) add(c Counts) {
 }
 
 func (g *genericParser) finish(exitCode int, _ bool) *report {
-	if g.utOpen {
-		g.unittestVerdict("")
+	for _, w := range []*utWait{&g.out, &g.err} {
+		if w.open {
+			g.unittestVerdict(w, "")
+		}
 	}
 	rep := &report{}
 	c := g.counts

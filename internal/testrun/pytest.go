@@ -59,8 +59,8 @@ type pytestParser struct {
 	text *unittestParser
 }
 
-func (p *pytestParser) stdout(l string) { p.out.add(l); p.text.line(l) }
-func (p *pytestParser) stderr(l string) { p.out.add(l); p.text.line(l) }
+func (p *pytestParser) stdout(l string) { p.out.add(l); p.text.stdout(l) }
+func (p *pytestParser) stderr(l string) { p.out.add(l); p.text.stderr(l) }
 
 func (p *pytestParser) finish(exitCode int, killed bool) *report {
 	if _, err := os.Stat(p.xml); err != nil && p.text.ran {

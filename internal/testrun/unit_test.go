@@ -240,16 +240,27 @@ func TestGenericSummaries(t *testing.T) {
 		{"nothing recognised, exit 1", 1, "something broke", Failed, 0},
 		{"a failure the command ignored", 0, "Ran 2 tests in 0.1s\n\nFAILED (failures=1)\n(ignored)", Passed, 0},
 	}
+	// The lines come on stdout alone, or on stderr with a line the
+	// command printed on stdout meanwhile after each (two pipes, read as
+	// their lines come).
+	feeds := map[string]func(string, parser){
+		"stdout": func(text string, p parser) { feed(text, p.stdout) },
+		"stderr, stdout between": func(text string, p parser) {
+			feed(text, func(l string) { p.stderr(l); p.stdout("System check identified no issues (0 silenced).") })
+		},
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := genericFramework.parser("", "")
-			feed(tt.output, p.stdout)
-			res := &Result{Framework: "generic", Command: "make test", ExitCode: tt.exit, Output: tt.output}
-			res.conclude(p.finish(tt.exit, false), genericFramework, false, 0, 0)
-			if res.Outcome != tt.want || res.Counts.Passed != tt.passed {
-				t.Errorf("outcome %s, %d passed; want %s, %d passed\n%s", res.Outcome, res.Counts.Passed, tt.want, tt.passed, res.Summary)
-			}
-		})
+		for how, fn := range feeds {
+			t.Run(tt.name+"/"+how, func(t *testing.T) {
+				p := genericFramework.parser("", "")
+				fn(tt.output, p)
+				res := &Result{Framework: "generic", Command: "make test", ExitCode: tt.exit, Output: tt.output}
+				res.conclude(p.finish(tt.exit, false), genericFramework, false, 0, 0)
+				if res.Outcome != tt.want || res.Counts.Passed != tt.passed {
+					t.Errorf("outcome %s, %d passed; want %s, %d passed\n%s", res.Outcome, res.Counts.Passed, tt.want, tt.passed, res.Summary)
+				}
+			})
+		}
 	}
 }
 

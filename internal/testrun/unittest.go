@@ -57,17 +57,26 @@ const (
 )
 
 type unittestParser struct {
-	dir     string // absolute
-	rep     report
-	block   []string // the failure block being read, header first
-	inBlock bool
-	dash    bool // a utSep2 line inside a block, kept until the next line says what it was
-	ran     bool // a "Ran N tests" line was seen
-	last    string
-	usage   string // argparse's "prog: error: ..." (unittest, nose2, Django)
+	dir string // absolute
+	rep report
+	// The report is on stderr, but a runner built on unittest may print
+	// to stdout while it runs (Django's system check), and the two pipes
+	// are read as they come: each stream's lines are read as text of
+	// their own, so a line of one never lands inside a block of the other.
+	out, err utStream
+	ran      bool // a "Ran N tests" line was seen
+	last     string
+	usage    string // argparse's "prog: error: ..." (unittest, nose2, Django)
 	// from the summary lines, over every run the command made
 	sumRun, sumFailures, sumErrors, sumSkipped, sumXfail, sumUnexpected int
 	blocks                                                              []utBlock
+}
+
+// utStream is where one output stream stands in a failure block.
+type utStream struct {
+	block   []string // the failure block being read, header first
+	inBlock bool
+	dash    bool // a utSep2 line inside a block, kept until the next line says what it was
 }
 
 // utBlock is one failure block, read.
@@ -86,31 +95,31 @@ func newUnittestParser(dir string) *unittestParser {
 	return &unittestParser{dir: abs}
 }
 
-func (p *unittestParser) stdout(l string) { p.line(l) }
-func (p *unittestParser) stderr(l string) { p.line(l) }
+func (p *unittestParser) stdout(l string) { p.line(&p.out, l) }
+func (p *unittestParser) stderr(l string) { p.line(&p.err, l) }
 
-func (p *unittestParser) line(l string) {
+func (p *unittestParser) line(s *utStream, l string) {
 	l = strings.TrimRight(stripANSI(l), "\r")
-	if p.dash {
-		p.dash = false
+	if s.dash {
+		s.dash = false
 		if utRan().MatchString(l) {
-			p.endBlock()
-		} else if p.inBlock {
-			p.block = append(p.block, utSep2)
+			p.endBlock(s)
+		} else if s.inBlock {
+			s.block = append(s.block, utSep2)
 		}
 	}
 	switch {
 	case l == utSep1:
-		p.endBlock()
-		p.inBlock = true
+		p.endBlock(s)
+		s.inBlock = true
 		return
 	case l == utSep2:
-		p.dash = true
+		s.dash = true
 		return
 	}
-	if p.inBlock {
-		if len(p.block) < keptLines {
-			p.block = append(p.block, l)
+	if s.inBlock {
+		if len(s.block) < keptLines {
+			s.block = append(s.block, l)
 		}
 		return
 	}
@@ -184,13 +193,13 @@ func utStarted(l string) (name, qual string, ok bool) {
 }
 
 // endBlock reads the failure block gathered since the last separator.
-func (p *unittestParser) endBlock() {
-	if !p.inBlock {
+func (p *unittestParser) endBlock(s *utStream) {
+	if !s.inBlock {
 		return
 	}
-	p.inBlock = false
-	lines := p.block
-	p.block = nil
+	s.inBlock = false
+	lines := s.block
+	s.block = nil
 	if len(lines) == 0 {
 		return
 	}
@@ -360,10 +369,10 @@ func (p *unittestParser) rel(file string) string {
 }
 
 func (p *unittestParser) finish(exitCode int, killed bool) *report {
-	if p.dash {
-		p.dash = false
+	for _, s := range []*utStream{&p.out, &p.err} {
+		s.dash = false
+		p.endBlock(s)
 	}
-	p.endBlock()
 	c := &p.rep.counts
 	failedTests := map[string]bool{}
 	collection, fixtures := 0, 0
