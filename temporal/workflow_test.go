@@ -479,7 +479,7 @@ steps:
 	if !slices.Equal(ids, want) {
 		t.Errorf("activity ids %q, want %q", ids, want)
 	}
-	n := &engine.Node{Step: &plans.Step{Label: "build"}}
+	n := &engine.Node{Step: plans.NewStep("build", "")}
 	if got := activitySummary(n); got != "build" {
 		t.Errorf("summary of a bare node: %q", got)
 	}

@@ -87,15 +87,15 @@ func BaseLabel(s string) string {
 
 // itemNode is item index (value v) of for_each step n.
 func (n *Node) itemNode(index int, v any) *Node {
-	s := *n.Step
+	s := n.Step.Copy()
 	s.Label = ItemLabel(n.Label, index)
-	s.ForEach, s.If = nil, nil // the step's if was decided once, before the list
+	s.Own().ForEach, s.If = nil, nil // the step's if was decided once, before the list
 	// A failed item fails the step; the step's continue_on_error decides
 	// whether the run goes on.
 	s.ContinueOnError = false
 	c := *n
 	c.copyMore()
-	c.Step, c.If, c.Each = &s, nil, nil
+	c.Step, c.If, c.Each = s, nil, nil
 	c.item = &itemOf{each: n, index: index, value: v}
 	if n.isBlock() {
 		// Each item runs the whole block: its steps labelled ITEM/LABEL
@@ -104,7 +104,7 @@ func (n *Node) itemNode(index int, v any) *Node {
 		// failure fails the item (which fail_fast then passes on).
 		c.Children = inItemAll(n.Children, s.Label)
 		c.Seq = inItemAll(n.Seq, s.Label)
-		s.MaxConcurrency = 0
+		s.Own().MaxConcurrency = 0
 	}
 	return &c
 }

@@ -75,7 +75,8 @@ func (p *Program) compileTools(r *plans.Reporter, reg *Registry) map[string]*Pla
 		if props != nil {
 			argsT = props
 		}
-		s := &plans.Step{Label: t.Name, Type: toolCommandType, Node: t.Command, TypeNode: t.KeyNode}
+		s := plans.NewStep(t.Name, toolCommandType)
+		s.Node, s.TypeNode = t.Command, t.KeyNode
 		d := newDecoder(p.Plan, s, r, p.scope.with("args", argsT))
 		d.spec = SpecOf(kind)
 		impl := kind.Decode(d)

@@ -173,7 +173,7 @@ func parse(path string, src []byte, st *loadState, lean bool) (*Plan, error) {
 	// Callees are loaded once the caller is read whole: a call's agents
 	// name the caller's, which may come after its steps.
 	for _, pc := range p.calls {
-		pc.step.Call = parseCall(r, p, pc.step, pc.has)
+		pc.step.Own().Call = parseCall(r, p, pc.step, pc.has)
 	}
 	p.calls = nil
 	return p, r.Err()
@@ -300,7 +300,7 @@ func parseSteps(r *Reporter, p *Plan, n *yaml.Node, parent *Step) []*Step {
 
 func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 	n = Resolve(n)
-	s := &Step{Node: n, Parent: parent, FailFast: true, MaxVisits: DefaultMaxVisits}
+	s := &Step{Node: n, Parent: parent, MaxVisits: DefaultMaxVisits, StepMore: plainStep}
 	fields := Fields(r, n, "a step")
 	if fields == nil {
 		return nil
@@ -353,18 +353,18 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 			if s.Type != "" {
 				r.At(f.KeyN, "a step has either type or parallel, not both")
 			}
-			s.Parallel = parseSteps(r, p, f.Value, s)
+			s.Own().Parallel = parseSteps(r, p, f.Value, s)
 		case "max_concurrency":
 			if v, ok := Int(r, f.Value, "max_concurrency"); ok {
 				if v < 1 {
 					r.At(f.Value, "max_concurrency must be at least 1")
 				}
-				s.MaxConcurrency = v
+				s.Own().MaxConcurrency = v
 			}
 		case "fail_fast":
-			s.FailFast, _ = Bool(r, f.Value, "fail_fast")
+			s.Own().FailFast, _ = Bool(r, f.Value, "fail_fast")
 		case "steps":
-			s.Sequence = true
+			s.Own().Sequence = true
 			switch {
 			case parent == nil || parent.Sequence:
 				r.At(f.KeyN, "steps: (a sequence) is for a child of a parallel group; here the steps run in order already")
@@ -383,15 +383,15 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 					}
 				}
 			}
-			s.Steps = parseSteps(r, p, f.Value, s)
+			s.Own().Steps = parseSteps(r, p, f.Value, s)
 		case "needs":
-			s.NeedsNode = Resolve(f.Value)
+			s.Own().NeedsNode = Resolve(f.Value)
 			s.Needs = StringList(r, f.Value, "needs")
 			if parent == nil || parent.Sequence {
 				r.At(f.KeyN, "needs applies to a child of a parallel group (it names siblings it waits for)")
 			}
 		case "for_each":
-			s.ForEach = expr(r, f.Value, "for_each")
+			s.Own().ForEach = expr(r, f.Value, "for_each")
 			if s.ForEach == nil {
 				s.ForEach = &Expr{Node: Resolve(f.Value)} // reported; still a for_each for what follows
 			}
@@ -401,7 +401,7 @@ func parseStep(r *Reporter, p *Plan, n *yaml.Node, parent *Step) *Step {
 		p.calls = append(p.calls, pendingCall{step: s, has: has})
 	}
 	if has.node("for_each") != nil && has.node("max_concurrency") == nil {
-		s.MaxConcurrency = DefaultForEachConcurrency
+		s.Own().MaxConcurrency = DefaultForEachConcurrency
 	}
 	if has.node("parallel") == nil && has.node("steps") == nil {
 		if has.node("type") == nil {

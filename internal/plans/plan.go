@@ -102,6 +102,20 @@ type Step struct {
 	MaxVisits       int
 	Write           *Write
 
+	// *StepMore holds what groups, sequences, for_each and plan calls
+	// have; every other step shares one (plainStep), so a plan of 100,000
+	// commands does not carry 100,000 empty copies. Write through Own.
+	*StepMore
+	Parent *Step
+	Index  int // position among its siblings
+	Line   int // the line its mapping starts on
+	// text is where a top-level step is in the plan's text when
+	// ParseLean let go of its YAML (LetGo).
+	text textSpan
+}
+
+// StepMore is the part of a step few steps use.
+type StepMore struct {
 	Parallel []*Step
 	// Steps, for a child of a parallel group, make it a sequence: these
 	// steps run in order, a goto staying among them (Sequence is set).
@@ -117,13 +131,40 @@ type Step struct {
 	MaxConcurrency int  // 0: all at once
 	FailFast       bool // default true
 	// Call is set on a `type: plan` step: the plan it runs (call.go).
-	Call   *Call
-	Parent *Step
-	Index  int // position among its siblings
-	Line   int // the line its mapping starts on
-	// text is where a top-level step is in the plan's text when
-	// ParseLean let go of its YAML (LetGo).
-	text textSpan
+	Call *Call
+}
+
+// plainStep is the StepMore of every step without one of its own: never
+// written (a test checks).
+var plainStep = &StepMore{FailFast: true}
+
+// NewStep is an empty step of a type, as the plan would give it with
+// only its label and type.
+func NewStep(label, typ string) *Step {
+	return &Step{Label: label, Type: typ, MaxVisits: DefaultMaxVisits, StepMore: plainStep}
+}
+
+// Own is the step's own StepMore, made when it shared plainStep.
+func (s *Step) Own() *StepMore {
+	if s.StepMore == plainStep || s.StepMore == nil {
+		m := *plainStep
+		if s.StepMore == nil {
+			m = StepMore{}
+		}
+		s.StepMore = &m
+	}
+	return s.StepMore
+}
+
+// Copy is a copy of the step that can be changed without changing it:
+// its StepMore is its own too.
+func (s *Step) Copy() *Step {
+	c := *s
+	if c.StepMore != plainStep && c.StepMore != nil {
+		m := *c.StepMore
+		c.StepMore = &m
+	}
+	return &c
 }
 
 // textSpan is a run of whole lines of a plan's text: from off to end
@@ -390,7 +431,9 @@ func (s *Step) dropOwnNodes() {
 	if s.ForEach != nil {
 		s.ForEach.Node = nil
 	}
-	s.NeedsNode = nil
+	if s.NeedsNode != nil {
+		s.NeedsNode = nil
+	}
 	if s.Call != nil {
 		s.Call.Node = nil
 		for i := range s.Call.Vars {

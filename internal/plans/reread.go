@@ -104,7 +104,10 @@ func copyNodes(to, from *Step) error {
 	if len(to.Parallel) != len(from.Parallel) || len(to.Steps) != len(from.Steps) {
 		return fmt.Errorf("step %s: read again, it holds other steps", to.Label)
 	}
-	to.Node, to.TypeNode, to.NeedsNode = from.Node, from.TypeNode, from.NeedsNode
+	to.Node, to.TypeNode = from.Node, from.TypeNode
+	if to.NeedsNode != from.NeedsNode {
+		to.Own().NeedsNode = from.NeedsNode
+	}
 	if to.If != nil && from.If != nil {
 		to.If.Node = from.If.Node
 	}
