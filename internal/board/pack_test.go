@@ -216,8 +216,9 @@ func TestPackedSavesTheSameBytes(t *testing.T) {
 // TestBoardKeepsLittlePerStep fails when what the board keeps for a
 // finished step (its record, its audit entry, a key's write) grows back
 // toward what it was before records were kept packed: 2.1 KB a step
-// here, 1.1 KB packed. With the collector's headroom, what is kept per
-// step sets a long run's peak.
+// here, 1.1 KB packed, 1,036 bytes with a record's times in 8 bytes
+// each. With the collector's headroom, what is kept per step sets a long
+// run's peak.
 func TestBoardKeepsLittlePerStep(t *testing.T) {
 	const n = 20000
 	b, err := Create(t.TempDir()+"/blackboard.json", Run{ID: "r", Status: StatusRunning}, Options{})
@@ -247,8 +248,8 @@ func TestBoardKeepsLittlePerStep(t *testing.T) {
 	per := (heapNow() - before) / n
 	runtime.KeepAlive(b)
 	t.Logf("%d bytes kept per step", per)
-	if per > 1400 {
-		t.Fatalf("the board keeps %d bytes per finished step, want at most 1400", per)
+	if per > 1250 {
+		t.Fatalf("the board keeps %d bytes per finished step, want at most 1250", per)
 	}
 }
 

@@ -2,6 +2,7 @@ package board
 
 import (
 	"encoding/json"
+	"math"
 	"time"
 )
 
@@ -12,7 +13,7 @@ import (
 type stepRow struct {
 	label, typ, status string
 	visit, attempts    int
-	started, finished  time.Time
+	started, finished  instant
 	durationMS         int64
 	result             json.RawMessage
 	inputs             string // packed: JSON
@@ -26,6 +27,37 @@ type stepRare struct {
 	parent, goTo, err, host, agent string
 	delays                         []int64
 	inputs                         map[string]string // inputs too large to pack
+	// the times, when either is not an instant
+	started, finished time.Time
+	times             bool
+}
+
+// instant is a time in UTC as nanoseconds since 1970, 8 bytes where a
+// time.Time takes 24: the times a run stamps its records with. A time
+// it cannot say as it was (another zone, a monotonic reading, which
+// only a local time has, out of range) is kept whole in the row's
+// stepRare.
+type instant int64
+
+// noInstant is the zero time.Time.
+const noInstant = instant(math.MinInt64)
+
+// instantOf is t as an instant, when t is one exactly.
+func instantOf(t time.Time) (instant, bool) {
+	if t == (time.Time{}) {
+		return noInstant, true
+	}
+	if t.Location() != time.UTC || t.Year() < 1678 || t.Year() > 2261 {
+		return 0, false
+	}
+	return instant(t.UnixNano()), true
+}
+
+func (i instant) time() time.Time {
+	if i == noInstant {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(i)).UTC()
 }
 
 // rowOf is s as the board keeps it.
@@ -34,12 +66,18 @@ func (b *Board) rowOf(s *StepRecord) stepRow {
 		s.Inputs = nil // as the file keeps it
 	}
 	b.packInputs(s)
+	started, ok1 := instantOf(s.StartedAt)
+	finished, ok2 := instantOf(s.FinishedAt)
 	r := stepRow{label: s.Label, typ: s.Type, status: s.Status, visit: s.Visit, attempts: s.Attempts,
-		started: s.StartedAt, finished: s.FinishedAt, durationMS: s.DurationMS, result: s.Result,
+		started: started, finished: finished, durationMS: s.DurationMS, result: s.Result,
 		inputs: s.packedInputs, held: s.held, built: s.built}
-	if s.Parent != "" || s.Goto != "" || s.Error != "" || s.Host != "" || s.Agent != "" || len(s.Delays) > 0 || s.Inputs != nil {
+	if s.Parent != "" || s.Goto != "" || s.Error != "" || s.Host != "" || s.Agent != "" || len(s.Delays) > 0 || s.Inputs != nil ||
+		!ok1 || !ok2 {
 		r.rare = &stepRare{parent: s.Parent, goTo: s.Goto, err: s.Error, host: s.Host, agent: s.Agent,
 			delays: s.Delays, inputs: s.Inputs}
+		if !ok1 || !ok2 {
+			r.rare.started, r.rare.finished, r.rare.times = s.StartedAt, s.FinishedAt, true
+		}
 	}
 	return r
 }
@@ -48,12 +86,23 @@ func (b *Board) rowOf(s *StepRecord) stepRow {
 // strings held apart, inputs packed (whole gives both back).
 func (r *stepRow) record() StepRecord {
 	s := StepRecord{Label: r.label, Type: r.typ, Status: r.status, Visit: r.visit, Attempts: r.attempts,
-		StartedAt: r.started, FinishedAt: r.finished, DurationMS: r.durationMS, Result: r.result,
+		StartedAt: r.started.time(), FinishedAt: r.finished.time(), DurationMS: r.durationMS, Result: r.result,
 		packedInputs: r.inputs, held: r.held, built: r.built}
 	if x := r.rare; x != nil {
 		s.Parent, s.Goto, s.Error, s.Host, s.Agent, s.Delays, s.Inputs = x.parent, x.goTo, x.err, x.host, x.agent, x.delays, x.inputs
+		if x.times {
+			s.StartedAt, s.FinishedAt = x.started, x.finished
+		}
 	}
 	return s
+}
+
+// finishedAt is the record's FinishedAt.
+func (r *stepRow) finishedAt() time.Time {
+	if r.rare != nil && r.rare.times {
+		return r.rare.finished
+	}
+	return r.finished.time()
 }
 
 // stepRows are the rows in chunks of a fixed size: a run's records only

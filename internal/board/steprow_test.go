@@ -1,0 +1,64 @@
+package board
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestStepTimesComeBackAsGiven: a row keeps a record's times in 8 bytes
+// each when they are UTC instants, and whole otherwise; either way a
+// record comes back with the times it was given, live and through the
+// saved file.
+func TestStepTimesComeBackAsGiven(t *testing.T) {
+	utc := time.Date(2026, 11, 30, 7, 23, 31, 343816125, time.UTC)
+	paris := time.FixedZone("CET", 3600)
+	tests := []struct {
+		name              string
+		started, finished time.Time
+		saved             bool // the file says them as they were (no monotonic reading, a zone it names by offset)
+	}{
+		{"UTC", utc, utc.Add(time.Millisecond), true},
+		{"zero", time.Time{}, time.Time{}, true},
+		{"zero start", time.Time{}, utc, true},
+		{"another zone", utc.In(paris), utc.In(paris).Add(time.Second), false},
+		{"one in another zone", utc, utc.In(paris), false},
+		{"local, with a monotonic reading", time.Now(), time.Now(), false},
+		{"past 2262", time.Date(3000, 1, 1, 0, 0, 0, 1, time.UTC), time.Date(3000, 1, 1, 0, 0, 1, 0, time.UTC), true},
+		{"before 1678", time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), utc, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "blackboard.json")
+			b, err := Create(path, Run{ID: "r", Status: StatusRunning}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := StepRecord{Label: "a", Visit: 1, Type: "command", Status: StatusSucceeded, Attempts: 1,
+				StartedAt: tt.started, FinishedAt: tt.finished, Result: json.RawMessage(`{"output":"x"}`)}
+			if err := b.AddStep(in); err != nil {
+				t.Fatal(err)
+			}
+			got := b.Steps()[0]
+			if !reflect.DeepEqual(got.StartedAt, tt.started) || !reflect.DeepEqual(got.FinishedAt, tt.finished) {
+				t.Errorf("live: times %v, %v; want %v, %v", got.StartedAt, got.FinishedAt, tt.started, tt.finished)
+			}
+			if err := b.Close(); err != nil {
+				t.Fatal(err)
+			}
+			back, err := LoadForRead(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = back.Steps()[0]
+			if !got.StartedAt.Equal(tt.started) || !got.FinishedAt.Equal(tt.finished) {
+				t.Errorf("saved: times %v, %v; want %v, %v", got.StartedAt, got.FinishedAt, tt.started, tt.finished)
+			}
+			if tt.saved && (!reflect.DeepEqual(got.StartedAt, tt.started) || !reflect.DeepEqual(got.FinishedAt, tt.finished)) {
+				t.Errorf("saved: times %#v, %#v; want %#v, %#v", got.StartedAt, got.FinishedAt, tt.started, tt.finished)
+			}
+		})
+	}
+}
