@@ -23,10 +23,7 @@ type Board struct {
 	mu         sync.RWMutex
 	run        Run
 	entries    []*Entry
-	bySection  map[string][]int
-	byAuthor   map[string][]int
-	byLabel    map[string][]int
-	byRole     map[string][]int
+	fields     *fieldIndex // built by the first Query that needs it (index.go)
 	byKey      map[string][]int
 	keys       map[string]*keyState
 	steps      stepRows
@@ -63,10 +60,6 @@ type keyState struct {
 func New(run Run) *Board {
 	return &Board{
 		run:        run,
-		bySection:  map[string][]int{},
-		byAuthor:   map[string][]int{},
-		byLabel:    map[string][]int{},
-		byRole:     map[string][]int{},
 		byKey:      map[string][]int{},
 		keys:       map[string]*keyState{},
 		seen:       map[seenKey]int64{},
@@ -285,15 +278,8 @@ func (b *Board) pendingKeyLocked(key string) *Entry {
 func (b *Board) indexLocked(e *Entry) {
 	i := len(b.entries)
 	b.entries = append(b.entries, e)
-	b.bySection[e.Section] = append(b.bySection[e.Section], i)
-	if e.Author != "" {
-		b.byAuthor[e.Author] = append(b.byAuthor[e.Author], i)
-	}
-	if e.Label != "" {
-		b.byLabel[e.Label] = b.spare.add(b.byLabel[e.Label], i)
-	}
-	if e.Role != "" {
-		b.byRole[e.Role] = append(b.byRole[e.Role], i)
+	if b.fields != nil {
+		b.fields.add(e, i, &b.spare)
 	}
 	if e.Section == ConflictSection {
 		b.indexConflictLocked(e, i)
@@ -458,6 +444,9 @@ type Filter struct {
 // Query returns the matching entries, oldest first. It uses the index of the
 // most selective field given, so it does not scan the whole board.
 func (b *Board) Query(f Filter) []Entry {
+	if f.Section != "" || f.Author != "" || f.Label != "" || f.Role != "" {
+		b.indexFields()
+	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	var idx []int
@@ -471,10 +460,12 @@ func (b *Board) Query(f Filter) []Entry {
 			idx, all = l, false
 		}
 	}
-	pick(b.bySection, f.Section)
-	pick(b.byAuthor, f.Author)
-	pick(b.byLabel, f.Label)
-	pick(b.byRole, f.Role)
+	if x := b.fields; x != nil {
+		pick(x.bySection, f.Section)
+		pick(x.byAuthor, f.Author)
+		pick(x.byLabel, f.Label)
+		pick(x.byRole, f.Role)
+	}
 	pick(b.byKey, f.Key)
 	match := func(e *Entry) bool {
 		return (f.Section == "" || e.Section == f.Section) && (f.Role == "" || e.Role == f.Role) &&

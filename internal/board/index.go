@@ -36,3 +36,45 @@ func (s *spare) keyState() *keyState {
 	s.keys = s.keys[1:]
 	return ks
 }
+
+// fieldIndex lists the entries of each section, author, label and role,
+// for Query. Only a query by one of them needs it, and most runs make
+// none: at 100k steps it is about 10 MB. The first such query builds it
+// from the entries; from then on every new entry is added to it.
+type fieldIndex struct {
+	bySection, byAuthor, byLabel, byRole map[string][]int
+}
+
+// indexFields builds the field index if it is not built yet.
+func (b *Board) indexFields() {
+	b.mu.RLock()
+	built := b.fields != nil
+	b.mu.RUnlock()
+	if built {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.fields != nil {
+		return
+	}
+	x := &fieldIndex{bySection: map[string][]int{}, byAuthor: map[string][]int{}, byLabel: map[string][]int{}, byRole: map[string][]int{}}
+	for i, e := range b.entries {
+		x.add(e, i, &b.spare)
+	}
+	b.fields = x
+}
+
+// add indexes entry i.
+func (x *fieldIndex) add(e *Entry, i int, s *spare) {
+	x.bySection[e.Section] = append(x.bySection[e.Section], i)
+	if e.Author != "" {
+		x.byAuthor[e.Author] = append(x.byAuthor[e.Author], i)
+	}
+	if e.Label != "" {
+		x.byLabel[e.Label] = s.add(x.byLabel[e.Label], i)
+	}
+	if e.Role != "" {
+		x.byRole[e.Role] = append(x.byRole[e.Role], i)
+	}
+}

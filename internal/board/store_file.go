@@ -216,7 +216,6 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 		}
 	}
 	b.byKey, b.keys, b.seen = make(map[string][]int, keyed), make(map[string]*keyState, keyed), make(map[seenKey]int64, keyed)
-	b.byLabel = make(map[string][]int, min(len(f.Steps), len(f.Entries)))
 	b.entries = make([]*Entry, 0, len(f.Entries)+len(f.Entries)/4+8)
 	for _, e := range f.Entries {
 		if e.Seq != int64(len(b.entries))+1 {
