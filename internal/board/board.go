@@ -23,8 +23,7 @@ type Board struct {
 	mu         sync.RWMutex
 	run        Run
 	entries    []*Entry
-	fields     *fieldIndex // built by the first Query that needs it (index.go)
-	byKey      map[string][]int
+	fields     *fieldIndex // built by the first Query or KeyVersion that needs it (index.go)
 	keys       map[string]*keyState
 	steps      stepRows
 	recordings []Recording
@@ -60,7 +59,6 @@ type keyState struct {
 func New(run Run) *Board {
 	return &Board{
 		run:        run,
-		byKey:      map[string][]int{},
 		keys:       map[string]*keyState{},
 		seen:       map[seenKey]int64{},
 		conflictAt: map[string]int{},
@@ -286,7 +284,6 @@ func (b *Board) indexLocked(e *Entry) {
 	}
 	b.packMeta(e)
 	if e.Key != "" {
-		b.byKey[e.Key] = b.spare.add(b.byKey[e.Key], i)
 		ks := b.keys[e.Key]
 		if ks == nil {
 			ks = b.spare.keyState()
@@ -351,9 +348,10 @@ func (b *Board) GetAt(key string, now func() time.Time) (Entry, bool) {
 // KeyVersion returns the entry that made version v of key (a replay
 // serving what a racing read saw), or false when there is none.
 func (b *Board) KeyVersion(key string, v int64) (Entry, bool) {
+	b.indexFields()
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	for _, i := range b.byKey[key] {
+	for _, i := range b.fields.byKey[key] {
 		if e := b.entries[i]; e.Version == v {
 			return e.loaded(), true
 		}
@@ -444,7 +442,7 @@ type Filter struct {
 // Query returns the matching entries, oldest first. It uses the index of the
 // most selective field given, so it does not scan the whole board.
 func (b *Board) Query(f Filter) []Entry {
-	if f.Section != "" || f.Author != "" || f.Label != "" || f.Role != "" {
+	if f.Section != "" || f.Author != "" || f.Label != "" || f.Role != "" || f.Key != "" {
 		b.indexFields()
 	}
 	b.mu.RLock()
@@ -465,8 +463,8 @@ func (b *Board) Query(f Filter) []Entry {
 		pick(x.byAuthor, f.Author)
 		pick(x.byLabel, f.Label)
 		pick(x.byRole, f.Role)
+		pick(x.byKey, f.Key)
 	}
-	pick(b.byKey, f.Key)
 	match := func(e *Entry) bool {
 		return (f.Section == "" || e.Section == f.Section) && (f.Role == "" || e.Role == f.Role) &&
 			(f.Author == "" || e.Author == f.Author) && (f.Label == "" || e.Label == f.Label) &&

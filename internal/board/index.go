@@ -37,12 +37,13 @@ func (s *spare) keyState() *keyState {
 	return ks
 }
 
-// fieldIndex lists the entries of each section, author, label and role,
-// for Query. Only a query by one of them needs it, and most runs make
-// none: at 100k steps it is about 10 MB. The first such query builds it
-// from the entries; from then on every new entry is added to it.
+// fieldIndex lists the entries of each section, author, label, role and
+// key, for Query and KeyVersion. Only a query by one of them needs it
+// (or a replay serving what a racing read saw), and most runs make none:
+// at 100k steps it is about 12 MB. The first such query builds it from
+// the entries; from then on every new entry is added to it.
 type fieldIndex struct {
-	bySection, byAuthor, byLabel, byRole map[string][]int
+	bySection, byAuthor, byLabel, byRole, byKey map[string][]int
 }
 
 // indexFields builds the field index if it is not built yet.
@@ -58,7 +59,8 @@ func (b *Board) indexFields() {
 	if b.fields != nil {
 		return
 	}
-	x := &fieldIndex{bySection: map[string][]int{}, byAuthor: map[string][]int{}, byLabel: map[string][]int{}, byRole: map[string][]int{}}
+	x := &fieldIndex{bySection: map[string][]int{}, byAuthor: map[string][]int{}, byLabel: map[string][]int{},
+		byRole: map[string][]int{}, byKey: map[string][]int{}}
 	for i, e := range b.entries {
 		x.add(e, i, &b.spare)
 	}
@@ -76,5 +78,8 @@ func (x *fieldIndex) add(e *Entry, i int, s *spare) {
 	}
 	if e.Role != "" {
 		x.byRole[e.Role] = append(x.byRole[e.Role], i)
+	}
+	if e.Key != "" {
+		x.byKey[e.Key] = s.add(x.byKey[e.Key], i)
 	}
 }

@@ -217,7 +217,7 @@ func TestPackedSavesTheSameBytes(t *testing.T) {
 // finished step (its record, its audit entry, a key's write) grows back
 // toward what it was before records were kept packed: 2.1 KB a step
 // here, 1.1 KB packed, 1,036 bytes with a record's times in 8 bytes
-// each, 970 with the index of sections, authors, labels and roles built
+// each, 958 with the index of sections, authors, labels, roles and keys built
 // only when a query needs it. With the collector's headroom, what is kept per step sets a long
 // run's peak.
 func TestBoardKeepsLittlePerStep(t *testing.T) {

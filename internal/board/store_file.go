@@ -215,7 +215,7 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 			keyed++
 		}
 	}
-	b.byKey, b.keys, b.seen = make(map[string][]int, keyed), make(map[string]*keyState, keyed), make(map[seenKey]int64, keyed)
+	b.keys, b.seen = make(map[string]*keyState, keyed), make(map[seenKey]int64, keyed)
 	b.entries = make([]*Entry, 0, len(f.Entries)+len(f.Entries)/4+8)
 	for _, e := range f.Entries {
 		if e.Seq != int64(len(b.entries))+1 {

@@ -184,7 +184,7 @@ func parseLive(data []byte) (*Board, bool) {
 	}
 	slices.Sort(at) // indexed in the file's order, as Load indexes them
 	b := New(f.Run)
-	b.keys, b.byKey = make(map[string]*keyState, len(at)), make(map[string][]int, len(at))
+	b.keys = make(map[string]*keyState, len(at))
 	entries, lazy := make([]Entry, len(at)), make([]lazyEntry, len(at))
 	b.entries = make([]*Entry, 0, len(at))
 	for i, j := range at {
