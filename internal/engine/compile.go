@@ -266,6 +266,14 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	prog.outputTypes = prog.compileOutputs(r)
 	prog.scope.compiled = nil
 	prog.scope = nil
+	// Every label is among the nodes now: the plan's own index of them
+	// can go (a step decoded again looks its goto targets up here).
+	plan.LookupWith(func(label string) *plans.Step {
+		if n := prog.nodes[label]; n != nil {
+			return n.Step
+		}
+		return nil
+	})
 	return prog
 }
 

@@ -82,6 +82,11 @@ func (jumpType) Name() string { return "jump" }
 func (jumpType) Result() any  { return struct{}{} }
 func (jumpType) Decode(d *engine.Decoder) engine.Step {
 	s := &jumpStep{to: d.String("to")}
+	// as branch does: a step decoded again after its plan was compiled
+	// looks its target up too
+	if s.to != "" && s.to != "end" && s.to != "fail" && d.Plan.Lookup(s.to) == nil {
+		d.Errorf(d.Node("to"), "to: no step labeled %q", s.to)
+	}
 	if n := d.Node("when"); n != nil {
 		s.when = d.ExprAt(n, "when")
 	}

@@ -33,6 +33,7 @@ type Plan struct {
 	Budgets Budgets
 
 	labels map[string]*Step
+	lookup func(string) *Step // set by LookupWith: it replaces labels
 	load   *loadState
 	// runOnly are the keys of fields that belong to the run (env,
 	// secrets, limits, board): refused in a called plan.
@@ -317,7 +318,17 @@ type AgentBoard struct {
 }
 
 // Lookup returns the step with label, at any depth.
-func (p *Plan) Lookup(label string) *Step { return p.labels[label] }
+func (p *Plan) Lookup(label string) *Step {
+	if p.lookup != nil {
+		return p.lookup(label)
+	}
+	return p.labels[label]
+}
+
+// LookupWith makes Lookup ask find, which knows every label of the plan
+// (a compiled plan's own index of its steps), and lets go of the plan's
+// index: at 100k steps, a second map of every label is megabytes.
+func (p *Plan) LookupWith(find func(string) *Step) { p.lookup, p.labels = find, nil }
 
 // Agent returns the agent named name.
 func (p *Plan) Agent(name string) *Agent {
