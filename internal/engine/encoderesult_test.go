@@ -73,3 +73,28 @@ func TestEncodeResultLargeOutput(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeResultHasNoRoomToSpare: the board keeps a step's result as
+// encoded for the rest of the run, so its buffer is exactly its bytes
+// (room to spare would be a larger allocation kept per step).
+func TestEncodeResultHasNoRoomToSpare(t *testing.T) {
+	for _, res := range []Result{
+		{Output: "hi me 0"},
+		{Output: "hi", Fields: map[string]any{"key": "k0", "version": 1, "found": true}},
+		{Output: 3, Fields: testFields{Exit: 1}},
+		{Output: nil, Fields: emptyFields{}},
+		{Output: "late", TimedOut: true},
+		{Output: "late", TimedOut: true, Fields: testFields{Exit: 124}},
+	} {
+		got, err := encodeResult(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := oldEncodeResult(res); !bytes.Equal(got, want) {
+			t.Errorf("%+v: %s, want %s", res, got, want)
+		}
+		if cap(got) != len(got) {
+			t.Errorf("%+v: %d bytes in a buffer of %d", res, len(got), cap(got))
+		}
+	}
+}

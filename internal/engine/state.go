@@ -426,21 +426,29 @@ func encodeResult(res Result) (json.RawMessage, error) {
 			return nil, fmt.Errorf("result fields must encode as a JSON object, got %.40s", fields)
 		}
 	}
-	buf, err := bigjson.Append([]byte(`{"output":`), res.Output, len(timedOut)+len(fields)+1)
+	// Room for exactly what follows the output: the board keeps the
+	// result as it is, and room to spare would be a larger allocation
+	// kept for every step of the run.
+	addTimedOut := res.TimedOut && !bytes.Contains(fields, []byte(timedOut[1:]))
+	reserve := 1 // "}"
+	if len(fields) > 2 {
+		reserve = len(fields) // "," and the fields after their "{"
+	}
+	if addTimedOut {
+		reserve += len(timedOut)
+	}
+	buf, err := bigjson.Append([]byte(`{"output":`), res.Output, reserve)
 	if err != nil {
 		return nil, fmt.Errorf("encoding output: %w", err)
 	}
+	if addTimedOut {
+		buf = append(buf, timedOut...)
+	}
 	if res.Fields == nil {
-		if res.TimedOut {
-			buf = append(buf, timedOut...)
-		}
 		return append(buf, '}'), nil
 	}
 	// Splice the fields in after "output" rather than decoding and
 	// encoding again: this runs once per step.
-	if res.TimedOut && !bytes.Contains(fields, []byte(timedOut[1:])) {
-		buf = append(buf, timedOut...)
-	}
 	if len(fields) > 2 {
 		buf = append(buf, ',')
 	}
