@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/types"
 	"reflect"
 	"strings"
@@ -253,7 +254,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	if mode == toRun {
 		// A step decoded again when it runs was checked here: its
 		// expressions are compiled on first use, as CompileChecked's.
-		prog.runScope = &Scope{types: prog.scope.types, nature: prog.scope.nature, secretEnv: prog.scope.secretEnv, deferred: true, progs: prog.progs}
+		prog.runScope = &Scope{nature: prog.scope.nature, secretEnv: prog.scope.secretEnv, deferred: true, progs: prog.progs}
 	}
 	prog.tools = prog.compileTools(r, reg)
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps, prog.scope)
@@ -323,7 +324,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 		if s.Retry != nil && s.Retry.Until != nil {
 			stepT := scope.stepType(s.Label)
 			if s.ForEach != nil {
-				stepT = stepStateType(reg.lookupType(s.Type))
+				stepT = natureOf(stepStateType(reg.lookupType(s.Type)), map[uintptr]nature.Nature{})
 			}
 			scope := own.withStep(stepT)
 			n.more().Until = compileBoolAt(r, p.Plan.Source, s.Retry.Until, "retry.until", scope)

@@ -12,10 +12,10 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/checker"
+	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/optimizer"
-	"github.com/expr-lang/expr/types"
 	"github.com/expr-lang/expr/vm"
 	"github.com/planrunner/runner/internal/plans"
 )
@@ -279,18 +279,19 @@ func exprMessage(src string, err error, scope *Scope) string {
 		}
 	}
 	if m := unknownNameRE().FindStringSubmatch(msg); m != nil {
-		msg += plans.Suggest(m[1], scopeNames(scope.types, nil))
+		msg += plans.Suggest(m[1], scopeNames(scope.nature, nil))
 	}
 	return msg
 }
 
 // scopeNames lists every name at any depth of a scope, for suggestions.
-func scopeNames(m types.Map, out []string) []string {
-	for k, v := range m {
+func scopeNames(nt nature.Nature, out []string) []string {
+	if nt.TypeData == nil {
+		return out
+	}
+	for k, v := range nt.Fields {
 		out = append(out, k)
-		if sub, ok := v.(types.Map); ok {
-			out = scopeNames(sub, out)
-		}
+		out = scopeNames(v, out)
 	}
 	sort.Strings(out)
 	return out

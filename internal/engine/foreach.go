@@ -129,7 +129,7 @@ func (n *Node) WithItem(v any) *Node {
 // eachScope is the scope of a for_each step's own fields: item and index.
 func (p *Program) eachScope() *Scope {
 	if p.itemScope == nil {
-		p.itemScope = p.scope.with("item", types.Any).with("index", types.Int)
+		p.itemScope = p.scope.with("item", types.Any.Nature()).with("index", types.Int.Nature())
 	}
 	return p.itemScope
 }

@@ -77,7 +77,7 @@ func (p *Program) compileTools(r *plans.Reporter, reg *Registry) map[string]*Pla
 		}
 		s := plans.NewStep(t.Name, toolCommandType)
 		s.Node, s.TypeNode = t.Command, t.KeyNode
-		d := newDecoder(p.Plan, s, r, p.scope.with("args", argsT))
+		d := newDecoder(p.Plan, s, r, p.scope.with("args", argsT.Nature()))
 		d.spec = SpecOf(kind)
 		impl := kind.Decode(d)
 		d.finish()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/checker/nature"
@@ -48,11 +49,13 @@ func stepStateType(t Type) types.Map {
 	return m
 }
 
-// Scope is the typed environment expressions are checked against, with
-// its expr type description built once: types.Map.Nature walks the whole
-// map, so building it per expression made loading quadratic in the steps.
+// Scope is the typed environment expressions are checked against, as
+// expr's type description, built once: types.Map.Nature walks the whole
+// map, so building it per expression made loading quadratic in the
+// steps. It keeps the description alone, not the types.Map it was made
+// from: a program keeps its scope to compile its expressions again, and
+// the map, an entry a label, was as large again.
 type Scope struct {
-	types  types.Map
 	nature nature.Nature
 	conf   [2]*conf.Config // for any value, for booleans; built on first use
 	// secretEnv are the plan's env names whose value is made from a
@@ -107,7 +110,16 @@ func (s *Scope) config(asBool bool) *conf.Config {
 }
 
 func newScope(m types.Map) *Scope {
-	return &Scope{types: m, nature: natureOf(m, map[uintptr]nature.Nature{}), progs: newProgCache(progCacheSize)}
+	return natureScope(natureOf(m, map[uintptr]nature.Nature{}))
+}
+
+func natureScope(nt nature.Nature) *Scope {
+	return &Scope{nature: nt, progs: newProgCache(progCacheSize)}
+}
+
+// field is the description of name in the scope (a zero Nature: none).
+func (s *Scope) field(name string) nature.Nature {
+	return s.nature.Fields[name]
 }
 
 // natureOf is t.Nature(), with the description of each distinct map built
@@ -127,53 +139,54 @@ func natureOf(t types.Type, memo map[uintptr]nature.Nature) nature.Nature {
 		memo[key] = nt
 		return nt
 	}
-	nt := types.Map{}.Nature()
-	nt.Fields = make(map[string]nature.Nature, len(m))
+	fields := make(map[string]nature.Nature, len(m))
 	for k, v := range m {
-		nt.Fields[k] = natureOf(v, memo)
+		fields[k] = natureOf(v, memo)
 	}
+	nt := mapNature(fields)
 	memo[key] = nt
+	return nt
+}
+
+// mapNature describes a map with these fields and no others.
+func mapNature(fields map[string]nature.Nature) nature.Nature {
+	nt := types.Map{}.Nature()
+	nt.Fields = fields
 	return nt
 }
 
 // option hands the prebuilt description to the expr compiler.
 func (s *Scope) option() expr.Option {
 	return func(c *conf.Config) {
-		c.EnvObject = s.types
 		c.Env = s.nature
 		c.Strict = s.nature.Strict
 	}
 }
 
-// with is the scope plus one more top-level name, sharing everything else
-// (retry.until sees its own step as `step`).
-func (s *Scope) with(name string, t types.Type) *Scope {
-	m := make(types.Map, len(s.types)+1)
-	for k, v := range s.types {
-		m[k] = v
-	}
-	m[name] = t
+// with is the scope plus one more top-level name of description t,
+// sharing everything else (retry.until sees its own step as `step`).
+func (s *Scope) with(name string, t nature.Nature) *Scope {
 	nt := s.nature
 	td := *nt.TypeData
 	td.Fields = make(map[string]nature.Nature, len(s.nature.Fields)+1)
 	for k, v := range s.nature.Fields {
 		td.Fields[k] = v
 	}
-	td.Fields[name] = t.Nature()
+	td.Fields[name] = t
 	nt.TypeData = &td
-	return &Scope{types: m, nature: nt, secretEnv: s.secretEnv, deferred: s.deferred, progs: s.progs}
+	return &Scope{nature: nt, secretEnv: s.secretEnv, deferred: s.deferred, progs: s.progs}
 }
 
 // withStep is the scope of a retry.until: this one with its step as
 // `step`, shared by the steps of one type. A scope holds the compiler's
 // configuration once it compiles, a few kilobytes: one per step with a
 // retry.until was most of what a plan of them kept per step.
-func (s *Scope) withStep(t types.Type) *Scope {
-	m, ok := t.(types.Map)
-	if !ok {
+func (s *Scope) withStep(t nature.Nature) *Scope {
+	if t.TypeData == nil {
 		return s.with("step", t)
 	}
-	key := reflect.ValueOf(m).Pointer()
+	// Steps of one type share one description (natureOf).
+	key := uintptr(unsafe.Pointer(t.TypeData))
 	if w, ok := s.stepScopes[key]; ok {
 		return w
 	}
@@ -185,14 +198,13 @@ func (s *Scope) withStep(t types.Type) *Scope {
 	return w
 }
 
-// stepType is the type of steps.<label>, or Any when there is none.
-func (s *Scope) stepType(label string) types.Type {
-	if st, ok := s.types["steps"].(types.Map); ok {
-		if t, ok := st[label]; ok {
-			return t
-		}
+// stepType is the description of steps.<label>, or Any's when there is
+// none.
+func (s *Scope) stepType(label string) nature.Nature {
+	if t, ok := s.field("steps").Fields[label]; ok {
+		return t
 	}
-	return types.Any
+	return types.Any.Nature()
 }
 
 // scopeType is the typed environment every expression of the plan is

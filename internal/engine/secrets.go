@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/checker/nature"
 
 	"github.com/expr-lang/expr/types"
 	"github.com/planrunner/runner/internal/plans"
@@ -27,7 +28,7 @@ func secretsType(p *plans.Plan) types.Map {
 // `TOKEN: ${{ secrets.TOKEN }}`); steps do not exist yet when they are
 // rendered.
 func compilePlanEnv(r *plans.Reporter, p *plans.Plan, scope *Scope) []*Template {
-	envScope := newScope(types.Map{"vars": scope.types["vars"], "secrets": scope.types["secrets"], "run": scope.types["run"]})
+	envScope := natureScope(mapNature(map[string]nature.Nature{"vars": scope.field("vars"), "secrets": scope.field("secrets"), "run": scope.field("run")}))
 	out := make([]*Template, len(p.Env))
 	for i, e := range p.Env {
 		if strings.Contains(e.Value, "${{") {
