@@ -243,7 +243,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 			calls[s.Label] = sub.outputTypes
 		}
 	}
-	prog.scope = newScope(scopeType(plan, reg, calls))
+	prog.scope = planScope(plan, reg, calls)
 	prog.scope.deferred = deferred
 	prog.progs = prog.scope.progs
 	if !deferred {
@@ -254,7 +254,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 	if mode == toRun {
 		// A step decoded again when it runs was checked here: its
 		// expressions are compiled on first use, as CompileChecked's.
-		prog.runScope = &Scope{nature: prog.scope.nature, secretEnv: prog.scope.secretEnv, deferred: true, progs: prog.progs}
+		prog.runScope = &Scope{nature: prog.scope.nature, steps: prog.scope.steps, secretEnv: prog.scope.secretEnv, deferred: true, progs: prog.progs}
 	}
 	prog.tools = prog.compileTools(r, reg)
 	prog.Steps = prog.compileSteps(r, reg, plan.Steps, prog.scope)

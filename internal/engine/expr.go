@@ -16,6 +16,7 @@ import (
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 	"github.com/planrunner/runner/internal/plans"
 )
@@ -196,8 +197,14 @@ type checked struct {
 
 func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	cfg := scope.config(asBool)
-	tree, err := checker.ParseCheck(src, cfg)
+	// checker.ParseCheck, with the steps the expression names described
+	// between the parse and the check.
+	tree, err := parser.ParseWithConfig(src, cfg)
 	if err != nil {
+		return nil, err
+	}
+	cfg = scope.configFor(cfg, tree)
+	if _, err := new(checker.Checker).PatchAndCheck(tree, cfg); err != nil {
 		return nil, err
 	}
 	if cfg.Optimize {
@@ -279,7 +286,7 @@ func exprMessage(src string, err error, scope *Scope) string {
 		}
 	}
 	if m := unknownNameRE().FindStringSubmatch(msg); m != nil {
-		msg += plans.Suggest(m[1], scopeNames(scope.nature, nil))
+		msg += plans.Suggest(m[1], scopeNames(scope.whole(), nil))
 	}
 	return msg
 }

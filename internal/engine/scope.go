@@ -11,6 +11,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/checker/nature"
 	"github.com/expr-lang/expr/conf"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/types"
 	"github.com/planrunner/runner/internal/plans"
 )
@@ -57,7 +58,11 @@ func stepStateType(t Type) types.Map {
 // the map, an entry a label, was as large again.
 type Scope struct {
 	nature nature.Nature
-	conf   [2]*conf.Config // for any value, for booleans; built on first use
+	// steps describes steps.<label> for a plan's scope (planScope), where
+	// nature has no label in steps; nil in a scope made from a type map
+	// alone (newScope), whose nature holds all of it.
+	steps *stepsDescription
+	conf  [2]*conf.Config // for any value, for booleans; built on first use
 	// secretEnv are the plan's env names whose value is made from a
 	// secret: reading env.NAME reads a secret (see Expr.secret).
 	secretEnv map[string]bool
@@ -111,6 +116,16 @@ func (s *Scope) config(asBool bool) *conf.Config {
 
 func newScope(m types.Map) *Scope {
 	return natureScope(natureOf(m, map[uintptr]nature.Nature{}))
+}
+
+// planScope is the scope of plan p's expressions: its names, and each
+// step's state, described when an expression names the step. calls are
+// the types of the outputs of its calls, by label.
+func planScope(p *plans.Plan, reg *Registry, calls map[string]types.Map) *Scope {
+	s := newScope(scopeType(p))
+	s.steps = &stepsDescription{plan: p, reg: reg, calls: calls,
+		byType: map[string]types.Map{}, eachOf: map[string]types.Map{}, memo: map[uintptr]nature.Nature{}}
+	return s
 }
 
 func natureScope(nt nature.Nature) *Scope {
@@ -174,7 +189,7 @@ func (s *Scope) with(name string, t nature.Nature) *Scope {
 	}
 	td.Fields[name] = t
 	nt.TypeData = &td
-	return &Scope{nature: nt, secretEnv: s.secretEnv, deferred: s.deferred, progs: s.progs}
+	return &Scope{nature: nt, steps: s.steps, secretEnv: s.secretEnv, deferred: s.deferred, progs: s.progs}
 }
 
 // withStep is the scope of a retry.until: this one with its step as
@@ -201,16 +216,150 @@ func (s *Scope) withStep(t nature.Nature) *Scope {
 // stepType is the description of steps.<label>, or Any's when there is
 // none.
 func (s *Scope) stepType(label string) nature.Nature {
-	if t, ok := s.field("steps").Fields[label]; ok {
+	if s.steps != nil {
+		if t, ok := s.steps.of(label); ok {
+			return t
+		}
+	} else if t, ok := s.field("steps").Fields[label]; ok {
 		return t
 	}
 	return types.Any.Nature()
 }
 
+// configFor is cfg for checking tree: with steps described as far as
+// the expression names them (all of them if it uses steps otherwise).
+// The checker sees the same description of every step it reads.
+func (s *Scope) configFor(cfg *conf.Config, tree *parser.Tree) *conf.Config {
+	if s.steps == nil {
+		return cfg
+	}
+	refs := namedSteps(&tree.Node)
+	if !refs.all && len(refs.labels) == 0 {
+		return cfg
+	}
+	c := *cfg
+	c.Env = s.withSteps(s.steps.named(refs))
+	return &c
+}
+
+// whole is the scope's nature with every step described: for the
+// names a misspelt one may have meant.
+func (s *Scope) whole() nature.Nature {
+	if s.steps == nil {
+		return s.nature
+	}
+	return s.withSteps(s.steps.all())
+}
+
+// withSteps is the scope's nature with steps described as steps.
+func (s *Scope) withSteps(steps nature.Nature) nature.Nature {
+	nt := s.nature
+	td := *nt.TypeData
+	td.Fields = maps.Clone(nt.Fields)
+	td.Fields["steps"] = steps
+	nt.TypeData = &td
+	return nt
+}
+
+// stepsDescription describes steps.<label> a label at a time: each
+// expression is checked against the steps it names (Scope.configFor),
+// so a plan keeps no description of every label, which at 100k steps
+// was a tenth of a run's memory. Steps of one type share one.
+type stepsDescription struct {
+	plan  *plans.Plan
+	reg   *Registry
+	calls map[string]types.Map
+
+	mu     sync.Mutex
+	byType map[string]types.Map // a type's state
+	eachOf map[string]types.Map // a for_each step's of that type
+	memo   map[uintptr]nature.Nature
+	every  *nature.Nature // all labels, built when first needed
+}
+
+// of is the description of steps.<label>, if the plan has that label.
+func (d *stepsDescription) of(label string) (nature.Nature, bool) {
+	if label == "" {
+		return nature.Nature{}, false
+	}
+	s := d.plan.Lookup(label)
+	if s == nil {
+		return nature.Nature{}, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.natureOf(s), true
+}
+
+// named describes the steps refs names, or all of them.
+func (d *stepsDescription) named(refs stepRefs) nature.Nature {
+	if refs.all {
+		return d.all()
+	}
+	fields := make(map[string]nature.Nature, len(refs.labels))
+	for _, label := range refs.labels {
+		if nt, ok := d.of(label); ok {
+			fields[label] = nt
+		}
+	}
+	return mapNature(fields)
+}
+
+// all describes every step, for an expression that uses steps whole.
+func (d *stepsDescription) all() nature.Nature {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.every == nil {
+		fields := map[string]nature.Nature{}
+		for _, s := range d.plan.AllSteps() {
+			if s.Label != "" {
+				fields[s.Label] = d.natureOf(s)
+			}
+		}
+		nt := mapNature(fields)
+		d.every = &nt
+	}
+	return *d.every
+}
+
+// natureOf describes step s's state; under mu.
+func (d *stepsDescription) natureOf(s *plans.Step) nature.Nature {
+	st, ok := d.byType[s.Type]
+	if !ok {
+		st = stepStateType(d.reg.lookupType(s.Type))
+		d.byType[s.Type] = st
+	}
+	if s.Call != nil {
+		// A call's outputs are typed by the callee's expressions. Its
+		// map is its own, made now: described without the memo, whose
+		// keys are the addresses of maps that live as long as it.
+		st = maps.Clone(st)
+		outs := d.calls[s.Label]
+		if outs == nil {
+			outs = types.Map{}
+		}
+		st["outputs"], st["output"] = outs, outs
+		if s.ForEach != nil {
+			st = eachStateType(st)
+		}
+		return natureOf(st, map[uintptr]nature.Nature{})
+	}
+	if s.ForEach != nil {
+		et, ok := d.eachOf[s.Type]
+		if !ok {
+			et = eachStateType(st)
+			d.eachOf[s.Type] = et
+		}
+		st = et
+	}
+	return natureOf(st, d.memo)
+}
+
 // scopeType is the typed environment every expression of the plan is
-// checked against, so a misspelt name is an error at load time. Steps of
-// one type share one description.
-func scopeType(p *plans.Plan, reg *Registry, callOutputs ...map[string]types.Map) types.Map {
+// checked against, so a misspelt name is an error at load time, but for
+// its steps: `steps` is described by planScope's stepsDescription, a
+// label at a time.
+func scopeType(p *plans.Plan) types.Map {
 	vars := types.Map{}
 	for _, v := range p.Vars {
 		vars[v.Name] = valueType(v.Default)
@@ -220,40 +369,6 @@ func scopeType(p *plans.Plan, reg *Registry, callOutputs ...map[string]types.Map
 		env[e.Name] = types.String
 	}
 	steps := types.Map{}
-	byType := map[string]types.Map{}
-	eachOf := map[string]types.Map{}
-	for _, s := range p.AllSteps() {
-		if s.Label == "" {
-			continue
-		}
-		st, ok := byType[s.Type]
-		if !ok {
-			st = stepStateType(reg.lookupType(s.Type))
-			byType[s.Type] = st
-		}
-		if s.Call != nil {
-			// A call's outputs are typed by the callee's expressions.
-			st = maps.Clone(st)
-			outs := types.Map{}
-			for _, co := range callOutputs {
-				if t, ok := co[s.Label]; ok {
-					outs = t
-				}
-			}
-			st["outputs"], st["output"] = outs, outs
-			if s.ForEach != nil {
-				st = eachStateType(st)
-			}
-		} else if s.ForEach != nil {
-			et, ok := eachOf[s.Type]
-			if !ok {
-				et = eachStateType(st)
-				eachOf[s.Type] = et
-			}
-			st = et
-		}
-		steps[s.Label] = st
-	}
 	m := types.Map{
 		"vars":    vars,
 		"env":     env,

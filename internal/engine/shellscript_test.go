@@ -44,7 +44,7 @@ func TestShellRefusedPlaces(t *testing.T) {
 			src := "version: 1\nvars: {v: x}\nsteps:\n  - label: c\n    run: |\n      " + strings.ReplaceAll(tt.run, "\n", "\n      ") + "\n"
 			p, _ := plans.Parse("p.yaml", []byte(src))
 			r := &plans.Reporter{File: "p.yaml"}
-			d := newDecoder(p, p.Steps[0], r, newScope(scopeType(p, NewRegistry())))
+			d := newDecoder(p, p.Steps[0], r, planScope(p, NewRegistry(), nil))
 			if tpl := d.ShellTemplate("run"); tpl != nil {
 				t.Fatalf("accepted: %s", tpl.shell.Text())
 			}

@@ -345,7 +345,7 @@ func decodeEmpty(t Type) ([]string, []string, error) {
 	r := &plans.Reporter{}
 	reg := NewRegistry()
 	reg.Register(t)
-	d := newDecoder(p, p.Steps[0], r, newScope(scopeType(p, reg)))
+	d := newDecoder(p, p.Steps[0], r, planScope(p, reg, nil))
 	d.spec = SpecOf(t)
 	t.Decode(d)
 	seen := map[string]bool{}
