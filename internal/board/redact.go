@@ -117,16 +117,22 @@ func redactRaw(raw json.RawMessage, f Redact) json.RawMessage {
 // scalars. Other values (a step's struct, tool calls) are masked through
 // their JSON form, and replaced by it only when it held a secret.
 func redactValue(v any, f Redact) any {
+	// What holds nothing to mask is handed back as v itself: the board
+	// keeps what enters it, and x as an any again would be a copy of
+	// its header on the heap for every step's content.
 	switch x := v.(type) {
 	case nil, bool, int, int64, float64:
 		return v
 	case string:
-		return f(x)
+		if masked := f(x); masked != x {
+			return masked
+		}
+		return v
 	case map[string]any:
 		// Copied only when something in it is masked: the board keeps
 		// what enters it, and a copy of every step's meta doubled it.
-		if !holdsSecret(x, f) {
-			return x
+		if !holdsSecret(v, f) {
+			return v
 		}
 		out := make(map[string]any, len(x))
 		for k, val := range x {
@@ -134,8 +140,8 @@ func redactValue(v any, f Redact) any {
 		}
 		return out
 	case []any:
-		if !holdsSecret(x, f) {
-			return x
+		if !holdsSecret(v, f) {
+			return v
 		}
 		out := make([]any, len(x))
 		for i, val := range x {
@@ -143,10 +149,16 @@ func redactValue(v any, f Redact) any {
 		}
 		return out
 	case json.RawMessage:
-		return redactRaw(x, f)
+		if masked := redactRaw(x, f); len(masked) != len(x) || len(x) > 0 && &masked[0] != &x[0] {
+			return masked
+		}
+		return v
 	}
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
-		return f(rv.String())
+		if masked := f(rv.String()); masked != rv.String() {
+			return masked
+		}
+		return v
 	}
 	data, err := json.Marshal(v)
 	if err != nil {
