@@ -203,7 +203,10 @@ func compileNow(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = scope.configFor(cfg, tree)
+	cfg, locked := scope.configFor(asBool, cfg, tree)
+	if locked {
+		defer scope.namedMu.Unlock()
+	}
 	if _, err := new(checker.Checker).PatchAndCheck(tree, cfg); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,12 @@ type Scope struct {
 	// stepScopes are the scopes of retry.until made from this one, by the
 	// description of the step they name (withStep).
 	stepScopes map[uintptr]*Scope
+	// namedConf checks an expression with the steps it names described
+	// (configFor), in namedEnv, a copy of the scope's names whose steps
+	// is set for each, under namedMu.
+	namedMu   sync.Mutex
+	namedEnv  *nature.TypeData
+	namedConf [2]*conf.Config
 }
 
 // exprKey names a compiled expression within its scope.
@@ -163,12 +169,18 @@ func natureOf(t types.Type, memo map[uintptr]nature.Nature) nature.Nature {
 	return nt
 }
 
-// mapNature describes a map with these fields and no others.
+// mapNature describes a map with these fields and no others: a copy of
+// emptyMap's description (types.Map{}.Nature() builds one through
+// reflection, a third of describing the steps an expression names).
 func mapNature(fields map[string]nature.Nature) nature.Nature {
-	nt := types.Map{}.Nature()
-	nt.Fields = fields
+	nt := emptyMap()
+	td := *nt.TypeData
+	td.Fields = fields
+	nt.TypeData = &td
 	return nt
 }
+
+var emptyMap = sync.OnceValue(func() nature.Nature { return types.Map{}.Nature() })
 
 // option hands the prebuilt description to the expr compiler.
 func (s *Scope) option() expr.Option {
@@ -226,20 +238,40 @@ func (s *Scope) stepType(label string) nature.Nature {
 	return types.Any.Nature()
 }
 
-// configFor is cfg for checking tree: with steps described as far as
-// the expression names them (all of them if it uses steps otherwise).
-// The checker sees the same description of every step it reads.
-func (s *Scope) configFor(cfg *conf.Config, tree *parser.Tree) *conf.Config {
+// configFor is the configuration to check tree with (cfg is the
+// scope's, config(asBool)): steps described as far as the expression
+// names them (all of them if it uses steps otherwise), so the checker
+// sees the same description of every step it reads. When locked, the
+// configuration is the scope's one for named steps, set for this
+// expression: the caller holds it, and unlocks namedMu, until the
+// expression is compiled. Copying the scope's names for each
+// expression instead was a fifth of compiling one.
+func (s *Scope) configFor(asBool bool, cfg *conf.Config, tree *parser.Tree) (c *conf.Config, locked bool) {
 	if s.steps == nil {
-		return cfg
+		return cfg, false
 	}
 	refs := namedSteps(&tree.Node)
 	if !refs.all && len(refs.labels) == 0 {
-		return cfg
+		return cfg, false
 	}
-	c := *cfg
-	c.Env = s.withSteps(s.steps.named(refs))
-	return &c
+	steps := s.steps.named(refs)
+	i := 0
+	if asBool {
+		i = 1
+	}
+	s.namedMu.Lock()
+	if s.namedEnv == nil {
+		td := *s.nature.TypeData
+		td.Fields = maps.Clone(s.nature.Fields)
+		s.namedEnv = &td
+	}
+	if s.namedConf[i] == nil {
+		c := *cfg
+		c.Env.TypeData = s.namedEnv
+		s.namedConf[i] = &c
+	}
+	s.namedEnv.Fields["steps"] = steps
+	return s.namedConf[i], true
 }
 
 // whole is the scope's nature with every step described: for the
