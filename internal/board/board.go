@@ -26,6 +26,7 @@ type Board struct {
 	fields     *fieldIndex // built by the first Query or KeyVersion that needs it (index.go)
 	keys       map[string]*keyState
 	steps      stepRows
+	rowKinds   map[rowKind]*rowKind // the types and statuses of its rows, once each (steprow.go)
 	recordings []Recording
 	journal    *journal // nil: in memory only
 	pending    []*Entry // entries numbered but not yet indexed (FinishStep)

@@ -8,19 +8,24 @@ import (
 
 // stepRow is a step record as the board keeps it: a StepRecord is 288
 // bytes, a tenth of them fields most steps leave empty, and a run keeps
-// one per step. The rare fields sit behind one pointer, the inputs are
-// packed (pack.go), and a record is built again when it is handed out.
+// one per step. The rare fields sit behind one pointer, the type and
+// status behind another that the rows alike share, the inputs are packed
+// (pack.go), and a record is built again when it is handed out: 104
+// bytes a row.
 type stepRow struct {
-	label, typ, status string
-	visit, attempts    int
-	started, finished  instant
-	durationMS         int64
-	result             json.RawMessage
-	inputs             string // packed: JSON
-	rare               *stepRare
-	held               held
-	built              *built
+	label             string
+	kind              *rowKind
+	visit, attempts   int32 // in rare when they do not fit
+	started, finished instant
+	durationMS        int64
+	result            json.RawMessage
+	inputs            string // packed: JSON
+	rare              *stepRare
 }
+
+// rowKind is a row's type and status, one for each pair a board holds
+// (rowKindOf).
+type rowKind struct{ typ, status string }
 
 // stepRare holds what few step records have.
 type stepRare struct {
@@ -30,6 +35,12 @@ type stepRare struct {
 	// the times, when either is not an instant
 	started, finished time.Time
 	times             bool
+	// visit and attempts, when either does not fit the row's int32
+	visit, attempts int
+	counts          bool
+	// a result's large strings held apart (held.go)
+	held  held
+	built *built
 }
 
 // instant is a time in UTC as nanoseconds since 1970, 8 bytes where a
@@ -68,33 +79,62 @@ func (b *Board) rowOf(s *StepRecord) stepRow {
 	b.packInputs(s)
 	started, ok1 := instantOf(s.StartedAt)
 	finished, ok2 := instantOf(s.FinishedAt)
-	r := stepRow{label: s.Label, typ: s.Type, status: s.Status, visit: s.Visit, attempts: s.Attempts,
-		started: started, finished: finished, durationMS: s.DurationMS, result: s.Result,
-		inputs: s.packedInputs, held: s.held, built: s.built}
+	counts := s.Visit == int(int32(s.Visit)) && s.Attempts == int(int32(s.Attempts))
+	r := stepRow{label: s.Label, kind: b.rowKindOf(s.Type, s.Status), visit: int32(s.Visit), attempts: int32(s.Attempts),
+		started: started, finished: finished, durationMS: s.DurationMS, result: s.Result, inputs: s.packedInputs}
 	if s.Parent != "" || s.Goto != "" || s.Error != "" || s.Host != "" || s.Agent != "" || len(s.Delays) > 0 || s.Inputs != nil ||
-		!ok1 || !ok2 {
+		!ok1 || !ok2 || !counts || s.held != nil || s.built != nil {
 		r.rare = &stepRare{parent: s.Parent, goTo: s.Goto, err: s.Error, host: s.Host, agent: s.Agent,
-			delays: s.Delays, inputs: s.Inputs}
+			delays: s.Delays, inputs: s.Inputs, held: s.held, built: s.built}
 		if !ok1 || !ok2 {
 			r.rare.started, r.rare.finished, r.rare.times = s.StartedAt, s.FinishedAt, true
+		}
+		if !counts {
+			r.rare.visit, r.rare.attempts, r.rare.counts = s.Visit, s.Attempts, true
 		}
 	}
 	return r
 }
 
+// rowKindOf is the board's rowKind for a type and a status.
+func (b *Board) rowKindOf(typ, status string) *rowKind {
+	k := rowKind{typ, status}
+	if p := b.rowKinds[k]; p != nil {
+		return p
+	}
+	if b.rowKinds == nil {
+		b.rowKinds = map[rowKind]*rowKind{}
+	}
+	p := &k
+	b.rowKinds[k] = p
+	return p
+}
+
 // record is the row as a StepRecord as the board keeps it: large
 // strings held apart, inputs packed (whole gives both back).
 func (r *stepRow) record() StepRecord {
-	s := StepRecord{Label: r.label, Type: r.typ, Status: r.status, Visit: r.visit, Attempts: r.attempts,
+	s := StepRecord{Label: r.label, Type: r.kind.typ, Status: r.kind.status, Visit: int(r.visit), Attempts: int(r.attempts),
 		StartedAt: r.started.time(), FinishedAt: r.finished.time(), DurationMS: r.durationMS, Result: r.result,
-		packedInputs: r.inputs, held: r.held, built: r.built}
+		packedInputs: r.inputs}
 	if x := r.rare; x != nil {
 		s.Parent, s.Goto, s.Error, s.Host, s.Agent, s.Delays, s.Inputs = x.parent, x.goTo, x.err, x.host, x.agent, x.delays, x.inputs
+		s.held, s.built = x.held, x.built
 		if x.times {
 			s.StartedAt, s.FinishedAt = x.started, x.finished
 		}
+		if x.counts {
+			s.Visit, s.Attempts = x.visit, x.attempts
+		}
 	}
 	return s
+}
+
+// visitNumber is the record's Visit.
+func (r *stepRow) visitNumber() int {
+	if r.rare != nil && r.rare.counts {
+		return r.rare.visit
+	}
+	return int(r.visit)
 }
 
 // finishedAt is the record's FinishedAt.

@@ -2,8 +2,10 @@ package board
 
 import (
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -61,4 +63,57 @@ func TestStepTimesComeBackAsGiven(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStepRecordsComeBackAsGiven: a record comes back as given, live
+// and through the saved file, whatever its row keeps apart: counts
+// beyond 32 bits, a large result held apart, the fields few records
+// have, a type and status other rows share.
+func TestStepRecordsComeBackAsGiven(t *testing.T) {
+	at := time.Date(2026, 11, 30, 7, 23, 31, 343816125, time.UTC)
+	large := json.RawMessage(`{"output":"` + strings.Repeat("x", BlobMin+10) + `"}`)
+	small := json.RawMessage(`{"output":"x"}`)
+	in := []StepRecord{
+		{Label: "a", Visit: 1, Type: "command", Status: StatusSucceeded, Attempts: 1, Result: small},
+		{Label: "b", Visit: 1, Type: "command", Status: StatusSucceeded, Attempts: 1, Result: small},
+		{Label: "many", Visit: math.MaxInt, Type: "command", Status: StatusSucceeded, Attempts: math.MaxInt32, Result: small},
+		{Label: "none", Visit: 0, Type: "", Status: "", Result: small},
+		{Label: "large", Visit: 2, Type: "llm", Status: StatusFailed, Attempts: 3, Result: large},
+		{Label: "all", Visit: 3, Type: "llm", Status: StatusFailed, Attempts: 2, Result: large, Error: "boom",
+			Parent: "group", Goto: "next", Host: "h1", Agent: "critic", Delays: []int64{5, 10},
+			Inputs: map[string]string{"prompt": "hi"}},
+	}
+	for i := range in {
+		in[i].StartedAt, in[i].FinishedAt, in[i].DurationMS = at, at.Add(time.Duration(i)*time.Second), int64(i)*1000
+	}
+	path := filepath.Join(t.TempDir(), "blackboard.json")
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range in {
+		if err := b.AddStep(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	same := func(where string, got []StepRecord) {
+		t.Helper()
+		if len(got) != len(in) {
+			t.Fatalf("%s: %d records, want %d", where, len(got), len(in))
+		}
+		for i := range in {
+			if !reflect.DeepEqual(got[i], in[i]) {
+				t.Errorf("%s: record %d\n%+v\nwant\n%+v", where, i, got[i], in[i])
+			}
+		}
+	}
+	same("live", b.Steps())
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadForRead(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("saved", back.Steps())
 }

@@ -188,7 +188,7 @@ func (b *Board) holds(rec *record) bool {
 		found := false
 		for i := b.steps.len() - 1; i >= 0 && !found; i-- {
 			r := b.steps.at(i)
-			found = r.label == s.Label && r.visit == s.Visit && r.finishedAt().Equal(s.FinishedAt)
+			found = r.label == s.Label && r.visitNumber() == s.Visit && r.finishedAt().Equal(s.FinishedAt)
 		}
 		if !found {
 			return false
