@@ -49,9 +49,6 @@ type Node struct {
 	// lazy decodes Impl when the step runs (CompileChecked, CompileToRun;
 	// see lazyImpl): Impl is then nil, and impl() is what runs it.
 	lazy *lazyImpl
-	// inEach: n is inside a for_each group or sequence (eachgroup.go),
-	// so its fields see item and index.
-	inEach bool
 	// nodeMore holds what few steps have: most are one step of one type
 	// with an if at most, and a plan of 100k steps held a quarter of a
 	// kilobyte each for the rest. Never nil: noMore when it holds nothing.
@@ -62,6 +59,9 @@ type Node struct {
 // until it sets one of these (more); a copy of a node gets its own before
 // it sets any (copyMore).
 type nodeMore struct {
+	// inEach: n is inside a for_each group or sequence (eachgroup.go),
+	// so its fields see item and index.
+	inEach   bool
 	Until    *Expr
 	WriteKey *Template
 	Children []*Node
@@ -295,7 +295,10 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 				continue
 			}
 		}
-		n := &Node{Step: s, inEach: scope != p.scope, nodeMore: noMore}
+		n := &Node{Step: s, nodeMore: noMore}
+		if scope != p.scope {
+			n.more().inEach = true
+		}
 		if p.agents != nil || p.tools != nil {
 			n.more().agents, n.more().tools = p.agents, p.tools
 		}
@@ -347,7 +350,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			}
 			n.Kind = t
 			if p.deferDecode && s.Type != plans.CallType {
-				n.lazy = p.lazily(s, own, t)
+				n.lazy = p.lazily(n, own)
 				if !s.LetGo() {
 					p.undecoded = append(p.undecoded, s)
 				}
@@ -360,7 +363,7 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			if p.runScope != nil && letGo && own == p.scope && s.Type != plans.CallType {
 				// Checked: its first run takes this decode, and later
 				// ones decode it again from the text if it was let go of.
-				n.lazy = p.lazily(s, p.runScope, t)
+				n.lazy = p.lazily(n, p.runScope)
 				if n.Impl != nil {
 					n.lazy.first.Store(&decoded{n.Impl})
 				}

@@ -34,14 +34,14 @@ const implCacheSize = 256
 // implCache holds the most recently used decoded steps of a program.
 type implCache = lru[*lazyImpl, Step]
 
-// lazyImpl is a step's Impl, decoded when the step runs: step s of prog
-// by type t in scope. One per step of a large plan: it holds what the
-// decode needs and no more.
+// lazyImpl is a step's Impl, decoded when the step runs: node n of prog
+// (its step, by its type) in scope. One per step of a large plan: it
+// holds what the decode needs and no more. The copies of n made for a
+// for_each item or a call share it.
 type lazyImpl struct {
 	prog  *Program
-	s     *plans.Step
+	n     *Node
 	scope *Scope
-	t     Type
 	// kept is set on a step not read from the plan's text when decoded
 	// (its YAML kept in the tree): decoded once and kept. Otherwise its
 	// decode may be let go of and made again; prog.impls holds the
@@ -60,11 +60,11 @@ type keptImpl struct {
 	err  error
 }
 
-// lazily is the lazyImpl of step s of p by type t in scope: decoded again
-// whenever it runs if s is read from the plan's text, else once.
-func (p *Program) lazily(s *plans.Step, scope *Scope, t Type) *lazyImpl {
-	l := &lazyImpl{prog: p, s: s, scope: scope, t: t}
-	if !s.LetGo() {
+// lazily is the lazyImpl of node n of p in scope: decoded again whenever
+// it runs if its step is read from the plan's text, else once.
+func (p *Program) lazily(n *Node, scope *Scope) *lazyImpl {
+	l := &lazyImpl{prog: p, n: n, scope: scope}
+	if !n.Step.LetGo() {
 		l.kept = &keptImpl{}
 	}
 	return l
@@ -99,7 +99,7 @@ func (n *Node) impl() (Step, error) {
 // decode decodes the step. Its problems (none, for a plan checked whole
 // before) are the step's error.
 func (l *lazyImpl) decode() (Step, error) {
-	s, plan := l.s, l.prog.Plan
+	s, t, plan := l.n.Step, l.n.Kind, l.prog.Plan
 	at := s
 	if s.LetGo() {
 		// Read again from the plan's text (plans.ParseLean), into a
@@ -112,8 +112,8 @@ func (l *lazyImpl) decode() (Step, error) {
 	}
 	r := &plans.Reporter{File: plan.Path}
 	d := newDecoder(plan, at, r, l.scope)
-	d.spec = SpecOf(l.t)
-	impl := l.t.Decode(d)
+	d.spec = SpecOf(t)
+	impl := t.Decode(d)
 	d.finish()
 	s.Node, s.TypeNode = nil, nil // see compile: a run needs no YAML
 	if err := r.Err(); err != nil {
