@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/planrunner/runner/internal/plans"
@@ -89,5 +91,35 @@ steps:
 				t.Errorf("%s (bool %v): type %v, against every step %v", tc.src, asBool, got.typ, want.typ)
 			}
 		}
+	}
+}
+
+// BenchmarkCheckNamedSteps compiles an expression naming one step of a
+// 1,000-step plan, against the steps it names (as a plan's scope does)
+// and against a description of every step.
+func BenchmarkCheckNamedSteps(b *testing.B) {
+	var src strings.Builder
+	src.WriteString("version: 1\nvars: {n: 3}\nsteps:\n")
+	for i := range 1000 {
+		fmt.Fprintf(&src, "  - {label: s%d, type: counted}\n", i)
+	}
+	p, err := plans.Parse("p.yaml", []byte(src.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := NewRegistry()
+	reg.Register(counted{})
+	named := planScope(p, reg, nil)
+	for _, c := range []struct {
+		name  string
+		scope *Scope
+	}{{"named", named}, {"every", natureScope(named.whole())}} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := range b.N {
+				if _, err := compileNow(fmt.Sprintf("steps.s%d.ok && vars.n > %d", i%1000, i), c.scope, true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
