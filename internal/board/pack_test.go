@@ -191,7 +191,7 @@ func TestPackedSavesTheSameBytes(t *testing.T) {
 				row := b.steps.at(i)
 				*row = b.rowOf(&r)
 				row.inputs = ""
-				row.rare = &stepRare{inputs: r.inputs()}
+				row.rare = &stepRare{stepRarer: &stepRarer{inputs: r.inputs()}}
 			}
 		}
 		if err := b.Save(); err != nil {

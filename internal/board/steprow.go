@@ -27,11 +27,18 @@ type stepRow struct {
 // (rowKindOf).
 type rowKind struct{ typ, status string }
 
-// stepRare holds what few step records have.
+// stepRare holds what few step records have (a branch's goto, a
+// failure's error, a group's parent), and behind one more pointer what
+// fewer still have: a branch's row took 208 bytes for its goto.
 type stepRare struct {
 	parent, goTo, err, host, agent string
-	delays                         []int64
-	inputs                         map[string]string // inputs too large to pack
+	*stepRarer
+}
+
+// stepRarer is the part of a stepRare that fewer records still have.
+type stepRarer struct {
+	delays []int64
+	inputs map[string]string // inputs too large to pack
 	// the times, when either is not an instant
 	started, finished time.Time
 	times             bool
@@ -82,16 +89,19 @@ func (b *Board) rowOf(s *StepRecord) stepRow {
 	counts := s.Visit == int(int32(s.Visit)) && s.Attempts == int(int32(s.Attempts))
 	r := stepRow{label: s.Label, kind: b.rowKindOf(s.Type, s.Status), visit: int32(s.Visit), attempts: int32(s.Attempts),
 		started: started, finished: finished, durationMS: s.DurationMS, result: s.Result, inputs: s.packedInputs}
-	if s.Parent != "" || s.Goto != "" || s.Error != "" || s.Host != "" || s.Agent != "" || len(s.Delays) > 0 || s.Inputs != nil ||
-		!ok1 || !ok2 || !counts || s.held != nil || s.built != nil {
-		r.rare = &stepRare{parent: s.Parent, goTo: s.Goto, err: s.Error, host: s.Host, agent: s.Agent,
-			delays: s.Delays, inputs: s.Inputs, held: s.held, built: s.built}
+	rarer := len(s.Delays) > 0 || s.Inputs != nil || !ok1 || !ok2 || !counts || s.held != nil || s.built != nil
+	if s.Parent != "" || s.Goto != "" || s.Error != "" || s.Host != "" || s.Agent != "" || rarer {
+		r.rare = &stepRare{parent: s.Parent, goTo: s.Goto, err: s.Error, host: s.Host, agent: s.Agent}
+	}
+	if rarer {
+		x := &stepRarer{delays: s.Delays, inputs: s.Inputs, held: s.held, built: s.built}
 		if !ok1 || !ok2 {
-			r.rare.started, r.rare.finished, r.rare.times = s.StartedAt, s.FinishedAt, true
+			x.started, x.finished, x.times = s.StartedAt, s.FinishedAt, true
 		}
 		if !counts {
-			r.rare.visit, r.rare.attempts, r.rare.counts = s.Visit, s.Attempts, true
+			x.visit, x.attempts, x.counts = s.Visit, s.Attempts, true
 		}
+		r.rare.stepRarer = x
 	}
 	return r
 }
@@ -116,9 +126,11 @@ func (r *stepRow) record() StepRecord {
 	s := StepRecord{Label: r.label, Type: r.kind.typ, Status: r.kind.status, Visit: int(r.visit), Attempts: int(r.attempts),
 		StartedAt: r.started.time(), FinishedAt: r.finished.time(), DurationMS: r.durationMS, Result: r.result,
 		packedInputs: r.inputs}
-	if x := r.rare; x != nil {
-		s.Parent, s.Goto, s.Error, s.Host, s.Agent, s.Delays, s.Inputs = x.parent, x.goTo, x.err, x.host, x.agent, x.delays, x.inputs
-		s.held, s.built = x.held, x.built
+	if r.rare != nil {
+		s.Parent, s.Goto, s.Error, s.Host, s.Agent = r.rare.parent, r.rare.goTo, r.rare.err, r.rare.host, r.rare.agent
+	}
+	if x := r.rarer(); x != nil {
+		s.Delays, s.Inputs, s.held, s.built = x.delays, x.inputs, x.held, x.built
 		if x.times {
 			s.StartedAt, s.FinishedAt = x.started, x.finished
 		}
@@ -129,18 +141,26 @@ func (r *stepRow) record() StepRecord {
 	return s
 }
 
+// rarer is the row's stepRarer, if it has one.
+func (r *stepRow) rarer() *stepRarer {
+	if r.rare == nil {
+		return nil
+	}
+	return r.rare.stepRarer
+}
+
 // visitNumber is the record's Visit.
 func (r *stepRow) visitNumber() int {
-	if r.rare != nil && r.rare.counts {
-		return r.rare.visit
+	if x := r.rarer(); x != nil && x.counts {
+		return x.visit
 	}
 	return int(r.visit)
 }
 
 // finishedAt is the record's FinishedAt.
 func (r *stepRow) finishedAt() time.Time {
-	if r.rare != nil && r.rare.times {
-		return r.rare.finished
+	if x := r.rarer(); x != nil && x.times {
+		return x.finished
 	}
 	return r.finished.time()
 }

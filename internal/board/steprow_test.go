@@ -68,7 +68,8 @@ func TestStepTimesComeBackAsGiven(t *testing.T) {
 // TestStepRecordsComeBackAsGiven: a record comes back as given, live
 // and through the saved file, whatever its row keeps apart: counts
 // beyond 32 bits, a large result held apart, the fields few records
-// have, a type and status other rows share.
+// have (alone, or with those fewer still have), a type and status other
+// rows share.
 func TestStepRecordsComeBackAsGiven(t *testing.T) {
 	at := time.Date(2026, 11, 30, 7, 23, 31, 343816125, time.UTC)
 	large := json.RawMessage(`{"output":"` + strings.Repeat("x", BlobMin+10) + `"}`)
@@ -78,6 +79,8 @@ func TestStepRecordsComeBackAsGiven(t *testing.T) {
 		{Label: "b", Visit: 1, Type: "command", Status: StatusSucceeded, Attempts: 1, Result: small},
 		{Label: "many", Visit: math.MaxInt, Type: "command", Status: StatusSucceeded, Attempts: math.MaxInt32, Result: small},
 		{Label: "none", Visit: 0, Type: "", Status: "", Result: small},
+		{Label: "branch", Visit: 1, Type: "branch", Status: StatusSucceeded, Attempts: 1, Goto: "a", Result: small},
+		{Label: "failed", Visit: 1, Type: "command", Status: StatusFailed, Attempts: 1, Error: "exit 1", Result: small},
 		{Label: "large", Visit: 2, Type: "llm", Status: StatusFailed, Attempts: 3, Result: large},
 		{Label: "all", Visit: 3, Type: "llm", Status: StatusFailed, Attempts: 2, Result: large, Error: "boom",
 			Parent: "group", Goto: "next", Host: "h1", Agent: "critic", Delays: []int64{5, 10},
