@@ -253,7 +253,7 @@ steps:
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := DirStore{Dir: t.TempDir()}
+	store := DirStore{Dir: settledDir(t)}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)
@@ -263,7 +263,7 @@ steps:
 			env.RegisterDelayedCallback(env.CancelWorkflow, time.Millisecond)
 		}
 	})
-	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, t.TempDir())})
+	env.ExecuteWorkflow(WorkflowName, Input{Run: newRun(t, src, settledDir(t))})
 	var out Output
 	if err := envOutput(env, &out); err != nil {
 		t.Fatalf("workflow: %v", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"sync"
 
@@ -284,7 +285,7 @@ func TestWorkflowInterrupt(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quietLogger())
 	env := s.NewTestWorkflowEnvironment()
-	store := DirStore{Dir: t.TempDir()}
+	store := DirStore{Dir: settledDir(t)}
 	Register(env, &Workflow{Store: store}, &Activities{Store: store})
 	env.SetTestTimeout(2 * time.Minute)
 	env.SetWorkerOptions(workerOptions)
@@ -295,7 +296,7 @@ steps:
   - {label: slow, type: command, run: "echo started > started; sleep 20"}
   - {label: never, type: command, run: "echo never"}
 `
-	run := newRun(t, src, t.TempDir())
+	run := newRun(t, src, settledDir(t))
 	started := 0
 	env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) {
 		if started++; started == 2 {
@@ -483,4 +484,31 @@ steps:
 	if got := activitySummary(n); got != "build" {
 		t.Errorf("summary of a bare node: %q", got)
 	}
+}
+
+// settledDir is a temporary directory for a run that is canceled: the
+// test environment's ExecuteWorkflow returns when the workflow ends,
+// while the canceled activity's step is still being stopped, and may
+// write there as t.TempDir's cleanup empties it ("directory not
+// empty"). It is removed once nothing writes there any more.
+func settledDir(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "runner-temporal-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		deadline := time.Now().Add(time.Minute)
+		for {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("removing %s: %v", dir, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	return dir
 }
