@@ -22,8 +22,9 @@ var ErrAbsent = errors.New("no such key")
 type Board struct {
 	mu         sync.RWMutex
 	run        Run
-	entries    []*Entry
-	fields     *fieldIndex // built by the first Query or KeyVersion that needs it (index.go)
+	entries    entryRows
+	entryKinds map[entryKind]*entryKind // the kinds of its entries, once each (entryrow.go)
+	fields     *fieldIndex              // built by the first Query or KeyVersion that needs it (index.go)
 	keys       map[string]*keyState
 	steps      stepRows
 	rowKinds   map[rowKind]*rowKind // the types and statuses of its rows, once each (steprow.go)
@@ -242,7 +243,7 @@ func (b *Board) prepareLocked(e Entry, expect int64, now time.Time) (Entry, erro
 		}
 		e.Version = b.keyVersionLocked(e.Key) + 1
 	}
-	e.Seq = int64(len(b.entries)+len(b.pending)) + 1
+	e.Seq = int64(b.entries.len()+len(b.pending)) + 1
 	if e.ID == "" {
 		e.ID = NewID(now)
 	}
@@ -275,15 +276,15 @@ func (b *Board) pendingKeyLocked(key string) *Entry {
 
 // indexLocked adds e (already numbered) to the in-memory views.
 func (b *Board) indexLocked(e *Entry) {
-	i := len(b.entries)
-	b.entries = append(b.entries, e)
+	i := b.entries.len()
 	if b.fields != nil {
-		b.fields.add(e, i, &b.spare)
+		b.fields.add(e.Section, e.Author, e.Label, e.Role, e.Key, i, &b.spare)
 	}
 	if e.Section == ConflictSection {
 		b.indexConflictLocked(e, i)
 	}
 	b.packMeta(e)
+	b.entries.add(b.rowOfEntry(e))
 	if e.Key != "" {
 		ks := b.keys[e.Key]
 		if ks == nil {
@@ -305,8 +306,7 @@ func (b *Board) liveVersionLocked(key string, now time.Time) int64 {
 	if ks == nil {
 		return 0
 	}
-	e := b.entries[ks.latest]
-	if e.Deleted || e.Expired(now) {
+	if b.entries.at(ks.latest).gone(now) {
 		return 0
 	}
 	return ks.version
@@ -321,11 +321,11 @@ func (b *Board) Get(key string) (Entry, bool) {
 	if ks == nil {
 		return Entry{}, false
 	}
-	e := b.entries[ks.latest]
-	if e.Deleted || e.Expired(b.now()) {
+	r := b.entries.at(ks.latest)
+	if r.gone(b.now()) {
 		return Entry{}, false
 	}
-	return e.loaded(), true
+	return r.loaded(ks.latest), true
 }
 
 // GetAt is Get with the clock given by the caller and read only when the
@@ -337,7 +337,7 @@ func (b *Board) GetAt(key string, now func() time.Time) (Entry, bool) {
 	ks := b.keys[key]
 	var e Entry
 	if ks != nil {
-		e = b.entries[ks.latest].loaded()
+		e = b.entries.at(ks.latest).loaded(ks.latest)
 	}
 	b.mu.RUnlock()
 	if ks == nil || e.Deleted || (e.TTL != nil && e.Expired(now())) {
@@ -353,8 +353,8 @@ func (b *Board) KeyVersion(key string, v int64) (Entry, bool) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	for _, i := range b.fields.byKey[key] {
-		if e := b.entries[i]; e.Version == v {
-			return e.loaded(), true
+		if r := b.entries.at(i); r.version == v {
+			return r.loaded(i), true
 		}
 	}
 	return Entry{}, false
@@ -366,7 +366,7 @@ func (b *Board) KeysAt(prefix string, now func() time.Time) []KeyInfo {
 	b.mu.RLock()
 	ttl := false
 	for k, ks := range b.keys {
-		if e := b.entries[ks.latest]; e.TTL != nil && !e.Deleted && strings.HasPrefix(k, prefix) {
+		if r := b.entries.at(ks.latest); r.ttl() != nil && !r.kind.deleted && strings.HasPrefix(k, prefix) {
 			ttl = true
 			break
 		}
@@ -417,11 +417,11 @@ func (b *Board) keysAt(prefix string, now time.Time) []KeyInfo {
 		if !strings.HasPrefix(k, prefix) {
 			continue
 		}
-		e := b.entries[ks.latest]
-		if e.Deleted || e.Expired(now) {
+		r := b.entries.at(ks.latest)
+		if r.gone(now) {
 			continue
 		}
-		out = append(out, KeyInfo{Key: k, Version: e.Version, Author: e.Author, TS: e.TS, TTL: e.TTL})
+		out = append(out, KeyInfo{Key: k, Version: r.version, Author: r.kind.author, TS: r.time(), TTL: r.ttl()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
@@ -466,14 +466,21 @@ func (b *Board) Query(f Filter) []Entry {
 		pick(x.byRole, f.Role)
 		pick(x.byKey, f.Key)
 	}
-	match := func(e *Entry) bool {
-		return (f.Section == "" || e.Section == f.Section) && (f.Role == "" || e.Role == f.Role) &&
-			(f.Author == "" || e.Author == f.Author) && (f.Label == "" || e.Label == f.Label) &&
-			(f.Key == "" || e.Key == f.Key) && (f.Topic == "" || e.Topic == f.Topic) && e.Seq > f.AfterSeq &&
-			(f.Since.IsZero() || !e.TS.Before(f.Since)) && (f.Until.IsZero() || e.TS.Before(f.Until))
+	match := func(r *entryRow) bool {
+		k := r.kind
+		if !((f.Section == "" || k.section == f.Section) && (f.Role == "" || k.role == f.Role) &&
+			(f.Author == "" || k.author == f.Author) && (f.Label == "" || r.label == f.Label) &&
+			(f.Key == "" || r.key == f.Key) && (f.Topic == "" || k.topic == f.Topic)) {
+			return false
+		}
+		if f.Since.IsZero() && f.Until.IsZero() {
+			return true
+		}
+		ts := r.time()
+		return (f.Since.IsZero() || !ts.Before(f.Since)) && (f.Until.IsZero() || ts.Before(f.Until))
 	}
 	var out []Entry
-	n := len(b.entries)
+	n := b.entries.len()
 	if !all {
 		n = len(idx)
 	}
@@ -483,12 +490,12 @@ func (b *Board) Query(f Filter) []Entry {
 		if !all {
 			i = idx[j]
 		}
-		e := b.entries[i]
-		if e.Seq <= f.AfterSeq {
+		r := b.entries.at(i)
+		if int64(i)+1 <= f.AfterSeq { // its seq
 			break
 		}
-		if match(e) {
-			out = append(out, e.loaded())
+		if match(r) {
+			out = append(out, r.loaded(i))
 			if f.Limit > 0 && len(out) == f.Limit {
 				break
 			}
@@ -510,9 +517,10 @@ func (b *Board) EntryByID(id string) (Entry, bool) {
 	}
 	// Ids are unique and rarely asked for: a scan, newest first, instead
 	// of an index every board would pay for.
-	for i := len(b.entries) - 1; i >= 0; i-- {
-		if e := b.entries[i]; e.ID == id {
-			return e.loaded(), true
+	u, isULID := ulidOf(id)
+	for i := b.entries.len() - 1; i >= 0; i-- {
+		if r := b.entries.at(i); r.hasID(id, u, isULID) {
+			return r.loaded(i), true
 		}
 	}
 	return Entry{}, false
@@ -522,7 +530,7 @@ func (b *Board) EntryByID(id string) (Entry, bool) {
 func (b *Board) Len() int {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return len(b.entries)
+	return b.entries.len()
 }
 
 // Run returns the run description.

@@ -61,25 +61,26 @@ func (b *Board) indexFields() {
 	}
 	x := &fieldIndex{bySection: map[string][]int{}, byAuthor: map[string][]int{}, byLabel: map[string][]int{},
 		byRole: map[string][]int{}, byKey: map[string][]int{}}
-	for i, e := range b.entries {
-		x.add(e, i, &b.spare)
+	for i := range b.entries.len() {
+		r := b.entries.at(i)
+		x.add(r.kind.section, r.kind.author, r.label, r.kind.role, r.key, i, &b.spare)
 	}
 	b.fields = x
 }
 
 // add indexes entry i.
-func (x *fieldIndex) add(e *Entry, i int, s *spare) {
-	x.bySection[e.Section] = append(x.bySection[e.Section], i)
-	if e.Author != "" {
-		x.byAuthor[e.Author] = append(x.byAuthor[e.Author], i)
+func (x *fieldIndex) add(section, author, label, role, key string, i int, s *spare) {
+	x.bySection[section] = append(x.bySection[section], i)
+	if author != "" {
+		x.byAuthor[author] = append(x.byAuthor[author], i)
 	}
-	if e.Label != "" {
-		x.byLabel[e.Label] = s.add(x.byLabel[e.Label], i)
+	if label != "" {
+		x.byLabel[label] = s.add(x.byLabel[label], i)
 	}
-	if e.Role != "" {
-		x.byRole[e.Role] = append(x.byRole[e.Role], i)
+	if role != "" {
+		x.byRole[role] = append(x.byRole[role], i)
 	}
-	if e.Key != "" {
-		x.byKey[e.Key] = s.add(x.byKey[e.Key], i)
+	if key != "" {
+		x.byKey[key] = s.add(x.byKey[key], i)
 	}
 }

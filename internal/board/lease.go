@@ -98,7 +98,7 @@ func (b *Board) leaseLocked(op *WriteOp, now time.Time) error {
 	if p := b.pendingKeyLocked(op.Key); p != nil {
 		cur = p
 	} else if ks := b.keys[op.Key]; ks != nil {
-		e := b.entries[ks.latest].loaded()
+		e := b.entries.at(ks.latest).loaded(ks.latest)
 		cur = &e
 	}
 	live := cur != nil && !cur.Deleted && !cur.Expired(now)

@@ -89,7 +89,7 @@ func (b *Board) ReadAsAt(author, key string, now func() time.Time) (Entry, bool,
 	if author != "" {
 		b.seen[seenKey{author, key}] = ks.version
 	}
-	e := b.entries[ks.latest].loaded()
+	e := b.entries.at(ks.latest).loaded(ks.latest)
 	if now == nil {
 		now = b.now
 	}
@@ -115,7 +115,8 @@ func (b *Board) conflictLocked(e *Entry, expect int64, handoff bool, now time.Ti
 	cur := b.pendingKeyLocked(e.Key)
 	if cur == nil {
 		if ks := b.keys[e.Key]; ks != nil {
-			cur = b.entries[ks.latest]
+			e := b.entries.at(ks.latest).entry(ks.latest)
+			cur = &e
 		}
 	}
 	if cur == nil || cur.Deleted || cur.Expired(now) || cur.Author == "" || cur.Author == e.Author {
@@ -169,11 +170,10 @@ func (b *Board) OpenConflict(key string) (Entry, bool) {
 	if !ok || ks == nil {
 		return Entry{}, false
 	}
-	cur := b.entries[ks.latest]
-	if cur.Deleted || cur.Expired(b.now()) {
+	if b.entries.at(ks.latest).gone(b.now()) {
 		return Entry{}, false
 	}
-	c := b.entries[i].loaded()
+	c := b.entries.at(i).loaded(i)
 	content, _ := c.Content.(map[string]any)
 	written, _ := content["written"].(map[string]any)
 	if v, ok := asInt64(written["version"]); !ok || v != ks.version {

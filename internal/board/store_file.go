@@ -216,10 +216,9 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 		}
 	}
 	b.keys, b.seen = make(map[string]*keyState, keyed), make(map[seenKey]int64, keyed)
-	b.entries = make([]*Entry, 0, len(f.Entries)+len(f.Entries)/4+8)
 	for _, e := range f.Entries {
-		if e.Seq != int64(len(b.entries))+1 {
-			return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, len(b.entries)+1)
+		if e.Seq != int64(b.entries.len())+1 {
+			return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, b.entries.len()+1)
 		}
 		b.indexLocked(e.Entry)
 	}
@@ -317,13 +316,13 @@ func (b *Board) foldJournal(path string) error {
 		b.journalN = rec.N
 		switch {
 		case rec.Entry != nil:
-			if rec.Entry.Seq != int64(len(b.entries))+1 {
+			if rec.Entry.Seq != int64(b.entries.len())+1 {
 				return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, rec.Entry.Seq)
 			}
 			b.indexLocked(rec.Entry)
 		case rec.Step != nil || len(rec.Entries) > 0:
 			for _, e := range rec.Entries {
-				if e.Seq != int64(len(b.entries))+1 {
+				if e.Seq != int64(b.entries.len())+1 {
 					return fmt.Errorf("%s:%d: entry seq %d out of order", path, lineNo, e.Seq)
 				}
 				b.indexLocked(e)
@@ -421,14 +420,13 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 		r := b.steps.at(i).record()
 		return appendStep(s, &r, x)
 	})
-	list("entries", len(b.entries), func(x *blobSink, i int) []byte { return b.entries[i].rawLine(x) },
+	list("entries", b.entries.len(), func(x *blobSink, i int) []byte { return b.entries.at(i).rawLine(x) },
 		func(s []byte, x *blobSink, i int) ([]byte, error) {
-			e := b.entries[i]
+			e := b.entries.at(i).entry(i)
 			if e.lazy != nil { // rawLine writes these; never their content left out
-				full := e.loaded()
-				e = &full
+				e = e.loaded()
 			}
-			return appendEntry(s, e, x)
+			return appendEntry(s, &e, x)
 		})
 	list("recordings", len(b.recordings), none, func(s []byte, x *blobSink, i int) ([]byte, error) {
 		return appendRecording(s, &b.recordings[i], x)

@@ -175,7 +175,7 @@ func (b *Board) checkNumber(rec *record, prev, base int64) error {
 // holds reports whether the board (as read from the file) has what rec
 // adds.
 func (b *Board) holds(rec *record) bool {
-	n := int64(len(b.entries))
+	n := int64(b.entries.len())
 	if rec.Entry != nil && rec.Entry.Seq > n {
 		return false
 	}

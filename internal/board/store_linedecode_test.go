@@ -278,8 +278,8 @@ func sameBoard(t *testing.T, how string, got, want *Board) {
 		t.Errorf("%s: run\n got %+v\nwant %+v", how, got.Run(), want.Run())
 	}
 	gs, ws := got.Steps(), want.Steps()
-	if len(gs) != len(ws) || len(got.entries) != len(want.entries) {
-		t.Fatalf("%s: %d steps, %d entries; want %d, %d", how, len(gs), len(got.entries), len(ws), len(want.entries))
+	if len(gs) != len(ws) || got.entries.len() != want.entries.len() {
+		t.Fatalf("%s: %d steps, %d entries; want %d, %d", how, len(gs), got.entries.len(), len(ws), want.entries.len())
 	}
 	for i := range gs {
 		g, w := gs[i].whole(), ws[i].whole()
@@ -313,8 +313,8 @@ func sameBoard(t *testing.T, how string, got, want *Board) {
 			t.Errorf("%s: recording %d:\n got %+v %.200v %.200v\nwant %+v %.200v %.200v", how, i, g, vals[0], vals[2], w, vals[1], vals[3])
 		}
 	}
-	for i := range got.entries {
-		g, w := got.entries[i].loaded(), want.entries[i].loaded()
+	for i := range got.entries.len() {
+		g, w := got.entries.at(i).loaded(i), want.entries.at(i).loaded(i)
 		g.lazy, w.lazy = nil, nil
 		if !reflect.DeepEqual(g, w) {
 			t.Errorf("%s: entry %d:\n got %.500v\nwant %.500v", how, i, g, w)

@@ -186,7 +186,6 @@ func parseLive(data []byte) (*Board, bool) {
 	b := New(f.Run)
 	b.keys = make(map[string]*keyState, len(at))
 	entries, lazy := make([]Entry, len(at)), make([]lazyEntry, len(at))
-	b.entries = make([]*Entry, 0, len(at))
 	for i, j := range at {
 		line := l.line(data, 1, int(j))
 		h, _, _, _ := d.entryLine(line) // it decoded above

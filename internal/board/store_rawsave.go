@@ -45,14 +45,15 @@ func loadLazy(path string) (*Board, error) {
 // rawLine is the entry's line as read from the file, its blobs added to
 // the table x is writing; nil for an entry decoded or made in this
 // process, which is encoded.
-func (e *Entry) rawLine(x *blobSink) []byte {
-	if e.lazy == nil {
+func (r *entryRow) rawLine(x *blobSink) []byte {
+	if r.rare == nil || r.rare.lazy == nil {
 		return nil
 	}
-	for _, k := range e.lazy.refs {
-		e.lazy.t.keepIn(x, k) // checked present when the header was read
+	lz := r.rare.lazy
+	for _, k := range lz.refs {
+		lz.t.keepIn(x, k) // checked present when the header was read
 	}
-	return e.lazy.line
+	return lz.line
 }
 
 // keep adds a value read from a file, as its literal, to the table being

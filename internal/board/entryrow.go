@@ -1,0 +1,191 @@
+package board
+
+import (
+	"strings"
+	"time"
+)
+
+// entryRow is an entry as the board keeps it. An Entry is 216 bytes and
+// its id 32 more, and a run keeps one or two per step: at 100k steps
+// they were a fifth of what the run held. Its seq is its place, its id
+// (a NewID one) 16 bytes, its time an instant; its section, role,
+// author and topic sit behind one pointer that entries alike share, and
+// what few entries have (a TTL, a meta that is not packed, an id or a
+// time said another way, a content not decoded yet) behind another: 112
+// bytes. The entry is built again when it is handed out (entry).
+type entryRow struct {
+	kind    *entryKind
+	label   string
+	key     string
+	id      ulid
+	ts      instant
+	version int64
+	content any
+	meta    string // packed (pack.go)
+	rare    *entryRare
+}
+
+// entryKind is what many entries share: their section, role, author and
+// topic, and whether they delete their key and hold float meta numbers.
+type entryKind struct {
+	section, role, author, topic string
+	deleted, metaFloats          bool
+}
+
+// entryRare holds what few entries have.
+type entryRare struct {
+	id    string // an id that is no ulid; "" when the row's id holds it
+	ts    time.Time
+	times bool // ts holds the time: it is no instant
+	ttl   *float64
+	meta  map[string]any // a meta that could not be packed
+	lazy  *lazyEntry
+}
+
+// kindsMax bounds the kinds a board shares: enough for every section,
+// role and author of a plan; an entry of another kind past it has its
+// own.
+const kindsMax = 4096
+
+// rowOfEntry is e (packed, numbered) as the board keeps it.
+func (b *Board) rowOfEntry(e *Entry) entryRow {
+	r := entryRow{label: e.Label, key: e.Key, version: e.Version, content: e.Content, meta: e.packedMeta}
+	k := entryKind{e.Section, e.Role, e.Author, e.Topic, e.Deleted, e.metaFloats}
+	r.kind = b.entryKinds[k]
+	if r.kind == nil {
+		r.kind = &k
+		if b.entryKinds == nil {
+			b.entryKinds = map[entryKind]*entryKind{}
+		}
+		if len(b.entryKinds) < kindsMax {
+			b.entryKinds[k] = r.kind
+		}
+	}
+	var rare entryRare
+	id, okID := ulidOf(e.ID)
+	r.id = id
+	if !okID {
+		rare.id = e.ID
+	}
+	ts, okTS := instantOf(e.TS)
+	r.ts = ts
+	if !okTS {
+		rare.ts, rare.times = e.TS, true
+	}
+	rare.ttl, rare.meta, rare.lazy = e.TTL, e.Meta, e.lazy
+	if rare.id != "" || rare.times || rare.ttl != nil || rare.meta != nil || rare.lazy != nil {
+		r.rare = &rare
+	}
+	return r
+}
+
+// entry is row i as an Entry, its meta packed still and its content
+// perhaps not decoded (loaded gives both).
+func (r *entryRow) entry(i int) Entry {
+	k := r.kind
+	e := Entry{ID: r.id.String(), Seq: int64(i) + 1, Section: k.section, Role: k.role, Author: k.author,
+		Label: r.label, Key: r.key, Version: r.version, Topic: k.topic, Content: r.content,
+		TS: r.ts.time(), Deleted: k.deleted, metaFloats: k.metaFloats, packedMeta: r.meta}
+	if x := r.rare; x != nil {
+		if x.id != "" {
+			e.ID = x.id
+		}
+		if x.times {
+			e.TS = x.ts
+		}
+		e.TTL, e.Meta, e.lazy = x.ttl, x.meta, x.lazy
+	}
+	return e
+}
+
+// loaded is row i as Entry.loaded gives it.
+func (r *entryRow) loaded(i int) Entry {
+	e := r.entry(i)
+	return e.loaded()
+}
+
+func (r *entryRow) ttl() *float64 {
+	if r.rare == nil {
+		return nil
+	}
+	return r.rare.ttl
+}
+
+func (r *entryRow) time() time.Time {
+	if r.rare != nil && r.rare.times {
+		return r.rare.ts
+	}
+	return r.ts.time()
+}
+
+// gone reports whether the row deletes its key or has expired at now.
+func (r *entryRow) gone(now time.Time) bool {
+	if r.kind.deleted {
+		return true
+	}
+	ttl := r.ttl()
+	return ttl != nil && now.Sub(r.time()) >= time.Duration(*ttl*float64(time.Second))
+}
+
+// hasID reports whether the row's id is id.
+func (r *entryRow) hasID(id string, asULID ulid, isULID bool) bool {
+	if r.rare != nil && r.rare.id != "" {
+		return r.rare.id == id
+	}
+	return isULID && r.id == asULID
+}
+
+// ulid is a NewID id as its 128 bits: 26 characters of Crockford base32,
+// the first at most 7, are 130 bits less two. The zero ulid, which no id
+// is in practice, is the id "" or one kept in the row's entryRare.
+type ulid struct{ hi, lo uint64 }
+
+// ulidOf is id as a ulid, when it is the text of one exactly.
+func ulidOf(id string) (ulid, bool) {
+	if len(id) != 26 {
+		return ulid{}, false
+	}
+	var u ulid
+	for i := 0; i < 26; i++ {
+		d := strings.IndexByte(crockford, id[i])
+		if d < 0 || i == 0 && d > 7 {
+			return ulid{}, false
+		}
+		u.hi = u.hi<<5 | u.lo>>59
+		u.lo = u.lo<<5 | uint64(d)
+	}
+	return u, u != ulid{}
+}
+
+// String is u's text.
+func (u ulid) String() string {
+	if u == (ulid{}) {
+		return ""
+	}
+	var b [26]byte
+	for i := 25; i >= 0; i-- {
+		b[i] = crockford[u.lo&31]
+		u.lo = u.lo>>5 | u.hi<<59
+		u.hi >>= 5
+	}
+	return string(b[:])
+}
+
+// entryRows are the rows in chunks, as stepRows are.
+type entryRows struct {
+	chunks [][]entryRow
+	n      int
+}
+
+func (rs *entryRows) len() int { return rs.n }
+
+func (rs *entryRows) at(i int) *entryRow { return &rs.chunks[i/rowChunk][i%rowChunk] }
+
+func (rs *entryRows) add(r entryRow) {
+	if rs.n%rowChunk == 0 {
+		rs.chunks = append(rs.chunks, make([]entryRow, 0, rowChunk))
+	}
+	last := &rs.chunks[len(rs.chunks)-1]
+	*last = append(*last, r)
+	rs.n++
+}
