@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -30,20 +31,24 @@ type Expr struct {
 	// CompileChecked also has it type-checked on first use (load), under
 	// once, so parallel steps may be the first together; a plan compiled
 	// by Compile was checked at load.
+	//
+	// A plan holds an Expr for each expression of each step while it
+	// compiles, and for those outside its steps' types to its end: what
+	// few expressions need sits behind pointers (96 bytes, 160 when the
+	// steps they name and the deferred compile's scope were held here).
 	deferred *deferredExpr
 	once     sync.Once
-	err      error       // the deferred compile's error
-	prog     *vm.Program // nil when deferred
 	// secret: it reads a secret (secrets.NAME, or a plan env value made
 	// from one), so Runner.SecretEval decides it (see Eval).
 	secret bool
+	err    error       // the deferred compile's error
+	prog   *vm.Program // nil when deferred
 	// typ is the type the checker gave it (nil: unknown), for a call's
 	// vars and a callee's outputs.
 	typ reflect.Type
 	// refs are the steps it names (see stepRefs), found on first need:
 	// validate and a run's start never need them.
-	refs     stepRefs
-	refsOnce sync.Once
+	refs atomic.Pointer[stepRefs]
 }
 
 // stepRefs are the steps an expression may read: the labels it names as
@@ -57,16 +62,17 @@ type stepRefs struct {
 // stepRefs are the steps e names; all when it cannot be compiled (its
 // evaluation fails anyway).
 func (e *Expr) stepRefs() stepRefs {
-	e.refsOnce.Do(func() {
-		prog, err := e.program()
-		if err != nil || prog == nil {
-			e.refs = stepRefs{all: true}
-			return
-		}
+	if r := e.refs.Load(); r != nil {
+		return *r
+	}
+	// Found by two evaluations at once, they find the same.
+	r := stepRefs{all: true}
+	if prog, err := e.program(); err == nil && prog != nil {
 		root := prog.Node()
-		e.refs = namedSteps(&root)
-	})
-	return e.refs
+		r = namedSteps(&root)
+	}
+	e.refs.Store(&r)
+	return r
 }
 
 // namedSteps finds the steps an expression's tree names.
@@ -103,12 +109,18 @@ type deferredExpr struct {
 	asBool bool
 }
 
+// compiledMax bounds the expressions a scope remembers having checked
+// (Scope.compiled): the same one written in many steps is within a few
+// thousand of its last use, and a plan of 100k distinct expressions held
+// a map of them all, 7 MB, while it compiled.
+const compiledMax = 4096
+
 // compileExpr compiles src against the scope; asBool requires a boolean.
 // It is expr.Compile with the scope's configuration reused. In a scope of
 // a plan already checked (Scope.deferred) it only notes what to compile.
 func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
 	if scope.deferred {
-		return &Expr{Src: src, deferred: &deferredExpr{scope, asBool}}, nil
+		return &Expr{Src: src, deferred: scope.deferredFor(asBool)}, nil
 	}
 	if scope.progs == nil {
 		return compileNow(src, scope, asBool)
@@ -125,11 +137,14 @@ func compileExpr(src string, scope *Scope, asBool bool) (*Expr, error) {
 		}
 		c = checked{full.secret, full.typ}
 		if scope.compiled != nil {
+			if len(scope.compiled) >= compiledMax {
+				scope.compiled = make(map[exprKey]checked)
+			}
 			scope.compiled[key] = c
 		}
 		scope.progs.seed(progKey{scope, key}, full.prog)
 	}
-	e := &Expr{Src: src, deferred: &deferredExpr{scope, asBool}, secret: c.secret, typ: c.typ}
+	e := &Expr{Src: src, deferred: scope.deferredFor(asBool), secret: c.secret, typ: c.typ}
 	e.once.Do(func() {}) // checked
 	return e, nil
 }

@@ -77,6 +77,11 @@ type Scope struct {
 	// and compiled once, its program shared (a vm.Program is read-only
 	// when run). Only the plan's own scope has one.
 	compiled map[exprKey]checked
+	// defs are what the expressions compiled in this scope say of it
+	// (Expr.deferred), for any value and for booleans: one each, not one
+	// an expression.
+	defs     [2]deferredExpr
+	defsOnce sync.Once
 	// progs holds the compiled programs of the expressions of the plan
 	// this scope belongs to (shared with the scopes made from it).
 	progs *progCache
@@ -89,6 +94,15 @@ type Scope struct {
 	namedMu   sync.Mutex
 	namedEnv  *nature.TypeData
 	namedConf [2]*conf.Config
+}
+
+// deferredFor is the scope's deferredExpr for values or booleans.
+func (s *Scope) deferredFor(asBool bool) *deferredExpr {
+	s.defsOnce.Do(func() { s.defs = [2]deferredExpr{{s, false}, {s, true}} })
+	if asBool {
+		return &s.defs[1]
+	}
+	return &s.defs[0]
 }
 
 // exprKey names a compiled expression within its scope.
