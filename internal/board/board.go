@@ -24,6 +24,7 @@ type Board struct {
 	run        Run
 	entries    entryRows
 	entryKinds map[entryKind]*entryKind // the kinds of its entries, once each (entryrow.go)
+	lastKind   *entryKind               // the last entry's
 	fields     *fieldIndex              // built by the first Query or KeyVersion that needs it (index.go)
 	keys       map[string]*keyState
 	steps      stepRows
@@ -284,7 +285,7 @@ func (b *Board) indexLocked(e *Entry) {
 		b.indexConflictLocked(e, i)
 	}
 	b.packMeta(e)
-	b.entries.add(b.rowOfEntry(e))
+	b.addEntry(e)
 	if e.Key != "" {
 		ks := b.keys[e.Key]
 		if ks == nil {

@@ -1,9 +1,6 @@
 package board
 
-import (
-	"strings"
-	"time"
-)
+import "time"
 
 // entryRow is an entry as the board keeps it. An Entry is 216 bytes and
 // its id 32 more, and a run keeps one or two per step: at 100k steps
@@ -47,13 +44,24 @@ type entryRare struct {
 // own.
 const kindsMax = 4096
 
-// rowOfEntry is e (packed, numbered) as the board keeps it.
-func (b *Board) rowOfEntry(e *Entry) entryRow {
-	r := entryRow{label: e.Label, key: e.Key, version: e.Version, content: e.Content, meta: e.packedMeta}
+// addEntry adds e (packed, numbered) to the rows: filled in place, as a
+// row copied in cost a tenth of loading a saved run.
+func (b *Board) addEntry(e *Entry) {
+	b.fillRow(b.entries.next(), e)
+}
+
+// fillRow sets r, a zero row, to e as the board keeps it.
+func (b *Board) fillRow(r *entryRow, e *Entry) {
+	r.label, r.key, r.version, r.content, r.meta = e.Label, e.Key, e.Version, e.Content, e.packedMeta
 	k := entryKind{e.Section, e.Role, e.Author, e.Topic, e.Deleted, e.metaFloats}
-	r.kind = b.entryKinds[k]
+	if last := b.lastKind; last != nil && *last == k {
+		r.kind = last // entries come in runs of one kind: no hashing then
+	} else {
+		r.kind = b.entryKinds[k]
+	}
 	if r.kind == nil {
-		r.kind = &k
+		r.kind = new(entryKind)
+		*r.kind = k // k itself stays on the stack: most entries share a kind
 		if b.entryKinds == nil {
 			b.entryKinds = map[entryKind]*entryKind{}
 		}
@@ -61,22 +69,19 @@ func (b *Board) rowOfEntry(e *Entry) entryRow {
 			b.entryKinds[k] = r.kind
 		}
 	}
-	var rare entryRare
+	b.lastKind = r.kind
 	id, okID := ulidOf(e.ID)
-	r.id = id
-	if !okID {
-		rare.id = e.ID
-	}
 	ts, okTS := instantOf(e.TS)
-	r.ts = ts
-	if !okTS {
-		rare.ts, rare.times = e.TS, true
+	r.id, r.ts = id, ts
+	if !okID || !okTS || e.TTL != nil || e.Meta != nil || e.lazy != nil {
+		r.rare = &entryRare{ttl: e.TTL, meta: e.Meta, lazy: e.lazy}
+		if !okID {
+			r.rare.id = e.ID
+		}
+		if !okTS {
+			r.rare.ts, r.rare.times = e.TS, true
+		}
 	}
-	rare.ttl, rare.meta, rare.lazy = e.TTL, e.Meta, e.lazy
-	if rare.id != "" || rare.times || rare.ttl != nil || rare.meta != nil || rare.lazy != nil {
-		r.rare = &rare
-	}
-	return r
 }
 
 // entry is row i as an Entry, its meta packed still and its content
@@ -147,7 +152,7 @@ func ulidOf(id string) (ulid, bool) {
 	}
 	var u ulid
 	for i := 0; i < 26; i++ {
-		d := strings.IndexByte(crockford, id[i])
+		d := crockfordValue[id[i]]
 		if d < 0 || i == 0 && d > 7 {
 			return ulid{}, false
 		}
@@ -156,6 +161,18 @@ func ulidOf(id string) (ulid, bool) {
 	}
 	return u, u != ulid{}
 }
+
+// crockfordValue is each byte's value as a digit of crockford; -1 for
+// one that is none.
+var crockfordValue = func() (t [256]int8) {
+	for i := range t {
+		t[i] = -1
+	}
+	for i := range len(crockford) {
+		t[crockford[i]] = int8(i)
+	}
+	return t
+}()
 
 // String is u's text.
 func (u ulid) String() string {
@@ -181,11 +198,12 @@ func (rs *entryRows) len() int { return rs.n }
 
 func (rs *entryRows) at(i int) *entryRow { return &rs.chunks[i/rowChunk][i%rowChunk] }
 
-func (rs *entryRows) add(r entryRow) {
+// next adds a zero row and returns it.
+func (rs *entryRows) next() *entryRow {
 	if rs.n%rowChunk == 0 {
-		rs.chunks = append(rs.chunks, make([]entryRow, 0, rowChunk))
+		rs.chunks = append(rs.chunks, make([]entryRow, rowChunk))
 	}
-	last := &rs.chunks[len(rs.chunks)-1]
-	*last = append(*last, r)
+	r := &rs.chunks[len(rs.chunks)-1][rs.n%rowChunk]
 	rs.n++
+	return r
 }

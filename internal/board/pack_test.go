@@ -186,7 +186,8 @@ func TestPackedSavesTheSameBytes(t *testing.T) {
 			for i := range b.entries.len() {
 				r := b.entries.at(i)
 				e := r.entry(i).unpacked()
-				*r = b.rowOfEntry(&e)
+				*r = entryRow{}
+				b.fillRow(r, &e)
 			}
 			for i := range b.steps.len() {
 				r := b.steps.at(i).record().whole()

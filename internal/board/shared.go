@@ -114,10 +114,18 @@ func (b *Board) conflictLocked(e *Entry, expect int64, handoff bool, now time.Ti
 	}
 	cur := b.pendingKeyLocked(e.Key)
 	if cur == nil {
-		if ks := b.keys[e.Key]; ks != nil {
-			e := b.entries.at(ks.latest).entry(ks.latest)
-			cur = &e
+		ks := b.keys[e.Key]
+		if ks == nil {
+			return nil
 		}
+		// What follows asked of the row first: the entry is built only
+		// for a write over another author's live value.
+		r := b.entries.at(ks.latest)
+		if r.gone(now) || r.kind.author == "" || r.kind.author == e.Author {
+			return nil
+		}
+		latest := r.entry(ks.latest)
+		cur = &latest
 	}
 	if cur == nil || cur.Deleted || cur.Expired(now) || cur.Author == "" || cur.Author == e.Author {
 		return nil

@@ -115,7 +115,8 @@ func (b *Board) rowKindOf(typ, status string) *rowKind {
 	if b.rowKinds == nil {
 		b.rowKinds = map[rowKind]*rowKind{}
 	}
-	p := &k
+	p := new(rowKind)
+	*p = k // k itself stays on the stack: most rows share a kind
 	b.rowKinds[k] = p
 	return p
 }
