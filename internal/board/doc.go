@@ -15,8 +15,8 @@
 //     (shared.go), leases (lease.go) and agents' heartbeats
 //     (heartbeat.go), secret masking (redact.go), the large strings held
 //     once in memory (held.go), and what the board keeps of each step
-//     small: step records as rows (steprow.go), small metas and inputs as
-//     their JSON (pack.go).
+//     small: entries and step records as rows (entryrow.go, steprow.go),
+//     small metas and inputs as their JSON (pack.go).
 //   - Storage, in the store_*.go files: blackboard.json and its journal
 //     (store_file.go, store_journal.go), their encoder and decoders
 //     (store_encode.go, store_decode.go, store_linedecode.go), large
@@ -26,9 +26,9 @@
 //     store_standalone.go).
 //
 // Storage is not a package of its own because it works on the board's
-// private representation, not on a copy of it: entries decoded lazily
-// (Entry.lazy), metas kept packed (Entry.packedMeta), step records kept
-// as rows and recordings whose large strings are held by key
+// private representation, not on a copy of it: entries kept as rows,
+// some decoded lazily (Entry.lazy), metas kept packed (Entry.packedMeta),
+// step records kept as rows and recordings whose large strings are held by key
 // (StepRecord.held), the journal's watermark and the blobs it has
 // written (Board.journalN, Board.blobsKnown). An interface between the two would
 // either export all of that or copy it on every load and save, and the
