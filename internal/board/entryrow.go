@@ -74,7 +74,8 @@ func (b *Board) fillRow(r *entryRow, e *Entry) {
 	ts, okTS := instantOf(e.TS)
 	r.id, r.ts = id, ts
 	if !okID || !okTS || e.TTL != nil || e.Meta != nil || e.lazy != nil {
-		r.rare = &entryRare{ttl: e.TTL, meta: e.Meta, lazy: e.lazy}
+		r.rare = b.spare.rare()
+		r.rare.ttl, r.rare.meta, r.rare.lazy = e.TTL, e.Meta, e.lazy
 		if !okID {
 			r.rare.id = e.ID
 		}

@@ -8,8 +8,9 @@ package board
 // as before (its capacity is capped, so it never writes into its
 // neighbour's).
 type spare struct {
-	ints []int
-	keys []keyState
+	ints  []int
+	keys  []keyState
+	rares []entryRare
 }
 
 // add appends i to an index list, a new list taking its first two
@@ -35,6 +36,17 @@ func (s *spare) keyState() *keyState {
 	ks := &s.keys[0]
 	s.keys = s.keys[1:]
 	return ks
+}
+
+// rare is a new entryRare, from the block: every entry of a board read
+// lazily has one (its line in the file).
+func (s *spare) rare() *entryRare {
+	if len(s.rares) == 0 {
+		s.rares = make([]entryRare, 256)
+	}
+	r := &s.rares[0]
+	s.rares = s.rares[1:]
+	return r
 }
 
 // fieldIndex lists the entries of each section, author, label, role and
