@@ -34,12 +34,16 @@ type Board struct {
 	pending    []*Entry // entries numbered but not yet indexed (FinishStep)
 	journalN   int64    // journal records written so far (the file's watermark)
 	now        func() time.Time
-	seen       map[seenKey]int64 // the key's version an author last read or wrote
-	conflictAt map[string]int    // a key's newest conflict entry (index in entries)
-	perms      map[string]Perms  // per-author key patterns (nil: anyone, any key)
-	changed    chan struct{}     // closed at the next change (nil: nobody waits)
-	redact     Redact            // masks secrets in what enters the board; nil: none
-	torn       bool              // the journal loaded ended in a torn line
+	// seen: the key's version an author last read. A write needs no
+	// note: every later version is newer, so another author's write
+	// after it conflicts whether the writer's own version is noted or
+	// not, and a board of 100k keyed writes held a map of them.
+	seen       map[seenKey]int64
+	conflictAt map[string]int   // a key's newest conflict entry (index in entries)
+	perms      map[string]Perms // per-author key patterns (nil: anyone, any key)
+	changed    chan struct{}    // closed at the next change (nil: nobody waits)
+	redact     Redact           // masks secrets in what enters the board; nil: none
+	torn       bool             // the journal loaded ended in a torn line
 	// blobsKnown are the keys of the large strings the file and journal
 	// hold (store_blob.go): a journal line refers to these without repeating them.
 	blobsKnown map[string]bool
@@ -294,9 +298,6 @@ func (b *Board) indexLocked(e *Entry) {
 		}
 		ks.latest = i
 		ks.version = e.Version
-		if e.Author != "" {
-			b.seen[seenKey{e.Author, e.Key}] = e.Version
-		}
 	}
 }
 

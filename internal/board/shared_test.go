@@ -53,6 +53,24 @@ func TestConflicts(t *testing.T) {
 			WriteOp{Key: "k", Value: "y", Author: "b", ExpectVersion: 1}, 0},
 		{"own value", func(b *Board) { b.Write(w("a", "k", "x")) }, w("a", "k", "y"), 0},
 		{"writer wrote it last before", func(b *Board) { b.Write(w("b", "k", "x")); b.Write(w("b", "k", "x2")) }, w("b", "k", "y"), 0},
+		{"changed since the writer's own write", func(b *Board) {
+			b.Write(w("b", "k", "x"))
+			b.ReadAs("a", "k")
+			b.Write(w("a", "k", "z"))
+		}, w("b", "k", "y"), 1},
+		{"read since the writer's own write", func(b *Board) {
+			b.Write(w("b", "k", "x"))
+			b.ReadAs("a", "k")
+			b.Write(w("a", "k", "z"))
+			b.ReadAs("b", "k")
+		}, w("b", "k", "y"), 0},
+		{"read, then its own write, then another's", func(b *Board) {
+			b.Write(w("a", "k", "x"))
+			b.ReadAs("b", "k")
+			b.Write(w("b", "k", "x2"))
+			b.ReadAs("a", "k")
+			b.Write(w("a", "k", "z"))
+		}, w("b", "k", "y"), 1},
 		{"deleted key", func(b *Board) {
 			b.Write(w("a", "k", "x"))
 			b.Write(WriteOp{Key: "k", Delete: true, Author: "a", ExpectVersion: -1})

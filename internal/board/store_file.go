@@ -215,7 +215,7 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 			keyed++
 		}
 	}
-	b.keys, b.seen = make(map[string]*keyState, keyed), make(map[seenKey]int64, keyed)
+	b.keys = make(map[string]*keyState, keyed)
 	for _, e := range f.Entries {
 		if e.Seq != int64(b.entries.len())+1 {
 			return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, b.entries.len()+1)

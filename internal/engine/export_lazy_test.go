@@ -11,8 +11,16 @@ func SavedViews(r *Runner) int {
 // ProgCacheSize is how many compiled programs a plan keeps (progCache).
 const ProgCacheSize = progCacheSize
 
+// ProgTrialSize is how many compiled programs of expressions run once a
+// plan keeps.
+const ProgTrialSize = progTrialSize
+
 // CachedPrograms is how many compiled programs p's cache holds.
 func CachedPrograms(p *Program) int { return p.progs.len() }
+
+// RecompiledPrograms is how many programs p compiled as it ran, its
+// cache not holding them.
+func RecompiledPrograms(p *Program) int { return p.progs.misses() }
 
 // DecodeForTest is n's decoded step, decoding it now if it was left to
 // its first run (CompileChecked).

@@ -8,20 +8,45 @@ import (
 // lru holds the most recently used values of a bounded set, safe for
 // concurrent use: a plan's compiled expressions (progCache) and its
 // decoded steps (implCache), each rebuilt from the plan when dropped.
+//
+// With a trial (newTrialLRU), a value put for the first time waits in a
+// short list of its own, where being used again keeps it, and joins the
+// main one only when it is put again after the trial list dropped it
+// (its key remembered, without its value, among the ghosts): a loop's
+// body, run again and again, is kept whatever its size, while a plan of
+// 100k steps that each run once fills the main list with nothing. Moving
+// a value on its first reuse would not do: one evaluation asks for its
+// program twice.
 type lru[K comparable, V any] struct {
 	mu    sync.Mutex
 	max   int
 	m     map[K]*list.Element
 	order list.List // of *lruEntry[K, V], most recently used first
+	puts  int       // values put (not seeded): each a miss rebuilt
+
+	trialMax int
+	trial    list.List // as order, for values on trial
+	ghosts   map[K]struct{}
+	ghostAt  []K // the ghosts in the order they left, a ring
+	ghostPos int
 }
 
 type lruEntry[K comparable, V any] struct {
-	key K
-	val V
+	key   K
+	val   V
+	trial bool // in trial, not order
 }
 
 func newLRU[K comparable, V any](max int) *lru[K, V] {
 	return &lru[K, V]{max: max, m: map[K]*list.Element{}}
+}
+
+// newTrialLRU is an lru of at most max values kept and trial values on
+// trial; it remembers the keys of the last 2×max values the trial dropped.
+func newTrialLRU[K comparable, V any](max, trial int) *lru[K, V] {
+	c := newLRU[K, V](max)
+	c.trialMax, c.ghosts, c.ghostAt = trial, map[K]struct{}{}, make([]K, 0, 2*max)
+	return c
 }
 
 // get is the value cached for k.
@@ -33,14 +58,20 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 		var zero V
 		return zero, false
 	}
-	c.order.MoveToFront(el)
-	return el.Value.(*lruEntry[K, V]).val, true
+	e := el.Value.(*lruEntry[K, V])
+	if e.trial {
+		c.trial.MoveToFront(el)
+	} else {
+		c.order.MoveToFront(el)
+	}
+	return e.val, true
 }
 
 // put caches v for k, dropping the least recently used beyond the bound.
 func (c *lru[K, V]) put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.puts++
 	c.putLocked(k, v)
 }
 
@@ -49,6 +80,12 @@ func (c *lru[K, V]) put(k K, v V) {
 func (c *lru[K, V]) seed(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.trialMax > 0 {
+		if c.trial.Len() < c.trialMax {
+			c.putLocked(k, v)
+		}
+		return
+	}
 	if c.order.Len() < c.max {
 		c.putLocked(k, v)
 	}
@@ -56,21 +93,60 @@ func (c *lru[K, V]) seed(k K, v V) {
 
 func (c *lru[K, V]) putLocked(k K, v V) {
 	if el, ok := c.m[k]; ok {
-		el.Value.(*lruEntry[K, V]).val = v
-		c.order.MoveToFront(el)
+		e := el.Value.(*lruEntry[K, V])
+		e.val = v
+		if e.trial {
+			c.trial.MoveToFront(el)
+		} else {
+			c.order.MoveToFront(el)
+		}
 		return
 	}
-	c.m[k] = c.order.PushFront(&lruEntry[K, V]{k, v})
-	for c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.m, last.Value.(*lruEntry[K, V]).key)
+	if _, ghost := c.ghosts[k]; c.trialMax > 0 && !ghost {
+		c.m[k] = c.trial.PushFront(&lruEntry[K, V]{k, v, true})
+		for c.trial.Len() > c.trialMax {
+			c.ghost(c.drop(&c.trial))
+		}
+		return
 	}
+	delete(c.ghosts, k) // its place in ghostAt is reused in turn
+	c.m[k] = c.order.PushFront(&lruEntry[K, V]{k, v, false})
+	for c.order.Len() > c.max {
+		c.drop(&c.order)
+	}
+}
+
+// drop removes the least recently used value of l and returns its key.
+func (c *lru[K, V]) drop(l *list.List) K {
+	last := l.Back()
+	l.Remove(last)
+	k := last.Value.(*lruEntry[K, V]).key
+	delete(c.m, k)
+	return k
+}
+
+// ghost remembers k, forgetting the oldest ghost beyond cap(ghostAt).
+func (c *lru[K, V]) ghost(k K) {
+	if len(c.ghostAt) < cap(c.ghostAt) {
+		c.ghostAt = append(c.ghostAt, k)
+	} else {
+		delete(c.ghosts, c.ghostAt[c.ghostPos])
+		c.ghostAt[c.ghostPos] = k
+		c.ghostPos = (c.ghostPos + 1) % len(c.ghostAt)
+	}
+	c.ghosts[k] = struct{}{}
 }
 
 // len is the number of values cached.
 func (c *lru[K, V]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.order.Len()
+	return c.order.Len() + c.trial.Len()
+}
+
+// misses is the number of values put: each was not found, and rebuilt.
+func (c *lru[K, V]) misses() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.puts
 }

@@ -149,7 +149,7 @@ func planScope(p *plans.Plan, reg *Registry, calls map[string]types.Map) *Scope 
 }
 
 func natureScope(nt nature.Nature) *Scope {
-	return &Scope{nature: nt, progs: newProgCache(progCacheSize)}
+	return &Scope{nature: nt, progs: newProgCache()}
 }
 
 // field is the description of name in the scope (a zero Nature: none).

@@ -54,27 +54,56 @@ type evaluator struct {
 }
 
 // stepState is a finished visit's state, from which steps.<label> is
-// built (view).
+// built (view). One is held per finished step to the run's end, so it
+// keeps what most steps have in 64 bytes (96 with every field inline):
+// a status among the known ones as its index, an error, a timeout or a
+// visit count beyond int32 apart.
 type stepState struct {
-	n        *Node
-	status   string
-	errText  string
-	visit    int
-	durMS    int64
-	output   any
-	fields   any // the result's fields; nil: the type's zero values
-	timedOut bool
+	n      *Node
+	output any
+	fields any // the result's fields; nil: the type's zero values
+	durMS  int64
+	visit  int32
+	status uint8 // in knownStatuses; 0: in rare
+	rare   *stateRare
 }
 
+// stateRare is the part of a stepState few steps have.
+type stateRare struct {
+	status, errText string
+	visit           int
+	timedOut        bool
+}
+
+// knownStatuses are the statuses a stepState keeps as their index.
+var knownStatuses = [...]string{"", StatusSucceeded, StatusFailed, StatusSkipped, StatusCanceled, StatusInterrupted, StatusPending}
+
 func newStepState(n *Node, rec board.StepRecord, res Result) *stepState {
-	return &stepState{n: n, status: rec.Status, errText: rec.Error, visit: rec.Visit, durMS: rec.DurationMS,
-		output: res.Output, fields: res.Fields, timedOut: res.TimedOut}
+	s := &stepState{n: n, durMS: rec.DurationMS, output: res.Output, fields: res.Fields, visit: int32(rec.Visit)}
+	for i, k := range knownStatuses[1:] {
+		if rec.Status == k {
+			s.status = uint8(i + 1)
+		}
+	}
+	if s.status == 0 || rec.Error != "" || res.TimedOut || int(s.visit) != rec.Visit {
+		s.rare = &stateRare{status: rec.Status, errText: rec.Error, visit: rec.Visit, timedOut: res.TimedOut}
+	}
+	return s
+}
+
+// parts are the state's status, error, visit and timeout as given.
+func (s *stepState) parts() (status, errText string, visit int, timedOut bool) {
+	if r := s.rare; r != nil {
+		return r.status, r.errText, r.visit, r.timedOut
+	}
+	return knownStatuses[s.status], "", int(s.visit), false
 }
 
 // view is steps.<label> of the state (Runner.viewOf without an item).
 func (s *stepState) view() map[string]any {
-	m := stateView(s.status, s.output, s.errText, s.visit, s.durMS, orZero(s.fields, s.n))
-	if s.timedOut {
+	status, errText, visit, timedOut := s.parts()
+	m := stateView(status, s.output, errText, visit, s.durMS, orZero(s.fields, s.n))
+	if timedOut {
 		m["timed_out"] = true
 	}
 	if s.n.Each != nil {
