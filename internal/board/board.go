@@ -34,10 +34,11 @@ type Board struct {
 	pending    []*Entry // entries numbered but not yet indexed (FinishStep)
 	journalN   int64    // journal records written so far (the file's watermark)
 	now        func() time.Time
-	// seen: the key's version an author last read. A write needs no
-	// note: every later version is newer, so another author's write
-	// after it conflicts whether the writer's own version is noted or
-	// not, and a board of 100k keyed writes held a map of them.
+	// seen: the key's version an author last read of another author's
+	// writing. A write of its own, or a read of one, needs no note:
+	// every later version is newer, so another author's write after it
+	// conflicts whether the writer's own version is noted or not, and a
+	// run of 100k keyed writes and reads held a map of them.
 	seen       map[seenKey]int64
 	conflictAt map[string]int   // a key's newest conflict entry (index in entries)
 	perms      map[string]Perms // per-author key patterns (nil: anyone, any key)

@@ -86,10 +86,12 @@ func (b *Board) ReadAsAt(author, key string, now func() time.Time) (Entry, bool,
 		b.mu.Unlock()
 		return Entry{}, false, nil
 	}
-	if author != "" {
+	r := b.entries.at(ks.latest)
+	if author != "" && r.kind.author != author {
+		// A read of one's own write needs no note either (see seen).
 		b.seen[seenKey{author, key}] = ks.version
 	}
-	e := b.entries.at(ks.latest).loaded(ks.latest)
+	e := r.loaded(ks.latest)
 	if now == nil {
 		now = b.now
 	}

@@ -58,6 +58,18 @@ func TestConflicts(t *testing.T) {
 			b.ReadAs("a", "k")
 			b.Write(w("a", "k", "z"))
 		}, w("b", "k", "y"), 1},
+		{"read its own value, then another wrote", func(b *Board) {
+			b.Write(w("b", "k", "x"))
+			b.ReadAs("b", "k")
+			b.ReadAs("a", "k")
+			b.Write(w("a", "k", "z"))
+		}, w("b", "k", "y"), 1},
+		{"read its own value after another's read", func(b *Board) {
+			b.Write(w("a", "k", "x"))
+			b.ReadAs("b", "k")
+			b.Write(w("b", "k", "x2"))
+			b.ReadAs("b", "k")
+		}, w("b", "k", "y"), 0},
 		{"read since the writer's own write", func(b *Board) {
 			b.Write(w("b", "k", "x"))
 			b.ReadAs("a", "k")

@@ -38,6 +38,10 @@ type Program struct {
 	runScope *Scope
 	impls    *implCache // the decoded steps it keeps (lazyImpl)
 	progs    *progCache // its expressions' compiled programs (Expr.program)
+	// slots: a run keeps what it has of each of its nodes at the node's
+	// number (plans.Step.Ord), in a slice this long; 0 if the numbers
+	// cannot serve (numberNodes), and a run keeps them by label.
+	slots int
 }
 
 // Node is one compiled step.
@@ -264,6 +268,7 @@ func compilePlan(r *plans.Reporter, plan *plans.Plan, reg *Registry, agents map[
 			prog.compileCallVars(r, n)
 		}
 	}
+	prog.numberNodes()
 	prog.outputTypes = prog.compileOutputs(r)
 	prog.scope.compiled = nil
 	prog.scope = nil
@@ -430,4 +435,32 @@ func checkEachType(r *plans.Reporter, x *plans.Expr, e *Expr) {
 		return
 	}
 	r.At(x.Node, "for_each: %s gives %s, want a list (an empty list runs no item)", strings.TrimSpace(trimWrapper(x.Src)), what)
+}
+
+// numberNodes sets p.slots if every node has a number of its own within
+// the plan's (plans.Step.Ord), as a parsed plan's do.
+func (p *Program) numberNodes() {
+	max := p.Plan.Numbered()
+	taken := make([]bool, max+1)
+	for label, n := range p.nodes {
+		o := int(n.Step.Ord)
+		if o <= 0 || o > max || taken[o] || n.Label != label {
+			p.slots = 0
+			return
+		}
+		taken[o] = true
+	}
+	p.slots = max + 1
+}
+
+// slotOf is label's place in what a run keeps by node (slots), 0 for a
+// label that has none: not a node of p, or p numbers none.
+func (p *Program) slotOf(label string) int {
+	if p.slots == 0 {
+		return 0
+	}
+	if n := p.nodes[label]; n != nil {
+		return int(n.Step.Ord)
+	}
+	return 0
 }

@@ -51,7 +51,7 @@ func continued(errs []error) error {
 // (visit numbers and limits.max_steps as if it had not begun).
 func (r *Runner) unvisit(label string) {
 	r.mu.Lock()
-	r.visits[label]--
+	r.visits.add(label, -1)
 	r.mu.Unlock()
 	r.total.Add(-1)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 
 	"github.com/planrunner/runner/internal/board"
 )
@@ -51,7 +50,7 @@ func (r *Runner) Apply(rec board.StepRecord) error {
 func (r *Runner) Counts() (visits map[string]int, total int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return maps.Clone(r.visits), r.total.Load()
+	return r.visits.all(), r.total.Load()
 }
 
 // SetCounts starts the runner from counts a previous part of the run
@@ -60,7 +59,9 @@ func (r *Runner) SetCounts(visits map[string]int, total int64) {
 	r.init()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	maps.Copy(r.visits, visits)
+	for label, n := range visits {
+		r.visits.set(label, n)
+	}
 	r.total.Store(total)
 }
 

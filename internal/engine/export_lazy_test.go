@@ -29,3 +29,7 @@ func (n *Node) DecodeForTest() (Step, error) { return n.impl() }
 // ImplCacheSize is how many decoded steps a program keeps that it can
 // decode again (implCache).
 const ImplCacheSize = implCacheSize
+
+// KeepByLabel makes the runs of p keep their steps' states and visits by
+// label, as for a plan whose steps are not numbered.
+func KeepByLabel(p *Program) { p.slots = 0 }

@@ -267,5 +267,5 @@ func fatal(err error) bool {
 func (r *Runner) nextVisit(label string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.visits[label] + 1
+	return r.visits.get(label) + 1
 }

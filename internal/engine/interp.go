@@ -127,8 +127,7 @@ func (it *interp[C]) stopped(c C) *RunError {
 func (r *Runner) nextVisitOf(label string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.visits[label]++
-	return r.visits[label]
+	return r.visits.add(label, 1)
 }
 
 // visit runs one step (or group) once, records it, and says where to go.

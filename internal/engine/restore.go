@@ -20,9 +20,6 @@ var ErrFinished = fmt.Errorf("the run has no step left to run")
 // under the same visit number. Children that completed inside a group that
 // did not finish are not run again when the group is.
 func (r *Runner) Restore(records iter.Seq[board.StepRecord]) (err error) {
-	if r.visits == nil { // sized once, as index below
-		r.visits = make(map[string]int, len(r.Prog.Steps))
-	}
 	r.init()
 	index := make(map[string]int, len(r.Prog.Steps)) // sized once: 100k steps grew it 17 times
 	for i, n := range r.Prog.Steps {
@@ -45,8 +42,8 @@ func (r *Runner) Restore(records iter.Seq[board.StepRecord]) (err error) {
 		if !completed(n, &rec) {
 			continue
 		}
-		if rec.Visit > r.visits[rec.Label] {
-			r.visits[rec.Label] = rec.Visit
+		if rec.Visit > r.visits.get(rec.Label) {
+			r.visits.set(rec.Label, rec.Visit)
 		}
 		r.total.Add(1)
 		if n.item == nil && n.Each == nil && n.Sub == nil {

@@ -103,7 +103,7 @@ type Runner struct {
 	initErr error        // the plan's env could not be rendered
 	total   atomic.Int64 // step executions, for limits.max_steps
 	mu      sync.Mutex
-	visits  map[string]int
+	visits  *visitCounts
 	frames  map[string]*evaluator // a callee's expressions, by call label (subplan.go)
 	runID   string
 	done    map[string]map[string]board.StepRecord // see Restore
@@ -172,7 +172,7 @@ func (r *Runner) init() {
 		return
 	}
 	if r.visits == nil {
-		r.visits = map[string]int{}
+		r.visits = newVisitCounts(r.Prog)
 	}
 	r.frames = map[string]*evaluator{}
 	r.waitCond = sync.NewCond(&r.waitMu)

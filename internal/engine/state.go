@@ -36,6 +36,12 @@ type evaluator struct {
 	// finished step, held to the run's end, was a tenth of a 100k-step
 	// run's memory, and an expression names a handful of steps.
 	steps map[string]any
+	// slots hold the steps entries of the labels prog numbers
+	// (Program.slotOf) by their number, rather than steps: a map of
+	// 100k labels was 5 MB. Nil once whole (all are in steps then) and
+	// in an evaluator layered over another.
+	slots []any
+	prog  *Program
 	// whole: every finished step's view is built and kept in steps, once
 	// an evaluation used `steps` as a whole (not naming its steps), so
 	// such evaluations share one map rather than each building one.
@@ -171,7 +177,7 @@ func (e *evaluator) build(refs stepRefs) error {
 		if err != nil {
 			return err
 		}
-		e.steps[label] = withTimedOut(stateView(s.status, res.Output, s.errTxt, s.visit, s.durMS, orZero(res.Fields, s.n)), res)
+		e.put(label, withTimedOut(stateView(s.status, res.Output, s.errTxt, s.visit, s.durMS, orZero(res.Fields, s.n)), res))
 		delete(e.saved, label)
 		return nil
 	}
@@ -237,7 +243,7 @@ func (e *evaluator) stepsView(refs stepRefs) map[string]any {
 func (e *evaluator) lookup(label string) (any, bool) {
 	for ; e != nil; e = e.parent {
 		e.mu.RLock()
-		v, ok := e.steps[label]
+		v, ok := e.at(label)
 		e.mu.RUnlock()
 		if ok {
 			return built(v), true
@@ -251,11 +257,37 @@ func (e *evaluator) lookup(label string) (any, bool) {
 func (e *evaluator) named(labels []string) map[string]any {
 	m := make(map[string]any, len(labels))
 	for _, label := range labels {
-		if v, ok := e.steps[label]; ok {
+		if v, ok := e.at(label); ok {
 			m[label] = built(v)
 		}
 	}
 	return m
+}
+
+// at is label's entry in this layer, under e.mu.
+func (e *evaluator) at(label string) (any, bool) {
+	if i := e.slotOf(label); i > 0 {
+		v := e.slots[i]
+		return v, v != nil
+	}
+	v, ok := e.steps[label]
+	return v, ok
+}
+
+// put sets label's entry in this layer, under e.mu held for writing.
+func (e *evaluator) put(label string, v any) {
+	if i := e.slotOf(label); i > 0 {
+		e.slots[i] = v
+		return
+	}
+	e.steps[label] = v
+}
+
+func (e *evaluator) slotOf(label string) int {
+	if e.slots == nil {
+		return 0
+	}
+	return e.prog.slotOf(label)
 }
 
 // materialize builds and keeps every finished step's view, here and in
@@ -274,13 +306,24 @@ func (e *evaluator) materialize() {
 				e.steps[label] = s.view()
 			}
 		}
+		if e.slots != nil {
+			for label, n := range e.prog.nodes {
+				if v := e.slots[n.Step.Ord]; v != nil {
+					e.steps[label] = built(v)
+				}
+			}
+			e.slots = nil
+		}
 		e.whole = true
 		e.mu.Unlock()
 	}
 }
 
 func newEvaluator(prog *Program, base map[string]any) *evaluator {
-	e := &evaluator{steps: map[string]any{}, base: base}
+	e := &evaluator{steps: map[string]any{}, base: base, prog: prog}
+	if prog.slots > 0 {
+		e.slots = make([]any, prog.slots)
+	}
 	// A view is never changed once set (set replaces it), so the steps
 	// not run yet share one pending view per result type: building one
 	// map per step made starting, resuming and replaying a 100k-step plan
@@ -297,7 +340,7 @@ func newEvaluator(prog *Program, base map[string]any) *evaluator {
 			v = stateView(StatusPending, nil, "", 0, 0, z)
 			pending[t] = v
 		}
-		e.steps[s.Label] = v
+		e.put(s.Label, v)
 	}
 	return e
 }
@@ -391,7 +434,7 @@ func (e *evaluator) set(label string, view any) {
 	if s, ok := view.(*stepState); ok && e.whole {
 		view = s.view()
 	}
-	e.steps[label] = view
+	e.put(label, view)
 	delete(e.saved, label)
 	e.mu.Unlock()
 }
@@ -401,7 +444,8 @@ func (e *evaluator) get(label string) map[string]any {
 		return nil
 	}
 	e.mu.RLock()
-	v, _ := built(e.steps[label]).(map[string]any)
+	v0, _ := e.at(label)
+	v, _ := built(v0).(map[string]any)
 	e.mu.RUnlock()
 	if v == nil && e.parent != nil {
 		return e.parent.get(label)

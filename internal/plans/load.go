@@ -176,6 +176,7 @@ func parse(path string, src []byte, st *loadState, lean bool) (*Plan, error) {
 		pc.step.Own().Call = parseCall(r, p, pc.step, pc.has)
 	}
 	p.calls = nil
+	p.numberSteps()
 	return p, r.Err()
 }
 

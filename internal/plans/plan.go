@@ -35,6 +35,8 @@ type Plan struct {
 	labels map[string]*Step
 	lookup func(string) *Step // set by LookupWith: it replaces labels
 	load   *loadState
+	// numbered: how many steps numberSteps numbered.
+	numbered int32
 	// runOnly are the keys of fields that belong to the run (env,
 	// secrets, limits, board): refused in a called plan.
 	runOnly []*yaml.Node
@@ -100,8 +102,13 @@ type Step struct {
 	Timeout         time.Duration
 	Retry           *Retry
 	ContinueOnError bool
-	MaxVisits       int
-	Write           *Write
+	// Ord is the step's place among the plan's labeled steps, from 1, in
+	// the order AllSteps gives them; 0 for a step not numbered (no label,
+	// or made other than by parsing a plan). A run keeps what it has of
+	// each step by it rather than in maps by label (10 MB at 100k steps).
+	Ord       int32
+	MaxVisits int
+	Write     *Write
 
 	// *StepMore holds what groups, sequences, for_each and plan calls
 	// have; every other step shares one (plainStep), so a plan of 100,000
@@ -378,6 +385,21 @@ func (p *Plan) AllSteps() []*Step {
 	walk(p.Steps)
 	return out
 }
+
+// numberSteps sets the Ord of p's labeled steps.
+func (p *Plan) numberSteps() {
+	n := int32(0)
+	for _, s := range p.AllSteps() {
+		if s.Label != "" {
+			n++
+			s.Ord = n
+		}
+	}
+	p.numbered = n
+}
+
+// Numbered is how many steps numberSteps numbered (the largest Ord).
+func (p *Plan) Numbered() int { return int(p.numbered) }
 
 // VarDefault returns the default of var name.
 func (p *Plan) VarDefault(name string) (any, bool) {
