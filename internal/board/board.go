@@ -664,6 +664,21 @@ func (b *Board) Steps() []StepRecord {
 	return out
 }
 
+// LastVisit is the highest visit of label among the step records, 0 if
+// none: the last of its visits that ended. It reads every record, for a
+// question asked seldom (a watcher of a step's streamed answer starting).
+func (b *Board) LastVisit(label string) int {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	last := 0
+	for i := range b.steps.len() {
+		if r := b.steps.at(i); r.label == label {
+			last = max(last, r.visitNumber())
+		}
+	}
+	return last
+}
+
 // AddRecording keeps a model exchange durably.
 func (b *Board) AddRecording(r Recording) error {
 	b.mu.Lock()

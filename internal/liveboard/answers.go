@@ -23,11 +23,23 @@ type AnswerChunk struct {
 // far, for the watchers of /v1/stream. A visit's text is dropped when it
 // ends; what came past readlimit.Answer bytes of one visit is not kept.
 type answers struct {
-	mu      sync.Mutex
-	live    map[string]*streaming
-	ended   map[string]int // a label's last visit that ended
-	changed chan struct{}  // closed and replaced at every change
-	closed  bool
+	mu    sync.Mutex
+	live  map[string]*streaming
+	ended map[string]int // a label's last visit that ended
+	// lastVisit, when the source can say it (lastVisitSource), is the
+	// last visit of a label that ended: ended then holds the labels
+	// followed only (by followed watchers), not every label the run
+	// ended (5 MB at 100k steps).
+	lastVisit func(label string) int
+	followed  map[string]int
+	changed   chan struct{} // closed and replaced at every change
+	closed    bool
+}
+
+// lastVisitSource is a Source that can say the last visit of a label
+// that ended, from its step records.
+type lastVisitSource interface {
+	LastVisit(label string) int
 }
 
 // streaming is one visit's streamed text, in the pieces it came in.
@@ -40,7 +52,26 @@ type streaming struct {
 }
 
 func newAnswers() *answers {
-	return &answers{live: map[string]*streaming{}, ended: map[string]int{}, changed: make(chan struct{})}
+	return &answers{live: map[string]*streaming{}, ended: map[string]int{}, followed: map[string]int{}, changed: make(chan struct{})}
+}
+
+// watch notes a watcher of label; the func it returns, its leaving.
+// Under a.mu: ended holds label's last visit from here on.
+func (a *answers) watch(label string) (leave func()) {
+	a.followed[label]++
+	if a.lastVisit != nil {
+		a.ended[label] = max(a.ended[label], a.lastVisit(label))
+	}
+	return func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if a.followed[label]--; a.followed[label] == 0 {
+			delete(a.followed, label)
+			if a.lastVisit != nil {
+				delete(a.ended, label)
+			}
+		}
+	}
 }
 
 func answerKey(label string, visit int) string { return label + "#" + strconv.Itoa(visit) }
@@ -78,9 +109,16 @@ func (a *answers) end(label string, visit int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := answerKey(label, visit)
-	if s := a.live[k]; s != nil {
+	s := a.live[k]
+	if s != nil {
 		s.ended = true // a watcher holding it sends what it has not yet, then the end
 		delete(a.live, k)
+	}
+	if a.lastVisit != nil && a.followed[label] == 0 {
+		if s != nil {
+			a.wake()
+		}
+		return // no watcher of it to tell
 	}
 	a.ended[label] = max(a.ended[label], visit)
 	a.wake()
@@ -102,6 +140,7 @@ func (a *answers) close() {
 func (a *answers) follow(label string, visit int, send func(AnswerChunk) error, stop <-chan struct{}) error {
 	sent := map[*streaming]int{} // the visits followed: pieces sent
 	a.mu.Lock()
+	defer a.watch(label)()
 	lastEnded := a.ended[label] // visit 0: ends from now on only
 	a.mu.Unlock()
 	for {

@@ -138,6 +138,9 @@ func ServeSource(src Source, sock string) (*Server, error) {
 		return nil, fmt.Errorf("liveboard: %w", err)
 	}
 	s := &Server{Socket: sock, src: src, ln: ln, done: make(chan struct{}), answers: newAnswers()}
+	if lv, ok := src.(lastVisitSource); ok {
+		s.answers.lastVisit = lv.LastVisit
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/ping", s.ping)
 	mux.HandleFunc("POST /v1/write", s.write)

@@ -43,6 +43,9 @@ func (s *boardSource) Live(prefix, agent string) ([]board.Entry, error) {
 
 func (s *boardSource) Encode() ([]byte, error) { return s.b.Encode() }
 
+// LastVisit is the last visit of label that ended (lastVisitSource).
+func (s *boardSource) LastVisit(label string) int { return s.b.LastVisit(label) }
+
 func (s *boardSource) Stream(f Filter, send func(Change) error, stop <-chan struct{}) error {
 	return stream(s.b, f, send, stop)
 }
