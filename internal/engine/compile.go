@@ -366,12 +366,9 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			n.Impl = t.Decode(d)
 			d.finish()
 			if p.runScope != nil && letGo && own == p.scope && s.Type != plans.CallType {
-				// Checked: its first run takes this decode, and later
-				// ones decode it again from the text if it was let go of.
+				// Checked: its runs decode it again from the text
+				// (lazyimpl.go).
 				n.lazy = p.lazily(n, p.runScope)
-				if n.Impl != nil {
-					n.lazy.first.Store(&decoded{n.Impl})
-				}
 				n.Impl = nil
 			}
 		}
