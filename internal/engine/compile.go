@@ -37,6 +37,7 @@ type Program struct {
 	// decoded again in when they run; nil in other plans.
 	runScope *Scope
 	impls    *implCache // the decoded steps it keeps (lazyImpl)
+	firsts   firstImpls // the decodes its first steps were checked with
 	progs    *progCache // its expressions' compiled programs (Expr.program)
 	// slots: a run keeps what it has of each of its nodes at the node's
 	// number (plans.Step.Ord), in a slice this long; 0 if the numbers
@@ -366,9 +367,11 @@ func (p *Program) compileSteps(r *plans.Reporter, reg *Registry, steps []*plans.
 			n.Impl = t.Decode(d)
 			d.finish()
 			if p.runScope != nil && letGo && own == p.scope && s.Type != plans.CallType {
-				// Checked: its runs decode it again from the text
-				// (lazyimpl.go).
+				// Checked: its first run takes this decode if it is
+				// among the first kept, and its runs decode it again
+				// from the text (lazyimpl.go).
 				n.lazy = p.lazily(n, p.runScope)
+				p.keepFirst(n.lazy, n.Impl)
 				n.Impl = nil
 			}
 		}

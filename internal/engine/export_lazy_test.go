@@ -1,5 +1,7 @@
 package engine
 
+import "testing"
+
 // SavedViews is how many restored steps' views are not built yet (see
 // evaluator.saved), for the tests of resume's cost.
 func SavedViews(r *Runner) int {
@@ -33,3 +35,14 @@ const ImplCacheSize = implCacheSize
 // KeepByLabel makes the runs of p keep their steps' states and visits by
 // label, as for a plan whose steps are not numbered.
 func KeepByLabel(p *Program) { p.slots = 0 }
+
+// FirstsKept is how many checked decodes a plan compiled for its run
+// keeps for its first steps.
+func FirstsKept() int { return firstsKept }
+
+// SetFirstsKept sets FirstsKept for the test t.
+func SetFirstsKept(t *testing.T, n int) {
+	old := firstsKept
+	firstsKept = n
+	t.Cleanup(func() { firstsKept = old })
+}

@@ -26,7 +26,54 @@ import (
 // among the program's last implCacheSize (a loop's body stays there).
 // Decoding a step is cheap since its expressions are compiled when first
 // evaluated (Expr.deferred): every step decoded twice costs such a run 4%
-// more CPU, and its peak is 13% lower.
+// more CPU, and its peak is 13% lower. The plan's first firstsKept steps
+// keep theirs for their first run: a run's memory peaks at its end, with
+// the board at its largest, and these go early; a plan of up to that
+// many steps is decoded once.
+
+// firstsKept bounds the decodes a plan compiled for its run keeps from
+// its check, for the first runs of its first steps (a variable for the
+// tests).
+var firstsKept = 16384
+
+// firstImpls are the decodes of a program's first steps, each until the
+// step's first run takes it.
+type firstImpls struct {
+	mu   sync.Mutex
+	m    map[*lazyImpl]Step
+	kept int
+}
+
+// keepFirst keeps impl, the decode l's step was checked with, if fewer
+// than firstsKept were.
+func (p *Program) keepFirst(l *lazyImpl, impl Step) {
+	f := &p.firsts
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if impl == nil || f.kept >= firstsKept {
+		return
+	}
+	if f.m == nil {
+		f.m = map[*lazyImpl]Step{}
+	}
+	f.m[l] = impl
+	f.kept++
+}
+
+// takeFirst is the decode kept for l's first run, if any, no longer kept.
+func (p *Program) takeFirst(l *lazyImpl) (Step, bool) {
+	f := &p.firsts
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	impl, ok := f.m[l]
+	if ok {
+		delete(f.m, l)
+		if len(f.m) == 0 {
+			f.m = nil // a map keeps its room when emptied
+		}
+	}
+	return impl, ok
+}
 
 // implCacheSize bounds the decoded steps a program keeps that it can
 // decode again.
@@ -76,6 +123,10 @@ func (n *Node) impl() (Step, error) {
 	if k := l.kept; k != nil {
 		k.once.Do(func() { k.impl, k.err = l.decode() })
 		return k.impl, k.err
+	}
+	if impl, ok := l.prog.takeFirst(l); ok {
+		l.prog.impls.put(l, impl)
+		return impl, nil
 	}
 	if impl, ok := l.prog.impls.get(l); ok {
 		return impl, nil

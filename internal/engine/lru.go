@@ -16,7 +16,8 @@ import (
 // body, run again and again, is kept whatever its size, while a plan of
 // 100k steps that each run once fills the main list with nothing. Moving
 // a value on its first reuse would not do: one evaluation asks for its
-// program twice.
+// program twice. A value seeded while a plan compiles waits in the main
+// list until its first use, then goes on trial.
 type lru[K comparable, V any] struct {
 	mu    sync.Mutex
 	max   int
@@ -35,6 +36,7 @@ type lruEntry[K comparable, V any] struct {
 	key   K
 	val   V
 	trial bool // in trial, not order
+	seed  bool // seeded, not used yet
 }
 
 func newLRU[K comparable, V any](max int) *lru[K, V] {
@@ -59,9 +61,15 @@ func (c *lru[K, V]) get(k K) (V, bool) {
 		return zero, false
 	}
 	e := el.Value.(*lruEntry[K, V])
-	if e.trial {
+	switch {
+	case e.seed && c.trialMax > 0:
+		c.order.Remove(el)
+		e.seed, e.trial = false, true
+		c.m[k] = c.trial.PushFront(e)
+		c.trimTrial()
+	case e.trial:
 		c.trial.MoveToFront(el)
-	} else {
+	default:
 		c.order.MoveToFront(el)
 	}
 	return e.val, true
@@ -80,15 +88,10 @@ func (c *lru[K, V]) put(k K, v V) {
 func (c *lru[K, V]) seed(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.trialMax > 0 {
-		if c.trial.Len() < c.trialMax {
-			c.putLocked(k, v)
-		}
+	if _, ok := c.m[k]; ok || c.order.Len() >= c.max {
 		return
 	}
-	if c.order.Len() < c.max {
-		c.putLocked(k, v)
-	}
+	c.m[k] = c.order.PushFront(&lruEntry[K, V]{key: k, val: v, seed: c.trialMax > 0})
 }
 
 func (c *lru[K, V]) putLocked(k K, v V) {
@@ -103,16 +106,22 @@ func (c *lru[K, V]) putLocked(k K, v V) {
 		return
 	}
 	if _, ghost := c.ghosts[k]; c.trialMax > 0 && !ghost {
-		c.m[k] = c.trial.PushFront(&lruEntry[K, V]{k, v, true})
-		for c.trial.Len() > c.trialMax {
-			c.ghost(c.drop(&c.trial))
-		}
+		c.m[k] = c.trial.PushFront(&lruEntry[K, V]{key: k, val: v, trial: true})
+		c.trimTrial()
 		return
 	}
 	delete(c.ghosts, k) // its place in ghostAt is reused in turn
-	c.m[k] = c.order.PushFront(&lruEntry[K, V]{k, v, false})
+	c.m[k] = c.order.PushFront(&lruEntry[K, V]{key: k, val: v})
 	for c.order.Len() > c.max {
 		c.drop(&c.order)
+	}
+}
+
+// trimTrial drops the values on trial beyond trialMax, remembering
+// their keys.
+func (c *lru[K, V]) trimTrial() {
+	for c.trial.Len() > c.trialMax {
+		c.ghost(c.drop(&c.trial))
 	}
 }
 

@@ -53,7 +53,8 @@ func TestProgramsDroppedAreCompiledAgain(t *testing.T) {
 
 // Programs of expressions a run uses once are not kept beyond a few,
 // while a loop's body, larger than those few, is compiled at most twice
-// whatever the number of its turns, by Compile and by CompileChecked.
+// whatever the number of its turns, by Compile, CompileChecked and
+// CompileToRun.
 func TestProgramsKeptAreTheOnesRunAgain(t *testing.T) {
 	const body, turns = 3 * engine.ProgTrialSize, 10
 	loop := func() string {
@@ -76,7 +77,7 @@ func TestProgramsKeptAreTheOnesRunAgain(t *testing.T) {
 	for _, compile := range []struct {
 		name string
 		f    func(string, []byte, *engine.Registry) (*engine.Program, error)
-	}{{"Compile", engine.Compile}, {"CompileChecked", engine.CompileChecked}} {
+	}{{"Compile", engine.Compile}, {"CompileChecked", engine.CompileChecked}, {"CompileToRun", engine.CompileToRun}} {
 		t.Run(compile.name, func(t *testing.T) {
 			run := func(src string) (*engine.Program, *board.Board) {
 				prog, err := compile.f("plan.yaml", []byte(src), registry())
@@ -105,6 +106,7 @@ func TestProgramsKeptAreTheOnesRunAgain(t *testing.T) {
 			if c := engine.CachedPrograms(prog); c > engine.ProgTrialSize {
 				t.Errorf("%d programs kept of expressions run once, more than %d", c, engine.ProgTrialSize)
 			}
+
 		})
 	}
 }
