@@ -20,16 +20,17 @@ import (
 // A plan compiled by CompileToRun is checked whole, step by step, and a
 // top-level step's decoded fields are let go of once it is checked: held
 // from the check to the step's first run, they were a third of what a
-// 100k-step run held as it started, and the run's peak memory was set by
-// them. Such a step, and any top-level step of a CompileChecked plan, is
-// decoded again from the plan's text when it runs and its decode is not
-// among the program's last implCacheSize (a loop's body stays there).
-// Decoding a step is cheap since its expressions are compiled when first
-// evaluated (Expr.deferred): every step decoded twice costs such a run 4%
-// more CPU, and its peak is 13% lower. The plan's first firstsKept steps
-// keep theirs for their first run: a run's memory peaks at its end, with
-// the board at its largest, and these go early; a plan of up to that
-// many steps is decoded once.
+// 100k-step run held as it started, and with the board's rows they set
+// its peak. Such a step, and any top-level step of a CompileChecked plan,
+// is decoded again from the plan's text when it runs and its decode is
+// not among the program's last implCacheSize (a loop's body stays
+// there). Decoding a step is cheap since its expressions are compiled
+// when first evaluated (Expr.deferred): every step of a 100k-step plan
+// decoded twice cost its run 4% more CPU for a peak 13% lower. The
+// plan's first firstsKept steps keep theirs for their first run: a run's
+// memory peaks at its end, with the board at its largest, and these go
+// early; a plan of up to that many steps is decoded once, as before
+// (decoded twice, a 10k-step plan's run took 13% more CPU).
 
 // firstsKept bounds the decodes a plan compiled for its run keeps from
 // its check, for the first runs of its first steps (a variable for the
