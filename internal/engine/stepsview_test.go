@@ -45,17 +45,7 @@ steps:
 // stepsViewsReadAlike runs src, its steps' states kept by their number
 // or by their label (engine.KeepByLabel), and checks what they read.
 func stepsViewsReadAlike(t *testing.T, src string, byLabel bool) {
-	prog, err := engine.Compile("plan.yaml", []byte(src), registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if byLabel {
-		engine.KeepByLabel(prog)
-	}
-	b := board.New(board.Run{ID: "test"})
-	if err := (&engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop()}).Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	_, b := runKept(t, src, byLabel)
 	cases := []struct{ label, want string }{
 		{"named", "A succeeded 1 true A"},
 		{"quoted", "A A succeeded 1 true A"},
@@ -96,18 +86,7 @@ steps:
 `
 	var counts [2]map[string]int
 	for i, byLabel := range []bool{false, true} {
-		prog, err := engine.Compile("plan.yaml", []byte(src), registry())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if byLabel {
-			engine.KeepByLabel(prog)
-		}
-		b := board.New(board.Run{ID: "test"})
-		r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop()}
-		if err := r.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		r, b := runKept(t, src, byLabel)
 		if _, res := lastResult(t, b, "last"); res["text"] != "3 3 3" {
 			t.Errorf("kept by label %v: last read %q, want %q", byLabel, res["text"], "3 3 3")
 		}
@@ -116,7 +95,7 @@ steps:
 		}
 		counts[i], _ = r.Counts()
 		// Carried into another runner, the counts go on from there.
-		next := &engine.Runner{Prog: prog, Board: board.New(board.Run{ID: "next"}), Log: zerolog.Nop()}
+		next := &engine.Runner{Prog: r.Prog, Board: board.New(board.Run{ID: "next"}), Log: zerolog.Nop()}
 		next.SetCounts(counts[i], 0)
 		if again, _ := next.Counts(); !maps.Equal(again, counts[i]) {
 			t.Errorf("kept by label %v: counts carried %v, given %v", byLabel, again, counts[i])
@@ -125,4 +104,23 @@ steps:
 	if !maps.Equal(counts[0], counts[1]) || counts[0]["tick"] != 3 || counts[0]["back"] != 3 {
 		t.Errorf("counts by number %v, by label %v", counts[0], counts[1])
 	}
+}
+
+// runKept runs src to its end, what the run keeps of each step kept by
+// the step's number or by its label (engine.KeepByLabel).
+func runKept(t *testing.T, src string, byLabel bool) (*engine.Runner, *board.Board) {
+	t.Helper()
+	prog, err := engine.Compile("plan.yaml", []byte(src), registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if byLabel {
+		engine.KeepByLabel(prog)
+	}
+	b := board.New(board.Run{ID: "test"})
+	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop()}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r, b
 }
