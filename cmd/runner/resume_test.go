@@ -50,16 +50,27 @@ func TestKillThenResume(t *testing.T) {
 		}
 		return cmd
 	}
-	// How long a whole run takes here, from its start to its end: the
-	// kills land at random moments within it, on a fast machine or a
-	// loaded one (a fixed 0-200 ms missed most runs on either).
-	wd := t.TempDir()
-	t0 := time.Now()
-	if err := start(wd, filepath.Join(wd, "bb.json")).Wait(); err != nil {
-		t.Fatalf("a whole run: %v", err)
+	// How long a run takes here from its beginning (its file there) to
+	// its end, the middle of three: the kills land at random moments
+	// within it, on a fast machine or a loaded one. Timed from the
+	// process's start, as the kills are not, it let a third of them land
+	// after the end; a fixed 0-200 ms missed most runs on either.
+	var runs []time.Duration
+	for range 3 {
+		wd := t.TempDir()
+		cmd := start(wd, filepath.Join(wd, "bb.json"))
+		began := time.Now()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("a whole run: %v", err)
+		}
+		runs = append(runs, time.Since(began))
 	}
-	whole := time.Since(t0)
-	for i := 0; i < trials; i++ {
+	sort.Slice(runs, func(i, j int) bool { return runs[i] < runs[j] })
+	whole := runs[1]
+	// A loaded machine may still end or slow a run past its moment: the
+	// trials go on, three times as many at most, until enough landed
+	// mid-run. Every trial's resume is checked all the same.
+	for i := 0; i < trials || (midRun < trials/3 && i < 3*trials); i++ {
 		wd := t.TempDir()
 		out := filepath.Join(wd, "bb.json")
 		cmd := start(wd, out)
