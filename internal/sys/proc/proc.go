@@ -229,14 +229,13 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	}
 	defer started.Delete(cmd.Process.Pid)
 	defer reapOrphans()
-	var copies sync.WaitGroup
+	copied := make(chan struct{}, 2) // a value for each stream drained
 	for _, c := range []struct {
 		r *os.File
 		w io.Writer
 	}{{outR, stdout}, {errR, stderr}} {
-		copies.Add(1)
 		go func() {
-			defer copies.Done()
+			defer func() { copied <- struct{}{} }()
 			buf := copyBufs.Get().(*[]byte)
 			defer copyBufs.Put(buf)
 			// Through our buffer: *os.File's WriteTo would allocate one
@@ -250,43 +249,39 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		// Only the fallback looks for the step's processes by start time.
 		g.since = startTime(cmd.Process.Pid)
 	}
+	// A timeout or a cancellation stops the group from a callback, not a
+	// goroutine of its own: a step that ends first costs no wake-up.
 	var timedOut, canceled atomic.Bool
-	exited := make(chan struct{})
-	go func() {
-		var timeout <-chan time.Time
-		if s.Timeout > 0 {
-			t := time.NewTimer(s.Timeout)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-exited:
-			return
-		case <-timeout:
-			timedOut.Store(true)
-		case <-ctx.Done():
-			canceled.Store(true)
-		}
+	stopCanceled := context.AfterFunc(ctx, func() {
+		canceled.Store(true)
 		g.stop()
-	}()
+	})
+	var timeout *time.Timer
+	if s.Timeout > 0 {
+		timeout = time.AfterFunc(s.Timeout, func() {
+			timedOut.Store(true)
+			g.stop()
+		})
+	}
 
 	waitErr := cmd.Wait()
 	res := &Result{Duration: time.Since(start), Pid: cmd.Process.Pid}
-	close(exited)
+	// A callback not stopped in time has begun its stop, and marked why,
+	// before g.stop below returns.
+	stopCanceled()
+	if timeout != nil {
+		timeout.Stop()
+	}
 	if !s.KeepBackground || timedOut.Load() || canceled.Load() {
-		g.stop() // waits for a stop the watcher began, too
+		g.stop() // waits for a stop a callback began, too
 	}
 
 	// Anything still holding the pipes is outside the group (or kept on
 	// purpose): give it the grace period, then stop reading.
-	drained := make(chan struct{})
-	go func() { copies.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(s.Grace):
+	if left := 2; !drain(copied, &left, s.Grace) {
 		outR.Close()
 		errR.Close()
-		<-drained
+		drain(copied, &left, -1)
 	}
 	outR.Close()
 	errR.Close()
@@ -319,25 +314,36 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 	return res, nil
 }
 
+// drain takes *left values from done, counting them off, for at most d
+// (d < 0: however long it takes); false when d passed first.
+func drain(done <-chan struct{}, left *int, d time.Duration) bool {
+	var timeout <-chan time.Time // nil until needed, and for d < 0
+	for ; *left > 0; *left-- {
+		select {
+		case <-done:
+			continue
+		default:
+		}
+		if timeout == nil && d >= 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-done:
+		case <-timeout:
+			return false
+		}
+	}
+	return true
+}
+
 // slots holds one for each step whose process runs (see Run).
 var slots = make(chan struct{}, maxRunning())
 
 // awaitTurn is called as a step begins to wait for its turn to start
 // (tests count the steps waiting).
 var awaitTurn = func() {}
-
-// outputPipes are the pipes of a step's stdout and stderr.
-func outputPipes() (outR, outW, errR, errW *os.File, err error) {
-	if outR, outW, err = os.Pipe(); err != nil {
-		return nil, nil, nil, nil, err
-	}
-	if errR, errW, err = os.Pipe(); err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, nil, nil, nil, err
-	}
-	return outR, outW, errR, errW, nil
-}
 
 // copyBufs are the buffers that copy steps' output into their captures.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}

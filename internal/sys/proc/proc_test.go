@@ -280,3 +280,27 @@ func cpuWithChildren() int64 {
 	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
 	return self.Utime.Nano() + self.Stime.Nano() + kids.Utime.Nano() + kids.Stime.Nano()
 }
+
+// TestDrain: the wait for a step's streams to be copied ends when both
+// are, or when the grace passes, and then takes up where it stopped.
+func TestDrain(t *testing.T) {
+	done := make(chan struct{}, 2)
+	left := 2
+	done <- struct{}{}
+	if drain(done, &left, 10*time.Millisecond) {
+		t.Fatal("drain returned true with one stream of two copied")
+	}
+	if left != 1 {
+		t.Fatalf("%d left after one of two, want 1", left)
+	}
+	go func() { time.Sleep(20 * time.Millisecond); done <- struct{}{} }()
+	if !drain(done, &left, -1) || left != 0 {
+		t.Fatalf("drain without a bound: left %d", left)
+	}
+	done <- struct{}{}
+	done <- struct{}{}
+	left = 2
+	if ok := drain(done, &left, 0); !ok || left != 0 {
+		t.Fatalf("both copied already: drain with no time left says %v, %d left", ok, left)
+	}
+}
