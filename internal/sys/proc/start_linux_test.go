@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -100,5 +103,45 @@ func TestMoreStepsThanSlots(t *testing.T) {
 	defer cancel()
 	if _, err := Run(ctx, Spec{Script: "true"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("a step canceled while it waits for a slot: %v", err)
+	}
+}
+
+// TestChildOutputIsBlocking: a step's process gets a stdout and stderr
+// it can write as programs expect: blocking, so a burst larger than the
+// pipe waits instead of failing with EAGAIN, however the step was
+// started (directly or under sh).
+func TestChildOutputIsBlocking(t *testing.T) {
+	script := `for fd in 1 2; do grep '^flags:' /proc/self/fdinfo/$fd; done; head -c 1000000 /dev/zero`
+	for _, tt := range []struct {
+		name string
+		spec Spec
+	}{
+		{"under sh", Spec{Script: script}},
+		{"directly", Spec{Script: "cat /proc/self/fdinfo/1", Direct: []string{"cat", "/proc/self/fdinfo/1"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, tt.spec)
+			if r.ExitCode != 0 {
+				t.Fatalf("exit %d: %s", r.ExitCode, r.Stderr.Text)
+			}
+			n := 0
+			for _, line := range strings.Split(r.Stdout.Text, "\n") {
+				flags, ok := strings.CutPrefix(line, "flags:")
+				if !ok {
+					continue
+				}
+				n++
+				v, err := strconv.ParseUint(strings.TrimSpace(flags), 8, 64)
+				if err != nil {
+					t.Fatalf("flags %q: %v", flags, err)
+				}
+				if v&syscall.O_NONBLOCK != 0 {
+					t.Errorf("the step's output is non-blocking (flags %s)", strings.TrimSpace(flags))
+				}
+			}
+			if n == 0 {
+				t.Fatalf("no flags read: %q", r.Stdout.Text)
+			}
+		})
 	}
 }
