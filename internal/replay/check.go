@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"strings"
 	"sync"
@@ -382,18 +383,19 @@ func dropNoise(v any) any {
 // boardDivergence compares the two boards' entries with ids, times and
 // sequence numbers set aside (parallel steps may interleave differently).
 func boardDivergence(rec, now *board.Board) *Divergence {
-	ra, nb := rec.Entries(), now.Entries()
-	if same, _ := sameBoard(ra, nb); same {
-		return nil
+	if rec.Len() == now.Len() {
+		if same, _ := sameBoard(rec.All(), now.All()); same {
+			return nil
+		}
 	}
-	a, b := normalEntries(ra), normalEntries(nb)
+	a, b := normalEntries(rec.All()), normalEntries(now.All())
 	return &Divergence{Kind: KindBoard, Message: "every step matched, but the board's entries differ",
 		Diff: UnifiedDiff("recorded entries", "replayed entries", strings.Join(a, "\n")+"\n", strings.Join(b, "\n")+"\n")}
 }
 
-func normalEntries(es []board.Entry) []string {
-	out := make([]string, 0, len(es))
-	for _, e := range es {
+func normalEntries(es iter.Seq[board.Entry]) []string {
+	var out []string
+	for e := range es {
 		out = append(out, normalEntry(e))
 	}
 	sort.Strings(out)

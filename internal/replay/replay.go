@@ -115,7 +115,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			reg = steps.Registry()
 		}
 		var err error
-		if prog, err = engine.Compile(saved.PlanPath, []byte(saved.PlanSource), reg); err != nil {
+		if prog, err = engine.CompileToRun(saved.PlanPath, []byte(saved.PlanSource), reg); err != nil {
 			return nil, usagef("the recorded plan: %v", err)
 		}
 	}

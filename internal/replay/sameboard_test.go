@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -86,7 +87,7 @@ func TestReplayChecksBoardsWithoutNormalForms(t *testing.T) {
 			if !rep.Matched() {
 				t.Fatal(rep.Divergence.String())
 			}
-			same, built := sameBoard(rec.Entries(), rep.Board.Entries())
+			same, built := sameBoard(rec.All(), rep.Board.All())
 			if !same || built != 0 {
 				t.Errorf("the board check built %d normal forms (same: %v); want none for a replay that matched in order", built, same)
 			}
@@ -126,16 +127,19 @@ func TestSameBoardNormalizesOnlyWhatDiffers(t *testing.T) {
 		{"-0 for 0", func(e []board.Entry) []board.Entry { e[0].Content = math.Copysign(0, -1); return e }, false, 2},
 		{"a number for its text", func(e []board.Entry) []board.Entry { e[2].Content = "2"; return e }, false, 2},
 		{"nil meta for an empty one", func(e []board.Entry) []board.Entry { e[4].Meta = nil; return e }, false, 2},
+		{"one entry more", func(e []board.Entry) []board.Entry { return append(e, e[0]) }, false, 0},
+		{"one entry fewer", func(e []board.Entry) []board.Entry { return e[:len(e)-1] }, false, 0},
+		{"none", func(e []board.Entry) []board.Entry { return nil }, false, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a, b := entries(20), tc.change(entries(20))
-			same, built := sameBoard(a, b)
+			same, built := sameBoard(slices.Values(a), slices.Values(b))
 			if same != tc.same || built != tc.wantBuilt {
 				t.Errorf("same %v, %d normal forms built; want %v, %d", same, built, tc.same, tc.wantBuilt)
 			}
 			// What the normal forms alone say.
-			na, nb := normalEntries(a), normalEntries(b)
+			na, nb := normalEntries(slices.Values(a)), normalEntries(slices.Values(b))
 			if slow := equalStrings(na, nb); slow != same {
 				t.Errorf("the normal forms say same=%v, the quick check %v", slow, same)
 			}

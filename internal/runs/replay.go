@@ -81,7 +81,7 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (out *Replay
 	if reg == nil {
 		reg = steps.Registry()
 	}
-	prog, err := engine.Compile(planPath, src, reg)
+	prog, err := engine.CompileToRun(planPath, src, reg)
 	if err != nil {
 		return nil, &PlanError{prog, err}
 	}

@@ -73,18 +73,20 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 	if r.Record.Status == board.StatusSucceeded {
 		return fail(fmt.Errorf("run %s %w", r.Record.ID, ErrSucceeded))
 	}
-	if r.src, r.Note, err = resumePlanSource(r.Record, o.Force); err != nil {
+	src, note, err := resumePlanSource(r.Record, o.Force)
+	if err != nil {
 		return fail(usage(err))
 	}
+	r.Note = note
 	// The plan the run started with was checked whole then: its
 	// expressions are compiled when a step first uses them (most of a
 	// resumed run's never are). A plan changed since (--force) is
 	// checked whole again.
 	compile := engine.Compile
-	if sha256hex(r.src) == r.Record.PlanSHA256 {
+	if sha256hex(src) == r.Record.PlanSHA256 {
 		compile = engine.CompileChecked
 	}
-	prog, err := compile(r.Record.PlanPath, r.src, steps.Registry())
+	prog, err := compile(r.Record.PlanPath, src, steps.Registry())
 	if err != nil {
 		return fail(&PlanError{prog, err})
 	}
@@ -103,6 +105,9 @@ func Reopen(path string, o ResumeOptions) (*Run, error) {
 		r.Note += err.Error() + "; resuming with it (--force)"
 	}
 	r.Prog, r.Vars = prog, engine.SavedVars(prog.Plan, r.Record.Vars)
+	if r.Record.PlanSHA256 == prog.Plan.SHA256 {
+		r.Record.PlanSource = prog.Plan.Source // the same text, kept once
+	}
 	return r, nil
 }
 
@@ -141,11 +146,11 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 		}
 		return nil, usage(err)
 	}
-	src, sha := string(r.src), r.Prog.Plan.SHA256
+	// The plan's text, once: the board's copy of an unchanged plan gives
+	// way to the program's (at 100k steps each is 10 MB).
+	src, sha := r.Prog.Plan.Source, r.Prog.Plan.SHA256
 	if err := b.UpdateRun(func(run *board.Run) {
-		if src != run.PlanSource {
-			run.PlanSource, run.PlanSHA256 = src, sha
-		}
+		run.PlanSource, run.PlanSHA256 = src, sha
 		run.Status, run.Error, run.FinishedAt = board.StatusRunning, "", nil
 	}); err != nil {
 		return nil, err

@@ -2,6 +2,8 @@ package runs_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -79,6 +81,16 @@ steps:
 			if len(steps) != 4 || last.Label != "b" || last.Status != board.StatusSucceeded ||
 				!strings.Contains(last.Inputs["run"], "RUNNER_EXPR_1=marker") || !strings.Contains(last.Inputs["run"], "RUNNER_EXPR_2=a") {
 				t.Errorf("%d steps, the last %s %s with %q; want b to run again with its expressions", len(steps), last.Label, last.Status, last.Inputs["run"])
+			}
+			// The saved run names the plan it went on with.
+			res.Board.Close()
+			saved, err := board.Load(bb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, want := saved.Run(), tc.edit(plan)
+			if sum := sha256.Sum256([]byte(want)); run.PlanSource != want || run.PlanSHA256 != hex.EncodeToString(sum[:]) {
+				t.Errorf("saved plan source %q (sha256 %s); want the plan resumed with, %q", run.PlanSource, run.PlanSHA256, want)
 			}
 		})
 	}

@@ -139,7 +139,6 @@ type Run struct {
 
 	opts   Options
 	resume bool
-	src    []byte          // Reopen: the plan source it goes on with
 	lock   *boardlock.Lock // Reopen: held until Execute ends
 	saved  *board.Board    // Reopen: the run as loaded, continued by Execute
 	// running keeps the running file and the live board's streamed

@@ -847,7 +847,7 @@ func (v *view) board(b *board.Board, now time.Time) {
 	}
 	bySection := map[string][]entryView{}
 	topics := map[string]int{}
-	for _, e := range b.Entries() {
+	for e := range b.All() {
 		ev := entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
 			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
 		// Most entries are a word or a line: a plain cell is one element
