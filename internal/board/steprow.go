@@ -189,12 +189,3 @@ func (rs *stepRows) add(r stepRow) {
 	*last = append(*last, r)
 	rs.n++
 }
-
-// rowsOf is the rows of records read from a file.
-func (b *Board) rowsOf(recs []StepRecord) stepRows {
-	var rs stepRows
-	for i := range recs {
-		rs.add(b.rowOf(&recs[i]))
-	}
-	return rs
-}

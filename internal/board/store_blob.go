@@ -336,6 +336,14 @@ func (t *blobTable) put(key string, lit []byte) error {
 	return nil
 }
 
+// own copies the literals read from a file, for the table to outlive
+// the file's bytes.
+func (t *blobTable) own() {
+	for k, lit := range t.lit {
+		t.lit[k] = bytes.Clone(lit)
+	}
+}
+
 func (t *blobTable) text(key string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -3,7 +3,6 @@ package board
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -12,122 +11,219 @@ import (
 	"github.com/planrunner/runner/internal/bigjson"
 )
 
-// decodeFile reads blackboard.json. The file runner writes holds one step
-// record, entry or recording per line; those lines are decoded on every core at
-// once (a 100k-entry board about twice as fast on two cores), each by the
-// line decoder (store_linedecode.go), encoding/json taking the lines it does
-// not. A file in any other layout (reformatted by hand, say) is decoded
-// whole, the plain way.
-func decodeFile(data []byte, lazy bool) (*File, error) {
-	l := scanLayout(data)
-	if l.list[1].hi == 0 {
-		return decodeWhole(data)
-	}
-	f, err := decodeTop(data, &l, nil)
+// parseLines reads blackboard.json as runner writes it (l: one step
+// record, entry or recording a line) into a board. The lines are decoded
+// on every core at once (a 100k-entry board about twice as fast on two
+// cores), each by the line decoder (store_linedecode.go), encoding/json
+// taking the lines it does not, a batch at a time: the board takes each
+// batch's records (its rows, store_steprow.go and entryrow.go) before the
+// next is decoded. Decoded whole, the records of a 100k-step file (60 MB)
+// were held beside the file and the rows made from them: the height of
+// what a resume, a replay or a report held. A line neither decoder reads
+// (a file laid out otherwise whose text happens to match the markers)
+// has the file decoded whole, the plain way.
+func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
+	f, err := decodeTop(data, l, nil)
 	if err != nil {
+		return nil, notBoard(data, err)
+	}
+	if err := f.checkTop(); err != nil {
 		return nil, err
 	}
-	ns, ne, nr := len(l.at[0]), len(l.at[1]), len(l.at[2])
-	if ns > 0 {
-		// Room for the steps a resumed run adds: the first append would
-		// copy them all (26 MB at 100k steps) to grow by as much.
-		f.recs = make([]StepRecord, ns, ns+ns/4+8)
-		f.Steps = make([]stepIn, ns)
+	b := New(f.Run)
+	// Nothing the board keeps shares the file's bytes: read to resume, a
+	// 100k-step run's file (72 MB) was held to its end for its entries'
+	// lines (35 MB), copied now (lines) as its blobs are.
+	ds := make([]lineDec, min(runtime.GOMAXPROCS(0), 8))
+	for w := range ds {
+		ds[w] = lineDec{intern: map[string]string{}}
 	}
-	f.Entries = make([]*entryIn, ne)
-	if nr > 0 {
-		// The recordings (model calls, clock readings: a replay's
-		// input) in two blocks.
-		f.Recordings = make([]recIn, nr)
-		f.recs2 = make([]Recording, nr)
-	}
-	// The entries, in two or three allocations rather than two or three
-	// per entry (they live as long as the board, all of them).
-	var block struct {
-		in      []entryIn
-		entries []Entry
-		lazy    []lazyEntry
-	}
-	block.in, block.entries = make([]entryIn, ne), make([]Entry, ne)
 	if lazy {
-		block.lazy = make([]lazyEntry, ne)
+		f.table.own()
 	}
-	workers := min(runtime.GOMAXPROCS(0), 8)
-	errs := make([]error, workers)
+	var lines lineArena
+	// A line the line decoders refuse: the file decoded whole says
+	// whether it is fine or damaged, and then the line's error says where.
+	whole := func(err error) (*Board, error) {
+		if f, werr := decodeWhole(data); werr == nil {
+			return boardOf(f)
+		}
+		return nil, notBoard(data, err)
+	}
+
+	ns := len(l.at[0])
+	recs := make([]StepRecord, min(ns, decodeBatch))
+	refs := make([][]string, len(recs))
+	for lo := 0; lo < ns; lo += len(recs) {
+		n := min(len(recs), ns-lo)
+		clear(recs[:n])
+		err := inParallel(ds, n, func(d *lineDec, i int) error {
+			line := l.line(data, 0, lo+i)
+			r, ok := d.step(line, &recs[i])
+			if !ok {
+				recs[i] = StepRecord{}
+				in := stepIn{StepRecord: &recs[i]}
+				if err := json.Unmarshal(line, &in); err != nil {
+					return lineError(data, line, fmt.Sprintf("step record %d", lo+i+1), err)
+				}
+				r = in.Refs
+			}
+			refs[i] = r
+			return nil
+		})
+		if err != nil {
+			return whole(err)
+		}
+		for i := range n {
+			if recs[i].Label == "" {
+				return nil, fmt.Errorf("steps[%d] has no label", lo+i)
+			}
+			if err := f.table.resolveStep(&recs[i], refs[i]); err != nil {
+				return nil, err
+			}
+			b.steps.add(b.rowOf(&recs[i]))
+		}
+	}
+	recs, refs = nil, nil
+
+	ne := len(l.at[1])
+	var lz []lazyEntry // where each entry's content is: kept with the board
+	if lazy {
+		lz = make([]lazyEntry, ne)
+	}
+	es := make([]Entry, min(ne, decodeBatch))
+	ins := make([]entryIn, len(es))
+	for lo := 0; lo < ne; lo += len(es) {
+		n := min(len(es), ne-lo)
+		clear(es[:n])
+		clear(ins[:n])
+		err := inParallel(ds, n, func(d *lineDec, i int) error {
+			j := lo + i
+			line := l.line(data, 1, j)
+			if lazy {
+				h, _, _, ok := d.entryLine(line)
+				if !ok {
+					h = entryHead{}
+					if err := json.Unmarshal(line, &h); err != nil {
+						return lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
+					}
+				}
+				return h.entry(line, f.table, &es[i], &lz[j])
+			}
+			in := &ins[i]
+			in.Entry = &es[i]
+			if !d.entry(line, in) {
+				*in.Entry = Entry{}
+				if err := json.Unmarshal(line, in); err != nil {
+					return lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
+				}
+			}
+			return f.table.resolveEntry(in.Entry, in.Refs)
+		})
+		if err != nil {
+			return whole(err)
+		}
+		if lo == 0 {
+			// The key index sized once (at 100k entries it grew 17
+			// times), as the first batch's share of keyed entries says.
+			keyed := 0
+			for i := range n {
+				if es[i].Key != "" {
+					keyed++
+				}
+			}
+			b.keys = make(map[string]*keyState, keyed*ne/n)
+		}
+		for i := range n {
+			e := &es[i]
+			if e.Seq != int64(b.entries.len())+1 {
+				return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, b.entries.len()+1)
+			}
+			if lazy {
+				lz[lo+i].line = lines.copy(lz[lo+i].line)
+			}
+			b.indexLocked(e)
+		}
+	}
+	es, ins = nil, nil
+
+	nr := len(l.at[2])
+	b.recordings = make([]Recording, nr)
+	rrefs := make([][]string, nr)
+	err = inParallel(ds, nr, func(d *lineDec, i int) error {
+		line := l.line(data, 2, i)
+		r, ok := d.recording(line, &b.recordings[i])
+		if !ok {
+			b.recordings[i] = Recording{}
+			in := recIn{Recording: &b.recordings[i]}
+			if err := json.Unmarshal(line, &in); err != nil {
+				return lineError(data, line, fmt.Sprintf("recording %d", i+1), err)
+			}
+			r = in.Refs
+		}
+		rrefs[i] = r
+		return nil
+	})
+	if err != nil {
+		return whole(err)
+	}
+	for i := range b.recordings {
+		if err := f.table.resolveRec(&b.recordings[i], rrefs[i]); err != nil {
+			return nil, err
+		}
+	}
+	f.keep(b)
+	return b, nil
+}
+
+// lineArena holds copies of lines, a block at a time.
+type lineArena struct{ block []byte }
+
+const arenaBlock = 1 << 20
+
+func (a *lineArena) copy(line []byte) []byte {
+	if len(line) > arenaBlock/8 {
+		return bytes.Clone(line)
+	}
+	if cap(a.block)-len(a.block) < len(line) {
+		a.block = make([]byte, 0, arenaBlock)
+	}
+	n := len(a.block)
+	a.block = append(a.block, line...)
+	return a.block[n:len(a.block):len(a.block)]
+}
+
+// decodeBatch is how many records are decoded at once before the board
+// takes them.
+const decodeBatch = 4096
+
+// inParallel calls each for 0..n-1 on every decoder at once, decoder w
+// taking w, w+len(ds), ...; the error is the first decoder's to fail.
+func inParallel(ds []lineDec, n int, each func(d *lineDec, i int) error) error {
+	if n == 0 {
+		return nil
+	}
+	errs := make([]error, len(ds))
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for w := range ds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			d := lineDec{alias: lazy, intern: map[string]string{}}
-			for i := w; i < ns+ne+nr; i += workers {
-				if i >= ns+ne {
-					j := i - ns - ne
-					line := l.line(data, 2, j)
-					if err := f.recLine(&d, line, j); err != nil {
-						errs[w] = lineError(data, line, fmt.Sprintf("recording %d", j+1), err)
-						return
-					}
-					continue
-				}
-				if i < ns {
-					line := l.line(data, 0, i)
-					if err := f.stepLine(&d, line, i); err != nil {
-						errs[w] = lineError(data, line, fmt.Sprintf("step record %d", i+1), err)
-						return
-					}
-					continue
-				}
-				j := i - ns
-				line := l.line(data, 1, j)
-				if lazy {
-					h, _, _, ok := d.entryLine(line)
-					if !ok {
-						h = entryHead{}
-						if err := json.Unmarshal(line, &h); err != nil {
-							errs[w] = lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
-							return
-						}
-					}
-					in := &block.in[j]
-					in.Entry = &block.entries[j]
-					if err := h.entry(line, f.table, in.Entry, &block.lazy[j]); err != nil {
-						errs[w] = err
-						return
-					}
-					f.Entries[j] = in
-					continue
-				}
-				e := &block.in[j]
-				e.Entry = &block.entries[j]
-				if !d.entry(line, e) {
-					*e.Entry = Entry{}
-					if err := json.Unmarshal(line, e); err != nil {
-						errs[w] = lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
-						return
-					}
-				}
-				if err := f.table.resolveEntry(e.Entry, e.Refs); err != nil {
+			for i := w; i < n; i += len(ds) {
+				if err := each(&ds[w], i); err != nil {
 					errs[w] = err
 					return
 				}
-				f.Entries[j] = e
 			}
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			// Lines that are not records: a file laid out otherwise whose
-			// text happens to match the markers. Decoded whole, it is
-			// either fine or damaged, and then the line's error says where.
-			if whole, werr := decodeWhole(data); werr == nil {
-				return whole, nil
-			}
-			return nil, err
+			return err
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // decodeTop decodes what is not a list of records: the format, the run,
@@ -192,38 +288,6 @@ func decodeTop(data []byte, l *layout, src *[]byte) (*File, error) {
 		return nil, err
 	}
 	return &f, nil
-}
-
-// stepLine decodes the i-th step record's line into f.recs[i].
-func (f *File) stepLine(d *lineDec, line []byte, i int) error {
-	s := &f.recs[i]
-	refs, ok := d.step(line, s)
-	if !ok {
-		*s = StepRecord{}
-		in := stepIn{StepRecord: s}
-		if err := json.Unmarshal(line, &in); err != nil {
-			return err
-		}
-		refs = in.Refs
-	}
-	f.Steps[i] = stepIn{StepRecord: s, Refs: refs}
-	return nil
-}
-
-// recLine decodes the i-th recording's line into f.recs2[i].
-func (f *File) recLine(d *lineDec, line []byte, i int) error {
-	r := &f.recs2[i]
-	refs, ok := d.recording(line, r)
-	if !ok {
-		*r = Recording{}
-		in := recIn{Recording: r}
-		if err := json.Unmarshal(line, &in); err != nil {
-			return err
-		}
-		refs = in.Refs
-	}
-	f.Recordings[i] = recIn{Recording: r, Refs: refs}
-	return nil
 }
 
 // decodeWhole decodes a file of any layout with encoding/json.
@@ -367,29 +431,6 @@ func blobsOf(blobs map[string]json.RawMessage) (*blobTable, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// check reports what makes a decoded file unusable as a saved run, in
-// words that say what is wrong: a file without its run, a negative
-// journal_n, a null where an entry or a step should be.
-func (f *File) check() error {
-	if !f.hasRun {
-		return errors.New(`no "run" object: not a saved run (runner writes "run" before the first step)`)
-	}
-	if f.JournalN < 0 {
-		return fmt.Errorf("journal_n %d is negative", f.JournalN)
-	}
-	for i, e := range f.Entries {
-		if e == nil {
-			return fmt.Errorf("entries[%d] is null", i)
-		}
-	}
-	for i := range f.Steps {
-		if f.Steps[i].get().Label == "" {
-			return fmt.Errorf("steps[%d] has no label", i)
-		}
-	}
-	return nil
 }
 
 // unmarshalFile decodes a file's top-level object into f, noting in

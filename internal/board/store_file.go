@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 
 	"github.com/planrunner/runner/internal/bigjson"
 	"github.com/planrunner/runner/internal/sys/readlimit"
@@ -32,10 +33,8 @@ type File struct {
 	// between writing the file and truncating the journal duplicates nothing.
 	JournalN int64 `json:"journal_n"`
 
-	hasRun bool         // the file has a "run" object (see check)
-	recs   []StepRecord // Steps' records, when read line by line: the board's
-	recs2  []Recording  // Recordings', when read line by line
-	table  *blobTable   // Blobs, checked
+	hasRun bool       // the file has a "run" object (see checkTop)
+	table  *blobTable // Blobs, checked
 }
 
 // FileMode is the mode of a run's files (blackboard.json, its journal and
@@ -127,20 +126,47 @@ func (b *Board) Attach(path string, opt Options) error {
 
 // Load reads a saved run, folding in its journal, into an in-memory board.
 func Load(path string) (*Board, error) {
-	data, err := readSaved(path)
+	b, err := load(path, false)
 	if err != nil {
-		return nil, err
-	}
-	b, err := parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := b.foldJournal(JournalPath(path)); err != nil {
 		return nil, err
 	}
 	b.loadBlobs = nil // the values are in the records now; the keys stay known
 	return b, nil
 }
+
+// load reads a saved run and folds in its journal, its entries' contents
+// decoded lazily (store_lazy.go) or not.
+func load(path string, lazy bool) (*Board, error) {
+	data, err := readSaved(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := parseFile(data, lazy)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	settle(len(data))
+	if err := b.foldJournal(JournalPath(path)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// settle has the collector take back, once a large file is read, what
+// reading it left (the file's bytes, the records decoded from it): the
+// heap may grow to twice what was live at the last collection, and that
+// fell while the file was read, the file held beside the board being
+// built. What a resume, a replay or a report does next (a plan
+// compiled, a page made) then grew the heap to twice the load's height,
+// not twice the board's. One collection is a few hundredths of a second
+// at 100k steps; below settleMin the heap's growth is not worth it.
+func settle(size int) {
+	if size >= settleMin {
+		runtime.GC()
+	}
+}
+
+const settleMin = 16 << 20
 
 // readSaved reads a saved run's file, up to the board's size limit. Only
 // a regular file is read: a FIFO would block the open for good, and a
@@ -196,19 +222,52 @@ func parse(data []byte) (*Board, error) { return parseFile(data, false) }
 
 // parseFile is parse, with entries decoded lazily (see store_lazy.go) or not.
 func parseFile(data []byte, lazy bool) (*Board, error) {
-	f, err := decodeFile(data, lazy)
-	if err != nil {
-		return nil, fmt.Errorf("not a blackboard file: %w", bigjson.Explain(data, err))
+	l := scanLayout(data)
+	if l.list[1].hi == 0 {
+		f, err := decodeWhole(data)
+		if err != nil {
+			return nil, notBoard(data, err)
+		}
+		return boardOf(f)
 	}
+	return parseLines(data, &l, lazy)
+}
+
+// notBoard is the error of a file that does not decode.
+func notBoard(data []byte, err error) error {
+	return fmt.Errorf("not a blackboard file: %w", bigjson.Explain(data, err))
+}
+
+// checkTop checks what the file says beside its lists.
+func (f *File) checkTop() error {
 	if f.Format != Format {
-		return nil, fmt.Errorf("format %q, want %q", f.Format, Format)
+		return fmt.Errorf("format %q, want %q", f.Format, Format)
 	}
-	if err := f.check(); err != nil {
+	if !f.hasRun {
+		return errors.New(`no "run" object: not a saved run (runner writes "run" before the first step)`)
+	}
+	if f.JournalN < 0 {
+		return fmt.Errorf("journal_n %d is negative", f.JournalN)
+	}
+	return nil
+}
+
+// boardOf is the board of a file decoded whole.
+func boardOf(f *File) (*Board, error) {
+	if err := f.checkTop(); err != nil {
 		return nil, err
 	}
+	for i, e := range f.Entries {
+		if e == nil {
+			return nil, fmt.Errorf("entries[%d] is null", i)
+		}
+	}
+	for i := range f.Steps {
+		if f.Steps[i].get().Label == "" {
+			return nil, fmt.Errorf("steps[%d] has no label", i)
+		}
+	}
 	b := New(f.Run)
-	// The indexes sized once (at 100k steps they grew 17 times each):
-	// at most a key per keyed entry, a label per step, about.
 	keyed := 0
 	for _, e := range f.Entries {
 		if e.Key != "" {
@@ -222,20 +281,12 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 		}
 		b.indexLocked(e.Entry)
 	}
-	recs := f.recs // read line by line
-	if recs == nil {
-		recs = make([]StepRecord, len(f.Steps))
-	}
-	for i, s := range f.Steps {
+	for _, s := range f.Steps {
 		if err := f.table.resolveStep(s.StepRecord, s.Refs); err != nil {
 			return nil, err
 		}
-		if f.recs == nil {
-			recs[i] = *s.StepRecord
-		}
+		b.steps.add(b.rowOf(s.StepRecord))
 	}
-	b.steps = b.rowsOf(recs)
-	f.recs, f.Steps = nil, nil
 	b.recordings = make([]Recording, len(f.Recordings))
 	for i, r := range f.Recordings {
 		if err := f.table.resolveRec(r.get(), r.Refs); err != nil {
@@ -243,13 +294,19 @@ func parseFile(data []byte, lazy bool) (*Board, error) {
 		}
 		b.recordings[i] = *r.Recording
 	}
+	f.keep(b)
+	return b, nil
+}
+
+// keep gives b what the file says beside its records: its journal's
+// count and its blobs (for the journal's lines).
+func (f *File) keep(b *Board) {
 	b.journalN = f.JournalN
 	b.loadBlobs = f.table
 	b.blobsKnown = make(map[string]bool, len(f.table.lit))
 	for k := range f.table.lit {
 		b.blobsKnown[k] = true
 	}
-	return b, nil
 }
 
 // Encode is the whole board as blackboard.json.

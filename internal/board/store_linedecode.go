@@ -27,9 +27,9 @@ import (
 type lineDec struct {
 	b []byte
 	i int
-	// alias: strings may share the line's bytes (the board keeps the
-	// file's buffer anyway when it reads lazily); else they are copied,
-	// those that repeat (labels, keys, authors) once per worker.
+	// alias: strings may share the line's bytes (what is read is let
+	// go of with the file's buffer); else they are copied, those that
+	// repeat (labels, keys, authors) once per worker.
 	alias  bool
 	intern map[string]string
 }

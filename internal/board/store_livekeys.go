@@ -156,7 +156,7 @@ func parseLive(data []byte) (*Board, bool) {
 	}
 	var src []byte
 	f, err := decodeTop(data, &l, &src)
-	if err != nil || f.Format != Format || f.check() != nil {
+	if err != nil || f.checkTop() != nil {
 		return nil, false
 	}
 	// Each key's newest entry: its line's index. The keys share the

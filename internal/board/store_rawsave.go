@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 )
 
 // Resuming a large run reads the board once and lazily: each
@@ -27,15 +26,8 @@ func LoadToResume(path string) (*Board, error) { return loadLazy(path) }
 // loadLazy reads a saved run and folds in its journal, decoding each
 // entry's content and meta only when handed out.
 func loadLazy(path string) (*Board, error) {
-	data, err := readSaved(path)
+	b, err := load(path, true)
 	if err != nil {
-		return nil, err
-	}
-	b, err := parseFile(data, true)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := b.foldJournal(JournalPath(path)); err != nil {
 		return nil, err
 	}
 	b.loadBlobs = nil

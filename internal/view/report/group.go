@@ -140,7 +140,7 @@ func summarize(s *stepView) *groupView {
 	// What the items' rows show, the for_each step's result would repeat
 	// whole (every item's state): its rows are the result.
 	if items {
-		s.Output, s.Extra, s.Command = "", "", nil
+		s.itemRows = true
 	}
 	return g
 }

@@ -62,6 +62,7 @@ func lazyBoxes(t *template.Template, boxes [][]*stepView) ([][]segment, error) {
 					return nil, err
 				}
 				ids = stepIDs(box[k], ids)
+				box[k].forget() // its markup is all the page needs of it
 			}
 			out[i] = append(out[i], segment{Data: lazyData(buf.Bytes(), ids)})
 			j = k

@@ -96,24 +96,14 @@ type row struct {
 
 type stepView struct {
 	ID       string // anchor
-	Rec      board.StepRecord
+	Rec      *board.StepRecord
 	Name     string // label, or label #visit
 	Status   string
 	Tolerate bool   // failed under continue_on_error
 	Class    string // CSS class of its status
 	Duration string
-	Inputs   []kv
-	Output   string
-	Result   map[string]any
 	Calls    []callView
-	Files    []fileView
-	DiffText []diffFile
-	Test     *testView
-	Command  *commandView
-	Extra    string   // the result as JSON, for types without a view
-	Sandbox  string   // how a command or test step was confined
 	Empty    []string // files() patterns of the visit that matched nothing
-	Input    *answerView
 	Open     bool
 	Cost     float64 // the sum of its calls' costs
 	HasCost  bool    // some call's cost is known
@@ -121,6 +111,53 @@ type stepView struct {
 	Width    float64
 	Kids     []*stepView // the visits it ran (group.go)
 	Group    *groupView  // their summary; nil for a step that ran none
+
+	// What its markup shows below its line is made when the markup is
+	// (Detail), and a closed step's let go once its markup is written
+	// (lazyBoxes): at 100k steps the details of all of them held at
+	// once were most of what the report kept.
+	sh       engine.Shows
+	x        *detailFrom
+	itemRows bool // its items' rows show what its result would (group.go)
+	d        *stepDetail
+}
+
+// detailFrom is what a step's detail is made from beside its record.
+type detailFrom struct {
+	plan   *plans.Plan
+	clocks *clockIndex
+}
+
+// stepDetail is what a step's markup shows below its line.
+type stepDetail struct {
+	Inputs   []kv
+	Output   string
+	Result   map[string]any
+	Files    []fileView
+	DiffText []diffFile
+	Test     *testView
+	Command  *commandView
+	Extra    string // the result as JSON, for types without a view
+	Sandbox  string // how a command or test step was confined
+	Input    *answerView
+}
+
+// Detail is what s's markup shows below its line, made the first time
+// it is asked for.
+func (s *stepView) Detail() *stepDetail {
+	if s.d == nil {
+		s.d = s.detail()
+	}
+	return s.d
+}
+
+// forget lets go of the details of s and the steps inside it, once their
+// markup is written.
+func (s *stepView) forget() {
+	s.d = nil
+	for _, k := range s.Kids {
+		k.forget()
+	}
 }
 
 type callView struct {
@@ -267,12 +304,13 @@ func build(b *board.Board, opt Options) *view {
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
 	ids := anchors(steps)
-	clocks := &clockIndex{recs: recs}
+	x := &detailFrom{plan: plan, clocks: &clockIndex{recs: recs}}
 	empty := engine.EmptyFiles(recs)
-	for i, rec := range steps {
-		s := stepOf(ids[i], rec, shows(rec.Type), plan, calls, clocks)
+	for i := range steps {
+		rec := &steps[i]
+		s := stepOf(ids[i], rec, shows(rec.Type), x, calls)
 		s.Empty = empty[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
-		s.Left, s.Width = bar(run.StartedAt, total, rec)
+		s.Left, s.Width = bar(run.StartedAt, total, *rec)
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
 			counts["tolerated"]++ // the run went on: not a failure of the run
@@ -470,12 +508,11 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(id string, rec board.StepRecord, sh engine.Shows, plan *plans.Plan, calls map[string][]callView, clocks *clockIndex) *stepView {
-	s := &stepView{ID: id, Rec: rec, Name: rec.Label, Status: rec.Status,
-		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond)}
-	s.Name = visitName(rec.Label, rec.Visit)
-	if plan != nil && rec.Status == "failed" {
-		if ps := plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
+func stepOf(id string, rec *board.StepRecord, sh engine.Shows, x *detailFrom, calls map[string][]callView) *stepView {
+	s := &stepView{ID: id, Rec: rec, Name: visitName(rec.Label, rec.Visit), Status: rec.Status,
+		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond), sh: sh, x: x}
+	if x.plan != nil && rec.Status == "failed" {
+		if ps := x.plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
 			s.Tolerate = true
 		}
 	}
@@ -483,18 +520,7 @@ func stepOf(id string, rec board.StepRecord, sh engine.Shows, plan *plans.Plan, 
 	if s.Tolerate {
 		s.Class = "tolerated"
 	}
-	s.Open = rec.Status == "failed" && !s.Tolerate
-	for _, k := range sortedKeys(rec.Inputs) {
-		s.Inputs = append(s.Inputs, kv{k, rec.Inputs[k]})
-	}
-	var res map[string]any
-	if len(rec.Result) > 0 && json.Unmarshal(rec.Result, &res) == nil && res != nil {
-		s.Result = res
-		s.Output = text(res["output"])
-		if s.Output == rec.Error {
-			s.Output = "" // a test's summary is both; show it once
-		}
-	}
+	s.Open = rec.Status == "failed" && !s.Tolerate || sh.Has(engine.ShowsAsk)
 	s.Calls = calls[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
 	for _, c := range s.Calls {
 		if c.HasCost {
@@ -502,40 +528,57 @@ func stepOf(id string, rec board.StepRecord, sh engine.Shows, plan *plans.Plan, 
 			s.HasCost = true
 		}
 	}
+	return s
+}
+
+// detail makes what s's markup shows below its line from its record.
+func (s *stepView) detail() *stepDetail {
+	rec, sh := s.Rec, s.sh
+	d := &stepDetail{}
+	for _, k := range sortedKeys(rec.Inputs) {
+		d.Inputs = append(d.Inputs, kv{k, rec.Inputs[k]})
+	}
+	var res map[string]any
+	if len(rec.Result) > 0 && json.Unmarshal(rec.Result, &res) == nil && res != nil {
+		d.Result = res
+		d.Output = text(res["output"])
+		if d.Output == rec.Error {
+			d.Output = "" // a test's summary is both; show it once
+		}
+	}
 	if n := len(s.Calls); n > 0 {
 		// The prompt is the first call's last message, the output the
 		// last call's answer (or the diff cut out of it): show them once.
-		s.Inputs = without(s.Inputs, "prompt")
-		if last := s.Calls[n-1].Answer; s.Output != "" && strings.Contains(last, strings.TrimSpace(s.Output)) {
-			s.Output = ""
+		d.Inputs = without(d.Inputs, "prompt")
+		if last := s.Calls[n-1].Answer; d.Output != "" && strings.Contains(last, strings.TrimSpace(d.Output)) {
+			d.Output = ""
 		}
 	}
 	if sh.Has(engine.ShowsEdit) {
-		s.Files = files(res)
-		d := rec.Inputs["diff"]
-		if as, ok := patch.AsDiff([]byte(d)); ok {
+		d.Files = files(res)
+		diff := rec.Inputs["diff"]
+		if as, ok := patch.AsDiff([]byte(diff)); ok {
 			// SEARCH/REPLACE blocks, apply_patch envelopes and whole
 			// files are shown as the diff they make.
-			d = as
+			diff = as
 		}
-		s.DiffText = splitDiff(d)
-		if s.DiffText != nil {
-			s.Inputs = without(s.Inputs, "diff")
+		d.DiffText = splitDiff(diff)
+		if d.DiffText != nil {
+			d.Inputs = without(d.Inputs, "diff")
 		}
 	}
 	if sh.Has(engine.ShowsTests) {
-		s.Test = testOf(res)
+		d.Test = testOf(res)
 	}
 	if sh.Has(engine.ShowsAsk) {
-		s.Input = answered(rec, res, plan, clocks)
-		s.Open = true
-		s.Output = "" // the answer, shown as such
+		d.Input = answered(*rec, res, s.x.plan, s.x.clocks)
+		d.Output = "" // the answer, shown as such
 	}
 	if sh.Has(engine.ShowsProcess) {
-		s.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
+		d.Command = &commandView{ExitCode: text(res["exit_code"]), Stdout: text(res["stdout"]), Stderr: text(res["stderr"])}
 	}
-	s.Sandbox = sandboxLine(res["sandbox"])
-	if s.Test == nil && s.Command == nil && s.Input == nil && res != nil {
+	d.Sandbox = sandboxLine(res["sandbox"])
+	if d.Test == nil && d.Command == nil && d.Input == nil && res != nil {
 		extra := map[string]any{}
 		for k, x := range res {
 			if !shown[k] {
@@ -544,10 +587,13 @@ func stepOf(id string, rec board.StepRecord, sh engine.Shows, plan *plans.Plan, 
 		}
 		if len(extra) > 0 {
 			data, _ := indentJSON(extra)
-			s.Extra = string(data)
+			d.Extra = string(data)
 		}
 	}
-	return s
+	if s.itemRows {
+		d.Output, d.Extra, d.Command = "", "", nil
+	}
+	return d
 }
 
 // visitName is how the page names a visit: the label, with " #visit"
