@@ -664,6 +664,15 @@ func (b *Board) Steps() []StepRecord {
 	return out
 }
 
+// Step is step record i (from 0, oldest first; see NumSteps) whole, as
+// Steps gives it: for a reader that keeps the records without their
+// inputs (StepsBrief) and reads a step's when it shows that step.
+func (b *Board) Step(i int) StepRecord {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.steps.at(i).record().whole()
+}
+
 // LastVisit is the highest visit of label among the step records, 0 if
 // none: the last of its visits that ended. It reads every record, for a
 // question asked seldom (a watcher of a step's streamed answer starting).

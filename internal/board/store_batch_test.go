@@ -59,6 +59,11 @@ func TestLoadOfSeveralBatches(t *testing.T) {
 		if s := got.Steps(); !reflect.DeepEqual(s, wantSteps) {
 			t.Errorf("%s: %d steps, not those saved (first: %+v)", name, len(s), s[0])
 		}
+		for _, i := range []int{0, 5009, n - 1} { // 5009: a step whose input is a blob
+			if s := got.Step(i); !reflect.DeepEqual(s, wantSteps[i]) {
+				t.Errorf("%s: Step(%d) is %+v, saved %+v", name, i, s, wantSteps[i])
+			}
+		}
 		sameEntries(t, name, got.Entries(), wantEntries)
 		if e, ok := got.Get("k7"); !ok || e.Version != int64(n/50+1) {
 			t.Errorf("%s: k7 is %+v, %v", name, e, ok)

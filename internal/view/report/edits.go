@@ -24,13 +24,14 @@ type editRate struct {
 // apply_diff) to the model's answer it applied (the latest visit of a
 // ShowsModel step before it whose output is the text it was given)
 // and counts, per agent and format, the answers whose first apply
-// succeeded. A later apply of the same answer is not a first try.
-func editRates(steps []board.StepRecord, shows func(typ string) engine.Shows) []editRate {
+// succeeded. A later apply of the same answer is not a first try. The
+// records are without their inputs: diff gives record i's diff.
+func editRates(steps []board.StepRecord, shows func(typ string) engine.Shows, diff func(i int) string) []editRate {
 	type answer struct{ agent, text string }
 	var answers []answer
 	tried := map[string]bool{}
 	rows := map[[2]string]*editRate{}
-	for _, rec := range steps {
+	for i, rec := range steps {
 		switch sh := shows(rec.Type); {
 		case sh.Has(engine.ShowsModel):
 			var res struct {
@@ -43,7 +44,7 @@ func editRates(steps []board.StepRecord, shows func(typ string) engine.Shows) []
 				}
 			}
 		case sh.Has(engine.ShowsEdit):
-			d := strings.TrimSpace(rec.Inputs["diff"])
+			d := strings.TrimSpace(diff(i))
 			if d == "" || tried[d] {
 				continue
 			}

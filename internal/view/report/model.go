@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -116,16 +117,12 @@ type stepView struct {
 	// (Detail), and a closed step's let go once its markup is written
 	// (lazyBoxes): at 100k steps the details of all of them held at
 	// once were most of what the report kept.
+	b        *board.Board // whose step record at it is (Rec without its inputs)
+	at       int
 	sh       engine.Shows
-	x        *detailFrom
-	itemRows bool // its items' rows show what its result would (group.go)
+	ask      *answerView // a question's, made with the line: it needs the plan
+	itemRows bool        // its items' rows show what its result would (group.go)
 	d        *stepDetail
-}
-
-// detailFrom is what a step's detail is made from beside its record.
-type detailFrom struct {
-	plan   *plans.Plan
-	clocks *clockIndex
 }
 
 // stepDetail is what a step's markup shows below its line.
@@ -232,7 +229,8 @@ type keyView struct {
 
 type sectionView struct {
 	Name    string
-	Entries []entryView
+	N       int         // its entries
+	Entries []entryView // a short section's (no Listing)
 	// Listing is a long section's entries as aligned text lines, written
 	// instead of a table (see listingMin); "" : a table.
 	Listing string
@@ -276,7 +274,10 @@ func build(b *board.Board, opt Options) *view {
 	if run.FinishedAt != nil {
 		end = *run.FinishedAt
 	}
-	steps := b.Steps()
+	// The records without their inputs (a fifth of what they held at
+	// 100k steps): a step's are read back from the board as its markup
+	// is made.
+	steps := slices.Collect(b.StepsBrief())
 	if len(steps) > 0 {
 		if last := steps[len(steps)-1].FinishedAt; run.FinishedAt == nil && !last.IsZero() {
 			end = last
@@ -304,11 +305,11 @@ func build(b *board.Board, opt Options) *view {
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
 	ids := anchors(steps)
-	x := &detailFrom{plan: plan, clocks: &clockIndex{recs: recs}}
+	clocks := &clockIndex{recs: recs}
 	empty := engine.EmptyFiles(recs)
 	for i := range steps {
 		rec := &steps[i]
-		s := stepOf(ids[i], rec, shows(rec.Type), x, calls)
+		s := stepOf(b, i, ids[i], rec, shows(rec.Type), plan, clocks, calls)
 		s.Empty = empty[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
 		s.Left, s.Width = bar(run.StartedAt, total, *rec)
 		v.Steps = append(v.Steps, s)
@@ -371,7 +372,7 @@ func build(b *board.Board, opt Options) *view {
 			}
 		}
 	}
-	v.EditRates = editRates(steps, shows)
+	v.EditRates = editRates(steps, shows, func(i int) string { return b.Step(i).Inputs["diff"] })
 	v.board(b, now)
 	return v
 }
@@ -508,11 +509,18 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(id string, rec *board.StepRecord, sh engine.Shows, x *detailFrom, calls map[string][]callView) *stepView {
+func stepOf(b *board.Board, at int, id string, rec *board.StepRecord, sh engine.Shows, plan *plans.Plan, clocks *clockIndex, calls map[string][]callView) *stepView {
 	s := &stepView{ID: id, Rec: rec, Name: visitName(rec.Label, rec.Visit), Status: rec.Status,
-		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond), sh: sh, x: x}
-	if x.plan != nil && rec.Status == "failed" {
-		if ps := x.plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
+		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond), sh: sh, b: b, at: at}
+	if sh.Has(engine.ShowsAsk) {
+		var res map[string]any
+		if len(rec.Result) > 0 {
+			_ = json.Unmarshal(rec.Result, &res) // what decodes: as the detail reads it
+		}
+		s.ask = answered(b.Step(at), res, plan, clocks)
+	}
+	if plan != nil && rec.Status == "failed" {
+		if ps := plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
 			s.Tolerate = true
 		}
 	}
@@ -533,7 +541,8 @@ func stepOf(id string, rec *board.StepRecord, sh engine.Shows, x *detailFrom, ca
 
 // detail makes what s's markup shows below its line from its record.
 func (s *stepView) detail() *stepDetail {
-	rec, sh := s.Rec, s.sh
+	whole := s.b.Step(s.at)
+	rec, sh := &whole, s.sh
 	d := &stepDetail{}
 	for _, k := range sortedKeys(rec.Inputs) {
 		d.Inputs = append(d.Inputs, kv{k, rec.Inputs[k]})
@@ -571,7 +580,7 @@ func (s *stepView) detail() *stepDetail {
 		d.Test = testOf(res)
 	}
 	if sh.Has(engine.ShowsAsk) {
-		d.Input = answered(*rec, res, s.x.plan, s.x.clocks)
+		d.Input = s.ask
 		d.Output = "" // the answer, shown as such
 	}
 	if sh.Has(engine.ShowsProcess) {
@@ -891,26 +900,46 @@ func (v *view) board(b *board.Board, now time.Time) {
 		}
 		v.Keys = append(v.Keys, kv)
 	}
-	bySection := map[string][]entryView{}
-	topics := map[string]int{}
+	// Two passes: the first counts each section's entries, the second
+	// writes a long section's straight into its listing, a short one's
+	// kept as rows (a long run's 100k entries held as rows first were a
+	// fifth of what its report held).
+	count, topics, n := map[string]int{}, map[string]int{}, 0
 	for e := range b.All() {
-		ev := entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
-			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
-		// Most entries are a word or a line: a plain cell is one element
-		// fewer per entry than a <pre> (10,000 in a long run).
-		ev.Block = len(ev.Content) > 120 || strings.ContainsAny(ev.Content, "\n\t")
-		bySection[e.Section] = append(bySection[e.Section], ev)
+		count[e.Section]++
 		if e.Topic != "" {
 			topics[e.Topic]++
 		}
 		if e.Section == board.ConflictSection {
 			v.Conflicts = append(v.Conflicts, e)
 		}
+		n++
 	}
-	for _, s := range sortedKeys(bySection) {
-		sv := sectionView{Name: s, Entries: bySection[s]}
-		if len(sv.Entries) >= listingMin {
-			sv.Listing = listing(sv.Entries)
+	rows, lists := map[string][]entryView{}, map[string]*listing{}
+	for e := range b.All() {
+		if n--; n < 0 {
+			break // written since the first pass (a live run's board)
+		}
+		ev := entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
+			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
+		if count[e.Section] >= listingMin {
+			l := lists[e.Section]
+			if l == nil {
+				l = newListing()
+				lists[e.Section] = l
+			}
+			l.add(ev)
+			continue
+		}
+		// Most entries are a word or a line: a plain cell is one element
+		// fewer per entry than a <pre> (10,000 in a long run).
+		ev.Block = len(ev.Content) > 120 || strings.ContainsAny(ev.Content, "\n\t")
+		rows[e.Section] = append(rows[e.Section], ev)
+	}
+	for _, s := range sortedKeys(count) {
+		sv := sectionView{Name: s, N: count[s], Entries: rows[s]}
+		if l := lists[s]; l != nil {
+			sv.Listing = l.String()
 		}
 		v.Sections = append(v.Sections, sv)
 	}
@@ -1105,32 +1134,43 @@ func dedupTexts(steps []*stepView, first map[string]*textView, n *int) {
 
 // listing writes entries as the section table's columns, one entry a
 // line; a content of several lines goes on, indented, under its entry.
-func listing(entries []entryView) string {
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "seq\ttime\trole\tauthor\tstep\tkey\tcontent")
-	for _, e := range entries {
-		key := ""
-		if e.Key != "" {
-			key = fmt.Sprintf("%s v%d", e.Key, e.Version)
-			if e.Deleted {
-				key += " (deleted)"
-			}
-		}
-		if e.Topic != "" {
-			key = strings.TrimSpace(key + " topic " + e.Topic)
-		}
-		content := strings.ReplaceAll(e.Content, "\t", "    ") // a tab would be read as a column
-		first, rest, more := strings.Cut(content, "\n")
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.TS, e.Role, e.Author, e.Label, key, first)
-		if more {
-			// Lines without tabs end the column block: tabwriter aligns
-			// the entries either side of them on their own.
-			fmt.Fprintf(tw, "%s\n", "    "+strings.ReplaceAll(rest, "\n", "\n    "))
+type listing struct {
+	b  strings.Builder
+	tw *tabwriter.Writer
+}
+
+func newListing() *listing {
+	l := &listing{}
+	l.tw = tabwriter.NewWriter(&l.b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(l.tw, "seq\ttime\trole\tauthor\tstep\tkey\tcontent")
+	return l
+}
+
+func (l *listing) add(e entryView) {
+	key := ""
+	if e.Key != "" {
+		key = fmt.Sprintf("%s v%d", e.Key, e.Version)
+		if e.Deleted {
+			key += " (deleted)"
 		}
 	}
-	tw.Flush()
-	return b.String()
+	if e.Topic != "" {
+		key = strings.TrimSpace(key + " topic " + e.Topic)
+	}
+	content := strings.ReplaceAll(e.Content, "\t", "    ") // a tab would be read as a column
+	first, rest, more := strings.Cut(content, "\n")
+	fmt.Fprintf(l.tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.TS, e.Role, e.Author, e.Label, key, first)
+	if more {
+		// Lines without tabs end the column block: tabwriter aligns
+		// the entries either side of them on their own.
+		fmt.Fprintf(l.tw, "%s\n", "    "+strings.ReplaceAll(rest, "\n", "\n    "))
+	}
+}
+
+// String is the listing's text.
+func (l *listing) String() string {
+	l.tw.Flush()
+	return l.b.String()
 }
 
 // chunkSize is how many timeline rows or steps a long page wraps in one
