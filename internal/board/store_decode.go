@@ -132,7 +132,7 @@ func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
 					keyed++
 				}
 			}
-			b.keys = make(map[string]*keyState, keyed*ne/n)
+			b.keys = make(map[string]*keyState, int(int64(keyed)*int64(ne)/int64(n))) // int64: no overflow on 32 bits
 		}
 		for i := range n {
 			e := &es[i]
