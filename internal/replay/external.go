@@ -127,21 +127,14 @@ func newExternals(rec *board.Board) *externals {
 // unrecorded are the writes `runner board FILE put` made on the saved
 // file after the run's last step before such writes were recorded: found
 // by their meta.via, they are made again when the replayed run ends.
-// steps is the number of the recording's step records. Only the entries
-// after the last step's are looked at (asked of the board's indexes):
-// copying every entry of the recording to find them was a twentieth of
-// a replay.
+// steps is the number of the recording's step records.
 func unrecorded(rec *board.Board, known []external, steps int) []external {
 	seen := map[string]bool{}
 	for _, w := range known {
 		seen[fmt.Sprintf("%s\x00%d", w.e.Key, w.e.Version)] = true
 	}
-	var lastStep int64
-	if last := rec.Query(board.Filter{Role: "step", Limit: 1}); len(last) > 0 {
-		lastStep = last[0].Seq
-	}
 	var out []external
-	for _, e := range rec.Query(board.Filter{AfterSeq: lastStep}) {
+	for _, e := range afterLastStep(rec) {
 		if e.Key == "" || e.Meta["via"] != board.ViaCLI || seen[fmt.Sprintf("%s\x00%d", e.Key, e.Version)] {
 			continue
 		}
@@ -149,6 +142,27 @@ func unrecorded(rec *board.Board, known []external, steps int) []external {
 			where: fmt.Sprintf("after the run ended (%s; not recorded, found by its meta.via)", rec.Run().Status)})
 	}
 	return out
+}
+
+// afterLastStep are the entries after the recording's last step entry
+// (all of them if it has none), looked for from the newest back, a
+// window at a time: copying every entry of the recording to find them
+// was a twentieth of a replay, and a query by role indexes the whole
+// board (12 MB at 100k entries) for an entry near its end.
+func afterLastStep(rec *board.Board) []board.Entry {
+	n := int64(rec.Len())
+	for k := int64(64); ; k *= 4 {
+		from := max(n-k, 0)
+		es := rec.Query(board.Filter{AfterSeq: from})
+		for i := len(es) - 1; i >= 0; i-- {
+			if es[i].Role == "step" {
+				return es[i+1:]
+			}
+		}
+		if from == 0 {
+			return es
+		}
+	}
 }
 
 // between says where a write that came after the first n step records
