@@ -22,7 +22,7 @@ import (
 // what a resume, a replay or a report held. A line neither decoder reads
 // (a file laid out otherwise whose text happens to match the markers)
 // has the file decoded whole, the plain way.
-func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
+func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 	f, err := decodeTop(data, l, nil)
 	if err != nil {
 		return nil, notBoard(data, err)
@@ -38,10 +38,9 @@ func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
 	for w := range ds {
 		ds[w] = lineDec{intern: map[string]string{}}
 	}
-	if lazy {
+	if lazy != nil {
 		f.table.own()
 	}
-	var lines lineArena
 	// A line the line decoders refuse: the file decoded whole says
 	// whether it is fine or damaged, and then the line's error says where.
 	whole := func(err error) (*Board, error) {
@@ -88,8 +87,13 @@ func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
 
 	ne := len(l.at[1])
 	var lz []lazyEntry // where each entry's content is: kept with the board
-	if lazy {
+	if lazy != nil {
 		lz = make([]lazyEntry, ne)
+		if ne > 0 {
+			lo, _ := l.lineAt(data, 1, 0)
+			_, hi := l.lineAt(data, 1, ne-1)
+			lazy.keep(data, lo, hi)
+		}
 	}
 	es := make([]Entry, min(ne, decodeBatch))
 	ins := make([]entryIn, len(es))
@@ -99,8 +103,9 @@ func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
 		clear(ins[:n])
 		err := inParallel(ds, n, func(d *lineDec, i int) error {
 			j := lo + i
-			line := l.line(data, 1, j)
-			if lazy {
+			at, end := l.lineAt(data, 1, j)
+			line := data[at:end]
+			if lazy != nil {
 				h, _, _, ok := d.entryLine(line)
 				if !ok {
 					h = entryHead{}
@@ -108,7 +113,8 @@ func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
 						return lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
 					}
 				}
-				return h.entry(line, f.table, &es[i], &lz[j])
+				lz[j] = lazyEntry{at: int64(at), n: len(line), sum: lazy.sum(line), src: lazy}
+				return h.entry(f.table, &es[i], &lz[j])
 			}
 			in := &ins[i]
 			in.Entry = &es[i]
@@ -138,9 +144,6 @@ func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
 			e := &es[i]
 			if e.Seq != int64(b.entries.len())+1 {
 				return nil, fmt.Errorf("entry seq %d out of order (want %d)", e.Seq, b.entries.len()+1)
-			}
-			if lazy {
-				lz[lo+i].line = lines.copy(lz[lo+i].line)
 			}
 			b.indexLocked(e)
 		}
@@ -174,23 +177,6 @@ func parseLines(data []byte, l *layout, lazy bool) (*Board, error) {
 	}
 	f.keep(b)
 	return b, nil
-}
-
-// lineArena holds copies of lines, a block at a time.
-type lineArena struct{ block []byte }
-
-const arenaBlock = 1 << 20
-
-func (a *lineArena) copy(line []byte) []byte {
-	if len(line) > arenaBlock/8 {
-		return bytes.Clone(line)
-	}
-	if cap(a.block)-len(a.block) < len(line) {
-		a.block = make([]byte, 0, arenaBlock)
-	}
-	n := len(a.block)
-	a.block = append(a.block, line...)
-	return a.block[n:len(a.block):len(a.block)]
 }
 
 // decodeBatch is how many records are decoded at once before the board
@@ -329,12 +315,30 @@ type layout struct {
 
 // line is the i-th line of list k, trimmed of its indent and comma.
 func (l *layout) line(data []byte, k, i int) []byte {
+	lo, hi := l.lineAt(data, k, i)
+	return data[lo:hi]
+}
+
+// lineAt is where line(data, k, i) is in data.
+func (l *layout) lineAt(data []byte, k, i int) (lo, hi int) {
 	end := l.list[k].hi
 	if i+1 < len(l.at[k]) {
 		end = l.at[k][i+1] - 1
 	}
-	return bytes.TrimSuffix(bytes.TrimSpace(data[l.at[k][i]:end]), []byte(","))
+	lo, hi = l.at[k][i], end
+	for lo < hi && isSpace(data[lo]) {
+		lo++
+	}
+	for lo < hi && isSpace(data[hi-1]) {
+		hi--
+	}
+	if lo < hi && data[hi-1] == ',' {
+		hi--
+	}
+	return lo, hi
 }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // scanLayout finds, in one pass over the file's lines, the lists as
 // runner writes them:

@@ -137,11 +137,26 @@ func Load(path string) (*Board, error) {
 // load reads a saved run and folds in its journal, its entries' contents
 // decoded lazily (store_lazy.go) or not.
 func load(path string, lazy bool) (*Board, error) {
-	data, err := readSaved(path)
+	f, err := openSaved(path)
 	if err != nil {
 		return nil, err
 	}
-	b, err := parseFile(data, lazy)
+	data, err := readlimit.FromFile(f, path, readlimit.Board)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	var src *lineSource
+	if lazy {
+		src = newLineSource(path, nil)
+		if linesOnDisk(len(data)) {
+			src.f = f
+		}
+	}
+	b, err := parseFile(data, src)
+	if src == nil || src.f == nil || err != nil {
+		f.Close()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -169,14 +184,13 @@ func settle(size int) {
 
 const settleMin = 1 << 20
 
-// readSaved reads a saved run's file, up to the board's size limit. Only
-// a regular file is read: a FIFO would block the open for good, and a
-// device (/dev/zero) never ends.
-func readSaved(path string) ([]byte, error) {
+// openSaved opens a saved run's file. Only a regular file is: a FIFO
+// would block the open for good, and a device (/dev/zero) never ends.
+func openSaved(path string) (*os.File, error) {
 	if err := checkRegular(path); err != nil {
 		return nil, err
 	}
-	return readlimit.File(path, readlimit.Board)
+	return os.Open(path)
 }
 
 // CheckSaved refuses, without opening it, a path that cannot be a saved
@@ -219,10 +233,11 @@ func Parse(data []byte) (*Board, error) {
 }
 
 // parse is Parse keeping the file's blob table, for its journal's lines.
-func parse(data []byte) (*Board, error) { return parseFile(data, false) }
+func parse(data []byte) (*Board, error) { return parseFile(data, nil) }
 
-// parseFile is parse, with entries decoded lazily (see store_lazy.go) or not.
-func parseFile(data []byte, lazy bool) (*Board, error) {
+// parseFile is parse, with entries decoded lazily (see store_lazy.go),
+// their lines in lazy, or not (nil).
+func parseFile(data []byte, lazy *lineSource) (*Board, error) {
 	l := scanLayout(data)
 	if l.list[1].hi == 0 {
 		f, err := decodeWhole(data)
@@ -454,14 +469,20 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	var scratch []byte
 	// raw is a record's line as it was read, to be written again as it
 	// is (see store_rawsave.go); nil: encode it.
-	list := func(name string, n int, raw func(x *blobSink, i int) []byte, enc func(b []byte, x *blobSink, i int) ([]byte, error)) {
+	list := func(name string, n int, raw func(s []byte, x *blobSink, i int) ([]byte, error), enc func(b []byte, x *blobSink, i int) ([]byte, error)) {
 		fmt.Fprintf(w, ",\n %q: [", name)
 		for i := 0; i < n && err == nil; i++ {
 			if i > 0 {
 				w.WriteByte(',')
 			}
 			w.WriteString("\n  ")
-			if line := raw(x, i); line != nil {
+			line, rerr := raw(scratch[:0], x, i)
+			if rerr != nil {
+				err = rerr
+				break
+			}
+			if line != nil {
+				scratch = line
 				w.Write(line)
 				continue
 			}
@@ -473,12 +494,12 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 		}
 		w.WriteByte(']')
 	}
-	none := func(*blobSink, int) []byte { return nil }
+	none := func([]byte, *blobSink, int) ([]byte, error) { return nil, nil }
 	list("steps", b.steps.len(), none, func(s []byte, x *blobSink, i int) ([]byte, error) {
 		r := b.steps.at(i).record()
 		return appendStep(s, &r, x)
 	})
-	list("entries", b.entries.len(), func(x *blobSink, i int) []byte { return b.entries.at(i).rawLine(x) },
+	list("entries", b.entries.len(), func(s []byte, x *blobSink, i int) ([]byte, error) { return b.entries.at(i).rawLine(s, x, int64(i)+1) },
 		func(s []byte, x *blobSink, i int) ([]byte, error) {
 			e := b.entries.at(i).entry(i)
 			if e.lazy != nil { // rawLine writes these; never their content left out

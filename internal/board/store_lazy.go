@@ -12,11 +12,20 @@ import (
 // ...). On a 100 MB board, decoding every value into maps and strings
 // cost several times the file in memory and more CPU than jq.
 
-// lazyEntry is where an entry's content and meta are, undecoded.
+// lazyEntry is where an entry's content and meta are, undecoded: its
+// line, at (at, n) in its file (store_lines.go).
 type lazyEntry struct {
-	line []byte // the entry's line in the file
+	at   int64
+	n    int
+	sum  uint64 // the line's hash
 	refs []string
 	t    *blobTable
+	src  *lineSource
+}
+
+// line appends the entry's line to dst.
+func (lz *lazyEntry) line(dst []byte, seq int64) ([]byte, error) {
+	return lz.src.read(dst, lz.at, lz.n, lz.sum, fmt.Sprintf("entry seq %d's line", seq))
 }
 
 // entryHead is an entry without its content and meta: what the key
@@ -38,15 +47,16 @@ type entryHead struct {
 	Meta    metaShape `json:"meta"` // checked, not decoded (store_rawsave.go)
 }
 
-// entry fills e, and lz where its content is, from the header (both
-// parts of blocks the file's entries are allocated in at once).
-func (h *entryHead) entry(line []byte, t *blobTable, e *Entry, lz *lazyEntry) error {
+// entry fills e, and lz where its content is (its line's place and
+// hash set by the caller), from the header (both parts of blocks the
+// file's entries are allocated in at once).
+func (h *entryHead) entry(t *blobTable, e *Entry, lz *lazyEntry) error {
 	if len(h.Refs) > 0 {
 		if _, err := t.check(fmt.Sprintf("entry seq %d (id %s)", h.Seq, h.ID), h.Refs); err != nil {
 			return err
 		}
 	}
-	*lz = lazyEntry{line: line, refs: h.Refs, t: t}
+	lz.refs, lz.t = h.Refs, t
 	*e = Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
 		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted, lazy: lz}
 	return nil
@@ -58,11 +68,14 @@ func (e *Entry) loaded() Entry {
 		return e.unpacked()
 	}
 	in := entryIn{Entry: new(Entry)}
-	err := json.Unmarshal(e.lazy.line, &in)
+	line, err := e.lazy.line(nil, e.Seq)
+	if err == nil {
+		err = json.Unmarshal(line, &in)
+	}
 	if err == nil {
 		err = e.lazy.t.resolveEntry(in.Entry, in.Refs)
 	}
-	if err != nil { // its header read: only a value of the wrong type gets here
+	if err != nil { // its header read: a value of the wrong type, or its line no longer in the file as read
 		out := *e
 		out.lazy = nil
 		out.Content = fmt.Sprintf("[entry %d: its content could not be read: %v]", e.Seq, err)

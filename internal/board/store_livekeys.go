@@ -186,10 +186,12 @@ func parseLive(data []byte) (*Board, bool) {
 	b := New(f.Run)
 	b.keys = make(map[string]*keyState, len(at))
 	entries, lazy := make([]Entry, len(at)), make([]lazyEntry, len(at))
+	lines := &lineSource{mem: data} // shared, as the keys are
 	for i, j := range at {
-		line := l.line(data, 1, int(j))
-		h, _, _, _ := d.entryLine(line) // it decoded above
-		if err := h.entry(line, f.table, &entries[i], &lazy[i]); err != nil {
+		lo, hi := l.lineAt(data, 1, int(j))
+		h, _, _, _ := d.entryLine(data[lo:hi]) // it decoded above
+		lazy[i] = lazyEntry{at: int64(lo), n: hi - lo, src: lines}
+		if err := h.entry(f.table, &entries[i], &lazy[i]); err != nil {
 			return nil, false
 		}
 		b.indexLocked(&entries[i])

@@ -34,18 +34,18 @@ func loadLazy(path string) (*Board, error) {
 	return b, nil
 }
 
-// rawLine is the entry's line as read from the file, its blobs added to
-// the table x is writing; nil for an entry decoded or made in this
-// process, which is encoded.
-func (r *entryRow) rawLine(x *blobSink) []byte {
+// rawLine appends to dst the entry's line as read from the file, its
+// blobs added to the table x is writing; nil for an entry decoded or made
+// in this process, which is encoded.
+func (r *entryRow) rawLine(dst []byte, x *blobSink, seq int64) ([]byte, error) {
 	if r.rare == nil || r.rare.lazy == nil {
-		return nil
+		return nil, nil
 	}
 	lz := r.rare.lazy
 	for _, k := range lz.refs {
 		lz.t.keepIn(x, k) // checked present when the header was read
 	}
-	return lz.line
+	return lz.line(dst, seq)
 }
 
 // keep adds a value read from a file, as its literal, to the table being

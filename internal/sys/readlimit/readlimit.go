@@ -79,10 +79,16 @@ func File(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return FromFile(f, path, limit)
+}
+
+// FromFile is File for a file already open, read from where it stands
+// and left open; name says what f is in the error.
+func FromFile(f *os.File, name string, limit int64) ([]byte, error) {
 	limit = Limit(limit)
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
 		if fi.Size() > limit {
-			return nil, &TooLargeError{Name: path, Limit: limit}
+			return nil, &TooLargeError{Name: name, Limit: limit}
 		}
 		// The size is known: one buffer of that size (and a byte to see
 		// that it grew), not one that doubles as it fills.
@@ -94,10 +100,10 @@ func File(path string, limit int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		rest, err := readAll(f, path, limit-int64(n), limit)
+		rest, err := readAll(f, name, limit-int64(n), limit)
 		return append(buf[:n], rest...), err
 	}
-	return readAll(f, path, limit, limit)
+	return readAll(f, name, limit, limit)
 }
 
 // Regular is File for an input that must be a regular file (a saved
