@@ -264,7 +264,7 @@ func inProcessAnswering(t *testing.T, src string) (*board.Board, error) {
 			}
 		}
 		r := runner()
-		if err := r.Restore(b.StepsBrief()); err != nil {
+		if err := r.Restore(); err != nil {
 			return nil, fmt.Errorf("resume: %w", err)
 		}
 		if err := b.UpdateRun(func(r *board.Run) { r.Status, r.Error, r.FinishedAt = board.StatusRunning, "", nil }); err != nil {

@@ -722,15 +722,20 @@ func (b *Board) StepsBrief() iter.Seq[StepRecord] {
 		n := b.steps.len()
 		b.mu.RUnlock()
 		for i := range n {
-			b.mu.RLock()
-			s := b.steps.at(i).record()
-			b.mu.RUnlock()
-			s.Inputs, s.packedInputs = nil, ""
-			if !yield(s.whole()) {
+			if !yield(b.StepBrief(i)) {
 				return
 			}
 		}
 	}
+}
+
+// StepBrief is the i-th step record without its inputs (StepsBrief).
+func (b *Board) StepBrief(i int) StepRecord {
+	b.mu.RLock()
+	s := b.steps.at(i).record()
+	b.mu.RUnlock()
+	s.Inputs, s.packedInputs = nil, ""
+	return s.whole()
 }
 
 // LastStep is the step record added last, as the board keeps it (masked),

@@ -36,7 +36,6 @@ type entryRare struct {
 	times bool // ts holds the time: it is no instant
 	ttl   *float64
 	meta  map[string]any // a meta that could not be packed
-	lazy  *lazyEntry
 }
 
 // kindsMax bounds the kinds a board shares: enough for every section,
@@ -53,6 +52,9 @@ func (b *Board) addEntry(e *Entry) {
 // fillRow sets r, a zero row, to e as the board keeps it.
 func (b *Board) fillRow(r *entryRow, e *Entry) {
 	r.label, r.key, r.version, r.content, r.meta = e.Label, e.Key, e.Version, e.Content, e.packedMeta
+	if e.lazy != nil {
+		r.content = e.lazy // its content is not decoded: where it is instead
+	}
 	k := entryKind{e.Section, e.Role, e.Author, e.Topic, e.Deleted, e.metaFloats}
 	if last := b.lastKind; last != nil && *last == k {
 		r.kind = last // entries come in runs of one kind: no hashing then
@@ -73,9 +75,9 @@ func (b *Board) fillRow(r *entryRow, e *Entry) {
 	id, okID := ulidOf(e.ID)
 	ts, okTS := instantOf(e.TS)
 	r.id, r.ts = id, ts
-	if !okID || !okTS || e.TTL != nil || e.Meta != nil || e.lazy != nil {
+	if !okID || !okTS || e.TTL != nil || e.Meta != nil {
 		r.rare = b.spare.rare()
-		r.rare.ttl, r.rare.meta, r.rare.lazy = e.TTL, e.Meta, e.lazy
+		r.rare.ttl, r.rare.meta = e.TTL, e.Meta
 		if !okID {
 			r.rare.id = e.ID
 		}
@@ -92,6 +94,9 @@ func (r *entryRow) entry(i int) Entry {
 	e := Entry{ID: r.id.String(), Seq: int64(i) + 1, Section: k.section, Role: k.role, Author: k.author,
 		Label: r.label, Key: r.key, Version: r.version, Topic: k.topic, Content: r.content,
 		TS: r.ts.time(), Deleted: k.deleted, metaFloats: k.metaFloats, packedMeta: r.meta}
+	if lz := r.lazy(); lz != nil {
+		e.Content, e.lazy = nil, lz
+	}
 	if x := r.rare; x != nil {
 		if x.id != "" {
 			e.ID = x.id
@@ -99,9 +104,17 @@ func (r *entryRow) entry(i int) Entry {
 		if x.times {
 			e.TS = x.ts
 		}
-		e.TTL, e.Meta, e.lazy = x.ttl, x.meta, x.lazy
+		e.TTL, e.Meta = x.ttl, x.meta
 	}
 	return e
+}
+
+// lazy is where the row's content is when it is not decoded (a board
+// read lazily, store_lazy.go): a row of its own, not a rare part, as
+// every entry of such a board has one.
+func (r *entryRow) lazy() *lazyEntry {
+	lz, _ := r.content.(*lazyEntry)
+	return lz
 }
 
 // loaded is row i as Entry.loaded gives it.

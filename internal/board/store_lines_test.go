@@ -59,7 +59,7 @@ func TestEntryLinesReadBackFromTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if onDisk := r.entries.at(0).rare.lazy.src.f != nil; onDisk != (runtime.GOOS != "windows") {
+	if onDisk := r.entries.at(0).lazy().src.f != nil; onDisk != (runtime.GOOS != "windows") {
 		t.Errorf("lines left in the file: %v", onDisk)
 	}
 	for range 2 { // the file replaced each time

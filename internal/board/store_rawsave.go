@@ -38,10 +38,10 @@ func loadLazy(path string) (*Board, error) {
 // blobs added to the table x is writing; nil for an entry decoded or made
 // in this process, which is encoded.
 func (r *entryRow) rawLine(dst []byte, x *blobSink, seq int64) ([]byte, error) {
-	if r.rare == nil || r.rare.lazy == nil {
+	lz := r.lazy()
+	if lz == nil {
 		return nil, nil
 	}
-	lz := r.rare.lazy
 	for _, k := range lz.refs {
 		lz.t.keepIn(x, k) // checked present when the header was read
 	}

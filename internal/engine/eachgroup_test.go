@@ -158,7 +158,7 @@ steps:
 		t.Fatalf("the first run: %v", err)
 	}
 	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Vars: map[string]any{"fail": false}}
-	if err := r.Restore(b.StepsBrief()); err != nil {
+	if err := r.Restore(); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Run(context.Background()); err != nil {

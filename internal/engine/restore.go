@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"iter"
 
 	"github.com/planrunner/runner/internal/board"
 )
@@ -18,8 +17,9 @@ var ErrFinished = fmt.Errorf("the run has no step left to run")
 // step. A step is completed when it succeeded, was skipped by its `if`, or
 // failed under continue_on_error; an interrupted or failed step runs again
 // under the same visit number. Children that completed inside a group that
-// did not finish are not run again when the group is.
-func (r *Runner) Restore(records iter.Seq[board.StepRecord]) (err error) {
+// did not finish are not run again when the group is. The records are
+// the runner's board's.
+func (r *Runner) Restore() (err error) {
 	r.init()
 	index := make(map[string]int, len(r.Prog.Steps)) // sized once: 100k steps grew it 17 times
 	for i, n := range r.Prog.Steps {
@@ -29,7 +29,7 @@ func (r *Runner) Restore(records iter.Seq[board.StepRecord]) (err error) {
 	var lastRec board.StepRecord // the last completed top-level step's
 	var last *board.StepRecord
 	steps := 0
-	for rec := range records {
+	for rec := range r.Board.StepsBrief() {
 		steps++
 		if rec.Spawned() {
 			r.total.Add(1) // a sub-agent's visit counted for limits.max_steps; its step runs it again
@@ -49,7 +49,7 @@ func (r *Runner) Restore(records iter.Seq[board.StepRecord]) (err error) {
 		if n.item == nil && n.Each == nil && n.Sub == nil {
 			// Its view is built when an expression first names it
 			// (evaluator.need): most are never named again.
-			r.evalOf(n).deferView(n.localLabel(), n, &rec)
+			r.evalOf(n).deferView(n.localLabel(), n, r.Board, steps-1)
 		} else {
 			res, err := decodeResult(n, rec.Result)
 			if err != nil {

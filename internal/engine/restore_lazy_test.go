@@ -47,7 +47,7 @@ steps:
 				t.Fatal("the first run succeeded")
 			}
 			r := &engine.Runner{Prog: plan(tc.field), Board: b, Log: zerolog.Nop()}
-			if err := r.Restore(b.StepsBrief()); err != nil {
+			if err := r.Restore(); err != nil {
 				t.Fatal(err)
 			}
 			if n := engine.SavedViews(r); n != 3 {

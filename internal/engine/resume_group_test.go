@@ -35,7 +35,7 @@ steps:
 	}
 	for i := 0; i < 20; i++ { // the live group: goroutines race for the one slot
 		r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop()}
-		if err := r.Restore(b.StepsBrief()); err != nil {
+		if err := r.Restore(); err != nil {
 			t.Fatal(err)
 		}
 		if err := r.Run(context.Background()); err == nil {

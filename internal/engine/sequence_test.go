@@ -110,7 +110,7 @@ vars:
 		t.Fatal("the first run succeeded")
 	}
 	r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Vars: map[string]any{"fail": false}}
-	if err := r.Restore(b.StepsBrief()); err != nil {
+	if err := r.Restore(); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Run(context.Background()); err != nil {

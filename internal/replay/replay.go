@@ -204,7 +204,7 @@ func Run(ctx context.Context, rec *board.Board, opt Options) (*Report, error) {
 			if err := takeOver(rec, b, sc.segs[i-1].mark); err != nil {
 				return nil, err
 			}
-			if err := r.Restore(b.StepsBrief()); err != nil {
+			if err := r.Restore(); err != nil {
 				if errors.Is(err, engine.ErrFinished) {
 					break
 				}

@@ -218,7 +218,7 @@ func stoppedReplays(t *testing.T, src string, at stopAt, how string, resumed boo
 			t.Fatal(err)
 		}
 		r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: wd}
-		if err := r.Restore(b.StepsBrief()); err != nil {
+		if err := r.Restore(); err != nil {
 			t.Fatalf("resume: %v", err)
 		}
 		if err := b.UpdateRun(func(run *board.Run) { run.Status, run.Error, run.FinishedAt = board.StatusRunning, "", nil }); err != nil {

@@ -134,7 +134,7 @@ func (r *Run) resumeRun(ctx context.Context, env Env, m *mask.Masker, log zerolo
 	er := &engine.Runner{Prog: r.Prog, Board: b, Log: log, Workdir: r.Record.Workdir, Vars: r.Vars, Agents: set,
 		Observer: r.running, Output: env.Output}
 	done := b.NumSteps()
-	if err := er.Restore(b.StepsBrief()); err != nil {
+	if err := er.Restore(); err != nil {
 		if errors.Is(err, engine.ErrFinished) && b.Run().Status == board.StatusRunning {
 			// Killed after its last step was saved, before its end was:
 			// the resume ends it, as the run would have.

@@ -42,7 +42,7 @@ func TestApproveMCPToolCall(t *testing.T) {
 			run := func() error {
 				r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: t.TempDir(), Agents: mcpAgents(t, src, agents.Options{}),
 					Sleep: func(context.Context, time.Duration) error { return nil }}
-				if err := r.Restore(b.StepsBrief()); err != nil {
+				if err := r.Restore(); err != nil {
 					return err
 				}
 				return r.Run(context.Background())

@@ -79,7 +79,7 @@ func TestElicitationWaitsForAPerson(t *testing.T) {
 			run := func(set *agents.Set) error {
 				r := &engine.Runner{Prog: prog, Board: b, Log: zerolog.Nop(), Workdir: t.TempDir(), Agents: set,
 					Sleep: func(context.Context, time.Duration) error { return nil }}
-				if err := r.Restore(b.StepsBrief()); err != nil {
+				if err := r.Restore(); err != nil {
 					return err
 				}
 				return r.Run(context.Background())
