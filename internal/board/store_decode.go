@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
-	"unsafe"
 
 	"github.com/planrunner/runner/internal/bigjson"
 )
@@ -21,11 +21,15 @@ import (
 // were held beside the file and the rows made from them: the height of
 // what a resume, a replay or a report held. A line neither decoder reads
 // (a file laid out otherwise whose text happens to match the markers)
-// has the file decoded whole, the plain way.
-func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
-	f, err := decodeTop(data, l, nil)
+// has the file decoded whole, the plain way. Read in parts (store_text.go),
+// a file that does not decode so is an error, and is read again whole.
+func parseLines(t *text, l *layout, lazy *lineSource) (*Board, error) {
+	f, err := decodeTop(t, l, nil)
 	if err != nil {
-		return nil, notBoard(data, err)
+		if !t.whole {
+			return nil, err
+		}
+		return nil, notBoard(t.data, err)
 	}
 	if err := f.checkTop(); err != nil {
 		return nil, err
@@ -33,21 +37,26 @@ func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 	b := New(f.Run)
 	// Nothing the board keeps shares the file's bytes: read to resume, a
 	// 100k-step run's file (72 MB) was held to its end for its entries'
-	// lines (35 MB), copied now (lines) as its blobs are.
+	// lines (35 MB), left in the file now (store_lines.go), its blobs
+	// copied.
 	ds := make([]lineDec, min(runtime.GOMAXPROCS(0), 8))
 	for w := range ds {
 		ds[w] = lineDec{intern: map[string]string{}}
 	}
 	if lazy != nil {
 		f.table.own()
+		lazy.t = f.table
 	}
 	// A line the line decoders refuse: the file decoded whole says
 	// whether it is fine or damaged, and then the line's error says where.
 	whole := func(err error) (*Board, error) {
-		if f, werr := decodeWhole(data); werr == nil {
+		if !t.whole {
+			return nil, err
+		}
+		if f, werr := decodeWhole(t.data); werr == nil {
 			return boardOf(f)
 		}
-		return nil, notBoard(data, err)
+		return nil, notBoard(t.data, err)
 	}
 
 	ns := len(l.at[0])
@@ -56,14 +65,16 @@ func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 	for lo := 0; lo < ns; lo += len(recs) {
 		n := min(len(recs), ns-lo)
 		clear(recs[:n])
+		t.lines(l, 0, lo, lo+n)
 		err := inParallel(ds, n, func(d *lineDec, i int) error {
-			line := l.line(data, 0, lo+i)
+			at, end := l.lineAt(t, 0, lo+i)
+			line := t.bytes(at, end)
 			r, ok := d.step(line, &recs[i])
 			if !ok {
 				recs[i] = StepRecord{}
 				in := stepIn{StepRecord: &recs[i]}
 				if err := json.Unmarshal(line, &in); err != nil {
-					return lineError(data, line, fmt.Sprintf("step record %d", lo+i+1), err)
+					return t.lineError(at, fmt.Sprintf("step record %d", lo+i+1), err)
 				}
 				r = in.Refs
 			}
@@ -89,10 +100,15 @@ func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 	var lz []lazyEntry // where each entry's content is: kept with the board
 	if lazy != nil {
 		lz = make([]lazyEntry, ne)
-		if ne > 0 {
-			lo, _ := l.lineAt(data, 1, 0)
-			_, hi := l.lineAt(data, 1, ne-1)
-			lazy.keep(data, lo, hi)
+		if ne > 0 && lazy.f == nil {
+			t.lines(l, 1, 0, ne)
+			lo, _ := l.lineAt(t, 1, 0)
+			_, hi := l.lineAt(t, 1, ne-1)
+			lines := t.bytes(lo, hi) // a part of its own, or the file's bytes
+			if t.whole {
+				lines = bytes.Clone(lines)
+			}
+			lazy.keep(lines, lo)
 		}
 	}
 	es := make([]Entry, min(ne, decodeBatch))
@@ -101,19 +117,23 @@ func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 		n := min(len(es), ne-lo)
 		clear(es[:n])
 		clear(ins[:n])
+		t.lines(l, 1, lo, lo+n)
 		err := inParallel(ds, n, func(d *lineDec, i int) error {
 			j := lo + i
-			at, end := l.lineAt(data, 1, j)
-			line := data[at:end]
+			at, end := l.lineAt(t, 1, j)
+			line := t.bytes(at, end)
 			if lazy != nil {
 				h, _, _, ok := d.entryLine(line)
 				if !ok {
 					h = entryHead{}
 					if err := json.Unmarshal(line, &h); err != nil {
-						return lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
+						return t.lineError(at, fmt.Sprintf("entry %d", j+1), err)
 					}
 				}
-				lz[j] = lazyEntry{at: int64(at), n: len(line), sum: lazy.sum(line), src: lazy}
+				if len(line) > math.MaxInt32 {
+					return fmt.Errorf("entry %d: its line is over 2 GiB", j+1)
+				}
+				lz[j] = lazyEntry{at: int64(at), n: int32(len(line)), sum: lazy.sum(line), src: lazy}
 				return h.entry(f.table, &es[i], &lz[j])
 			}
 			in := &ins[i]
@@ -121,7 +141,7 @@ func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 			if !d.entry(line, in) {
 				*in.Entry = Entry{}
 				if err := json.Unmarshal(line, in); err != nil {
-					return lineError(data, line, fmt.Sprintf("entry %d", j+1), err)
+					return t.lineError(at, fmt.Sprintf("entry %d", j+1), err)
 				}
 			}
 			return f.table.resolveEntry(in.Entry, in.Refs)
@@ -153,14 +173,16 @@ func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 	nr := len(l.at[2])
 	b.recordings = make([]Recording, nr)
 	rrefs := make([][]string, nr)
+	t.lines(l, 2, 0, nr)
 	err = inParallel(ds, nr, func(d *lineDec, i int) error {
-		line := l.line(data, 2, i)
+		at, end := l.lineAt(t, 2, i)
+		line := t.bytes(at, end)
 		r, ok := d.recording(line, &b.recordings[i])
 		if !ok {
 			b.recordings[i] = Recording{}
 			in := recIn{Recording: &b.recordings[i]}
 			if err := json.Unmarshal(line, &in); err != nil {
-				return lineError(data, line, fmt.Sprintf("recording %d", i+1), err)
+				return t.lineError(at, fmt.Sprintf("recording %d", i+1), err)
 			}
 			r = in.Refs
 		}
@@ -174,6 +196,9 @@ func parseLines(data []byte, l *layout, lazy *lineSource) (*Board, error) {
 		if err := f.table.resolveRec(&b.recordings[i], rrefs[i]); err != nil {
 			return nil, err
 		}
+	}
+	if t.err != nil {
+		return nil, t.err
 	}
 	f.keep(b)
 	return b, nil
@@ -215,43 +240,40 @@ func inParallel(ds []lineDec, n int, each func(d *lineDec, i int) error) error {
 // decodeTop decodes what is not a list of records: the format, the run,
 // journal_n, and the blobs (checked). src non-nil: the run's plan source
 // is left out of f.Run, *src set to its quoted bytes (runIn).
-func decodeTop(data []byte, l *layout, src *[]byte) (*File, error) {
+func decodeTop(t *text, l *layout, src *[]byte) (*File, error) {
 	steps, entries, recs, blobs := l.list[0], l.list[1], l.list[2], l.list[3]
 	// The run object is decoded apart too (runIn): encoding/json would
 	// check its plan source's megabytes once more in the whole file.
-	var run span
-	if l.run != nil {
-		run.lo = int(uintptr(unsafe.Pointer(&l.run[0])) - uintptr(unsafe.Pointer(&data[0])))
-		run.hi = run.lo + len(l.run)
-	}
+	run := l.run
 	rest := make([]byte, 0, 1024)
 	pos := 0
 	for _, c := range []span{run, steps, entries, recs, blobs} {
 		if c == run && c.hi != 0 {
-			rest = append(append(rest, data[pos:c.lo]...), "{}"...)
+			rest = append(append(rest, t.bytes(pos, c.lo)...), "{}"...)
 			pos = c.hi
 			continue
 		}
 		if c.hi == 0 {
 			continue
 		}
-		rest = append(rest, data[pos:c.lo-2]...) // up to the bracket
-		if data[c.lo-2] == '{' {
+		rest = append(rest, t.bytes(pos, c.lo-2)...) // up to the bracket
+		if t.bytes(c.lo-2, c.lo-1)[0] == '{' {
 			rest = append(rest, "{}"...)
 		} else {
 			rest = append(rest, "[]"...)
 		}
 		pos = c.hi + 3 // past "\n ]"
 	}
-	rest = append(rest, data[pos:]...)
+	rest = append(rest, t.bytes(pos, t.size)...)
 	var f File
 	if err := unmarshalFile(rest, &f); err != nil {
 		return nil, err
 	}
-	if l.run != nil {
+	if run.hi != 0 {
+		t.read(run.lo, run.hi)
 		in := runIn{r: &f.Run, src: src}
-		if err := in.UnmarshalJSON(l.run); err != nil {
-			return nil, lineError(data, l.run, "run", err)
+		if err := in.UnmarshalJSON(t.bytes(run.lo, run.hi)); err != nil {
+			return nil, t.lineError(run.lo, "run", err)
 		}
 	}
 	// The blobs (large strings) are read in place, line by line: through
@@ -260,8 +282,9 @@ func decodeTop(data []byte, l *layout, src *[]byte) (*File, error) {
 		if f.Blobs == nil {
 			f.Blobs = map[string]json.RawMessage{}
 		}
+		t.lines(l, 3, 0, len(l.at[3]))
 		for i := range l.at[3] {
-			line := l.line(data, 3, i)
+			line := l.line(t, 3, i)
 			k, v, ok := blobLine(line)
 			if !ok {
 				return nil, fmt.Errorf("blobs: line %d is not \"sha256:<hex>\": \"<text>\"", i+1)
@@ -308,31 +331,32 @@ type span struct{ lo, hi int }
 type layout struct {
 	list [4]span
 	at   [4][]int // where each line starts (a slice of each: 24 MB at 100k steps)
-	// run is the run object, on its line (` "run": {...},`); nil: not
+	// run is the run object, on its line (` "run": {...},`); hi 0: not
 	// found so.
-	run []byte
+	run span
 }
 
 // line is the i-th line of list k, trimmed of its indent and comma.
-func (l *layout) line(data []byte, k, i int) []byte {
-	lo, hi := l.lineAt(data, k, i)
-	return data[lo:hi]
+func (l *layout) line(t *text, k, i int) []byte {
+	lo, hi := l.lineAt(t, k, i)
+	return t.bytes(lo, hi)
 }
 
-// lineAt is where line(data, k, i) is in data.
-func (l *layout) lineAt(data []byte, k, i int) (lo, hi int) {
+// lineAt is where line(t, k, i) is in the file.
+func (l *layout) lineAt(t *text, k, i int) (lo, hi int) {
 	end := l.list[k].hi
 	if i+1 < len(l.at[k]) {
 		end = l.at[k][i+1] - 1
 	}
 	lo, hi = l.at[k][i], end
-	for lo < hi && isSpace(data[lo]) {
-		lo++
+	b := t.bytes(lo, hi)
+	for len(b) > 0 && isSpace(b[0]) {
+		b, lo = b[1:], lo+1
 	}
-	for lo < hi && isSpace(data[hi-1]) {
-		hi--
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b, hi = b[:len(b)-1], hi-1
 	}
-	if lo < hi && data[hi-1] == ',' {
+	if len(b) > 0 && b[len(b)-1] == ',' {
 		hi--
 	}
 	return lo, hi
@@ -351,56 +375,25 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // (steps, entries, recordings; the blobs an object, ` "blobs": {` to
 // ` }`), in that order, each once. A list found otherwise is not one (left to encoding/json).
 func scanLayout(data []byte) layout {
-	var l layout
-	names := [4]string{` "steps": [`, ` "entries": [`, ` "recordings": [`, ` "blobs": {`}
-	cur, next := -1, 0
+	s := layoutScan{cur: -1}
 	for pos := 0; pos < len(data); {
-		end := bytes.IndexByte(data[pos:], '\n')
+		end, last := bytes.IndexByte(data[pos:], '\n'), false
 		if end < 0 {
-			end = len(data)
+			end, last = len(data), true
 		} else {
 			end += pos
 		}
 		line := data[pos:end]
-		switch {
-		case cur >= 0 && len(line) >= 2 && line[0] == ' ' && line[1] != ' ':
-			// The list's closing line (" ]," or " }," ...): a list's
-			// records are indented by two.
-			if c := line[1]; c == ']' && cur < 3 || c == '}' && cur == 3 {
-				l.list[cur].hi = pos - 1
-			} else {
-				l.list[cur], l.at[cur] = span{}, nil
-			}
-			cur = -1
-		case cur >= 0:
-			l.at[cur] = append(l.at[cur], pos)
-		case l.run == nil && next == 0 && bytes.HasPrefix(line, []byte(` "run": {`)) && bytes.HasSuffix(line, []byte("},")):
-			l.run = line[len(` "run": `) : len(line)-1]
-		case len(line) > 2 && line[0] == ' ' && line[1] == '"':
-			for k := next; k < 4; k++ {
-				if string(line) == names[k] && end < len(data) {
-					cur, next = k, k+1
-					l.list[k].lo = end + 1
-					break
-				}
-			}
-		}
+		s.line(pos, end, line[:min(len(line), headMax)], line[max(0, len(line)-2):], last)
 		pos = end + 1
 	}
-	if cur >= 0 { // never closed
-		l.list[cur], l.at[cur] = span{}, nil
-	}
-	return l
+	return s.done()
 }
 
-// lineError names a record that does not decode, and where it is in the
-// file: a syntax error's offset is the line's, not the file's.
-func lineError(data, line []byte, what string, err error) error {
-	off := 0
-	if len(line) > 0 {
-		off = int(uintptr(unsafe.Pointer(&line[0])) - uintptr(unsafe.Pointer(&data[0])))
-	}
-	return bigjson.ExplainAt(data, off, what, err)
+// lineErrorAt names a record that does not decode, whose line starts at
+// lo in data (text.lineError).
+func lineErrorAt(data []byte, lo int, what string, err error) error {
+	return bigjson.ExplainAt(data, lo, what, err)
 }
 
 // blobLine splits a line of the blobs table as runner writes it:

@@ -141,30 +141,53 @@ func load(path string, lazy bool) (*Board, error) {
 	if err != nil {
 		return nil, err
 	}
-	data, err := readlimit.FromFile(f, path, readlimit.Board)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	var src *lineSource
-	if lazy {
-		src = newLineSource(path, nil)
-		if linesOnDisk(len(data)) {
-			src.f = f
-		}
-	}
-	b, err := parseFile(data, src)
+	b, src, size, err := readBoard(f, path, lazy)
 	if src == nil || src.f == nil || err != nil {
 		f.Close()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	settle(len(data))
+	settle(size)
 	if err := b.foldJournal(JournalPath(path)); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// readBoard reads the saved run in f, its entries' lines left in src when
+// lazy: a part at a time when large (store_text.go), else, or when it
+// does not decode so, whole.
+func readBoard(f *os.File, path string, lazy bool) (b *Board, src *lineSource, size int, err error) {
+	source := func(size int) *lineSource {
+		if !lazy {
+			return nil
+		}
+		if linesOnDisk(size) {
+			return newLineSource(path, f)
+		}
+		return newLineSource(path, nil)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() >= settleMin &&
+		fi.Size() <= readlimit.Limit(readlimit.Board) && int64(int(fi.Size())) == fi.Size() {
+		size := int(fi.Size())
+		if l, err := scanFile(f, size); err == nil && l.list[1].hi != 0 {
+			src := source(size)
+			if b, err := parseLines(&text{f: f, size: size}, &l, src); err == nil {
+				return b, src, size, nil
+			}
+		}
+	}
+	// scanFile and the parts read at their offsets: f's is at its start.
+	data, err := readlimit.FromFile(f, path, readlimit.Board)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	src = source(len(data))
+	if b, err = parseFile(data, src); err != nil {
+		return nil, nil, 0, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, src, len(data), nil
 }
 
 // settle has the collector take back, once a large file is read, what
@@ -246,7 +269,7 @@ func parseFile(data []byte, lazy *lineSource) (*Board, error) {
 		}
 		return boardOf(f)
 	}
-	return parseLines(data, &l, lazy)
+	return parseLines(wholeText(data), &l, lazy)
 }
 
 // notBoard is the error of a file that does not decode.

@@ -13,19 +13,27 @@ import (
 // cost several times the file in memory and more CPU than jq.
 
 // lazyEntry is where an entry's content and meta are, undecoded: its
-// line, at (at, n) in its file (store_lines.go).
+// line, at (at, n) in its file (store_lines.go). Small: a 100k-entry
+// board holds 100k of them.
 type lazyEntry struct {
 	at   int64
-	n    int
 	sum  uint64 // the line's hash
-	refs []string
-	t    *blobTable
+	n    int32
+	refs bool // the line names blobs (src.blobRefs)
 	src  *lineSource
 }
 
-// line appends the entry's line to dst.
+// line appends the entry's line to dst; seq names it in an error.
 func (lz *lazyEntry) line(dst []byte, seq int64) ([]byte, error) {
-	return lz.src.read(dst, lz.at, lz.n, lz.sum, fmt.Sprintf("entry seq %d's line", seq))
+	return lz.src.read(dst, lz.at, int(lz.n), lz.sum, seq)
+}
+
+// blobRefs are the blobs the entry's line names.
+func (lz *lazyEntry) blobRefs() []string {
+	if !lz.refs {
+		return nil
+	}
+	return lz.src.blobRefs(lz.at)
 }
 
 // entryHead is an entry without its content and meta: what the key
@@ -56,7 +64,10 @@ func (h *entryHead) entry(t *blobTable, e *Entry, lz *lazyEntry) error {
 			return err
 		}
 	}
-	lz.refs, lz.t = h.Refs, t
+	if len(h.Refs) > 0 {
+		lz.refs = true
+		lz.src.setBlobRefs(lz.at, h.Refs)
+	}
 	*e = Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
 		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted, lazy: lz}
 	return nil
@@ -73,7 +84,7 @@ func (e *Entry) loaded() Entry {
 		err = json.Unmarshal(line, &in)
 	}
 	if err == nil {
-		err = e.lazy.t.resolveEntry(in.Entry, in.Refs)
+		err = e.lazy.src.t.resolveEntry(in.Entry, in.Refs)
 	}
 	if err != nil { // its header read: a value of the wrong type, or its line no longer in the file as read
 		out := *e

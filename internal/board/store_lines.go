@@ -25,6 +25,10 @@ import (
 type lineSource struct {
 	name string
 	seed maphash.Seed
+	t    *blobTable // the file's blobs, which lines name
+
+	refsMu sync.Mutex
+	refs   map[int64][]string // the blobs the line at an offset names
 
 	mu   sync.Mutex
 	f    *os.File // nil: in mem
@@ -47,12 +51,10 @@ func newLineSource(name string, f *os.File) *lineSource {
 	return &lineSource{name: name, seed: maphash.MakeSeed(), f: f}
 }
 
-// keep holds data[lo:hi], the entries' lines, in memory when they do not
-// stay in the file.
-func (s *lineSource) keep(data []byte, lo, hi int) {
-	if s.f == nil {
-		s.mem, s.base = append([]byte(nil), data[lo:hi]...), int64(lo)
-	}
+// keep holds the entries' lines, at offset at in the file, in memory
+// (lines is the source's now).
+func (s *lineSource) keep(lines []byte, at int) {
+	s.mem, s.base = lines, int64(at)
 }
 
 func (s *lineSource) sum(line []byte) uint64 { return maphash.Bytes(s.seed, line) }
@@ -61,9 +63,24 @@ func (s *lineSource) sum(line []byte) uint64 { return maphash.Bytes(s.seed, line
 // back in order, a block of them at a time.
 const winSize = 256 << 10
 
-// read appends to dst the line at (at, n) whose hash is sum; what is the
-// line's entry, named in an error.
-func (s *lineSource) read(dst []byte, at int64, n int, sum uint64, what string) ([]byte, error) {
+func (s *lineSource) setBlobRefs(at int64, refs []string) {
+	s.refsMu.Lock()
+	if s.refs == nil {
+		s.refs = map[int64][]string{}
+	}
+	s.refs[at] = refs
+	s.refsMu.Unlock()
+}
+
+func (s *lineSource) blobRefs(at int64) []string {
+	s.refsMu.Lock()
+	defer s.refsMu.Unlock()
+	return s.refs[at]
+}
+
+// read appends to dst the line at (at, n) whose hash is sum, the line of
+// entry seq.
+func (s *lineSource) read(dst []byte, at int64, n int, sum uint64, seq int64) ([]byte, error) {
 	var line []byte
 	if s.f == nil {
 		line = s.mem[at-s.base : at-s.base+int64(n)]
@@ -73,14 +90,14 @@ func (s *lineSource) read(dst []byte, at int64, n int, sum uint64, what string) 
 	if at < s.at || at+int64(n) > s.at+int64(len(s.win)) {
 		if err := s.fill(at, n); err != nil {
 			s.mu.Unlock()
-			return dst, fmt.Errorf("%s: reading %s back: %w", s.name, what, err)
+			return dst, fmt.Errorf("%s: reading entry seq %d's line back: %w", s.name, seq, err)
 		}
 	}
 	dst = append(dst, s.win[at-s.at:at-s.at+int64(n)]...)
 	s.mu.Unlock()
 	line = dst[len(dst)-n:]
 	if s.sum(line) != sum {
-		return dst[:len(dst)-n], fmt.Errorf("%s changed on disk after it was read (something wrote into it): %s is not as read", s.name, what)
+		return dst[:len(dst)-n], fmt.Errorf("%s changed on disk after it was read (something wrote into it): entry seq %d's line is not as read", s.name, seq)
 	}
 	return dst, nil
 }

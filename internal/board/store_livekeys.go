@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 
@@ -151,11 +152,12 @@ func keptLines(r io.Reader, out *[]byte, cut *span) (int, error) {
 // and the whole read is the one to say what is wrong.
 func parseLive(data []byte) (*Board, bool) {
 	l := scanLayout(data)
-	if l.list[1].hi == 0 || l.run == nil {
+	if l.list[1].hi == 0 || l.run.hi == 0 {
 		return nil, false
 	}
 	var src []byte
-	f, err := decodeTop(data, &l, &src)
+	t := wholeText(data)
+	f, err := decodeTop(t, &l, &src)
 	if err != nil || f.checkTop() != nil {
 		return nil, false
 	}
@@ -164,7 +166,7 @@ func parseLive(data []byte) (*Board, bool) {
 	d := lineDec{alias: true}
 	latest := map[string]int32{}
 	for j := range l.at[1] {
-		line := l.line(data, 1, j)
+		line := l.line(t, 1, j)
 		h, _, _, ok := d.entryLine(line)
 		if !ok || h.Seq != int64(j)+1 {
 			return nil, false
@@ -186,11 +188,14 @@ func parseLive(data []byte) (*Board, bool) {
 	b := New(f.Run)
 	b.keys = make(map[string]*keyState, len(at))
 	entries, lazy := make([]Entry, len(at)), make([]lazyEntry, len(at))
-	lines := &lineSource{mem: data} // shared, as the keys are
+	lines := &lineSource{mem: data, t: f.table} // shared, as the keys are
 	for i, j := range at {
-		lo, hi := l.lineAt(data, 1, int(j))
+		lo, hi := l.lineAt(t, 1, int(j))
 		h, _, _, _ := d.entryLine(data[lo:hi]) // it decoded above
-		lazy[i] = lazyEntry{at: int64(lo), n: hi - lo, src: lines}
+		if hi-lo > math.MaxInt32 {
+			return nil, false
+		}
+		lazy[i] = lazyEntry{at: int64(lo), n: int32(hi - lo), src: lines}
 		if err := h.entry(f.table, &entries[i], &lazy[i]); err != nil {
 			return nil, false
 		}

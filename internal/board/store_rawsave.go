@@ -42,8 +42,8 @@ func (r *entryRow) rawLine(dst []byte, x *blobSink, seq int64) ([]byte, error) {
 	if lz == nil {
 		return nil, nil
 	}
-	for _, k := range lz.refs {
-		lz.t.keepIn(x, k) // checked present when the header was read
+	for _, k := range lz.blobRefs() {
+		lz.src.t.keepIn(x, k) // checked present when the header was read
 	}
 	return lz.line(dst, seq)
 }
