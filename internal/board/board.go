@@ -549,6 +549,17 @@ func (b *Board) Run() Run {
 	return r
 }
 
+// SharePlanSource has the board keep src as its run's plan source when
+// it is the same text: a replay's plan, compiled from the recording's, and
+// the recording each held the 10 MB of a 100k-step plan.
+func (b *Board) SharePlanSource(src string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.planSrc == nil && b.planAt.path == "" && b.run.PlanSource == src {
+		b.run.PlanSource = src
+	}
+}
+
 // UpdateRun changes the run description (status, finish time) durably.
 func (b *Board) UpdateRun(f func(*Run)) error {
 	b.mu.Lock()

@@ -3,6 +3,7 @@ package board
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -137,5 +138,18 @@ func TestConcurrentWrites(t *testing.T) {
 	}
 	if loaded.Len() != 800 {
 		t.Fatalf("loaded %d entries, want 800", loaded.Len())
+	}
+}
+
+// A plan source shared with the board is kept only when it is the run's.
+func TestSharePlanSource(t *testing.T) {
+	b := New(Run{ID: "r", PlanSource: "steps: []\n"})
+	b.SharePlanSource("steps: [x]\n")
+	if got := b.Run().PlanSource; got != "steps: []\n" {
+		t.Errorf("another text replaced the plan source: %q", got)
+	}
+	b.SharePlanSource(strings.Clone("steps: []\n"))
+	if got := b.Run().PlanSource; got != "steps: []\n" {
+		t.Errorf("the plan source is %q", got)
 	}
 }

@@ -85,6 +85,8 @@ func Replay(ctx context.Context, recording string, o ReplayOptions) (out *Replay
 	if err != nil {
 		return nil, &PlanError{prog, err}
 	}
+	src = nil
+	saved.SharePlanSource(prog.Plan.Source)
 	m := o.Mask
 	if m == nil {
 		m = mask.New()
