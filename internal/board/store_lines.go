@@ -34,7 +34,7 @@ type lineSource struct {
 	f    *os.File // nil: in mem
 	mem  []byte   // the entries' lines, from offset base
 	base int64
-	win  []byte // the last block read from f, from offset winAt
+	win  []byte // the last block read from f, from offset at
 	at   int64
 }
 

@@ -24,15 +24,21 @@ type editRate struct {
 // apply_diff) to the model's answer it applied (the latest visit of a
 // ShowsModel step before it whose output is the text it was given)
 // and counts, per agent and format, the answers whose first apply
-// succeeded. A later apply of the same answer is not a first try. The
-// records are without their inputs: diff gives record i's diff.
-func editRates(steps []board.StepRecord, shows func(typ string) engine.Shows, diff func(i int) string) []editRate {
+// succeeded. A later apply of the same answer is not a first try. typ
+// gives step record i's type, step the record of a model's or an edit's
+// visit (without its inputs), diff an edit's diff.
+func editRates(n int, typ func(i int) string, step func(i int) board.StepRecord, shows func(typ string) engine.Shows, diff func(i int) string) []editRate {
 	type answer struct{ agent, text string }
 	var answers []answer
 	tried := map[string]bool{}
 	rows := map[[2]string]*editRate{}
-	for i, rec := range steps {
-		switch sh := shows(rec.Type); {
+	for i := range n {
+		sh := shows(typ(i))
+		if !sh.Any(engine.ShowsModel | engine.ShowsEdit) {
+			continue
+		}
+		rec := step(i)
+		switch {
 		case sh.Has(engine.ShowsModel):
 			var res struct {
 				Output any    `json:"output"`

@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -97,7 +96,7 @@ type row struct {
 
 type stepView struct {
 	ID       string // anchor
-	Rec      *board.StepRecord
+	Rec      *stepRec
 	Name     string // label, or label #visit
 	Status   string
 	Tolerate bool   // failed under continue_on_error
@@ -117,13 +116,32 @@ type stepView struct {
 	// (Detail), and a closed step's let go once its markup is written
 	// (lazyBoxes): at 100k steps the details of all of them held at
 	// once were most of what the report kept.
-	b        *board.Board // whose step record at it is (Rec without its inputs)
+	b        *board.Board // whose step record at it is (Rec holds a part of it)
 	at       int
 	sh       engine.Shows
 	ask      *answerView // a question's, made with the line: it needs the plan
 	itemRows bool        // its items' rows show what its result would (group.go)
 	d        *stepDetail
 }
+
+// stepRec is what a step's line and the page's layout read of its
+// record: the records themselves (288 bytes each, their results beside)
+// were a sixth of what a 100k-step report held while its page was
+// written.
+type stepRec struct {
+	Label, Type, Parent, Goto, Error, Agent string
+	Visit, Attempts                         int
+	StartedAt, FinishedAt                   time.Time
+	Delays                                  []int64
+}
+
+func recOf(r *board.StepRecord) *stepRec {
+	return &stepRec{Label: r.Label, Type: r.Type, Parent: r.Parent, Goto: r.Goto, Error: r.Error, Agent: r.Agent,
+		Visit: r.Visit, Attempts: r.Attempts, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Delays: r.Delays}
+}
+
+// Spawned is board.StepRecord.Spawned.
+func (r *stepRec) Spawned() bool { return r.Agent != "" }
 
 // stepDetail is what a step's markup shows below its line.
 type stepDetail struct {
@@ -274,12 +292,11 @@ func build(b *board.Board, opt Options) *view {
 	if run.FinishedAt != nil {
 		end = *run.FinishedAt
 	}
-	// The records without their inputs (a fifth of what they held at
-	// 100k steps): a step's are read back from the board as its markup
-	// is made.
-	steps := slices.Collect(b.StepsBrief())
-	if len(steps) > 0 {
-		if last := steps[len(steps)-1].FinishedAt; run.FinishedAt == nil && !last.IsZero() {
+	// The records are read one at a time, without their inputs, each
+	// step's view keeping what its line shows (stepRec): a step's inputs
+	// and result are read back from the board as its markup is made.
+	if n := b.NumSteps(); n > 0 {
+		if last := b.StepBrief(n - 1).FinishedAt; run.FinishedAt == nil && !last.IsZero() {
 			end = last
 		}
 	}
@@ -304,12 +321,13 @@ func build(b *board.Board, opt Options) *view {
 	counts := map[string]int{}
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
-	ids := anchors(steps)
 	clocks := &clockIndex{recs: recs}
 	empty := engine.EmptyFiles(recs)
-	for i := range steps {
-		rec := &steps[i]
-		s := stepOf(b, i, ids[i], rec, shows(rec.Type), plan, clocks, calls)
+	i := -1
+	for r := range b.StepsBrief() {
+		i++
+		rec := &r
+		s := stepOf(b, i, rec, shows(rec.Type), plan, clocks, calls)
 		s.Empty = empty[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
 		s.Left, s.Width = bar(run.StartedAt, total, *rec)
 		v.Steps = append(v.Steps, s)
@@ -328,6 +346,7 @@ func build(b *board.Board, opt Options) *view {
 			byParent[rec.Parent] = append(byParent[rec.Parent], s)
 		}
 	}
+	anchors(v.Steps)
 	for _, st := range []string{"succeeded", "failed", "tolerated", "canceled", "skipped", "interrupted"} {
 		switch n := counts[st]; {
 		case n == 0:
@@ -372,32 +391,33 @@ func build(b *board.Board, opt Options) *view {
 			}
 		}
 	}
-	v.EditRates = editRates(steps, shows, func(i int) string { return b.Step(i).Inputs["diff"] })
+	v.EditRates = editRates(len(v.Steps), func(i int) string { return v.Steps[i].Rec.Type }, b.StepBrief, shows,
+		func(i int) string { return b.Step(i).Inputs["diff"] })
 	v.board(b, now)
 	return v
 }
 
-// anchors are the steps' element ids, stable across reports of the same
+// anchors sets the steps' element ids, stable across reports of the same
 // run so that a link to one can be shared: step-LABEL-VISIT (a label is
 // [a-z][a-z0-9_]*, so the dashes are unambiguous). A visit that ran more
 // than once (interrupted, then run again on resume) keeps the plain id
 // for its last run; its earlier runs are step-LABEL-VISIT-earlierN.
-func anchors(steps []board.StepRecord) []string {
+func anchors(steps []*stepView) {
 	runs := map[string]int{}
-	for _, r := range steps {
-		runs[fmt.Sprintf("step-%s-%d", r.Label, r.Visit)]++
+	for _, s := range steps {
+		s.ID = fmt.Sprintf("step-%s-%d", s.Rec.Label, s.Rec.Visit)
+		runs[s.ID]++
 	}
 	seen := map[string]int{}
-	ids := make([]string, len(steps))
-	for i, r := range steps {
-		id := fmt.Sprintf("step-%s-%d", r.Label, r.Visit)
-		seen[id]++
-		if seen[id] < runs[id] {
-			id = fmt.Sprintf("%s-earlier%d", id, seen[id])
+	for _, s := range steps {
+		if runs[s.ID] == 1 {
+			continue
 		}
-		ids[i] = id
+		seen[s.ID]++
+		if seen[s.ID] < runs[s.ID] {
+			s.ID = fmt.Sprintf("%s-earlier%d", s.ID, seen[s.ID])
+		}
 	}
-	return ids
 }
 
 // timeline orders the top-level visits by start, each group's children
@@ -509,8 +529,8 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(b *board.Board, at int, id string, rec *board.StepRecord, sh engine.Shows, plan *plans.Plan, clocks *clockIndex, calls map[string][]callView) *stepView {
-	s := &stepView{ID: id, Rec: rec, Name: visitName(rec.Label, rec.Visit), Status: rec.Status,
+func stepOf(b *board.Board, at int, rec *board.StepRecord, sh engine.Shows, plan *plans.Plan, clocks *clockIndex, calls map[string][]callView) *stepView {
+	s := &stepView{Rec: recOf(rec), Name: visitName(rec.Label, rec.Visit), Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond), sh: sh, b: b, at: at}
 	if sh.Has(engine.ShowsAsk) {
 		var res map[string]any

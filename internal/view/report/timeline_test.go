@@ -61,11 +61,11 @@ func TestTimelineChildrenAsBefore(t *testing.T) {
 				end = time.Time{} // still running
 			}
 			if rng.Intn(3) == 0 { // a group visit
-				s := &stepView{ID: fmt.Sprint(i), Rec: &board.StepRecord{Label: group, Visit: i, StartedAt: at(start), FinishedAt: end}}
+				s := &stepView{ID: fmt.Sprint(i), Rec: &stepRec{Label: group, Visit: i, StartedAt: at(start), FinishedAt: end}}
 				steps = append(steps, s)
 				continue
 			}
-			s := &stepView{ID: fmt.Sprint(i), Rec: &board.StepRecord{Label: label, Visit: i, Parent: group, StartedAt: at(start), FinishedAt: end}}
+			s := &stepView{ID: fmt.Sprint(i), Rec: &stepRec{Label: label, Visit: i, Parent: group, StartedAt: at(start), FinishedAt: end}}
 			steps = append(steps, s)
 			byParent[group] = append(byParent[group], s)
 		}
