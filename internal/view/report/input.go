@@ -9,7 +9,6 @@ import (
 
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
-	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/runs"
 	"github.com/planrunner/runner/internal/steps"
 	"gopkg.in/yaml.v3"
@@ -96,7 +95,7 @@ func waiting(run board.Run, boardPath string, now time.Time) []waitView {
 // (an input of the record) or else the plan's, the answer, who answered,
 // and how long the run waited: from the visit's first clock reading (when
 // it began to wait) to the visit's end.
-func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, clocks *clockIndex) *answerView {
+func answered(rec board.StepRecord, res map[string]any, plan *runPlan, clocks *clockIndex) *answerView {
 	a := &answerView{Question: strings.TrimSpace(rec.Inputs["prompt"])}
 	if asked := clocks.asked(rec.Label, rec.Visit); asked != nil {
 		a.Question = strings.TrimSpace(asked.Prompt)
@@ -104,16 +103,9 @@ func answered(rec board.StepRecord, res map[string]any, plan *plans.Plan, clocks
 			a.Fields = append(a.Fields, fieldView{Name: f.Name, Type: f.Type, Description: strings.TrimSpace(f.Description), Required: f.Required})
 		}
 	}
-	if a.Question == "" && plan != nil {
-		if ps := plan.Lookup(rec.Label); ps != nil {
-			if ps.Node == nil { // let go of (plans.ParseLean)
-				if f, err := plan.Reparse(ps); err == nil {
-					ps = f
-				}
-			}
-			a.Question = strings.TrimSpace(field(ps.Node, "prompt"))
-			a.FromPlan = strings.Contains(a.Question, "${{") // else it is the question asked
-		}
+	if a.Question == "" {
+		a.Question = strings.TrimSpace(plan.prompt(rec.Label))
+		a.FromPlan = strings.Contains(a.Question, "${{") // else it is the question asked
 	}
 	if res != nil {
 		a.Answer = text(res["answer"])

@@ -16,16 +16,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/planrunner/runner/internal/agents"
 	"github.com/planrunner/runner/internal/board"
 	"github.com/planrunner/runner/internal/engine"
 	"github.com/planrunner/runner/internal/patch"
-	"github.com/planrunner/runner/internal/plans"
 	"github.com/planrunner/runner/internal/steps"
 )
 
@@ -279,11 +279,9 @@ func build(b *board.Board, opt Options) *view {
 		types = steps.Registry()
 	}
 	shows := func(typ string) engine.Shows { return types.Caps(typ).Shows }
-	// Lean: the page needs the plan's steps, and the YAML of the few
-	// that ask a person (their prompt), read again for those.
-	plan, _ := plans.ParseLean(run.PlanPath, []byte(run.PlanSource))
+	plan := readPlan(run)
 	if plan != nil {
-		v.PlanName, v.PlanDesc = plan.Name, strings.TrimSpace(plan.Description)
+		v.PlanName, v.PlanDesc = plan.name, plan.desc
 	}
 	if v.PlanName == "" {
 		v.PlanName = run.PlanPath
@@ -385,9 +383,9 @@ func build(b *board.Board, opt Options) *view {
 		}
 	}
 	if plan != nil {
-		for _, s := range plan.AllSteps() {
-			if !ran[s.Label] {
-				v.NeverRan = append(v.NeverRan, s.Label)
+		for _, label := range plan.labels {
+			if !ran[label] {
+				v.NeverRan = append(v.NeverRan, label)
 			}
 		}
 	}
@@ -529,7 +527,7 @@ func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, widt
 	return left, width
 }
 
-func stepOf(b *board.Board, at int, rec *board.StepRecord, sh engine.Shows, plan *plans.Plan, clocks *clockIndex, calls map[string][]callView) *stepView {
+func stepOf(b *board.Board, at int, rec *board.StepRecord, sh engine.Shows, plan *runPlan, clocks *clockIndex, calls map[string][]callView) *stepView {
 	s := &stepView{Rec: recOf(rec), Name: visitName(rec.Label, rec.Visit), Status: rec.Status,
 		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond), sh: sh, b: b, at: at}
 	if sh.Has(engine.ShowsAsk) {
@@ -539,10 +537,8 @@ func stepOf(b *board.Board, at int, rec *board.StepRecord, sh engine.Shows, plan
 		}
 		s.ask = answered(b.Step(at), res, plan, clocks)
 	}
-	if plan != nil && rec.Status == "failed" {
-		if ps := plan.Lookup(rec.Label); ps != nil && ps.ContinueOnError {
-			s.Tolerate = true
-		}
+	if plan != nil && rec.Status == "failed" && plan.tolerate[rec.Label] {
+		s.Tolerate = true
 	}
 	s.Class = rec.Status
 	if s.Tolerate {
@@ -920,10 +916,11 @@ func (v *view) board(b *board.Board, now time.Time) {
 		}
 		v.Keys = append(v.Keys, kv)
 	}
-	// Two passes: the first counts each section's entries, the second
-	// writes a long section's straight into its listing, a short one's
-	// kept as rows (a long run's 100k entries held as rows first were a
-	// fifth of what its report held).
+	// Passes over the entries: the first counts each section's, the
+	// second measures a long section's columns, the last writes a long
+	// section's straight into its listing, a short one's kept as rows (a
+	// long run's 100k entries held as rows first were a fifth of what its
+	// report held).
 	count, topics, n := map[string]int{}, map[string]int{}, 0
 	for e := range b.All() {
 		count[e.Section]++
@@ -935,19 +932,33 @@ func (v *view) board(b *board.Board, now time.Time) {
 		}
 		n++
 	}
+	view := func(e board.Entry) entryView {
+		return entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
+			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
+	}
 	rows, lists := map[string][]entryView{}, map[string]*listing{}
+	for s, c := range count {
+		if c >= listingMin {
+			lists[s] = newListing()
+		}
+	}
+	if len(lists) > 0 { // the listings' columns measured
+		m := n
+		for e := range b.All() {
+			if m--; m < 0 {
+				break
+			}
+			if l := lists[e.Section]; l != nil {
+				l.measure(view(e))
+			}
+		}
+	}
 	for e := range b.All() {
 		if n--; n < 0 {
 			break // written since the first pass (a live run's board)
 		}
-		ev := entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
-			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
-		if count[e.Section] >= listingMin {
-			l := lists[e.Section]
-			if l == nil {
-				l = newListing()
-				lists[e.Section] = l
-			}
+		ev := view(e)
+		if l := lists[e.Section]; l != nil {
 			l.add(ev)
 			continue
 		}
@@ -1154,19 +1165,32 @@ func dedupTexts(steps []*stepView, first map[string]*textView, n *int) {
 
 // listing writes entries as the section table's columns, one entry a
 // line; a content of several lines goes on, indented, under its entry.
+// The columns are aligned as text/tabwriter aligns them (each padded by
+// two past its widest cell, over each run of one-line entries), their
+// widths measured in a first pass over the entries (measure) and the
+// lines written in a second (add): tabwriter held every cell of a
+// section until it was flushed, 34 MB for 133k entries.
 type listing struct {
-	b  strings.Builder
-	tw *tabwriter.Writer
+	b      strings.Builder
+	widths [][listCols]int // of each run of lines between several-line contents
+	run    int             // the run add writes
 }
 
+const listCols = 6 // seq, time, role, author, step, key; then the content
+
+var listHead = [listCols]string{"seq", "time", "role", "author", "step", "key"}
+
+// oneCell keeps a cell on its line and in its column.
+var oneCell = strings.NewReplacer("\t", " ", "\n", " ")
+
 func newListing() *listing {
-	l := &listing{}
-	l.tw = tabwriter.NewWriter(&l.b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(l.tw, "seq\ttime\trole\tauthor\tstep\tkey\tcontent")
+	l := &listing{widths: make([][listCols]int, 1)}
+	l.fit(listHead)
 	return l
 }
 
-func (l *listing) add(e entryView) {
+// cells are e's columns, the first line of its content and the rest.
+func cells(e entryView) (c [listCols]string, first, rest string, more bool) {
 	key := ""
 	if e.Key != "" {
 		key = fmt.Sprintf("%s v%d", e.Key, e.Version)
@@ -1177,19 +1201,60 @@ func (l *listing) add(e entryView) {
 	if e.Topic != "" {
 		key = strings.TrimSpace(key + " topic " + e.Topic)
 	}
-	content := strings.ReplaceAll(e.Content, "\t", "    ") // a tab would be read as a column
-	first, rest, more := strings.Cut(content, "\n")
-	fmt.Fprintf(l.tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Seq, e.TS, e.Role, e.Author, e.Label, key, first)
-	if more {
-		// Lines without tabs end the column block: tabwriter aligns
-		// the entries either side of them on their own.
-		fmt.Fprintf(l.tw, "%s\n", "    "+strings.ReplaceAll(rest, "\n", "\n    "))
+	c = [listCols]string{strconv.FormatInt(e.Seq, 10), e.TS, e.Role, e.Author, e.Label, key}
+	for i := range c {
+		c[i] = oneCell.Replace(c[i])
 	}
+	content := strings.ReplaceAll(e.Content, "\t", "    ")
+	first, rest, more = strings.Cut(content, "\n")
+	return c, first, rest, more
+}
+
+func (l *listing) fit(c [listCols]string) {
+	w := &l.widths[len(l.widths)-1]
+	for i := range c {
+		w[i] = max(w[i], utf8.RuneCountInString(c[i])+2)
+	}
+}
+
+// measure notes e's cells' widths.
+func (l *listing) measure(e entryView) {
+	c, _, _, more := cells(e)
+	l.fit(c)
+	if more { // its content's other lines end the run
+		l.widths = append(l.widths, [listCols]int{})
+	}
+}
+
+// add writes e's line (and its content's other lines), after the head
+// for the first.
+func (l *listing) add(e entryView) {
+	if l.b.Len() == 0 {
+		l.line(listHead, "content")
+	}
+	c, first, rest, more := cells(e)
+	l.line(c, first)
+	if more {
+		l.b.WriteString("    " + strings.ReplaceAll(rest, "\n", "\n    ") + "\n")
+		l.run++
+	}
+}
+
+func (l *listing) line(c [listCols]string, last string) {
+	w := l.widths[l.run]
+	for i := range c {
+		l.b.WriteString(c[i])
+		l.b.WriteString(strings.Repeat(" ", w[i]-utf8.RuneCountInString(c[i])))
+	}
+	l.b.WriteString(last)
+	l.b.WriteByte('\n')
 }
 
 // String is the listing's text.
 func (l *listing) String() string {
-	l.tw.Flush()
+	if l.b.Len() == 0 {
+		l.line(listHead, "content")
+	}
 	return l.b.String()
 }
 
