@@ -823,15 +823,28 @@ func (b *Board) Entries() []Entry {
 // a time: for a reader that looks at each once (a replay's check of the
 // board), to whom a copy of every entry was tens of megabytes at 100k
 // entries. It yields the entries there were when it started.
-func (b *Board) All() iter.Seq[Entry] {
+func (b *Board) All() iter.Seq[Entry] { return b.each(true) }
+
+// AllBare is All with each entry's Meta left nil: for a reader that
+// shows the rest (a report's board listing), to whom every entry's meta
+// was a map made and dropped.
+func (b *Board) AllBare() iter.Seq[Entry] { return b.each(false) }
+
+func (b *Board) each(meta bool) iter.Seq[Entry] {
 	return func(yield func(Entry) bool) {
 		b.mu.RLock()
 		n := b.entries.len()
 		b.mu.RUnlock()
 		for i := range n {
 			b.mu.RLock()
-			e := b.entries.at(i).loaded(i)
+			e := b.entries.at(i).entry(i)
+			if meta || e.lazy != nil {
+				e = e.loaded()
+			}
 			b.mu.RUnlock()
+			if !meta {
+				e.Meta, e.packedMeta, e.metaFloats = nil, "", false
+			}
 			if !yield(e) {
 				return
 			}

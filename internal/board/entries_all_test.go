@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// All yields what Entries returns, in order, from a live board and from
+// All yields what Entries returns, in order (AllBare without their
+// meta), from a live board and from
 // its file read whole, lazily to resume, or for reading; it stops when
 // told to, and gives the entries there were when it started.
 func TestAllYieldsEntries(t *testing.T) {
@@ -45,6 +46,18 @@ func TestAllYieldsEntries(t *testing.T) {
 			if js(got[i]) != js(want[i]) {
 				t.Errorf("%s: entry %d:\n All     %s\n Entries %s", name, i, js(got[i]), js(want[i]))
 			}
+		}
+		i := 0
+		for e := range bb.AllBare() {
+			w := want[i]
+			w.Meta = nil
+			if e.Meta != nil || js(e) != js(w) {
+				t.Errorf("%s: entry %d:\n AllBare %s\n Entries %s without its meta", name, i, js(e), js(w))
+			}
+			i++
+		}
+		if i != n {
+			t.Errorf("%s: AllBare gave %d entries, want %d", name, i, n)
 		}
 		seen := 0
 		for range bb.All() {

@@ -1,6 +1,8 @@
 package plans
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -59,6 +61,10 @@ func TestParseLeanReadsWhatParseReads(t *testing.T) {
 		srcs[fmt.Sprintf("planfuzz %d", i)] = source{src, 0}
 	}
 	srcs["genresume"] = source{string(genresume(t, 60)), 1}
+	srcs["larger than a part hashed"] = source{string(genresume(t, 3000)), 1}
+	srcs["not UTF-8"] = source{"version: 1\nsteps:\n  - {label: a, type: echo, text: \"\xff\"}\n", 0}
+	srcs["two documents"] = source{"version: 1\nsteps:\n  - {label: a, type: echo, text: hi}\n---\nversion: 2\n", 0}
+	srcs["two documents, the second broken"] = source{"version: 1\nsteps:\n  - {label: a, type: echo, text: hi}\n---\n: [\n", 0}
 	lean := 0
 	for name, c := range srcs {
 		want, werr := Parse("p.yaml", []byte(c.src))
@@ -66,6 +72,14 @@ func TestParseLeanReadsWhatParseReads(t *testing.T) {
 		if fmt.Sprint(gerr) != fmt.Sprint(werr) {
 			t.Errorf("%s: ParseLean reports\n%v\nParse reports\n%v", name, gerr, werr)
 			continue
+		}
+		// ParseLeanText reads a saved run's plan from its text as
+		// ParseLean reads the same bytes.
+		txt, terr := ParseLeanText("p.yaml", c.src)
+		if fmt.Sprint(terr) != fmt.Sprint(gerr) || (txt == nil) != (got == nil) {
+			t.Errorf("%s: ParseLeanText reports\n%v\nParseLean reports\n%v", name, terr, gerr)
+		} else if sum := sha256.Sum256([]byte(c.src)); txt != nil && (txt.SHA256 != hex.EncodeToString(sum[:]) || txt.SHA256 != got.SHA256 || txt.Source != got.Source || len(txt.AllSteps()) != len(got.AllSteps())) {
+			t.Errorf("%s: ParseLeanText read sha256 %s, %d steps; ParseLean %s, %d", name, txt.SHA256, len(txt.AllSteps()), got.SHA256, len(got.AllSteps()))
 		}
 		if want == nil || got == nil || len(got.Steps) == 0 {
 			continue

@@ -26,11 +26,11 @@ var (
 
 // parseYAML parses src into a node tree, or returns the positioned error.
 func parseYAML(path string, src []byte) (*yaml.Node, *Error) {
-	doc, _, err := parseYAMLStream(path, src, string(src), nil)
+	doc, _, err := parseYAMLStream(path, string(src), nil)
 	return doc, err
 }
 
-// parseYAMLStream parses the first document of src and returns the decoder
+// parseYAMLStream parses the first document of text and returns the decoder
 // positioned after it, so that whether more documents follow can be asked
 // without parsing the first one again (a second parse of the whole plan
 // was a tenth of a profiled run). The decoder is nil when the source was
@@ -39,9 +39,9 @@ func parseYAML(path string, src []byte) (*yaml.Node, *Error) {
 // steps, when not nil, takes the plan's steps as fastYAML reads them
 // (fySteps); when fastYAML does not read the source, its list stays nil
 // and the tree holds every step.
-func parseYAMLStream(path string, src []byte, text string, steps *fySteps) (*yaml.Node, *yaml.Decoder, *Error) {
-	if !utf8.Valid(src) {
-		return nil, nil, invalidUTF8(path, src)
+func parseYAMLStream(path string, text string, steps *fySteps) (*yaml.Node, *yaml.Decoder, *Error) {
+	if !utf8.ValidString(text) {
+		return nil, nil, invalidUTF8(path, []byte(text))
 	}
 	if doc, ok := fastYAMLWith(text, 0, steps); ok {
 		return doc, nil, nil
@@ -49,6 +49,7 @@ func parseYAMLStream(path string, src []byte, text string, steps *fySteps) (*yam
 	if steps != nil {
 		steps.list = nil
 	}
+	src := []byte(text) // yaml.v3 reads bytes
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {

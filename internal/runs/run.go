@@ -367,7 +367,7 @@ func LearnSecrets(m *mask.Masker, p *plans.Plan) {
 // its secrets and agents, not its steps' YAML, which for a 100k-step
 // run is a tree of 170 MB.
 func SavedPlan(run board.Run) *plans.Plan {
-	p, _ := plans.ParseLean(run.PlanPath, []byte(run.PlanSource))
+	p, _ := plans.ParseLeanText(run.PlanPath, run.PlanSource)
 	return p
 }
 

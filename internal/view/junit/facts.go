@@ -19,7 +19,7 @@ import (
 func Tolerated(b *board.Board) map[string]bool {
 	run := b.Run()
 	out := map[string]bool{}
-	p, err := plans.ParseLean(run.PlanPath, []byte(run.PlanSource)) // labels and flags only
+	p, err := plans.ParseLeanText(run.PlanPath, run.PlanSource) // labels and flags only
 	if err != nil {
 		return out
 	}

@@ -62,10 +62,11 @@ func tree(steps []*stepView) []*stepView {
 	for i, s := range steps {
 		if kids := waiting[s.Rec.Label]; len(kids) > 0 {
 			delete(waiting, s.Rec.Label)
+			m := s.more()
 			for _, k := range kids {
-				s.Kids = append(s.Kids, k.s)
+				m.kids = append(m.kids, k.s)
 			}
-			s.Group = summarize(s)
+			m.group = summarize(s)
 		}
 		if s.Rec.Parent == "" {
 			roots = append(roots, pending{i, s})
@@ -87,9 +88,10 @@ func tree(steps []*stepView) []*stepView {
 // summarize orders a group's children (items in input order, others as
 // they started), counts them, and sums their cost into the group's.
 func summarize(s *stepView) *groupView {
-	g := &groupView{Kind: "child", N: len(s.Kids)}
+	kids := s.x.kids
+	g := &groupView{Kind: "child", N: len(kids)}
 	items, calls, spawned := true, true, true
-	for _, k := range s.Kids {
+	for _, k := range kids {
 		if !k.Rec.Spawned() {
 			spawned = false
 		}
@@ -103,28 +105,28 @@ func summarize(s *stepView) *groupView {
 	switch {
 	case spawned:
 		g.Kind = "sub-agent"
-		sort.SliceStable(s.Kids, func(i, j int) bool { return s.Kids[i].Rec.StartedAt.Before(s.Kids[j].Rec.StartedAt) })
+		sort.SliceStable(kids, func(i, j int) bool { return kids[i].Rec.StartedAt().Before(kids[j].Rec.StartedAt()) })
 	case items:
 		g.Kind = "item"
-		sort.SliceStable(s.Kids, func(i, j int) bool { return itemIndex(s.Kids[i]) < itemIndex(s.Kids[j]) })
+		sort.SliceStable(kids, func(i, j int) bool { return itemIndex(kids[i]) < itemIndex(kids[j]) })
 	case calls:
 		g.Kind = "step"
 		fallthrough
 	default:
-		sort.SliceStable(s.Kids, func(i, j int) bool { return s.Kids[i].Rec.StartedAt.Before(s.Kids[j].Rec.StartedAt) })
+		sort.SliceStable(kids, func(i, j int) bool { return kids[i].Rec.StartedAt().Before(kids[j].Rec.StartedAt()) })
 	}
 	counts := map[string]int{}
-	for _, k := range s.Kids {
+	for _, k := range kids {
 		st := k.Status
 		if k.Tolerate {
 			st = "failed (tolerated)"
 		}
 		counts[st]++
-		if st == "failed" || (k.Group != nil && k.Group.Failed && !k.Tolerate) {
+		if st == "failed" || (k.Group() != nil && k.Group().Failed && !k.Tolerate) {
 			g.Failed = true
 		}
 		if k.HasCost && !k.Rec.Spawned() { // a sub-agent's cost is in its caller's already
-			s.Cost += k.Cost
+			s.x.cost += k.Cost()
 			s.HasCost = true
 		}
 	}
@@ -156,10 +158,10 @@ func itemIndex(s *stepView) int {
 // group stays one line (its summary says how its children ended).
 func openGroups(steps []*stepView, long bool) {
 	for _, s := range steps {
-		if s.Group == nil {
+		if s.Group() == nil {
 			continue
 		}
-		s.Open = !long && len(s.Kids) <= groupOpenMax
-		openGroups(s.Kids, long)
+		s.Open = !long && len(s.Kids()) <= groupOpenMax
+		openGroups(s.Kids(), long)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"html"
 	"html/template"
+	"iter"
 	"strconv"
 	"strings"
 )
@@ -42,44 +43,73 @@ type segment struct {
 	Data template.HTML
 }
 
-// lazyBoxes splits each box of steps into segments, rendering the closed
-// steps' markup with t's "step" template.
-func lazyBoxes(t *template.Template, boxes [][]*stepView) ([][]segment, error) {
-	out := make([][]segment, len(boxes))
-	var buf bytes.Buffer
-	for i, box := range boxes {
-		for j := 0; j < len(box); {
-			if box[j].Open {
-				out[i] = append(out[i], segment{Step: box[j]})
-				j++
-				continue
+// lazyBoxes gives each box of steps as segments, rendering the closed
+// steps' markup with t's "step" template, one box at a time as the page
+// is written: a box's data is let go once written, never all of them
+// held. An error stops the boxes and is left in *err.
+func lazyBoxes(t *template.Template, boxes [][]*stepView, err *error) iter.Seq[[]segment] {
+	return func(yield func([]segment) bool) {
+		// One compressor for the page: a new one for each run of closed
+		// steps was a megabyte each, most of what a long report allocated.
+		var z packer
+		for _, box := range boxes {
+			segs, e := boxSegments(t, box, &z)
+			if e != nil {
+				*err = e
+				return
 			}
-			k := j
-			buf.Reset()
-			var ids []string
-			for ; k < len(box) && !box[k].Open; k++ {
-				if err := t.ExecuteTemplate(&buf, "step", box[k]); err != nil {
-					return nil, err
-				}
-				ids = stepIDs(box[k], ids)
-				box[k].forget() // its markup is all the page needs of it
+			if !yield(segs) {
+				return
 			}
-			out[i] = append(out[i], segment{Data: lazyData(buf.Bytes(), ids)})
-			j = k
 		}
 	}
+}
+
+func boxSegments(t *template.Template, box []*stepView, z *packer) ([]segment, error) {
+	buf := &z.markup
+	var out []segment
+	for j := 0; j < len(box); {
+		if box[j].Open {
+			out = append(out, segment{Step: box[j]})
+			j++
+			continue
+		}
+		k := j
+		buf.Reset()
+		var ids []string
+		for ; k < len(box) && !box[k].Open; k++ {
+			if err := t.ExecuteTemplate(buf, "step", box[k]); err != nil {
+				return nil, err
+			}
+			ids = stepIDs(box[k], ids)
+		}
+		out = append(out, segment{Data: z.lazyData(ids)})
+		j = k
+	}
 	return out, nil
+}
+
+// packer gzips runs of closed steps' markup, one compressor and its
+// buffers for a whole page.
+type packer struct {
+	markup, packed bytes.Buffer
+	zw             *gzip.Writer
 }
 
 // lazyData is the element that holds closed steps' markup until the
 // script shows it: as tall as the steps will be, with their ids (for a
 // link to one), saying what it holds to a reader whose browser runs no
 // script. Base64 has no "<": the text cannot end the element early.
-func lazyData(markup []byte, ids []string) template.HTML {
-	var z bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&z, gzip.BestSpeed) // a valid level: no error
-	zw.Write(markup)                                 // into memory: no error
-	zw.Close()
+func (p *packer) lazyData(ids []string) template.HTML {
+	z := &p.packed
+	z.Reset()
+	if p.zw == nil {
+		p.zw, _ = gzip.NewWriterLevel(z, gzip.BestSpeed) // a valid level: no error
+	} else {
+		p.zw.Reset(z)
+	}
+	p.zw.Write(p.markup.Bytes()) // into memory: no error
+	p.zw.Close()
 	var b strings.Builder
 	b.Grow(base64.StdEncoding.EncodedLen(z.Len()) + 20*len(ids) + 200)
 	b.WriteString(`<div class="lazy" style="height:`)
@@ -102,20 +132,20 @@ func lazyData(markup []byte, ids []string) template.HTML {
 // own, its calls' texts that later calls link to ("same text as"), and
 // those of the steps inside it.
 func stepIDs(s *stepView, ids []string) []string {
-	ids = append(ids, s.ID)
+	ids = append(ids, s.ID())
 	text := func(t *textView) {
 		if t != nil && t.ID != "" {
 			ids = append(ids, t.ID)
 		}
 	}
-	for _, c := range s.Calls {
+	for _, c := range s.Calls() {
 		text(c.SystemV)
 		for _, m := range c.Messages {
 			text(m.ContentV)
 		}
 		text(c.AnswerV)
 	}
-	for _, k := range s.Kids {
+	for _, k := range s.Kids() {
 		ids = stepIDs(k, ids)
 	}
 	return ids

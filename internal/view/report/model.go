@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,21 +46,20 @@ type view struct {
 	// EditRates: model answers applied on the first try (edits.go).
 	EditRates []editRate
 	AnyCost   bool
-	Counts    []kv // step visits by status
-	Timeline  []row
+	Counts    []kv        // step visits by status
 	Steps     []*stepView // every visit, in saved order
 	Tree      []*stepView // the visits not run by another, each with its children (group.go)
 	// The timeline's rows and the steps in runs of chunk (see chunkSize):
 	// one run, unwrapped, for a short page.
-	TimelineChunks [][]row
+	TimelineChunks iter.Seq[[]row]
 	TreeChunks     [][]*stepView
 	Chunked        bool
 	// Lazy: the steps' boxes keep their closed steps as data (lazy.go),
 	// StepBoxes then being what the template writes of them.
 	Lazy      bool
-	StepBoxes [][]segment
+	StepBoxes iter.Seq[[]segment]
 	NeverRan  []string
-	Keys      []keyView
+	Keys      iter.Seq[keyView] // made as the page is written; nil: none
 	Sections  []sectionView
 	Conflicts []board.Entry
 	Topics    []kv
@@ -89,59 +89,16 @@ type modelUsage struct {
 type row struct {
 	Step     *stepView
 	Children []*stepView
-	Left     float64 // where the bar starts, % of the run
-	Width    float64
-	Fold     bool // too many children to show open: folded under one line
 }
 
-type stepView struct {
-	ID       string // anchor
-	Rec      *stepRec
-	Name     string // label, or label #visit
-	Status   string
-	Tolerate bool   // failed under continue_on_error
-	Class    string // CSS class of its status
-	Duration string
-	Calls    []callView
-	Empty    []string // files() patterns of the visit that matched nothing
-	Open     bool
-	Cost     float64 // the sum of its calls' costs
-	HasCost  bool    // some call's cost is known
-	Left     float64
-	Width    float64
-	Kids     []*stepView // the visits it ran (group.go)
-	Group    *groupView  // their summary; nil for a step that ran none
+// Left is where the bar starts, % of the run.
+func (r row) Left() float64 { return r.Step.Left() }
 
-	// What its markup shows below its line is made when the markup is
-	// (Detail), and a closed step's let go once its markup is written
-	// (lazyBoxes): at 100k steps the details of all of them held at
-	// once were most of what the report kept.
-	b        *board.Board // whose step record at it is (Rec holds a part of it)
-	at       int
-	sh       engine.Shows
-	ask      *answerView // a question's, made with the line: it needs the plan
-	itemRows bool        // its items' rows show what its result would (group.go)
-	d        *stepDetail
-}
+// Width is the bar's width, % of the run.
+func (r row) Width() float64 { return r.Step.Width() }
 
-// stepRec is what a step's line and the page's layout read of its
-// record: the records themselves (288 bytes each, their results beside)
-// were a sixth of what a 100k-step report held while its page was
-// written.
-type stepRec struct {
-	Label, Type, Parent, Goto, Error, Agent string
-	Visit, Attempts                         int
-	StartedAt, FinishedAt                   time.Time
-	Delays                                  []int64
-}
-
-func recOf(r *board.StepRecord) *stepRec {
-	return &stepRec{Label: r.Label, Type: r.Type, Parent: r.Parent, Goto: r.Goto, Error: r.Error, Agent: r.Agent,
-		Visit: r.Visit, Attempts: r.Attempts, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Delays: r.Delays}
-}
-
-// Spawned is board.StepRecord.Spawned.
-func (r *stepRec) Spawned() bool { return r.Agent != "" }
+// Fold: too many children to show open, folded under one line.
+func (r row) Fold() bool { return len(r.Children) > groupOpenMax }
 
 // stepDetail is what a step's markup shows below its line.
 type stepDetail struct {
@@ -157,23 +114,10 @@ type stepDetail struct {
 	Input    *answerView
 }
 
-// Detail is what s's markup shows below its line, made the first time
-// it is asked for.
-func (s *stepView) Detail() *stepDetail {
-	if s.d == nil {
-		s.d = s.detail()
-	}
-	return s.d
-}
-
-// forget lets go of the details of s and the steps inside it, once their
-// markup is written.
-func (s *stepView) forget() {
-	s.d = nil
-	for _, k := range s.Kids {
-		k.forget()
-	}
-}
+// Detail is what s's markup shows below its line, made each time its
+// markup is (once a page) and let go of once written: at 100k steps the
+// details of all of them held at once were most of what the report kept.
+func (s *stepView) Detail() *stepDetail { return s.detail() }
 
 type callView struct {
 	Call      int
@@ -250,8 +194,8 @@ type sectionView struct {
 	N       int         // its entries
 	Entries []entryView // a short section's (no Listing)
 	// Listing is a long section's entries as aligned text lines, written
-	// instead of a table (see listingMin); "" : a table.
-	Listing string
+	// instead of a table (see listingMin) a part at a time; nil: a table.
+	Listing iter.Seq[string]
 }
 
 // listingMin is the number of entries from which a board section is
@@ -299,6 +243,7 @@ func build(b *board.Board, opt Options) *view {
 		}
 	}
 	total := end.Sub(run.StartedAt)
+	pg := &pageOf{b: b, start: run.StartedAt, total: total, shows: shows}
 	v.Duration = dur(total)
 	for _, k := range sortedKeys(run.Vars) {
 		v.Vars = append(v.Vars, kv{k, text(run.Vars[k])})
@@ -315,7 +260,11 @@ func build(b *board.Board, opt Options) *view {
 	v.Waiting = waiting(run, opt.BoardPath, now)
 
 	// Steps, in the order they finished (the saved order).
-	seen := map[string]bool{}
+	type visit struct {
+		label string
+		n     int
+	}
+	seen := map[visit]bool{}
 	counts := map[string]int{}
 	byParent := map[string][]*stepView{}
 	ran := map[string]bool{}
@@ -325,9 +274,10 @@ func build(b *board.Board, opt Options) *view {
 	for r := range b.StepsBrief() {
 		i++
 		rec := &r
-		s := stepOf(b, i, rec, shows(rec.Type), plan, clocks, calls)
-		s.Empty = empty[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
-		s.Left, s.Width = bar(run.StartedAt, total, *rec)
+		s := stepOf(pg, i, rec, shows(rec.Type), plan, clocks, calls)
+		if e := empty[visitKey(rec.Label, rec.Visit)]; len(e) > 0 {
+			s.more().empty = e
+		}
 		v.Steps = append(v.Steps, s)
 		if s.Tolerate {
 			counts["tolerated"]++ // the run went on: not a failure of the run
@@ -335,7 +285,7 @@ func build(b *board.Board, opt Options) *view {
 			counts[s.Status]++
 		}
 		ran[rec.Label] = true
-		key := fmt.Sprintf("%s#%d", rec.Label, rec.Visit)
+		key := visit{rec.Label, rec.Visit}
 		if seen[key] {
 			v.Resumed = true // a visit run again after a resume
 		}
@@ -356,11 +306,11 @@ func build(b *board.Board, opt Options) *view {
 			v.Counts = append(v.Counts, kv{"failures tolerated", fmt.Sprint(n)})
 		}
 	}
-	v.Timeline = timeline(v.Steps, byParent)
+	tl := timeline(v.Steps, byParent)
 	v.Tree = tree(v.Steps)
 	dedupTexts(v.Tree, map[string]*textView{}, new(int))
-	v.TimelineChunks, v.TreeChunks = chunks(v.Timeline), chunks(v.Tree)
-	v.Chunked = len(v.TimelineChunks) > 1 || len(v.TreeChunks) > 1
+	v.TimelineChunks, v.TreeChunks = tl.chunks(), chunks(v.Tree)
+	v.Chunked = len(chunks(tl.tops)) > 1 || len(v.TreeChunks) > 1
 	if len(v.Steps) > 500 {
 		// A long run: closed sections cost the browser no layout.
 		for _, s := range v.Steps {
@@ -401,42 +351,64 @@ func build(b *board.Board, opt Options) *view {
 // than once (interrupted, then run again on resume) keeps the plain id
 // for its last run; its earlier runs are step-LABEL-VISIT-earlierN.
 func anchors(steps []*stepView) {
-	runs := map[string]int{}
-	for _, s := range steps {
-		s.ID = fmt.Sprintf("step-%s-%d", s.Rec.Label, s.Rec.Visit)
-		runs[s.ID]++
+	type visit struct {
+		label string
+		n     int
 	}
-	seen := map[string]int{}
+	runs := map[visit]int32{}
 	for _, s := range steps {
-		if runs[s.ID] == 1 {
+		runs[visit{s.Rec.Label, s.Rec.Visit()}]++
+	}
+	seen := map[visit]int32{}
+	for _, s := range steps {
+		k := visit{s.Rec.Label, s.Rec.Visit()}
+		if runs[k] == 1 {
 			continue
 		}
-		seen[s.ID]++
-		if seen[s.ID] < runs[s.ID] {
-			s.ID = fmt.Sprintf("%s-earlier%d", s.ID, seen[s.ID])
+		seen[k]++
+		if seen[k] < runs[k] {
+			s.earlier = seen[k]
 		}
 	}
 }
 
 // timeline orders the top-level visits by start, each group's children
-// (of that visit: those that started inside it) beside it.
-func timeline(steps []*stepView, byParent map[string][]*stepView) []row {
-	var rows []row
-	within := childrenWithin(byParent)
+// (of that visit: those that started inside it) beside it; a row is made
+// as the page writes it, not held for every visit.
+func timeline(steps []*stepView, byParent map[string][]*stepView) *timelineRows {
+	var tops []*stepView
 	for _, s := range steps {
-		if s.Rec.Parent != "" {
-			continue
+		if s.Rec.Parent == "" {
+			tops = append(tops, s)
 		}
-		r := row{Step: s, Left: s.Left, Width: s.Width}
-		r.Children = within(s)
-		sort.SliceStable(r.Children, func(i, j int) bool { return before(r.Children[i], r.Children[j]) })
-		r.Fold = len(r.Children) > groupOpenMax
-		rows = append(rows, r)
 	}
-	if !sort.SliceIsSorted(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) }) {
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) })
+	less := func(i, j int) bool { return tops[i].Rec.StartedAt().Before(tops[j].Rec.StartedAt()) }
+	if !sort.SliceIsSorted(tops, less) {
+		sort.SliceStable(tops, less)
 	}
-	return rows
+	return &timelineRows{tops: tops, within: childrenWithin(byParent)}
+}
+
+type timelineRows struct {
+	tops   []*stepView // the top-level visits, by start
+	within func(*stepView) []*stepView
+}
+
+// chunks gives the rows in the page's runs of them (chunks).
+func (t *timelineRows) chunks() iter.Seq[[]row] {
+	return func(yield func([]row) bool) {
+		for _, c := range chunks(t.tops) {
+			rows := make([]row, len(c))
+			for i, s := range c {
+				rows[i] = row{Step: s, Children: t.within(s)}
+				kids := rows[i].Children
+				sort.SliceStable(kids, func(i, j int) bool { return before(kids[i], kids[j]) })
+			}
+			if !yield(rows) {
+				return
+			}
+		}
+	}
 }
 
 // childrenWithin gives a group visit's children: those of its label that
@@ -465,25 +437,25 @@ func childrenWithin(byParent map[string][]*stepView) func(*stepView) []*stepView
 		if k == nil {
 			k = &kids{}
 			for i, c := range cs {
-				if c.Rec.FinishedAt.Before(c.Rec.StartedAt) {
+				if c.Rec.FinishedAt().Before(c.Rec.StartedAt()) {
 					k.open = append(k.open, child{i, c})
 				} else {
 					k.byStart = append(k.byStart, child{i, c})
 				}
 			}
-			sort.SliceStable(k.byStart, func(i, j int) bool { return k.byStart[i].s.Rec.StartedAt.Before(k.byStart[j].s.Rec.StartedAt) })
+			sort.SliceStable(k.byStart, func(i, j int) bool { return k.byStart[i].s.Rec.StartedAt().Before(k.byStart[j].s.Rec.StartedAt()) })
 			index[g.Rec.Label] = k
 		}
-		start, end := g.Rec.StartedAt, g.Rec.FinishedAt
+		start, end := g.Rec.StartedAt(), g.Rec.FinishedAt()
 		var in []child
 		keep := func(c child) {
 			timelineChildrenLooked.Add(1)
-			if !c.s.Rec.StartedAt.Before(start) && !c.s.Rec.FinishedAt.After(end) {
+			if !c.s.Rec.StartedAt().Before(start) && !c.s.Rec.FinishedAt().After(end) {
 				in = append(in, c)
 			}
 		}
 		// An ended child within the visit started in [start, end].
-		for i := sort.Search(len(k.byStart), func(i int) bool { return !k.byStart[i].s.Rec.StartedAt.Before(start) }); i < len(k.byStart) && !k.byStart[i].s.Rec.StartedAt.After(end); i++ {
+		for i := sort.Search(len(k.byStart), func(i int) bool { return !k.byStart[i].s.Rec.StartedAt().Before(start) }); i < len(k.byStart) && !k.byStart[i].s.Rec.StartedAt().After(end); i++ {
 			keep(k.byStart[i])
 		}
 		for _, c := range k.open {
@@ -513,52 +485,53 @@ func before(a, b *stepView) bool {
 	if okA && okB && la == lb {
 		return ia < ib
 	}
-	return a.Rec.StartedAt.Before(b.Rec.StartedAt)
+	return a.Rec.StartedAt().Before(b.Rec.StartedAt())
 }
 
-func bar(start time.Time, total time.Duration, rec board.StepRecord) (left, width float64) {
+func bar(start time.Time, total time.Duration, started, finished time.Time) (left, width float64) {
 	if total <= 0 {
 		return 0, 100
 	}
-	left = 100 * float64(rec.StartedAt.Sub(start)) / float64(total)
-	width = 100 * float64(rec.FinishedAt.Sub(rec.StartedAt)) / float64(total)
+	left = 100 * float64(started.Sub(start)) / float64(total)
+	width = 100 * float64(finished.Sub(started)) / float64(total)
 	left = min(max(left, 0), 100)
 	width = min(max(width, 0.3), 100-left)
 	return left, width
 }
 
-func stepOf(b *board.Board, at int, rec *board.StepRecord, sh engine.Shows, plan *runPlan, clocks *clockIndex, calls map[string][]callView) *stepView {
-	s := &stepView{Rec: recOf(rec), Name: visitName(rec.Label, rec.Visit), Status: rec.Status,
-		Duration: dur(time.Duration(rec.DurationMS) * time.Millisecond), sh: sh, b: b, at: at}
+func stepOf(pg *pageOf, at int, rec *board.StepRecord, sh engine.Shows, plan *runPlan, clocks *clockIndex, calls map[string][]callView) *stepView {
+	s := &stepView{Rec: recOf(rec), Status: rec.Status, pg: pg, at: int32(at)}
 	if sh.Has(engine.ShowsAsk) {
 		var res map[string]any
 		if len(rec.Result) > 0 {
 			_ = json.Unmarshal(rec.Result, &res) // what decodes: as the detail reads it
 		}
-		s.ask = answered(b.Step(at), res, plan, clocks)
+		s.more().ask = answered(pg.b.Step(at), res, plan, clocks)
 	}
 	if plan != nil && rec.Status == "failed" && plan.tolerate[rec.Label] {
 		s.Tolerate = true
 	}
-	s.Class = rec.Status
-	if s.Tolerate {
-		s.Class = "tolerated"
-	}
 	s.Open = rec.Status == "failed" && !s.Tolerate || sh.Has(engine.ShowsAsk)
-	s.Calls = calls[fmt.Sprintf("%s#%d", rec.Label, rec.Visit)]
-	for _, c := range s.Calls {
-		if c.HasCost {
-			s.Cost += c.Cost
-			s.HasCost = true
+	if c := calls[visitKey(rec.Label, rec.Visit)]; len(c) > 0 {
+		m := s.more()
+		m.calls = c
+		for _, c := range c {
+			if c.HasCost {
+				m.cost += c.Cost
+				s.HasCost = true
+			}
 		}
 	}
 	return s
 }
 
+// visitKey names a visit in the maps of its calls and empty files.
+func visitKey(label string, visit int) string { return label + "#" + strconv.Itoa(visit) }
+
 // detail makes what s's markup shows below its line from its record.
 func (s *stepView) detail() *stepDetail {
-	whole := s.b.Step(s.at)
-	rec, sh := &whole, s.sh
+	whole := s.pg.b.Step(int(s.at))
+	rec, sh := &whole, s.pg.shows(s.Rec.Type)
 	d := &stepDetail{}
 	for _, k := range sortedKeys(rec.Inputs) {
 		d.Inputs = append(d.Inputs, kv{k, rec.Inputs[k]})
@@ -571,11 +544,11 @@ func (s *stepView) detail() *stepDetail {
 			d.Output = "" // a test's summary is both; show it once
 		}
 	}
-	if n := len(s.Calls); n > 0 {
+	if n := len(s.Calls()); n > 0 {
 		// The prompt is the first call's last message, the output the
 		// last call's answer (or the diff cut out of it): show them once.
 		d.Inputs = without(d.Inputs, "prompt")
-		if last := s.Calls[n-1].Answer; d.Output != "" && strings.Contains(last, strings.TrimSpace(d.Output)) {
+		if last := s.Calls()[n-1].Answer; d.Output != "" && strings.Contains(last, strings.TrimSpace(d.Output)) {
 			d.Output = ""
 		}
 	}
@@ -596,7 +569,7 @@ func (s *stepView) detail() *stepDetail {
 		d.Test = testOf(res)
 	}
 	if sh.Has(engine.ShowsAsk) {
-		d.Input = s.ask
+		d.Input = s.rare().ask
 		d.Output = "" // the answer, shown as such
 	}
 	if sh.Has(engine.ShowsProcess) {
@@ -904,37 +877,26 @@ func toolCalls(raw []json.RawMessage) []toolCallView {
 // board fills the board part: live keys, sections with their entries,
 // conflicts and topics.
 func (v *view) board(b *board.Board, now time.Time) {
-	for _, k := range b.Keys("") {
-		kv := keyView{Key: k.Key, Version: k.Version, Author: k.Author, Updated: k.TS.UTC().Format(time.RFC3339)}
-		if e, ok := b.Get(k.Key); ok {
-			kv.Value = text(e.Content)
-			kv.Beat = board.HeartbeatState(e, now)
-		}
-		if k.TTL != nil {
-			left := time.Duration(*k.TTL*float64(time.Second)) - now.Sub(k.TS)
-			kv.TTL = fmt.Sprintf("%s (%s left)", dur(time.Duration(*k.TTL*float64(time.Second))), dur(left))
-		}
-		v.Keys = append(v.Keys, kv)
+	if len(b.Keys("")) > 0 {
+		// Made again as the page is written: a long run's 30k keys were
+		// 3 MB held.
+		v.Keys = keyViews(b, now)
 	}
 	// Passes over the entries: the first counts each section's, the
-	// second measures a long section's columns, the last writes a long
-	// section's straight into its listing, a short one's kept as rows (a
-	// long run's 100k entries held as rows first were a fifth of what its
-	// report held).
+	// second measures a long section's columns, the third keeps a short
+	// one's as rows; a long one's are read again as its listing is
+	// written into the page (a long run's 100k entries held as rows first
+	// were a fifth of what its report held, their listing a tenth).
 	count, topics, n := map[string]int{}, map[string]int{}, 0
-	for e := range b.All() {
+	for e := range b.AllBare() {
 		count[e.Section]++
 		if e.Topic != "" {
 			topics[e.Topic]++
 		}
 		if e.Section == board.ConflictSection {
-			v.Conflicts = append(v.Conflicts, e)
+			v.Conflicts = append(v.Conflicts, e) // its key, author, label and content shown
 		}
 		n++
-	}
-	view := func(e board.Entry) entryView {
-		return entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
-			TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
 	}
 	rows, lists := map[string][]entryView{}, map[string]*listing{}
 	for s, c := range count {
@@ -944,24 +906,24 @@ func (v *view) board(b *board.Board, now time.Time) {
 	}
 	if len(lists) > 0 { // the listings' columns measured
 		m := n
-		for e := range b.All() {
+		for e := range b.AllBare() {
 			if m--; m < 0 {
 				break
 			}
 			if l := lists[e.Section]; l != nil {
-				l.measure(view(e))
+				l.measure(entryOf(e))
 			}
 		}
 	}
-	for e := range b.All() {
-		if n--; n < 0 {
+	m := n
+	for e := range b.AllBare() {
+		if m--; m < 0 {
 			break // written since the first pass (a live run's board)
 		}
-		ev := view(e)
-		if l := lists[e.Section]; l != nil {
-			l.add(ev)
+		if lists[e.Section] != nil {
 			continue
 		}
+		ev := entryOf(e)
 		// Most entries are a word or a line: a plain cell is one element
 		// fewer per entry than a <pre> (10,000 in a long run).
 		ev.Block = len(ev.Content) > 120 || strings.ContainsAny(ev.Content, "\n\t")
@@ -970,13 +932,38 @@ func (v *view) board(b *board.Board, now time.Time) {
 	for _, s := range sortedKeys(count) {
 		sv := sectionView{Name: s, N: count[s], Entries: rows[s]}
 		if l := lists[s]; l != nil {
-			sv.Listing = l.String()
+			sv.Listing = l.text(b, s, n)
 		}
 		v.Sections = append(v.Sections, sv)
 	}
 	for _, t := range sortedKeys(topics) {
 		v.Topics = append(v.Topics, kv{t, fmt.Sprint(topics[t])})
 	}
+}
+
+// keyViews are the board's live keys as the page shows them.
+func keyViews(b *board.Board, now time.Time) iter.Seq[keyView] {
+	return func(yield func(keyView) bool) {
+		for _, k := range b.Keys("") {
+			kv := keyView{Key: k.Key, Version: k.Version, Author: k.Author, Updated: k.TS.UTC().Format(time.RFC3339)}
+			if e, ok := b.Get(k.Key); ok {
+				kv.Value = text(e.Content)
+				kv.Beat = board.HeartbeatState(e, now)
+			}
+			if k.TTL != nil {
+				left := time.Duration(*k.TTL*float64(time.Second)) - now.Sub(k.TS)
+				kv.TTL = fmt.Sprintf("%s (%s left)", dur(time.Duration(*k.TTL*float64(time.Second))), dur(left))
+			}
+			if !yield(kv) {
+				return
+			}
+		}
+	}
+}
+
+func entryOf(e board.Entry) entryView {
+	return entryView{Seq: e.Seq, Role: e.Role, Author: e.Author, Label: e.Label, Key: e.Key, Topic: e.Topic,
+		TS: e.TS.UTC().Format("15:04:05.000"), Version: e.Version, Content: text(e.Content), Deleted: e.Deleted}
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -1141,16 +1128,18 @@ func dedupTexts(steps []*stepView, first map[string]*textView, n *int) {
 			}
 			return &textView{Ref: f.ID, RefName: f.RefName, Len: len(text)}
 		}
-		t := &textView{Text: text, Len: len(text), RefName: fmt.Sprintf("%s of %s, call %d", what, s.Name, call)}
+		t := &textView{Text: text, Len: len(text), RefName: fmt.Sprintf("%s of %s, call %d", what, s.Name(), call)}
 		first[text] = t
 		return t
 	}
 	for _, s := range steps {
 		// A visit run again after a resume shares its calls' slice with
 		// the earlier run: copy before setting how this one shows them.
-		s.Calls = append([]callView(nil), s.Calls...)
-		for i := range s.Calls {
-			c := &s.Calls[i]
+		if len(s.Calls()) > 0 {
+			s.x.calls = append([]callView(nil), s.x.calls...)
+		}
+		for i := range s.Calls() {
+			c := &s.x.calls[i]
 			c.SystemV = show(c.System, "the system prompt", s, c.Call)
 			c.Messages = append([]messageView(nil), c.Messages...)
 			for j := range c.Messages {
@@ -1159,7 +1148,7 @@ func dedupTexts(steps []*stepView, first map[string]*textView, n *int) {
 			}
 			c.AnswerV = show(c.Answer, "the answer", s, c.Call)
 		}
-		dedupTexts(s.Kids, first, n)
+		dedupTexts(s.Kids(), first, n)
 	}
 }
 
@@ -1226,12 +1215,48 @@ func (l *listing) measure(e entryView) {
 	}
 }
 
-// add writes e's line (and its content's other lines), after the head
-// for the first.
-func (l *listing) add(e entryView) {
-	if l.b.Len() == 0 {
+// listPart is about how much text the listing gives at a time.
+const listPart = 32 << 10
+
+// text is the listing of the first n entries' of section in b, given a
+// part at a time, each measured before (measure).
+func (l *listing) text(b *board.Board, section string, n int) iter.Seq[string] {
+	return l.parts(func(yield func(entryView) bool) {
+		for e := range b.AllBare() {
+			if n--; n < 0 {
+				return
+			}
+			if e.Section == section && !yield(entryOf(e)) {
+				return
+			}
+		}
+	})
+}
+
+// parts is the listing of es, a part at a time.
+func (l *listing) parts(es iter.Seq[entryView]) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		l.run = 0
+		l.b = strings.Builder{}
 		l.line(listHead, "content")
+		for e := range es {
+			l.add(e)
+			if l.b.Len() >= listPart {
+				part := l.b.String()
+				l.b = strings.Builder{}
+				if !yield(part) {
+					return
+				}
+			}
+		}
+		part := l.b.String()
+		l.b = strings.Builder{}
+		yield(part)
 	}
+}
+
+// add writes e's line (and its content's other lines).
+func (l *listing) add(e entryView) {
 	c, first, rest, more := cells(e)
 	l.line(c, first)
 	if more {
@@ -1241,21 +1266,13 @@ func (l *listing) add(e entryView) {
 }
 
 func (l *listing) line(c [listCols]string, last string) {
-	w := l.widths[l.run]
+	w := l.widths[min(l.run, len(l.widths)-1)] // more runs than measured: a board changed under it
 	for i := range c {
 		l.b.WriteString(c[i])
 		l.b.WriteString(strings.Repeat(" ", w[i]-utf8.RuneCountInString(c[i])))
 	}
 	l.b.WriteString(last)
 	l.b.WriteByte('\n')
-}
-
-// String is the listing's text.
-func (l *listing) String() string {
-	if l.b.Len() == 0 {
-		l.line(listHead, "content")
-	}
-	return l.b.String()
 }
 
 // chunkSize is how many timeline rows or steps a long page wraps in one

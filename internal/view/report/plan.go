@@ -21,7 +21,7 @@ type runPlan struct {
 
 // readPlan reads the run's plan; nil when it does not parse.
 func readPlan(run board.Run) *runPlan {
-	plan, _ := plans.ParseLean(run.PlanPath, []byte(run.PlanSource))
+	plan, _ := plans.ParseLeanText(run.PlanPath, run.PlanSource)
 	if plan == nil {
 		return nil
 	}
@@ -43,7 +43,7 @@ func (p *runPlan) prompt(label string) string {
 		return ""
 	}
 	if p.again == nil {
-		p.again, _ = plans.ParseLean(p.run.PlanPath, []byte(p.run.PlanSource))
+		p.again, _ = plans.ParseLeanText(p.run.PlanPath, p.run.PlanSource)
 		if p.again == nil {
 			return ""
 		}

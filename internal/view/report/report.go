@@ -92,18 +92,18 @@ func WriteWith(w io.Writer, b *board.Board, opt Options) error {
 		opt.Now = time.Now()
 	}
 	v := build(b, opt)
+	var boxErr error
 	if v.Chunked && opt.Live == nil {
 		// The live page's script follows each step by its element:
 		// it stays all markup.
-		boxes, err := lazyBoxes(page(), v.TreeChunks)
-		if err != nil {
-			return err
-		}
-		v.Lazy, v.StepBoxes = true, boxes
+		v.Lazy, v.StepBoxes = true, lazyBoxes(page(), v.TreeChunks, &boxErr)
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	if err := page().Execute(bw, v); err != nil {
 		return err
+	}
+	if boxErr != nil {
+		return boxErr
 	}
 	return bw.Flush()
 }

@@ -61,15 +61,18 @@ func TestTimelineChildrenAsBefore(t *testing.T) {
 				end = time.Time{} // still running
 			}
 			if rng.Intn(3) == 0 { // a group visit
-				s := &stepView{ID: fmt.Sprint(i), Rec: &stepRec{Label: group, Visit: i, StartedAt: at(start), FinishedAt: end}}
+				s := &stepView{Rec: recOf(&board.StepRecord{Label: group, Visit: i, StartedAt: at(start), FinishedAt: end})}
 				steps = append(steps, s)
 				continue
 			}
-			s := &stepView{ID: fmt.Sprint(i), Rec: &stepRec{Label: label, Visit: i, Parent: group, StartedAt: at(start), FinishedAt: end}}
+			s := &stepView{Rec: recOf(&board.StepRecord{Label: label, Visit: i, Parent: group, StartedAt: at(start), FinishedAt: end})}
 			steps = append(steps, s)
 			byParent[group] = append(byParent[group], s)
 		}
-		got := timeline(steps, byParent)
+		var got []row
+		for c := range timeline(steps, byParent).chunks() {
+			got = append(got, c...)
+		}
 		want := scanTimeline(steps, byParent)
 		if len(got) != len(want) {
 			t.Fatalf("round %d: %d rows, want %d", round, len(got), len(want))
@@ -92,21 +95,21 @@ func scanTimeline(steps []*stepView, byParent map[string][]*stepView) []row {
 		}
 		r := row{Step: s}
 		for _, c := range byParent[s.Rec.Label] {
-			if !c.Rec.StartedAt.Before(s.Rec.StartedAt) && !c.Rec.FinishedAt.After(s.Rec.FinishedAt) {
+			if !c.Rec.StartedAt().Before(s.Rec.StartedAt()) && !c.Rec.FinishedAt().After(s.Rec.FinishedAt()) {
 				r.Children = append(r.Children, c)
 			}
 		}
 		sort.SliceStable(r.Children, func(i, j int) bool { return before(r.Children[i], r.Children[j]) })
 		rows = append(rows, r)
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt.Before(rows[j].Step.Rec.StartedAt) })
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Step.Rec.StartedAt().Before(rows[j].Step.Rec.StartedAt()) })
 	return rows
 }
 
 func ids(ss []*stepView) string {
 	var b bytes.Buffer
 	for _, s := range ss {
-		b.WriteString(s.ID + " ")
+		b.WriteString(s.ID() + " ")
 	}
 	return b.String()
 }

@@ -685,7 +685,7 @@ func jsonString(v any) string {
 
 // planName is the run's plan's name, or its file's name.
 func planName(run board.Run) string {
-	if p, err := plans.ParseLean(run.PlanPath, []byte(run.PlanSource)); err == nil && p.Name != "" {
+	if p, err := plans.ParseLeanText(run.PlanPath, run.PlanSource); err == nil && p.Name != "" {
 		return p.Name
 	}
 	if run.PlanPath != "" {
