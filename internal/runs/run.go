@@ -363,7 +363,7 @@ func LearnSecrets(m *mask.Masker, p *plans.Plan) {
 
 // SavedPlan is the plan a saved run was made from, as far as it reads (a
 // plan with problems still names its agents and secrets); nil when it
-// does not read at all. Read lean (plans.ParseLean): its readers want
+// does not read at all. Read lean (plans.ParseLeanText): its readers want
 // its secrets and agents, not its steps' YAML, which for a 100k-step
 // run is a tree of 170 MB.
 func SavedPlan(run board.Run) *plans.Plan {
