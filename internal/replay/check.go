@@ -27,27 +27,27 @@ type checker struct {
 	// them all: asking it after every step would cost the square of the run).
 	steps int
 
-	mu    sync.Mutex
-	seen  map[segKey]bool
+	mu sync.Mutex
+	// seen: of each segment's visits, those replayed, a bit for each
+	// visit's last record (segment.last): a map of the visits was 5 MB
+	// at 100k steps.
+	seen  [][]uint64
 	path  []visitKey // the visits finished so far (written out only for a divergence)
 	first *Divergence
-}
-
-type segKey struct {
-	seg int
-	visitKey
 }
 
 var errDiverged = errors.New("replay diverged")
 
 func newChecker(s *script) *checker {
 	n := 0
-	for _, g := range s.segs {
+	seen := make([][]uint64, len(s.segs))
+	for i, g := range s.segs {
 		n += g.len()
+		seen[i] = make([]uint64, (g.len()+63)/64)
 	}
-	// Sized for the recording: grown step by step, its rehashing was the
+	// Sized for the recording: grown step by step, its regrowing was the
 	// part of a replay's per-step check that grew with the run.
-	return &checker{s: s, seen: make(map[segKey]bool, n), path: make([]visitKey, 0, n)}
+	return &checker{s: s, seen: seen, path: make([]visitKey, 0, n)}
 }
 
 func (c *checker) StepStarted(label string, visit int, parent string) {
@@ -71,7 +71,9 @@ func (c *checker) StepFinished(now board.StepRecord) {
 	g := c.s.cur()
 	was, ok := g.record(k)
 	c.mu.Lock()
-	c.seen[segKey{c.s.seg, k}] = true
+	if i, ok := g.index(k); ok {
+		c.seen[c.s.seg][i/64] |= 1 << (i % 64)
+	}
 	c.path = append(c.path, k)
 	c.mu.Unlock()
 	if !ok {
@@ -113,6 +115,13 @@ func (c *checker) StepFinished(now board.StepRecord) {
 		d.Diff = UnifiedDiff("recorded result", "replayed result", a, b)
 	}
 	c.diverge(d)
+}
+
+// replayed reports whether the replay finished visit k of segment g
+// (the i-th).
+func (c *checker) replayed(i int, g *segment, k visitKey) bool {
+	j, ok := g.index(k)
+	return ok && c.seen[i][j/64]&(1<<(j%64)) != 0
 }
 
 func (c *checker) stopped() bool {
@@ -179,7 +188,7 @@ func (c *checker) verdict(runErr error, replayed *board.Board) *Divergence {
 	}
 	for i, g := range c.s.segs[:c.s.seg+1] {
 		for j := range g.len() {
-			if s := g.at(j); finished(s) && !c.seen[segKey{i, visitKey{s.Label, s.Visit}}] {
+			if s := g.at(j); finished(s) && !c.replayed(i, g, visitKey{s.Label, s.Visit}) {
 				return &Divergence{Kind: KindPath, Label: s.Label, Visit: s.Visit, Path: c.pathLocked("", 0),
 					Message: "the replay ended, but the recording goes on with this step visit"}
 			}

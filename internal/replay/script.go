@@ -45,6 +45,12 @@ func (s *segment) record(k visitKey) (board.StepRecord, bool) {
 // len is how many records the segment holds.
 func (s *segment) len() int { return s.to - s.from }
 
+// index is where the segment's last record of visit k is, from 0.
+func (s *segment) index(k visitKey) (int, bool) {
+	i, ok := s.last[k]
+	return i - s.from, ok
+}
+
 // at is the segment's record i, from 0.
 func (s *segment) at(i int) board.StepRecord { return s.rec.StepKeyed(s.from + i) }
 
