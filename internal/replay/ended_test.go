@@ -17,7 +17,9 @@ import (
 // A replay that ends where the recording went on names the first visit
 // it never got to, however many visits it did replay.
 func TestReplayEndedWhileTheRecordingGoesOn(t *testing.T) {
-	step := func(l string) string { return "  - {label: " + l + ", type: board, op: write, key: " + l + ", value: x}\n" }
+	step := func(l string) string {
+		return "  - {label: " + l + ", type: board, op: write, key: " + l + ", value: x}\n"
+	}
 	recorded := "version: 1\nsteps:\n" + step("a") + step("b") + step("c")
 	var many strings.Builder
 	many.WriteString("version: 1\nsteps:\n")
