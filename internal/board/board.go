@@ -670,7 +670,7 @@ func (b *Board) Steps() []StepRecord {
 	defer b.mu.RUnlock()
 	out := make([]StepRecord, b.steps.len())
 	for i := range out {
-		out[i] = b.steps.at(i).record().whole()
+		out[i] = b.steps.record(i).whole()
 	}
 	return out
 }
@@ -681,7 +681,7 @@ func (b *Board) Steps() []StepRecord {
 func (b *Board) Step(i int) StepRecord {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.steps.at(i).record().whole()
+	return b.steps.record(i).whole()
 }
 
 // LastVisit is the highest visit of label among the step records, 0 if
@@ -692,8 +692,8 @@ func (b *Board) LastVisit(label string) int {
 	defer b.mu.RUnlock()
 	last := 0
 	for i := range b.steps.len() {
-		if r := b.steps.at(i); r.label == label {
-			last = max(last, r.visitNumber())
+		if r := b.steps.record(i); r.Label == label {
+			last = max(last, r.Visit)
 		}
 	}
 	return last
@@ -743,7 +743,7 @@ func (b *Board) StepsBrief() iter.Seq[StepRecord] {
 // StepBrief is the i-th step record without its inputs (StepsBrief).
 func (b *Board) StepBrief(i int) StepRecord {
 	b.mu.RLock()
-	s := b.steps.at(i).record()
+	s := b.steps.record(i)
 	b.mu.RUnlock()
 	s.Inputs, s.packedInputs = nil, ""
 	return s.whole()
@@ -757,7 +757,7 @@ func (b *Board) LastStep() (StepRecord, bool) {
 	if b.steps.len() == 0 {
 		return StepRecord{}, false
 	}
-	return b.steps.at(b.steps.len() - 1).record().whole(), true
+	return b.steps.record(b.steps.len() - 1).whole(), true
 }
 
 // LastRecording is the recording added last, as the board keeps it.
@@ -789,7 +789,7 @@ func (b *Board) StepsKeyed() []StepRecord {
 	defer b.mu.RUnlock()
 	out := make([]StepRecord, b.steps.len())
 	for i := range out {
-		out[i] = b.steps.at(i).record()
+		out[i] = b.steps.record(i)
 	}
 	return out
 }
@@ -800,7 +800,7 @@ func (b *Board) StepsKeyed() []StepRecord {
 func (b *Board) StepKeyed(i int) StepRecord {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.steps.at(i).record()
+	return b.steps.record(i)
 }
 
 // RecordingsKeyed returns the recordings as the board keeps them: each

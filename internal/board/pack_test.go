@@ -190,8 +190,8 @@ func TestPackedSavesTheSameBytes(t *testing.T) {
 				b.fillRow(r, &e)
 			}
 			for i := range b.steps.len() {
-				r := b.steps.at(i).record().whole()
-				row := b.steps.at(i)
+				r := b.steps.record(i).whole()
+				row := b.steps.row(i)
 				*row = b.rowOf(&r)
 				row.inputs = ""
 				row.rare = &stepRare{stepRarer: &stepRarer{inputs: r.inputs()}}

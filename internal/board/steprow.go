@@ -150,36 +150,34 @@ func (r *stepRow) rarer() *stepRarer {
 	return r.rare.stepRarer
 }
 
-// visitNumber is the record's Visit.
-func (r *stepRow) visitNumber() int {
-	if x := r.rarer(); x != nil && x.counts {
-		return x.visit
-	}
-	return int(r.visit)
-}
-
-// finishedAt is the record's FinishedAt.
-func (r *stepRow) finishedAt() time.Time {
-	if x := r.rarer(); x != nil && x.times {
-		return x.finished
-	}
-	return r.finished.time()
-}
-
 // stepRows are the rows in chunks of a fixed size: a run's records only
 // grow, and one slice of them was copied whole at every growth, the
 // old copy left for the collector (at 100k steps, tens of megabytes of
 // garbage and free pages for one record more).
+//
+// A board read by LoadLean keeps the records read from its file there
+// (file, store_leansteps.go); the rows are the records added after them.
 type stepRows struct {
+	file   *fileSteps
 	chunks [][]stepRow
 	n      int
 }
 
 const rowChunk = 1024
 
-func (rs *stepRows) len() int { return rs.n }
+func (rs *stepRows) len() int { return rs.file.len() + rs.n }
 
-func (rs *stepRows) at(i int) *stepRow { return &rs.chunks[i/rowChunk][i%rowChunk] }
+// record is record i (from 0) as the board keeps it (stepRow.record).
+func (rs *stepRows) record(i int) StepRecord {
+	n := rs.file.len()
+	if i < n {
+		return rs.file.record(i)
+	}
+	return rs.row(i - n).record()
+}
+
+// row is row i of those added (after the file's records).
+func (rs *stepRows) row(i int) *stepRow { return &rs.chunks[i/rowChunk][i%rowChunk] }
 
 func (rs *stepRows) add(r stepRow) {
 	if rs.n%rowChunk == 0 {

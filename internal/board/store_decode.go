@@ -62,6 +62,9 @@ func parseLines(t *text, l *layout, lazy *lineSource) (*Board, error) {
 	ns := len(l.at[0])
 	recs := make([]StepRecord, min(ns, decodeBatch))
 	refs := make([][]string, len(recs))
+	if lazy != nil && lazy.f != nil && lazy.steps {
+		b.steps.file = &fileSteps{lines: make([]lazyStep, ns), src: lazy, dec: lineDec{intern: map[string]string{}}}
+	}
 	for lo := 0; lo < ns; lo += len(recs) {
 		n := min(len(recs), ns-lo)
 		clear(recs[:n])
@@ -69,6 +72,12 @@ func parseLines(t *text, l *layout, lazy *lineSource) (*Board, error) {
 		err := inParallel(ds, n, func(d *lineDec, i int) error {
 			at, end := l.lineAt(t, 0, lo+i)
 			line := t.bytes(at, end)
+			if fs := b.steps.file; fs != nil {
+				if len(line) > math.MaxInt32 {
+					return fmt.Errorf("step record %d: its line is over 2 GiB", lo+i+1)
+				}
+				fs.lines[lo+i] = lazyStep{at: int64(at), n: int32(len(line)), sum: lazy.sum(line)}
+			}
 			r, ok := d.step(line, &recs[i])
 			if !ok {
 				recs[i] = StepRecord{}
@@ -91,7 +100,9 @@ func parseLines(t *text, l *layout, lazy *lineSource) (*Board, error) {
 			if err := f.table.resolveStep(&recs[i], refs[i]); err != nil {
 				return nil, err
 			}
-			b.steps.add(b.rowOf(&recs[i]))
+			if b.steps.file == nil { // else read again from its line when asked for
+				b.steps.add(b.rowOf(&recs[i]))
+			}
 		}
 	}
 	recs, refs = nil, nil

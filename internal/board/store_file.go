@@ -126,7 +126,7 @@ func (b *Board) Attach(path string, opt Options) error {
 
 // Load reads a saved run, folding in its journal, into an in-memory board.
 func Load(path string) (*Board, error) {
-	b, err := load(path, false)
+	b, err := load(path, decodeAll)
 	if err != nil {
 		return nil, err
 	}
@@ -134,9 +134,18 @@ func Load(path string) (*Board, error) {
 	return b, nil
 }
 
-// load reads a saved run and folds in its journal, its entries' contents
-// decoded lazily (store_lazy.go) or not.
-func load(path string, lazy bool) (*Board, error) {
+// laziness is what a load leaves in the file, read back when asked for.
+type laziness uint8
+
+const (
+	decodeAll   laziness = iota // nothing: Load
+	lazyEntries                 // the entries' contents (store_lazy.go)
+	lazySteps                   // those and the step records (store_leansteps.go)
+)
+
+// load reads a saved run and folds in its journal, leaving in the file
+// what lazy says.
+func load(path string, lazy laziness) (*Board, error) {
 	f, err := openSaved(path)
 	if err != nil {
 		return nil, err
@@ -158,13 +167,15 @@ func load(path string, lazy bool) (*Board, error) {
 // readBoard reads the saved run in f, its entries' lines left in src when
 // lazy: a part at a time when large (store_text.go), else, or when it
 // does not decode so, whole.
-func readBoard(f *os.File, path string, lazy bool) (b *Board, src *lineSource, size int, err error) {
+func readBoard(f *os.File, path string, lazy laziness) (b *Board, src *lineSource, size int, err error) {
 	source := func(size int) *lineSource {
-		if !lazy {
+		if lazy == decodeAll {
 			return nil
 		}
 		if linesOnDisk(size) {
-			return newLineSource(path, f)
+			s := newLineSource(path, f)
+			s.steps = lazy == lazySteps
+			return s
 		}
 		return newLineSource(path, nil)
 	}
@@ -519,7 +530,7 @@ func (b *Board) encodeLocked(w *bufio.Writer) (map[string]bool, error) {
 	}
 	none := func([]byte, *blobSink, int) ([]byte, error) { return nil, nil }
 	list("steps", b.steps.len(), none, func(s []byte, x *blobSink, i int) ([]byte, error) {
-		r := b.steps.at(i).record()
+		r := b.steps.record(i)
 		return appendStep(s, &r, x)
 	})
 	list("entries", b.entries.len(), func(s []byte, x *blobSink, i int) ([]byte, error) { return b.entries.at(i).rawLine(s, x, int64(i)+1) },

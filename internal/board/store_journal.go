@@ -187,8 +187,8 @@ func (b *Board) holds(rec *record) bool {
 	if s := rec.Step; s != nil {
 		found := false
 		for i := b.steps.len() - 1; i >= 0 && !found; i-- {
-			r := b.steps.at(i)
-			found = r.label == s.Label && r.visitNumber() == s.Visit && r.finishedAt().Equal(s.FinishedAt)
+			r := b.steps.record(i)
+			found = r.Label == s.Label && r.Visit == s.Visit && r.FinishedAt.Equal(s.FinishedAt)
 		}
 		if !found {
 			return false

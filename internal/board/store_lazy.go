@@ -25,7 +25,7 @@ type lazyEntry struct {
 
 // line appends the entry's line to dst; seq names it in an error.
 func (lz *lazyEntry) line(dst []byte, seq int64) ([]byte, error) {
-	return lz.src.read(dst, lz.at, int(lz.n), lz.sum, seq)
+	return lz.src.read(dst, lz.at, int(lz.n), lz.sum, "entry seq", seq)
 }
 
 // blobRefs are the blobs the entry's line names.
@@ -99,7 +99,7 @@ func (e *Entry) loaded() Entry {
 // handed out. The board is for reading only (it has no journal; a write
 // would compare against contents it has not decoded).
 func LoadForRead(path string) (*Board, error) {
-	b, err := loadLazy(path)
+	b, err := loadLazy(path, lazyEntries)
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,8 @@ type lineSource struct {
 	name string
 	seed maphash.Seed
 	t    *blobTable // the file's blobs, which lines name
+	// steps: the step records' lines stay in the file too (LoadLean).
+	steps bool
 
 	refsMu sync.Mutex
 	refs   map[int64][]string // the blobs the line at an offset names
@@ -79,8 +81,8 @@ func (s *lineSource) blobRefs(at int64) []string {
 }
 
 // read appends to dst the line at (at, n) whose hash is sum, the line of
-// entry seq.
-func (s *lineSource) read(dst []byte, at int64, n int, sum uint64, seq int64) ([]byte, error) {
+// what (an entry's seq, a step record's number), named as kind says.
+func (s *lineSource) read(dst []byte, at int64, n int, sum uint64, kind string, what int64) ([]byte, error) {
 	var line []byte
 	if s.f == nil {
 		line = s.mem[at-s.base : at-s.base+int64(n)]
@@ -90,14 +92,14 @@ func (s *lineSource) read(dst []byte, at int64, n int, sum uint64, seq int64) ([
 	if at < s.at || at+int64(n) > s.at+int64(len(s.win)) {
 		if err := s.fill(at, n); err != nil {
 			s.mu.Unlock()
-			return dst, fmt.Errorf("%s: reading entry seq %d's line back: %w", s.name, seq, err)
+			return dst, fmt.Errorf("%s: reading %s %d's line back: %w", s.name, kind, what, err)
 		}
 	}
 	dst = append(dst, s.win[at-s.at:at-s.at+int64(n)]...)
 	s.mu.Unlock()
 	line = dst[len(dst)-n:]
 	if s.sum(line) != sum {
-		return dst[:len(dst)-n], fmt.Errorf("%s changed on disk after it was read (something wrote into it): entry seq %d's line is not as read", s.name, seq)
+		return dst[:len(dst)-n], fmt.Errorf("%s changed on disk after it was read (something wrote into it): %s %d's line is not as read", s.name, kind, what)
 	}
 	return dst, nil
 }

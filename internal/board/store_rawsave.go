@@ -21,12 +21,12 @@ import (
 // it (runner resume, then Attach): Load, with each entry's content and
 // meta decoded only when handed out, and written back as read when the
 // board is saved. Unlike LoadForRead, the board takes writes.
-func LoadToResume(path string) (*Board, error) { return loadLazy(path) }
+func LoadToResume(path string) (*Board, error) { return loadLazy(path, lazyEntries) }
 
 // loadLazy reads a saved run and folds in its journal, decoding each
 // entry's content and meta only when handed out.
-func loadLazy(path string) (*Board, error) {
-	b, err := load(path, true)
+func loadLazy(path string, lazy laziness) (*Board, error) {
+	b, err := load(path, lazy)
 	if err != nil {
 		return nil, err
 	}

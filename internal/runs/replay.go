@@ -66,7 +66,7 @@ type Replayed struct {
 // the replay's board written to o.Out, by default replay-<id>.json beside
 // the recording. Cancel ctx (cause engine.ErrInterrupted) to stop it.
 func Replay(ctx context.Context, recording string, o ReplayOptions) (out *Replayed, err error) {
-	saved, err := board.Load(recording)
+	saved, err := board.LoadLean(recording)
 	if err != nil {
 		return nil, usage(err)
 	}

@@ -1,0 +1,137 @@
+package board
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A board read by LoadLean leaves its step records in the file and
+// gives each, when asked, as Load gives it: the rare fields, a result's
+// large strings held in the file's blobs, times Load keeps whole, and
+// the records its journal added after the file was saved. A record
+// whose line was written into after the read says so.
+func TestLoadLeanReadsStepsAsLoad(t *testing.T) {
+	path := t.TempDir() + "/run.json"
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning, PlanSource: "steps: []"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Write(WriteOp{Key: "k", Value: "v", Author: "a", ExpectVersion: -1}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	step := func(i int) StepRecord {
+		s := StepRecord{Label: fmt.Sprint("s", i), Visit: 1 + i%3, Type: "command", Status: "succeeded", Attempts: 1,
+			StartedAt: t0.Add(time.Duration(i) * time.Millisecond), FinishedAt: t0.Add(time.Duration(i+1) * time.Millisecond),
+			Result: json.RawMessage(fmt.Sprintf(`{"exit_code":0,"stdout":"line %06d %s"}`, i, strings.Repeat("x", 200))),
+			Inputs: map[string]string{"run": fmt.Sprint("echo ", i)}}
+		switch i % 7 {
+		case 1:
+			s.Status, s.Error = "failed", "exit status 1"
+		case 2:
+			s.Parent = "group"
+		case 3:
+			s.Goto, s.Type, s.Inputs = "s0", "branch", nil
+		case 4:
+			s.Delays = []int64{100, 200}
+		case 5:
+			s.StartedAt = time.Date(2300, 1, 1, 0, 0, 0, 0, time.FixedZone("x", 3600)) // kept whole
+		}
+		if i == 4000 {
+			s.Result = json.RawMessage(fmt.Sprintf(`{"stdout":%q}`, strings.Repeat("big answer ", BlobMin/8)))
+		}
+		return s
+	}
+	const saved, more = 5000, 3
+	for i := range saved + more {
+		if i == saved {
+			if err := b.Save(); err != nil { // the rest only in the journal
+				t.Fatal(err)
+			}
+		}
+		if err := b.AddStep(step(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Close()
+	if fi, _ := os.Stat(path); fi.Size() < settleMin {
+		t.Fatalf("the file is %d bytes, not large", fi.Size())
+	}
+
+	want, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := LoadLean(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inFile := lean.steps.file.len(); runtime.GOOS != "windows" && inFile != saved {
+		t.Fatalf("%d records left in the file, want %d", inFile, saved)
+	}
+	if got, w := lean.NumSteps(), want.NumSteps(); got != w || w != saved+more {
+		t.Fatalf("NumSteps = %d, Load's %d, want %d", got, w, saved+more)
+	}
+	ws := want.Steps()
+	if got := lean.Steps(); !reflect.DeepEqual(got, ws) {
+		for i := range got {
+			if !reflect.DeepEqual(got[i], ws[i]) {
+				t.Fatalf("record %d:\n got %+v\nwant %+v", i, got[i], ws[i])
+			}
+		}
+		t.Fatal("Steps differ from Load's")
+	}
+	for _, i := range []int{0, 1, 3, 4000, saved - 1, saved, saved + more - 1} {
+		if got, w := lean.StepKeyed(i).Whole(), want.StepKeyed(i).Whole(); !reflect.DeepEqual(got, w) {
+			t.Errorf("StepKeyed(%d):\n got %+v\nwant %+v", i, got, w)
+		}
+	}
+	if got := lean.StepKeyed(4000).Whole(); !bytes.Contains(got.Result, []byte("big answer big answer")) {
+		t.Errorf("the large result is not given back whole: %.80s", got.Result)
+	}
+	brief := 0
+	for s := range lean.StepsBrief() {
+		if s.Label != ws[brief].Label || s.Visit != ws[brief].Visit || s.Inputs != nil {
+			t.Fatalf("StepsBrief %d: %s#%d inputs %v, want %s#%d without inputs", brief, s.Label, s.Visit, s.Inputs, ws[brief].Label, ws[brief].Visit)
+		}
+		brief++
+	}
+	if brief != saved+more {
+		t.Errorf("StepsBrief gave %d records", brief)
+	}
+	if got, w := lean.LastVisit("s4998"), want.LastVisit("s4998"); got != w || w != 1+4998%3 {
+		t.Errorf("LastVisit = %d, Load's %d", got, w)
+	}
+	if err := lean.AddStep(step(9)); err == nil {
+		t.Error("a board read by LoadLean took a write")
+	}
+	if runtime.GOOS == "windows" {
+		return // the records were held: nothing in the file to read back
+	}
+
+	// Written into after the read: the record says so, never another's.
+	data, _ := os.ReadFile(path)
+	at := bytes.Index(data, []byte("line 001234"))
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("LINE"), int64(at)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	got := lean.StepKeyed(1234)
+	if !strings.Contains(got.Error, "changed on disk") || !strings.Contains(got.Error, "step record 1235") || got.Status != "failed" {
+		t.Errorf("a record written into after the read: %+v", got)
+	}
+	if got := lean.StepKeyed(1233).Whole(); !reflect.DeepEqual(got, ws[1233]) {
+		t.Errorf("the record before it: %+v", got)
+	}
+}
