@@ -46,37 +46,51 @@ const kindsMax = 4096
 // addEntry adds e (packed, numbered) to the rows: filled in place, as a
 // row copied in cost a tenth of loading a saved run.
 func (b *Board) addEntry(e *Entry) {
+	if f := b.entries.file; f != nil && f.n < len(f.lines) && e.lazy == &f.lines[f.n] {
+		f.n++ // read from the file and left there (LoadLean)
+		return
+	}
 	b.fillRow(b.entries.next(), e)
 }
 
 // fillRow sets r, a zero row, to e as the board keeps it.
 func (b *Board) fillRow(r *entryRow, e *Entry) {
-	r.label, r.key, r.version, r.content, r.meta = e.Label, e.Key, e.Version, e.Content, e.packedMeta
-	if e.lazy != nil {
-		r.content = e.lazy // its content is not decoded: where it is instead
-	}
 	k := entryKind{e.Section, e.Role, e.Author, e.Topic, e.Deleted, e.metaFloats}
-	if last := b.lastKind; last != nil && *last == k {
-		r.kind = last // entries come in runs of one kind: no hashing then
-	} else {
-		r.kind = b.entryKinds[k]
+	kind := b.lastKind
+	if kind == nil || *kind != k { // entries come in runs of one kind: no hashing then
+		kind = b.entryKinds[k]
 	}
-	if r.kind == nil {
-		r.kind = new(entryKind)
-		*r.kind = k // k itself stays on the stack: most entries share a kind
+	if kind == nil {
+		kind = new(entryKind)
+		*kind = k // k itself stays on the stack: most entries share a kind
 		if b.entryKinds == nil {
 			b.entryKinds = map[entryKind]*entryKind{}
 		}
 		if len(b.entryKinds) < kindsMax {
-			b.entryKinds[k] = r.kind
+			b.entryKinds[k] = kind
 		}
 	}
-	b.lastKind = r.kind
+	b.lastKind = kind
+	setRow(r, e, kind, &b.spare)
+}
+
+// setRow sets r, a zero row, to e, of kind; the part of a row few rows
+// have comes from x, or is allocated when x is nil.
+func setRow(r *entryRow, e *Entry, kind *entryKind, x *spare) {
+	r.label, r.key, r.version, r.content, r.meta = e.Label, e.Key, e.Version, e.Content, e.packedMeta
+	if e.lazy != nil {
+		r.content = e.lazy // its content is not decoded: where it is instead
+	}
+	r.kind = kind
 	id, okID := ulidOf(e.ID)
 	ts, okTS := instantOf(e.TS)
 	r.id, r.ts = id, ts
 	if !okID || !okTS || e.TTL != nil || e.Meta != nil {
-		r.rare = b.spare.rare()
+		if x != nil {
+			r.rare = x.rare()
+		} else {
+			r.rare = new(entryRare)
+		}
 		r.rare.ttl, r.rare.meta = e.TTL, e.Meta
 		if !okID {
 			r.rare.id = e.ID
@@ -203,14 +217,25 @@ func (u ulid) String() string {
 }
 
 // entryRows are the rows in chunks, as stepRows are.
+// A board read by LoadLean keeps the entries read from its file there
+// (file, store_leansteps.go); the rows are the entries added after them.
 type entryRows struct {
+	file   *fileEntries
 	chunks [][]entryRow
 	n      int
 }
 
-func (rs *entryRows) len() int { return rs.n }
+func (rs *entryRows) len() int { return rs.file.len() + rs.n }
 
-func (rs *entryRows) at(i int) *entryRow { return &rs.chunks[i/rowChunk][i%rowChunk] }
+// at is row i; for an entry left in the file, a row made from its line.
+func (rs *entryRows) at(i int) *entryRow {
+	n := rs.file.len()
+	if i < n {
+		return rs.file.row(i)
+	}
+	i -= n
+	return &rs.chunks[i/rowChunk][i%rowChunk]
+}
 
 // next adds a zero row and returns it.
 func (rs *entryRows) next() *entryRow {

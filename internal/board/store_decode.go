@@ -122,6 +122,9 @@ func parseLines(t *text, l *layout, lazy *lineSource) (*Board, error) {
 			lazy.keep(lines, lo)
 		}
 	}
+	if lazy != nil && lazy.f != nil && lazy.steps {
+		b.entries.file = &fileEntries{lines: lz, dec: lineDec{intern: map[string]string{}}}
+	}
 	es := make([]Entry, min(ne, decodeBatch))
 	ins := make([]entryIn, len(es))
 	for lo := 0; lo < ne; lo += len(es) {

@@ -7,17 +7,21 @@ import (
 )
 
 // A replay reads its recording's step records as it reaches them, a few
-// times each: held as rows, a 100k-step run's records (and the strings
-// and results in them) were 20 MB of what its replay kept, beside the
-// replay's own board. LoadLean leaves them in the file as the entries'
-// lines are left (store_lines.go): a record keeps where its line is and
-// the line's hash, and is decoded again each time it is asked for.
+// times each, and its entries once, at its end: held as rows, a
+// 100k-step run's records (and the strings and results in them) were
+// 20 MB of what its replay kept beside its own board, and the entries'
+// rows 15 MB more. LoadLean leaves both in the file as LoadForRead
+// leaves the entries' contents (store_lines.go): a record or an entry
+// keeps where its line is and the line's hash, and is decoded again
+// each time it is asked for. The keys' index is kept: a key's newest
+// entry is one line read.
 
-// LoadLean is LoadForRead with the step records left in the file too,
-// each read back when asked for: for a reader that goes through the
-// records once or a few times (a replay's recording), not one that asks
-// for them all again and again. A small file's records, and every
-// file's on Windows, are held as Load holds them.
+// LoadLean is LoadForRead with the step records and the entries left in
+// the file, each read back when asked for: for a reader that goes
+// through them once or a few times (a replay's recording), not one that
+// asks for them all again and again. A small file's, and every file's
+// on Windows, are held as LoadForRead holds them; those its journal
+// added are held.
 func LoadLean(path string) (*Board, error) {
 	b, err := loadLazy(path, lazySteps)
 	if err != nil {
@@ -111,4 +115,52 @@ func (f *fileSteps) decode(i int) (StepRecord, error) {
 	c.i, c.ok, c.s = i, true, s
 	f.mu.Unlock()
 	return s, nil
+}
+
+// fileEntries are the entries left in the file, in order.
+type fileEntries struct {
+	lines []lazyEntry // where each is
+	n     int         // how many of them the board has taken in, in order
+
+	mu  sync.Mutex // dec
+	dec lineDec
+}
+
+func (f *fileEntries) len() int {
+	if f == nil {
+		return 0
+	}
+	return f.n
+}
+
+// row is entry i as a row of its own, made from its line's header; its
+// content stays in the file (entryRow.lazy). A line that is no longer
+// as it was read gives an entry that says so.
+func (f *fileEntries) row(i int) *entryRow {
+	lz := &f.lines[i]
+	r := new(entryRow)
+	line, err := lz.line(nil, int64(i)+1)
+	var h entryHead
+	if err == nil {
+		f.mu.Lock()
+		if len(f.dec.intern) > 64 {
+			clear(f.dec.intern)
+		}
+		var ok bool
+		h, _, _, ok = f.dec.entryLine(line)
+		f.mu.Unlock()
+		if !ok {
+			h = entryHead{}
+			err = json.Unmarshal(line, &h)
+		}
+	}
+	if err != nil {
+		r.kind = new(entryKind)
+		r.content = fmt.Sprintf("[entry %d: it could not be read: %v]", i+1, err)
+		return r
+	}
+	e := Entry{ID: h.ID, Seq: h.Seq, Section: h.Section, Role: h.Role, Author: h.Author, Label: h.Label,
+		Key: h.Key, Version: h.Version, Topic: h.Topic, TS: h.TS, TTL: h.TTL, Deleted: h.Deleted, lazy: lz}
+	setRow(r, &e, &entryKind{section: e.Section, role: e.Role, author: e.Author, topic: e.Topic, deleted: e.Deleted}, nil)
+	return r
 }

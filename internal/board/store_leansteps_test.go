@@ -12,19 +12,37 @@ import (
 	"time"
 )
 
-// A board read by LoadLean leaves its step records in the file and
-// gives each, when asked, as Load gives it: the rare fields, a result's
-// large strings held in the file's blobs, times Load keeps whole, and
-// the records its journal added after the file was saved. A record
-// whose line was written into after the read says so.
-func TestLoadLeanReadsStepsAsLoad(t *testing.T) {
+// A board read by LoadLean leaves its step records and entries in the
+// file and gives each, when asked, as Load gives it: the rare fields, a
+// result's large strings held in the file's blobs, times Load keeps
+// whole, a key's newest entry, and what its journal added after the
+// file was saved. A record or an entry whose line was written into
+// after the read says so.
+func TestLoadLeanReadsAsLoad(t *testing.T) {
 	path := t.TempDir() + "/run.json"
 	b, err := Create(path, Run{ID: "r", Status: StatusRunning, PlanSource: "steps: []"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Write(WriteOp{Key: "k", Value: "v", Author: "a", ExpectVersion: -1}); err != nil {
-		t.Fatal(err)
+	write := func(i int) {
+		op := WriteOp{Key: fmt.Sprint("k", i%500), Value: fmt.Sprintf("value %06d %s", i, strings.Repeat("v", 100)), Author: "a", ExpectVersion: -1,
+			Label: fmt.Sprint("s", i)}
+		switch i % 5 {
+		case 1:
+			op.Meta = map[string]any{"n": i, "tags": []any{"a", "b"}}
+		case 2:
+			op.TTL = time.Hour
+		case 3:
+			op.Delete, op.Value, op.Key = true, nil, fmt.Sprint("k", (i-1)%500) // written just before
+		case 4:
+			op.Section, op.Key, op.Value = "notes", fmt.Sprint("n", i), map[string]any{"i": i}
+		}
+		if _, err := b.Write(op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 3000 {
+		write(i)
 	}
 	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
 	step := func(i int) StepRecord {
@@ -59,6 +77,9 @@ func TestLoadLeanReadsStepsAsLoad(t *testing.T) {
 		if err := b.AddStep(step(i)); err != nil {
 			t.Fatal(err)
 		}
+		if i >= saved {
+			write(3000 + i)
+		}
 	}
 	b.Close()
 	if fi, _ := os.Stat(path); fi.Size() < settleMin {
@@ -75,6 +96,35 @@ func TestLoadLeanReadsStepsAsLoad(t *testing.T) {
 	}
 	if inFile := lean.steps.file.len(); runtime.GOOS != "windows" && inFile != saved {
 		t.Fatalf("%d records left in the file, want %d", inFile, saved)
+	}
+	if inFile := lean.entries.file.len(); runtime.GOOS != "windows" && inFile != 3000 {
+		t.Fatalf("%d entries left in the file, want 3000", inFile)
+	}
+	if got, w := lean.Len(), want.Len(); got != w || w != 3000+more {
+		t.Fatalf("Len = %d, Load's %d, want %d", got, w, 3000+more)
+	}
+	we := want.Entries()
+	if got := lean.Entries(); !reflect.DeepEqual(got, we) {
+		for i := range got {
+			if !reflect.DeepEqual(got[i], we[i]) {
+				t.Fatalf("entry %d:\n got %+v\nwant %+v", i, got[i], we[i])
+			}
+		}
+		t.Fatal("Entries differ from Load's")
+	}
+	i := 0
+	for e := range lean.All() {
+		if !reflect.DeepEqual(e, we[i]) {
+			t.Fatalf("All, entry %d:\n got %+v\nwant %+v", i, e, we[i])
+		}
+		i++
+	}
+	for _, k := range []string{"k0", "k1", "k2", "k3", "k497", "k499", "k5004"} { // k497: deleted last
+		g, ok := lean.Get(k)
+		w, wok := want.Get(k)
+		if ok != wok || !reflect.DeepEqual(g, w) {
+			t.Errorf("Get(%s) = %+v %v, Load's %+v %v", k, g, ok, w, wok)
+		}
 	}
 	if got, w := lean.NumSteps(), want.NumSteps(); got != w || w != saved+more {
 		t.Fatalf("NumSteps = %d, Load's %d, want %d", got, w, saved+more)
@@ -116,17 +166,27 @@ func TestLoadLeanReadsStepsAsLoad(t *testing.T) {
 		return // the records were held: nothing in the file to read back
 	}
 
-	// Written into after the read: the record says so, never another's.
-	data, _ := os.ReadFile(path)
-	at := bytes.Index(data, []byte("line 001234"))
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
+	// Written into after the read: the record or entry says so, never another's.
+	scribble := func(what, over string) {
+		data, _ := os.ReadFile(path)
+		at := bytes.Index(data, []byte(what))
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt([]byte(over), int64(at)); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
 	}
-	if _, err := f.WriteAt([]byte("LINE"), int64(at)); err != nil {
-		t.Fatal(err)
+	scribble("line 001234", "LINE")
+	scribble(`"author":"a","label":"s2000"`, `"author":"a","label":"S2000"`)
+	if e := lean.Entries()[2000]; e.Label == "S2000" || !strings.Contains(fmt.Sprint(e.Content), "changed on disk") || !strings.Contains(fmt.Sprint(e.Content), "entry seq 2001") {
+		t.Errorf("an entry written into after the read: %+v", e)
 	}
-	f.Close()
+	if e := lean.Entries()[1999]; !reflect.DeepEqual(e, we[1999]) {
+		t.Errorf("the entry before it: %+v", e)
+	}
 	got := lean.StepKeyed(1234)
 	if !strings.Contains(got.Error, "changed on disk") || !strings.Contains(got.Error, "step record 1235") || got.Status != "failed" {
 		t.Errorf("a record written into after the read: %+v", got)
