@@ -837,7 +837,7 @@ func (b *Board) each(meta bool) iter.Seq[Entry] {
 		b.mu.RUnlock()
 		for i := range n {
 			b.mu.RLock()
-			e := b.entries.at(i).entry(i)
+			e := b.entries.entry(i)
 			if meta || e.lazy != nil {
 				e = e.loaded()
 			}

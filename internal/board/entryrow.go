@@ -237,6 +237,15 @@ func (rs *entryRows) at(i int) *entryRow {
 	return &rs.chunks[i/rowChunk][i%rowChunk]
 }
 
+// entry is entry i as entryRow.entry gives it; one left in the file is
+// only where it is (its header is read with its content, once).
+func (rs *entryRows) entry(i int) Entry {
+	if i < rs.file.len() {
+		return Entry{Seq: int64(i) + 1, lazy: &rs.file.lines[i]}
+	}
+	return rs.at(i).entry(i)
+}
+
 // next adds a zero row and returns it.
 func (rs *entryRows) next() *entryRow {
 	if rs.n%rowChunk == 0 {

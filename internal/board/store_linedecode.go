@@ -29,7 +29,7 @@ type lineDec struct {
 	i int
 	// alias: strings may share the line's bytes (what is read is let
 	// go of with the file's buffer); else they are copied, those that
-	// repeat (labels, keys, authors) once per worker.
+	// repeat (labels, keys, authors) once per worker when intern is set.
 	alias  bool
 	intern map[string]string
 }
@@ -143,7 +143,7 @@ func (d *lineDec) str(repeat bool) (string, bool) {
 		return "", true
 	case d.alias:
 		return unsafe.String(&body[0], len(body)), true
-	case repeat:
+	case repeat && d.intern != nil:
 		if s, ok := d.intern[string(body)]; ok {
 			return s, true
 		}

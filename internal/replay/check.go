@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -32,8 +33,42 @@ type checker struct {
 	// visit's last record (segment.last): a map of the visits was 5 MB
 	// at 100k steps.
 	seen  [][]uint64
-	path  []visitKey // the visits finished so far (written out only for a divergence)
+	path  visitPath // the visits finished so far (written out only for a divergence)
 	first *Divergence
+}
+
+// visitPath is the visits a replay finished, in order: each as the
+// place of its record in the recording (4 bytes, where its label and
+// visit took 24 and the label's copy), or, a visit the recording does
+// not have, as itself.
+type visitPath struct {
+	at    []int32 // a place in the recording; -1-j: other[j]
+	other []visitKey
+}
+
+func (p *visitPath) add(at int, recorded bool, k visitKey) {
+	if recorded && at <= math.MaxInt32 {
+		p.at = append(p.at, int32(at))
+		return
+	}
+	p.at = append(p.at, int32(-1-len(p.other)))
+	p.other = append(p.other, k)
+}
+
+// names are the visits as LABEL#VISIT.
+func (p *visitPath) names(rec *board.Board) []string {
+	out := make([]string, len(p.at))
+	for i, at := range p.at {
+		var k visitKey
+		if at >= 0 {
+			r := rec.StepKeyed(int(at))
+			k = visitKey{r.Label, r.Visit}
+		} else {
+			k = p.other[-1-at]
+		}
+		out[i] = fmt.Sprintf("%s#%d", k.label, k.visit)
+	}
+	return out
 }
 
 var errDiverged = errors.New("replay diverged")
@@ -47,7 +82,7 @@ func newChecker(s *script) *checker {
 	}
 	// Sized for the recording: grown step by step, its regrowing was the
 	// part of a replay's per-step check that grew with the run.
-	return &checker{s: s, seen: seen, path: make([]visitKey, 0, n)}
+	return &checker{s: s, seen: seen, path: visitPath{at: make([]int32, 0, n)}}
 }
 
 func (c *checker) StepStarted(label string, visit int, parent string) {
@@ -69,12 +104,13 @@ func (c *checker) StepFinished(now board.StepRecord) {
 	}
 	k := visitKey{now.Label, now.Visit}
 	g := c.s.cur()
-	was, ok := g.record(k)
+	at, was, ok := g.find(k)
 	c.mu.Lock()
-	if i, ok := g.index(k); ok {
+	if ok {
+		i := at - g.from
 		c.seen[c.s.seg][i/64] |= 1 << (i % 64)
 	}
-	c.path = append(c.path, k)
+	c.path.add(at, ok, k)
 	c.mu.Unlock()
 	if !ok {
 		c.diverge(&Divergence{Kind: KindPath, Label: now.Label, Visit: now.Visit,
@@ -144,10 +180,7 @@ func (c *checker) diverge(d *Divergence) {
 // pathLocked is the steps that led to a divergence: the visits replayed
 // before it, ending with it.
 func (c *checker) pathLocked(label string, visit int) []string {
-	p := make([]string, len(c.path), len(c.path)+1)
-	for i, k := range c.path {
-		p[i] = fmt.Sprintf("%s#%d", k.label, k.visit)
-	}
+	p := c.path.names(c.s.rec)
 	here := fmt.Sprintf("%s#%d", label, visit)
 	if label != "" && (len(p) == 0 || p[len(p)-1] != here) {
 		p = append(p, here)

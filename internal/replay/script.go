@@ -1,7 +1,11 @@
 package replay
 
 import (
+	"cmp"
+	"encoding/binary"
 	"encoding/json"
+	"hash/maphash"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +26,13 @@ type visitKey struct {
 // by visit), a third of the replay's memory.
 type segment struct {
 	rec      *board.Board
-	from, to int                   // its records: rec's from to to-1
-	last     map[visitKey]int      // the last record of each visit
+	from, to int // its records: rec's from to to-1
+	// last is where the last record of each visit is, by the hash of
+	// the visit (visitHash): 16 bytes a visit, where a map by label and
+	// visit took 90 with the label's copy. A hash is checked against the
+	// record it finds.
+	last     []visitAt
+	hash     func(visitKey) uint64 // visitHash (a test's own, to make hashes collide)
 	children map[visitKey][]string // a group visit's children, in the order they finished
 	groups   map[visitKey]bool     // group visits with a child in this segment
 	status   string                // how the segment ended: succeeded, failed, interrupted, running (killed)
@@ -31,15 +40,47 @@ type segment struct {
 	mark     *engine.ResumeMark // what the resume after it found (nil for the last segment)
 }
 
-// complete reports whether the segment ran to its own end, so that a visit
-// it does not have is a different path rather than the recording running out.
+// visitAt is where a visit's last record is (its index in the
+// recording), by the visit's hash; sorted by hash, then index.
+type visitAt struct {
+	hash uint64
+	i    int
+}
+
+// visitSeed seeds visitHash: the hashes are this process's own.
+var visitSeed = maphash.MakeSeed()
+
+func visitHash(k visitKey) uint64 {
+	var h maphash.Hash
+	h.SetSeed(visitSeed)
+	h.WriteString(k.label)
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], uint64(k.visit))
+	h.Write(v[:])
+	return h.Sum64()
+}
+
+// find is where the segment's last record of visit k is, and the record.
+func (s *segment) find(k visitKey) (int, board.StepRecord, bool) {
+	h := s.hash(k)
+	for j, _ := slices.BinarySearchFunc(s.last, h, func(a visitAt, h uint64) int { return cmp.Compare(a.hash, h) }); j < len(s.last) && s.last[j].hash == h; j++ {
+		if r := s.rec.StepKeyed(s.last[j].i); r.Label == k.label && r.Visit == k.visit {
+			return s.last[j].i, r, true
+		}
+	}
+	return 0, board.StepRecord{}, false
+}
+
 // record is the segment's last record of visit k.
 func (s *segment) record(k visitKey) (board.StepRecord, bool) {
-	i, ok := s.last[k]
-	if !ok {
-		return board.StepRecord{}, false
-	}
-	return s.rec.StepKeyed(i), true
+	_, r, ok := s.find(k)
+	return r, ok
+}
+
+// has reports whether the segment has a record of visit k.
+func (s *segment) has(k visitKey) bool {
+	_, _, ok := s.find(k)
+	return ok
 }
 
 // len is how many records the segment holds.
@@ -47,7 +88,7 @@ func (s *segment) len() int { return s.to - s.from }
 
 // index is where the segment's last record of visit k is, from 0.
 func (s *segment) index(k visitKey) (int, bool) {
-	i, ok := s.last[k]
+	i, _, ok := s.find(k)
 	return i - s.from, ok
 }
 
@@ -145,11 +186,11 @@ func newScript(rec *board.Board, caps func(string) engine.Caps, timeout time.Dur
 // grandchildren of a group (an item's steps in a for_each sequence inside
 // a parallel group).
 func newSegment(rec *board.Board, from, to int, status, errText string, m *engine.ResumeMark, parent func(string) string) *segment {
-	g := &segment{rec: rec, from: from, to: to, last: make(map[visitKey]int, to-from), children: map[visitKey][]string{},
+	g := &segment{rec: rec, from: from, to: to, last: make([]visitAt, 0, to-from), hash: visitHash, children: map[visitKey][]string{},
 		groups: map[visitKey]bool{}, status: status, err: errText, mark: m}
 	for i := from; i < to; i++ {
 		r := rec.StepKeyed(i)
-		g.last[visitKey{r.Label, r.Visit}] = i
+		g.last = append(g.last, visitAt{g.hash(visitKey{r.Label, r.Visit}), i})
 		if r.Parent != "" && !r.Spawned() { // a child's visit is its group's (a sub-agent's is its step's, no group)
 			k := visitKey{r.Parent, r.Visit}
 			g.children[k] = append(g.children[k], r.Label)
@@ -162,7 +203,39 @@ func newSegment(rec *board.Board, from, to int, status, errText string, m *engin
 			}
 		}
 	}
+	g.last = lastOfEach(rec, g.last)
 	return g
+}
+
+// lastOfEach sorts the places of records by hash, the last record of a
+// visit first, and drops a visit's earlier records. Records that share
+// a hash are different visits only by a chance of one in 2^64: each is
+// read again then to tell. A record alone with its hash is not read
+// again: in hash order, each read was another part of the file.
+func lastOfEach(rec *board.Board, at []visitAt) []visitAt {
+	slices.SortFunc(at, func(a, b visitAt) int { return cmp.Or(cmp.Compare(a.hash, b.hash), cmp.Compare(b.i, a.i)) })
+	out := at[:0]
+	for j := 0; j < len(at); {
+		e := j
+		for e < len(at) && at[e].hash == at[j].hash {
+			e++
+		}
+		if e-j == 1 { // the common case, read from the file no more
+			out = append(out, at[j])
+			j = e
+			continue
+		}
+		var kept []visitKey
+		for _, v := range at[j:e] {
+			r := rec.StepKeyed(v.i)
+			if k := (visitKey{r.Label, r.Visit}); !slices.Contains(kept, k) {
+				kept = append(kept, k)
+				out = append(out, v)
+			}
+		}
+		j = e
+	}
+	return slices.Clip(out)
 }
 
 func (s *script) cur() *segment { return s.segs[s.seg] }
@@ -328,8 +401,7 @@ func (s *script) Ends(label string, visit int) bool {
 		return false
 	}
 	k := visitKey{label, visit}
-	_, ok := g.last[k]
-	return !ok && !g.groups[k]
+	return !g.has(k) && !g.groups[k]
 }
 
 func (s *script) EndsAfter(label string, visit int) bool {
@@ -341,8 +413,7 @@ func (s *script) EndsAfter(label string, visit int) bool {
 		return false
 	}
 	k := visitKey{label, visit}
-	_, ok := g.last[k]
-	return !ok && g.groups[k]
+	return !g.has(k) && g.groups[k]
 }
 
 func finished(s board.StepRecord) bool {

@@ -16,9 +16,9 @@ import (
 )
 
 // A recording large enough that its replay reads its step records back
-// from the file as it reaches them replays as recorded, offline, and a
-// plan changed near its end diverges at that step, after every visit
-// before it.
+// from the file as it reaches them replays as recorded, offline; a plan
+// changed near its end diverges at that step, and one with a step more
+// at that step, after every visit before it.
 func TestReplayReadsALargeRecordingFromItsFile(t *testing.T) {
 	const n = 3000
 	saved, dir := failedRun(t, n)
@@ -55,12 +55,26 @@ func TestReplayReadsALargeRecordingFromItsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rep.Board.Close()
+	rep.Board.Close()
 	d := rep.Divergence
 	if d == nil {
 		t.Fatal("a changed value replayed as recorded")
 	}
 	if d.Label != "s2883" || d.Visit != 1 || len(d.Path) != 2884 || d.Path[0] != "s0#1" || !strings.Contains(d.Diff, "bye me 2883") {
 		t.Errorf("diverged at %s#%d after %d visits (first %v): %s\n%s", d.Label, d.Visit, len(d.Path), d.Path[:1], d.Message, d.Diff)
+	}
+
+	plan = strings.Replace(failingAtTheEnd(n), "  - {label: s2002,", "  - {label: extra, type: board, op: read, key: 'k0'}\n  - {label: s2002,", 1)
+	if err := os.WriteFile(changed, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = runs.Replay(context.Background(), path, runs.ReplayOptions{PlanFile: changed, Options: replay.Options{Out: filepath.Join(dir, "replay3.json"), Log: zerolog.Nop()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Board.Close()
+	if d = rep.Divergence; d == nil || d.Kind != replay.KindPath || d.Label != "extra" || len(d.Path) != 2003 ||
+		d.Path[2001] != "s2001#1" || d.Path[2002] != "extra#1" {
+		t.Fatalf("a step more: %+v", d)
 	}
 }
