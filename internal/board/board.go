@@ -33,6 +33,9 @@ type Board struct {
 	journal    *journal // nil: in memory only
 	pending    []*Entry // entries numbered but not yet indexed (FinishStep)
 	journalN   int64    // journal records written so far (the file's watermark)
+	// holdsNext is where the step record after the one a journal record
+	// at or below the watermark was last found at should be (holds).
+	holdsNext int
 	now        func() time.Time
 	// seen: the key's version an author last read of another author's
 	// writing. A write of its own, or a read of one, needs no note:

@@ -102,8 +102,11 @@ func (e *Entry) loaded() Entry {
 // LoadForRead is Load for reading: entries' contents are decoded when
 // handed out. The board is for reading only (it has no journal; a write
 // would compare against contents it has not decoded).
-func LoadForRead(path string) (*Board, error) {
-	b, err := loadLazy(path, lazyEntries)
+func LoadForRead(path string) (*Board, error) { return loadReadOnly(path, lazyEntries) }
+
+// loadReadOnly reads a saved run lazily, as lazy says, for reading only.
+func loadReadOnly(path string, lazy laziness) (*Board, error) {
+	b, err := loadLazy(path, lazy)
 	if err != nil {
 		return nil, err
 	}

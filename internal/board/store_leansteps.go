@@ -22,14 +22,7 @@ import (
 // asks for them all again and again. A small file's, and every file's
 // on Windows, are held as LoadForRead holds them; those its journal
 // added are held.
-func LoadLean(path string) (*Board, error) {
-	b, err := loadLazy(path, lazySteps)
-	if err != nil {
-		return nil, err
-	}
-	b.readOnly = true
-	return b, nil
-}
+func LoadLean(path string) (*Board, error) { return loadReadOnly(path, lazySteps) }
 
 // fileSteps are the step records left in the file, in order.
 type fileSteps struct {

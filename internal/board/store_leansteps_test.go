@@ -195,3 +195,54 @@ func TestLoadLeanReadsAsLoad(t *testing.T) {
 		t.Errorf("the record before it: %+v", got)
 	}
 }
+
+// A crash between saving a run's file and removing its journal leaves
+// the journal's records in the file too: each is found there, in order,
+// whether the file's records are held or read back from it, and none is
+// taken twice.
+func TestJournalRecordsTheFileHolds(t *testing.T) {
+	path := t.TempDir() + "/run.json"
+	b, err := Create(path, Run{ID: "r", Status: StatusRunning, PlanSource: "steps: []"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
+	const n = 4000
+	for i := range n {
+		s := StepRecord{Label: fmt.Sprint("s", i%700), Visit: 1 + i/700, Type: "command", Status: "succeeded",
+			StartedAt: t0.Add(time.Duration(i) * time.Millisecond), FinishedAt: t0.Add(time.Duration(i+1) * time.Millisecond),
+			Result: json.RawMessage(fmt.Sprintf(`{"stdout":"line %06d %s"}`, i, strings.Repeat("x", 200)))}
+		e := Entry{Role: "step", Author: "runner", Label: s.Label, Content: fmt.Sprint("out ", i)}
+		if err := b.FinishStep(s, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	journal, err := os.ReadFile(JournalPath(path))
+	if err != nil || len(journal) == 0 {
+		t.Fatalf("no journal before the save: %v", err)
+	}
+	if err := b.Save(); err != nil { // the file takes every record; the journal goes
+		t.Fatal(err)
+	}
+	b.Close()
+	if err := os.WriteFile(JournalPath(path), journal, 0o644); err != nil { // as a crash before it went left it
+		t.Fatal(err)
+	}
+	want, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := LoadLean(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.NumSteps() != n || lean.NumSteps() != n || want.Len() != n || lean.Len() != n {
+		t.Fatalf("steps %d and %d, entries %d and %d; want %d each", want.NumSteps(), lean.NumSteps(), want.Len(), lean.Len(), n)
+	}
+	if runtime.GOOS != "windows" && lean.steps.file.len() != n {
+		t.Errorf("%d records left in the file, want %d", lean.steps.file.len(), n)
+	}
+	if !reflect.DeepEqual(lean.Steps(), want.Steps()) {
+		t.Error("the lean board's records differ from Load's")
+	}
+}

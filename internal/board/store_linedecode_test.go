@@ -260,7 +260,7 @@ func TestLoadLayouts(t *testing.T) {
 			for _, load := range []struct {
 				name string
 				f    func(string) (*Board, error)
-			}{{"Load", Load}, {"LoadForRead", LoadForRead}, {"LoadToResume", LoadToResume}} {
+			}{{"Load", Load}, {"LoadForRead", LoadForRead}, {"LoadToResume", LoadToResume}, {"LoadLean", LoadLean}} {
 				got, err := load.f(p)
 				if err != nil {
 					t.Fatalf("%s: %v\n%.2000s", load.name, err, data)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,12 +90,17 @@ func TestAnswerWhileTheRunLetsGo(t *testing.T) {
 			} else {
 				lock.SetOwner(boardlock.Owner{Kind: boardlock.OwnerRun, Socket: c.socket(t, bb)})
 			}
+			// The run lets go of its lock in a goroutine of its own, which
+			// ends before the deferred Unlock above (a Lock is one
+			// process's, not shared between goroutines).
+			var letting sync.WaitGroup
+			defer letting.Wait()
 			letGo := func() {
 				time.Sleep(c.hold)
 				lock.Unlock()
 			}
 			if !c.served {
-				go letGo()
+				letting.Go(letGo)
 			}
 			q, err := runs.OpenQuestion(bb, "review", 0, nil, nil)
 			if err != nil {
@@ -105,7 +111,7 @@ func TestAnswerWhileTheRunLetsGo(t *testing.T) {
 				// The run ends between the question and its answer.
 				lock.SetOwner(boardlock.Owner{Kind: boardlock.OwnerRun})
 				srv.Close()
-				go letGo()
+				letting.Go(letGo)
 			}
 			got, err := q.Answer(map[string]any{"ok": true}, "ana")
 			if err != nil {
