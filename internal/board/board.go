@@ -36,7 +36,7 @@ type Board struct {
 	// holdsNext is where the step record after the one a journal record
 	// at or below the watermark was last found at should be (holds).
 	holdsNext int
-	now        func() time.Time
+	now       func() time.Time
 	// seen: the key's version an author last read of another author's
 	// writing. A write of its own, or a read of one, needs no note:
 	// every later version is newer, so another author's write after it
